@@ -1,0 +1,78 @@
+//! hostmax-engine drives many block volumes at once with io_uring and measures every I/O.
+//!
+//! A run ([`start`]) probes its targets ([`target::probe`], [`TargetInfo`]), places them on
+//! CPUs from their blk-mq maps ([`placement::Placement`]), and starts one OS thread per used
+//! CPU. Each worker pins itself, builds its own io_uring inside itself, registers its files
+//! and one aligned buffer arena, and keeps every device's queue full with the [`Workload`]'s
+//! I/O. A completion counts only when its result equals the requested length; anything else
+//! goes to the device's [`ErrorLog`].
+//!
+//! The control side holds a [`RunHandle`]: it reads one-second [`DeviceInterval`]s while the
+//! workers go on, can [`RunHandle::stop`] the run, and [`RunHandle::wait`]s for the
+//! [`RunResult`] with per-device [`OpResult`]s and exact HDR latency histograms
+//! ([`new_latency_histogram`] gives the bounds every histogram shares).
+//!
+//! All `unsafe` io_uring code lives in the private `ring` module.
+
+#![warn(missing_docs)]
+
+pub mod placement;
+mod result;
+mod ring;
+mod run;
+pub mod target;
+mod worker;
+mod workload;
+
+pub use placement::{Placement, WorkerPlan};
+pub use result::{
+    new_interval_histogram, new_latency_histogram, DeviceInterval, DeviceResult, ErrorLog,
+    IoErrorSample, OpKind, OpResult, RunResult, ERROR_SAMPLES, LATENCY_HIGHEST_NS, LATENCY_SIGFIG,
+};
+pub use run::{start, RunConfig, RunHandle, StopHandle};
+pub use target::{TargetInfo, TargetKind};
+pub use worker::OffsetStream;
+pub use workload::{
+    IoPattern, UnknownPattern, Workload, MAX_BLOCK_SIZE, MAX_IODEPTH, MIN_BLOCK_SIZE,
+};
+
+use std::path::PathBuf;
+
+/// Everything that can stop a run from starting or finishing.
+#[derive(Debug, thiserror::Error)]
+pub enum EngineError {
+    /// A target could not be opened or probed.
+    #[error("{}: {source}", path.display())]
+    Open {
+        /// The target as given.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A target is neither a block device nor a regular file.
+    #[error("{}: is {what}; give a block device or a regular file", path.display())]
+    NotATarget {
+        /// The target as given.
+        path: PathBuf,
+        /// What it is instead.
+        what: &'static str,
+    },
+    /// The workload does not fit a target or is out of range.
+    #[error("{0}")]
+    InvalidWorkload(String),
+    /// The CPU set is empty or names CPUs that are not online.
+    #[error("{0}")]
+    InvalidCpus(String),
+    /// io_uring could not be set up (kernel too old, disabled, or out of memory).
+    #[error("io_uring setup failed: {0}")]
+    Ring(std::io::Error),
+    /// A worker thread could not be started or pinned, or panicked.
+    #[error("worker on CPU {cpu}: {message}")]
+    Worker {
+        /// The CPU the worker was meant for.
+        cpu: usize,
+        /// What went wrong.
+        message: String,
+    },
+}

@@ -1,0 +1,1 @@
+//! Unsafe io_uring code.

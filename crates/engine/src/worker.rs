@@ -1,0 +1,4 @@
+//! Pinned worker threads.
+
+/// The offsets one target's I/O visits.
+pub struct OffsetStream;

@@ -1,0 +1,151 @@
+//! What to run against every target: the access pattern, sizes, depths and times.
+
+use std::fmt;
+use std::str::FromStr;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+/// Largest block size the engine accepts (8 MiB).
+pub const MAX_BLOCK_SIZE: u32 = 8 << 20;
+/// Smallest block size the engine accepts (512 B).
+pub const MIN_BLOCK_SIZE: u32 = 512;
+/// Largest per-device queue depth; bounded by the ring size the kernel allows
+/// (`IORING_MAX_ENTRIES`, 32768) shared by all devices of one worker.
+pub const MAX_IODEPTH: u32 = 4096;
+
+/// The access pattern, named as fio names it (`--rw`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum IoPattern {
+    /// Uniformly random reads.
+    RandRead,
+    /// Uniformly random writes.
+    RandWrite,
+    /// Uniformly random reads and writes; the read share is [`Workload::rwmixread`].
+    RandRw,
+    /// Sequential reads, wrapping at the end of the working set.
+    Read,
+    /// Sequential writes, wrapping at the end of the working set.
+    Write,
+}
+
+impl IoPattern {
+    /// All patterns, in the order `--help` lists them.
+    pub const ALL: [IoPattern; 5] = [
+        IoPattern::RandRead,
+        IoPattern::RandWrite,
+        IoPattern::RandRw,
+        IoPattern::Read,
+        IoPattern::Write,
+    ];
+
+    /// fio's name for the pattern.
+    pub fn name(self) -> &'static str {
+        match self {
+            IoPattern::RandRead => "randread",
+            IoPattern::RandWrite => "randwrite",
+            IoPattern::RandRw => "randrw",
+            IoPattern::Read => "read",
+            IoPattern::Write => "write",
+        }
+    }
+
+    /// Whether the pattern ever writes (and so needs write access and the safety checks).
+    pub fn writes(self) -> bool {
+        matches!(
+            self,
+            IoPattern::RandWrite | IoPattern::RandRw | IoPattern::Write
+        )
+    }
+
+    /// Whether the pattern ever reads.
+    pub fn reads(self) -> bool {
+        matches!(
+            self,
+            IoPattern::RandRead | IoPattern::RandRw | IoPattern::Read
+        )
+    }
+
+    /// Whether offsets are random (otherwise sequential).
+    pub fn is_random(self) -> bool {
+        matches!(
+            self,
+            IoPattern::RandRead | IoPattern::RandWrite | IoPattern::RandRw
+        )
+    }
+
+    /// The read share in percent this pattern gives, with `rwmixread` used for `randrw`.
+    pub fn read_percent(self, rwmixread: u8) -> u8 {
+        match self {
+            IoPattern::RandRead | IoPattern::Read => 100,
+            IoPattern::RandWrite | IoPattern::Write => 0,
+            IoPattern::RandRw => rwmixread,
+        }
+    }
+}
+
+impl fmt::Display for IoPattern {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// The error for an unknown `--rw` value.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown I/O pattern '{0}': use one of randread, randwrite, randrw, read, write")]
+pub struct UnknownPattern(pub String);
+
+impl FromStr for IoPattern {
+    type Err = UnknownPattern;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        IoPattern::ALL
+            .into_iter()
+            .find(|p| p.name() == s)
+            .ok_or_else(|| UnknownPattern(s.to_string()))
+    }
+}
+
+/// One workload, applied to every target of a run with each target's own queue, random
+/// stream and counters.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Workload {
+    /// Access pattern.
+    pub pattern: IoPattern,
+    /// Read share in percent for [`IoPattern::RandRw`] (0..=100); ignored otherwise.
+    pub rwmixread: u8,
+    /// Bytes per I/O: a multiple of every target's logical block size, 512 B..=8 MiB.
+    pub block_size: u32,
+    /// I/Os kept in flight per target.
+    pub iodepth: u32,
+    /// Bytes at the start of each target that I/O touches; `None` is the whole target.
+    pub working_set: Option<u64>,
+    /// Measured time, after the ramp.
+    pub runtime: Duration,
+    /// Time whose I/O is done but not counted, before the measured window.
+    pub ramp: Duration,
+    /// Seed of the random offsets: the same seed gives every target the same offsets.
+    pub seed: u64,
+    /// Optional cap on I/Os per second, per target.
+    pub rate_iops: Option<u64>,
+    /// Whether to time every I/O into the latency histograms (costs two clock reads per batch).
+    pub record_latency: bool,
+}
+
+impl Default for Workload {
+    fn default() -> Self {
+        Workload {
+            pattern: IoPattern::RandRead,
+            rwmixread: 50,
+            block_size: 4096,
+            iodepth: 32,
+            working_set: None,
+            runtime: Duration::from_secs(30),
+            ramp: Duration::from_secs(5),
+            seed: 0x5eed_0f_405c_a1e,
+            rate_iops: None,
+            record_latency: true,
+        }
+    }
+}
