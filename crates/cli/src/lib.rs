@@ -1,1 +1,12 @@
+//! hostmax, the command-line tool, as a library: the pieces the `hostmax` binary is made of.
+//!
+//! - [`plan`]: a checked [`plan::RunPlan`] (targets probed, workload validated) and the
+//!   [`plan::BadInput`] error that maps to exit code 2.
+//! - [`app`]: runs a plan: starts the engine, shows the live view, handles signals, and
+//!   hands the result to the aggregator and the output.
+//! - [`simhost`]: the simulated host of throttled loop volumes on tmpfs that `hostmax demo`
+//!   and the tests run against.
 
+pub mod app;
+pub mod plan;
+pub mod simhost;

@@ -1,0 +1,1 @@
+//! Running a plan: engine, live view, signals, aggregation, output.

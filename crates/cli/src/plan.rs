@@ -1,0 +1,50 @@
+//! The checked plan of a run, and the error for bad input.
+
+use std::fmt;
+use std::path::PathBuf;
+
+use hostmax_engine::{TargetInfo, Workload};
+
+/// Input the user can fix: exit code 2, shown as one line naming the thing and the fix.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BadInput(pub String);
+
+impl fmt::Display for BadInput {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for BadInput {}
+
+/// Returns early with a [`BadInput`] made from a format string.
+#[macro_export]
+macro_rules! bad_input {
+    ($($arg:tt)*) => {
+        return Err($crate::plan::BadInput(format!($($arg)*)).into())
+    };
+}
+
+/// Where the JSON report goes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum JsonDest {
+    /// `--json -`: standard output, and nothing else goes there.
+    Stdout,
+    /// `--json PATH`: written to a temporary file beside it and renamed into place.
+    File(PathBuf),
+}
+
+/// A run that passed every check: what `hostmax --devices ...` will do.
+#[derive(Debug, Clone)]
+pub struct RunPlan {
+    /// Probed, de-duplicated targets, in the order given.
+    pub targets: Vec<TargetInfo>,
+    /// The validated workload.
+    pub workload: Workload,
+    /// CPUs the workers may use; `None` is every allowed CPU.
+    pub cpus: Option<Vec<usize>>,
+    /// Where the JSON report goes, if anywhere.
+    pub json: Option<JsonDest>,
+    /// `--allow-write` was given (and the write safety checks passed).
+    pub allow_write: bool,
+}

@@ -1,0 +1,1 @@
+//! The simulated host: throttled loop volumes on tmpfs.
