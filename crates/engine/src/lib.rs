@@ -26,10 +26,11 @@ mod workload;
 
 pub use placement::{Placement, WorkerPlan};
 pub use result::{
-    new_interval_histogram, new_latency_histogram, DeviceInterval, DeviceResult, ErrorLog,
-    IoErrorSample, OpKind, OpResult, RunResult, ERROR_SAMPLES, LATENCY_HIGHEST_NS, LATENCY_SIGFIG,
+    new_latency_histogram, DeviceInterval, DeviceResult, ErrorLog, IoErrorSample, OpKind, OpResult,
+    RunResult, WorkerSummary, ERROR_SAMPLES, LATENCY_HIGHEST_NS, LATENCY_SIGFIG,
 };
-pub use run::{start, RunConfig, RunHandle, StopHandle};
+pub use ring::RingFeatures;
+pub use run::{start, validate, RunConfig, RunHandle, StopHandle};
 pub use target::{TargetInfo, TargetKind};
 pub use worker::OffsetStream;
 pub use workload::{

@@ -22,13 +22,6 @@ pub fn new_latency_histogram() -> Histogram<u64> {
         .expect("constant histogram bounds are valid")
 }
 
-/// The 32-bit-count twin of [`new_latency_histogram`], used for one-second intervals (half the
-/// memory; a second cannot hold 2^32 I/Os in one bin).
-pub fn new_interval_histogram() -> Histogram<u32> {
-    Histogram::new_with_bounds(1, LATENCY_HIGHEST_NS, LATENCY_SIGFIG)
-        .expect("constant histogram bounds are valid")
-}
-
 /// Read or write.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -126,6 +119,17 @@ pub struct DeviceResult {
     pub errors: ErrorLog,
 }
 
+/// What one worker thread was and ran with.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WorkerSummary {
+    /// The CPU it was pinned to.
+    pub cpu: usize,
+    /// Indices of the targets it drove.
+    pub devices: Vec<usize>,
+    /// The ring features the kernel accepted.
+    pub ring: crate::RingFeatures,
+}
+
 /// The result of a whole run.
 #[derive(Debug, Clone)]
 pub struct RunResult {
@@ -135,6 +139,8 @@ pub struct RunResult {
     pub measured: Duration,
     /// Whether [`crate::RunHandle::stop`] ended the run before its runtime.
     pub stopped_early: bool,
+    /// One entry per worker thread.
+    pub workers: Vec<WorkerSummary>,
 }
 
 /// One second of one device, sent while the run goes on (see [`crate::RunHandle::recv_interval`]).
@@ -155,7 +161,7 @@ pub struct DeviceInterval {
     /// Failed I/Os in this second.
     pub errors: u64,
     /// Read latencies of this second.
-    pub read_latency: Histogram<u32>,
+    pub read_latency: Histogram<u64>,
     /// Write latencies of this second.
-    pub write_latency: Histogram<u32>,
+    pub write_latency: Histogram<u64>,
 }

@@ -1,1 +1,340 @@
-//! Unsafe io_uring code.
+//! The only module with `unsafe` io_uring code: one ring, the files it reads and writes, and
+//! the buffer arena the kernel reads into and writes from.
+//!
+//! [`UringIo`] owns all three together, so that the ownership rule io_uring imposes (every
+//! buffer and file an SQE names must stay valid until its CQE is reaped) holds by
+//! construction: the arena and the files are dropped only after every submitted I/O has
+//! completed ([`Drop`] drains the ring first, and leaks the arena rather than free memory the
+//! kernel may still write into if draining fails).
+
+use std::alloc::{self, Layout};
+use std::fs::File;
+use std::io;
+use std::os::unix::io::AsRawFd;
+use std::time::Duration;
+
+use io_uring::{opcode, squeue, types, IoUring};
+
+use crate::OpKind;
+
+/// Alignment of the arena and of every buffer in it: page size, which satisfies the `O_DIRECT`
+/// memory alignment of every device the kernel supports.
+pub(crate) const BUFFER_ALIGN: usize = 4096;
+
+/// Largest single registered buffer the kernel accepts (1 GiB).
+const MAX_REGISTERED_REGION: usize = 1 << 30;
+/// Most registered buffers one ring may have (`IORING_MAX_REG_BUFFERS`).
+const MAX_REGISTERED_REGIONS: usize = 1 << 14;
+
+/// Which optional ring features the kernel accepted; reported so users see what ran.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct RingFeatures {
+    /// `IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN`.
+    pub defer_taskrun: bool,
+    /// `IORING_SETUP_COOP_TASKRUN`.
+    pub coop_taskrun: bool,
+    /// Files registered (`IOSQE_FIXED_FILE`).
+    pub fixed_files: bool,
+    /// Buffers registered (`READ_FIXED` / `WRITE_FIXED`).
+    pub fixed_buffers: bool,
+    /// The ring fd is registered (saves an fd lookup per `io_uring_enter`).
+    pub registered_ring: bool,
+}
+
+/// Page-aligned memory for all I/O buffers of one worker.
+struct Arena {
+    ptr: *mut u8,
+    layout: Layout,
+}
+
+impl Arena {
+    fn new(len: usize, fill_random: bool) -> io::Result<Arena> {
+        let layout = Layout::from_size_align(len.max(BUFFER_ALIGN), BUFFER_ALIGN)
+            .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "buffer arena too large"))?;
+        // SAFETY: the layout has a non-zero size (at least one page).
+        let ptr = unsafe { alloc::alloc_zeroed(layout) };
+        if ptr.is_null() {
+            return Err(io::Error::new(
+                io::ErrorKind::OutOfMemory,
+                format!("cannot allocate {} bytes of I/O buffers", layout.size()),
+            ));
+        }
+        if fill_random {
+            // Writes carry incompressible bytes so that no device can dedupe or compress them.
+            // SAFETY: `ptr` is valid for `layout.size()` bytes, owned by us, and not yet shared.
+            let bytes = unsafe { std::slice::from_raw_parts_mut(ptr, layout.size()) };
+            let mut state = 0x9e37_79b9_7f4a_7c15u64;
+            for chunk in bytes.chunks_mut(8) {
+                state = crate::worker::splitmix64(&mut state);
+                let v = state.to_le_bytes();
+                chunk.copy_from_slice(&v[..chunk.len()]);
+            }
+        }
+        Ok(Arena { ptr, layout })
+    }
+}
+
+impl Drop for Arena {
+    fn drop(&mut self) {
+        // SAFETY: `ptr` came from `alloc_zeroed` with this exact layout and is freed once.
+        unsafe { alloc::dealloc(self.ptr, self.layout) }
+    }
+}
+
+/// One buffer region per target: `iodepth` slots of `block_size` bytes each.
+#[derive(Debug, Clone, Copy)]
+struct Region {
+    offset: usize,
+    len: usize,
+}
+
+/// A ring with its files and buffer arena; see the module overview for the ownership rule.
+pub(crate) struct UringIo {
+    // Field order matters for drop: `ring` closes before `files` and `arena` are released,
+    // and `Drop for UringIo` has already drained every in-flight I/O by then.
+    ring: IoUring,
+    files: Vec<File>,
+    arena: Option<Arena>,
+    regions: Vec<Region>,
+    features: RingFeatures,
+    in_flight: usize,
+}
+
+impl UringIo {
+    /// Builds a ring for `slots` I/Os in flight at most, registers `files`, and makes one
+    /// buffer region of `region_lens[i]` bytes per file (page-aligned).
+    ///
+    /// Must be called on the thread that will submit: with `DEFER_TASKRUN` only the creating
+    /// task may enter the ring.
+    pub fn new(
+        files: Vec<File>,
+        region_lens: &[usize],
+        slots: usize,
+        fill_random: bool,
+    ) -> io::Result<UringIo> {
+        let sq_entries = slots.next_power_of_two().clamp(8, 4096) as u32;
+        let cq_entries = (slots.next_power_of_two() as u32)
+            .max(2 * sq_entries)
+            .min(65_536);
+        let (ring, defer_taskrun, coop_taskrun) = build_ring(sq_entries, cq_entries)?;
+
+        let mut regions = Vec::with_capacity(region_lens.len());
+        let mut total = 0usize;
+        for &len in region_lens {
+            let len = len.div_ceil(BUFFER_ALIGN) * BUFFER_ALIGN;
+            regions.push(Region { offset: total, len });
+            total = total
+                .checked_add(len)
+                .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "arena overflow"))?;
+        }
+        let arena = Arena::new(total, fill_random)?;
+
+        let mut io = UringIo {
+            ring,
+            files,
+            arena: Some(arena),
+            regions,
+            features: RingFeatures {
+                defer_taskrun,
+                coop_taskrun,
+                ..RingFeatures::default()
+            },
+            in_flight: 0,
+        };
+
+        let fds: Vec<i32> = io.files.iter().map(|f| f.as_raw_fd()).collect();
+        io.features.fixed_files = io.ring.submitter().register_files(&fds).is_ok();
+
+        if io.regions.len() <= MAX_REGISTERED_REGIONS
+            && io.regions.iter().all(|r| r.len <= MAX_REGISTERED_REGION)
+        {
+            let base = io.arena_ptr();
+            let iovecs: Vec<libc::iovec> = io
+                .regions
+                .iter()
+                .map(|r| libc::iovec {
+                    // SAFETY: `r.offset + r.len` lies within the arena by construction.
+                    iov_base: unsafe { base.add(r.offset) }.cast(),
+                    iov_len: r.len,
+                })
+                .collect();
+            // SAFETY: every iovec points into `arena`, which `io` owns and frees only after the
+            // ring is closed (see `Drop`), so the registered memory outlives the registration.
+            // A failure (e.g. RLIMIT_MEMLOCK for a user without CAP_IPC_LOCK) leaves nothing
+            // registered and we use plain READ/WRITE.
+            io.features.fixed_buffers =
+                unsafe { io.ring.submitter().register_buffers(&iovecs) }.is_ok();
+        }
+        io.features.registered_ring = io.ring.submitter().register_ring_fd().is_ok();
+        Ok(io)
+    }
+
+    /// What the kernel accepted.
+    pub fn features(&self) -> RingFeatures {
+        self.features
+    }
+
+    /// I/Os submitted (or queued) and not yet reaped.
+    pub fn in_flight(&self) -> usize {
+        self.in_flight
+    }
+
+    fn arena_ptr(&self) -> *mut u8 {
+        self.arena.as_ref().expect("arena lives until drop").ptr
+    }
+
+    /// Queues one I/O of `len` bytes at byte `offset` of file `file`, using the buffer at
+    /// `buf_offset` in that file's region. Returns `false` when the submission queue is full
+    /// (nothing was queued). Panics if the buffer does not lie within the region: that is a bug
+    /// in the caller, and going on would hand the kernel memory we do not own.
+    pub fn push(
+        &mut self,
+        user_data: u64,
+        op: OpKind,
+        file: usize,
+        buf_offset: usize,
+        len: u32,
+        offset: u64,
+    ) -> bool {
+        let region = self.regions[file];
+        assert!(
+            buf_offset + len as usize <= region.len,
+            "buffer outside its region"
+        );
+        // SAFETY: the bounds were checked just above, so the pointer stays inside the arena.
+        let buf = unsafe { self.arena_ptr().add(region.offset + buf_offset) };
+        let entry = self.build_entry(op, file, buf, len, offset, file as u16);
+        // SAFETY: `buf` points into the arena and the file is in `self.files`; both are owned
+        // by `self` and released only after every queued I/O has completed (`Drop` drains).
+        // The caller does not reuse a buffer slot until its completion is reaped.
+        let pushed = unsafe { self.ring.submission().push(&entry.user_data(user_data)) }.is_ok();
+        if pushed {
+            self.in_flight += 1;
+        }
+        pushed
+    }
+
+    fn build_entry(
+        &self,
+        op: OpKind,
+        file: usize,
+        buf: *mut u8,
+        len: u32,
+        offset: u64,
+        buf_index: u16,
+    ) -> squeue::Entry {
+        let raw = types::Fd(self.files[file].as_raw_fd());
+        let fixed = types::Fixed(file as u32);
+        macro_rules! with_fd {
+            ($build:expr) => {
+                if self.features.fixed_files {
+                    $build(fixed)
+                } else {
+                    $build(raw)
+                }
+            };
+        }
+        match (op, self.features.fixed_buffers) {
+            (OpKind::Read, true) => with_fd!(|fd| opcode::ReadFixed::new(fd, buf, len, buf_index)
+                .offset(offset)
+                .build()),
+            (OpKind::Write, true) => {
+                with_fd!(|fd| opcode::WriteFixed::new(fd, buf, len, buf_index)
+                    .offset(offset)
+                    .build())
+            }
+            (OpKind::Read, false) => {
+                with_fd!(|fd| opcode::Read::new(fd, buf, len).offset(offset).build())
+            }
+            (OpKind::Write, false) => {
+                with_fd!(|fd| opcode::Write::new(fd, buf, len).offset(offset).build())
+            }
+        }
+    }
+
+    /// Submits what is queued and waits for at least `want` completions, or until `timeout`.
+    /// A timeout or a signal is not an error: the caller reaps whatever arrived.
+    pub fn submit_and_wait(&mut self, want: usize, timeout: Option<Duration>) -> io::Result<()> {
+        let want = want.min(self.in_flight);
+        let res = match timeout {
+            Some(t) if want > 0 => {
+                let ts = types::Timespec::from(t);
+                let args = types::SubmitArgs::new().timespec(&ts);
+                self.ring.submitter().submit_with_args(want, &args)
+            }
+            _ => self.ring.submitter().submit_and_wait(want),
+        };
+        match res {
+            Ok(_) => Ok(()),
+            Err(e)
+                if matches!(
+                    e.raw_os_error(),
+                    Some(libc::ETIME | libc::EINTR | libc::EBUSY)
+                ) =>
+            {
+                Ok(())
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Hands every available completion to `f` as (user_data, result).
+    pub fn reap(&mut self, mut f: impl FnMut(u64, i32)) {
+        let mut cq = self.ring.completion();
+        cq.sync();
+        for cqe in &mut cq {
+            self.in_flight -= 1;
+            f(cqe.user_data(), cqe.result());
+        }
+    }
+
+    /// Waits until every queued or submitted I/O has completed, discarding the results.
+    /// Returns `false` if the kernel stopped answering.
+    fn drain(&mut self) -> bool {
+        let mut failures = 0;
+        while self.in_flight > 0 {
+            if self
+                .submit_and_wait(1, Some(Duration::from_millis(100)))
+                .is_err()
+            {
+                failures += 1;
+                if failures > 100 {
+                    return false;
+                }
+            }
+            self.reap(|_, _| {});
+        }
+        true
+    }
+}
+
+impl Drop for UringIo {
+    fn drop(&mut self) {
+        if !self.drain() {
+            // The kernel may still write into the arena: leaking it is the only safe choice.
+            std::mem::forget(self.arena.take());
+        }
+    }
+}
+
+/// Builds a ring with the fastest flags the kernel accepts, falling back step by step.
+fn build_ring(sq: u32, cq: u32) -> io::Result<(IoUring, bool, bool)> {
+    let attempts: [(bool, bool); 3] = [(true, true), (false, true), (false, false)];
+    let mut last_err = None;
+    for (defer, coop) in attempts {
+        let mut b = IoUring::builder();
+        b.setup_cqsize(cq);
+        if defer {
+            b.setup_single_issuer().setup_defer_taskrun();
+        }
+        if coop {
+            b.setup_coop_taskrun();
+        }
+        match b.build(sq) {
+            Ok(ring) => return Ok((ring, defer, coop)),
+            Err(e) if e.raw_os_error() == Some(libc::EINVAL) => last_err = Some(e),
+            Err(e) => return Err(e),
+        }
+    }
+    Err(last_err.unwrap_or_else(|| io::Error::other("io_uring setup failed")))
+}

@@ -1,14 +1,23 @@
 //! Starting a run, watching it, and collecting its result.
 
 use std::path::PathBuf;
-use std::time::Duration;
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::sync::mpsc::{channel, Receiver};
+use std::sync::{Arc, Condvar, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
 
-use crate::{DeviceInterval, EngineError, Placement, RunResult, TargetInfo, Workload};
+use crate::placement::{self, Placement};
+use crate::worker::WorkerTask;
+use crate::{
+    target, DeviceInterval, DeviceResult, EngineError, RunResult, TargetInfo, Workload,
+    MAX_BLOCK_SIZE, MAX_IODEPTH, MIN_BLOCK_SIZE,
+};
 
 /// What to run where.
 #[derive(Debug, Clone)]
 pub struct RunConfig {
-    /// Targets, each driven with its own queue. A block device named twice must be given once.
+    /// Targets, each driven with its own queue. A device must not be named twice.
     pub targets: Vec<PathBuf>,
     /// The workload every target gets.
     pub workload: Workload,
@@ -18,52 +27,374 @@ pub struct RunConfig {
     pub live: bool,
 }
 
+/// The start gate: workers report readiness, then wait for the common start instant (or an
+/// abort when another worker failed to set up).
+pub(crate) struct StartGate {
+    state: Mutex<GateState>,
+    changed: Condvar,
+}
+
+#[derive(Default)]
+struct GateState {
+    ready: usize,
+    failures: Vec<String>,
+    go: Option<Option<Instant>>,
+}
+
+impl StartGate {
+    fn new() -> StartGate {
+        StartGate {
+            state: Mutex::new(GateState::default()),
+            changed: Condvar::new(),
+        }
+    }
+
+    /// A worker is set up (or failed to).
+    pub(crate) fn ready(&self, outcome: Result<(), String>) {
+        let mut s = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        s.ready += 1;
+        if let Err(e) = outcome {
+            s.failures.push(e);
+        }
+        self.changed.notify_all();
+    }
+
+    /// Blocks until the control side says go (`Some(start)`) or abort (`None`).
+    pub(crate) fn wait_go(&self) -> Option<Instant> {
+        let mut s = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        while s.go.is_none() {
+            s = self.changed.wait(s).unwrap_or_else(|e| e.into_inner());
+        }
+        s.go.flatten()
+    }
+
+    fn wait_ready(&self, workers: usize) -> Vec<String> {
+        let mut s = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        while s.ready < workers {
+            s = self.changed.wait(s).unwrap_or_else(|e| e.into_inner());
+        }
+        s.failures.clone()
+    }
+
+    fn open(&self, start: Option<Instant>) {
+        let mut s = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        s.go = Some(start);
+        self.changed.notify_all();
+    }
+}
+
+/// State the control side and the workers share.
+pub(crate) struct Shared {
+    pub(crate) gate: StartGate,
+    /// Nanoseconds after `start` at which a stop was asked; `u64::MAX` while none was.
+    stop_after_ns: AtomicU64,
+    start: Mutex<Option<Instant>>,
+    /// The highest second any worker has closed (for progress without a live channel).
+    pub(crate) seconds_done: AtomicI64,
+}
+
+impl Shared {
+    /// The instant a stop was asked for, if one was.
+    #[inline]
+    pub(crate) fn stop_instant(&self) -> Option<Instant> {
+        let ns = self.stop_after_ns.load(Ordering::Relaxed);
+        if ns == u64::MAX {
+            return None;
+        }
+        let start = (*self.start.lock().unwrap_or_else(|e| e.into_inner()))?;
+        Some(start + Duration::from_nanos(ns))
+    }
+
+    fn stop(&self) {
+        let start = *self.start.lock().unwrap_or_else(|e| e.into_inner());
+        let ns = start.map_or(0, |s| s.elapsed().as_nanos() as u64);
+        let _ =
+            self.stop_after_ns
+                .compare_exchange(u64::MAX, ns, Ordering::Relaxed, Ordering::Relaxed);
+    }
+}
+
+type WorkerOutcome = Result<(crate::RingFeatures, Vec<DeviceResult>), EngineError>;
+
 /// A running run.
 pub struct RunHandle {
-    _private: (),
+    targets: Vec<TargetInfo>,
+    placement: Placement,
+    workload: Workload,
+    shared: Arc<Shared>,
+    start: Instant,
+    workers: Vec<(usize, JoinHandle<WorkerOutcome>)>,
+    intervals: Option<Receiver<DeviceInterval>>,
 }
 
 /// A cheap, cloneable way to stop a run from another thread (a signal handler's task).
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct StopHandle {
-    _private: (),
+    shared: Arc<Shared>,
+}
+
+impl std::fmt::Debug for StopHandle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("StopHandle")
+    }
+}
+
+/// Checks a workload against the engine's limits and every target.
+pub fn validate(workload: &Workload, targets: &[TargetInfo]) -> Result<(), EngineError> {
+    let w = workload;
+    let bad = |m: String| Err(EngineError::InvalidWorkload(m));
+    if !(MIN_BLOCK_SIZE..=MAX_BLOCK_SIZE).contains(&w.block_size) {
+        return bad(format!(
+            "block size {} is out of range: use 512 B to 8 MiB (--bs)",
+            w.block_size
+        ));
+    }
+    if w.iodepth == 0 || w.iodepth > MAX_IODEPTH {
+        return bad(format!(
+            "queue depth {} is out of range: use 1 to {MAX_IODEPTH} (--iodepth)",
+            w.iodepth
+        ));
+    }
+    if w.rwmixread > 100 {
+        return bad(format!(
+            "read share {}% is over 100%: use 0 to 100 (--rwmixread)",
+            w.rwmixread
+        ));
+    }
+    if w.runtime.is_zero() {
+        return bad("runtime is zero: give a positive --runtime".into());
+    }
+    if w.rate_iops == Some(0) {
+        return bad("rate of 0 IOPS would never submit: give a positive --rate-iops".into());
+    }
+    if targets.is_empty() {
+        return bad("no targets: give at least one device (--devices)".into());
+    }
+    for t in targets {
+        let p = t.path.display();
+        if !w.block_size.is_multiple_of(t.logical_block_size) {
+            return bad(format!(
+                "{p}: block size {} is not a multiple of its logical block size {}: use a multiple of {} (--bs)",
+                w.block_size, t.logical_block_size, t.logical_block_size
+            ));
+        }
+        let working_set = w.working_set.unwrap_or(t.size);
+        if working_set > t.size {
+            return bad(format!(
+                "{p}: working set of {working_set} bytes is larger than the target ({} bytes): give a smaller --size",
+                t.size
+            ));
+        }
+        if working_set < w.block_size as u64 {
+            return bad(format!(
+                "{p}: working set of {working_set} bytes is smaller than one block of {} bytes: give a larger --size or a smaller --bs",
+                w.block_size
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// Probes every target, checks the workload against each, places them on CPUs and starts the
 /// workers. Returns once every worker has its ring ready and the clock has started.
 pub fn start(config: RunConfig) -> Result<RunHandle, EngineError> {
-    let _ = config;
-    Err(EngineError::InvalidWorkload("not implemented yet".into()))
+    let targets: Vec<TargetInfo> = config
+        .targets
+        .iter()
+        .map(|p| target::probe(p))
+        .collect::<Result<_, _>>()?;
+    validate(&config.workload, &targets)?;
+    let online = placement::allowed_cpus()?;
+    let allowed = match &config.cpus {
+        Some(cpus) => {
+            if let Some(bad) = cpus.iter().find(|c| !online.contains(c)) {
+                return Err(EngineError::InvalidCpus(format!(
+                    "CPU {bad} is not one this process may run on (allowed: {online:?}): fix --cpus"
+                )));
+            }
+            cpus.clone()
+        }
+        None => online,
+    };
+    let placement = placement::plan(&targets, &allowed)?;
+    let write = config.workload.pattern.writes();
+    // Open everything before starting any thread, so a refusal leaves nothing running.
+    let mut files: Vec<Option<std::fs::File>> = targets
+        .iter()
+        .map(|t| target::open(t, write).map(Some))
+        .collect::<Result<_, _>>()?;
+
+    let shared = Arc::new(Shared {
+        gate: StartGate::new(),
+        stop_after_ns: AtomicU64::new(u64::MAX),
+        start: Mutex::new(None),
+        seconds_done: AtomicI64::new(i64::MIN),
+    });
+    let (tx, rx) = if config.live {
+        let (tx, rx) = channel();
+        (Some(tx), Some(rx))
+    } else {
+        (None, None)
+    };
+    let mut workers = Vec::new();
+    for plan in &placement.workers {
+        let devices = plan
+            .devices
+            .iter()
+            .map(|&i| {
+                (
+                    i,
+                    targets[i].clone(),
+                    files[i].take().expect("each target is placed once"),
+                )
+            })
+            .collect();
+        let task = WorkerTask {
+            cpu: plan.cpu,
+            devices,
+            workload: config.workload.clone(),
+            shared: shared.clone(),
+            intervals: tx.clone(),
+        };
+        let handle = std::thread::Builder::new()
+            .name(format!("hostmax-cpu{}", plan.cpu))
+            .spawn(move || task.run())
+            .map_err(|e| EngineError::Worker {
+                cpu: plan.cpu,
+                message: format!("cannot start thread: {e}"),
+            })?;
+        workers.push((plan.cpu, handle));
+    }
+    drop(tx);
+    let failures = shared.gate.wait_ready(workers.len());
+    if let Some(first) = failures.into_iter().next() {
+        shared.gate.open(None);
+        for (_, h) in workers {
+            let _ = h.join();
+        }
+        return Err(EngineError::Worker {
+            cpu: 0,
+            message: first,
+        });
+    }
+    let start = Instant::now();
+    *shared.start.lock().unwrap_or_else(|e| e.into_inner()) = Some(start);
+    shared.gate.open(Some(start));
+    Ok(RunHandle {
+        targets,
+        placement,
+        workload: config.workload,
+        shared,
+        start,
+        workers,
+        intervals: rx,
+    })
 }
 
 impl RunHandle {
     /// The probed targets, in the order given.
     pub fn targets(&self) -> &[TargetInfo] {
-        &[]
+        &self.targets
     }
+
     /// Where each target runs.
     pub fn placement(&self) -> &Placement {
-        unimplemented!()
+        &self.placement
     }
-    /// Asks the workers to stop submitting; in-flight I/O drains.
-    pub fn stop(&self) {}
+
+    /// The instant the workers started.
+    pub fn started(&self) -> Instant {
+        self.start
+    }
+
+    /// Asks the workers to stop submitting; in-flight I/O drains, and the measured window
+    /// ends now.
+    pub fn stop(&self) {
+        self.shared.stop();
+    }
+
     /// A handle that can stop the run from elsewhere.
     pub fn stopper(&self) -> StopHandle {
-        StopHandle { _private: () }
+        StopHandle {
+            shared: self.shared.clone(),
+        }
     }
-    /// The next one-second sample, waiting at most `timeout`; `None` on timeout or when the
-    /// run has ended and every sample was read.
+
+    /// Whether every worker has finished.
+    pub fn is_finished(&self) -> bool {
+        self.workers.iter().all(|(_, h)| h.is_finished())
+    }
+
+    /// The next one-second sample, waiting at most `timeout`; `None` on timeout, when the run
+    /// was started without `live`, or when the run has ended and every sample was read.
     pub fn recv_interval(&self, timeout: Duration) -> Option<DeviceInterval> {
-        let _ = timeout;
-        None
+        self.intervals.as_ref()?.recv_timeout(timeout).ok()
     }
+
     /// Waits for the end of the run.
     pub fn wait(self) -> Result<RunResult, EngineError> {
-        Err(EngineError::InvalidWorkload("not implemented yet".into()))
+        let mut devices: Vec<Option<DeviceResult>> = vec![None; self.targets.len()];
+        let mut first_err = None;
+        let mut summaries = Vec::new();
+        for (cpu, h) in self.workers {
+            match h.join() {
+                Ok(Ok((ring, results))) => {
+                    summaries.push(crate::WorkerSummary {
+                        cpu,
+                        devices: self
+                            .placement
+                            .workers
+                            .iter()
+                            .find(|w| w.cpu == cpu)
+                            .map(|w| w.devices.clone())
+                            .unwrap_or_default(),
+                        ring,
+                    });
+                    for r in results {
+                        let i = self
+                            .targets
+                            .iter()
+                            .position(|t| t.path == r.path)
+                            .expect("results name their targets");
+                        devices[i] = Some(r);
+                    }
+                }
+                Ok(Err(e)) => {
+                    first_err.get_or_insert(e);
+                }
+                Err(_) => {
+                    first_err.get_or_insert(EngineError::Worker {
+                        cpu,
+                        message: "worker thread panicked".into(),
+                    });
+                }
+            }
+        }
+        if let Some(e) = first_err {
+            return Err(e);
+        }
+        let planned = self.workload.runtime;
+        let measured = match self.shared.stop_instant() {
+            Some(stop) => stop
+                .saturating_duration_since(self.start + self.workload.ramp)
+                .min(planned),
+            None => planned,
+        };
+        Ok(RunResult {
+            devices: devices
+                .into_iter()
+                .map(|d| d.expect("every target has a result"))
+                .collect(),
+            measured,
+            stopped_early: measured < planned,
+            workers: summaries,
+        })
     }
 }
 
 impl StopHandle {
     /// Asks the workers to stop submitting; in-flight I/O drains.
-    pub fn stop(&self) {}
+    pub fn stop(&self) {
+        self.shared.stop();
+    }
 }

@@ -1,4 +1,557 @@
-//! Pinned worker threads.
+//! Pinned worker threads: each drives its targets through one ring until the run ends.
+//!
+//! The hot loop per iteration: fill every target's queue up to its depth (respecting its
+//! rate), take one clock reading, submit and wait for at least one completion in one
+//! `io_uring_enter`, take one clock reading, and account every completion reaped. Two clock
+//! readings per batch, not per I/O, keep the clock off the profile; every I/O of a batch is
+//! stamped with the batch's submit time and reap time, which is also when user space could
+//! first have seen it complete.
 
-/// The offsets one target's I/O visits.
-pub struct OffsetStream;
+use std::sync::atomic::Ordering;
+use std::sync::mpsc::Sender;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use hdrhistogram::Histogram;
+
+use crate::ring::{RingFeatures, UringIo};
+use crate::run::Shared;
+use crate::{
+    new_latency_histogram, DeviceInterval, DeviceResult, EngineError, ErrorLog, IoErrorSample,
+    OpKind, OpResult, TargetInfo, Workload,
+};
+
+/// One step of SplitMix64: a fast, well-mixed 64-bit generator.
+pub(crate) fn splitmix64(state: &mut u64) -> u64 {
+    *state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    let mut z = *state;
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+/// The offsets and read/write choices of one target's I/O: uniform random block-aligned
+/// offsets over the working set (or sequential, wrapping), reproducible from the seed.
+#[derive(Debug, Clone)]
+pub struct OffsetStream {
+    offset_state: u64,
+    mix_state: u64,
+    blocks: u64,
+    block_size: u64,
+    next_sequential: u64,
+    random: bool,
+    read_percent: u8,
+}
+
+impl OffsetStream {
+    /// The stream of target number `target` (its position in the run) under `seed`: the same
+    /// seed and position give the same offsets.
+    pub fn new(workload: &Workload, working_set: u64, seed: u64, target: usize) -> OffsetStream {
+        let mut base = seed ^ (target as u64).wrapping_mul(0xa076_1d64_78bd_642f);
+        let offset_state = splitmix64(&mut base);
+        let mix_state = splitmix64(&mut base);
+        OffsetStream {
+            offset_state,
+            mix_state,
+            blocks: (working_set / workload.block_size as u64).max(1),
+            block_size: workload.block_size as u64,
+            next_sequential: 0,
+            random: workload.pattern.is_random(),
+            read_percent: workload.pattern.read_percent(workload.rwmixread),
+        }
+    }
+
+    /// The next byte offset.
+    #[inline]
+    pub fn next_offset(&mut self) -> u64 {
+        let block = if self.random {
+            let r = splitmix64(&mut self.offset_state);
+            // Lemire's multiply-shift: uniform over 0..blocks without a division.
+            ((r as u128 * self.blocks as u128) >> 64) as u64
+        } else {
+            let b = self.next_sequential;
+            self.next_sequential = if b + 1 >= self.blocks { 0 } else { b + 1 };
+            b
+        };
+        block * self.block_size
+    }
+
+    /// Whether the next I/O reads (from its own stream, so offsets do not depend on the mix).
+    #[inline]
+    pub fn next_is_read(&mut self) -> bool {
+        match self.read_percent {
+            100 => true,
+            0 => false,
+            pct => splitmix64(&mut self.mix_state) % 100 < pct as u64,
+        }
+    }
+}
+
+/// Counts of one device in the current one-second interval.
+#[derive(Default)]
+struct IntervalCounts {
+    read_ios: u64,
+    write_ios: u64,
+    read_bytes: u64,
+    write_bytes: u64,
+    errors: u64,
+}
+
+/// Everything a worker keeps about one of its targets.
+struct DeviceState {
+    index: usize,
+    block_size: u32,
+    iodepth: u32,
+    in_flight: u32,
+    free_slots: Vec<u32>,
+    offsets: OffsetStream,
+    submitted: u64,
+    interval: IntervalCounts,
+    interval_read: Histogram<u64>,
+    interval_write: Histogram<u64>,
+    read: OpResult,
+    write: OpResult,
+    errors: ErrorLog,
+}
+
+/// One I/O in flight.
+#[derive(Clone, Copy)]
+struct Slot {
+    device: u32,
+    op: OpKind,
+    offset: u64,
+    submitted: Instant,
+}
+
+/// The plan one worker thread carries out.
+pub(crate) struct WorkerTask {
+    pub cpu: usize,
+    pub devices: Vec<(usize, TargetInfo, std::fs::File)>,
+    pub workload: Workload,
+    pub shared: Arc<Shared>,
+    pub intervals: Option<Sender<DeviceInterval>>,
+}
+
+impl WorkerTask {
+    /// Pins the thread, builds the ring, waits for the start signal and runs to the end.
+    pub fn run(self) -> Result<(RingFeatures, Vec<DeviceResult>), EngineError> {
+        let cpu = self.cpu;
+        let paths = self.devices_paths();
+        let setup = self.setup();
+        let (io, devices) = match setup {
+            Ok(v) => {
+                self.shared.gate.ready(Ok(()));
+                v
+            }
+            Err(e) => {
+                let msg = e.to_string();
+                self.shared.gate.ready(Err(msg));
+                return Err(e);
+            }
+        };
+        let Some(start) = self.shared.gate.wait_go() else {
+            return Ok((RingFeatures::default(), Vec::new()));
+        };
+        let mut run = WorkerLoop {
+            io,
+            devices,
+            slots: Vec::new(),
+            workload: self.workload.clone(),
+            shared: self.shared.clone(),
+            intervals: self.intervals,
+            start,
+            ramp_end: start + self.workload.ramp,
+            end: start + self.workload.ramp + self.workload.runtime,
+            current_second: i64::MIN,
+        };
+        run.slots = vec![
+            Slot {
+                device: 0,
+                op: OpKind::Read,
+                offset: 0,
+                submitted: start,
+            };
+            run.devices.iter().map(|d| d.iodepth as usize).sum()
+        ];
+        run.run_loop().map_err(|e| EngineError::Worker {
+            cpu,
+            message: format!("io_uring_enter failed: {e}"),
+        })?;
+        let features = run.io.features();
+        Ok((
+            features,
+            run.devices
+                .into_iter()
+                .map(|d| DeviceResult {
+                    path: paths[d.index].clone(),
+                    cpu,
+                    read: d.read,
+                    write: d.write,
+                    errors: d.errors,
+                })
+                .collect(),
+        ))
+    }
+
+    fn devices_paths(&self) -> Vec<std::path::PathBuf> {
+        let max = self.devices.iter().map(|d| d.0).max().unwrap_or(0);
+        let mut v = vec![std::path::PathBuf::new(); max + 1];
+        for (i, info, _) in &self.devices {
+            v[*i] = info.path.clone();
+        }
+        v
+    }
+
+    fn setup(&self) -> Result<(UringIo, Vec<DeviceState>), EngineError> {
+        let mut set = nix::sched::CpuSet::new();
+        set.set(self.cpu)
+            .and_then(|_| nix::sched::sched_setaffinity(nix::unistd::Pid::from_raw(0), &set))
+            .map_err(|e| EngineError::Worker {
+                cpu: self.cpu,
+                message: format!("cannot pin to CPU {}: {e}", self.cpu),
+            })?;
+        let w = &self.workload;
+        let files: Vec<std::fs::File> = self
+            .devices
+            .iter()
+            .map(|(_, _, f)| f.try_clone())
+            .collect::<Result<_, _>>()
+            .map_err(|e| EngineError::Worker {
+                cpu: self.cpu,
+                message: format!("cannot duplicate a target's file descriptor: {e}"),
+            })?;
+        let region_len = w.block_size as usize * w.iodepth as usize;
+        let regions = vec![region_len; files.len()];
+        let slots = files.len() * w.iodepth as usize;
+        let io =
+            UringIo::new(files, &regions, slots, w.pattern.writes()).map_err(EngineError::Ring)?;
+        let mut states = Vec::new();
+        let mut next_slot = 0u32;
+        for (index, info, _) in &self.devices {
+            let working_set = w.working_set.unwrap_or(info.size);
+            states.push(DeviceState {
+                index: *index,
+                block_size: w.block_size,
+                iodepth: w.iodepth,
+                in_flight: 0,
+                free_slots: (next_slot..next_slot + w.iodepth).rev().collect(),
+                offsets: OffsetStream::new(w, working_set, w.seed, *index),
+                submitted: 0,
+                interval: IntervalCounts::default(),
+                interval_read: new_latency_histogram(),
+                interval_write: new_latency_histogram(),
+                read: OpResult::default(),
+                write: OpResult::default(),
+                errors: ErrorLog::default(),
+            });
+            next_slot += w.iodepth;
+        }
+        Ok((io, states))
+    }
+}
+
+struct WorkerLoop {
+    io: UringIo,
+    devices: Vec<DeviceState>,
+    slots: Vec<Slot>,
+    workload: Workload,
+    shared: Arc<Shared>,
+    intervals: Option<Sender<DeviceInterval>>,
+    start: Instant,
+    ramp_end: Instant,
+    end: Instant,
+    /// The one-second interval the counters are filling (relative to `ramp_end`).
+    current_second: i64,
+}
+
+impl WorkerLoop {
+    fn second_of(&self, t: Instant) -> i64 {
+        if t >= self.ramp_end {
+            (t - self.ramp_end).as_secs() as i64
+        } else {
+            -((self.ramp_end - t).as_nanos().div_ceil(1_000_000_000) as i64)
+        }
+    }
+
+    fn run_loop(&mut self) -> std::io::Result<()> {
+        let mut now = Instant::now();
+        self.current_second = self.second_of(now);
+        let mut just_pushed: Vec<u32> = Vec::with_capacity(self.slots.len());
+        let record_latency = self.workload.record_latency;
+        loop {
+            if let Some(stop_at) = self.shared.stop_instant() {
+                if stop_at < self.end {
+                    self.end = stop_at.max(self.start + Duration::from_nanos(1));
+                }
+            }
+            let stopping = now >= self.end;
+            let mut next_allowed: Option<Instant> = None;
+            if !stopping {
+                self.fill(now, &mut just_pushed, &mut next_allowed);
+            }
+            if stopping && self.io.in_flight() == 0 {
+                break;
+            }
+            let submit_time = Instant::now();
+            if record_latency {
+                for &s in &just_pushed {
+                    self.slots[s as usize].submitted = submit_time;
+                }
+            }
+            just_pushed.clear();
+            // Wake up for the next second boundary, the end, or the next rate-limited I/O.
+            let mut wake = self.next_boundary(submit_time);
+            if let Some(t) = next_allowed {
+                wake = wake.min(t);
+            }
+            let timeout = wake.saturating_duration_since(submit_time);
+            if self.io.in_flight() > 0 {
+                self.io
+                    .submit_and_wait(1, Some(timeout.max(Duration::from_micros(50))))?;
+            } else if !timeout.is_zero() {
+                std::thread::sleep(timeout);
+            }
+            now = Instant::now();
+            self.roll_seconds(now);
+            let reap_time = now;
+            let in_window_start = self.ramp_end;
+            let end = self.end;
+            let (devices, slots) = (&mut self.devices, &self.slots);
+            self.io.reap(|user_data, result| {
+                let slot = slots[user_data as usize];
+                let dev = &mut devices[slot.device as usize];
+                dev.in_flight -= 1;
+                dev.free_slots.push(user_data as u32);
+                let len = dev.block_size;
+                if result == len as i32 {
+                    if reap_time >= end {
+                        return; // drained after the window: done, not counted
+                    }
+                    let lat = if record_latency {
+                        (reap_time - slot.submitted).as_nanos() as u64
+                    } else {
+                        0
+                    };
+                    match slot.op {
+                        OpKind::Read => {
+                            dev.interval.read_ios += 1;
+                            dev.interval.read_bytes += len as u64;
+                            if record_latency {
+                                dev.interval_read.saturating_record(lat);
+                            }
+                        }
+                        OpKind::Write => {
+                            dev.interval.write_ios += 1;
+                            dev.interval.write_bytes += len as u64;
+                            if record_latency {
+                                dev.interval_write.saturating_record(lat);
+                            }
+                        }
+                    }
+                } else {
+                    let (errno, transferred) = if result < 0 {
+                        (-result, 0)
+                    } else {
+                        (0, result as u32)
+                    };
+                    dev.errors.record(IoErrorSample {
+                        op: slot.op,
+                        offset: slot.offset,
+                        len,
+                        errno,
+                        transferred,
+                    });
+                    if reap_time >= in_window_start && reap_time < end {
+                        dev.interval.errors += 1;
+                    }
+                }
+            });
+        }
+        // Close the last (possibly partial) second.
+        self.flush_second(self.current_second);
+        Ok(())
+    }
+
+    /// The next instant the loop must wake for: the next second boundary or the end.
+    fn next_boundary(&self, now: Instant) -> Instant {
+        let next_second = if now >= self.ramp_end {
+            self.ramp_end + Duration::from_secs((self.current_second + 1) as u64)
+        } else {
+            self.ramp_end
+                .checked_sub(Duration::from_secs((-self.current_second - 1) as u64))
+                .unwrap_or(self.ramp_end)
+        };
+        next_second.min(self.end)
+    }
+
+    /// Queues I/O for every target with free slots, as its rate allows.
+    fn fill(&mut self, now: Instant, pushed: &mut Vec<u32>, next_allowed: &mut Option<Instant>) {
+        let rate = self.workload.rate_iops;
+        let since_start = now.saturating_duration_since(self.start);
+        for (file, dev) in self.devices.iter_mut().enumerate() {
+            let mut budget = dev.iodepth - dev.in_flight;
+            if let Some(rate) = rate {
+                let allowed = (since_start.as_secs_f64() * rate as f64) as u64 + 1;
+                let left = allowed.saturating_sub(dev.submitted);
+                if left < budget as u64 {
+                    budget = left as u32;
+                    let at = self.start
+                        + Duration::from_secs_f64(
+                            (dev.submitted + budget as u64) as f64 / rate as f64,
+                        );
+                    *next_allowed = Some(next_allowed.map_or(at, |t: Instant| t.min(at)));
+                }
+            }
+            for _ in 0..budget {
+                let Some(slot_id) = dev.free_slots.pop() else {
+                    break;
+                };
+                let op = if dev.offsets.next_is_read() {
+                    OpKind::Read
+                } else {
+                    OpKind::Write
+                };
+                let offset = dev.offsets.next_offset();
+                let buf_offset = (slot_id % dev.iodepth) as usize * dev.block_size as usize;
+                if !self
+                    .io
+                    .push(slot_id as u64, op, file, buf_offset, dev.block_size, offset)
+                {
+                    dev.free_slots.push(slot_id);
+                    break;
+                }
+                self.slots[slot_id as usize] = Slot {
+                    device: file as u32,
+                    op,
+                    offset,
+                    submitted: now,
+                };
+                dev.in_flight += 1;
+                dev.submitted += 1;
+                pushed.push(slot_id);
+            }
+        }
+    }
+
+    /// Closes every second that ended before `now`.
+    fn roll_seconds(&mut self, now: Instant) {
+        // Never open a second that starts at or after the end: the last one closes at exit.
+        let second = self.second_of(now.min(self.end - Duration::from_nanos(1)));
+        while self.current_second < second {
+            self.flush_second(self.current_second);
+            self.current_second += 1;
+        }
+    }
+
+    /// Folds one second's counts and histograms into the totals (measured seconds only) and
+    /// sends them to the control side when it asked for a live view.
+    fn flush_second(&mut self, second: i64) {
+        for dev in &mut self.devices {
+            let counts = std::mem::take(&mut dev.interval);
+            if second >= 0 {
+                dev.read.ios += counts.read_ios;
+                dev.read.bytes += counts.read_bytes;
+                dev.write.ios += counts.write_ios;
+                dev.write.bytes += counts.write_bytes;
+                // Same bounds by construction, so adding cannot fail.
+                let _ = dev.read.latency.add(&dev.interval_read);
+                let _ = dev.write.latency.add(&dev.interval_write);
+            }
+            match &self.intervals {
+                Some(tx) => {
+                    let read_latency =
+                        std::mem::replace(&mut dev.interval_read, new_latency_histogram());
+                    let write_latency =
+                        std::mem::replace(&mut dev.interval_write, new_latency_histogram());
+                    let _ = tx.send(DeviceInterval {
+                        device: dev.index,
+                        second,
+                        read_ios: counts.read_ios,
+                        write_ios: counts.write_ios,
+                        read_bytes: counts.read_bytes,
+                        write_bytes: counts.write_bytes,
+                        errors: counts.errors,
+                        read_latency,
+                        write_latency,
+                    });
+                }
+                None => {
+                    dev.interval_read.reset();
+                    dev.interval_write.reset();
+                }
+            }
+        }
+        let _ = self
+            .shared
+            .seconds_done
+            .fetch_max(second, Ordering::Relaxed);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::IoPattern;
+
+    fn workload(pattern: IoPattern) -> Workload {
+        Workload {
+            pattern,
+            block_size: 4096,
+            ..Workload::default()
+        }
+    }
+
+    #[test]
+    fn same_seed_same_offsets_and_other_seed_other_offsets() {
+        let w = workload(IoPattern::RandRead);
+        let a: Vec<u64> = {
+            let mut s = OffsetStream::new(&w, 1 << 30, 7, 0);
+            (0..1000).map(|_| s.next_offset()).collect()
+        };
+        let b: Vec<u64> = {
+            let mut s = OffsetStream::new(&w, 1 << 30, 7, 0);
+            (0..1000).map(|_| s.next_offset()).collect()
+        };
+        let c: Vec<u64> = {
+            let mut s = OffsetStream::new(&w, 1 << 30, 8, 0);
+            (0..1000).map(|_| s.next_offset()).collect()
+        };
+        assert_eq!(a, b);
+        assert_ne!(a, c);
+        assert!(a.iter().all(|o| o % 4096 == 0 && *o < (1 << 30)));
+    }
+
+    #[test]
+    fn random_offsets_cover_the_working_set_uniformly() {
+        let w = workload(IoPattern::RandRead);
+        let blocks = 64u64;
+        let mut s = OffsetStream::new(&w, blocks * 4096, 1, 3);
+        let mut hits = vec![0u32; blocks as usize];
+        for _ in 0..64_000 {
+            hits[(s.next_offset() / 4096) as usize] += 1;
+        }
+        // 1000 expected per block; a fair generator stays well within +-20%.
+        assert!(hits.iter().all(|&h| (800..1200).contains(&h)), "{hits:?}");
+    }
+
+    #[test]
+    fn sequential_offsets_wrap_at_the_working_set() {
+        let w = workload(IoPattern::Read);
+        let mut s = OffsetStream::new(&w, 3 * 4096, 1, 0);
+        let v: Vec<u64> = (0..5).map(|_| s.next_offset()).collect();
+        assert_eq!(v, vec![0, 4096, 8192, 0, 4096]);
+    }
+
+    #[test]
+    fn read_share_follows_rwmixread() {
+        let w = Workload {
+            rwmixread: 70,
+            ..workload(IoPattern::RandRw)
+        };
+        let mut s = OffsetStream::new(&w, 1 << 20, 42, 0);
+        let reads = (0..100_000).filter(|_| s.next_is_read()).count();
+        assert!((69_000..71_000).contains(&reads), "{reads}");
+        let mut r = OffsetStream::new(&workload(IoPattern::RandRead), 1 << 20, 42, 0);
+        assert!((0..100).all(|_| r.next_is_read()));
+    }
+}

@@ -143,7 +143,7 @@ impl Default for Workload {
             working_set: None,
             runtime: Duration::from_secs(30),
             ramp: Duration::from_secs(5),
-            seed: 0x5eed_0f_405c_a1e,
+            seed: 0x5eed_f405_ca1e,
             rate_iops: None,
             record_latency: true,
         }
