@@ -8,7 +8,8 @@ use std::time::Duration;
 use hostmax_engine::{IoPattern, RunConfig, Workload};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let mut targets: Vec<std::path::PathBuf> = std::env::args_os().skip(1).map(Into::into).collect();
+    let mut targets: Vec<std::path::PathBuf> =
+        std::env::args_os().skip(1).map(Into::into).collect();
     let _scratch;
     if targets.is_empty() {
         let dir = std::env::temp_dir().join(format!("hostmax-example-{}", std::process::id()));
@@ -31,6 +32,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         workload: workload.clone(),
         cpus: None,
         live: false,
+        layout: Default::default(),
     })?;
     let result = run.wait()?;
     let secs = result.measured.as_secs_f64();
@@ -44,7 +46,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         );
     }
     for w in &result.workers {
-        println!("worker cpu {} devices {:?} ring {:?}", w.cpu, w.devices, w.ring);
+        println!(
+            "worker cpu {} devices {:?} ring {:?}",
+            w.cpu, w.devices, w.ring
+        );
     }
     Ok(())
 }

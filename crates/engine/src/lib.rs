@@ -24,7 +24,7 @@ pub mod target;
 mod worker;
 mod workload;
 
-pub use placement::{Placement, WorkerPlan};
+pub use placement::{Placement, ThreadLayout, WorkerPlan};
 pub use result::{
     new_latency_histogram, DeviceInterval, DeviceResult, ErrorLog, IoErrorSample, OpKind, OpResult,
     RunResult, WorkerSummary, ERROR_SAMPLES, LATENCY_HIGHEST_NS, LATENCY_SIGFIG,

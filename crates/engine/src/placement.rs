@@ -87,8 +87,23 @@ pub fn queue_cpus(sys_block: &Path, disk: &str) -> Option<Vec<usize>> {
     (!cpus.is_empty()).then_some(cpus)
 }
 
+/// How many worker threads a run uses.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ThreadLayout {
+    /// One thread per used CPU, one ring over all its devices (the default: fastest measured).
+    #[default]
+    PerCpu,
+    /// One thread and ring per device (fio's one-job-per-device layout), pinned the same way.
+    PerDevice,
+}
+
 /// Places targets on the `allowed` CPUs (see the module overview).
-pub fn plan(targets: &[TargetInfo], allowed: &[usize]) -> Result<Placement, EngineError> {
+pub fn plan(
+    targets: &[TargetInfo],
+    allowed: &[usize],
+    layout: ThreadLayout,
+) -> Result<Placement, EngineError> {
     let queue_maps: Vec<Option<Vec<usize>>> = targets
         .iter()
         .map(|t| {
@@ -96,7 +111,29 @@ pub fn plan(targets: &[TargetInfo], allowed: &[usize]) -> Result<Placement, Engi
                 .and_then(|d| queue_cpus(Path::new("/sys/block"), &d))
         })
         .collect();
-    plan_with_maps(&queue_maps, allowed)
+    let placement = plan_with_maps(&queue_maps, allowed)?;
+    Ok(match layout {
+        ThreadLayout::PerCpu => placement,
+        ThreadLayout::PerDevice => placement.split_per_device(),
+    })
+}
+
+impl Placement {
+    /// The same CPUs, but one worker per device.
+    pub fn split_per_device(self) -> Placement {
+        let mut workers: Vec<WorkerPlan> = self
+            .workers
+            .into_iter()
+            .flat_map(|w| {
+                w.devices.into_iter().map(move |d| WorkerPlan {
+                    cpu: w.cpu,
+                    devices: vec![d],
+                })
+            })
+            .collect();
+        workers.sort_by_key(|w| w.devices[0]);
+        Placement { workers }
+    }
 }
 
 /// [`plan`] with the queue maps given (one per target; `None` where a target has none).
@@ -165,6 +202,15 @@ mod tests {
         assert_eq!(p.workers.len(), 2);
         assert_eq!(p.workers[0].devices.len(), 10);
         assert_eq!(p.workers[1].devices.len(), 10);
+    }
+
+    #[test]
+    fn per_device_layout_keeps_the_cpus() {
+        let maps = vec![Some(vec![0, 1]); 4];
+        let p = plan_with_maps(&maps, &[0, 1]).unwrap().split_per_device();
+        assert_eq!(p.workers.len(), 4);
+        assert_eq!(p.workers.iter().filter(|w| w.cpu == 0).count(), 2);
+        assert!(p.workers.iter().all(|w| w.devices.len() == 1));
     }
 
     #[test]

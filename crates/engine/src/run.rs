@@ -7,7 +7,7 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use crate::placement::{self, Placement};
+use crate::placement::{self, Placement, ThreadLayout};
 use crate::worker::WorkerTask;
 use crate::{
     target, DeviceInterval, DeviceResult, EngineError, RunResult, TargetInfo, Workload,
@@ -25,6 +25,8 @@ pub struct RunConfig {
     pub cpus: Option<Vec<usize>>,
     /// Whether to send one-second [`DeviceInterval`]s to [`RunHandle::recv_interval`].
     pub live: bool,
+    /// Threads per CPU or per device.
+    pub layout: ThreadLayout,
 }
 
 /// The start gate: workers report readiness, then wait for the common start instant (or an
@@ -114,6 +116,9 @@ impl Shared {
     }
 }
 
+/// The CPU and plan index of a spawned worker.
+type WorkerPlanRef = (usize, usize);
+
 type WorkerOutcome = Result<(crate::RingFeatures, Vec<DeviceResult>), EngineError>;
 
 /// A running run.
@@ -123,7 +128,7 @@ pub struct RunHandle {
     workload: Workload,
     shared: Arc<Shared>,
     start: Instant,
-    workers: Vec<(usize, JoinHandle<WorkerOutcome>)>,
+    workers: Vec<(WorkerPlanRef, JoinHandle<WorkerOutcome>)>,
     intervals: Option<Receiver<DeviceInterval>>,
 }
 
@@ -216,7 +221,7 @@ pub fn start(config: RunConfig) -> Result<RunHandle, EngineError> {
         }
         None => online,
     };
-    let placement = placement::plan(&targets, &allowed)?;
+    let placement = placement::plan(&targets, &allowed, config.layout)?;
     let write = config.workload.pattern.writes();
     // Open everything before starting any thread, so a refusal leaves nothing running.
     let mut files: Vec<Option<std::fs::File>> = targets
@@ -237,7 +242,7 @@ pub fn start(config: RunConfig) -> Result<RunHandle, EngineError> {
         (None, None)
     };
     let mut workers = Vec::new();
-    for plan in &placement.workers {
+    for (plan_index, plan) in placement.workers.iter().enumerate() {
         let devices = plan
             .devices
             .iter()
@@ -263,7 +268,7 @@ pub fn start(config: RunConfig) -> Result<RunHandle, EngineError> {
                 cpu: plan.cpu,
                 message: format!("cannot start thread: {e}"),
             })?;
-        workers.push((plan.cpu, handle));
+        workers.push(((plan.cpu, plan_index), handle));
     }
     drop(tx);
     let failures = shared.gate.wait_ready(workers.len());
@@ -336,18 +341,12 @@ impl RunHandle {
         let mut devices: Vec<Option<DeviceResult>> = vec![None; self.targets.len()];
         let mut first_err = None;
         let mut summaries = Vec::new();
-        for (cpu, h) in self.workers {
+        for ((cpu, plan_index), h) in self.workers {
             match h.join() {
                 Ok(Ok((ring, results))) => {
                     summaries.push(crate::WorkerSummary {
                         cpu,
-                        devices: self
-                            .placement
-                            .workers
-                            .iter()
-                            .find(|w| w.cpu == cpu)
-                            .map(|w| w.devices.clone())
-                            .unwrap_or_default(),
+                        devices: self.placement.workers[plan_index].devices.clone(),
                         ring,
                     });
                     for r in results {
