@@ -235,7 +235,7 @@ mod tests {
         assert_eq!(p.bytes_per_sec, 5 * 4096 + 8192);
         assert_eq!(p.errors, 1 + 2);
         assert!(!p.partial);
-        assert_eq!(ts.points(), &[p.clone()]);
+        assert_eq!(ts.points(), std::slice::from_ref(&p));
         assert_eq!(ts.incomplete_seconds(), vec![1]);
 
         // Late interval for a completed second: ignored.
