@@ -4,9 +4,11 @@
 //!   [`plan::BadInput`] error that maps to exit code 2.
 //! - [`app`]: runs a plan: starts the engine, shows the live view, handles signals, and
 //!   hands the result to the aggregator and the output.
+//! - [`output`]: the live view, the final table and the `--json` report.
 //! - [`simhost`]: the simulated host of throttled loop volumes on tmpfs that `hostmax demo`
 //!   and the tests run against.
 
 pub mod app;
+pub mod output;
 pub mod plan;
 pub mod simhost;

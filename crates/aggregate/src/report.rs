@@ -1,0 +1,543 @@
+//! The host report: per-device and host figures of a run, the JSON root.
+
+use hdrhistogram::Histogram;
+use hostmax_engine::{
+    new_latency_histogram, DeviceResult, ErrorLog, IoPattern, OpResult, RunResult, Workload,
+};
+use serde::{Deserialize, Serialize};
+
+use crate::latency::{add_exact, LatencySummary};
+use crate::series::SecondPoint;
+
+/// Version of the JSON layout of [`HostReport`]; bumped when a field changes meaning or goes.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// Counts, rates and latency of one kind of I/O (read or write) over the measured window.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct OpSummary {
+    /// Successful I/Os in the measured window.
+    pub ios: u64,
+    /// `ios` per measured second.
+    pub iops: f64,
+    /// Bytes those I/Os moved.
+    pub bytes: u64,
+    /// `bytes` per measured second.
+    pub bytes_per_sec: f64,
+    /// Their latency percentiles.
+    pub latency_ns: LatencySummary,
+}
+
+impl OpSummary {
+    /// Summarizes `ios` I/Os of `bytes` whose latencies are in `latency`, over
+    /// `measured_secs` seconds (rates are zero when the window is empty).
+    pub fn new(ios: u64, bytes: u64, latency: &Histogram<u64>, measured_secs: f64) -> OpSummary {
+        OpSummary {
+            ios,
+            iops: per_second(ios, measured_secs),
+            bytes,
+            bytes_per_sec: per_second(bytes, measured_secs),
+            latency_ns: LatencySummary::from_histogram(latency),
+        }
+    }
+
+    fn from_op(op: &OpResult, measured_secs: f64) -> OpSummary {
+        OpSummary::new(op.ios, op.bytes, &op.latency, measured_secs)
+    }
+}
+
+fn per_second(count: u64, secs: f64) -> f64 {
+    if secs > 0.0 {
+        count as f64 / secs
+    } else {
+        0.0
+    }
+}
+
+/// The figures of a device or of the whole host.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Figures {
+    /// Read plus write IOPS.
+    pub iops: f64,
+    /// Read plus write bytes per second.
+    pub bytes_per_sec: f64,
+    /// Failed I/Os over the whole run, ramp included (none of them counts as an I/O).
+    pub errors: u64,
+    /// Reads.
+    pub read: OpSummary,
+    /// Writes.
+    pub write: OpSummary,
+}
+
+impl Figures {
+    fn new(read: OpSummary, write: OpSummary, errors: u64) -> Figures {
+        Figures {
+            iops: read.iops + write.iops,
+            bytes_per_sec: read.bytes_per_sec + write.bytes_per_sec,
+            errors,
+            read,
+            write,
+        }
+    }
+
+    /// Successful reads plus writes in the measured window.
+    pub fn ios(&self) -> u64 {
+        self.read.ios + self.write.ios
+    }
+}
+
+/// One device's figures.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DeviceReport {
+    /// The path the device was opened by (lossy if it is not UTF-8).
+    pub path: String,
+    /// The CPU its worker was pinned to.
+    pub cpu: usize,
+    /// IOPS, throughput, errors and latency, at the same JSON level as `path`.
+    #[serde(flatten)]
+    pub figures: Figures,
+    /// Failed I/Os by errno (0 stands for short transfers), with the first few offsets.
+    pub error_detail: ErrorLog,
+}
+
+/// The workload as the report records it: durations in seconds.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WorkloadSummary {
+    /// Access pattern, fio's name.
+    pub pattern: IoPattern,
+    /// Read share in percent the pattern gives (100 for reads, 0 for writes).
+    pub rwmixread: u8,
+    /// Bytes per I/O.
+    pub block_size: u32,
+    /// I/Os in flight per device.
+    pub iodepth: u32,
+    /// Bytes per device that I/O touches; `null` is the whole device.
+    pub working_set: Option<u64>,
+    /// Planned measured time.
+    pub runtime_secs: f64,
+    /// Ramp time before it.
+    pub ramp_secs: f64,
+    /// Seed of the random offsets.
+    pub seed: u64,
+    /// Cap on IOPS per device, if any.
+    pub rate_iops: Option<u64>,
+    /// Whether latencies were recorded (if not, every latency figure is zero).
+    pub record_latency: bool,
+}
+
+impl From<&Workload> for WorkloadSummary {
+    fn from(w: &Workload) -> Self {
+        WorkloadSummary {
+            pattern: w.pattern,
+            rwmixread: w.pattern.read_percent(w.rwmixread),
+            block_size: w.block_size,
+            iodepth: w.iodepth,
+            working_set: w.working_set,
+            runtime_secs: w.runtime.as_secs_f64(),
+            ramp_secs: w.ramp.as_secs_f64(),
+            seed: w.seed,
+            rate_iops: w.rate_iops,
+            record_latency: w.record_latency,
+        }
+    }
+}
+
+/// Everything a run found, per device and for the host: the root of `--json`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HostReport {
+    /// [`SCHEMA_VERSION`].
+    pub schema_version: u32,
+    /// What ran.
+    pub workload: WorkloadSummary,
+    /// Length of the measured window in seconds; every rate is per this.
+    pub measured_secs: f64,
+    /// Whether the run was stopped before its planned runtime.
+    #[serde(default)]
+    pub interrupted: bool,
+    /// The host: sums over devices, latency from the exactly merged histograms.
+    pub host: Figures,
+    /// One entry per device, in the order the targets were given.
+    pub devices: Vec<DeviceReport>,
+    /// One host point per measured second.
+    pub time_series: Vec<SecondPoint>,
+}
+
+/// The host's read and write latency histograms: the bin-by-bin sum of every device's.
+///
+/// Kept apart from [`HostReport`] (which only carries their percentiles) so that a caller can
+/// serialize or compare the full histograms.
+#[derive(Debug, Clone)]
+pub struct HostHistograms {
+    /// All devices' read latencies.
+    pub read: Histogram<u64>,
+    /// All devices' write latencies.
+    pub write: Histogram<u64>,
+}
+
+impl HostHistograms {
+    /// Adds up the read and the write histograms of every device of `result`.
+    pub fn merge(result: &RunResult) -> HostHistograms {
+        let mut read = new_latency_histogram();
+        let mut write = new_latency_histogram();
+        for device in &result.devices {
+            add_exact(&mut read, &device.read.latency);
+            add_exact(&mut write, &device.write.latency);
+        }
+        HostHistograms { read, write }
+    }
+}
+
+/// Builds the report of a run: per-device figures, host figures from the merged histograms,
+/// and the time series collected during the run (see [`crate::TimeSeries`]).
+pub fn summarize(result: &RunResult, workload: &Workload, series: Vec<SecondPoint>) -> HostReport {
+    summarize_with_histograms(result, workload, series).0
+}
+
+/// [`summarize`], also handing back the merged host histograms.
+pub fn summarize_with_histograms(
+    result: &RunResult,
+    workload: &Workload,
+    series: Vec<SecondPoint>,
+) -> (HostReport, HostHistograms) {
+    let secs = result.measured.as_secs_f64();
+    let devices = result
+        .devices
+        .iter()
+        .map(|d| DeviceReport {
+            path: d.path.to_string_lossy().into_owned(),
+            cpu: d.cpu,
+            figures: Figures::new(
+                OpSummary::from_op(&d.read, secs),
+                OpSummary::from_op(&d.write, secs),
+                d.errors.count,
+            ),
+            error_detail: d.errors.clone(),
+        })
+        .collect();
+
+    let histograms = HostHistograms::merge(result);
+    // (ios, bytes) of one kind of I/O summed over devices.
+    let total = |op: fn(&DeviceResult) -> &OpResult| {
+        result
+            .devices
+            .iter()
+            .map(op)
+            .fold((0u64, 0u64), |(ios, bytes), o| {
+                (ios + o.ios, bytes + o.bytes)
+            })
+    };
+    let (read_ios, read_bytes) = total(|d| &d.read);
+    let (write_ios, write_bytes) = total(|d| &d.write);
+    let host = Figures::new(
+        OpSummary::new(read_ios, read_bytes, &histograms.read, secs),
+        OpSummary::new(write_ios, write_bytes, &histograms.write, secs),
+        result.devices.iter().map(|d| d.errors.count).sum(),
+    );
+
+    let report = HostReport {
+        schema_version: SCHEMA_VERSION,
+        workload: WorkloadSummary::from(workload),
+        measured_secs: secs,
+        interrupted: result.stopped_early,
+        host,
+        devices,
+        time_series: series,
+    };
+    (report, histograms)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use hostmax_engine::{IoErrorSample, OpKind};
+    use std::path::PathBuf;
+    use std::time::Duration;
+
+    fn op(latencies: &[u64], bs: u64) -> OpResult {
+        let mut o = OpResult::default();
+        for &l in latencies {
+            o.latency.record(l).unwrap();
+        }
+        o.ios = latencies.len() as u64;
+        o.bytes = o.ios * bs;
+        o
+    }
+
+    fn device(path: &str, cpu: usize, read: OpResult, write: OpResult) -> DeviceResult {
+        DeviceResult {
+            path: PathBuf::from(path),
+            cpu,
+            read,
+            write,
+            errors: ErrorLog::default(),
+        }
+    }
+
+    /// Deterministic, widely spread latencies (a few hundred ns to a few hundred ms).
+    fn latencies(seed: u64, n: usize) -> Vec<u64> {
+        let mut x = seed | 1;
+        (0..n)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                let exp = x % 20; // 2^0 .. 2^19 times a base
+                200 + (x >> 32) % 1_000 * (1 << exp)
+            })
+            .collect()
+    }
+
+    fn run(devices: Vec<DeviceResult>, secs: u64) -> RunResult {
+        RunResult {
+            devices,
+            measured: Duration::from_secs(secs),
+            stopped_early: false,
+        }
+    }
+
+    #[test]
+    fn merged_host_percentiles_equal_one_histogram_fed_every_value() {
+        let a = latencies(1, 50_000);
+        let b: Vec<u64> = latencies(2, 30_000).iter().map(|v| v * 3).collect();
+        let wa = latencies(3, 7_000);
+        let wb = latencies(4, 11_000);
+        let result = run(
+            vec![
+                device("/dev/a", 0, op(&a, 4096), op(&wa, 4096)),
+                device("/dev/b", 1, op(&b, 4096), op(&wb, 4096)),
+            ],
+            10,
+        );
+        let (report, hist) = summarize_with_histograms(&result, &Workload::default(), vec![]);
+
+        let mut direct_read = new_latency_histogram();
+        for v in a.iter().chain(&b) {
+            direct_read.record(*v).unwrap();
+        }
+        let mut direct_write = new_latency_histogram();
+        for v in wa.iter().chain(&wb) {
+            direct_write.record(*v).unwrap();
+        }
+        // Same bins, same counts: the merge is exact, not an approximation.
+        assert_eq!(hist.read, direct_read);
+        assert_eq!(hist.write, direct_write);
+        assert_eq!(
+            report.host.read.latency_ns,
+            LatencySummary::from_histogram(&direct_read)
+        );
+        assert_eq!(
+            report.host.write.latency_ns,
+            LatencySummary::from_histogram(&direct_write)
+        );
+        // The host p99 is not the mean of the devices' p99s (b's values are 3x a's).
+        let mean_p99 = (report.devices[0].figures.read.latency_ns.p99
+            + report.devices[1].figures.read.latency_ns.p99)
+            / 2;
+        assert_ne!(report.host.read.latency_ns.p99, mean_p99);
+        assert_eq!(report.host.read.ios, 80_000);
+        assert_eq!(report.host.write.ios, 18_000);
+    }
+
+    #[test]
+    fn device_without_writes_has_zero_write_figures() {
+        let result = run(
+            vec![device(
+                "/dev/r",
+                3,
+                op(&latencies(5, 1000), 4096),
+                OpResult::default(),
+            )],
+            2,
+        );
+        let report = summarize(&result, &Workload::default(), vec![]);
+        let d = &report.devices[0];
+        assert_eq!(d.figures.write, OpSummary::default());
+        assert_eq!(d.figures.write.latency_ns, LatencySummary::default());
+        assert_eq!(report.host.write, OpSummary::default());
+        assert!(d.figures.read.latency_ns.p50 > 0);
+    }
+
+    #[test]
+    fn iops_and_throughput_are_per_measured_second() {
+        let result = RunResult {
+            devices: vec![
+                device(
+                    "/dev/a",
+                    0,
+                    op(&vec![1000; 3000], 4096),
+                    op(&[5000; 1000], 8192),
+                ),
+                device(
+                    "/dev/b",
+                    1,
+                    op(&vec![2000; 1500], 4096),
+                    OpResult::default(),
+                ),
+            ],
+            measured: Duration::from_millis(1500),
+            stopped_early: true,
+        };
+        let report = summarize(&result, &Workload::default(), vec![]);
+        let a = &report.devices[0].figures;
+        assert_eq!(a.read.iops, 2000.0);
+        assert_eq!(a.write.iops, 1000.0 / 1.5);
+        assert_eq!(a.iops, 2000.0 + 1000.0 / 1.5);
+        assert_eq!(a.read.bytes_per_sec, 2000.0 * 4096.0);
+        assert_eq!(a.bytes_per_sec, 2000.0 * 4096.0 + 1000.0 * 8192.0 / 1.5);
+        let h = &report.host;
+        assert_eq!(h.read.ios, 4500);
+        assert_eq!(h.read.iops, 3000.0);
+        assert_eq!(h.iops, 3000.0 + 1000.0 / 1.5);
+        assert_eq!(report.measured_secs, 1.5);
+        assert!(report.interrupted);
+
+        let empty = RunResult {
+            measured: Duration::ZERO,
+            ..result
+        };
+        let report = summarize(&empty, &Workload::default(), vec![]);
+        assert_eq!(report.host.iops, 0.0);
+        assert_eq!(report.host.read.ios, 4500);
+    }
+
+    #[test]
+    fn errors_are_summed_and_detailed() {
+        let mut d = device("/dev/e", 0, op(&[1000], 4096), OpResult::default());
+        for offset in [0u64, 4096, 8192] {
+            d.errors.record(IoErrorSample {
+                op: OpKind::Read,
+                offset,
+                len: 4096,
+                errno: 5,
+                transferred: 0,
+            });
+        }
+        let clean = device("/dev/c", 1, op(&[1000], 4096), OpResult::default());
+        let report = summarize(&run(vec![d, clean], 1), &Workload::default(), vec![]);
+        assert_eq!(report.host.errors, 3);
+        assert_eq!(report.devices[0].figures.errors, 3);
+        assert_eq!(report.devices[0].error_detail.by_errno.get(&5), Some(&3));
+        assert_eq!(report.devices[0].error_detail.first[2].offset, 8192);
+        assert_eq!(report.devices[1].figures.errors, 0);
+    }
+
+    fn sample_report() -> HostReport {
+        let mut d = device(
+            "/dev/loop0",
+            2,
+            op(&latencies(6, 500), 4096),
+            op(&latencies(7, 200), 4096),
+        );
+        d.errors.record(IoErrorSample {
+            op: OpKind::Write,
+            offset: 12288,
+            len: 4096,
+            errno: 0,
+            transferred: 512,
+        });
+        let point = SecondPoint {
+            second: 0,
+            iops: 700,
+            read_iops: 500,
+            write_iops: 200,
+            bytes_per_sec: 700 * 4096,
+            errors: 1,
+            read_p50_ns: 1000,
+            read_p99_ns: 2000,
+            write_p50_ns: 3000,
+            write_p99_ns: 4000,
+            devices: vec![700],
+            partial: false,
+        };
+        let workload = Workload {
+            pattern: IoPattern::RandRw,
+            rwmixread: 70,
+            working_set: Some(1 << 30),
+            rate_iops: Some(1000),
+            ..Workload::default()
+        };
+        summarize(&run(vec![d], 1), &workload, vec![point])
+    }
+
+    #[test]
+    fn json_round_trips() {
+        let report = sample_report();
+        let text = serde_json::to_string_pretty(&report).unwrap();
+        let back: HostReport = serde_json::from_str(&text).unwrap();
+        assert_eq!(back, report);
+    }
+
+    #[test]
+    fn json_has_the_documented_keys() {
+        let v = serde_json::to_value(sample_report()).unwrap();
+        assert_eq!(v["schema_version"], 1);
+        assert_eq!(v["interrupted"], false);
+        assert_eq!(v["measured_secs"], 1.0);
+        for key in [
+            "pattern",
+            "rwmixread",
+            "block_size",
+            "iodepth",
+            "working_set",
+            "runtime_secs",
+            "ramp_secs",
+            "seed",
+            "rate_iops",
+        ] {
+            assert!(!v["workload"][key].is_null(), "workload.{key} missing");
+        }
+        assert_eq!(v["workload"]["pattern"], "randrw");
+        assert_eq!(v["workload"]["rwmixread"], 70);
+
+        let figures_keys = |f: &serde_json::Value, at: &str| {
+            for key in ["iops", "bytes_per_sec", "errors"] {
+                assert!(f[key].is_number(), "{at}.{key} missing");
+            }
+            for op in ["read", "write"] {
+                for key in ["ios", "iops", "bytes", "bytes_per_sec"] {
+                    assert!(f[op][key].is_number(), "{at}.{op}.{key} missing");
+                }
+                for key in ["p50", "p90", "p99", "p99_9", "p99_99", "max", "min", "mean"] {
+                    assert!(
+                        f[op]["latency_ns"][key].is_number(),
+                        "{at}.{op}.latency_ns.{key} missing"
+                    );
+                }
+            }
+        };
+        figures_keys(&v["host"], "host");
+        let dev = &v["devices"][0];
+        figures_keys(dev, "devices[0]");
+        assert_eq!(dev["path"], "/dev/loop0");
+        assert_eq!(dev["cpu"], 2);
+        assert_eq!(dev["read"]["ios"], 500);
+        assert_eq!(dev["error_detail"]["count"], 1);
+        assert_eq!(dev["error_detail"]["by_errno"]["0"], 1);
+        assert_eq!(dev["error_detail"]["first"][0]["offset"], 12288);
+        assert_eq!(v["host"]["errors"], 1);
+
+        let p = &v["time_series"][0];
+        for key in [
+            "second",
+            "iops",
+            "read_iops",
+            "write_iops",
+            "bytes_per_sec",
+            "errors",
+            "read_p50_ns",
+            "read_p99_ns",
+            "write_p50_ns",
+            "write_p99_ns",
+        ] {
+            assert!(p[key].is_number(), "time_series[0].{key} missing");
+        }
+        assert_eq!(p["devices"], serde_json::json!([700]));
+    }
+
+    #[test]
+    fn interrupted_defaults_to_false_when_absent() {
+        let mut v = serde_json::to_value(sample_report()).unwrap();
+        v.as_object_mut().unwrap().remove("interrupted");
+        let back: HostReport = serde_json::from_value(v).unwrap();
+        assert!(!back.interrupted);
+    }
+}

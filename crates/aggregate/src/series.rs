@@ -1,0 +1,301 @@
+//! The per-second host time series, built from every device's one-second intervals.
+
+use std::collections::BTreeMap;
+
+use hdrhistogram::Histogram;
+use hostmax_engine::{new_interval_histogram, DeviceInterval};
+use serde::{Deserialize, Serialize};
+
+use crate::latency::{add_exact, LatencySummary};
+
+/// One measured second of the whole host.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SecondPoint {
+    /// Second index: 0 is the first second after the ramp.
+    pub second: i64,
+    /// Successful reads plus writes in this second.
+    pub iops: u64,
+    /// Successful reads in this second.
+    pub read_iops: u64,
+    /// Successful writes in this second.
+    pub write_iops: u64,
+    /// Bytes read and written in this second.
+    pub bytes_per_sec: u64,
+    /// Failed I/Os in this second.
+    pub errors: u64,
+    /// Host read median latency of this second (merged histograms), ns.
+    pub read_p50_ns: u64,
+    /// Host read 99th percentile latency of this second, ns.
+    pub read_p99_ns: u64,
+    /// Host write median latency of this second, ns.
+    pub write_p50_ns: u64,
+    /// Host write 99th percentile latency of this second, ns.
+    pub write_p99_ns: u64,
+    /// Successful I/Os of each device in this second, indexed like the run's targets.
+    pub devices: Vec<u64>,
+    /// Not every device reported this second (only from [`TimeSeries::finish`]); a missing
+    /// device shows 0 in `devices`.
+    #[serde(default)]
+    pub partial: bool,
+}
+
+/// A second some devices have reported and others not yet.
+#[derive(Debug)]
+struct PendingSecond {
+    reported: Vec<bool>,
+    reported_count: usize,
+    read_ios: u64,
+    write_ios: u64,
+    bytes: u64,
+    errors: u64,
+    devices: Vec<u64>,
+    read_latency: Histogram<u32>,
+    write_latency: Histogram<u32>,
+}
+
+impl PendingSecond {
+    fn new(device_count: usize) -> PendingSecond {
+        PendingSecond {
+            reported: vec![false; device_count],
+            reported_count: 0,
+            read_ios: 0,
+            write_ios: 0,
+            bytes: 0,
+            errors: 0,
+            devices: vec![0; device_count],
+            read_latency: new_interval_histogram(),
+            write_latency: new_interval_histogram(),
+        }
+    }
+
+    fn add(&mut self, interval: &DeviceInterval) {
+        // A device reporting the same second twice would be an engine bug; its counts are
+        // still added (nothing is dropped) but it completes the second only once.
+        if !self.reported[interval.device] {
+            self.reported[interval.device] = true;
+            self.reported_count += 1;
+        }
+        self.read_ios += interval.read_ios;
+        self.write_ios += interval.write_ios;
+        self.bytes += interval.read_bytes + interval.write_bytes;
+        self.errors += interval.errors;
+        self.devices[interval.device] += interval.read_ios + interval.write_ios;
+        add_exact(&mut self.read_latency, &interval.read_latency);
+        add_exact(&mut self.write_latency, &interval.write_latency);
+    }
+
+    fn into_point(self, second: i64) -> SecondPoint {
+        let read = LatencySummary::from_histogram(&self.read_latency);
+        let write = LatencySummary::from_histogram(&self.write_latency);
+        SecondPoint {
+            second,
+            iops: self.read_ios + self.write_ios,
+            read_iops: self.read_ios,
+            write_iops: self.write_ios,
+            bytes_per_sec: self.bytes,
+            errors: self.errors,
+            read_p50_ns: read.p50,
+            read_p99_ns: read.p99,
+            write_p50_ns: write.p50,
+            write_p99_ns: write.p99,
+            partial: self.reported_count < self.reported.len(),
+            devices: self.devices,
+        }
+    }
+}
+
+/// Builds host [`SecondPoint`]s from [`DeviceInterval`]s of many devices arriving in any
+/// order.
+///
+/// Ramp seconds (negative) are ignored. A second is complete once each of the `device_count`
+/// devices has reported it; its histograms are then merged bin by bin into the point and
+/// dropped, so memory holds only the seconds still waiting for a device.
+#[derive(Debug)]
+pub struct TimeSeries {
+    device_count: usize,
+    pending: BTreeMap<i64, PendingSecond>,
+    /// Completed points, sorted by second.
+    points: Vec<SecondPoint>,
+}
+
+impl TimeSeries {
+    /// A series for a run of `device_count` devices (indexed `0..device_count`).
+    pub fn new(device_count: usize) -> TimeSeries {
+        TimeSeries {
+            device_count,
+            pending: BTreeMap::new(),
+            points: Vec::new(),
+        }
+    }
+
+    /// Adds one device's second. Returns the host point of that second if this interval was
+    /// the last one it waited for.
+    ///
+    /// Ignored (returns `None`): ramp seconds, device indices out of range, and intervals of a
+    /// second that was already completed.
+    pub fn push(&mut self, interval: DeviceInterval) -> Option<SecondPoint> {
+        if interval.second < 0 || interval.device >= self.device_count {
+            return None;
+        }
+        let slot = match self
+            .points
+            .binary_search_by_key(&interval.second, |p| p.second)
+        {
+            Ok(_) => return None,
+            Err(slot) => slot,
+        };
+        let pending = self
+            .pending
+            .entry(interval.second)
+            .or_insert_with(|| PendingSecond::new(self.device_count));
+        pending.add(&interval);
+        if pending.reported_count < self.device_count {
+            return None;
+        }
+        let pending = self.pending.remove(&interval.second)?;
+        let point = pending.into_point(interval.second);
+        self.points.insert(slot, point.clone());
+        Some(point)
+    }
+
+    /// The completed seconds so far, in order.
+    pub fn points(&self) -> &[SecondPoint] {
+        &self.points
+    }
+
+    /// Seconds some but not all devices have reported, in order.
+    pub fn incomplete_seconds(&self) -> Vec<i64> {
+        self.pending.keys().copied().collect()
+    }
+
+    /// The completed seconds, in order; incomplete seconds are left out.
+    pub fn into_points(self) -> Vec<SecondPoint> {
+        self.points
+    }
+
+    /// Every second, in order: the completed ones and, marked `partial`, those some device
+    /// never reported (a run cut short can leave such seconds).
+    pub fn finish(self) -> Vec<SecondPoint> {
+        let mut all = self.points;
+        all.extend(
+            self.pending
+                .into_iter()
+                .map(|(second, pending)| pending.into_point(second)),
+        );
+        all.sort_by_key(|p| p.second);
+        all
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn interval(device: usize, second: i64, reads: &[u64], writes: &[u64]) -> DeviceInterval {
+        let mut read_latency = new_interval_histogram();
+        for &v in reads {
+            read_latency.record(v).unwrap();
+        }
+        let mut write_latency = new_interval_histogram();
+        for &v in writes {
+            write_latency.record(v).unwrap();
+        }
+        DeviceInterval {
+            device,
+            second,
+            read_ios: reads.len() as u64,
+            write_ios: writes.len() as u64,
+            read_bytes: reads.len() as u64 * 4096,
+            write_bytes: writes.len() as u64 * 8192,
+            errors: device as u64,
+            read_latency,
+            write_latency,
+        }
+    }
+
+    #[test]
+    fn a_second_completes_only_when_every_device_reported() {
+        let mut ts = TimeSeries::new(3);
+        assert!(ts.push(interval(0, 0, &[100, 200], &[])).is_none());
+        assert!(ts.push(interval(2, 1, &[100], &[])).is_none());
+        assert!(ts.push(interval(1, 0, &[300], &[5000])).is_none());
+        // A duplicate from device 0 must not stand in for device 2.
+        assert!(ts.push(interval(0, 0, &[400], &[])).is_none());
+        assert!(ts.points().is_empty());
+        assert_eq!(ts.incomplete_seconds(), vec![0, 1]);
+
+        let p = ts
+            .push(interval(2, 0, &[500], &[]))
+            .expect("second 0 complete");
+        assert_eq!(p.second, 0);
+        assert_eq!(p.read_iops, 5);
+        assert_eq!(p.write_iops, 1);
+        assert_eq!(p.iops, 6);
+        assert_eq!(p.devices, vec![3, 2, 1]);
+        assert_eq!(p.bytes_per_sec, 5 * 4096 + 8192);
+        assert_eq!(p.errors, 1 + 2);
+        assert!(!p.partial);
+        assert_eq!(ts.points(), std::slice::from_ref(&p));
+        assert_eq!(ts.incomplete_seconds(), vec![1]);
+
+        // Late interval for a completed second: ignored.
+        assert!(ts.push(interval(1, 0, &[1], &[])).is_none());
+        assert_eq!(ts.points()[0], p);
+    }
+
+    #[test]
+    fn ramp_and_unknown_devices_are_ignored() {
+        let mut ts = TimeSeries::new(1);
+        assert!(ts.push(interval(0, -1, &[100], &[])).is_none());
+        assert!(ts.push(interval(5, 0, &[100], &[])).is_none());
+        assert!(ts.points().is_empty());
+        assert!(ts.incomplete_seconds().is_empty());
+        assert!(ts.push(interval(0, 0, &[100], &[])).is_some());
+    }
+
+    #[test]
+    fn points_are_ordered_whatever_the_arrival_order() {
+        let mut ts = TimeSeries::new(2);
+        for second in [2, 0, 1] {
+            ts.push(interval(0, second, &[10], &[]));
+        }
+        for second in [1, 2, 0] {
+            assert!(ts.push(interval(1, second, &[10], &[])).is_some());
+        }
+        let seconds: Vec<i64> = ts.points().iter().map(|p| p.second).collect();
+        assert_eq!(seconds, vec![0, 1, 2]);
+    }
+
+    #[test]
+    fn second_percentiles_come_from_merged_interval_histograms() {
+        let a: Vec<u64> = (1..=900).map(|i| i * 1000).collect();
+        let b: Vec<u64> = (1..=100).map(|i| i * 1_000_000).collect();
+        let mut ts = TimeSeries::new(2);
+        ts.push(interval(0, 0, &a, &b));
+        let p = ts.push(interval(1, 0, &b, &a)).unwrap();
+        let mut direct = new_interval_histogram();
+        for v in a.iter().chain(&b) {
+            direct.record(*v).unwrap();
+        }
+        let s = LatencySummary::from_histogram(&direct);
+        assert_eq!(p.read_p50_ns, s.p50);
+        assert_eq!(p.read_p99_ns, s.p99);
+        assert_eq!(p.write_p50_ns, s.p50);
+        assert_eq!(p.write_p99_ns, s.p99);
+        // 10% of the values are >= 1 ms: p99 sits among them, p50 does not.
+        assert!(p.read_p99_ns >= 1_000_000 && p.read_p50_ns < 1_000_000);
+    }
+
+    #[test]
+    fn finish_keeps_incomplete_seconds_marked_partial() {
+        let mut ts = TimeSeries::new(2);
+        ts.push(interval(0, 0, &[10], &[]));
+        ts.push(interval(1, 0, &[10], &[]));
+        ts.push(interval(1, 1, &[10, 20], &[]));
+        let all = ts.finish();
+        assert_eq!(all.len(), 2);
+        assert!(!all[0].partial);
+        assert!(all[1].partial);
+        assert_eq!(all[1].devices, vec![0, 2]);
+    }
+}

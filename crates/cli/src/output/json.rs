@@ -1,0 +1,308 @@
+//! The `--json` report: checked before the run, written atomically after it.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+
+use hostmax_aggregate::HostReport;
+
+use crate::plan::{BadInput, JsonDest};
+
+/// Why the JSON report could not be written.
+#[derive(Debug, thiserror::Error)]
+pub enum JsonWriteError {
+    /// Creating, writing or renaming the file failed.
+    #[error("--json {}: {source}", path.display())]
+    File {
+        /// The file being written (the temporary one when that is where it failed).
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: io::Error,
+    },
+    /// Writing to standard output failed (for example a closed pipe).
+    #[error("--json -: writing to standard output failed: {0}")]
+    Stdout(#[source] io::Error),
+    /// The report could not be turned into JSON.
+    #[error("cannot serialize the report: {0}")]
+    Serialize(#[from] serde_json::Error),
+}
+
+/// The report as pretty-printed JSON with a final newline.
+pub fn report_json(report: &HostReport) -> Result<String, serde_json::Error> {
+    let mut text = serde_json::to_string_pretty(report)?;
+    text.push('\n');
+    Ok(text)
+}
+
+/// Writes `report` to `dest`.
+///
+/// For a file, the JSON goes to a temporary file in the same directory, is flushed to disk and
+/// renamed over the destination, so the path holds either the old content or the whole new
+/// report, never a half-written one. A symlink is followed and its target replaced. For
+/// stdout, the JSON is the only thing written there.
+pub fn write_json(report: &HostReport, dest: &JsonDest) -> Result<(), JsonWriteError> {
+    let text = report_json(report)?;
+    match dest {
+        JsonDest::Stdout => {
+            let mut out = io::stdout().lock();
+            out.write_all(text.as_bytes())
+                .and_then(|()| out.flush())
+                .map_err(JsonWriteError::Stdout)
+        }
+        JsonDest::File(path) => write_atomically(path, text.as_bytes()),
+    }
+}
+
+fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), JsonWriteError> {
+    let fail = |path: &Path| {
+        let path = path.to_path_buf();
+        move |source| JsonWriteError::File { path, source }
+    };
+    let target = match fs::symlink_metadata(path) {
+        Ok(m) if m.file_type().is_symlink() => fs::canonicalize(path).map_err(fail(path))?,
+        _ => path.to_path_buf(),
+    };
+    let dir = parent_dir(&target);
+    let name = target
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "report.json".to_string());
+    let (temp, mut file) = create_temp(&dir, &name)?;
+    // On disk before the rename, so a crash cannot leave the new name on empty data.
+    let written = file.write_all(bytes).and_then(|()| file.sync_all());
+    drop(file);
+    if let Err(source) = written {
+        let _ = fs::remove_file(&temp);
+        return Err(JsonWriteError::File { path: temp, source });
+    }
+    if let Err(source) = fs::rename(&temp, &target) {
+        let _ = fs::remove_file(&temp);
+        return Err(JsonWriteError::File {
+            path: target,
+            source,
+        });
+    }
+    // Make the rename itself durable; a failure here leaves a complete file, so it is ignored.
+    if let Ok(d) = File::open(&dir) {
+        let _ = d.sync_all();
+    }
+    Ok(())
+}
+
+/// Creates a new temporary file beside the destination. `create_new` never opens an existing
+/// file or follows a planted symlink (the directory may be shared, such as /tmp).
+fn create_temp(dir: &Path, name: &str) -> Result<(PathBuf, File), JsonWriteError> {
+    let mut attempt = 0u32;
+    loop {
+        let temp = dir.join(format!(".{name}.tmp-{}-{attempt}", std::process::id()));
+        match OpenOptions::new().write(true).create_new(true).open(&temp) {
+            Ok(file) => return Ok((temp, file)),
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists && attempt < 100 => attempt += 1,
+            Err(source) => return Err(JsonWriteError::File { path: temp, source }),
+        }
+    }
+}
+
+/// The directory a file path lives in (`.` for a bare file name).
+fn parent_dir(path: &Path) -> PathBuf {
+    match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    }
+}
+
+/// Checks, before any I/O of the run, that `dest` can be written: the directory exists, is a
+/// directory and accepts new files, and the path is not a directory or a special file. The
+/// check creates and removes a small probe file, since permission bits alone do not tell (a
+/// read-only mount, root, sysfs).
+pub fn check_json_dest(dest: &JsonDest) -> Result<(), BadInput> {
+    let path = match dest {
+        JsonDest::Stdout => return Ok(()),
+        JsonDest::File(path) => path,
+    };
+    let shown = path.display();
+    if path.as_os_str().is_empty() {
+        return Err(BadInput(
+            "--json: the path is empty; give a file path, or - for standard output".into(),
+        ));
+    }
+    match fs::metadata(path) {
+        Ok(m) if m.is_dir() => {
+            return Err(BadInput(format!(
+                "--json {shown}: is a directory; give a file path such as {}",
+                path.join("hostmax.json").display()
+            )))
+        }
+        Ok(m) if !m.is_file() => {
+            return Err(BadInput(format!(
+                "--json {shown}: exists and is not a regular file; give a regular file path, \
+                 or - for standard output"
+            )))
+        }
+        _ => {}
+    }
+    if path.as_os_str().to_string_lossy().ends_with('/') {
+        return Err(BadInput(format!(
+            "--json {shown}: names a directory; give a file path such as {shown}hostmax.json"
+        )));
+    }
+    let target = fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+    let dir = parent_dir(&target);
+    match fs::metadata(&dir) {
+        Ok(m) if m.is_dir() => {}
+        Ok(_) => {
+            return Err(BadInput(format!(
+                "--json {shown}: {} is not a directory; choose a path in an existing directory",
+                dir.display()
+            )))
+        }
+        Err(e) => {
+            return Err(BadInput(format!(
+                "--json {shown}: directory {} cannot be used ({}); create it or choose another \
+                 path",
+                dir.display(),
+                one_line(&e)
+            )))
+        }
+    }
+    let probe = dir.join(format!(".hostmax-probe-{}", std::process::id()));
+    match OpenOptions::new().write(true).create_new(true).open(&probe) {
+        Ok(_) => {
+            let _ = fs::remove_file(&probe);
+            Ok(())
+        }
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Ok(()),
+        Err(e) => Err(BadInput(format!(
+            "--json {shown}: cannot create files in {} ({}); choose a writable directory",
+            dir.display(),
+            one_line(&e)
+        ))),
+    }
+}
+
+fn one_line(e: &io::Error) -> String {
+    e.to_string().replace('\n', " ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::output::tests_support::sample_report;
+
+    /// A fresh directory under the system temp dir, removed on drop.
+    struct ScratchDir(PathBuf);
+
+    impl ScratchDir {
+        fn new(tag: &str) -> ScratchDir {
+            let dir =
+                std::env::temp_dir().join(format!("hostmax-json-{tag}-{}", std::process::id()));
+            let _ = fs::remove_dir_all(&dir);
+            fs::create_dir_all(&dir).unwrap();
+            ScratchDir(dir)
+        }
+    }
+
+    impl Drop for ScratchDir {
+        fn drop(&mut self) {
+            let _ = fs::remove_dir_all(&self.0);
+        }
+    }
+
+    fn entries(dir: &Path) -> Vec<String> {
+        let mut names: Vec<String> = fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        names
+    }
+
+    #[test]
+    fn atomic_write_leaves_exactly_the_valid_report() {
+        let scratch = ScratchDir::new("atomic");
+        let path = scratch.0.join("report.json");
+        fs::write(&path, "{ half a report").unwrap();
+        let report = sample_report();
+        let dest = JsonDest::File(path.clone());
+        check_json_dest(&dest).unwrap();
+        write_json(&report, &dest).unwrap();
+
+        assert_eq!(entries(&scratch.0), vec!["report.json".to_string()]);
+        let text = fs::read_to_string(&path).unwrap();
+        assert!(text.ends_with("}\n"));
+        let back: HostReport = serde_json::from_str(&text).unwrap();
+        assert_eq!(back, report);
+        let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(v["schema_version"], 1);
+        assert_eq!(v["devices"][1]["path"], "/dev/loop11");
+    }
+
+    #[test]
+    fn symlinked_destination_replaces_its_target() {
+        let scratch = ScratchDir::new("symlink");
+        let real = scratch.0.join("real.json");
+        let link = scratch.0.join("link.json");
+        fs::write(&real, "old").unwrap();
+        std::os::unix::fs::symlink(&real, &link).unwrap();
+        write_json(&sample_report(), &JsonDest::File(link.clone())).unwrap();
+        assert!(fs::symlink_metadata(&link)
+            .unwrap()
+            .file_type()
+            .is_symlink());
+        let v: serde_json::Value =
+            serde_json::from_str(&fs::read_to_string(&real).unwrap()).unwrap();
+        assert_eq!(v["schema_version"], 1);
+    }
+
+    fn assert_one_line_naming(err: BadInput, path: &str) {
+        let msg = err.to_string();
+        assert!(!msg.contains('\n'), "not one line: {msg}");
+        assert!(msg.starts_with(&format!("--json {path}")), "{msg}");
+    }
+
+    #[test]
+    fn unwritable_directory_is_rejected() {
+        // sysfs refuses new files even to root, so this holds whoever runs the test.
+        let err = check_json_dest(&JsonDest::File("/sys/hostmax.json".into())).unwrap_err();
+        assert!(err.0.contains("cannot create files in /sys"), "{err}");
+        assert!(err.0.contains("choose a writable directory"), "{err}");
+        assert_one_line_naming(err, "/sys/hostmax.json");
+        assert!(!Path::new("/sys/hostmax.json").exists());
+    }
+
+    #[test]
+    fn missing_directory_is_rejected() {
+        let scratch = ScratchDir::new("missing");
+        let path = scratch.0.join("no/such/dir/r.json");
+        let err = check_json_dest(&JsonDest::File(path.clone())).unwrap_err();
+        assert!(err.0.contains("create it"), "{err}");
+        assert_one_line_naming(err, &path.display().to_string());
+        // And writing there fails with an error, not a panic.
+        assert!(write_json(&sample_report(), &JsonDest::File(path)).is_err());
+    }
+
+    #[test]
+    fn directories_and_special_files_are_rejected() {
+        let scratch = ScratchDir::new("special");
+        let dir = scratch.0.display().to_string();
+        let err = check_json_dest(&JsonDest::File(scratch.0.clone())).unwrap_err();
+        assert!(err.0.contains("is a directory"), "{err}");
+        assert_one_line_naming(err, &dir);
+
+        let err = check_json_dest(&JsonDest::File("/dev/null".into())).unwrap_err();
+        assert!(err.0.contains("not a regular file"), "{err}");
+        assert_one_line_naming(err, "/dev/null");
+
+        let err = check_json_dest(&JsonDest::File("".into())).unwrap_err();
+        assert!(err.0.starts_with("--json: the path is empty"), "{err}");
+    }
+
+    #[test]
+    fn check_leaves_no_probe_behind_and_accepts_stdout() {
+        let scratch = ScratchDir::new("probe");
+        check_json_dest(&JsonDest::File(scratch.0.join("r.json"))).unwrap();
+        assert!(entries(&scratch.0).is_empty());
+        check_json_dest(&JsonDest::Stdout).unwrap();
+    }
+}

@@ -1,0 +1,97 @@
+//! What the `hostmax` binary shows and writes: everything here may do I/O, unlike the
+//! aggregator whose [`hostmax_aggregate::HostReport`] it renders.
+//!
+//! - [`progress::LiveView`]: the live view on stderr during a run, fed one
+//!   [`hostmax_aggregate::SecondPoint`] per second (a progress bar on a terminal, one plain
+//!   line per second otherwise).
+//! - [`table::render_table`]: the final per-device and host table, as a `String`.
+//! - [`json::write_json`] and [`json::check_json_dest`]: the `--json` report, written
+//!   atomically to a file or to stdout, and the check that runs before any I/O.
+//! - [`units`]: how latencies and throughputs are spelled (µs/ms/s, MiB/s).
+
+pub mod json;
+pub mod progress;
+pub mod table;
+pub mod units;
+
+#[cfg(test)]
+pub(crate) mod tests_support {
+    use std::path::PathBuf;
+    use std::time::Duration;
+
+    use hostmax_aggregate::{summarize, HostReport, TimeSeries};
+    use hostmax_engine::{
+        DeviceInterval, DeviceResult, ErrorLog, IoErrorSample, IoPattern, OpKind, OpResult,
+        RunResult, Workload,
+    };
+
+    fn op(n: u64, latency_ns: u64, bs: u64) -> OpResult {
+        let mut o = OpResult::default();
+        for i in 0..n {
+            // Spread over 1x..2x so percentiles differ.
+            o.latency.record(latency_ns + latency_ns * i / n).unwrap();
+        }
+        o.ios = n;
+        o.bytes = n * bs;
+        o
+    }
+
+    /// Two devices over 2 s of randrw: /dev/loop0 3000 reads + 1000 writes, /dev/loop11 1000
+    /// reads and 2 EIO errors.
+    pub(crate) fn sample_report() -> HostReport {
+        let mut errors = ErrorLog::default();
+        for offset in [8192, 16384] {
+            errors.record(IoErrorSample {
+                op: OpKind::Write,
+                offset,
+                len: 4096,
+                errno: 5,
+                transferred: 0,
+            });
+        }
+        let result = RunResult {
+            devices: vec![
+                DeviceResult {
+                    path: PathBuf::from("/dev/loop0"),
+                    cpu: 0,
+                    read: op(3000, 200_000, 4096),
+                    write: op(1000, 1_500_000, 4096),
+                    errors: ErrorLog::default(),
+                },
+                DeviceResult {
+                    path: PathBuf::from("/dev/loop11"),
+                    cpu: 1,
+                    read: op(1000, 90_000, 4096),
+                    write: OpResult::default(),
+                    errors,
+                },
+            ],
+            measured: Duration::from_secs(2),
+            stopped_early: false,
+        };
+        let workload = Workload {
+            pattern: IoPattern::RandRw,
+            rwmixread: 70,
+            ..Workload::default()
+        };
+        let mut series = TimeSeries::new(2);
+        for device in 0..2 {
+            for second in 0..2 {
+                let mut read_latency = hostmax_engine::new_interval_histogram();
+                read_latency.record(100_000 * (device as u64 + 1)).unwrap();
+                series.push(DeviceInterval {
+                    device,
+                    second,
+                    read_ios: 1,
+                    write_ios: 0,
+                    read_bytes: 4096,
+                    write_bytes: 0,
+                    errors: 0,
+                    read_latency,
+                    write_latency: hostmax_engine::new_interval_histogram(),
+                });
+            }
+        }
+        summarize(&result, &workload, series.into_points())
+    }
+}

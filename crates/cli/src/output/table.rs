@@ -1,0 +1,231 @@
+//! The final table: one row per device and the host row last.
+
+use std::fmt::Write as _;
+
+use hostmax_aggregate::{Figures, HostReport};
+
+use super::units::{format_latency_ns, format_mib_per_sec};
+
+/// Renders `report` as a plain-text table for people: a heading line with the workload, one
+/// row per device (path, CPU, IOPS, MiB/s, p50/p99/p99.9 latency of each kind of I/O the
+/// run did, errors), a rule, the host row, and one line per device that had errors.
+///
+/// Column widths follow the widest cell. The string ends with a newline; the caller prints it.
+pub fn render_table(report: &HostReport) -> String {
+    let w = &report.workload;
+    let show_read = w.pattern.reads() || report.host.read.ios > 0;
+    let show_write = w.pattern.writes() || report.host.write.ios > 0;
+
+    let mut header: Vec<String> = ["device", "cpu", "IOPS", "MiB/s"]
+        .map(String::from)
+        .to_vec();
+    for (shown, kind) in [(show_read, "read"), (show_write, "write")] {
+        if shown {
+            for p in ["p50", "p99", "p99.9"] {
+                header.push(format!("{kind} {p}"));
+            }
+        }
+    }
+    header.push("errors".to_string());
+
+    let row = |name: String, cpu: String, f: &Figures| -> Vec<String> {
+        let mut cells = vec![
+            name,
+            cpu,
+            format!("{:.0}", f.iops),
+            format_mib_per_sec(f.bytes_per_sec),
+        ];
+        for (shown, op) in [(show_read, &f.read), (show_write, &f.write)] {
+            if shown {
+                let l = &op.latency_ns;
+                cells.extend([l.p50, l.p99, l.p99_9].map(format_latency_ns));
+            }
+        }
+        cells.push(f.errors.to_string());
+        cells
+    };
+    let devices: Vec<Vec<String>> = report
+        .devices
+        .iter()
+        .map(|d| row(d.path.clone(), d.cpu.to_string(), &d.figures))
+        .collect();
+    let plural = if report.devices.len() == 1 { "" } else { "s" };
+    let host = row(
+        format!("host ({} device{plural})", report.devices.len()),
+        "-".to_string(),
+        &report.host,
+    );
+
+    let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
+    for cells in devices.iter().chain([&host]) {
+        for (w, c) in widths.iter_mut().zip(cells) {
+            *w = (*w).max(c.chars().count());
+        }
+    }
+    let line = |cells: &[String]| -> String {
+        let mut s = String::new();
+        for (i, (cell, width)) in cells.iter().zip(&widths).enumerate() {
+            if i > 0 {
+                s.push_str("  ");
+            }
+            // `{:>w$}` pads by chars, so "µs" cells line up.
+            if i == 0 {
+                let _ = write!(s, "{cell:<width$}");
+            } else {
+                let _ = write!(s, "{cell:>width$}");
+            }
+        }
+        s.truncate(s.trim_end().len());
+        s.push('\n');
+        s
+    };
+
+    let mut out = String::new();
+    let _ = write!(
+        out,
+        "{} {}, iodepth {}, {} device{plural}, {:.1} s measured",
+        w.pattern,
+        format_block_size(w.block_size),
+        w.iodepth,
+        report.devices.len(),
+        report.measured_secs,
+    );
+    if w.pattern.reads() && w.pattern.writes() {
+        let _ = write!(out, ", {}% reads", w.rwmixread);
+    }
+    if report.interrupted {
+        out.push_str(" (interrupted)");
+    }
+    out.push('\n');
+    out.push_str(&line(&header));
+    for cells in &devices {
+        out.push_str(&line(cells));
+    }
+    let total_width = widths.iter().sum::<usize>() + 2 * (widths.len() - 1);
+    out.push_str(&"-".repeat(total_width));
+    out.push('\n');
+    out.push_str(&line(&host));
+
+    for d in report.devices.iter().filter(|d| d.error_detail.count > 0) {
+        let kinds: Vec<String> = d
+            .error_detail
+            .by_errno
+            .iter()
+            .map(|(errno, n)| format!("{n} x {}", describe_errno(*errno)))
+            .collect();
+        let _ = write!(out, "errors on {}: {}", d.path, kinds.join(", "));
+        if let Some(first) = d.error_detail.first.first() {
+            let op = match first.op {
+                hostmax_engine::OpKind::Read => "read",
+                hostmax_engine::OpKind::Write => "write",
+            };
+            let _ = write!(out, "; first: {op} at offset {}", first.offset);
+        }
+        out.push('\n');
+    }
+    out
+}
+
+/// `4096` -> `4 KiB`, `1048576` -> `1 MiB`, `1536` -> `1536 B`.
+fn format_block_size(bytes: u32) -> String {
+    match bytes {
+        b if b >= 1 << 20 && b % (1 << 20) == 0 => format!("{} MiB", b >> 20),
+        b if b >= 1 << 10 && b % (1 << 10) == 0 => format!("{} KiB", b >> 10),
+        b => format!("{b} B"),
+    }
+}
+
+/// The system's text for an errno; 0 is how the engine logs a short transfer.
+fn describe_errno(errno: i32) -> String {
+    if errno == 0 {
+        "short transfer".to_string()
+    } else {
+        std::io::Error::from_raw_os_error(errno).to_string()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::output::tests_support::sample_report;
+
+    #[test]
+    fn rows_for_each_device_and_host_last() {
+        let report = sample_report();
+        let text = render_table(&report);
+        let lines: Vec<&str> = text.lines().collect();
+        assert!(lines[0].starts_with("randrw 4 KiB, iodepth 32, 2 devices, 2.0 s measured"));
+        assert!(lines[0].contains("70% reads"), "{}", lines[0]);
+        let header = lines[1];
+        for col in [
+            "device",
+            "IOPS",
+            "MiB/s",
+            "read p50",
+            "read p99.9",
+            "write p99",
+            "errors",
+        ] {
+            assert!(header.contains(col), "header lacks {col}: {header}");
+        }
+        assert!(lines[2].starts_with("/dev/loop0 "), "{}", lines[2]);
+        assert!(lines[3].starts_with("/dev/loop11 "), "{}", lines[3]);
+        assert!(lines[4].chars().all(|c| c == '-'));
+        assert!(lines[5].starts_with("host (2 devices)"), "{}", lines[5]);
+        // Device 0: 3000 reads + 1000 writes in 2 s; device 1: 1000 reads.
+        let cells0: Vec<&str> = lines[2].split_whitespace().collect();
+        assert_eq!(cells0[1], "0");
+        assert_eq!(cells0[2], "2000");
+        assert_eq!(cells0[3], format!("{:.1}", 2000.0 * 4096.0 / 1048576.0));
+        let host: Vec<&str> = lines[5].split_whitespace().collect();
+        assert_eq!(host[4], "2500");
+        assert_eq!(host.last(), Some(&"2"));
+        // Latencies carry units.
+        assert!(
+            lines[2].contains(" µs") || lines[2].contains(" ms"),
+            "{}",
+            lines[2]
+        );
+        // Error detail for the device that had errors only.
+        assert_eq!(lines.len(), 7, "{text}");
+        assert!(
+            lines[6].starts_with("errors on /dev/loop11: 2 x "),
+            "{}",
+            lines[6]
+        );
+        assert!(
+            lines[6].contains("first: write at offset 8192"),
+            "{}",
+            lines[6]
+        );
+    }
+
+    #[test]
+    fn columns_line_up() {
+        let text = render_table(&sample_report());
+        let lines: Vec<&str> = text.lines().skip(1).take(5).collect();
+        // Every right-aligned "errors" cell ends where the header does.
+        let end = lines[0].chars().count();
+        for l in [lines[1], lines[2], lines[4]] {
+            assert_eq!(l.chars().count(), end, "misaligned: {l:?}");
+        }
+    }
+
+    #[test]
+    fn read_only_run_has_no_write_columns() {
+        let mut report = sample_report();
+        report.workload.pattern = hostmax_engine::IoPattern::RandRead;
+        report.host.write = Default::default();
+        let text = render_table(&report);
+        assert!(!text.contains("write p50"));
+        assert!(text.contains("read p50"));
+    }
+
+    #[test]
+    fn block_sizes_are_spelled_in_binary_units() {
+        assert_eq!(format_block_size(4096), "4 KiB");
+        assert_eq!(format_block_size(1 << 20), "1 MiB");
+        assert_eq!(format_block_size(512), "512 B");
+        assert_eq!(format_block_size(1536), "1536 B");
+    }
+}
