@@ -291,6 +291,7 @@ mod tests {
             devices,
             measured: Duration::from_secs(secs),
             stopped_early: false,
+            workers: Vec::new(),
         }
     }
 
@@ -375,6 +376,7 @@ mod tests {
             ],
             measured: Duration::from_millis(1500),
             stopped_early: true,
+            workers: Vec::new(),
         };
         let report = summarize(&result, &Workload::default(), vec![]);
         let a = &report.devices[0].figures;

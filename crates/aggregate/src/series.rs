@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 
 use hdrhistogram::Histogram;
-use hostmax_engine::{new_interval_histogram, DeviceInterval};
+use hostmax_engine::{new_latency_histogram, DeviceInterval};
 use serde::{Deserialize, Serialize};
 
 use crate::latency::{add_exact, LatencySummary};
@@ -49,8 +49,8 @@ struct PendingSecond {
     bytes: u64,
     errors: u64,
     devices: Vec<u64>,
-    read_latency: Histogram<u32>,
-    write_latency: Histogram<u32>,
+    read_latency: Histogram<u64>,
+    write_latency: Histogram<u64>,
 }
 
 impl PendingSecond {
@@ -63,8 +63,8 @@ impl PendingSecond {
             bytes: 0,
             errors: 0,
             devices: vec![0; device_count],
-            read_latency: new_interval_histogram(),
-            write_latency: new_interval_histogram(),
+            read_latency: new_latency_histogram(),
+            write_latency: new_latency_histogram(),
         }
     }
 
@@ -192,11 +192,11 @@ mod tests {
     use super::*;
 
     fn interval(device: usize, second: i64, reads: &[u64], writes: &[u64]) -> DeviceInterval {
-        let mut read_latency = new_interval_histogram();
+        let mut read_latency = new_latency_histogram();
         for &v in reads {
             read_latency.record(v).unwrap();
         }
-        let mut write_latency = new_interval_histogram();
+        let mut write_latency = new_latency_histogram();
         for &v in writes {
             write_latency.record(v).unwrap();
         }
@@ -273,7 +273,7 @@ mod tests {
         let mut ts = TimeSeries::new(2);
         ts.push(interval(0, 0, &a, &b));
         let p = ts.push(interval(1, 0, &b, &a)).unwrap();
-        let mut direct = new_interval_histogram();
+        let mut direct = new_latency_histogram();
         for v in a.iter().chain(&b) {
             direct.record(*v).unwrap();
         }

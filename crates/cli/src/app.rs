@@ -1,1 +1,148 @@
 //! Running a plan: engine, live view, signals, aggregation, output.
+//!
+//! The I/O path is the engine's pinned threads; this side only reads their one-second
+//! intervals, feeds the live view, and turns the result into a report. Signals are watched by
+//! a small current-thread tokio runtime on its own thread: the first SIGINT/SIGTERM stops the
+//! run (in-flight I/O drains and the report is still written, marked interrupted), a second
+//! one exits at once.
+
+use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context;
+use hostmax_aggregate::{summarize, HostReport, TimeSeries};
+use hostmax_engine::{EngineError, RunConfig, StopHandle};
+
+use crate::output::{self, progress::LiveView};
+use crate::plan::{BadInput, JsonDest, RunPlan};
+
+/// Exit code when the run finished but I/O errors happened.
+pub const EXIT_IO_ERRORS: i32 = 3;
+
+/// Runs the host-max test a plan describes and prints/writes its report. Returns the exit code.
+pub fn run(plan: RunPlan) -> anyhow::Result<i32> {
+    let (report, interrupted) = measure(&plan)?;
+    emit(&report, plan.json.as_ref())?;
+    Ok(exit_code(&report, interrupted))
+}
+
+/// The exit code a finished run earns.
+pub fn exit_code(report: &HostReport, interrupted_by: i32) -> i32 {
+    if interrupted_by != 0 {
+        128 + interrupted_by
+    } else if report.host.errors > 0 {
+        EXIT_IO_ERRORS
+    } else {
+        0
+    }
+}
+
+/// Runs the plan with a live view and signal handling; returns the report and the signal
+/// number that interrupted it (0 if none).
+pub fn measure(plan: &RunPlan) -> anyhow::Result<(HostReport, i32)> {
+    let workload = plan.workload.clone();
+    let handle = hostmax_engine::start(RunConfig {
+        targets: plan.targets.iter().map(|t| t.path.clone()).collect(),
+        workload: workload.clone(),
+        cpus: plan.cpus.clone(),
+        live: true,
+        layout: plan.layout,
+    })
+    .map_err(refusal_or_error)?;
+    let signal = Arc::new(AtomicI32::new(0));
+    let _watch = watch_signals(handle.stopper(), signal.clone());
+
+    let mut series = TimeSeries::new(plan.targets.len());
+    let mut view = LiveView::new(workload.runtime.as_secs(), workload.ramp.as_secs());
+    loop {
+        match handle.recv_interval(Duration::from_millis(250)) {
+            Some(interval) => {
+                if let Some(point) = series.push(interval) {
+                    view.update(&point);
+                }
+            }
+            None if handle.is_finished() => break,
+            None => {}
+        }
+    }
+    while let Some(interval) = handle.recv_interval(Duration::ZERO) {
+        if let Some(point) = series.push(interval) {
+            view.update(&point);
+        }
+    }
+    let result = handle.wait().context("the run failed")?;
+    view.finish();
+    let mut report = summarize(&result, &workload, series.finish());
+    let sig = signal.load(Ordering::SeqCst);
+    report.interrupted |= sig != 0;
+    Ok((report, sig))
+}
+
+/// Prints the table (stdout, or stderr when the JSON goes to stdout) and writes the JSON.
+pub fn emit(report: &HostReport, json: Option<&JsonDest>) -> anyhow::Result<()> {
+    let table = output::table::render_table(report);
+    match json {
+        Some(JsonDest::Stdout) => eprint!("{table}"),
+        _ => print!("{table}"),
+    }
+    if let Some(dest) = json {
+        output::json::write_json(report, dest)?;
+    }
+    Ok(())
+}
+
+/// Turns an engine error into a refusal (exit 2) where the user can fix it.
+fn refusal_or_error(e: EngineError) -> anyhow::Error {
+    match &e {
+        EngineError::Open { path, source } if source.raw_os_error() == Some(libc::EBUSY) => {
+            BadInput(format!(
+                "{}: device is in use (held open exclusively by another program or mounted): pick an unused device",
+                path.display()
+            ))
+            .into()
+        }
+        EngineError::Open { .. }
+        | EngineError::NotATarget { .. }
+        | EngineError::InvalidWorkload(_)
+        | EngineError::InvalidCpus(_) => BadInput(e.to_string()).into(),
+        _ => e.into(),
+    }
+}
+
+/// Watches SIGINT and SIGTERM on a small runtime thread: the first stops the run, the second
+/// exits at once.
+fn watch_signals(stopper: StopHandle, seen: Arc<AtomicI32>) -> std::thread::JoinHandle<()> {
+    std::thread::Builder::new()
+        .name("hostmax-signals".into())
+        .spawn(move || {
+            let Ok(rt) = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+            else {
+                return;
+            };
+            rt.block_on(async move {
+                use tokio::signal::unix::{signal, SignalKind};
+                let (Ok(mut int), Ok(mut term)) = (
+                    signal(SignalKind::interrupt()),
+                    signal(SignalKind::terminate()),
+                ) else {
+                    return;
+                };
+                loop {
+                    let sig = tokio::select! {
+                        _ = int.recv() => libc::SIGINT,
+                        _ = term.recv() => libc::SIGTERM,
+                    };
+                    if seen.swap(sig, Ordering::SeqCst) != 0 {
+                        eprintln!("hostmax: second signal, aborting");
+                        std::process::exit(128 + sig);
+                    }
+                    eprintln!("hostmax: stopping (draining in-flight I/O); signal again to abort");
+                    stopper.stop();
+                }
+            });
+        })
+        .expect("spawning the signal thread")
+}

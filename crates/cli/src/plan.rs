@@ -47,4 +47,6 @@ pub struct RunPlan {
     pub json: Option<JsonDest>,
     /// `--allow-write` was given (and the write safety checks passed).
     pub allow_write: bool,
+    /// Threads per CPU (default) or per device (`--thread-per-device`, for comparisons).
+    pub layout: hostmax_engine::ThreadLayout,
 }

@@ -68,6 +68,7 @@ pub(crate) mod tests_support {
             ],
             measured: Duration::from_secs(2),
             stopped_early: false,
+            workers: Vec::new(),
         };
         let workload = Workload {
             pattern: IoPattern::RandRw,
@@ -77,7 +78,7 @@ pub(crate) mod tests_support {
         let mut series = TimeSeries::new(2);
         for device in 0..2 {
             for second in 0..2 {
-                let mut read_latency = hostmax_engine::new_interval_histogram();
+                let mut read_latency = hostmax_engine::new_latency_histogram();
                 read_latency.record(100_000 * (device as u64 + 1)).unwrap();
                 series.push(DeviceInterval {
                     device,
@@ -88,7 +89,7 @@ pub(crate) mod tests_support {
                     write_bytes: 0,
                     errors: 0,
                     read_latency,
-                    write_latency: hostmax_engine::new_interval_histogram(),
+                    write_latency: hostmax_engine::new_latency_histogram(),
                 });
             }
         }
