@@ -48,6 +48,7 @@ pub fn measure(plan: &RunPlan) -> anyhow::Result<(HostReport, i32)> {
         cpus: plan.cpus.clone(),
         live: true,
         layout: plan.layout,
+        on_error: plan.on_error,
     })
     .map_err(refusal_or_error)?;
     let signal = Arc::new(AtomicI32::new(0));
@@ -75,7 +76,8 @@ pub fn measure(plan: &RunPlan) -> anyhow::Result<(HostReport, i32)> {
     view.finish();
     let mut report = summarize(&result, &workload, series.finish());
     let sig = signal.load(Ordering::SeqCst);
-    report.interrupted |= sig != 0;
+    // Interrupted means a signal; a stop-all after an I/O error is reported by its errors.
+    report.interrupted = sig != 0;
     Ok((report, sig))
 }
 
