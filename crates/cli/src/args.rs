@@ -267,7 +267,7 @@ fn check_workload(args: &RunArgs) -> Result<Workload, BadInput> {
             format_size(MAX_BLOCK_SIZE.into())
         )));
     }
-    if bs % u64::from(MIN_BLOCK_SIZE) != 0 {
+    if !bs.is_multiple_of(u64::from(MIN_BLOCK_SIZE)) {
         return Err(BadInput(format!(
             "--bs {bs} is not a multiple of {MIN_BLOCK_SIZE} bytes; use e.g. {} or {}",
             bs / 512 * 512,
@@ -429,6 +429,16 @@ fn check_json_dest(path: &Path) -> Result<JsonDest, BadInput> {
             path.display(),
             path.display()
         )));
+    }
+    // The report is written beside its path and renamed over it: that would replace a device
+    // node or a FIFO rather than write into it.
+    if let Ok(meta) = std::fs::metadata(path) {
+        if !meta.is_file() {
+            return Err(BadInput(format!(
+                "--json {} exists and is not a regular file; give a file path, or '-' for stdout",
+                path.display()
+            )));
+        }
     }
     let dir = match path.parent() {
         Some(p) if !p.as_os_str().is_empty() => p,
@@ -605,6 +615,7 @@ mod tests {
                 "/nonexistent-dir does not exist",
             ),
             (&["--json", "/dev/shm"], "is a directory"),
+            (&["--json", "/dev/null"], "not a regular file"),
         ];
         for (extra, expected) in cases {
             let mut argv = vec!["--devices", f.as_str()];

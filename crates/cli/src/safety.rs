@@ -707,8 +707,8 @@ Filename\t\t\t\tType\t\tSize\t\tUsed\t\tPriority
             rdev: None,
             kernel_name: None,
         };
-        assert!(write_refusals(&[info.clone()], &[None], false, &[], &[]).is_empty());
-        let swap = identify_swaps(&[file.clone()]);
+        assert!(write_refusals(std::slice::from_ref(&info), &[None], false, &[], &[]).is_empty());
+        let swap = identify_swaps(std::slice::from_ref(&file));
         assert!(swap[0].inode.is_some());
         let r = write_refusals(&[info], &[None], true, &[], &swap);
         assert_eq!(r[0].reasons, vec![RefusalReason::Swap { partition: None }]);
