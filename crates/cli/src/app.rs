@@ -148,3 +148,8 @@ fn watch_signals(stopper: StopHandle, seen: Arc<AtomicI32>) -> std::thread::Join
         })
         .expect("spawning the signal thread")
 }
+
+/// `hostmax demo`: builds a simulated host, runs the host-max test on it, and removes it.
+pub fn demo() -> anyhow::Result<i32> {
+    anyhow::bail!("the demo is not built yet")
+}
