@@ -31,7 +31,8 @@ pub use result::{
 };
 pub use ring::RingFeatures;
 pub use run::{
-    buffer_bytes, check_buffer_memory, start, validate, RunConfig, RunHandle, StopHandle,
+    buffer_bytes, check_buffer_memory, prepare, start, validate, PreparedRun, RunConfig, RunHandle,
+    StopHandle,
 };
 pub use target::{TargetInfo, TargetKind};
 pub use worker::OffsetStream;

@@ -236,9 +236,66 @@ fn mem_available(meminfo: &str) -> Option<u64> {
     Some(kib * 1024)
 }
 
-/// Probes every target, checks the workload against each, places them on CPUs and starts the
-/// workers. Returns once every worker has its ring ready and the clock has started.
+/// A run whose targets are open (written ones with `O_EXCL`, so nobody can mount or claim
+/// them any more) and whose workers have their rings ready, but which has not issued any I/O.
+/// The moment for a last safety check; dropping it ends the workers without any I/O.
+pub struct PreparedRun {
+    /// Always `Some` until `start` takes it.
+    handle: Option<RunHandle>,
+}
+
+impl PreparedRun {
+    /// The probed targets, in the order given.
+    pub fn targets(&self) -> &[TargetInfo] {
+        &self.handle().targets
+    }
+
+    /// Where each target will run.
+    pub fn placement(&self) -> &Placement {
+        &self.handle().placement
+    }
+
+    fn handle(&self) -> &RunHandle {
+        self.handle.as_ref().expect("present until start")
+    }
+
+    /// Starts the clock: the workers begin I/O now.
+    pub fn start(mut self) -> RunHandle {
+        let mut handle = self.handle.take().expect("present until start");
+        let start = Instant::now();
+        *handle
+            .shared
+            .start
+            .lock()
+            .unwrap_or_else(|e| e.into_inner()) = Some(start);
+        handle.start = start;
+        handle.shared.gate.open(Some(start));
+        handle
+    }
+}
+
+impl Drop for PreparedRun {
+    fn drop(&mut self) {
+        // Not started: release the workers without any I/O and wait for them to exit.
+        if let Some(handle) = self.handle.take() {
+            handle.shared.gate.open(None);
+            for (_, h) in handle.workers {
+                let _ = h.join();
+            }
+        }
+    }
+}
+
+/// Probes every target, checks the workload against each, places them on CPUs, opens the
+/// targets and starts the workers, then starts the clock: [`prepare`] and
+/// [`PreparedRun::start`] in one call.
 pub fn start(config: RunConfig) -> Result<RunHandle, EngineError> {
+    Ok(prepare(config)?.start())
+}
+
+/// Everything [`start`] does before the first I/O. Returns once every worker has its ring
+/// ready; no I/O has been issued.
+pub fn prepare(config: RunConfig) -> Result<PreparedRun, EngineError> {
     let targets: Vec<TargetInfo> = config
         .targets
         .iter()
@@ -320,17 +377,16 @@ pub fn start(config: RunConfig) -> Result<RunHandle, EngineError> {
             message: first,
         });
     }
-    let start = Instant::now();
-    *shared.start.lock().unwrap_or_else(|e| e.into_inner()) = Some(start);
-    shared.gate.open(Some(start));
-    Ok(RunHandle {
-        targets,
-        placement,
-        workload: config.workload,
-        shared,
-        start,
-        workers,
-        intervals: rx,
+    Ok(PreparedRun {
+        handle: Some(RunHandle {
+            targets,
+            placement,
+            workload: config.workload,
+            shared,
+            start: Instant::now(),
+            workers,
+            intervals: rx,
+        }),
     })
 }
 
