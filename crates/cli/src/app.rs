@@ -42,7 +42,7 @@ pub fn exit_code(report: &HostReport, interrupted_by: i32) -> i32 {
 /// number that interrupted it (0 if none).
 pub fn measure(plan: &RunPlan) -> anyhow::Result<(HostReport, i32)> {
     let workload = plan.workload.clone();
-    let handle = hostmax_engine::start(RunConfig {
+    let prepared = hostmax_engine::prepare(RunConfig {
         targets: plan.targets.iter().map(|t| t.path.clone()).collect(),
         workload: workload.clone(),
         cpus: plan.cpus.clone(),
@@ -51,6 +51,14 @@ pub fn measure(plan: &RunPlan) -> anyhow::Result<(HostReport, i32)> {
         on_error: plan.on_error,
     })
     .map_err(refusal_or_error)?;
+    // Written devices are now held with O_EXCL; check once more right before the first write.
+    crate::safety::recheck_while_held(
+        prepared.targets(),
+        workload.pattern,
+        plan.allow_write,
+        &crate::safety::SystemSources::default(),
+    )?;
+    let handle = prepared.start();
     let signal = Arc::new(AtomicI32::new(0));
     let _watch = watch_signals(handle.stopper(), signal.clone());
 

@@ -428,6 +428,28 @@ pub fn check_write_safety(
     allow_write: bool,
     sources: &SystemSources,
 ) -> Result<(), BadInput> {
+    write_safety(targets, pattern, allow_write, sources, true)
+}
+
+/// The same checks again right before the first write, while this process already holds every
+/// written device open with `O_EXCL` (so the exclusive-open probe is skipped: it would find our
+/// own claim). Catches a mount or swapon that slipped in between planning and opening.
+pub fn recheck_while_held(
+    targets: &[TargetInfo],
+    pattern: IoPattern,
+    allow_write: bool,
+    sources: &SystemSources,
+) -> Result<(), BadInput> {
+    write_safety(targets, pattern, allow_write, sources, false)
+}
+
+fn write_safety(
+    targets: &[TargetInfo],
+    pattern: IoPattern,
+    allow_write: bool,
+    sources: &SystemSources,
+    probe_exclusive: bool,
+) -> Result<(), BadInput> {
     if !pattern.writes() {
         return Ok(());
     }
@@ -469,7 +491,10 @@ pub fn check_write_safety(
             .collect(),
     };
     // Catch what the files do not show (btrfs multi-device members, claims by other tools).
-    for t in targets.iter().filter(|t| t.kind == TargetKind::BlockDevice) {
+    for t in targets
+        .iter()
+        .filter(|t| probe_exclusive && t.kind == TargetKind::BlockDevice)
+    {
         let already_in_use = refusals.iter().any(|r| {
             r.path == t.path
                 && r.reasons
