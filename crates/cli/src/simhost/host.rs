@@ -462,11 +462,38 @@ impl SimulatedHost {
 
 impl Drop for SimulatedHost {
     fn drop(&mut self) {
+        // What each of our loop devices is attached to now, to see the kernel finish detaching.
+        let attached: Vec<(String, String)> = self
+            .volumes
+            .iter()
+            .filter_map(|v| v.device.as_ref())
+            .chain(self.host_device.as_ref())
+            .filter_map(|d| Some((d.kernel_name().to_string(), d.backing_file().ok()?)))
+            .collect();
         // Volumes first: each holds the parent device open as its backing file.
         self.volumes.clear();
         self.host_device.take();
         self.throttle.take();
         self.plain_dir.take();
+        wait_until_detached(&attached, std::time::Duration::from_secs(3));
+    }
+}
+
+/// Autoclear detaches a loop device after its last close, but the kernel may finish that a
+/// moment later (deferred work); wait for it so that nothing of ours is attached when we return.
+/// A device that was reattached by someone else meanwhile shows another backing file.
+fn wait_until_detached(attached: &[(String, String)], limit: std::time::Duration) {
+    let deadline = std::time::Instant::now() + limit;
+    for (name, backing) in attached {
+        let path = Path::new("/sys/block").join(name).join("loop/backing_file");
+        while std::time::Instant::now() < deadline {
+            match fs::read_to_string(&path) {
+                Ok(now) if now.trim_end() == backing.trim_end() => {
+                    std::thread::sleep(std::time::Duration::from_millis(5));
+                }
+                _ => break,
+            }
+        }
     }
 }
 
