@@ -11,12 +11,15 @@
 //! - [`TimeSeries`] collects the one-second [`hostmax_engine::DeviceInterval`]s of every device,
 //!   in any order, and yields a host [`SecondPoint`] the moment every device has reported
 //!   that second.
+//! - [`SteadyStateRule`] decides SNIA PTS steady state on a series of rounds ([`SteadyState`],
+//!   with the least-squares [`WindowFit`] of the window) for the benchmark suite.
 
 #![warn(missing_docs)]
 
 mod latency;
 mod report;
 mod series;
+mod steady_state;
 
 pub use latency::{add_exact, LatencySummary};
 pub use report::{
@@ -24,3 +27,4 @@ pub use report::{
     OpSummary, WorkloadSummary, SCHEMA_VERSION,
 };
 pub use series::{SecondPoint, TimeSeries};
+pub use steady_state::{SteadyState, SteadyStateRule, WindowFit};
