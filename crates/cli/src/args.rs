@@ -344,6 +344,7 @@ fn check_workload(args: &RunArgs) -> Result<Workload, BadInput> {
         seed: args.seed.unwrap_or(defaults.seed),
         rate_iops: args.rate_iops,
         record_latency: !args.no_latency,
+        io_limit: None,
     })
 }
 

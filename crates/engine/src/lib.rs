@@ -71,6 +71,18 @@ pub enum EngineError {
     /// io_uring could not be set up (kernel too old, disabled, or out of memory).
     #[error("io_uring setup failed: {0}")]
     Ring(std::io::Error),
+    /// Discarding or zeroing a range of a target failed ([`target::discard`],
+    /// [`target::zero_out`]); `EOPNOTSUPP` when the device cannot do it.
+    #[error("{}: cannot {what}: {source}", path.display())]
+    Clear {
+        /// The target.
+        path: PathBuf,
+        /// "discard" or "zero out".
+        what: &'static str,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
     /// A worker thread could not be started or pinned, or panicked.
     #[error("worker on CPU {cpu}: {message}")]
     Worker {

@@ -96,6 +96,9 @@ pub(crate) struct Shared {
     start: Mutex<Option<Instant>>,
     /// The highest second any worker has closed (for progress without a live channel).
     pub(crate) seconds_done: AtomicI64,
+    /// Nanoseconds after `start` at which the last worker left its loop (for runs that end
+    /// on their [`Workload::io_limit`]).
+    pub(crate) finished_after_ns: AtomicU64,
 }
 
 impl Shared {
@@ -171,6 +174,14 @@ pub fn validate(workload: &Workload, targets: &[TargetInfo]) -> Result<(), Engin
     }
     if w.runtime.is_zero() {
         return bad("runtime is zero: give a positive --runtime".into());
+    }
+    if let Some(limit) = w.io_limit {
+        if limit < u64::from(w.block_size) {
+            return bad(format!(
+                "I/O limit of {limit} bytes is less than one block of {} bytes: give a larger limit",
+                w.block_size
+            ));
+        }
     }
     if w.rate_iops == Some(0) {
         return bad("rate of 0 IOPS would never submit: give a positive --rate-iops".into());
@@ -328,6 +339,7 @@ pub fn prepare(config: RunConfig) -> Result<PreparedRun, EngineError> {
         stop_after_ns: AtomicU64::new(u64::MAX),
         start: Mutex::new(None),
         seconds_done: AtomicI64::new(i64::MIN),
+        finished_after_ns: AtomicU64::new(0),
     });
     let (tx, rx) = if config.live {
         let (tx, rx) = channel();
@@ -473,13 +485,23 @@ impl RunHandle {
                 .min(planned),
             None => planned,
         };
+        let stopped_early = measured < planned;
+        // A run that ran out of its I/O limit measured only until its last worker finished.
+        let measured = match self.workload.io_limit {
+            Some(_) => {
+                let finished =
+                    Duration::from_nanos(self.shared.finished_after_ns.load(Ordering::Relaxed));
+                finished.saturating_sub(self.workload.ramp).min(measured)
+            }
+            None => measured,
+        };
         Ok(RunResult {
             devices: devices
                 .into_iter()
                 .map(|d| d.expect("every target has a result"))
                 .collect(),
             measured,
-            stopped_early: measured < planned,
+            stopped_early,
             workers: summaries,
         })
     }

@@ -57,8 +57,12 @@ impl TargetInfo {
 mod ioctl {
     nix::ioctl_read!(blk_getsize64, 0x12, 114, u64);
     nix::ioctl_read_bad!(blk_sszget, 0x1268, libc::c_int);
+    // _IO(0x12, 119) and _IO(0x12, 127), each taking a pointer to `u64 range[2]`
+    // (start, length) that the kernel only reads.
+    nix::ioctl_write_ptr_bad!(blk_discard, nix::request_code_none!(0x12, 119), [u64; 2]);
+    nix::ioctl_write_ptr_bad!(blk_zeroout, nix::request_code_none!(0x12, 127), [u64; 2]);
 }
-use ioctl::{blk_getsize64, blk_sszget};
+use ioctl::{blk_discard, blk_getsize64, blk_sszget, blk_zeroout};
 
 /// Probes a target without opening it for writing.
 pub fn probe(path: &Path) -> Result<TargetInfo, EngineError> {
@@ -171,4 +175,81 @@ pub fn open(info: &TargetInfo, write: bool) -> Result<File, EngineError> {
         path: info.path.clone(),
         source,
     })
+}
+
+/// How [`discard`] and [`zero_out`] clear a range.
+#[derive(Clone, Copy)]
+enum Clear {
+    Discard,
+    Zero,
+}
+
+/// Discards (TRIMs) `range` of a target, the purge before a benchmark: `BLKDISCARD` on a block
+/// device, a punched hole (`fallocate(PUNCH_HOLE)`) in a regular file. Opens the target for
+/// writing itself, with `O_EXCL` for a block device, so nobody can mount it meanwhile; the
+/// caller must have checked that writing to it is allowed. `range` must be aligned to the
+/// logical block size and lie within the target. A device that cannot discard fails with
+/// `EOPNOTSUPP` in [`EngineError::Clear`]'s source: then use [`zero_out`].
+pub fn discard(info: &TargetInfo, range: std::ops::Range<u64>) -> Result<(), EngineError> {
+    clear(info, range, Clear::Discard)
+}
+
+/// Writes zeroes over `range` of a target (`BLKZEROOUT`, which the kernel turns into a
+/// write-zeroes command or zero-page writes); in a regular file, punches a hole (reads then
+/// return zeroes). Same rules as [`discard`].
+pub fn zero_out(info: &TargetInfo, range: std::ops::Range<u64>) -> Result<(), EngineError> {
+    clear(info, range, Clear::Zero)
+}
+
+fn clear(info: &TargetInfo, range: std::ops::Range<u64>, how: Clear) -> Result<(), EngineError> {
+    let what = match how {
+        Clear::Discard => "discard",
+        Clear::Zero => "zero out",
+    };
+    let err = |source: std::io::Error| EngineError::Clear {
+        path: info.path.clone(),
+        what,
+        source,
+    };
+    let lbs = u64::from(info.logical_block_size.max(512));
+    if range.start > range.end
+        || range.end > info.size
+        || range.start % lbs != 0
+        || range.end % lbs != 0
+    {
+        return Err(err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            format!(
+                "range {}..{} is not within the target ({} bytes) or not aligned to its logical block size {lbs}",
+                range.start, range.end, info.size
+            ),
+        )));
+    }
+    if range.is_empty() {
+        return Ok(());
+    }
+    let file = open(info, true)?;
+    let fd = file.as_raw_fd();
+    match info.kind {
+        TargetKind::BlockDevice => {
+            let arg = [range.start, range.end - range.start];
+            // SAFETY: `fd` is an open block device for the life of `file`; the ioctl reads the
+            // two u64s of `arg`, a local that outlives the call, and writes nothing back.
+            let done = unsafe {
+                match how {
+                    Clear::Discard => blk_discard(fd, &arg),
+                    Clear::Zero => blk_zeroout(fd, &arg),
+                }
+            };
+            done.map(drop).map_err(|e| err(e.into()))
+        }
+        TargetKind::RegularFile => nix::fcntl::fallocate(
+            &file,
+            nix::fcntl::FallocateFlags::FALLOC_FL_PUNCH_HOLE
+                | nix::fcntl::FallocateFlags::FALLOC_FL_KEEP_SIZE,
+            range.start as libc::off_t,
+            (range.end - range.start) as libc::off_t,
+        )
+        .map_err(|e| err(e.into())),
+    }
 }

@@ -107,6 +107,8 @@ struct DeviceState {
     free_slots: Vec<u32>,
     offsets: OffsetStream,
     submitted: u64,
+    /// I/Os this device may be given in all ([`Workload::io_limit`] in blocks).
+    limit_ios: Option<u64>,
     interval: IntervalCounts,
     interval_read: Histogram<u64>,
     interval_write: Histogram<u64>,
@@ -243,6 +245,9 @@ impl WorkerTask {
                 free_slots: (next_slot..next_slot + w.iodepth).rev().collect(),
                 offsets: OffsetStream::new(w, working_set, w.seed, *index),
                 submitted: 0,
+                limit_ios: w
+                    .io_limit
+                    .map(|bytes| bytes.div_ceil(u64::from(w.block_size))),
                 interval: IntervalCounts::default(),
                 interval_read: new_latency_histogram(),
                 interval_write: new_latency_histogram(),
@@ -292,7 +297,7 @@ impl WorkerLoop {
                     self.end = stop_at.max(self.start + Duration::from_nanos(1));
                 }
             }
-            let stopping = now >= self.end;
+            let stopping = now >= self.end || self.all_exhausted();
             let mut next_allowed: Option<Instant> = None;
             if !stopping {
                 self.fill(now, &mut just_pushed, &mut next_allowed);
@@ -390,7 +395,21 @@ impl WorkerLoop {
         }
         // Close the last (possibly partial) second.
         self.flush_second(self.current_second);
+        let finished = Instant::now().saturating_duration_since(self.start);
+        self.shared
+            .finished_after_ns
+            .fetch_max(finished.as_nanos() as u64, Ordering::Relaxed);
         Ok(())
+    }
+
+    /// Whether every device has used up its I/O limit (or was taken out after a failure), so
+    /// nothing more will be submitted. Always false without a limit.
+    fn all_exhausted(&self) -> bool {
+        self.workload.io_limit.is_some()
+            && self
+                .devices
+                .iter()
+                .all(|d| d.failed || d.limit_ios.is_some_and(|max| d.submitted >= max))
     }
 
     /// The next instant the loop must wake for: the next second boundary or the end.
@@ -414,6 +433,10 @@ impl WorkerLoop {
                 continue;
             }
             let mut budget = dev.iodepth - dev.in_flight;
+            if let Some(max) = dev.limit_ios {
+                budget = budget
+                    .min(u32::try_from(max.saturating_sub(dev.submitted)).unwrap_or(u32::MAX));
+            }
             if let Some(rate) = rate {
                 let allowed = (since_start.as_secs_f64() * rate as f64) as u64 + 1;
                 let left = allowed.saturating_sub(dev.submitted);

@@ -131,6 +131,11 @@ pub struct Workload {
     pub rate_iops: Option<u64>,
     /// Whether to time every I/O into the latency histograms (costs two clock reads per batch).
     pub record_latency: bool,
+    /// Bytes each target may be given, ramp included (fio's `io_size`): a target stops once
+    /// that many bytes were submitted, and the run ends when every target has stopped (or the
+    /// runtime is over, whichever is first). `None` is no limit.
+    #[serde(default)]
+    pub io_limit: Option<u64>,
 }
 
 impl Default for Workload {
@@ -146,6 +151,7 @@ impl Default for Workload {
             seed: 0x5eed_f405_ca1e,
             rate_iops: None,
             record_latency: true,
+            io_limit: None,
         }
     }
 }
