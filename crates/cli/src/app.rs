@@ -104,7 +104,7 @@ pub fn emit(report: &HostReport, json: Option<&JsonDest>) -> anyhow::Result<()> 
 }
 
 /// Turns an engine error into a refusal (exit 2) where the user can fix it.
-fn refusal_or_error(e: EngineError) -> anyhow::Error {
+pub fn refusal_or_error(e: EngineError) -> anyhow::Error {
     match &e {
         EngineError::Open { path, source } if source.raw_os_error() == Some(libc::EBUSY) => {
             BadInput(format!(

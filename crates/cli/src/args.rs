@@ -67,11 +67,14 @@ pub struct Cli {
 }
 
 /// Subcommands.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Subcommand)]
+#[derive(Debug, Clone, PartialEq, Eq, Subcommand)]
 pub enum Command {
     /// Build a simulated host of throttled loop volumes on tmpfs (files without root), run
     /// the host-max test on it, and remove everything it made.
     Demo,
+    /// The CloudHarmony-grade suite: block size x read/write mix matrix, preconditioning,
+    /// rounds until SNIA steady state, JSON/HTML reports; resumable.
+    Suite(Box<crate::suite::SuiteArgs>),
 }
 
 /// A CPU list as given to `--cpus`, sorted and without repeats.

@@ -10,6 +10,8 @@
 //!   de-duplicates `--devices`; [`safety`] refuses writes to devices in use.
 //! - [`simhost`]: the simulated host of throttled loop volumes on tmpfs that `hostmax demo`
 //!   and the tests run against.
+//! - [`suite`]: `hostmax suite`, the CloudHarmony-style block size x mix matrix with
+//!   preconditioning, SNIA steady state, checkpoints and reports.
 
 pub mod app;
 pub mod args;
@@ -18,4 +20,5 @@ pub mod output;
 pub mod plan;
 pub mod safety;
 pub mod simhost;
+pub mod suite;
 pub mod units;

@@ -31,6 +31,7 @@ fn main() -> ExitCode {
     };
     let result = match cli.command {
         Some(Command::Demo) => hostmax::app::demo(),
+        Some(Command::Suite(args)) => hostmax::suite::run(&args),
         None => plan_run(&cli.run).and_then(hostmax::app::run),
     };
     match result {

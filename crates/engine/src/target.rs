@@ -214,8 +214,8 @@ fn clear(info: &TargetInfo, range: std::ops::Range<u64>, how: Clear) -> Result<(
     let lbs = u64::from(info.logical_block_size.max(512));
     if range.start > range.end
         || range.end > info.size
-        || range.start % lbs != 0
-        || range.end % lbs != 0
+        || !range.start.is_multiple_of(lbs)
+        || !range.end.is_multiple_of(lbs)
     {
         return Err(err(std::io::Error::new(
             std::io::ErrorKind::InvalidInput,

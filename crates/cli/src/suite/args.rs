@@ -1,0 +1,116 @@
+//! `hostmax suite ...`: the command line of the suite ([`SuiteArgs`]).
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::Args;
+
+use super::matrix::{parse_mix, Mix, SuiteTest};
+use crate::args::CpuList;
+use crate::units::{parse_cpu_list, parse_duration, parse_seed, parse_size, UnitError};
+
+fn cpu_list_arg(s: &str) -> Result<CpuList, UnitError> {
+    parse_cpu_list(s).map(CpuList)
+}
+
+/// Options of `hostmax suite`.
+#[derive(Debug, Clone, PartialEq, Eq, Args)]
+#[command(after_help = "Examples:\n  \
+    hostmax suite iops --devices '/dev/sd[b-u]' --allow-write --skip-bs 512b --json iops.json --html iops.html\n  \
+    hostmax suite throughput --devices /dev/nvme1n1 --allow-write --size 64g\n  \
+    hostmax suite latency --devices /dev/sdb --cell-time 30s\n  \
+    hostmax suite --resume iops.state --allow-write      continue after a crash, reboot or Ctrl-C\n\n\
+    Rounds of every cell repeat until steady state (SNIA PTS: the tracked cell's last 5 rounds within\n\
+    20% of their mean, fitted slope x 4 within 10%) or --max-rounds. Without --allow-write, block\n\
+    devices get a read-only suite: only the 100/0 mix, no purge, no preconditioning.")]
+pub struct SuiteArgs {
+    /// The test: iops (random, 1m..512b x 7 mixes), throughput (sequential 1m and 128k),
+    /// latency (random, queue depth 1, one device at a time).
+    #[arg(value_enum, required_unless_present = "resume")]
+    pub test: Option<SuiteTest>,
+
+    /// Block devices or regular files; paths or quoted glob patterns. All run at once
+    /// (latency: one at a time).
+    #[arg(long, value_name = "PATH|PATTERN", num_args = 1.., action = clap::ArgAction::Append,
+          required_unless_present = "resume")]
+    pub devices: Vec<OsString>,
+
+    /// Block sizes to test, comma-separated [default: the test's, e.g. 1m,128k,64k,32k,16k,8k,4k,512b].
+    #[arg(long, value_name = "LIST", value_delimiter = ',', value_parser = parse_size)]
+    pub block_sizes: Vec<u64>,
+
+    /// Block sizes to leave out, comma-separated (e.g. 512b for 4k-sector devices).
+    #[arg(long, value_name = "LIST", value_delimiter = ',', value_parser = parse_size)]
+    pub skip_bs: Vec<u64>,
+
+    /// Read/write mixes, comma-separated, as READ/WRITE or the read share
+    /// [default: the test's, e.g. 100/0,95/5,65/35,50/50,35/65,5/95,0/100].
+    #[arg(long, value_name = "LIST", value_delimiter = ',', value_parser = parse_mix)]
+    pub mixes: Vec<Mix>,
+
+    /// Measured time of each cell in each round.
+    #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = parse_duration)]
+    pub cell_time: Duration,
+
+    /// Unmeasured time before each cell's measured time.
+    #[arg(long, value_name = "DURATION", default_value = "0s", value_parser = parse_duration)]
+    pub ramp: Duration,
+
+    /// Most rounds to run when steady state is not reached (5 to 100).
+    #[arg(long, value_name = "N", default_value_t = 25,
+          value_parser = clap::value_parser!(u32).range(5..=100))]
+    pub max_rounds: u32,
+
+    /// I/Os in flight per device [default: 64; latency: 1].
+    #[arg(long, value_name = "N",
+          value_parser = clap::value_parser!(u32).range(1..=i64::from(hostmax_engine::MAX_IODEPTH)))]
+    pub iodepth: Option<u32>,
+
+    /// The tested range of each device, from its start, whole MiB [default: the whole of the
+    /// smallest device, rounded down to whole MiB].
+    #[arg(long, value_name = "SIZE", value_parser = parse_size)]
+    pub size: Option<u64>,
+
+    /// Allow writing to block devices (destroys their data): purge, preconditioning and every
+    /// mix with writes. Mounted, held or swap devices are refused anyway.
+    #[arg(long)]
+    pub allow_write: bool,
+
+    /// Skip preconditioning (2 passes of sequential 128k writes over the tested range).
+    #[arg(long)]
+    pub no_precondition: bool,
+
+    /// Skip the purge before testing (discard, or zero fill where discard is not supported).
+    #[arg(long)]
+    pub no_purge: bool,
+
+    /// Write the suite's JSON report to PATH, or to stdout with '-'.
+    #[arg(long, value_name = "PATH|-", allow_hyphen_values = true)]
+    pub json: Option<PathBuf>,
+
+    /// Write a self-contained HTML report (tables and SVG charts) to PATH.
+    #[arg(long, value_name = "PATH")]
+    pub html: Option<PathBuf>,
+
+    /// Where the checkpoint goes [default: beside --json, named after it with .state; else
+    /// ./hostmax-suite-TEST.state].
+    #[arg(long, value_name = "DIR")]
+    pub state_dir: Option<PathBuf>,
+
+    /// Continue the suite whose checkpoint is in DIR; its settings come from DIR/suite.json
+    /// (give --allow-write again if it writes to block devices).
+    #[arg(long, value_name = "DIR", conflicts_with_all = [
+        "test", "devices", "block_sizes", "skip_bs", "mixes", "cell_time", "ramp", "max_rounds",
+        "iodepth", "size", "no_precondition", "no_purge", "json", "html", "state_dir", "cpus", "seed",
+    ])]
+    pub resume: Option<PathBuf>,
+
+    /// CPUs the workers may use, e.g. 0-3,6 [default: every allowed CPU].
+    #[arg(long, value_name = "LIST", value_parser = cpu_list_arg)]
+    pub cpus: Option<CpuList>,
+
+    /// Base seed of the random offsets; each round and cell derives its own from it.
+    #[arg(long, value_name = "N", value_parser = parse_seed)]
+    pub seed: Option<u64>,
+}

@@ -1,0 +1,380 @@
+//! The suite's tests and their cells: block size x read/write mix, named as CloudHarmony
+//! names them (`4k_65_35`), and the workload each cell runs.
+
+use std::fmt;
+use std::time::Duration;
+
+use hostmax_engine::{IoPattern, Workload};
+use serde::{Deserialize, Serialize};
+
+use crate::units::UnitError;
+
+/// Which suite test runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum SuiteTest {
+    /// Random I/O, block sizes 1m..512b x mixes 100/0..0/100, queue depth 64, every device at
+    /// once; steady state on 4k 0/100 IOPS.
+    Iops,
+    /// Sequential I/O, 1m and 128k x 100/0 and 0/100, queue depth 64, every device at once;
+    /// steady state on 1m 0/100 throughput.
+    Throughput,
+    /// Random I/O, 16k..512b x 100/0, 65/35, 0/100, queue depth 1, one device at a time;
+    /// steady state on 4k 0/100 mean latency.
+    Latency,
+}
+
+/// The figure steady state is judged on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TrackedMetric {
+    /// Read plus write I/Os per second of all devices.
+    Iops,
+    /// Read plus write bytes per second of all devices.
+    BytesPerSec,
+    /// Mean latency of every I/O, nanoseconds.
+    MeanLatencyNs,
+}
+
+impl TrackedMetric {
+    /// How the figure is named in tables and charts.
+    pub fn label(self) -> &'static str {
+        match self {
+            TrackedMetric::Iops => "IOPS",
+            TrackedMetric::BytesPerSec => "MiB/s",
+            TrackedMetric::MeanLatencyNs => "mean latency (µs)",
+        }
+    }
+
+    /// A value of this metric in the unit of [`TrackedMetric::label`].
+    pub fn display_value(self, value: f64) -> f64 {
+        match self {
+            TrackedMetric::Iops => value,
+            TrackedMetric::BytesPerSec => value / f64::from(1u32 << 20),
+            TrackedMetric::MeanLatencyNs => value / 1000.0,
+        }
+    }
+}
+
+impl SuiteTest {
+    /// The test's name on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            SuiteTest::Iops => "iops",
+            SuiteTest::Throughput => "throughput",
+            SuiteTest::Latency => "latency",
+        }
+    }
+
+    /// CloudHarmony's block sizes for the test, largest first.
+    pub fn default_block_sizes(self) -> Vec<u32> {
+        match self {
+            SuiteTest::Iops => vec![
+                1 << 20,
+                128 << 10,
+                64 << 10,
+                32 << 10,
+                16 << 10,
+                8 << 10,
+                4 << 10,
+                512,
+            ],
+            SuiteTest::Throughput => vec![1 << 20, 128 << 10],
+            SuiteTest::Latency => vec![16 << 10, 8 << 10, 4 << 10, 512],
+        }
+    }
+
+    /// CloudHarmony's mixes for the test, most reads first.
+    pub fn default_mixes(self) -> Vec<Mix> {
+        let reads: &[u8] = match self {
+            SuiteTest::Iops => &[100, 95, 65, 50, 35, 5, 0],
+            SuiteTest::Throughput => &[100, 0],
+            SuiteTest::Latency => &[100, 65, 0],
+        };
+        reads.iter().map(|&read| Mix { read }).collect()
+    }
+
+    /// Random offsets (iops, latency) or sequential (throughput).
+    pub fn random(self) -> bool {
+        self != SuiteTest::Throughput
+    }
+
+    /// Queue depth per device.
+    pub fn default_iodepth(self) -> u32 {
+        match self {
+            SuiteTest::Iops | SuiteTest::Throughput => 64,
+            SuiteTest::Latency => 1,
+        }
+    }
+
+    /// Whether each cell runs the devices one at a time rather than all at once.
+    pub fn one_device_at_a_time(self) -> bool {
+        self == SuiteTest::Latency
+    }
+
+    /// The figure steady state is judged on (SNIA PTS: IOPS, throughput, latency).
+    pub fn metric(self) -> TrackedMetric {
+        match self {
+            SuiteTest::Iops => TrackedMetric::Iops,
+            SuiteTest::Throughput => TrackedMetric::BytesPerSec,
+            SuiteTest::Latency => TrackedMetric::MeanLatencyNs,
+        }
+    }
+
+    /// The cell steady state tracks: 4k (1m for throughput) at the mix with the fewest reads
+    /// (0/100 when writes run; 100/0 in a read-only suite). When the matrix lacks that block
+    /// size, the smallest (largest for throughput) block size stands in.
+    pub fn tracked_cell(self, cells: &[CellSpec]) -> Option<CellSpec> {
+        let mix = cells.iter().map(|c| c.mix).min_by_key(|m| m.read)?;
+        let preferred = match self {
+            SuiteTest::Throughput => 1 << 20,
+            _ => 4096,
+        };
+        let sizes = cells.iter().filter(|c| c.mix == mix).map(|c| c.block_size);
+        let block_size = if cells
+            .iter()
+            .any(|c| c.mix == mix && c.block_size == preferred)
+        {
+            preferred
+        } else if self == SuiteTest::Throughput {
+            sizes.max()?
+        } else {
+            sizes.min()?
+        };
+        Some(CellSpec { block_size, mix })
+    }
+}
+
+impl fmt::Display for SuiteTest {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A read/write mix: the read share in percent (the rest are writes).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct Mix {
+    /// Percent of I/Os that read.
+    pub read: u8,
+}
+
+impl Mix {
+    /// Percent of I/Os that write.
+    pub fn write(self) -> u8 {
+        100 - self.read
+    }
+
+    /// Whether any I/O of the mix writes.
+    pub fn writes(self) -> bool {
+        self.read < 100
+    }
+}
+
+impl fmt::Display for Mix {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}/{}", self.read, self.write())
+    }
+}
+
+/// Parses a mix: `65/35` (read/write, adding up to 100) or just the read share `65`.
+pub fn parse_mix(input: &str) -> Result<Mix, UnitError> {
+    let invalid = |reason: &str| UnitError::Invalid {
+        input: input.to_string(),
+        what: "read/write mix",
+        reason: reason.to_string(),
+    };
+    let trimmed = input.trim();
+    let (read, write) = match trimmed.split_once('/') {
+        Some((r, w)) => (r.trim(), Some(w.trim())),
+        None => (trimmed, None),
+    };
+    let number = |s: &str| -> Result<u8, UnitError> {
+        match s.parse::<u8>() {
+            Ok(n) if n <= 100 && !s.starts_with('+') => Ok(n),
+            _ => Err(invalid(
+                "use READ/WRITE percentages adding up to 100, e.g. 65/35, or the read share alone",
+            )),
+        }
+    };
+    let read = number(read)?;
+    if let Some(write) = write {
+        if u16::from(read) + u16::from(number(write)?) != 100 {
+            return Err(invalid(
+                "the read and write shares must add up to 100, e.g. 65/35",
+            ));
+        }
+    }
+    Ok(Mix { read })
+}
+
+/// A block size as CloudHarmony writes it in cell names: `1m`, `128k`, `512b`.
+pub fn size_label(bytes: u32) -> String {
+    if bytes >= 1 << 20 && bytes.is_multiple_of(1 << 20) {
+        format!("{}m", bytes >> 20)
+    } else if bytes >= 1024 && bytes.is_multiple_of(1024) {
+        format!("{}k", bytes >> 10)
+    } else {
+        format!("{bytes}b")
+    }
+}
+
+/// One cell of the matrix.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct CellSpec {
+    /// Bytes per I/O.
+    pub block_size: u32,
+    /// Read/write mix.
+    pub mix: Mix,
+}
+
+impl CellSpec {
+    /// CloudHarmony's key: `4k_100_0`.
+    pub fn key(&self) -> String {
+        format!(
+            "{}_{}_{}",
+            size_label(self.block_size),
+            self.mix.read,
+            self.mix.write()
+        )
+    }
+
+    /// The engine's pattern for this cell: reads, writes or a mix, random or sequential.
+    pub fn pattern(&self, random: bool) -> IoPattern {
+        match (self.mix.read, random) {
+            (100, true) => IoPattern::RandRead,
+            (0, true) => IoPattern::RandWrite,
+            (_, true) => IoPattern::RandRw,
+            (100, false) => IoPattern::Read,
+            (_, false) => IoPattern::Write,
+        }
+    }
+}
+
+/// The matrix in CloudHarmony's order: mix outer, block size inner.
+pub fn cells(block_sizes: &[u32], mixes: &[Mix]) -> Vec<CellSpec> {
+    mixes
+        .iter()
+        .flat_map(|&mix| {
+            block_sizes
+                .iter()
+                .map(move |&block_size| CellSpec { block_size, mix })
+        })
+        .collect()
+}
+
+/// What every cell's workload shares.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CellSettings {
+    /// Random or sequential.
+    pub random: bool,
+    /// Queue depth per device.
+    pub iodepth: u32,
+    /// The tested range per device, from its start.
+    pub range: u64,
+    /// Measured time per cell.
+    pub cell_time: Duration,
+    /// Unmeasured time before it.
+    pub ramp: Duration,
+    /// Base seed; each round and cell derives its own (fio's `randrepeat=0`).
+    pub seed: u64,
+}
+
+impl CellSettings {
+    /// The workload of `cell` in round `round`.
+    pub fn workload(&self, cell: &CellSpec, round: u32) -> Workload {
+        let mut state = self.seed
+            ^ (u64::from(round) << 32)
+            ^ u64::from(cell.block_size)
+            ^ (u64::from(cell.mix.read) << 48);
+        Workload {
+            pattern: cell.pattern(self.random),
+            rwmixread: cell.mix.read,
+            block_size: cell.block_size,
+            iodepth: self.iodepth,
+            working_set: Some(self.range),
+            runtime: self.cell_time,
+            ramp: self.ramp,
+            seed: splitmix64(&mut state),
+            rate_iops: None,
+            record_latency: true,
+            io_limit: None,
+        }
+    }
+}
+
+fn splitmix64(state: &mut u64) -> u64 {
+    *state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    let mut z = *state;
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_and_order_follow_cloudharmony() {
+        let t = SuiteTest::Iops;
+        let all = cells(&t.default_block_sizes(), &t.default_mixes());
+        assert_eq!(all.len(), 56);
+        let keys: Vec<String> = all.iter().map(CellSpec::key).collect();
+        assert_eq!(&keys[..3], ["1m_100_0", "128k_100_0", "64k_100_0"]);
+        assert_eq!(keys[7], "512b_100_0");
+        assert_eq!(keys[8], "1m_95_5");
+        assert_eq!(keys[55], "512b_0_100");
+        assert_eq!(t.tracked_cell(&all).unwrap().key(), "4k_0_100");
+        let read_only = cells(&t.default_block_sizes(), &[Mix { read: 100 }]);
+        assert_eq!(t.tracked_cell(&read_only).unwrap().key(), "4k_100_0");
+        let tp = SuiteTest::Throughput;
+        let tp_cells = cells(&tp.default_block_sizes(), &tp.default_mixes());
+        assert_eq!(tp.tracked_cell(&tp_cells).unwrap().key(), "1m_0_100");
+        // Without 4k, the smallest block size stands in.
+        let no_4k = cells(&[65536, 8192], &[Mix { read: 0 }]);
+        assert_eq!(t.tracked_cell(&no_4k).unwrap().key(), "8k_0_100");
+    }
+
+    #[test]
+    fn mixes_parse_both_ways() {
+        assert_eq!(parse_mix("65/35").unwrap(), Mix { read: 65 });
+        assert_eq!(parse_mix(" 5 / 95 ").unwrap(), Mix { read: 5 });
+        assert_eq!(parse_mix("100").unwrap(), Mix { read: 100 });
+        for bad in ["65/30", "101", "-5", "a/b", "", "50/50/0", "+5"] {
+            assert!(parse_mix(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn patterns_and_seeds() {
+        let c = |read| CellSpec {
+            block_size: 4096,
+            mix: Mix { read },
+        };
+        assert_eq!(c(100).pattern(true), IoPattern::RandRead);
+        assert_eq!(c(0).pattern(true), IoPattern::RandWrite);
+        assert_eq!(c(65).pattern(true), IoPattern::RandRw);
+        assert_eq!(c(100).pattern(false), IoPattern::Read);
+        assert_eq!(c(0).pattern(false), IoPattern::Write);
+        assert_eq!(size_label(512), "512b");
+        assert_eq!(size_label(1536), "1536b");
+        assert_eq!(size_label(128 << 10), "128k");
+        assert_eq!(size_label(2 << 20), "2m");
+        let s = CellSettings {
+            random: true,
+            iodepth: 64,
+            range: 1 << 30,
+            cell_time: Duration::from_secs(60),
+            ramp: Duration::ZERO,
+            seed: 7,
+        };
+        let a = s.workload(&c(0), 1);
+        assert_eq!(a.seed, s.workload(&c(0), 1).seed);
+        assert_ne!(a.seed, s.workload(&c(0), 2).seed);
+        assert_ne!(a.seed, s.workload(&c(100), 1).seed);
+        assert_eq!(
+            (a.working_set, a.iodepth, a.rwmixread),
+            (Some(1 << 30), 64, 0)
+        );
+    }
+}

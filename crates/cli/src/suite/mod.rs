@@ -1,0 +1,498 @@
+//! `hostmax suite`: the CloudHarmony block-storage tests (iops, throughput, latency) done
+//! natively, resumably, with SNIA PTS steady state.
+//!
+//! - [`SuiteArgs`]: the command line; [`run`] checks it (device resolution and write safety
+//!   are the main run's: [`crate::args::plan_run`], [`crate::safety::check_write_safety`]),
+//!   sets the suite up ([`SuiteConfig`]) and runs it.
+//! - [`matrix`]: the tests ([`SuiteTest`]), their cells ([`CellSpec`], keys like `4k_65_35`)
+//!   and each cell's engine [`hostmax_engine::Workload`].
+//! - [`runner`]: purge (discard, else zero fill), preconditioning (2 passes of sequential 128k
+//!   writes), then rounds of every cell until steady state
+//!   ([`hostmax_aggregate::SteadyStateRule`]) or `--max-rounds`, with a progress bar and
+//!   signal handling.
+//! - [`state`]: the checkpoint directory ([`StateDir`]): every finished cell of every round is
+//!   a file written atomically, so `--resume DIR` repeats no finished cell.
+//! - [`report`]: the JSON report ([`SuiteReport`]) built from the checkpoint alone, and the
+//!   text table.
+//!
+//! The state directory: `--state-dir DIR`, else beside `--json PATH` as `PATH` without its
+//! extension plus `.state` (`iops.json` -> `iops.state/`), else `./hostmax-suite-TEST.state/`.
+//! A fresh suite refuses a directory that already holds a suite's state.
+
+pub mod args;
+pub mod matrix;
+pub mod report;
+pub mod runner;
+pub mod state;
+mod table;
+
+use std::path::{Path, PathBuf};
+
+use hostmax_engine::{IoPattern, TargetKind};
+
+pub use args::SuiteArgs;
+pub use matrix::{CellSpec, Mix, SuiteTest};
+pub use report::SuiteReport;
+pub use state::{StateDir, SuiteConfig};
+
+use crate::args::{plan_run, Cli};
+use crate::plan::{BadInput, JsonDest};
+use crate::safety::{check_write_safety, SystemSources};
+use crate::units::{format_size, human_size};
+use runner::SuiteRunner;
+use state::{DeviceRecord, STATE_FORMAT};
+
+/// The tested range is whole MiB, so every block size up to 1m divides it.
+const RANGE_ALIGN: u64 = 1 << 20;
+
+/// Runs `hostmax suite` (fresh or resumed) and writes its reports. Returns the exit code: 0,
+/// 3 when I/O errors happened, 128+N when signal N stopped it.
+pub fn run(args: &SuiteArgs) -> anyhow::Result<i32> {
+    let (config, state, targets) = match &args.resume {
+        Some(dir) => resume(dir, args)?,
+        None => start(args)?,
+    };
+    for note in &config.notes {
+        eprintln!("hostmax suite: {note}");
+    }
+    eprintln!(
+        "hostmax suite {}: {} cell(s) x up to {} rounds on {} device(s); checkpoint in {}",
+        config.test,
+        config.cells.len(),
+        config.max_rounds,
+        targets.len(),
+        state.path().display()
+    );
+    let runner = SuiteRunner::new(config, state, targets, args.allow_write);
+    let outcome = runner.run()?;
+    let interrupted = outcome.signal != 0;
+    let report = report::build(
+        &runner.config,
+        &outcome.records,
+        outcome.purge,
+        outcome.precondition,
+        interrupted,
+    )?;
+    emit(&runner.config, &report)?;
+    if interrupted {
+        eprintln!(
+            "hostmax suite: interrupted; continue with: hostmax suite --resume {}{}",
+            runner.state.path().display(),
+            if runner.config.writes_block_devices {
+                " --allow-write"
+            } else {
+                ""
+            }
+        );
+        return Ok(128 + outcome.signal);
+    }
+    let errors: u64 = report.cells.values().map(|c| c.errors).sum();
+    Ok(if errors > 0 {
+        crate::app::EXIT_IO_ERRORS
+    } else {
+        0
+    })
+}
+
+/// Prints the table (stdout, or stderr when the JSON goes there) and writes JSON and HTML.
+fn emit(config: &SuiteConfig, report: &SuiteReport) -> anyhow::Result<()> {
+    let table = table::render(report);
+    let json_to_stdout = config.json.as_deref() == Some(Path::new("-"));
+    if json_to_stdout {
+        eprint!("{table}");
+    } else {
+        print!("{table}");
+    }
+    if let Some(path) = &config.json {
+        let mut text = serde_json::to_string_pretty(report)?;
+        text.push('\n');
+        if json_to_stdout {
+            use std::io::Write;
+            let mut out = std::io::stdout().lock();
+            out.write_all(text.as_bytes())?;
+            out.flush()?;
+        } else {
+            state::write_atomically(path, text.as_bytes())?;
+        }
+    }
+    if let Some(path) = &config.html {
+        let page = html::render(report)?;
+        state::write_atomically(path, page.as_bytes())?;
+    }
+    Ok(())
+}
+
+/// The main run's defaults, whatever fields it gains: a fresh parse of an empty command line.
+fn default_run_args() -> crate::args::RunArgs {
+    <Cli as clap::Parser>::try_parse_from(["hostmax"])
+        .expect("an empty command line parses")
+        .run
+}
+
+/// Checks a fresh suite's options, resolves its devices and makes its checkpoint directory.
+fn start(
+    args: &SuiteArgs,
+) -> anyhow::Result<(SuiteConfig, StateDir, Vec<hostmax_engine::TargetInfo>)> {
+    let test = args.test.expect("clap requires a test unless --resume");
+    let mut notes = Vec::new();
+    let block_sizes = choose_block_sizes(test, args)?;
+    let explicit_mixes = !args.mixes.is_empty();
+    let mut mixes = if explicit_mixes {
+        dedupe(args.mixes.clone())
+    } else {
+        test.default_mixes()
+    };
+    if test == SuiteTest::Throughput {
+        if let Some(m) = mixes.iter().find(|m| m.read != 0 && m.read != 100) {
+            return Err(BadInput(format!(
+                "--mixes {m}: the throughput test is sequential, which has only 100/0 and 0/100; drop {m}"
+            ))
+            .into());
+        }
+    }
+    if let Some(size) = args.size {
+        if size == 0 || !size.is_multiple_of(RANGE_ALIGN) {
+            return Err(BadInput(format!(
+                "--size {}: the tested range must be whole MiB (at least 1m); use e.g. {}",
+                format_size(size),
+                format_size((size / RANGE_ALIGN).max(1) * RANGE_ALIGN)
+            ))
+            .into());
+        }
+    }
+    let json = args
+        .json
+        .as_ref()
+        .map(|p| check_dest("--json", p))
+        .transpose()?;
+    let html = args
+        .html
+        .as_ref()
+        .map(|p| check_dest("--html", p))
+        .transpose()?;
+    if html.as_deref() == Some(Path::new("-")) {
+        return Err(BadInput(
+            "--html -: the HTML report goes to a file; give a path such as report.html".into(),
+        )
+        .into());
+    }
+
+    // Device resolution and the checks every run gets are the main run's.
+    let mut run_args = default_run_args();
+    run_args.devices = args.devices.clone();
+    run_args.bs = u64::from(*block_sizes.iter().max().expect("at least one block size"));
+    run_args.size = args.size;
+    run_args.allow_write = args.allow_write;
+    run_args.cpus = args.cpus.clone();
+    let plan = plan_run(&run_args)?;
+    let targets = plan.targets;
+    for &bs in &block_sizes {
+        for t in &targets {
+            if !bs.is_multiple_of(t.logical_block_size) {
+                let label = matrix::size_label(bs);
+                return Err(BadInput(format!(
+                    "block size {label} does not fit {} (logical block size {}): leave it out with --skip-bs {label}",
+                    t.path.display(),
+                    t.logical_block_size
+                ))
+                .into());
+            }
+        }
+    }
+    let smallest = targets
+        .iter()
+        .map(|t| t.size)
+        .min()
+        .expect("plan_run gives targets");
+    let range = match args.size {
+        Some(size) => size,
+        None => {
+            if targets
+                .iter()
+                .any(|t| t.size / RANGE_ALIGN != smallest / RANGE_ALIGN)
+            {
+                notes.push(format!(
+                    "the devices differ in size: each is tested over its first {} (the smallest one's size)",
+                    human_size(smallest / RANGE_ALIGN * RANGE_ALIGN)
+                ));
+            }
+            smallest / RANGE_ALIGN * RANGE_ALIGN
+        }
+    };
+    if range < RANGE_ALIGN {
+        return Err(BadInput(format!(
+            "{} is smaller than 1 MiB, too small for the suite; give larger devices",
+            targets
+                .iter()
+                .find(|t| t.size < RANGE_ALIGN)
+                .map_or_else(|| "a device".into(), |t| t.path.display().to_string())
+        ))
+        .into());
+    }
+
+    let block_devices = targets.iter().any(|t| t.kind == TargetKind::BlockDevice);
+    let read_only = block_devices && !args.allow_write;
+    let (purge, precondition) = if read_only {
+        if let Some(m) = mixes.iter().find(|m| m.writes()).filter(|_| explicit_mixes) {
+            return Err(BadInput(format!(
+                "--mixes {m} writes, and writing to block devices needs --allow-write (destroys their data); add it, or use --mixes 100/0"
+            ))
+            .into());
+        }
+        mixes.retain(|m| !m.writes());
+        let default_tracked =
+            test.tracked_cell(&matrix::cells(&block_sizes, &test.default_mixes()));
+        notes.push(format!(
+            "read-only suite (no --allow-write): only the 100/0 mix runs, without purge or preconditioning{}; add --allow-write for the full suite (destroys the devices' data)",
+            default_tracked
+                .map(|c| format!(", and steady state tracks {} instead of {}", matrix::CellSpec { mix: Mix { read: 100 }, ..c }.key(), c.key()))
+                .unwrap_or_default()
+        ));
+        (false, false)
+    } else {
+        (!args.no_purge, !args.no_precondition)
+    };
+    if mixes.is_empty() {
+        return Err(
+            BadInput("no mix left to run: give --mixes with at least one mix".into()).into(),
+        );
+    }
+    let writes = purge || precondition || mixes.iter().any(|m| m.writes());
+    if writes {
+        check_write_safety(
+            &targets,
+            IoPattern::RandWrite,
+            args.allow_write,
+            &SystemSources::default(),
+        )?;
+    }
+    let cells = matrix::cells(&block_sizes, &mixes);
+    let tracked = test.tracked_cell(&cells).expect("cells are not empty");
+    if !read_only {
+        let standard = test.tracked_cell(&matrix::cells(
+            &test.default_block_sizes(),
+            &test.default_mixes(),
+        ));
+        if let Some(standard) = standard.filter(|s| *s != tracked) {
+            notes.push(format!(
+                "steady state tracks {} ({} is not in the matrix)",
+                tracked.key(),
+                standard.key()
+            ));
+        }
+    }
+    let state_dir = match &args.state_dir {
+        Some(dir) => dir.clone(),
+        None => default_state_dir(test, args.json.as_deref()),
+    };
+    if state_dir.join("suite.json").exists() {
+        return Err(BadInput(format!(
+            "{} already holds a suite's state: continue it with --resume {}, or remove it, or choose --state-dir",
+            state_dir.display(),
+            state_dir.display()
+        ))
+        .into());
+    }
+    let config = SuiteConfig {
+        format: STATE_FORMAT,
+        test,
+        devices: targets
+            .iter()
+            .map(|t| DeviceRecord {
+                path: t.path.clone(),
+                size: t.size,
+                logical_block_size: t.logical_block_size,
+                block_device: t.kind == TargetKind::BlockDevice,
+            })
+            .collect(),
+        cells,
+        tracked,
+        metric: test.metric(),
+        random: test.random(),
+        iodepth: args.iodepth.unwrap_or(test.default_iodepth()),
+        range,
+        cell_time_ms: args.cell_time.as_millis() as u64,
+        ramp_ms: args.ramp.as_millis() as u64,
+        max_rounds: args.max_rounds,
+        seed: args
+            .seed
+            .unwrap_or(hostmax_engine::Workload::default().seed),
+        cpus: plan.cpus,
+        purge,
+        precondition,
+        writes_block_devices: writes && block_devices,
+        read_only,
+        json,
+        html,
+        notes,
+    };
+    if config.cell_time_ms == 0 {
+        return Err(BadInput(
+            "--cell-time 0: each cell needs a measured time; give e.g. --cell-time 60s".into(),
+        )
+        .into());
+    }
+    let state = StateDir::create(&state_dir, &config)?;
+    Ok((config, state, targets))
+}
+
+/// Reopens a checkpoint, checks that its devices are the same ones, and rechecks write safety.
+fn resume(
+    dir: &Path,
+    args: &SuiteArgs,
+) -> anyhow::Result<(SuiteConfig, StateDir, Vec<hostmax_engine::TargetInfo>)> {
+    let (state, config) = StateDir::open(dir)?;
+    if config.writes_block_devices && !args.allow_write {
+        return Err(BadInput(format!(
+            "the suite in {} writes to block devices: resume it with --resume {} --allow-write",
+            dir.display(),
+            dir.display()
+        ))
+        .into());
+    }
+    let mut run_args = default_run_args();
+    run_args.devices = config
+        .devices
+        .iter()
+        .map(|d| d.path.clone().into_os_string())
+        .collect();
+    run_args.bs = u64::from(
+        config
+            .cells
+            .iter()
+            .map(|c| c.block_size)
+            .max()
+            .unwrap_or(4096),
+    );
+    run_args.size = Some(config.range);
+    run_args.allow_write = args.allow_write;
+    let targets = plan_run(&run_args)?.targets;
+    if targets.len() != config.devices.len() {
+        return Err(BadInput(format!(
+            "the devices of the suite in {} are not all there any more; it cannot be resumed",
+            dir.display()
+        ))
+        .into());
+    }
+    for (t, d) in targets.iter().zip(&config.devices) {
+        let kind_same = (t.kind == TargetKind::BlockDevice) == d.block_device;
+        if t.path != d.path
+            || t.size != d.size
+            || t.logical_block_size != d.logical_block_size
+            || !kind_same
+        {
+            return Err(BadInput(format!(
+                "{} is not the device the suite started on (now {} with {}-byte blocks, then {} with {}-byte blocks); it cannot be resumed",
+                d.path.display(),
+                human_size(t.size),
+                t.logical_block_size,
+                human_size(d.size),
+                d.logical_block_size
+            ))
+            .into());
+        }
+    }
+    let writes = config.purge || config.precondition || config.cells.iter().any(|c| c.mix.writes());
+    if writes {
+        check_write_safety(
+            &targets,
+            IoPattern::RandWrite,
+            args.allow_write,
+            &SystemSources::default(),
+        )?;
+    }
+    for (flag, dest) in [("--json", &config.json), ("--html", &config.html)] {
+        if let Some(path) = dest {
+            check_dest(flag, path)?;
+        }
+    }
+    let done = state.rounds()?.len();
+    eprintln!(
+        "hostmax suite: resuming from {} ({done} cell run(s) already done)",
+        dir.display()
+    );
+    Ok((config, state, targets))
+}
+
+/// Checks an output path like `--json` does and makes it absolute (`-` stays `-`).
+fn check_dest(flag: &str, path: &Path) -> Result<PathBuf, BadInput> {
+    if path.as_os_str() == "-" {
+        return Ok(path.to_path_buf());
+    }
+    crate::output::json::check_json_dest(&JsonDest::File(path.to_path_buf()))
+        .map_err(|e| BadInput(e.0.replacen("--json", flag, 1)))?;
+    Ok(std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf()))
+}
+
+/// `iops.json` -> `iops.state`; no JSON file -> `./hostmax-suite-TEST.state`.
+fn default_state_dir(test: SuiteTest, json: Option<&Path>) -> PathBuf {
+    match json {
+        Some(p) if p.as_os_str() != "-" => p.with_extension("state"),
+        _ => PathBuf::from(format!("hostmax-suite-{test}.state")),
+    }
+}
+
+fn dedupe<T: PartialEq>(items: Vec<T>) -> Vec<T> {
+    let mut out = Vec::new();
+    for item in items {
+        if !out.contains(&item) {
+            out.push(item);
+        }
+    }
+    out
+}
+
+/// The block sizes: `--block-sizes` or the test's, minus `--skip-bs`, each checked.
+fn choose_block_sizes(test: SuiteTest, args: &SuiteArgs) -> Result<Vec<u32>, BadInput> {
+    let mut sizes: Vec<u32> = if args.block_sizes.is_empty() {
+        test.default_block_sizes()
+    } else {
+        let mut out = Vec::new();
+        for &bs in &args.block_sizes {
+            let ok = (u64::from(hostmax_engine::MIN_BLOCK_SIZE)..=u64::from(RANGE_ALIGN as u32))
+                .contains(&bs)
+                && bs.is_multiple_of(512);
+            if !ok {
+                return Err(BadInput(format!(
+                    "--block-sizes {}: each block size must be a multiple of 512 from 512b to 1m",
+                    format_size(bs)
+                )));
+            }
+            out.push(bs as u32);
+        }
+        dedupe(out)
+    };
+    for &skip in &args.skip_bs {
+        let Some(pos) = sizes.iter().position(|&b| u64::from(b) == skip) else {
+            return Err(BadInput(format!(
+                "--skip-bs {}: not among the block sizes ({}); drop it",
+                format_size(skip),
+                sizes
+                    .iter()
+                    .map(|&b| matrix::size_label(b))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )));
+        };
+        sizes.remove(pos);
+    }
+    if sizes.is_empty() {
+        return Err(BadInput(
+            "no block size left to run: --skip-bs removed them all".into(),
+        ));
+    }
+    Ok(sizes)
+}
+
+mod html {
+    //! Placeholder until the chart module lands: the page is built in `suite/html.rs`.
+    use super::SuiteReport;
+
+    pub fn render(report: &SuiteReport) -> anyhow::Result<String> {
+        Ok(format!(
+            "<!doctype html><meta charset=utf-8><title>hostmax suite {}</title><pre>{}</pre>",
+            report.test,
+            super::table::render(report)
+        ))
+    }
+}

@@ -1,0 +1,430 @@
+//! The suite's report ([`SuiteReport`], the JSON root of `hostmax suite --json`), built from
+//! the checkpoint's records alone, so a resumed suite reports exactly what a straight one would.
+
+use std::collections::BTreeMap;
+
+use hostmax_aggregate::{add_exact, LatencySummary, SteadyState, SteadyStateRule, WindowFit};
+use hostmax_engine::{new_latency_histogram, IoPattern};
+use serde::{Deserialize, Serialize};
+
+use super::matrix::{size_label, CellSpec, SuiteTest, TrackedMetric};
+use super::state::{
+    decode_histogram, encode_histogram, CellRound, DeviceRecord, PrepRecord, SuiteConfig,
+};
+
+/// Version of the suite report's JSON layout.
+pub const SUITE_SCHEMA: &str = "hostmax-suite/1";
+
+/// The suite's findings: the JSON root.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SuiteReport {
+    /// [`SUITE_SCHEMA`].
+    pub schema: String,
+    /// The test that ran.
+    pub test: SuiteTest,
+    /// Whether the suite ended (steady state or the last round) rather than being interrupted.
+    pub complete: bool,
+    /// Whether a signal stopped it (resume it with `--resume`).
+    pub interrupted: bool,
+    /// Whether writes were ruled out (only 100/0 ran).
+    pub read_only: bool,
+    /// How the suite was set up, in words.
+    pub notes: Vec<String>,
+    /// The settings.
+    pub settings: SuiteSettings,
+    /// The devices.
+    pub devices: Vec<DeviceRecord>,
+    /// Purge and preconditioning.
+    pub preparation: Preparation,
+    /// The steady-state verdict on the tracked cell.
+    pub steady_state: SteadyStateReport,
+    /// The cell keys in the order they ran (mix outer, block size inner).
+    pub cell_order: Vec<String>,
+    /// Every cell by key (`4k_100_0`).
+    pub cells: BTreeMap<String, CellReport>,
+}
+
+/// The settings a suite ran with.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SuiteSettings {
+    /// Measured seconds per cell.
+    pub cell_secs: f64,
+    /// Unmeasured seconds before each cell.
+    pub ramp_secs: f64,
+    /// Queue depth per device.
+    pub iodepth: u32,
+    /// Tested bytes per device, from its start.
+    pub range_bytes: u64,
+    /// Most rounds.
+    pub max_rounds: u32,
+    /// Random (else sequential) offsets.
+    pub random: bool,
+    /// Whether each cell ran the devices one at a time.
+    pub one_device_at_a_time: bool,
+    /// Base seed.
+    pub seed: u64,
+    /// Block sizes, as labels (`4k`), in order.
+    pub block_sizes: Vec<String>,
+    /// Mixes, as `READ/WRITE`, in order.
+    pub mixes: Vec<String>,
+}
+
+/// What happened before the rounds.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Preparation {
+    /// The purge.
+    pub purge: PrepOutcome,
+    /// The workload-independent preconditioning.
+    pub precondition: PrepOutcome,
+}
+
+/// One preparation step.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PrepOutcome {
+    /// Whether it was asked for.
+    pub planned: bool,
+    /// Whether it was done (in this or an earlier, resumed run).
+    pub done: bool,
+    /// What was done per device, and how long it took.
+    pub record: Option<PrepRecord>,
+}
+
+/// The steady-state verdict.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SteadyStateReport {
+    /// Whether it was reached.
+    pub reached: bool,
+    /// The last round of the reported window: the round steady state was reached at, or the
+    /// last round run when it was not.
+    pub rounds: u32,
+    /// The tracked figure in the window's rounds (up to 5 values).
+    pub window: Vec<f64>,
+    /// First and last round of the window.
+    pub window_rounds: [u32; 2],
+    /// The window's mean, slope and intercept (the fitted line is slope x round + intercept).
+    pub mean: f64,
+    /// Slope per round.
+    pub slope: f64,
+    /// Intercept.
+    pub intercept: f64,
+    /// Whether max - min <= 20% of the mean.
+    pub range_ok: bool,
+    /// Whether |slope| x 4 <= 10% of the mean.
+    pub slope_ok: bool,
+    /// The tracked cell's key.
+    pub tracked: String,
+    /// The figure tracked.
+    pub metric: TrackedMetric,
+    /// The tracked figure of every complete round, from round 1.
+    pub series: Vec<f64>,
+    /// Complete rounds.
+    pub rounds_run: u32,
+    /// Most rounds allowed.
+    pub max_rounds: u32,
+    /// "steady state reached at round N" or "steady state not achieved".
+    pub status: String,
+}
+
+/// One cell: its figure of every round, and averages over the reported window's rounds.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CellReport {
+    /// Bytes per I/O.
+    pub block_size: u32,
+    /// Read share in percent.
+    pub read_percent: u8,
+    /// The engine's pattern.
+    pub pattern: IoPattern,
+    /// Read plus write IOPS of every round it ran, from round 1.
+    pub rounds: Vec<f64>,
+    /// IOPS averaged over the window's rounds.
+    pub iops: f64,
+    /// Bytes per second of every round.
+    pub bytes_per_sec_rounds: Vec<f64>,
+    /// Bytes per second averaged over the window's rounds.
+    pub bytes_per_sec: f64,
+    /// Mean latency of every round, ns.
+    pub mean_latency_ns_rounds: Vec<f64>,
+    /// The rounds averaged (first, last).
+    pub window_rounds: [u32; 2],
+    /// Read latency over the window's rounds (histograms merged exactly).
+    pub read_latency_ns: LatencySummary,
+    /// Write latency over the window's rounds.
+    pub write_latency_ns: LatencySummary,
+    /// Mean latency of all I/Os in the window's rounds, ns.
+    pub mean_latency_ns: f64,
+    /// Failed I/Os in the window's rounds.
+    pub errors: u64,
+    /// Per device, averaged over the window's rounds.
+    pub devices: Vec<DeviceCellFigures>,
+    /// The window's merged read and write histograms (HdrHistogram V2 deflate, base64).
+    pub histograms: CellHistograms,
+}
+
+/// One device's figures in a cell.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DeviceCellFigures {
+    /// The device.
+    pub path: String,
+    /// Read plus write IOPS.
+    pub iops: f64,
+    /// Read IOPS.
+    pub read_iops: f64,
+    /// Write IOPS.
+    pub write_iops: f64,
+    /// Bytes per second.
+    pub bytes_per_sec: f64,
+    /// Mean of its rounds' 99th read latency percentiles, ns (a percentile per round, averaged).
+    pub read_p99_ns: f64,
+    /// The same for writes.
+    pub write_p99_ns: f64,
+    /// Failed I/Os.
+    pub errors: u64,
+}
+
+/// A cell's histograms.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CellHistograms {
+    /// Reads.
+    pub read: String,
+    /// Writes.
+    pub write: String,
+}
+
+/// The tracked figure of one round's record.
+pub fn metric_value(metric: TrackedMetric, record: &CellRound) -> f64 {
+    let host = &record.report.host;
+    match metric {
+        TrackedMetric::Iops => host.iops,
+        TrackedMetric::BytesPerSec => host.bytes_per_sec,
+        TrackedMetric::MeanLatencyNs => mean_latency(
+            host.read.ios,
+            host.read.latency_ns.mean,
+            host.write.ios,
+            host.write.latency_ns.mean,
+        ),
+    }
+}
+
+fn mean_latency(read_ios: u64, read_mean: f64, write_ios: u64, write_mean: f64) -> f64 {
+    let ios = read_ios + write_ios;
+    if ios == 0 {
+        return 0.0;
+    }
+    (read_ios as f64 * read_mean + write_ios as f64 * write_mean) / ios as f64
+}
+
+/// Records by (round, key), as the checkpoint yields them.
+pub type Records = BTreeMap<(u32, String), CellRound>;
+
+/// Rounds 1..=N all of whose cells are recorded.
+pub fn complete_rounds(config: &SuiteConfig, records: &Records) -> u32 {
+    (1..=config.max_rounds)
+        .take_while(|&r| {
+            config
+                .cells
+                .iter()
+                .all(|c| records.contains_key(&(r, c.key())))
+        })
+        .last()
+        .unwrap_or(0)
+}
+
+/// The steady-state verdict over the first `rounds` rounds of the tracked cell.
+pub fn steady_state(config: &SuiteConfig, records: &Records, rounds: u32) -> SteadyState {
+    let key = config.tracked.key();
+    let series: Vec<f64> = (1..=rounds)
+        .map_while(|r| records.get(&(r, key.clone())))
+        .map(|rec| metric_value(config.metric, rec))
+        .collect();
+    SteadyStateRule::default().evaluate(&series, config.max_rounds)
+}
+
+/// Builds the report from the settings, the preparation records and the cell records.
+pub fn build(
+    config: &SuiteConfig,
+    records: &Records,
+    purge: Option<PrepRecord>,
+    precondition: Option<PrepRecord>,
+    interrupted: bool,
+) -> anyhow::Result<SuiteReport> {
+    let rounds_run = complete_rounds(config, records);
+    let steady = steady_state(config, records, rounds_run);
+    let key = config.tracked.key();
+    let series: Vec<f64> = (1..=rounds_run)
+        .filter_map(|r| records.get(&(r, key.clone())))
+        .map(|rec| metric_value(config.metric, rec))
+        .collect();
+    // The rounds every cell's figure is averaged over: the steady window, else the last five
+    // complete rounds (or all of them when fewer ran).
+    let window_rounds = match &steady.window {
+        Some(w) => [w.first_round, w.last_round],
+        None if rounds_run > 0 => [1, rounds_run],
+        None => [0, 0],
+    };
+    let fit: Option<&WindowFit> = steady.window.as_ref();
+    let window: Vec<f64> = match fit {
+        Some(w) => w.values.clone(),
+        None => series.clone(),
+    };
+    let mean = match fit {
+        Some(w) => w.mean,
+        None if !window.is_empty() => window.iter().sum::<f64>() / window.len() as f64,
+        None => 0.0,
+    };
+    let status = match steady.round {
+        Some(r) => format!("steady state reached at round {r}"),
+        None => "steady state not achieved".to_string(),
+    };
+    let steady_report = SteadyStateReport {
+        reached: steady.reached,
+        rounds: window_rounds[1],
+        window,
+        window_rounds,
+        mean,
+        slope: fit.map_or(0.0, |w| w.slope),
+        intercept: fit.map_or(mean, |w| w.intercept),
+        range_ok: fit.is_some_and(|w| w.range_ok),
+        slope_ok: fit.is_some_and(|w| w.slope_ok),
+        tracked: key,
+        metric: config.metric,
+        series,
+        rounds_run,
+        max_rounds: config.max_rounds,
+        status,
+    };
+    let mut cells = BTreeMap::new();
+    for cell in &config.cells {
+        cells.insert(
+            cell.key(),
+            cell_report(config, cell, records, window_rounds)?,
+        );
+    }
+    Ok(SuiteReport {
+        schema: SUITE_SCHEMA.to_string(),
+        test: config.test,
+        complete: !interrupted,
+        interrupted,
+        read_only: config.read_only,
+        notes: config.notes.clone(),
+        settings: SuiteSettings {
+            cell_secs: config.cell_time_ms as f64 / 1000.0,
+            ramp_secs: config.ramp_ms as f64 / 1000.0,
+            iodepth: config.iodepth,
+            range_bytes: config.range,
+            max_rounds: config.max_rounds,
+            random: config.random,
+            one_device_at_a_time: config.test.one_device_at_a_time(),
+            seed: config.seed,
+            block_sizes: unique(config.cells.iter().map(|c| size_label(c.block_size))),
+            mixes: unique(config.cells.iter().map(|c| c.mix.to_string())),
+        },
+        devices: config.devices.clone(),
+        preparation: Preparation {
+            purge: PrepOutcome {
+                planned: config.purge,
+                done: purge.is_some(),
+                record: purge,
+            },
+            precondition: PrepOutcome {
+                planned: config.precondition,
+                done: precondition.is_some(),
+                record: precondition,
+            },
+        },
+        steady_state: steady_report,
+        cell_order: config.cells.iter().map(CellSpec::key).collect(),
+        cells,
+    })
+}
+
+fn unique(items: impl Iterator<Item = String>) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for item in items {
+        if !out.contains(&item) {
+            out.push(item);
+        }
+    }
+    out
+}
+
+fn cell_report(
+    config: &SuiteConfig,
+    cell: &CellSpec,
+    records: &Records,
+    window_rounds: [u32; 2],
+) -> anyhow::Result<CellReport> {
+    let key = cell.key();
+    let all: Vec<&CellRound> = (1..=config.max_rounds)
+        .map_while(|r| records.get(&(r, key.clone())))
+        .collect();
+    let in_window: Vec<&CellRound> = all
+        .iter()
+        .copied()
+        .filter(|r| (window_rounds[0]..=window_rounds[1]).contains(&r.round))
+        .collect();
+    let avg = |f: &dyn Fn(&CellRound) -> f64| -> f64 {
+        if in_window.is_empty() {
+            0.0
+        } else {
+            in_window.iter().map(|r| f(r)).sum::<f64>() / in_window.len() as f64
+        }
+    };
+    let mut read = new_latency_histogram();
+    let mut write = new_latency_histogram();
+    for r in &in_window {
+        add_exact(&mut read, &decode_histogram(&r.read_histogram)?);
+        add_exact(&mut write, &decode_histogram(&r.write_histogram)?);
+    }
+    let device_count = config.devices.len();
+    let devices = (0..device_count)
+        .map(|i| {
+            let dev = |r: &CellRound| r.report.devices.get(i).cloned();
+            DeviceCellFigures {
+                path: config.devices[i].path.to_string_lossy().into_owned(),
+                iops: avg(&|r| dev(r).map_or(0.0, |d| d.figures.iops)),
+                read_iops: avg(&|r| dev(r).map_or(0.0, |d| d.figures.read.iops)),
+                write_iops: avg(&|r| dev(r).map_or(0.0, |d| d.figures.write.iops)),
+                bytes_per_sec: avg(&|r| dev(r).map_or(0.0, |d| d.figures.bytes_per_sec)),
+                read_p99_ns: avg(&|r| dev(r).map_or(0.0, |d| d.figures.read.latency_ns.p99 as f64)),
+                write_p99_ns: avg(&|r| {
+                    dev(r).map_or(0.0, |d| d.figures.write.latency_ns.p99 as f64)
+                }),
+                errors: in_window
+                    .iter()
+                    .filter_map(|r| dev(r))
+                    .map(|d| d.figures.errors)
+                    .sum(),
+            }
+        })
+        .collect();
+    let read_latency_ns = LatencySummary::from_histogram(&read);
+    let write_latency_ns = LatencySummary::from_histogram(&write);
+    Ok(CellReport {
+        block_size: cell.block_size,
+        read_percent: cell.mix.read,
+        pattern: cell.pattern(config.random),
+        rounds: all.iter().map(|r| r.report.host.iops).collect(),
+        iops: avg(&|r| r.report.host.iops),
+        bytes_per_sec_rounds: all.iter().map(|r| r.report.host.bytes_per_sec).collect(),
+        bytes_per_sec: avg(&|r| r.report.host.bytes_per_sec),
+        mean_latency_ns_rounds: all
+            .iter()
+            .map(|r| metric_value(TrackedMetric::MeanLatencyNs, r))
+            .collect(),
+        window_rounds,
+        mean_latency_ns: mean_latency(
+            read.len(),
+            read_latency_ns.mean,
+            write.len(),
+            write_latency_ns.mean,
+        ),
+        read_latency_ns,
+        write_latency_ns,
+        errors: in_window.iter().map(|r| r.report.host.errors).sum(),
+        devices,
+        histograms: CellHistograms {
+            read: encode_histogram(&read)?,
+            write: encode_histogram(&write)?,
+        },
+    })
+}

@@ -1,0 +1,538 @@
+//! Running a suite: purge, preconditioning, then rounds of cells until steady state, each
+//! cell one engine run, checkpointed as soon as it finishes.
+//!
+//! Signals: one watcher for the whole suite. The first SIGINT/SIGTERM stops the engine run
+//! in progress (its in-flight I/O drains); that cell is not recorded (it ran short), every
+//! finished cell already is, and the suite writes its partial report and exits 128+signal.
+//! A second signal exits at once. `--resume DIR` continues from the checkpoint.
+
+use std::io::IsTerminal;
+use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use anyhow::Context;
+use hostmax_aggregate::summarize_with_histograms;
+use hostmax_engine::{IoPattern, RunConfig, RunResult, StopHandle, TargetInfo, Workload};
+use indicatif::{ProgressBar, ProgressStyle};
+
+use super::matrix::{CellSpec, TrackedMetric};
+use super::report::{self, metric_value, Records};
+use super::state::{encode_histogram, CellRound, PrepRecord, StateDir, SuiteConfig};
+use crate::safety::SystemSources;
+use crate::units::human_size;
+
+/// Block size of the preconditioning writes (SNIA PTS, CloudHarmony).
+pub const PRECONDITION_BLOCK: u32 = 128 << 10;
+/// Passes of sequential writes over the tested range.
+pub const PRECONDITION_PASSES: u64 = 2;
+
+/// The suite-wide signal watcher: remembers the first signal and stops the run in progress.
+#[derive(Clone)]
+pub struct SignalWatch {
+    seen: Arc<AtomicI32>,
+    current: Arc<Mutex<Option<StopHandle>>>,
+}
+
+impl SignalWatch {
+    /// Starts watching SIGINT and SIGTERM on a small runtime thread.
+    pub fn start() -> SignalWatch {
+        let watch = SignalWatch {
+            seen: Arc::new(AtomicI32::new(0)),
+            current: Arc::new(Mutex::new(None)),
+        };
+        let inner = watch.clone();
+        let spawned = std::thread::Builder::new()
+            .name("hostmax-suite-signals".into())
+            .spawn(move || {
+                let Ok(rt) = tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                else {
+                    return;
+                };
+                rt.block_on(async move {
+                    use tokio::signal::unix::{signal, SignalKind};
+                    let (Ok(mut int), Ok(mut term)) = (
+                        signal(SignalKind::interrupt()),
+                        signal(SignalKind::terminate()),
+                    ) else {
+                        return;
+                    };
+                    loop {
+                        let sig = tokio::select! {
+                            _ = int.recv() => libc::SIGINT,
+                            _ = term.recv() => libc::SIGTERM,
+                        };
+                        if inner.seen.swap(sig, Ordering::SeqCst) != 0 {
+                            eprintln!("hostmax: second signal, aborting");
+                            std::process::exit(128 + sig);
+                        }
+                        eprintln!(
+                            "hostmax: stopping the suite (finished cells are saved); signal again to abort"
+                        );
+                        if let Some(stopper) = inner.current().as_ref() {
+                            stopper.stop();
+                        }
+                    }
+                });
+            });
+        if let Err(e) = spawned {
+            eprintln!("hostmax: cannot watch signals ({e}); Ctrl-C will end the suite at once");
+        }
+        watch
+    }
+
+    fn current(&self) -> std::sync::MutexGuard<'_, Option<StopHandle>> {
+        self.current.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The first signal seen, 0 if none.
+    pub fn signal(&self) -> i32 {
+        self.seen.load(Ordering::SeqCst)
+    }
+}
+
+/// The suite's progress on stderr: a bar per round (cell, round, ETA) on a terminal, else one
+/// line per cell.
+pub struct SuiteProgress {
+    bar: Option<ProgressBar>,
+}
+
+impl SuiteProgress {
+    fn new() -> SuiteProgress {
+        let bar = std::io::stderr().is_terminal().then(|| {
+            let bar = ProgressBar::new(1);
+            bar.set_style(
+                ProgressStyle::with_template("{prefix} [{bar:30}] {msg}  ETA {eta}")
+                    .expect("constant template is valid")
+                    .progress_chars("=> "),
+            );
+            bar
+        });
+        SuiteProgress { bar }
+    }
+
+    /// A step without a known length (purge, preconditioning): a spinner with the time.
+    fn phase(&self, what: &str) {
+        match &self.bar {
+            Some(bar) => {
+                bar.set_style(
+                    ProgressStyle::with_template("{spinner} {msg} ({elapsed})")
+                        .expect("constant template is valid"),
+                );
+                bar.set_message(what.to_string());
+                bar.enable_steady_tick(Duration::from_millis(200));
+            }
+            None => eprintln!("[suite] {what}"),
+        }
+    }
+
+    /// A round starts: `total` ms planned, `done` of them already finished (resumed cells).
+    fn round(&self, round: u32, max_rounds: u32, total: u64, done: u64) {
+        if let Some(bar) = &self.bar {
+            bar.disable_steady_tick();
+            bar.set_style(
+                ProgressStyle::with_template("{prefix} [{bar:30}] {msg}  round ETA {eta}")
+                    .expect("constant template is valid")
+                    .progress_chars("=> "),
+            );
+            bar.set_prefix(format!("round {round} (of at most {max_rounds})"));
+            bar.set_length(total.max(1));
+            bar.set_position(done);
+            bar.reset_eta();
+        }
+    }
+
+    fn cell(&self, index: usize, count: usize, key: &str) {
+        if let Some(bar) = &self.bar {
+            bar.set_message(format!("cell {}/{count} {key}", index + 1));
+        }
+    }
+
+    fn position(&self, ms: u64) {
+        if let Some(bar) = &self.bar {
+            bar.set_position(ms.min(bar.length().unwrap_or(ms)));
+        }
+    }
+
+    /// A line of its own (a finished cell, a verdict) without breaking the bar.
+    fn note(&self, line: &str) {
+        match &self.bar {
+            Some(bar) => bar.suspend(|| eprintln!("{line}")),
+            None => eprintln!("{line}"),
+        }
+    }
+
+    fn clear(&self) {
+        if let Some(bar) = &self.bar {
+            bar.finish_and_clear();
+        }
+    }
+}
+
+/// A suite ready to run: its settings, checkpoint, probed targets and write permission.
+pub struct SuiteRunner {
+    /// The settings.
+    pub config: SuiteConfig,
+    /// The checkpoint.
+    pub state: StateDir,
+    /// The targets, probed, in the settings' order.
+    pub targets: Vec<TargetInfo>,
+    /// `--allow-write` was given.
+    pub allow_write: bool,
+    signals: SignalWatch,
+    progress: SuiteProgress,
+}
+
+/// How a suite run ended.
+pub struct SuiteOutcome {
+    /// Every cell record.
+    pub records: Records,
+    /// The purge record, if done.
+    pub purge: Option<PrepRecord>,
+    /// The preconditioning record, if done.
+    pub precondition: Option<PrepRecord>,
+    /// The signal that stopped it, 0 if none.
+    pub signal: i32,
+}
+
+impl SuiteRunner {
+    /// Starts watching signals; nothing runs yet.
+    pub fn new(
+        config: SuiteConfig,
+        state: StateDir,
+        targets: Vec<TargetInfo>,
+        allow_write: bool,
+    ) -> SuiteRunner {
+        SuiteRunner {
+            config,
+            state,
+            targets,
+            allow_write,
+            signals: SignalWatch::start(),
+            progress: SuiteProgress::new(),
+        }
+    }
+
+    /// Purges, preconditions and runs rounds until steady state, the last round or a signal.
+    pub fn run(&self) -> anyhow::Result<SuiteOutcome> {
+        let result = self.run_inner();
+        self.progress.clear();
+        result
+    }
+
+    fn run_inner(&self) -> anyhow::Result<SuiteOutcome> {
+        let mut purge = self.state.prep("purge")?;
+        if self.config.purge && purge.is_none() && self.signals.signal() == 0 {
+            let record = self.purge()?;
+            self.state.save_prep("purge", &record)?;
+            purge = Some(record);
+        }
+        let mut precondition = self.state.prep("precondition")?;
+        if self.config.precondition && precondition.is_none() && self.signals.signal() == 0 {
+            if let Some(record) = self.precondition()? {
+                self.state.save_prep("precondition", &record)?;
+                precondition = Some(record);
+            }
+        }
+        let mut records = self.state.rounds()?;
+        if self.signals.signal() == 0 {
+            self.rounds(&mut records)?;
+        }
+        Ok(SuiteOutcome {
+            records,
+            purge,
+            precondition,
+            signal: self.signals.signal(),
+        })
+    }
+
+    /// Discards the tested range of every device; where discard is not supported, zeroes it.
+    fn purge(&self) -> anyhow::Result<PrepRecord> {
+        let started = Instant::now();
+        let mut method = Vec::new();
+        for t in &self.targets {
+            let range = 0..self.config.range;
+            self.progress.phase(&format!(
+                "purge: discarding {} of {}",
+                human_size(self.config.range),
+                t.path.display()
+            ));
+            let done = match hostmax_engine::target::discard(t, range.clone()) {
+                Ok(()) => "discard",
+                Err(hostmax_engine::EngineError::Clear { source, .. })
+                    if matches!(
+                        source.raw_os_error(),
+                        Some(libc::EOPNOTSUPP) | Some(libc::ENOTTY) | Some(libc::EINVAL)
+                    ) =>
+                {
+                    self.progress.phase(&format!(
+                        "purge: {} cannot discard; zero-filling {}",
+                        t.path.display(),
+                        human_size(self.config.range)
+                    ));
+                    hostmax_engine::target::zero_out(t, range)
+                        .map_err(crate::app::refusal_or_error)?;
+                    "zero fill"
+                }
+                Err(e) => return Err(crate::app::refusal_or_error(e)),
+            };
+            method.push(format!("{}: {done}", t.path.display()));
+        }
+        let record = PrepRecord {
+            method,
+            secs: started.elapsed().as_secs_f64(),
+        };
+        self.progress
+            .note(&format!("[suite] purge done in {:.1} s", record.secs));
+        Ok(record)
+    }
+
+    /// Two passes of sequential 128k writes over the tested range of every device at once.
+    /// `None` when a signal stopped it (it is then redone on resume).
+    fn precondition(&self) -> anyhow::Result<Option<PrepRecord>> {
+        let started = Instant::now();
+        let workload = Workload {
+            pattern: IoPattern::Write,
+            rwmixread: 0,
+            block_size: PRECONDITION_BLOCK,
+            iodepth: self.config.iodepth.clamp(16, 64),
+            working_set: Some(self.config.range),
+            // The I/O limit ends it; the runtime is only a backstop.
+            runtime: Duration::from_secs(30 * 24 * 3600),
+            ramp: Duration::ZERO,
+            seed: self.config.seed,
+            rate_iops: None,
+            record_latency: false,
+            io_limit: Some(PRECONDITION_PASSES * self.config.range),
+        };
+        self.progress.phase(&format!(
+            "preconditioning: {PRECONDITION_PASSES} passes of sequential 128k writes over {} of {} device(s)",
+            human_size(self.config.range),
+            self.targets.len()
+        ));
+        let Some(result) = self.engine_run(&self.targets, &workload, 0)? else {
+            return Ok(None);
+        };
+        let written: u64 = result.devices.iter().map(|d| d.write.bytes).sum();
+        let errors: u64 = result.devices.iter().map(|d| d.errors.count).sum();
+        if errors > 0 {
+            anyhow::bail!(
+                "preconditioning failed: {errors} write(s) failed; check the devices' health (dmesg)"
+            );
+        }
+        let record = PrepRecord {
+            method: self
+                .targets
+                .iter()
+                .map(|t| {
+                    format!(
+                        "{}: {PRECONDITION_PASSES} x sequential 128k writes over {}",
+                        t.path.display(),
+                        human_size(self.config.range)
+                    )
+                })
+                .collect(),
+            secs: started.elapsed().as_secs_f64(),
+        };
+        self.progress.note(&format!(
+            "[suite] preconditioning done: {} written in {:.1} s",
+            human_size(written),
+            record.secs
+        ));
+        Ok(Some(record))
+    }
+
+    /// Planned milliseconds of one cell.
+    fn cell_ms(&self) -> u64 {
+        let runs = if self.config.test.one_device_at_a_time() {
+            self.targets.len() as u64
+        } else {
+            1
+        };
+        (self.config.cell_time_ms + self.config.ramp_ms) * runs
+    }
+
+    /// Rounds until steady state, `max_rounds`, or a signal; records every finished cell.
+    fn rounds(&self, records: &mut Records) -> anyhow::Result<()> {
+        let cells = &self.config.cells;
+        let cell_ms = self.cell_ms();
+        for round in 1..=self.config.max_rounds {
+            // Steady state is judged after each complete round from round 5 on.
+            let before = report::steady_state(&self.config, records, round - 1);
+            if before.reached {
+                break;
+            }
+            let done_here = cells
+                .iter()
+                .filter(|c| records.contains_key(&(round, c.key())))
+                .count() as u64;
+            self.progress.round(
+                round,
+                self.config.max_rounds,
+                cell_ms * cells.len() as u64,
+                cell_ms * done_here,
+            );
+            let mut position = cell_ms * done_here;
+            for (index, cell) in cells.iter().enumerate() {
+                if records.contains_key(&(round, cell.key())) {
+                    continue;
+                }
+                if self.signals.signal() != 0 {
+                    return Ok(());
+                }
+                self.progress.cell(index, cells.len(), &cell.key());
+                let Some(record) = self.run_cell(round, cell, position)? else {
+                    return Ok(());
+                };
+                self.state.save_round(&record)?;
+                self.progress.note(&format!(
+                    "[round {round}] cell {}/{} {}: {}",
+                    index + 1,
+                    cells.len(),
+                    cell.key(),
+                    describe(self.config.metric, &record)
+                ));
+                records.insert((round, cell.key()), record);
+                position += cell_ms;
+            }
+            let now = report::steady_state(&self.config, records, round);
+            if let Some(w) = &now.window {
+                self.progress.note(&format!(
+                    "[round {round}] steady state on {}: window rounds {}-{}, mean {:.1}, range {}, slope {} -> {}",
+                    self.config.tracked.key(),
+                    w.first_round,
+                    w.last_round,
+                    self.config.metric.display_value(w.mean),
+                    if w.range_ok { "ok" } else { "too wide" },
+                    if w.slope_ok { "ok" } else { "too steep" },
+                    if now.reached { "reached" } else { "not yet" }
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// Runs one cell of one round; `None` when a signal cut it short (it is not recorded).
+    fn run_cell(
+        &self,
+        round: u32,
+        cell: &CellSpec,
+        position: u64,
+    ) -> anyhow::Result<Option<CellRound>> {
+        let workload = self.config.cell_settings().workload(cell, round);
+        let result = if self.config.test.one_device_at_a_time() {
+            let mut parts = Vec::new();
+            let per_run = self.config.cell_time_ms + self.config.ramp_ms;
+            for (i, t) in self.targets.iter().enumerate() {
+                let at = position + per_run * i as u64;
+                match self.engine_run(std::slice::from_ref(t), &workload, at)? {
+                    Some(r) => parts.push(r),
+                    None => return Ok(None),
+                }
+            }
+            merge_results(parts)
+        } else {
+            match self.engine_run(&self.targets, &workload, position)? {
+                Some(r) => r,
+                None => return Ok(None),
+            }
+        };
+        let (mut report, histograms) = summarize_with_histograms(&result, &workload, Vec::new());
+        report.time_series.clear();
+        Ok(Some(CellRound {
+            round,
+            cell: *cell,
+            report,
+            read_histogram: encode_histogram(&histograms.read)?,
+            write_histogram: encode_histogram(&histograms.write)?,
+            pid: std::process::id(),
+            finished_unix_ms: SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .map_or(0, |d| d.as_millis() as u64),
+        }))
+    }
+
+    /// One engine run over `targets`: opened (written ones held `O_EXCL`), safety rechecked
+    /// while held, started, waited for. `None` when a signal stopped it early. `position` is
+    /// where the round's progress bar stood when it started.
+    fn engine_run(
+        &self,
+        targets: &[TargetInfo],
+        workload: &Workload,
+        position: u64,
+    ) -> anyhow::Result<Option<RunResult>> {
+        if self.signals.signal() != 0 {
+            return Ok(None);
+        }
+        let prepared = hostmax_engine::prepare(RunConfig {
+            targets: targets.iter().map(|t| t.path.clone()).collect(),
+            workload: workload.clone(),
+            cpus: self.config.cpus.clone(),
+            live: false,
+            layout: Default::default(),
+            on_error: Default::default(),
+        })
+        .map_err(crate::app::refusal_or_error)?;
+        crate::safety::recheck_while_held(
+            prepared.targets(),
+            workload.pattern,
+            self.allow_write,
+            &SystemSources::default(),
+        )?;
+        let handle = prepared.start();
+        *self.signals.current() = Some(handle.stopper());
+        // A signal that came before the stopper was in place must still stop this run.
+        if self.signals.signal() != 0 {
+            handle.stop();
+        }
+        while !handle.is_finished() {
+            std::thread::sleep(Duration::from_millis(200));
+            self.progress
+                .position(position + handle.started().elapsed().as_millis() as u64);
+        }
+        *self.signals.current() = None;
+        let result = handle.wait().context("an engine run of the suite failed")?;
+        Ok((!result.stopped_early).then_some(result))
+    }
+}
+
+/// The results of runs of one device each, as one run.
+fn merge_results(parts: Vec<RunResult>) -> RunResult {
+    let measured = parts.iter().map(|p| p.measured).min().unwrap_or_default();
+    let stopped_early = parts.iter().any(|p| p.stopped_early);
+    let mut devices = Vec::new();
+    let mut workers = Vec::new();
+    for p in parts {
+        devices.extend(p.devices);
+        workers.extend(p.workers);
+    }
+    RunResult {
+        devices,
+        measured,
+        stopped_early,
+        workers,
+    }
+}
+
+/// A cell's figures in one line: `12345 IOPS  48.2 MiB/s  mean 410 µs  errors 0`.
+fn describe(metric: TrackedMetric, record: &CellRound) -> String {
+    let host = &record.report.host;
+    format!(
+        "{:.0} IOPS  {:.1} MiB/s  mean {:.1} µs  errors {}{}",
+        host.iops,
+        host.bytes_per_sec / f64::from(1u32 << 20),
+        metric_value(TrackedMetric::MeanLatencyNs, record) / 1000.0,
+        host.errors,
+        if metric == TrackedMetric::Iops {
+            String::new()
+        } else {
+            format!(
+                "  (tracked: {:.1} {})",
+                metric.display_value(metric_value(metric, record)),
+                metric.label()
+            )
+        }
+    )
+}

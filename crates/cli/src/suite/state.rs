@@ -1,0 +1,328 @@
+//! The checkpoint directory of a suite: its settings, the preparation steps done, and one file
+//! per finished cell and round, each written atomically (a temporary file, fsync, rename), so
+//! that after a crash, a reboot or Ctrl-C every file present is whole and `--resume` repeats
+//! no finished cell.
+//!
+//! Layout of the directory:
+//! - `suite.json`: [`SuiteConfig`], written once when the suite starts;
+//! - `purge.json`, `precondition.json`: a [`PrepRecord`] each, once that step is done;
+//! - `rounds/rNNN-KEY.json`: a [`CellRound`] per finished cell of round NNN (`r003-4k_0_100.json`).
+
+use std::collections::BTreeMap;
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::Context;
+use base64::Engine as _;
+use hdrhistogram::serialization::{Deserializer, Serializer, V2DeflateSerializer};
+use hdrhistogram::Histogram;
+use hostmax_aggregate::HostReport;
+use serde::{Deserialize, Serialize};
+
+use super::matrix::{CellSettings, CellSpec, SuiteTest, TrackedMetric};
+
+/// Version of the checkpoint layout; a directory of another version is not resumed.
+pub const STATE_FORMAT: u32 = 1;
+
+/// A device as the suite first saw it; on resume the device must still look the same.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DeviceRecord {
+    /// Canonical path.
+    pub path: PathBuf,
+    /// Size in bytes.
+    pub size: u64,
+    /// Logical block size.
+    pub logical_block_size: u32,
+    /// Whether it is a block device (else a regular file).
+    pub block_device: bool,
+}
+
+/// Everything a suite was started with: `suite.json`. A resumed suite runs from this alone.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SuiteConfig {
+    /// [`STATE_FORMAT`].
+    pub format: u32,
+    /// The test.
+    pub test: SuiteTest,
+    /// The devices, in the order given.
+    pub devices: Vec<DeviceRecord>,
+    /// The cells, in the order they run.
+    pub cells: Vec<CellSpec>,
+    /// The cell steady state tracks.
+    pub tracked: CellSpec,
+    /// The figure it is judged on.
+    pub metric: TrackedMetric,
+    /// Random (else sequential) offsets.
+    pub random: bool,
+    /// Queue depth per device.
+    pub iodepth: u32,
+    /// Tested range per device, bytes from its start.
+    pub range: u64,
+    /// Measured milliseconds per cell.
+    pub cell_time_ms: u64,
+    /// Unmeasured milliseconds before each cell.
+    pub ramp_ms: u64,
+    /// Most rounds.
+    pub max_rounds: u32,
+    /// Base seed.
+    pub seed: u64,
+    /// CPUs the workers may use.
+    pub cpus: Option<Vec<usize>>,
+    /// Whether to purge before testing.
+    pub purge: bool,
+    /// Whether to precondition before testing.
+    pub precondition: bool,
+    /// Whether any step writes to a block device (then `--allow-write` is needed, also to resume).
+    pub writes_block_devices: bool,
+    /// Whether writes were ruled out (no `--allow-write` on block devices).
+    pub read_only: bool,
+    /// Absolute path of the JSON report, `-` for stdout.
+    pub json: Option<PathBuf>,
+    /// Absolute path of the HTML report.
+    pub html: Option<PathBuf>,
+    /// What the user should know about how the suite was set up (read-only, stand-ins).
+    pub notes: Vec<String>,
+}
+
+impl SuiteConfig {
+    /// The settings every cell's workload shares.
+    pub fn cell_settings(&self) -> CellSettings {
+        CellSettings {
+            random: self.random,
+            iodepth: self.iodepth,
+            range: self.range,
+            cell_time: Duration::from_millis(self.cell_time_ms),
+            ramp: Duration::from_millis(self.ramp_ms),
+            seed: self.seed,
+        }
+    }
+}
+
+/// A preparation step that was done.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PrepRecord {
+    /// What was done, per device (`discard`, `zero fill`, `2 x 128k sequential writes`).
+    pub method: Vec<String>,
+    /// How long it took, seconds.
+    pub secs: f64,
+}
+
+/// One finished cell of one round.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CellRound {
+    /// Round number, from 1.
+    pub round: u32,
+    /// The cell.
+    pub cell: CellSpec,
+    /// Its report: host and per-device figures (no time series).
+    pub report: HostReport,
+    /// The host's read latency histogram, HdrHistogram V2 deflate, base64.
+    pub read_histogram: String,
+    /// The host's write latency histogram, same encoding.
+    pub write_histogram: String,
+    /// The process that ran it (lets tests tell which run made which file).
+    pub pid: u32,
+    /// When it finished, milliseconds since the Unix epoch.
+    pub finished_unix_ms: u64,
+}
+
+/// Encodes a histogram as HdrHistogram V2 deflate, base64 (the format HdrHistogram's tools read).
+pub fn encode_histogram(h: &Histogram<u64>) -> anyhow::Result<String> {
+    let mut bytes = Vec::new();
+    V2DeflateSerializer::new()
+        .serialize(h, &mut bytes)
+        .map_err(|e| anyhow::anyhow!("cannot serialize a histogram: {e:?}"))?;
+    Ok(base64::engine::general_purpose::STANDARD.encode(bytes))
+}
+
+/// Decodes [`encode_histogram`]'s output.
+pub fn decode_histogram(text: &str) -> anyhow::Result<Histogram<u64>> {
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(text)
+        .context("a histogram is not valid base64")?;
+    Deserializer::new()
+        .deserialize(&mut io::Cursor::new(bytes))
+        .map_err(|e| anyhow::anyhow!("cannot read a histogram: {e:?}"))
+}
+
+/// An open checkpoint directory.
+#[derive(Debug, Clone)]
+pub struct StateDir {
+    dir: PathBuf,
+}
+
+impl StateDir {
+    /// Creates a fresh checkpoint directory (it may exist if empty).
+    pub fn create(dir: &Path, config: &SuiteConfig) -> anyhow::Result<StateDir> {
+        fs::create_dir_all(dir.join("rounds"))
+            .with_context(|| format!("creating the state directory {}", dir.display()))?;
+        let state = StateDir {
+            dir: dir.to_path_buf(),
+        };
+        state.write_json("suite.json", config)?;
+        Ok(state)
+    }
+
+    /// Opens an existing checkpoint directory and reads its settings.
+    pub fn open(dir: &Path) -> anyhow::Result<(StateDir, SuiteConfig)> {
+        let path = dir.join("suite.json");
+        let text = fs::read_to_string(&path).map_err(|e| {
+            crate::plan::BadInput(format!(
+                "--resume {}: cannot read {} ({e}); give the directory a suite wrote its state to",
+                dir.display(),
+                path.display()
+            ))
+        })?;
+        let config: SuiteConfig = serde_json::from_str(&text).map_err(|e| {
+            crate::plan::BadInput(format!(
+                "--resume {}: {} is not a suite checkpoint of this version ({e})",
+                dir.display(),
+                path.display()
+            ))
+        })?;
+        if config.format != STATE_FORMAT {
+            return Err(crate::plan::BadInput(format!(
+                "--resume {}: checkpoint format {} is not {STATE_FORMAT}; rerun the suite",
+                dir.display(),
+                config.format
+            ))
+            .into());
+        }
+        fs::create_dir_all(dir.join("rounds"))?;
+        Ok((
+            StateDir {
+                dir: dir.to_path_buf(),
+            },
+            config,
+        ))
+    }
+
+    /// The directory.
+    pub fn path(&self) -> &Path {
+        &self.dir
+    }
+
+    /// A finished preparation step, if it was done.
+    pub fn prep(&self, step: &str) -> anyhow::Result<Option<PrepRecord>> {
+        self.read_json(&format!("{step}.json"))
+    }
+
+    /// Records a finished preparation step.
+    pub fn save_prep(&self, step: &str, record: &PrepRecord) -> anyhow::Result<()> {
+        self.write_json(&format!("{step}.json"), record)
+    }
+
+    fn round_file(round: u32, cell: &CellSpec) -> String {
+        format!("rounds/r{round:03}-{}.json", cell.key())
+    }
+
+    /// Records a finished cell of a round.
+    pub fn save_round(&self, record: &CellRound) -> anyhow::Result<()> {
+        self.write_json(&Self::round_file(record.round, &record.cell), record)
+    }
+
+    /// Every finished cell of every round, by (round, cell key).
+    pub fn rounds(&self) -> anyhow::Result<BTreeMap<(u32, String), CellRound>> {
+        let mut out = BTreeMap::new();
+        let dir = self.dir.join("rounds");
+        for entry in fs::read_dir(&dir).with_context(|| format!("reading {}", dir.display()))? {
+            let entry = entry?;
+            let name = entry.file_name().to_string_lossy().into_owned();
+            // Temporary files of an interrupted write start with a dot: never whole, skipped.
+            if !name.starts_with('r') || !name.ends_with(".json") {
+                continue;
+            }
+            let record: CellRound = self
+                .read_json(&format!("rounds/{name}"))?
+                .expect("listed just now");
+            out.insert((record.round, record.cell.key()), record);
+        }
+        Ok(out)
+    }
+
+    fn read_json<T: serde::de::DeserializeOwned>(&self, name: &str) -> anyhow::Result<Option<T>> {
+        let path = self.dir.join(name);
+        match fs::read_to_string(&path) {
+            Ok(text) => serde_json::from_str(&text)
+                .map(Some)
+                .with_context(|| format!("{} is damaged", path.display())),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(e).with_context(|| format!("reading {}", path.display())),
+        }
+    }
+
+    fn write_json<T: Serialize>(&self, name: &str, value: &T) -> anyhow::Result<()> {
+        let mut text = serde_json::to_string_pretty(value)?;
+        text.push('\n');
+        write_atomically(&self.dir.join(name), text.as_bytes())
+    }
+}
+
+/// Writes `bytes` to `path` whole or not at all: a temporary file beside it (created new, so
+/// never through a planted link), flushed to disk, renamed over it, and the directory synced.
+pub fn write_atomically(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
+    let dir = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "file".into());
+    let mut attempt = 0u32;
+    let (temp, mut file) = loop {
+        let temp = dir.join(format!(".{name}.tmp-{}-{attempt}", std::process::id()));
+        match OpenOptions::new().write(true).create_new(true).open(&temp) {
+            Ok(file) => break (temp, file),
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists && attempt < 100 => attempt += 1,
+            Err(e) => return Err(e).with_context(|| format!("creating {}", temp.display())),
+        }
+    };
+    let written = file.write_all(bytes).and_then(|()| file.sync_all());
+    drop(file);
+    let renamed = written.and_then(|()| fs::rename(&temp, path));
+    if let Err(e) = renamed {
+        let _ = fs::remove_file(&temp);
+        return Err(e).with_context(|| format!("writing {}", path.display()));
+    }
+    if let Ok(d) = File::open(&dir) {
+        let _ = d.sync_all();
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn histograms_round_trip() {
+        let mut h = hostmax_engine::new_latency_histogram();
+        for v in [1_000u64, 50_000, 50_000, 7_000_000] {
+            h.record(v).unwrap();
+        }
+        let back = decode_histogram(&encode_histogram(&h).unwrap()).unwrap();
+        assert_eq!(back.len(), 4);
+        assert_eq!(back.max(), h.max());
+        assert_eq!(back.value_at_quantile(0.5), h.value_at_quantile(0.5));
+        assert!(decode_histogram("not base64!").is_err());
+    }
+
+    #[test]
+    fn atomic_write_replaces_whole_files_and_leaves_no_temporaries() {
+        let dir = std::env::temp_dir().join(format!("hostmax-state-{}", std::process::id()));
+        fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("x.json");
+        write_atomically(&path, b"one").unwrap();
+        write_atomically(&path, b"two").unwrap();
+        assert_eq!(fs::read_to_string(&path).unwrap(), "two");
+        let names: Vec<_> = fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(names, vec![std::ffi::OsString::from("x.json")]);
+        fs::remove_dir_all(&dir).unwrap();
+    }
+}

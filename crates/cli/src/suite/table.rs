@@ -1,0 +1,77 @@
+//! The suite's text table: one row per mix, one column per block size, as CloudHarmony lays
+//! out its bs x mix table, followed by the steady-state verdict.
+
+use super::matrix::TrackedMetric;
+use super::report::{CellReport, SuiteReport};
+
+/// The figure a test's table shows for a cell, in the unit of [`TrackedMetric::label`].
+pub fn cell_figure(metric: TrackedMetric, cell: &CellReport) -> f64 {
+    match metric {
+        TrackedMetric::Iops => cell.iops,
+        TrackedMetric::BytesPerSec => metric.display_value(cell.bytes_per_sec),
+        TrackedMetric::MeanLatencyNs => metric.display_value(cell.mean_latency_ns),
+    }
+}
+
+/// Renders the table and the verdict.
+pub fn render(report: &SuiteReport) -> String {
+    let metric = report.steady_state.metric;
+    let sizes = &report.settings.block_sizes;
+    let mut out = format!(
+        "hostmax suite {}: {} (read/write mix x block size), averaged over rounds {}-{}\n",
+        report.test,
+        metric.label(),
+        report.steady_state.window_rounds[0],
+        report.steady_state.window_rounds[1]
+    );
+    out += &format!("{:>8}", "mix");
+    for s in sizes {
+        out += &format!(" {s:>10}");
+    }
+    out.push('\n');
+    for mix in &report.settings.mixes {
+        out += &format!("{mix:>8}");
+        for s in sizes {
+            let key = format!("{s}_{}", mix.replace('/', "_"));
+            match report.cells.get(&key) {
+                Some(c) if !c.rounds.is_empty() => {
+                    out += &format!(" {:>10.1}", cell_figure(metric, c));
+                }
+                _ => out += &format!(" {:>10}", "-"),
+            }
+        }
+        out.push('\n');
+    }
+    let ss = &report.steady_state;
+    out += &format!(
+        "{} on {} ({}): {} complete round(s) of at most {}",
+        ss.status,
+        ss.tracked,
+        metric.label(),
+        ss.rounds_run,
+        ss.max_rounds
+    );
+    if !ss.window.is_empty() {
+        out += &format!(
+            "; window rounds {}-{}, mean {:.1}, range {}, slope {}",
+            ss.window_rounds[0],
+            ss.window_rounds[1],
+            metric.display_value(ss.mean),
+            if ss.range_ok {
+                "within 20%"
+            } else {
+                "over 20%"
+            },
+            if ss.slope_ok {
+                "within 10%"
+            } else {
+                "over 10%"
+            }
+        );
+    }
+    out.push('\n');
+    if report.interrupted {
+        out += "interrupted: the figures cover the rounds finished so far\n";
+    }
+    out
+}
