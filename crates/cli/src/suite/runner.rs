@@ -259,7 +259,7 @@ impl SuiteRunner {
                 human_size(self.config.range),
                 t.path.display()
             ));
-            let done = match hostmax_engine::target::discard(t, range.clone()) {
+            let done = match retry_busy(|| hostmax_engine::target::discard(t, range.clone())) {
                 Ok(()) => "discard",
                 Err(hostmax_engine::EngineError::Clear { source, .. })
                     if matches!(
@@ -272,7 +272,7 @@ impl SuiteRunner {
                         t.path.display(),
                         human_size(self.config.range)
                     ));
-                    hostmax_engine::target::zero_out(t, range)
+                    retry_busy(|| hostmax_engine::target::zero_out(t, range.clone()))
                         .map_err(crate::app::refusal_or_error)?;
                     "zero fill"
                 }
@@ -466,13 +466,15 @@ impl SuiteRunner {
         if self.signals.signal() != 0 {
             return Ok(None);
         }
-        let prepared = hostmax_engine::prepare(RunConfig {
-            targets: targets.iter().map(|t| t.path.clone()).collect(),
-            workload: workload.clone(),
-            cpus: self.config.cpus.clone(),
-            live: false,
-            layout: Default::default(),
-            on_error: Default::default(),
+        let prepared = retry_busy(|| {
+            hostmax_engine::prepare(RunConfig {
+                targets: targets.iter().map(|t| t.path.clone()).collect(),
+                workload: workload.clone(),
+                cpus: self.config.cpus.clone(),
+                live: false,
+                layout: Default::default(),
+                on_error: Default::default(),
+            })
         })
         .map_err(crate::app::refusal_or_error)?;
         crate::safety::recheck_while_held(
@@ -495,6 +497,28 @@ impl SuiteRunner {
         *self.signals.current() = None;
         let result = handle.wait().context("an engine run of the suite failed")?;
         Ok((!result.stopped_early).then_some(result))
+    }
+}
+
+/// Retries `open` while it fails with `EBUSY`, for up to 2 s.
+///
+/// The kernel tears an io_uring down asynchronously: a finished run's registered files, and
+/// with them its `O_EXCL` claim on the devices it wrote, go a few milliseconds after the ring
+/// closes, so the suite's next exclusive open of the same device may briefly find it busy.
+/// A device someone else holds stays busy and is refused after the wait.
+fn retry_busy<T>(
+    mut open: impl FnMut() -> Result<T, hostmax_engine::EngineError>,
+) -> Result<T, hostmax_engine::EngineError> {
+    let deadline = Instant::now() + Duration::from_secs(2);
+    loop {
+        match open() {
+            Err(hostmax_engine::EngineError::Open { source, .. })
+                if source.raw_os_error() == Some(libc::EBUSY) && Instant::now() < deadline =>
+            {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            other => return other,
+        }
     }
 }
 

@@ -1,0 +1,543 @@
+//! `hostmax suite`: the engine pieces it needs (an I/O limit, discard, zero fill), a short
+//! suite on throttled loop volumes that reaches steady state at round 5, resume after SIGINT
+//! without repeating a finished cell, the read-only suite, bad input, and the HTML report
+//! rendered by headless Chromium.
+
+mod support;
+
+use std::collections::BTreeMap;
+use std::fs::{self, OpenOptions};
+use std::os::unix::fs::{FileExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use hostmax::simhost::{AlignedBlock, SimHostSpec, SimulatedHost};
+use hostmax_engine::{IoPattern, RunConfig, Workload};
+use serde_json::Value;
+use support::{hostmax_bin, kernel_completions, loop_volumes, rate_test_lock, run_hostmax};
+
+const MIB: u64 = 1024 * 1024;
+
+/// A scratch directory on tmpfs (which takes O_DIRECT), removed on drop.
+struct Scratch(PathBuf);
+
+impl Scratch {
+    fn new(tag: &str) -> Scratch {
+        let dir = PathBuf::from(format!(
+            "/dev/shm/hostmax-suite-{tag}-{}",
+            std::process::id()
+        ));
+        let _ = fs::remove_dir_all(&dir);
+        fs::create_dir_all(&dir).unwrap();
+        Scratch(dir)
+    }
+
+    fn file(&self, name: &str, len: u64) -> PathBuf {
+        let path = self.0.join(name);
+        fs::File::create(&path).unwrap().set_len(len).unwrap();
+        path
+    }
+
+    fn path(&self, name: &str) -> String {
+        self.0.join(name).display().to_string()
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = fs::remove_dir_all(&self.0);
+    }
+}
+
+fn read_json(path: &str) -> Value {
+    let text = fs::read_to_string(path).unwrap_or_else(|e| panic!("read {path}: {e}"));
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{path} is not JSON: {e}"))
+}
+
+fn stderr_of(out: &std::process::Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// 4 KiB at `offset` read with O_DIRECT.
+fn read_block(path: &Path, offset: u64) -> Vec<u8> {
+    let file = OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_DIRECT)
+        .open(path)
+        .unwrap();
+    let mut block = AlignedBlock::new();
+    assert_eq!(file.read_at(block.as_mut_slice(), offset).unwrap(), 4096);
+    block.as_slice().to_vec()
+}
+
+#[test]
+fn io_limit_ends_each_target_after_its_bytes() {
+    let _lock = rate_test_lock();
+    let dir = Scratch::new("limit");
+    let files = vec![dir.file("a", 8 * MIB), dir.file("b", 8 * MIB)];
+    let workload = Workload {
+        pattern: IoPattern::Write,
+        block_size: 128 << 10,
+        iodepth: 8,
+        working_set: Some(4 * MIB),
+        runtime: Duration::from_secs(600),
+        ramp: Duration::ZERO,
+        io_limit: Some(2 * 4 * MIB),
+        ..Workload::default()
+    };
+    let handle = hostmax_engine::start(RunConfig {
+        targets: files,
+        workload,
+        cpus: None,
+        live: false,
+        layout: Default::default(),
+        on_error: Default::default(),
+    })
+    .unwrap();
+    let result = handle.wait().unwrap();
+    for d in &result.devices {
+        // Exactly two passes over the 4 MiB working set, then nothing more.
+        assert_eq!(d.write.bytes, 8 * MIB, "{}", d.path.display());
+        assert_eq!(d.write.ios, 64);
+        assert_eq!(d.read.ios, 0);
+    }
+    assert!(!result.stopped_early, "the limit is not a stop");
+    assert!(
+        result.measured < Duration::from_secs(600),
+        "the run ended when the limit was used up, and measured only that long: {:?}",
+        result.measured
+    );
+    let err = hostmax_engine::validate(
+        &Workload {
+            io_limit: Some(100),
+            ..Workload::default()
+        },
+        &[hostmax_engine::target::probe(&dir.file("c", MIB)).unwrap()],
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(err.contains("less than one block"), "{err}");
+}
+
+#[test]
+fn discard_and_zero_out_clear_a_loop_volume() {
+    require_root!();
+    let host = loop_volumes(1, 8 * MIB);
+    let dev = host.device_paths()[0].clone();
+    let info = hostmax_engine::target::probe(&dev).unwrap();
+    // Fill the first 2 MiB with the engine's random bytes.
+    let fill = Workload {
+        pattern: IoPattern::Write,
+        block_size: 64 << 10,
+        iodepth: 4,
+        working_set: Some(2 * MIB),
+        runtime: Duration::from_secs(60),
+        ramp: Duration::ZERO,
+        io_limit: Some(2 * MIB),
+        ..Workload::default()
+    };
+    hostmax_engine::start(RunConfig {
+        targets: vec![dev.clone()],
+        workload: fill,
+        cpus: None,
+        live: false,
+        layout: Default::default(),
+        on_error: Default::default(),
+    })
+    .unwrap()
+    .wait()
+    .unwrap();
+    let written = |offset| read_block(&dev, offset).iter().any(|&b| b != 0);
+    assert!(written(0) && written(MIB) && written(2 * MIB - 4096));
+    // The kernel tears a ring down (and drops its registered files, our O_EXCL claim) a few
+    // milliseconds after the run ends, so the first exclusive reopen may find it still busy.
+    let mut attempts = 0;
+    loop {
+        attempts += 1;
+        match hostmax_engine::target::discard(&info, 0..MIB) {
+            Err(hostmax_engine::EngineError::Open { source, .. })
+                if source.raw_os_error() == Some(libc::EBUSY) && attempts < 100 =>
+            {
+                std::thread::sleep(Duration::from_millis(20))
+            }
+            other => break other.unwrap(),
+        }
+    }
+    assert!(
+        !written(0) && !written(MIB - 4096),
+        "discarded blocks read as zeroes"
+    );
+    assert!(written(MIB), "outside the range is untouched");
+    hostmax_engine::target::zero_out(&info, MIB..2 * MIB).unwrap();
+    assert!(!written(MIB) && !written(2 * MIB - 4096));
+    // Misaligned or out-of-range requests are refused before any ioctl.
+    for bad in [1..4096, 0..9 * MIB] {
+        let err = hostmax_engine::target::discard(&info, bad).unwrap_err();
+        assert!(err.to_string().contains("not within the target"), "{err}");
+    }
+}
+
+/// The cells of the short suite: 2 block sizes x 2 mixes.
+const SHORT_CELLS: [&str; 4] = ["4k_100_0", "8k_100_0", "4k_0_100", "8k_0_100"];
+
+fn short_suite_args(devices: &[String], json: &str) -> Vec<String> {
+    let mut args: Vec<String> = vec!["suite".into(), "iops".into(), "--devices".into()];
+    args.extend(devices.iter().cloned());
+    for a in [
+        "--block-sizes",
+        "4k,8k",
+        "--mixes",
+        "100/0,0/100",
+        "--cell-time",
+        "1s",
+        "--max-rounds",
+        "6",
+        "--allow-write",
+        "--json",
+        json,
+    ] {
+        args.push(a.into());
+    }
+    args
+}
+
+#[test]
+fn short_suite_on_capped_volumes_reaches_steady_state_at_round_5() {
+    require_root!();
+    let _lock = rate_test_lock();
+    const CAP: u64 = 400;
+    let host =
+        SimulatedHost::build_loop_devices(&SimHostSpec::new(2, 16 * MIB).with_volume_iops(CAP))
+            .expect("capped loop volumes");
+    let devices: Vec<String> = host
+        .device_paths()
+        .iter()
+        .map(|p| p.display().to_string())
+        .collect();
+    let dir = Scratch::new("steady");
+    let json = dir.path("iops.json");
+    let html = dir.path("iops.html");
+    let mut args = short_suite_args(&devices, &json);
+    args.extend(["--html".to_string(), html.clone()]);
+    let out = run_hostmax(&args, host.throttle());
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    let report = read_json(&json);
+    let ss = &report["steady_state"];
+    assert_eq!(ss["reached"], true, "{ss}");
+    assert_eq!(ss["rounds"], 5, "{ss}");
+    assert_eq!(ss["rounds_run"], 5);
+    assert_eq!(ss["tracked"], "4k_0_100");
+    assert_eq!(ss["window"].as_array().unwrap().len(), 5);
+    assert_eq!(ss["status"], "steady state reached at round 5");
+    let order: Vec<&str> = report["cell_order"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap())
+        .collect();
+    assert_eq!(order, SHORT_CELLS, "mix outer, block size inner");
+    let cap_total = (2 * CAP) as f64;
+    for key in SHORT_CELLS {
+        let cell = &report["cells"][key];
+        let rounds = cell["rounds"].as_array().unwrap();
+        assert_eq!(rounds.len(), 5, "{key}: one figure per round");
+        let iops = cell["iops"].as_f64().unwrap();
+        let mean: f64 = rounds.iter().map(|v| v.as_f64().unwrap()).sum::<f64>() / 5.0;
+        assert!(
+            (iops - mean).abs() < 1e-6 * mean,
+            "{key}: iops is the window average"
+        );
+        // Both volumes are capped, so every cell runs at the caps' sum.
+        assert!(
+            (iops - cap_total).abs() <= 0.15 * cap_total,
+            "{key}: {iops:.0} IOPS against caps totalling {cap_total}"
+        );
+        let devs = cell["devices"].as_array().unwrap();
+        assert_eq!(devs.len(), 2);
+        assert!(!cell["histograms"]["read"].as_str().unwrap().is_empty());
+    }
+    assert_eq!(report["cells"]["4k_100_0"]["write_latency_ns"]["p50"], 0);
+    assert!(
+        report["cells"]["4k_0_100"]["write_latency_ns"]["p50"]
+            .as_u64()
+            .unwrap()
+            > 0
+    );
+    assert_eq!(report["preparation"]["purge"]["done"], true);
+    assert_eq!(report["preparation"]["precondition"]["done"], true);
+    assert_eq!(report["complete"], true);
+    assert_eq!(report["read_only"], false);
+    let state = dir.0.join("iops.state/rounds");
+    assert_eq!(
+        fs::read_dir(&state).unwrap().count(),
+        20,
+        "5 rounds x 4 cells, each once"
+    );
+    assert!(fs::metadata(&html).unwrap().len() > 0);
+}
+
+#[test]
+fn resume_after_sigint_repeats_no_finished_cell() {
+    let _lock = rate_test_lock();
+    let dir = Scratch::new("resume");
+    let devices: Vec<String> = ["a", "b"]
+        .iter()
+        .map(|n| dir.file(n, 16 * MIB).display().to_string())
+        .collect();
+    let json = dir.path("run.json");
+    let rounds_dir = dir.0.join("run.state/rounds");
+    let mut child = Command::new(hostmax_bin())
+        .args(short_suite_args(&devices, &json))
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Let six cells finish, then interrupt the seventh while it runs.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while fs::read_dir(&rounds_dir).map_or(0, |d| d.count()) < 6 {
+        assert!(Instant::now() < deadline, "the suite did not get going");
+        assert!(child.try_wait().unwrap().is_none(), "the suite ended early");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    std::thread::sleep(Duration::from_millis(400));
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGINT,
+    )
+    .unwrap();
+    let first = child.wait_with_output().unwrap();
+    assert_eq!(first.status.code(), Some(130), "{}", stderr_of(&first));
+    assert!(
+        stderr_of(&first).contains("--resume"),
+        "{}",
+        stderr_of(&first)
+    );
+    let partial = read_json(&json);
+    assert_eq!(partial["interrupted"], true);
+    assert_eq!(partial["complete"], false);
+    let snapshot = |dir: &Path| -> BTreeMap<String, String> {
+        fs::read_dir(dir)
+            .unwrap()
+            .map(|e| {
+                let e = e.unwrap();
+                (
+                    e.file_name().to_string_lossy().into_owned(),
+                    fs::read_to_string(e.path()).unwrap(),
+                )
+            })
+            .collect()
+    };
+    let before = snapshot(&rounds_dir);
+    assert!(
+        (6..=7).contains(&before.len()),
+        "the interrupted cell is not recorded: {:?}",
+        before.keys()
+    );
+    let precondition = fs::read_to_string(dir.0.join("run.state/precondition.json")).unwrap();
+
+    let resumed = run_hostmax(
+        &[
+            "suite",
+            "--resume",
+            dir.path("run.state").as_str(),
+            "--allow-write",
+        ],
+        None,
+    );
+    assert_eq!(resumed.status.code(), Some(0), "{}", stderr_of(&resumed));
+    let after = snapshot(&rounds_dir);
+    let report = read_json(&json);
+    let rounds_run = report["steady_state"]["rounds_run"].as_u64().unwrap() as usize;
+    assert!((5..=6).contains(&rounds_run), "{}", report["steady_state"]);
+    assert_eq!(report["complete"], true);
+    // Every cell ran exactly once per round: one file each, nothing extra.
+    assert_eq!(
+        after.len(),
+        rounds_run * SHORT_CELLS.len(),
+        "{:?}",
+        after.keys()
+    );
+    for round in 1..=rounds_run {
+        for key in SHORT_CELLS {
+            assert!(after.contains_key(&format!("r{round:03}-{key}.json")));
+        }
+    }
+    for key in SHORT_CELLS {
+        let n = report["cells"][key]["rounds"].as_array().unwrap().len();
+        assert_eq!(n, rounds_run, "{key}");
+    }
+    // What finished before the signal was neither rerun nor rewritten; the rest is the resume's.
+    let first_pid =
+        serde_json::from_str::<Value>(before.values().next().unwrap()).unwrap()["pid"].clone();
+    for (name, text) in &after {
+        let pid = serde_json::from_str::<Value>(text).unwrap()["pid"].clone();
+        match before.get(name) {
+            Some(old) => assert_eq!(old, text, "{name} was rewritten"),
+            None => assert_ne!(pid, first_pid, "{name} came from the resumed run"),
+        }
+    }
+    assert_eq!(
+        fs::read_to_string(dir.0.join("run.state/precondition.json")).unwrap(),
+        precondition,
+        "preconditioning is not redone"
+    );
+    // A finished suite resumed again runs nothing and reports the same.
+    let again = run_hostmax(
+        &[
+            "suite",
+            "--resume",
+            dir.path("run.state").as_str(),
+            "--allow-write",
+        ],
+        None,
+    );
+    assert_eq!(again.status.code(), Some(0), "{}", stderr_of(&again));
+    assert_eq!(snapshot(&rounds_dir), after);
+}
+
+#[test]
+fn without_allow_write_a_block_device_gets_a_read_only_suite() {
+    require_root!();
+    let _lock = rate_test_lock();
+    let host = loop_volumes(1, 8 * MIB);
+    let dev = host.device_paths()[0].display().to_string();
+    let kernel = host.volumes()[0]
+        .loop_device()
+        .unwrap()
+        .kernel_name()
+        .to_string();
+    let dir = Scratch::new("readonly");
+    let json = dir.path("ro.json");
+    let (_, writes_before) = kernel_completions(&kernel);
+    let out = run_hostmax(
+        &[
+            "suite",
+            "iops",
+            "--devices",
+            &dev,
+            "--block-sizes",
+            "4k",
+            "--cell-time",
+            "200ms",
+            "--max-rounds",
+            "5",
+            "--json",
+            &json,
+        ],
+        None,
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    let (_, writes_after) = kernel_completions(&kernel);
+    assert_eq!(writes_after, writes_before, "nothing was written");
+    let report = read_json(&json);
+    assert_eq!(report["read_only"], true);
+    assert_eq!(report["steady_state"]["tracked"], "4k_100_0");
+    assert_eq!(report["cell_order"], serde_json::json!(["4k_100_0"]));
+    assert_eq!(report["preparation"]["purge"]["done"], false);
+    assert_eq!(report["preparation"]["precondition"]["done"], false);
+    let notes = report["notes"].to_string();
+    assert!(
+        notes.contains("read-only") && notes.contains("4k_100_0 instead of 4k_0_100"),
+        "{notes}"
+    );
+    assert!(stderr_of(&out).contains("read-only"));
+}
+
+#[test]
+fn bad_suite_input_is_refused_with_exit_2() {
+    let dir = Scratch::new("bad");
+    let file = dir.file("f", 8 * MIB).display().to_string();
+    let taken = dir.0.join("taken.state");
+    fs::create_dir_all(&taken).unwrap();
+    fs::write(taken.join("suite.json"), "{}").unwrap();
+    let cases: Vec<(Vec<&str>, &str)> = vec![
+        (
+            vec!["suite", "iops", "--devices", &file, "--skip-bs", "2k"],
+            "--skip-bs 2k",
+        ),
+        (
+            vec!["suite", "iops", "--devices", &file, "--size", "1500k"],
+            "whole MiB",
+        ),
+        (
+            vec!["suite", "iops", "--devices", &file, "--mixes", "65/30"],
+            "add up to 100",
+        ),
+        (
+            vec![
+                "suite",
+                "throughput",
+                "--devices",
+                &file,
+                "--mixes",
+                "65/35",
+            ],
+            "sequential",
+        ),
+        (
+            vec!["suite", "iops", "--devices", &file, "--block-sizes", "2m"],
+            "512b to 1m",
+        ),
+        (
+            vec!["suite", "iops", "--devices", &file, "--max-rounds", "4"],
+            "--max-rounds",
+        ),
+        (
+            vec!["suite", "iops", "--devices", &file, "--cell-time", "0"],
+            "--cell-time 0",
+        ),
+        (vec!["suite", "iops"], "--devices"),
+        (
+            vec!["suite", "--resume", "/nonexistent-suite-state"],
+            "--resume",
+        ),
+        (
+            vec!["suite", "--resume", "/tmp", "--devices", &file],
+            "cannot be used with",
+        ),
+        (
+            vec![
+                "suite",
+                "iops",
+                "--devices",
+                &file,
+                "--state-dir",
+                taken.to_str().unwrap(),
+            ],
+            "already holds a suite",
+        ),
+        (
+            vec!["suite", "iops", "--devices", "/nonexistent-device"],
+            "/nonexistent-device",
+        ),
+    ];
+    for (args, expected) in cases {
+        let out = run_hostmax(&args, None);
+        let err = stderr_of(&out);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(expected), "{args:?}: {err}");
+        assert_eq!(
+            err.trim_end().lines().count(),
+            1,
+            "{args:?}: one line: {err}"
+        );
+    }
+}
+
+#[test]
+fn read_only_suite_refuses_explicit_write_mixes_on_block_devices() {
+    require_root!();
+    let host = loop_volumes(1, 8 * MIB);
+    let dev = host.device_paths()[0].display().to_string();
+    let out = run_hostmax(
+        &["suite", "iops", "--devices", &dev, "--mixes", "0/100"],
+        None,
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", stderr_of(&out));
+    assert!(
+        stderr_of(&out).contains("--allow-write"),
+        "{}",
+        stderr_of(&out)
+    );
+}
