@@ -29,10 +29,10 @@ pub use result::{
     new_latency_histogram, DeviceInterval, DeviceResult, ErrorLog, IoErrorSample, OpKind, OpResult,
     RunResult, WorkerSummary, ERROR_SAMPLES, LATENCY_HIGHEST_NS, LATENCY_SIGFIG,
 };
-pub use ring::RingFeatures;
+pub use ring::{Polling, RingFeatures};
 pub use run::{
-    buffer_bytes, check_buffer_memory, prepare, start, validate, PreparedRun, RunConfig, RunHandle,
-    StopHandle,
+    buffer_bytes, check_buffer_memory, check_poll_queues, prepare, start, validate, PreparedRun,
+    RunConfig, RunHandle, StopHandle,
 };
 pub use target::{TargetInfo, TargetKind};
 pub use worker::OffsetStream;
