@@ -348,14 +348,14 @@ impl WorkerLoop {
                             dev.interval.read_ios += 1;
                             dev.interval.read_bytes += len as u64;
                             if record_latency {
-                                dev.interval_read.saturating_record(lat);
+                                crate::record_latency(&mut dev.interval_read, lat);
                             }
                         }
                         OpKind::Write => {
                             dev.interval.write_ios += 1;
                             dev.interval.write_bytes += len as u64;
                             if record_latency {
-                                dev.interval_write.saturating_record(lat);
+                                crate::record_latency(&mut dev.interval_write, lat);
                             }
                         }
                     }
