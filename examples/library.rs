@@ -32,6 +32,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         workload: workload.clone(),
         cpus: None,
         live: false,
+        on_error: Default::default(),
         layout: Default::default(),
     })?;
     let result = run.wait()?;

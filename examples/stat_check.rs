@@ -26,6 +26,7 @@ fn main() {
         workload: w,
         cpus: None,
         live: false,
+        on_error: Default::default(),
         layout: if std::env::var("PERDEV").is_ok() {
             hostmax_engine::ThreadLayout::PerDevice
         } else {

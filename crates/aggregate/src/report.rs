@@ -97,6 +97,9 @@ pub struct DeviceReport {
     pub figures: Figures,
     /// Failed I/Os by errno (0 stands for short transfers), with the first few offsets.
     pub error_detail: ErrorLog,
+    /// Whether the device was taken out of the run after a failed I/O (`--on-error stop-device`).
+    #[serde(default)]
+    pub failed: bool,
 }
 
 /// The workload as the report records it: durations in seconds.
@@ -211,6 +214,7 @@ pub fn summarize_with_histograms(
                 d.errors.count,
             ),
             error_detail: d.errors.clone(),
+            failed: d.failed,
         })
         .collect();
 
@@ -269,6 +273,7 @@ mod tests {
             read,
             write,
             errors: ErrorLog::default(),
+            failed: false,
         }
     }
 

@@ -42,14 +42,23 @@ pub fn exit_code(report: &HostReport, interrupted_by: i32) -> i32 {
 /// number that interrupted it (0 if none).
 pub fn measure(plan: &RunPlan) -> anyhow::Result<(HostReport, i32)> {
     let workload = plan.workload.clone();
-    let handle = hostmax_engine::start(RunConfig {
+    let prepared = hostmax_engine::prepare(RunConfig {
         targets: plan.targets.iter().map(|t| t.path.clone()).collect(),
         workload: workload.clone(),
         cpus: plan.cpus.clone(),
         live: true,
         layout: plan.layout,
+        on_error: plan.on_error,
     })
     .map_err(refusal_or_error)?;
+    // Written devices are now held with O_EXCL; check once more right before the first write.
+    crate::safety::recheck_while_held(
+        prepared.targets(),
+        workload.pattern,
+        plan.allow_write,
+        &crate::safety::SystemSources::default(),
+    )?;
+    let handle = prepared.start();
     let signal = Arc::new(AtomicI32::new(0));
     let _watch = watch_signals(handle.stopper(), signal.clone());
 
@@ -75,7 +84,8 @@ pub fn measure(plan: &RunPlan) -> anyhow::Result<(HostReport, i32)> {
     view.finish();
     let mut report = summarize(&result, &workload, series.finish());
     let sig = signal.load(Ordering::SeqCst);
-    report.interrupted |= sig != 0;
+    // Interrupted means a signal; a stop-all after an I/O error is reported by its errors.
+    report.interrupted = sig != 0;
     Ok((report, sig))
 }
 
@@ -145,4 +155,9 @@ fn watch_signals(stopper: StopHandle, seen: Arc<AtomicI32>) -> std::thread::Join
             });
         })
         .expect("spawning the signal thread")
+}
+
+/// `hostmax demo`: builds a simulated host, runs the host-max test on it, and removes it.
+pub fn demo() -> anyhow::Result<i32> {
+    anyhow::bail!("the demo is not built yet")
 }

@@ -5,10 +5,17 @@
 //! - [`app`]: runs a plan: starts the engine, shows the live view, handles signals, and
 //!   hands the result to the aggregator and the output.
 //! - [`output`]: the live view, the final table and the `--json` report.
+//! - [`args`]: the command line ([`args::Cli`]) and [`args::plan_run`], which checks it all
+//!   before any I/O; [`units`] parses sizes, durations, CPU lists; [`devices`] expands and
+//!   de-duplicates `--devices`; [`safety`] refuses writes to devices in use.
 //! - [`simhost`]: the simulated host of throttled loop volumes on tmpfs that `hostmax demo`
 //!   and the tests run against.
 
 pub mod app;
+pub mod args;
+pub mod devices;
 pub mod output;
 pub mod plan;
+pub mod safety;
 pub mod simhost;
+pub mod units;

@@ -1,1 +1,74 @@
-fn main() {}
+//! The `hostmax` binary: parses the command line, checks it all ([`hostmax::args::plan_run`])
+//! and runs the host-max test or the demo.
+//!
+//! Exit codes:
+//! - 0: success (also `--help` and `--version`);
+//! - 1: reserved for a failed verdict (a later issue);
+//! - 2: bad input or a refused target: clap's usage errors and any error whose chain holds a
+//!   [`hostmax::plan::BadInput`];
+//! - 3: the run finished but I/O errors happened (returned by [`hostmax::app::run`]);
+//! - 4: any other failure (a runtime or internal error).
+//!
+//! Every error is printed as ONE line on stderr, `hostmax: <message>`, and nothing goes to
+//! stdout.
+
+use std::process::ExitCode;
+
+use clap::Parser;
+use hostmax::args::{exit_code_for, plan_run, Cli, Command, EXIT_BAD_INPUT, EXIT_FAILURE};
+
+fn main() -> ExitCode {
+    // A panic is a bug; still, say so on one line like every other error.
+    std::panic::set_hook(Box::new(|info| {
+        eprintln!(
+            "hostmax: internal error (a bug): {}",
+            one_line(&info.to_string())
+        );
+    }));
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(err) => return clap_exit(err),
+    };
+    let result = match cli.command {
+        Some(Command::Demo) => hostmax::app::demo(),
+        None => plan_run(&cli.run).and_then(hostmax::app::run),
+    };
+    match result {
+        Ok(code) => ExitCode::from(u8::try_from(code).unwrap_or(EXIT_FAILURE)),
+        Err(err) => {
+            eprintln!("hostmax: {}", one_line(&format!("{err:#}")));
+            ExitCode::from(exit_code_for(&err))
+        }
+    }
+}
+
+/// Collapses a message onto one line.
+fn one_line(message: &str) -> String {
+    message.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// `--help` and `--version` print as clap prints them and exit 0; every usage error becomes
+/// one line (clap's usage block and tips dropped) and exit 2.
+fn clap_exit(err: clap::Error) -> ExitCode {
+    use clap::error::ErrorKind;
+    if matches!(
+        err.kind(),
+        ErrorKind::DisplayHelp | ErrorKind::DisplayVersion
+    ) {
+        // Printing help can only fail on a closed stdout; there is nothing better to do then.
+        let _ = err.print();
+        return ExitCode::SUCCESS;
+    }
+    let rendered = err.render().to_string();
+    let kept: Vec<&str> = rendered
+        .split("\n\n")
+        .filter(|para| {
+            let p = para.trim_start();
+            !p.is_empty() && !p.starts_with("Usage:") && !p.starts_with("For more information")
+        })
+        .collect();
+    let text = one_line(&kept.join("; "));
+    let text = text.strip_prefix("error: ").unwrap_or(&text);
+    eprintln!("hostmax: {text}; see 'hostmax --help'");
+    ExitCode::from(EXIT_BAD_INPUT)
+}

@@ -49,4 +49,6 @@ pub struct RunPlan {
     pub allow_write: bool,
     /// Threads per CPU (default) or per device (`--thread-per-device`, for comparisons).
     pub layout: hostmax_engine::ThreadLayout,
+    /// What to do when a device fails an I/O (`--on-error`).
+    pub on_error: hostmax_engine::ErrorPolicy,
 }

@@ -30,11 +30,14 @@ pub use result::{
     RunResult, WorkerSummary, ERROR_SAMPLES, LATENCY_HIGHEST_NS, LATENCY_SIGFIG,
 };
 pub use ring::RingFeatures;
-pub use run::{start, validate, RunConfig, RunHandle, StopHandle};
+pub use run::{
+    buffer_bytes, check_buffer_memory, prepare, start, validate, PreparedRun, RunConfig, RunHandle,
+    StopHandle,
+};
 pub use target::{TargetInfo, TargetKind};
 pub use worker::OffsetStream;
 pub use workload::{
-    IoPattern, UnknownPattern, Workload, MAX_BLOCK_SIZE, MAX_IODEPTH, MIN_BLOCK_SIZE,
+    ErrorPolicy, IoPattern, UnknownPattern, Workload, MAX_BLOCK_SIZE, MAX_IODEPTH, MIN_BLOCK_SIZE,
 };
 
 use std::path::PathBuf;

@@ -117,6 +117,8 @@ pub struct DeviceResult {
     pub write: OpResult,
     /// Failed I/Os over the whole run.
     pub errors: ErrorLog,
+    /// Whether the device was taken out of the run after a failure (`ErrorPolicy::StopDevice`).
+    pub failed: bool,
 }
 
 /// What one worker thread was and ran with.

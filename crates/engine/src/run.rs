@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 
 use crate::placement::{self, Placement, ThreadLayout};
 use crate::worker::WorkerTask;
+use crate::workload::ErrorPolicy;
 use crate::{
     target, DeviceInterval, DeviceResult, EngineError, RunResult, TargetInfo, Workload,
     MAX_BLOCK_SIZE, MAX_IODEPTH, MIN_BLOCK_SIZE,
@@ -27,6 +28,8 @@ pub struct RunConfig {
     pub live: bool,
     /// Threads per CPU or per device.
     pub layout: ThreadLayout,
+    /// What to do when a device fails an I/O.
+    pub on_error: ErrorPolicy,
 }
 
 /// The start gate: workers report readiness, then wait for the common start instant (or an
@@ -107,7 +110,7 @@ impl Shared {
         Some(start + Duration::from_nanos(ns))
     }
 
-    fn stop(&self) {
+    pub(crate) fn stop(&self) {
         let start = *self.start.lock().unwrap_or_else(|e| e.into_inner());
         let ns = start.map_or(0, |s| s.elapsed().as_nanos() as u64);
         let _ =
@@ -200,9 +203,99 @@ pub fn validate(workload: &Workload, targets: &[TargetInfo]) -> Result<(), Engin
     Ok(())
 }
 
-/// Probes every target, checks the workload against each, places them on CPUs and starts the
-/// workers. Returns once every worker has its ring ready and the clock has started.
+/// Refuses a run whose I/O buffers (targets x iodepth x block size) would not fit in the
+/// memory available now (`MemAvailable` in /proc/meminfo), before anything is allocated.
+pub fn check_buffer_memory(workload: &Workload, targets: usize) -> Result<(), EngineError> {
+    let need = buffer_bytes(workload, targets);
+    let Some(available) = std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|m| mem_available(&m))
+    else {
+        return Ok(());
+    };
+    if need > available {
+        return Err(EngineError::InvalidWorkload(format!(
+            "I/O buffers would need {:.1} GiB ({targets} targets x iodepth {} x {} bytes) but only {:.1} GiB of memory is available: lower --iodepth or --bs",
+            need as f64 / (1u64 << 30) as f64,
+            workload.iodepth,
+            workload.block_size,
+            available as f64 / (1u64 << 30) as f64
+        )));
+    }
+    Ok(())
+}
+
+/// Bytes of I/O buffers a run allocates.
+pub fn buffer_bytes(workload: &Workload, targets: usize) -> u64 {
+    targets as u64 * workload.iodepth as u64 * workload.block_size as u64
+}
+
+fn mem_available(meminfo: &str) -> Option<u64> {
+    let line = meminfo.lines().find(|l| l.starts_with("MemAvailable:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib * 1024)
+}
+
+/// A run whose targets are open (written ones with `O_EXCL`, so nobody can mount or claim
+/// them any more) and whose workers have their rings ready, but which has not issued any I/O.
+/// The moment for a last safety check; dropping it ends the workers without any I/O.
+pub struct PreparedRun {
+    /// Always `Some` until `start` takes it.
+    handle: Option<RunHandle>,
+}
+
+impl PreparedRun {
+    /// The probed targets, in the order given.
+    pub fn targets(&self) -> &[TargetInfo] {
+        &self.handle().targets
+    }
+
+    /// Where each target will run.
+    pub fn placement(&self) -> &Placement {
+        &self.handle().placement
+    }
+
+    fn handle(&self) -> &RunHandle {
+        self.handle.as_ref().expect("present until start")
+    }
+
+    /// Starts the clock: the workers begin I/O now.
+    pub fn start(mut self) -> RunHandle {
+        let mut handle = self.handle.take().expect("present until start");
+        let start = Instant::now();
+        *handle
+            .shared
+            .start
+            .lock()
+            .unwrap_or_else(|e| e.into_inner()) = Some(start);
+        handle.start = start;
+        handle.shared.gate.open(Some(start));
+        handle
+    }
+}
+
+impl Drop for PreparedRun {
+    fn drop(&mut self) {
+        // Not started: release the workers without any I/O and wait for them to exit.
+        if let Some(handle) = self.handle.take() {
+            handle.shared.gate.open(None);
+            for (_, h) in handle.workers {
+                let _ = h.join();
+            }
+        }
+    }
+}
+
+/// Probes every target, checks the workload against each, places them on CPUs, opens the
+/// targets and starts the workers, then starts the clock: [`prepare`] and
+/// [`PreparedRun::start`] in one call.
 pub fn start(config: RunConfig) -> Result<RunHandle, EngineError> {
+    Ok(prepare(config)?.start())
+}
+
+/// Everything [`start`] does before the first I/O. Returns once every worker has its ring
+/// ready; no I/O has been issued.
+pub fn prepare(config: RunConfig) -> Result<PreparedRun, EngineError> {
     let targets: Vec<TargetInfo> = config
         .targets
         .iter()
@@ -221,6 +314,7 @@ pub fn start(config: RunConfig) -> Result<RunHandle, EngineError> {
         }
         None => online,
     };
+    check_buffer_memory(&config.workload, targets.len())?;
     let placement = placement::plan(&targets, &allowed, config.layout)?;
     let write = config.workload.pattern.writes();
     // Open everything before starting any thread, so a refusal leaves nothing running.
@@ -258,6 +352,7 @@ pub fn start(config: RunConfig) -> Result<RunHandle, EngineError> {
             cpu: plan.cpu,
             devices,
             workload: config.workload.clone(),
+            on_error: config.on_error,
             shared: shared.clone(),
             intervals: tx.clone(),
         };
@@ -282,17 +377,16 @@ pub fn start(config: RunConfig) -> Result<RunHandle, EngineError> {
             message: first,
         });
     }
-    let start = Instant::now();
-    *shared.start.lock().unwrap_or_else(|e| e.into_inner()) = Some(start);
-    shared.gate.open(Some(start));
-    Ok(RunHandle {
-        targets,
-        placement,
-        workload: config.workload,
-        shared,
-        start,
-        workers,
-        intervals: rx,
+    Ok(PreparedRun {
+        handle: Some(RunHandle {
+            targets,
+            placement,
+            workload: config.workload,
+            shared,
+            start: Instant::now(),
+            workers,
+            intervals: rx,
+        }),
     })
 }
 
@@ -395,5 +489,27 @@ impl StopHandle {
     /// Asks the workers to stop submitting; in-flight I/O drains.
     pub fn stop(&self) {
         self.shared.stop();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn buffer_memory_is_checked_against_mem_available() {
+        assert_eq!(
+            mem_available("MemTotal: 100 kB\nMemAvailable:   2048 kB\n"),
+            Some(2 << 20)
+        );
+        let huge = Workload {
+            block_size: 8 << 20,
+            iodepth: MAX_IODEPTH,
+            ..Workload::default()
+        };
+        assert_eq!(buffer_bytes(&huge, 32), 32 * 4096 * (8 << 20));
+        let err = check_buffer_memory(&huge, 32).unwrap_err().to_string();
+        assert!(err.contains("lower --iodepth or --bs"), "{err}");
+        assert!(check_buffer_memory(&Workload::default(), 32).is_ok());
     }
 }

@@ -16,6 +16,7 @@ use hdrhistogram::Histogram;
 
 use crate::ring::{RingFeatures, UringIo};
 use crate::run::Shared;
+use crate::workload::ErrorPolicy;
 use crate::{
     new_latency_histogram, DeviceInterval, DeviceResult, EngineError, ErrorLog, IoErrorSample,
     OpKind, OpResult, TargetInfo, Workload,
@@ -112,6 +113,8 @@ struct DeviceState {
     read: OpResult,
     write: OpResult,
     errors: ErrorLog,
+    /// Taken out of the run after a failure: no more submissions.
+    failed: bool,
 }
 
 /// One I/O in flight.
@@ -128,6 +131,7 @@ pub(crate) struct WorkerTask {
     pub cpu: usize,
     pub devices: Vec<(usize, TargetInfo, std::fs::File)>,
     pub workload: Workload,
+    pub on_error: ErrorPolicy,
     pub shared: Arc<Shared>,
     pub intervals: Option<Sender<DeviceInterval>>,
 }
@@ -157,6 +161,7 @@ impl WorkerTask {
             devices,
             slots: Vec::new(),
             workload: self.workload.clone(),
+            on_error: self.on_error,
             shared: self.shared.clone(),
             intervals: self.intervals,
             start,
@@ -188,6 +193,7 @@ impl WorkerTask {
                     read: d.read,
                     write: d.write,
                     errors: d.errors,
+                    failed: d.failed,
                 })
                 .collect(),
         ))
@@ -243,6 +249,7 @@ impl WorkerTask {
                 read: OpResult::default(),
                 write: OpResult::default(),
                 errors: ErrorLog::default(),
+                failed: false,
             });
             next_slot += w.iodepth;
         }
@@ -255,6 +262,7 @@ struct WorkerLoop {
     devices: Vec<DeviceState>,
     slots: Vec<Slot>,
     workload: Workload,
+    on_error: ErrorPolicy,
     shared: Arc<Shared>,
     intervals: Option<Sender<DeviceInterval>>,
     start: Instant,
@@ -317,6 +325,8 @@ impl WorkerLoop {
             let in_window_start = self.ramp_end;
             let end = self.end;
             let (devices, slots) = (&mut self.devices, &self.slots);
+            let on_error = self.on_error;
+            let mut stop_all = false;
             self.io.reap(|user_data, result| {
                 let slot = slots[user_data as usize];
                 let dev = &mut devices[slot.device as usize];
@@ -364,8 +374,19 @@ impl WorkerLoop {
                     if reap_time >= in_window_start && reap_time < end {
                         dev.interval.errors += 1;
                     }
+                    match on_error {
+                        ErrorPolicy::Continue => {}
+                        ErrorPolicy::StopDevice => dev.failed = true,
+                        ErrorPolicy::StopAll => {
+                            dev.failed = true;
+                            stop_all = true;
+                        }
+                    }
                 }
             });
+            if stop_all {
+                self.shared.stop();
+            }
         }
         // Close the last (possibly partial) second.
         self.flush_second(self.current_second);
@@ -389,6 +410,9 @@ impl WorkerLoop {
         let rate = self.workload.rate_iops;
         let since_start = now.saturating_duration_since(self.start);
         for (file, dev) in self.devices.iter_mut().enumerate() {
+            if dev.failed {
+                continue;
+            }
             let mut budget = dev.iodepth - dev.in_flight;
             if let Some(rate) = rate {
                 let allowed = (since_start.as_secs_f64() * rate as f64) as u64 + 1;

@@ -149,3 +149,42 @@ impl Default for Workload {
         }
     }
 }
+
+/// What a worker does when one of its devices fails an I/O (`--on-error`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ErrorPolicy {
+    /// Keep submitting to the device; every failure is counted.
+    Continue,
+    /// Stop submitting to the failing device (its in-flight I/O drains); the others go on.
+    #[default]
+    StopDevice,
+    /// Stop the whole run at the first failure.
+    StopAll,
+}
+
+impl ErrorPolicy {
+    /// The name `--on-error` takes.
+    pub fn name(self) -> &'static str {
+        match self {
+            ErrorPolicy::Continue => "continue",
+            ErrorPolicy::StopDevice => "stop-device",
+            ErrorPolicy::StopAll => "stop-all",
+        }
+    }
+}
+
+impl FromStr for ErrorPolicy {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        [
+            ErrorPolicy::Continue,
+            ErrorPolicy::StopDevice,
+            ErrorPolicy::StopAll,
+        ]
+        .into_iter()
+        .find(|p| p.name() == s)
+        .ok_or_else(|| format!("unknown error policy '{s}': use continue, stop-device or stop-all"))
+    }
+}

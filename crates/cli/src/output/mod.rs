@@ -57,6 +57,7 @@ pub(crate) mod tests_support {
                     read: op(3000, 200_000, 4096),
                     write: op(1000, 1_500_000, 4096),
                     errors: ErrorLog::default(),
+                    failed: false,
                 },
                 DeviceResult {
                     path: PathBuf::from("/dev/loop11"),
@@ -64,6 +65,7 @@ pub(crate) mod tests_support {
                     read: op(1000, 90_000, 4096),
                     write: OpResult::default(),
                     errors,
+                    failed: false,
                 },
             ],
             measured: Duration::from_secs(2),

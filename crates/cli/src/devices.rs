@@ -1,0 +1,400 @@
+//! From what the user typed after `--devices` to probed, de-duplicated targets.
+//!
+//! [`expand_device_args`] turns paths and quoted glob patterns into [`DeviceCandidate`]s, and
+//! [`resolve_targets`] probes them with `hostmax_engine::target::probe` into [`TargetInfo`]s,
+//! dropping the second naming of the same device (through a symlink such as
+//! `/dev/disk/by-id/...`, a second device node, or a hard link). Every failure is a
+//! [`BadInput`] naming the path or pattern.
+
+use std::collections::HashSet;
+use std::ffi::{OsStr, OsString};
+use std::os::unix::fs::{FileTypeExt, MetadataExt};
+use std::path::{Path, PathBuf};
+
+use hostmax_engine::{target, EngineError, TargetInfo, TargetKind};
+
+use crate::plan::BadInput;
+
+/// One path to probe, and how the user named it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeviceCandidate {
+    /// The path, as given or as a pattern matched it.
+    pub path: PathBuf,
+    /// The pattern that matched it, if it came from one: a pattern's matches that are not
+    /// usable targets (such as `/dev/loop-control` under `/dev/loop*`) are skipped.
+    pub from_pattern: Option<String>,
+}
+
+/// Whether `s` has a glob metacharacter; a path without one is taken literally.
+pub fn is_pattern(s: &str) -> bool {
+    s.contains(['*', '?', '['])
+}
+
+/// Expands `--devices` values in order: a path without glob metacharacters is kept as given
+/// (checked later by probing); a pattern is expanded, its matches in natural order
+/// (`loop2` before `loop10`). A pattern that matches nothing is an error naming it — unless
+/// a file of exactly that name exists, which is then taken literally.
+pub fn expand_device_args(args: &[OsString]) -> Result<Vec<DeviceCandidate>, BadInput> {
+    let mut out = Vec::new();
+    for arg in args {
+        if arg.is_empty() {
+            return Err(BadInput(
+                "--devices got an empty path; give a block device or file path, or a quoted pattern such as '/dev/sd[b-u]'"
+                    .into(),
+            ));
+        }
+        // A non-UTF-8 name cannot be a glob pattern for the glob crate: take it literally.
+        let Some(text) = arg.to_str().filter(|t| is_pattern(t)) else {
+            out.push(DeviceCandidate {
+                path: PathBuf::from(arg),
+                from_pattern: None,
+            });
+            continue;
+        };
+        let entries = glob::glob(text).map_err(|e| {
+            BadInput(format!(
+                "--devices pattern '{text}' is malformed ({e}); quote it and check its brackets, e.g. '/dev/sd[b-u]'"
+            ))
+        })?;
+        let mut matches = Vec::new();
+        for entry in entries {
+            match entry {
+                Ok(path) => matches.push(path),
+                Err(e) => {
+                    return Err(BadInput(format!(
+                        "--devices pattern '{text}': cannot read {}: {}",
+                        e.path().display(),
+                        e.error()
+                    )))
+                }
+            }
+        }
+        if matches.is_empty() {
+            if Path::new(text).exists() {
+                out.push(DeviceCandidate {
+                    path: PathBuf::from(text),
+                    from_pattern: None,
+                });
+                continue;
+            }
+            return Err(BadInput(format!(
+                "--devices pattern '{text}' matches nothing; check the path (ls {text})"
+            )));
+        }
+        matches.sort_by(|a, b| natural_cmp(a.as_os_str(), b.as_os_str()));
+        out.extend(matches.into_iter().map(|path| DeviceCandidate {
+            path,
+            from_pattern: Some(text.to_string()),
+        }));
+    }
+    Ok(out)
+}
+
+/// Compares names with digit runs as numbers, so `loop2` sorts before `loop10`.
+pub fn natural_cmp(a: &OsStr, b: &OsStr) -> std::cmp::Ordering {
+    use std::cmp::Ordering;
+    use std::os::unix::ffi::OsStrExt;
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    let (mut i, mut j) = (0, 0);
+    while i < a.len() && j < b.len() {
+        if a[i].is_ascii_digit() && b[j].is_ascii_digit() {
+            let si = i;
+            while i < a.len() && a[i].is_ascii_digit() {
+                i += 1;
+            }
+            let sj = j;
+            while j < b.len() && b[j].is_ascii_digit() {
+                j += 1;
+            }
+            // Compare numerically without parsing (runs may be longer than any integer):
+            // strip leading zeros, then longer is larger, then bytewise.
+            let na = strip_zeros(&a[si..i]);
+            let nb = strip_zeros(&b[sj..j]);
+            let ord = na.len().cmp(&nb.len()).then_with(|| na.cmp(nb));
+            if ord != Ordering::Equal {
+                return ord;
+            }
+        } else {
+            if a[i] != b[j] {
+                return a[i].cmp(&b[j]);
+            }
+            i += 1;
+            j += 1;
+        }
+    }
+    (a.len() - i).cmp(&(b.len() - j)).then_with(|| a.cmp(b))
+}
+
+fn strip_zeros(digits: &[u8]) -> &[u8] {
+    let first = digits
+        .iter()
+        .position(|&d| d != b'0')
+        .unwrap_or(digits.len());
+    &digits[first..]
+}
+
+/// Turns an engine probe error into a one-line message naming the path and the fix.
+pub fn probe_error_message(path: &Path, err: &EngineError) -> String {
+    match err {
+        EngineError::Open { source, .. } => match source.kind() {
+            std::io::ErrorKind::NotFound => format!(
+                "{} does not exist; give an existing block device or regular file",
+                path.display()
+            ),
+            std::io::ErrorKind::PermissionDenied => format!(
+                "{}: permission denied; run as root or give yourself read access",
+                path.display()
+            ),
+            _ => format!("{}: cannot probe it: {source}", path.display()),
+        },
+        EngineError::NotATarget { what, .. } => format!(
+            "{} is {what}; give a block device or a regular file",
+            path.display()
+        ),
+        other => format!("{}: {other}", path.display()),
+    }
+}
+
+/// What makes two names the same target.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum Identity {
+    /// A block device: its device number.
+    Device(u32, u32),
+    /// A regular file: its filesystem and inode.
+    Inode(u64, u64),
+}
+
+/// Probes every candidate, in order, and keeps each device or file once.
+///
+/// A path given literally must be a usable target. A pattern's matches that are not (a
+/// directory, a character device like `/dev/loop-control`, or an empty block device like an
+/// unattached `/dev/loopN`) are skipped; a pattern all of whose matches are skipped is an
+/// error. An empty target is an error: there is nothing to do I/O on.
+pub fn resolve_targets(candidates: &[DeviceCandidate]) -> Result<Vec<TargetInfo>, BadInput> {
+    let mut seen_paths: HashSet<PathBuf> = HashSet::new();
+    let mut seen_ids: HashSet<Identity> = HashSet::new();
+    let mut targets = Vec::new();
+    let mut usable_per_pattern: Vec<(&str, bool)> = Vec::new();
+    for cand in candidates {
+        if let Some(p) = &cand.from_pattern {
+            if !usable_per_pattern.iter().any(|(q, _)| q == p) {
+                usable_per_pattern.push((p.as_str(), false));
+            }
+        }
+        let info = match target::probe(&cand.path) {
+            Ok(info) => info,
+            Err(EngineError::NotATarget { .. }) if cand.from_pattern.is_some() => continue,
+            Err(e) => return Err(BadInput(probe_error_message(&cand.path, &e))),
+        };
+        if info.size == 0 {
+            if cand.from_pattern.is_some() && info.kind == TargetKind::BlockDevice {
+                continue;
+            }
+            return Err(BadInput(match info.kind {
+                TargetKind::BlockDevice => format!(
+                    "{} has size 0 (an unattached loop device or an empty drive?); give a device with data space",
+                    cand.path.display()
+                ),
+                TargetKind::RegularFile => format!(
+                    "{} is an empty file; give it a size first, e.g. fallocate -l 1g {}",
+                    cand.path.display(),
+                    cand.path.display()
+                ),
+            }));
+        }
+        if let Some(p) = &cand.from_pattern {
+            if let Some(entry) = usable_per_pattern.iter_mut().find(|(q, _)| q == p) {
+                entry.1 = true;
+            }
+        }
+        if !seen_paths.insert(info.path.clone()) {
+            continue;
+        }
+        if let Some(id) = identity(&info) {
+            if !seen_ids.insert(id) {
+                continue;
+            }
+        }
+        targets.push(info);
+    }
+    if let Some((pattern, _)) = usable_per_pattern.iter().find(|(_, usable)| !usable) {
+        return Err(BadInput(format!(
+            "--devices pattern '{pattern}' matches no usable target (only directories, character devices or empty devices); give block devices or regular files"
+        )));
+    }
+    Ok(targets)
+}
+
+fn identity(info: &TargetInfo) -> Option<Identity> {
+    match (info.kind, info.rdev) {
+        (TargetKind::BlockDevice, Some((major, minor))) => Some(Identity::Device(major, minor)),
+        _ => {
+            let meta = std::fs::metadata(&info.path).ok()?;
+            if meta.file_type().is_block_device() {
+                let rdev = meta.rdev();
+                return Some(Identity::Device(libc::major(rdev), libc::minor(rdev)));
+            }
+            Some(Identity::Inode(meta.dev(), meta.ino()))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::cmp::Ordering;
+    use std::fs;
+
+    /// A directory under /dev/shm removed on drop (tmpfs takes O_DIRECT on this kernel).
+    struct ScratchDir(PathBuf);
+    impl ScratchDir {
+        fn new(tag: &str) -> Self {
+            let dir = PathBuf::from(format!(
+                "/dev/shm/hostmax-devices-{tag}-{}",
+                std::process::id()
+            ));
+            let _ = fs::remove_dir_all(&dir);
+            fs::create_dir_all(&dir).expect("create scratch dir");
+            ScratchDir(dir)
+        }
+        fn file(&self, name: &str, len: u64) -> PathBuf {
+            let p = self.0.join(name);
+            fs::File::create(&p).unwrap().set_len(len).unwrap();
+            p
+        }
+    }
+    impl Drop for ScratchDir {
+        fn drop(&mut self) {
+            let _ = fs::remove_dir_all(&self.0);
+        }
+    }
+
+    fn os(v: &[&str]) -> Vec<OsString> {
+        v.iter().map(OsString::from).collect()
+    }
+
+    #[test]
+    fn natural_order_sorts_numbers_by_value() {
+        let mut names = vec!["loop10", "loop2", "loop1", "loop02", "sdb", "sda", "loop"];
+        names.sort_by(|a, b| natural_cmp(OsStr::new(a), OsStr::new(b)));
+        assert_eq!(
+            names,
+            vec!["loop", "loop1", "loop02", "loop2", "loop10", "sda", "sdb"]
+        );
+        assert_eq!(
+            natural_cmp(
+                OsStr::new("a99999999999999999999999"),
+                OsStr::new("a100000000000000000000000")
+            ),
+            Ordering::Less
+        );
+    }
+
+    #[test]
+    fn patterns_expand_in_natural_order_and_literals_stay() {
+        let dir = ScratchDir::new("expand");
+        for name in ["v10", "v2", "v1"] {
+            dir.file(name, 1 << 20);
+        }
+        let pattern = format!("{}/v*", dir.0.display());
+        let literal = dir.0.join("v2");
+        let got = expand_device_args(&[literal.clone().into(), pattern.clone().into()]).unwrap();
+        let paths: Vec<_> = got.iter().map(|c| c.path.clone()).collect();
+        assert_eq!(
+            paths,
+            vec![
+                literal.clone(),
+                dir.0.join("v1"),
+                dir.0.join("v2"),
+                dir.0.join("v10")
+            ]
+        );
+        assert_eq!(got[0].from_pattern, None);
+        assert_eq!(got[1].from_pattern.as_deref(), Some(pattern.as_str()));
+    }
+
+    #[test]
+    fn a_pattern_matching_nothing_is_named() {
+        let dir = ScratchDir::new("nomatch");
+        let pattern = format!("{}/nothing[0-9]", dir.0.display());
+        let err = expand_device_args(&os(&[&pattern])).unwrap_err();
+        assert!(err.0.contains(&pattern), "{err}");
+        assert!(err.0.contains("matches nothing"), "{err}");
+        let err = expand_device_args(&os(&["/dev/sd[b-"])).unwrap_err();
+        assert!(err.0.contains("malformed"), "{err}");
+        let err = expand_device_args(&os(&[""])).unwrap_err();
+        assert!(err.0.contains("empty"), "{err}");
+    }
+
+    #[test]
+    fn a_file_whose_name_looks_like_a_pattern_is_taken_literally() {
+        let dir = ScratchDir::new("bracket");
+        let odd = dir.file("a[1]", 1 << 20);
+        let got = expand_device_args(&[odd.clone().into()]).unwrap();
+        assert_eq!(got[0].path, odd);
+        assert_eq!(got[0].from_pattern, None);
+    }
+
+    #[test]
+    fn the_same_file_named_twice_counts_once_in_order() {
+        let dir = ScratchDir::new("dedupe");
+        let a = dir.file("a", 1 << 20);
+        let b = dir.file("b", 1 << 20);
+        let link = dir.0.join("link-to-a");
+        std::os::unix::fs::symlink(&a, &link).unwrap();
+        let hard = dir.0.join("hard-b");
+        fs::hard_link(&b, &hard).unwrap();
+        let cands = expand_device_args(&[
+            b.clone().into(),
+            link.into(),
+            a.clone().into(),
+            hard.into(),
+            dir.0.join("./b").into(),
+        ])
+        .unwrap();
+        let targets = resolve_targets(&cands).unwrap();
+        let paths: Vec<_> = targets.iter().map(|t| t.path.clone()).collect();
+        assert_eq!(paths, vec![b, a]);
+    }
+
+    #[test]
+    fn unusable_literals_are_clear_errors() {
+        let dir = ScratchDir::new("unusable");
+        let missing = dir.0.join("missing");
+        let err =
+            resolve_targets(&expand_device_args(&[missing.clone().into()]).unwrap()).unwrap_err();
+        assert!(
+            err.0.contains("does not exist") && err.0.contains("missing"),
+            "{err}"
+        );
+        let err =
+            resolve_targets(&expand_device_args(&[dir.0.clone().into()]).unwrap()).unwrap_err();
+        assert!(err.0.contains("a directory"), "{err}");
+        let err = resolve_targets(&expand_device_args(&os(&["/dev/null"])).unwrap()).unwrap_err();
+        assert!(
+            err.0.contains("/dev/null") && err.0.contains("character device"),
+            "{err}"
+        );
+        let empty = dir.file("empty", 0);
+        let err = resolve_targets(&expand_device_args(&[empty.into()]).unwrap()).unwrap_err();
+        assert!(err.0.contains("empty file"), "{err}");
+    }
+
+    #[test]
+    fn a_pattern_skips_unusable_matches_but_not_all_of_them() {
+        let dir = ScratchDir::new("skip");
+        fs::create_dir(dir.0.join("t-dir")).unwrap();
+        let file = dir.file("t-file", 1 << 20);
+        let pattern = format!("{}/t-*", dir.0.display());
+        let targets = resolve_targets(&expand_device_args(&os(&[&pattern])).unwrap()).unwrap();
+        assert_eq!(targets.len(), 1);
+        assert_eq!(targets[0].path, file);
+
+        let only_dirs = format!("{}/t-d*", dir.0.display());
+        let err = resolve_targets(&expand_device_args(&os(&[&only_dirs])).unwrap()).unwrap_err();
+        assert!(
+            err.0.contains(&only_dirs) && err.0.contains("no usable"),
+            "{err}"
+        );
+    }
+}

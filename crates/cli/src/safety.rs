@@ -1,0 +1,783 @@
+//! Write safety: which targets a write workload must not touch, decided before any I/O.
+//!
+//! A write to a block device needs `--allow-write`. Whatever the flags, a block device that is
+//! mounted (or has a mounted partition), has holders (device-mapper, md, ...), is active swap
+//! (itself or a partition), or cannot be opened exclusively is refused, and so is a regular
+//! file that is an active swap file. [`check_write_safety`] checks every target and returns
+//! ONE [`BadInput`] listing each refused target with its [`RefusalReason`]s.
+//!
+//! The checks are split so tests can feed synthetic system state: [`parse_mountinfo`] and
+//! [`parse_swaps`] read the text of `/proc/self/mountinfo` and `/proc/swaps`,
+//! [`read_family`] reads a device and its partitions from a `/sys/class/block`-shaped
+//! directory, and [`in_use_reasons`] decides from those alone. [`SystemSources`] names where
+//! the real files are.
+
+use std::fmt;
+use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+
+use hostmax_engine::{IoPattern, TargetInfo, TargetKind};
+
+use crate::plan::BadInput;
+
+/// Where the system state the checks read comes from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SystemSources {
+    /// `/proc/self/mountinfo`.
+    pub mountinfo: PathBuf,
+    /// `/proc/swaps`.
+    pub swaps: PathBuf,
+    /// `/sys/class/block`.
+    pub sys_class_block: PathBuf,
+}
+
+impl Default for SystemSources {
+    fn default() -> Self {
+        SystemSources {
+            mountinfo: PathBuf::from("/proc/self/mountinfo"),
+            swaps: PathBuf::from("/proc/swaps"),
+            sys_class_block: PathBuf::from("/sys/class/block"),
+        }
+    }
+}
+
+/// One line of `/proc/self/mountinfo`, the parts the checks need.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MountEntry {
+    /// The `major:minor` of the mounted filesystem's device (anonymous `0:N` for tmpfs and
+    /// for btrfs, whose real device is then only in [`MountEntry::source`]).
+    pub dev: (u32, u32),
+    /// Where it is mounted.
+    pub mount_point: PathBuf,
+    /// The mount source (`/dev/sdb1`, `tmpfs`, ...).
+    pub source: String,
+}
+
+/// Undoes the kernel's octal escapes (`\040` for a space) in mountinfo and swaps paths.
+fn unescape_octal(s: &str) -> String {
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'\\'
+            && i + 3 < bytes.len()
+            && bytes[i + 1..i + 4]
+                .iter()
+                .all(|b| (b'0'..=b'7').contains(b))
+        {
+            let v = (bytes[i + 1] - b'0') as u32 * 64
+                + (bytes[i + 2] - b'0') as u32 * 8
+                + (bytes[i + 3] - b'0') as u32;
+            if let Ok(b) = u8::try_from(v) {
+                out.push(b);
+                i += 4;
+                continue;
+            }
+        }
+        out.push(bytes[i]);
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+fn parse_dev(s: &str) -> Option<(u32, u32)> {
+    let (major, minor) = s.trim().split_once(':')?;
+    Some((major.parse().ok()?, minor.parse().ok()?))
+}
+
+/// Parses `/proc/self/mountinfo` text; malformed lines are skipped.
+pub fn parse_mountinfo(text: &str) -> Vec<MountEntry> {
+    text.lines()
+        .filter_map(|line| {
+            let fields: Vec<&str> = line.split_whitespace().collect();
+            let dev = parse_dev(fields.get(2)?)?;
+            let mount_point = PathBuf::from(unescape_octal(fields.get(4)?));
+            // Optional fields end at a lone "-"; then fstype, source, super options.
+            let dash = fields.iter().skip(6).position(|f| *f == "-")? + 6;
+            let source = unescape_octal(fields.get(dash + 2).copied().unwrap_or(""));
+            Some(MountEntry {
+                dev,
+                mount_point,
+                source,
+            })
+        })
+        .collect()
+}
+
+/// An active swap area, as `/proc/swaps` lists it and `stat` identifies it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SwapEntry {
+    /// The swap device or file as listed.
+    pub path: PathBuf,
+    /// Its device number, if it is a block device.
+    pub rdev: Option<(u32, u32)>,
+    /// Its (filesystem, inode), if it is a regular file.
+    pub inode: Option<(u64, u64)>,
+}
+
+/// Parses `/proc/swaps` text into the listed paths (the header line is skipped).
+pub fn parse_swaps(text: &str) -> Vec<PathBuf> {
+    text.lines()
+        .filter(|line| !line.starts_with("Filename"))
+        .filter_map(|line| line.split_whitespace().next())
+        .map(|name| PathBuf::from(unescape_octal(name)))
+        .collect()
+}
+
+/// Identifies each swap path by `stat` (a path that no longer exists keeps only its name).
+pub fn identify_swaps(paths: &[PathBuf]) -> Vec<SwapEntry> {
+    paths
+        .iter()
+        .map(|path| {
+            let meta = std::fs::metadata(path).ok();
+            let rdev = meta
+                .as_ref()
+                .filter(|m| m.file_type().is_block_device())
+                .map(|m| (libc::major(m.rdev()), libc::minor(m.rdev())));
+            let inode = meta
+                .as_ref()
+                .filter(|m| m.file_type().is_file())
+                .map(|m| (m.dev(), m.ino()));
+            SwapEntry {
+                path: path.clone(),
+                rdev,
+                inode,
+            }
+        })
+        .collect()
+}
+
+/// A block device node: a whole device or one of its partitions.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BlockNode {
+    /// Kernel name (`loop3`, `loop3p1`).
+    pub name: String,
+    /// Device number.
+    pub dev: (u32, u32),
+    /// Names in its `holders` directory (`dm-0`, `md127`).
+    pub holders: Vec<String>,
+}
+
+/// A block device and its partitions, the device first.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeviceFamily {
+    /// The device itself, then each partition in name order.
+    pub nodes: Vec<BlockNode>,
+}
+
+fn list_dir_names(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .map(|rd| {
+            rd.filter_map(|e| e.ok())
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    names.sort();
+    names
+}
+
+/// Reads a block device named `name` with device number `dev` and its partitions from a
+/// `/sys/class/block`-shaped directory: a partition is a subdirectory whose name starts with
+/// the device's and that has a `dev` file; holders are the entries of each `holders` dir.
+pub fn read_family(sys_class_block: &Path, name: &str, dev: (u32, u32)) -> DeviceFamily {
+    let dir = sys_class_block.join(name);
+    let mut nodes = vec![BlockNode {
+        name: name.to_string(),
+        dev,
+        holders: list_dir_names(&dir.join("holders")),
+    }];
+    for entry in list_dir_names(&dir) {
+        if !entry.starts_with(name) || entry == name {
+            continue;
+        }
+        let part = dir.join(&entry);
+        let Some(part_dev) = std::fs::read_to_string(part.join("dev"))
+            .ok()
+            .and_then(|s| parse_dev(&s))
+        else {
+            continue;
+        };
+        nodes.push(BlockNode {
+            name: entry,
+            dev: part_dev,
+            holders: list_dir_names(&part.join("holders")),
+        });
+    }
+    DeviceFamily { nodes }
+}
+
+/// Why a target is refused for writing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RefusalReason {
+    /// A block device to be written without `--allow-write`.
+    NeedsAllowWrite,
+    /// The device (`partition: None`) or one of its partitions is mounted.
+    Mounted {
+        /// The partition's kernel name, if it is a partition that is mounted.
+        partition: Option<String>,
+        /// Its mount points (bind mounts give several).
+        mount_points: Vec<PathBuf>,
+    },
+    /// The device or a partition has holders (device-mapper, md, bcache...).
+    Holders {
+        /// The partition's kernel name, if the holders are a partition's.
+        partition: Option<String>,
+        /// The holders' kernel names.
+        holders: Vec<String>,
+    },
+    /// The device or a partition, or the file, is active swap.
+    Swap {
+        /// The partition's kernel name, if a partition is the swap area.
+        partition: Option<String>,
+    },
+    /// The kernel refused an exclusive open: something else claims the device.
+    Busy,
+    /// The state could not be read, so safety cannot be shown.
+    Unknown(String),
+}
+
+fn on_partition(partition: &Option<String>) -> String {
+    partition
+        .as_ref()
+        .map(|p| format!(" (partition {p})"))
+        .unwrap_or_default()
+}
+
+impl fmt::Display for RefusalReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RefusalReason::NeedsAllowWrite => {
+                f.write_str("needs --allow-write (writing destroys its data)")
+            }
+            RefusalReason::Mounted {
+                partition,
+                mount_points,
+            } => {
+                let first = mount_points
+                    .first()
+                    .map(|p| p.display().to_string())
+                    .unwrap_or_default();
+                match partition {
+                    Some(p) => write!(f, "has partition {p} mounted at {first}")?,
+                    None => write!(f, "is mounted at {first}")?,
+                }
+                if mount_points.len() > 1 {
+                    write!(f, " (and {} more)", mount_points.len() - 1)?;
+                }
+                Ok(())
+            }
+            RefusalReason::Holders { partition, holders } => write!(
+                f,
+                "has holders {}{}",
+                holders.join(","),
+                on_partition(partition)
+            ),
+            RefusalReason::Swap { partition: None } => f.write_str("is active swap"),
+            RefusalReason::Swap { partition: Some(p) } => {
+                write!(f, "has partition {p} as active swap")
+            }
+            RefusalReason::Busy => f.write_str("is in use (the kernel refused an exclusive open)"),
+            RefusalReason::Unknown(why) => write!(f, "cannot be checked ({why})"),
+        }
+    }
+}
+
+/// Whether a mount's source names `node` (`/dev/<name>`, symlinks resolved where they exist).
+fn source_names(source: &str, node: &str) -> bool {
+    if !source.starts_with("/dev/") {
+        return false;
+    }
+    let resolved = std::fs::canonicalize(source).unwrap_or_else(|_| PathBuf::from(source));
+    resolved.parent() == Some(Path::new("/dev")) && resolved.file_name().is_some_and(|n| n == node)
+}
+
+/// Why a block device family is in use, from mount and swap state alone (no I/O).
+pub fn in_use_reasons(
+    family: &DeviceFamily,
+    mounts: &[MountEntry],
+    swaps: &[SwapEntry],
+) -> Vec<RefusalReason> {
+    let mut reasons = Vec::new();
+    for (i, node) in family.nodes.iter().enumerate() {
+        let partition = (i > 0).then(|| node.name.clone());
+        let mut mount_points: Vec<PathBuf> = Vec::new();
+        for m in mounts {
+            if (m.dev == node.dev || source_names(&m.source, &node.name))
+                && !mount_points.contains(&m.mount_point)
+            {
+                mount_points.push(m.mount_point.clone());
+            }
+        }
+        if !mount_points.is_empty() {
+            reasons.push(RefusalReason::Mounted {
+                partition: partition.clone(),
+                mount_points,
+            });
+        }
+        if !node.holders.is_empty() {
+            reasons.push(RefusalReason::Holders {
+                partition: partition.clone(),
+                holders: node.holders.clone(),
+            });
+        }
+        let swapped = swaps.iter().any(|s| {
+            s.rdev == Some(node.dev) || source_names(&s.path.to_string_lossy(), &node.name)
+        });
+        if swapped {
+            reasons.push(RefusalReason::Swap { partition });
+        }
+    }
+    reasons
+}
+
+/// A refused target and every reason.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refusal {
+    /// The target's canonical path.
+    pub path: PathBuf,
+    /// Why, in the order found.
+    pub reasons: Vec<RefusalReason>,
+}
+
+/// The one-line message for a list of refusals, naming each target, its reasons, and the fix.
+pub fn refusal_message(refusals: &[Refusal]) -> String {
+    let listed: Vec<String> = refusals
+        .iter()
+        .map(|r| {
+            let reasons: Vec<String> = r.reasons.iter().map(|x| x.to_string()).collect();
+            format!("{} {}", r.path.display(), reasons.join(" and "))
+        })
+        .collect();
+    let mut fixes = Vec::new();
+    let all = || refusals.iter().flat_map(|r| r.reasons.iter());
+    if all().any(|x| *x != RefusalReason::NeedsAllowWrite) {
+        fixes.push("unmount them, swapoff them or release their holders, or pick other devices");
+    }
+    if all().any(|x| *x == RefusalReason::NeedsAllowWrite) {
+        fixes.push("add --allow-write only if their data may be destroyed");
+    }
+    let mut fix = fixes.join("; ");
+    if let Some(first) = fix.get(..1) {
+        fix = first.to_uppercase() + &fix[1..];
+    }
+    format!("refusing to write: {}. {fix}", listed.join("; "))
+}
+
+/// Decides refusals from already-read state: `families[i]` belongs to `targets[i]` (`None`
+/// for a regular file). Pure, so unit tests can feed synthetic state.
+pub fn write_refusals(
+    targets: &[TargetInfo],
+    families: &[Option<DeviceFamily>],
+    allow_write: bool,
+    mounts: &[MountEntry],
+    swaps: &[SwapEntry],
+) -> Vec<Refusal> {
+    let mut refusals = Vec::new();
+    for (target, family) in targets.iter().zip(families) {
+        let mut reasons = Vec::new();
+        match target.kind {
+            TargetKind::BlockDevice => {
+                if !allow_write {
+                    reasons.push(RefusalReason::NeedsAllowWrite);
+                }
+                if let Some(family) = family {
+                    reasons.extend(in_use_reasons(family, mounts, swaps));
+                }
+            }
+            TargetKind::RegularFile => {
+                let id = std::fs::metadata(&target.path)
+                    .ok()
+                    .map(|m| (m.dev(), m.ino()));
+                let swapped = swaps.iter().any(|s| {
+                    (id.is_some() && s.inode == id)
+                        || std::fs::canonicalize(&s.path).ok().as_deref()
+                            == Some(target.path.as_path())
+                });
+                if swapped {
+                    reasons.push(RefusalReason::Swap { partition: None });
+                }
+            }
+        }
+        if !reasons.is_empty() {
+            refusals.push(Refusal {
+                path: target.path.clone(),
+                reasons,
+            });
+        }
+    }
+    refusals
+}
+
+/// Whether an exclusive open of a block device fails with `EBUSY` (mounted, claimed by md,
+/// dm, or another exclusive opener). Opens read-only: nothing is written.
+fn exclusive_open_busy(path: &Path) -> bool {
+    let opened = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_EXCL | libc::O_CLOEXEC)
+        .open(path);
+    matches!(opened, Err(e) if e.raw_os_error() == Some(libc::EBUSY))
+}
+
+/// Checks every target of a run before any I/O: a workload that writes must not touch a
+/// refused target. Reads the real system state from `sources`. A read-only workload passes
+/// without reading anything.
+pub fn check_write_safety(
+    targets: &[TargetInfo],
+    pattern: IoPattern,
+    allow_write: bool,
+    sources: &SystemSources,
+) -> Result<(), BadInput> {
+    write_safety(targets, pattern, allow_write, sources, true)
+}
+
+/// The same checks again right before the first write, while this process already holds every
+/// written device open with `O_EXCL` (so the exclusive-open probe is skipped: it would find our
+/// own claim). Catches a mount or swapon that slipped in between planning and opening.
+pub fn recheck_while_held(
+    targets: &[TargetInfo],
+    pattern: IoPattern,
+    allow_write: bool,
+    sources: &SystemSources,
+) -> Result<(), BadInput> {
+    write_safety(targets, pattern, allow_write, sources, false)
+}
+
+fn write_safety(
+    targets: &[TargetInfo],
+    pattern: IoPattern,
+    allow_write: bool,
+    sources: &SystemSources,
+    probe_exclusive: bool,
+) -> Result<(), BadInput> {
+    if !pattern.writes() {
+        return Ok(());
+    }
+    let any_device = targets.iter().any(|t| t.kind == TargetKind::BlockDevice);
+    let read = |p: &Path| std::fs::read_to_string(p).map_err(|e| format!("{}: {e}", p.display()));
+    let mounts = match read(&sources.mountinfo) {
+        Ok(text) => Ok(parse_mountinfo(&text)),
+        Err(e) if any_device => Err(e),
+        Err(_) => Ok(Vec::new()),
+    };
+    // No swap support compiled in means no /proc/swaps and no swap.
+    let swaps = read(&sources.swaps)
+        .map(|t| identify_swaps(&parse_swaps(&t)))
+        .unwrap_or_default();
+    let families: Vec<Option<DeviceFamily>> = targets
+        .iter()
+        .map(|t| match (t.kind, t.rdev) {
+            (TargetKind::BlockDevice, Some(dev)) => {
+                let name = t.kernel_name.clone().unwrap_or_else(|| {
+                    t.path
+                        .file_name()
+                        .map(|n| n.to_string_lossy().into_owned())
+                        .unwrap_or_default()
+                });
+                Some(read_family(&sources.sys_class_block, &name, dev))
+            }
+            _ => None,
+        })
+        .collect();
+    let mut refusals = match &mounts {
+        Ok(mounts) => write_refusals(targets, &families, allow_write, mounts, &swaps),
+        Err(why) => targets
+            .iter()
+            .filter(|t| t.kind == TargetKind::BlockDevice)
+            .map(|t| Refusal {
+                path: t.path.clone(),
+                reasons: vec![RefusalReason::Unknown(why.clone())],
+            })
+            .collect(),
+    };
+    // Catch what the files do not show (btrfs multi-device members, claims by other tools).
+    for t in targets
+        .iter()
+        .filter(|t| probe_exclusive && t.kind == TargetKind::BlockDevice)
+    {
+        let already_in_use = refusals.iter().any(|r| {
+            r.path == t.path
+                && r.reasons
+                    .iter()
+                    .any(|x| *x != RefusalReason::NeedsAllowWrite)
+        });
+        if !already_in_use && exclusive_open_busy(&t.path) {
+            match refusals.iter_mut().find(|r| r.path == t.path) {
+                Some(r) => r.reasons.push(RefusalReason::Busy),
+                None => refusals.push(Refusal {
+                    path: t.path.clone(),
+                    reasons: vec![RefusalReason::Busy],
+                }),
+            }
+        }
+    }
+    if refusals.is_empty() {
+        return Ok(());
+    }
+    // Keep the user's order of targets in the message.
+    refusals.sort_by_key(|r| targets.iter().position(|t| t.path == r.path));
+    Err(BadInput(refusal_message(&refusals)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::fs;
+
+    const MOUNTINFO: &str = "\
+22 1 259:2 / / rw,relatime shared:1 - ext4 /dev/nvme0n1p2 rw
+36 22 0:32 / /dev/shm rw,nosuid,nodev shared:5 - tmpfs tmpfs rw
+40 22 7:3 / /mnt/x rw,relatime shared:20 - ext4 /dev/loop3 rw
+41 22 7:3 / /srv/bind rw,relatime shared:20 - ext4 /dev/loop3 rw
+42 22 259:9 / /mnt/with\\040space rw - xfs /dev/loop5p1 rw
+43 22 0:77 / /mnt/btrfs rw - btrfs /dev/loop6 rw
+44 22 0:78 / /odd rw master:3 propagate_from:2 unbindable - ext4 /dev/loop7 rw
+garbage line
+";
+
+    const SWAPS: &str = "\
+Filename\t\t\t\tType\t\tSize\t\tUsed\t\tPriority
+/dev/loop8p2                            partition\t1048572\t\t0\t\t-2
+/swap\\040file                           file\t\t1048572\t\t0\t\t-3
+";
+
+    fn device(name: &str, dev: (u32, u32)) -> TargetInfo {
+        TargetInfo {
+            path: PathBuf::from(format!("/dev/{name}")),
+            kind: TargetKind::BlockDevice,
+            size: 1 << 30,
+            logical_block_size: 512,
+            rdev: Some(dev),
+            kernel_name: Some(name.to_string()),
+        }
+    }
+
+    fn node(name: &str, dev: (u32, u32), holders: &[&str]) -> BlockNode {
+        BlockNode {
+            name: name.to_string(),
+            dev,
+            holders: holders.iter().map(|h| h.to_string()).collect(),
+        }
+    }
+
+    fn swaps() -> Vec<SwapEntry> {
+        parse_swaps(SWAPS)
+            .into_iter()
+            .map(|path| SwapEntry {
+                path,
+                rdev: None,
+                inode: None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn mountinfo_parses_devices_points_and_sources() {
+        let m = parse_mountinfo(MOUNTINFO);
+        assert_eq!(m.len(), 7);
+        assert_eq!(m[2].dev, (7, 3));
+        assert_eq!(m[2].mount_point, PathBuf::from("/mnt/x"));
+        assert_eq!(m[4].mount_point, PathBuf::from("/mnt/with space"));
+        assert_eq!(m[4].source, "/dev/loop5p1");
+        assert_eq!(m[6].source, "/dev/loop7");
+        assert_eq!(unescape_octal("a\\134b\\011"), "a\\b\t");
+        assert_eq!(unescape_octal("trailing\\04"), "trailing\\04");
+    }
+
+    #[test]
+    fn swaps_parse_without_the_header() {
+        assert_eq!(
+            parse_swaps(SWAPS),
+            vec![PathBuf::from("/dev/loop8p2"), PathBuf::from("/swap file")]
+        );
+        assert!(parse_swaps("Filename Type Size Used Priority\n").is_empty());
+    }
+
+    #[test]
+    fn a_mounted_device_is_refused_even_with_allow_write() {
+        let mounts = parse_mountinfo(MOUNTINFO);
+        let fam = DeviceFamily {
+            nodes: vec![node("loop3", (7, 3), &[])],
+        };
+        let r = write_refusals(&[device("loop3", (7, 3))], &[Some(fam)], true, &mounts, &[]);
+        assert_eq!(r.len(), 1);
+        assert_eq!(
+            r[0].reasons,
+            vec![RefusalReason::Mounted {
+                partition: None,
+                mount_points: vec![PathBuf::from("/mnt/x"), PathBuf::from("/srv/bind")]
+            }]
+        );
+        let msg = refusal_message(&r);
+        assert!(
+            msg.contains("/dev/loop3 is mounted at /mnt/x (and 1 more)"),
+            "{msg}"
+        );
+        assert!(!msg.contains("--allow-write"), "{msg}");
+    }
+
+    #[test]
+    fn partitions_holders_swap_and_btrfs_sources_are_found() {
+        let mounts = parse_mountinfo(MOUNTINFO);
+        let swaps = swaps();
+        let cases = [
+            (
+                DeviceFamily {
+                    nodes: vec![node("loop5", (7, 5), &[]), node("loop5p1", (259, 9), &[])],
+                },
+                "has partition loop5p1 mounted at /mnt/with space",
+            ),
+            (
+                DeviceFamily {
+                    nodes: vec![node("loop6", (7, 6), &[])],
+                },
+                "is mounted at /mnt/btrfs",
+            ),
+            (
+                DeviceFamily {
+                    nodes: vec![node("loop4", (7, 4), &["dm-0", "dm-1"])],
+                },
+                "has holders dm-0,dm-1",
+            ),
+            (
+                DeviceFamily {
+                    nodes: vec![
+                        node("loop9", (7, 9), &[]),
+                        node("loop9p1", (259, 1), &["md127"]),
+                    ],
+                },
+                "has holders md127 (partition loop9p1)",
+            ),
+            (
+                DeviceFamily {
+                    nodes: vec![node("loop8", (7, 8), &[]), node("loop8p2", (259, 3), &[])],
+                },
+                "has partition loop8p2 as active swap",
+            ),
+        ];
+        for (fam, expected) in cases {
+            let reasons = in_use_reasons(&fam, &mounts, &swaps);
+            assert_eq!(reasons.len(), 1, "{fam:?}: {reasons:?}");
+            assert_eq!(reasons[0].to_string(), expected);
+        }
+        let free = DeviceFamily {
+            nodes: vec![node("loop1", (7, 1), &[])],
+        };
+        assert!(in_use_reasons(&free, &mounts, &swaps).is_empty());
+        let by_number = [SwapEntry {
+            path: PathBuf::from("/nonexistent/swap"),
+            rdev: Some((7, 1)),
+            inode: None,
+        }];
+        assert_eq!(
+            in_use_reasons(&free, &mounts, &by_number),
+            vec![RefusalReason::Swap { partition: None }]
+        );
+    }
+
+    #[test]
+    fn one_message_lists_every_refused_device() {
+        let mounts = parse_mountinfo(MOUNTINFO);
+        let targets = [
+            device("loop3", (7, 3)),
+            device("loop1", (7, 1)),
+            device("loop4", (7, 4)),
+        ];
+        let families = [
+            Some(DeviceFamily {
+                nodes: vec![node("loop3", (7, 3), &[])],
+            }),
+            Some(DeviceFamily {
+                nodes: vec![node("loop1", (7, 1), &[])],
+            }),
+            Some(DeviceFamily {
+                nodes: vec![node("loop4", (7, 4), &["dm-0"])],
+            }),
+        ];
+        let with_flag = write_refusals(&targets, &families, true, &mounts, &[]);
+        let msg = refusal_message(&with_flag);
+        assert_eq!(
+            msg,
+            "refusing to write: /dev/loop3 is mounted at /mnt/x (and 1 more); /dev/loop4 has holders dm-0. \
+             Unmount them, swapoff them or release their holders, or pick other devices"
+        );
+        let without_flag = write_refusals(&targets, &families, false, &mounts, &[]);
+        assert_eq!(without_flag.len(), 3);
+        let msg = refusal_message(&without_flag);
+        assert!(msg.contains("/dev/loop1 needs --allow-write"), "{msg}");
+        assert!(
+            msg.contains(
+                "/dev/loop4 needs --allow-write (writing destroys its data) and has holders dm-0"
+            ),
+            "{msg}"
+        );
+        assert!(
+            msg.ends_with("add --allow-write only if their data may be destroyed"),
+            "{msg}"
+        );
+        assert!(!msg.contains('\n'));
+    }
+
+    #[test]
+    fn regular_files_need_no_flag_unless_they_are_swap() {
+        let dir = PathBuf::from(format!("/dev/shm/hostmax-safety-{}", std::process::id()));
+        fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("img");
+        fs::File::create(&file).unwrap().set_len(1 << 20).unwrap();
+        let info = TargetInfo {
+            path: file.clone(),
+            kind: TargetKind::RegularFile,
+            size: 1 << 20,
+            logical_block_size: 512,
+            rdev: None,
+            kernel_name: None,
+        };
+        assert!(write_refusals(std::slice::from_ref(&info), &[None], false, &[], &[]).is_empty());
+        let swap = identify_swaps(std::slice::from_ref(&file));
+        assert!(swap[0].inode.is_some());
+        let r = write_refusals(&[info], &[None], true, &[], &swap);
+        assert_eq!(r[0].reasons, vec![RefusalReason::Swap { partition: None }]);
+        fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn families_come_from_a_sys_class_block_tree() {
+        let root = PathBuf::from(format!("/dev/shm/hostmax-sysfs-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&root);
+        fs::create_dir_all(root.join("loop3/holders")).unwrap();
+        fs::create_dir_all(root.join("loop3/loop3p1/holders/dm-0")).unwrap();
+        fs::write(root.join("loop3/loop3p1/dev"), "259:0\n").unwrap();
+        fs::create_dir_all(root.join("loop3/loop3p2/holders")).unwrap();
+        fs::write(root.join("loop3/loop3p2/dev"), "259:1\n").unwrap();
+        fs::create_dir_all(root.join("loop3/queue")).unwrap();
+        fs::create_dir_all(root.join("loop3/mq/0")).unwrap();
+        let fam = read_family(&root, "loop3", (7, 3));
+        assert_eq!(
+            fam.nodes,
+            vec![
+                node("loop3", (7, 3), &[]),
+                node("loop3p1", (259, 0), &["dm-0"]),
+                node("loop3p2", (259, 1), &[]),
+            ]
+        );
+        // A device without a sysfs entry is just itself.
+        assert_eq!(
+            read_family(&root, "sdz", (8, 0)).nodes,
+            vec![node("sdz", (8, 0), &[])]
+        );
+        fs::remove_dir_all(&root).unwrap();
+    }
+
+    #[test]
+    fn read_only_workloads_are_never_refused() {
+        let targets = [device("nonexistent-loop", (7, 250))];
+        let sources = SystemSources {
+            mountinfo: PathBuf::from("/nonexistent/mountinfo"),
+            ..SystemSources::default()
+        };
+        assert!(check_write_safety(&targets, IoPattern::RandRead, false, &sources).is_ok());
+        // Writes fail closed when the mount table cannot be read.
+        let err = check_write_safety(&targets, IoPattern::RandWrite, true, &sources).unwrap_err();
+        assert!(err.0.contains("cannot be checked"), "{err}");
+    }
+}

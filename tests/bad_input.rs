@@ -1,0 +1,564 @@
+//! Bad input, run through the real `hostmax` binary: every case must exit 2 with exactly one
+//! line on stderr naming the offending thing, no panic or backtrace, and nothing on stdout.
+//! The block-device cases attach their own loop devices over files in /dev/shm and always
+//! detach (and unmount) them in `Drop` guards.
+
+use std::fs;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+const HOSTMAX: &str = env!("CARGO_BIN_EXE_hostmax");
+
+/// A directory under /dev/shm (tmpfs takes O_DIRECT), removed on drop.
+struct ScratchDir(PathBuf);
+
+impl ScratchDir {
+    fn new(tag: &str) -> ScratchDir {
+        let dir = PathBuf::from(format!(
+            "/dev/shm/hostmax-bad-input-{tag}-{}",
+            std::process::id()
+        ));
+        let _ = fs::remove_dir_all(&dir);
+        fs::create_dir_all(&dir).expect("create scratch dir");
+        ScratchDir(dir)
+    }
+
+    /// A sparse file of `len` bytes.
+    fn file(&self, name: &str, len: u64) -> String {
+        let path = self.0.join(name);
+        fs::File::create(&path)
+            .and_then(|f| f.set_len(len))
+            .expect("create file");
+        path.to_string_lossy().into_owned()
+    }
+
+    fn path(&self, name: &str) -> String {
+        self.0.join(name).to_string_lossy().into_owned()
+    }
+}
+
+impl Drop for ScratchDir {
+    fn drop(&mut self) {
+        let _ = fs::remove_dir_all(&self.0);
+    }
+}
+
+/// A loop device attached to a file, detached on drop.
+struct LoopDevice(String);
+
+impl LoopDevice {
+    fn attach(file: &str, partscan: bool) -> LoopDevice {
+        let mut cmd = Command::new("losetup");
+        cmd.args(["-f", "--show", "--direct-io=on"]);
+        if partscan {
+            cmd.arg("-P");
+        }
+        let out = cmd.arg(file).output().expect("run losetup");
+        assert!(
+            out.status.success(),
+            "losetup: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        LoopDevice(String::from_utf8_lossy(&out.stdout).trim().to_string())
+    }
+
+    fn name(&self) -> &str {
+        self.0.trim_start_matches("/dev/")
+    }
+
+    /// Completed writes, field 5 of /sys/block/DEV/stat.
+    fn writes_completed(&self) -> u64 {
+        let stat = fs::read_to_string(format!("/sys/block/{}/stat", self.name())).unwrap();
+        stat.split_whitespace().nth(4).unwrap().parse().unwrap()
+    }
+}
+
+impl Drop for LoopDevice {
+    fn drop(&mut self) {
+        let _ = Command::new("losetup").args(["-d", &self.0]).status();
+    }
+}
+
+/// A mount, unmounted on drop.
+struct Mount(PathBuf);
+
+impl Mount {
+    fn new(source: &str, target: &Path, options: &[&str]) -> Mount {
+        fs::create_dir_all(target).unwrap();
+        let status = Command::new("mount")
+            .args(options)
+            .arg(source)
+            .arg(target)
+            .status()
+            .expect("run mount");
+        assert!(status.success(), "mount {source} {}", target.display());
+        Mount(target.to_path_buf())
+    }
+}
+
+impl Drop for Mount {
+    fn drop(&mut self) {
+        let ok = Command::new("umount")
+            .arg(&self.0)
+            .status()
+            .is_ok_and(|s| s.success());
+        if !ok {
+            let _ = Command::new("umount").arg("-l").arg(&self.0).status();
+        }
+    }
+}
+
+fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions and touches no memory.
+    unsafe { libc::geteuid() == 0 }
+}
+
+fn run(args: &[String]) -> Output {
+    Command::new(HOSTMAX)
+        .args(args)
+        .env_remove("RUST_BACKTRACE")
+        .output()
+        .expect("run hostmax")
+}
+
+/// Asserts the bad-input contract and that the message names `expected`.
+fn assert_bad_input(label: &str, args: &[String], out: &Output, expected: &str) {
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let context = format!("case {label}: hostmax {args:?}\nstderr: {stderr}");
+    assert_eq!(out.status.code(), Some(2), "exit code, {context}");
+    assert!(
+        out.stdout.is_empty(),
+        "stdout not empty: {:?}, {context}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    assert!(stderr.ends_with('\n'), "{context}");
+    assert_eq!(stderr.matches('\n').count(), 1, "not one line, {context}");
+    assert!(
+        stderr.starts_with("hostmax: ") && stderr.len() > "hostmax: \n".len(),
+        "{context}"
+    );
+    let lower = stderr.to_lowercase();
+    assert!(
+        !lower.contains("panicked") && !lower.contains("backtrace"),
+        "{context}"
+    );
+    assert!(
+        stderr.contains(expected),
+        "message does not name '{expected}', {context}"
+    );
+}
+
+fn strings(v: &[&str]) -> Vec<String> {
+    v.iter().map(|s| s.to_string()).collect()
+}
+
+#[test]
+fn every_bad_input_exits_2_with_one_line_naming_it() {
+    let dir = ScratchDir::new("table");
+    let f = dir.file("f", 1 << 20);
+    let small = dir.file("small", 64 << 10);
+    let empty = dir.file("empty", 0);
+    fs::create_dir(dir.path("subdir")).unwrap();
+    let missing = dir.path("missing");
+    let nomatch = dir.path("nomatch*");
+    let only_dirs = dir.path("subd*");
+    let json_missing_dir = dir.path("no-such-dir/report.json");
+    let d = |extra: &[&str]| -> Vec<String> {
+        let mut v = strings(&["--devices", &f]);
+        v.extend(strings(extra));
+        v
+    };
+
+    let cases: Vec<(&str, Vec<String>, &str)> = vec![
+        (
+            "nonexistent path",
+            strings(&["--devices", &missing]),
+            missing.as_str(),
+        ),
+        (
+            "directory",
+            strings(&["--devices", &dir.path("subdir")]),
+            "is a directory",
+        ),
+        (
+            "character device",
+            strings(&["--devices", "/dev/null"]),
+            "/dev/null is a character device",
+        ),
+        (
+            "pattern matching nothing",
+            strings(&["--devices", &nomatch]),
+            nomatch.as_str(),
+        ),
+        (
+            "pattern matching only directories",
+            strings(&["--devices", &only_dirs]),
+            only_dirs.as_str(),
+        ),
+        (
+            "malformed pattern",
+            strings(&["--devices", "/dev/sd[b-"]),
+            "/dev/sd[b-",
+        ),
+        (
+            "empty device string",
+            strings(&["--devices", ""]),
+            "empty path",
+        ),
+        (
+            "--devices without a value",
+            strings(&["--devices"]),
+            "--devices",
+        ),
+        ("no --devices at all", vec![], "--devices"),
+        (
+            "no --devices, only options",
+            strings(&["--bs", "4k"]),
+            "no devices given",
+        ),
+        ("empty file", strings(&["--devices", &empty]), "empty file"),
+        ("bs 0", d(&["--bs", "0"]), "--bs 0"),
+        (
+            "bs not a multiple of 512",
+            d(&["--bs", "3000"]),
+            "--bs 3000",
+        ),
+        ("bs above 8 MiB", d(&["--bs", "16m"]), "--bs 16m"),
+        ("bs below 512", d(&["--bs", "256"]), "--bs 256"),
+        ("bs garbage", d(&["--bs", "4q"]), "'4q'"),
+        ("bs fraction", d(&["--bs", "4.5k"]), "'4.5k'"),
+        (
+            "bs larger than the file",
+            strings(&["--devices", &small, "--bs", "128k"]),
+            small.as_str(),
+        ),
+        (
+            "bs larger than the working set",
+            d(&["--size", "4k", "--bs", "8k"]),
+            "--size 4k",
+        ),
+        (
+            "size not a multiple of bs",
+            d(&["--size", "6k"]),
+            "--size 6k",
+        ),
+        (
+            "size bigger than the device",
+            d(&["--size", "2m"]),
+            "--size 2m",
+        ),
+        ("size 0", d(&["--size", "0"]), "--size 0"),
+        ("size negative", d(&["--size", "-1g"]), "negative"),
+        ("iodepth 0", d(&["--iodepth", "0"]), "--iodepth"),
+        ("iodepth 100000", d(&["--iodepth", "100000"]), "100000"),
+        ("iodepth garbage", d(&["--iodepth", "abc"]), "--iodepth"),
+        ("iodepth negative", d(&["--iodepth", "-1"]), "--iodepth"),
+        ("runtime garbage", d(&["--runtime", "abc"]), "'abc'"),
+        ("runtime negative", d(&["--runtime", "-5s"]), "'-5s'"),
+        ("runtime unknown suffix", d(&["--runtime", "10x"]), "'10x'"),
+        ("runtime 0", d(&["--runtime", "0"]), "--runtime 0"),
+        ("ramp garbage", d(&["--ramp", "soon"]), "--ramp"),
+        (
+            "rwmixread over 100",
+            d(&["--rw", "randrw", "--rwmixread", "101"]),
+            "'101'",
+        ),
+        (
+            "rwmixread negative",
+            d(&["--rw", "randrw", "--rwmixread", "-1"]),
+            "--rwmixread",
+        ),
+        (
+            "rwmixread with randread",
+            d(&["--rw", "randread", "--rwmixread", "70"]),
+            "--rwmixread 70 conflicts with --rw randread",
+        ),
+        (
+            "rwmixread with the default pattern",
+            d(&["--rwmixread", "70"]),
+            "conflicts",
+        ),
+        ("rw bogus", d(&["--rw", "bogus"]), "'bogus'"),
+        ("rw empty", d(&["--rw", ""]), "--rw"),
+        ("cpus that do not exist", d(&["--cpus", "9999"]), "9999"),
+        ("cpus open range", d(&["--cpus", "1-"]), "'1-'"),
+        ("cpus letters", d(&["--cpus", "a"]), "'a'"),
+        ("cpus reversed range", d(&["--cpus", "3-1"]), "3-1"),
+        (
+            "cpus beyond any machine",
+            d(&["--cpus", "0-4000000000"]),
+            "4000000000",
+        ),
+        (
+            "json into a missing directory",
+            d(&["--json", &json_missing_dir]),
+            "no-such-dir",
+        ),
+        (
+            "json is a directory",
+            d(&["--json", &dir.path("subdir")]),
+            "is a directory",
+        ),
+        (
+            "json onto a device node",
+            d(&["--json", "/dev/null"]),
+            "not a regular file",
+        ),
+        ("seed garbage", d(&["--seed", "xyz"]), "'xyz'"),
+        ("seed negative", d(&["--seed", "-1"]), "'-1'"),
+        ("rate-iops 0", d(&["--rate-iops", "0"]), "'0'"),
+        ("rate-iops garbage", d(&["--rate-iops", "fast"]), "'fast'"),
+        ("unknown flag", d(&["--bogus"]), "--bogus"),
+        (
+            "fio's flag spelled wrong",
+            d(&["--block-size", "4k"]),
+            "--block-size",
+        ),
+        ("stray positional argument", d(&["extra"]), "extra"),
+        (
+            "demo with --devices",
+            strings(&["demo", "--devices", &f]),
+            "--devices",
+        ),
+    ];
+    assert!(cases.len() >= 30);
+    for (label, args, expected) in &cases {
+        let out = run(args);
+        assert_bad_input(label, args, &out, expected);
+    }
+    // Nothing was written to the target along the way.
+    assert!(fs::read(&f).unwrap().iter().all(|&b| b == 0));
+}
+
+#[test]
+fn help_and_version_exit_0() {
+    for flag in ["--help", "-h", "--version", "-V"] {
+        let out = run(&strings(&[flag]));
+        assert_eq!(out.status.code(), Some(0), "{flag}");
+        assert!(!out.stdout.is_empty(), "{flag}");
+    }
+    let help = String::from_utf8_lossy(&run(&strings(&["--help"])).stdout).into_owned();
+    for option in [
+        "--devices",
+        "--rw",
+        "--rwmixread",
+        "--bs",
+        "--iodepth",
+        "--size",
+        "--runtime",
+        "--ramp",
+        "--cpus",
+        "--seed",
+        "--rate-iops",
+        "--json",
+        "--allow-write",
+        "--no-latency",
+        "demo",
+    ] {
+        assert!(help.contains(option), "--help lacks {option}");
+    }
+}
+
+#[test]
+fn more_devices_than_the_open_file_limit_allows() {
+    let dir = ScratchDir::new("nofile");
+    let files: Vec<String> = (0..3)
+        .map(|i| dir.file(&format!("f{i}"), 1 << 20))
+        .collect();
+    let mut args = strings(&["--devices"]);
+    args.extend(files.iter().cloned());
+    let mut cmd = Command::new(HOSTMAX);
+    cmd.args(&args);
+    // SAFETY: runs in the child between fork and exec; setrlimit is async-signal-safe and
+    // only reads the local struct.
+    unsafe {
+        cmd.pre_exec(|| {
+            let lim = libc::rlimit {
+                rlim_cur: 20,
+                rlim_max: 20,
+            };
+            if libc::setrlimit(libc::RLIMIT_NOFILE, &lim) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let out = cmd.output().expect("run hostmax");
+    assert_bad_input(
+        "open-file limit",
+        &args,
+        &out,
+        "open-file limit (ulimit -n) is 20",
+    );
+}
+
+#[test]
+fn unwritable_json_directory() {
+    if !is_root() {
+        eprintln!("skipped: mounting a read-only tmpfs needs root");
+        return;
+    }
+    let dir = ScratchDir::new("rojson");
+    let f = dir.file("f", 1 << 20);
+    let ro = dir.0.join("ro");
+    let _mount = Mount::new("tmpfs", &ro, &["-t", "tmpfs", "-o", "ro,size=1m"]);
+    let json = ro.join("report.json").to_string_lossy().into_owned();
+    let args = strings(&["--devices", &f, "--json", &json]);
+    assert_bad_input("read-only json dir", &args, &run(&args), "not writable");
+}
+
+#[test]
+fn writing_a_block_device_needs_allow_write() {
+    if !is_root() {
+        eprintln!("skipped: attaching loop devices needs root");
+        return;
+    }
+    let dir = ScratchDir::new("allow");
+    let img = dir.file("img", 16 << 20);
+    let dev = LoopDevice::attach(&img, false);
+    let before = dev.writes_completed();
+    for rw in ["randwrite", "write", "randrw"] {
+        let args = strings(&[
+            "--devices",
+            &dev.0,
+            "--rw",
+            rw,
+            "--runtime",
+            "1s",
+            "--ramp",
+            "0",
+        ]);
+        let out = run(&args);
+        assert_bad_input(rw, &args, &out, &format!("{} needs --allow-write", dev.0));
+    }
+    // Named twice, once through a symlink: one device, one reason.
+    let link = dir.path("by-id-link");
+    std::os::unix::fs::symlink(&dev.0, &link).unwrap();
+    let args = strings(&["--devices", &link, &dev.0, "--rw", "randwrite"]);
+    let out = run(&args);
+    assert_bad_input("symlink", &args, &out, "needs --allow-write");
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr)
+            .matches("needs --allow-write")
+            .count(),
+        1
+    );
+    assert_eq!(
+        dev.writes_completed(),
+        before,
+        "a refused run wrote to {}",
+        dev.0
+    );
+}
+
+fn mkfs_ext4(dev: &str) {
+    let status = Command::new("mkfs.ext4")
+        .args(["-q", "-F", dev])
+        .status()
+        .expect("run mkfs.ext4");
+    assert!(status.success(), "mkfs.ext4 {dev}");
+}
+
+fn fsck_clean(dev: &str) {
+    let out = Command::new("fsck.ext4")
+        .args(["-n", dev])
+        .output()
+        .expect("run fsck.ext4");
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "fsck.ext4 -n {dev}: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn a_mounted_device_is_refused_even_with_allow_write() {
+    if !is_root() {
+        eprintln!("skipped: loop devices and mounts need root");
+        return;
+    }
+    let dir = ScratchDir::new("mounted");
+    let img = dir.file("ext4.img", 32 << 20);
+    let free_img = dir.file("free.img", 16 << 20);
+    let dev = LoopDevice::attach(&img, false);
+    let free = LoopDevice::attach(&free_img, false);
+    mkfs_ext4(&dev.0);
+    let mount = Mount::new(&dev.0, &dir.0.join("mnt"), &[]);
+    for rw in ["randwrite", "write", "randrw"] {
+        let args = strings(&["--devices", &dev.0, "--rw", rw, "--allow-write"]);
+        let out = run(&args);
+        assert_bad_input(rw, &args, &out, "mounted");
+        assert!(String::from_utf8_lossy(&out.stderr).contains(&dev.0));
+    }
+    // Two devices: ONE message, naming only the refused one; the free one is not written.
+    let before = free.writes_completed();
+    let args = strings(&[
+        "--devices",
+        &free.0,
+        &dev.0,
+        "--rw",
+        "randwrite",
+        "--allow-write",
+    ]);
+    let out = run(&args);
+    assert_bad_input(
+        "mounted among free",
+        &args,
+        &out,
+        &format!("{} is mounted at", dev.0),
+    );
+    assert!(!String::from_utf8_lossy(&out.stderr).contains(&free.0));
+    assert_eq!(free.writes_completed(), before);
+    // Reading a mounted device is allowed.
+    let read = run(&strings(&["--devices", &dev.0, "--rw", "randread"]));
+    assert_eq!(
+        read.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&read.stderr)
+    );
+    drop(mount);
+    fsck_clean(&dev.0);
+}
+
+#[test]
+fn a_device_with_a_mounted_partition_is_refused() {
+    if !is_root() {
+        eprintln!("skipped: loop devices and mounts need root");
+        return;
+    }
+    let dir = ScratchDir::new("partition");
+    let img = dir.file("part.img", 32 << 20);
+    let dev = LoopDevice::attach(&img, true);
+    // This kernel reads no partition tables (no MSDOS/EFI parsers), so add the partition
+    // with BLKPG as partx would: sectors 2048 to the end. Detaching removes it.
+    let status = Command::new("addpart")
+        .args([&dev.0, "1", "2048", &((32 << 20) / 512 - 2048).to_string()])
+        .status()
+        .expect("run addpart");
+    assert!(status.success(), "addpart {}", dev.0);
+    let part = format!("{}p1", dev.0);
+    // Partition nodes appear asynchronously after the scan.
+    for _ in 0..100 {
+        if Path::new(&part).exists() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert!(Path::new(&part).exists(), "{part} did not appear");
+    mkfs_ext4(&part);
+    let mount = Mount::new(&part, &dir.0.join("mnt"), &[]);
+    let args = strings(&["--devices", &dev.0, "--rw", "write", "--allow-write"]);
+    let out = run(&args);
+    assert_bad_input(
+        "mounted partition",
+        &args,
+        &out,
+        &format!("{} has partition {}p1 mounted at", dev.0, dev.name()),
+    );
+    drop(mount);
+    fsck_clean(&part);
+}
