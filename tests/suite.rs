@@ -93,6 +93,7 @@ fn io_limit_ends_each_target_after_its_bytes() {
         live: false,
         layout: Default::default(),
         on_error: Default::default(),
+        polling: Default::default(),
     })
     .unwrap();
     let result = handle.wait().unwrap();
@@ -144,6 +145,7 @@ fn discard_and_zero_out_clear_a_loop_volume() {
         live: false,
         layout: Default::default(),
         on_error: Default::default(),
+        polling: Default::default(),
     })
     .unwrap()
     .wait()

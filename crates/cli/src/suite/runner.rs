@@ -474,6 +474,7 @@ impl SuiteRunner {
                 live: false,
                 layout: Default::default(),
                 on_error: Default::default(),
+                polling: Default::default(),
             })
         })
         .map_err(crate::app::refusal_or_error)?;
