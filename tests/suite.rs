@@ -183,7 +183,7 @@ fn discard_and_zero_out_clear_a_loop_volume() {
 /// The cells of the short suite: 2 block sizes x 2 mixes.
 const SHORT_CELLS: [&str; 4] = ["4k_100_0", "8k_100_0", "4k_0_100", "8k_0_100"];
 
-fn short_suite_args(devices: &[String], json: &str) -> Vec<String> {
+fn short_suite_args(devices: &[String], json: &str, cell_time: &str) -> Vec<String> {
     let mut args: Vec<String> = vec!["suite".into(), "iops".into(), "--devices".into()];
     args.extend(devices.iter().cloned());
     for a in [
@@ -192,7 +192,7 @@ fn short_suite_args(devices: &[String], json: &str) -> Vec<String> {
         "--mixes",
         "100/0,0/100",
         "--cell-time",
-        "1s",
+        cell_time,
         "--max-rounds",
         "6",
         "--allow-write",
@@ -220,7 +220,7 @@ fn short_suite_on_capped_volumes_reaches_steady_state_at_round_5() {
     let dir = Scratch::new("steady");
     let json = dir.path("iops.json");
     let html = dir.path("iops.html");
-    let mut args = short_suite_args(&devices, &json);
+    let mut args = short_suite_args(&devices, &json, "1s");
     args.extend(["--html".to_string(), html.clone()]);
     let out = run_hostmax(&args, host.throttle());
     assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
@@ -290,7 +290,7 @@ fn resume_after_sigint_repeats_no_finished_cell() {
     let json = dir.path("run.json");
     let rounds_dir = dir.0.join("run.state/rounds");
     let mut child = Command::new(hostmax_bin())
-        .args(short_suite_args(&devices, &json))
+        .args(short_suite_args(&devices, &json, "500ms"))
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
@@ -542,4 +542,164 @@ fn read_only_suite_refuses_explicit_write_mixes_on_block_devices() {
         "{}",
         stderr_of(&out)
     );
+}
+
+/// The Chromium binary, installing Debian's `chromium` package when it is missing and we may.
+fn chromium() -> Result<PathBuf, String> {
+    let find = || {
+        ["chromium", "chromium-browser", "google-chrome"]
+            .iter()
+            .find_map(|name| {
+                std::env::var_os("PATH").and_then(|paths| {
+                    std::env::split_paths(&paths)
+                        .map(|dir| dir.join(name))
+                        .find(|p| p.is_file())
+                })
+            })
+    };
+    if let Some(found) = find() {
+        return Ok(found);
+    }
+    if !support::is_root() {
+        return Err(
+            "chromium is not installed and installing it needs root (apt-get install -y chromium)"
+                .into(),
+        );
+    }
+    let installed = Command::new("apt-get")
+        .args(["install", "-y", "-qq", "chromium"])
+        .env("DEBIAN_FRONTEND", "noninteractive")
+        .output();
+    match installed {
+        Ok(out) if out.status.success() => {
+            find().ok_or_else(|| "apt-get installed chromium but it is not on PATH".into())
+        }
+        Ok(out) => Err(format!(
+            "chromium is not installed and 'apt-get install -y chromium' failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+                .lines()
+                .last()
+                .unwrap_or("")
+        )),
+        Err(e) => Err(format!(
+            "chromium is not installed and apt-get cannot run: {e}"
+        )),
+    }
+}
+
+/// Loads `page` in headless Chromium and returns the rendered size of every inline `<svg>`,
+/// measured by a probe script added to a copy of the page (the report itself has no script).
+fn rendered_svg_sizes(chrome: &Path, page: &str, scratch: &Scratch) -> Vec<(f64, f64)> {
+    let probe = page.replace(
+        "</body>",
+        "<script>document.body.setAttribute('data-svg-sizes', Array.from(document.querySelectorAll('svg'))\
+         .map(s => { const r = s.getBoundingClientRect(); return r.width + 'x' + r.height; }).join(','));</script></body>",
+    );
+    let probe_path = scratch.0.join("probe.html");
+    fs::write(&probe_path, probe).unwrap();
+    let profile = scratch.0.join("chromium-profile");
+    let mut child = Command::new(chrome)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--no-first-run",
+            "--window-size=1200,900",
+        ])
+        .arg(format!("--user-data-dir={}", profile.display()))
+        .arg("--dump-dom")
+        .arg(format!("file://{}", probe_path.display()))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start chromium");
+    let deadline = Instant::now() + Duration::from_secs(90);
+    while child.try_wait().unwrap().is_none() {
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("chromium did not finish within 90 s");
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let out = child.wait_with_output().unwrap();
+    let dom = String::from_utf8_lossy(&out.stdout);
+    let attr = dom
+        .split("data-svg-sizes=\"")
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .unwrap_or_else(|| {
+            panic!(
+                "the probe did not run; chromium printed: {}",
+                &dom[..dom.len().min(500)]
+            )
+        });
+    attr.split(',')
+        .filter(|s| !s.is_empty())
+        .map(|s| {
+            let (w, h) = s.split_once('x').unwrap();
+            (w.parse().unwrap(), h.parse().unwrap())
+        })
+        .collect()
+}
+
+#[test]
+fn html_report_renders_every_chart_in_chromium() {
+    let _lock = rate_test_lock();
+    let dir = Scratch::new("html");
+    let devices: Vec<String> = ["a", "b"]
+        .iter()
+        .map(|n| dir.file(n, 8 * MIB).display().to_string())
+        .collect();
+    let html = dir.path("report.html");
+    let mut args: Vec<String> = vec!["suite".into(), "iops".into(), "--devices".into()];
+    args.extend(devices);
+    for a in [
+        "--block-sizes",
+        "64k,4k",
+        "--mixes",
+        "100/0,0/100",
+        "--cell-time",
+        "200ms",
+        "--max-rounds",
+        "5",
+        "--html",
+        &html,
+    ] {
+        args.push(a.into());
+    }
+    let out = run_hostmax(&args, None);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    let page = fs::read_to_string(&html).unwrap();
+    // Self-contained: no script, stylesheet, image or frame to fetch.
+    for tag in ["<script", "<link", "<img", "<iframe", "src=", "url("] {
+        assert!(!page.contains(tag), "the page holds {tag}");
+    }
+    let figures = page.matches("<figure class=\"chart\"").count();
+    assert_eq!(
+        figures, 3,
+        "IOPS and throughput by block size, and steady state"
+    );
+    assert_eq!(page.matches("<svg").count(), figures);
+    for text in ["4k_0_100", "64k", "100/0", "steady state"] {
+        assert!(page.contains(text), "the page lacks {text}");
+    }
+    let chrome = match chromium() {
+        Ok(path) => path,
+        Err(reason) => {
+            eprintln!("skipped the Chromium check: {reason}");
+            return;
+        }
+    };
+    let sizes = rendered_svg_sizes(&chrome, &page, &dir);
+    assert_eq!(
+        sizes.len(),
+        figures,
+        "every chart is in the rendered page: {sizes:?}"
+    );
+    for (w, h) in sizes {
+        assert!(w > 100.0 && h > 100.0, "a chart rendered at {w}x{h}");
+    }
 }

@@ -150,7 +150,8 @@ pub struct CellReport {
     pub read_latency_ns: LatencySummary,
     /// Write latency over the window's rounds.
     pub write_latency_ns: LatencySummary,
-    /// Mean latency of all I/Os in the window's rounds, ns.
+    /// Mean latency averaged over the window's rounds, ns (each round's mean of all its I/Os,
+    /// the figure the latency test's steady state judges).
     pub mean_latency_ns: f64,
     /// Failed I/Os in the window's rounds.
     pub errors: u64,
@@ -158,6 +159,13 @@ pub struct CellReport {
     pub devices: Vec<DeviceCellFigures>,
     /// The window's merged read and write histograms (HdrHistogram V2 deflate, base64).
     pub histograms: CellHistograms,
+}
+
+impl CellReport {
+    /// The mix as `READ/WRITE`, as [`SuiteSettings::mixes`] lists it.
+    pub fn mix_label(&self) -> String {
+        format!("{}/{}", self.read_percent, 100 - self.read_percent)
+    }
 }
 
 /// One device's figures in a cell.
@@ -412,12 +420,7 @@ fn cell_report(
             .map(|r| metric_value(TrackedMetric::MeanLatencyNs, r))
             .collect(),
         window_rounds,
-        mean_latency_ns: mean_latency(
-            read.len(),
-            read_latency_ns.mean,
-            write.len(),
-            write_latency_ns.mean,
-        ),
+        mean_latency_ns: avg(&|r| metric_value(TrackedMetric::MeanLatencyNs, r)),
         read_latency_ns,
         write_latency_ns,
         errors: in_window.iter().map(|r| r.report.host.errors).sum(),

@@ -225,9 +225,10 @@ impl SuiteRunner {
     fn run_inner(&self) -> anyhow::Result<SuiteOutcome> {
         let mut purge = self.state.prep("purge")?;
         if self.config.purge && purge.is_none() && self.signals.signal() == 0 {
-            let record = self.purge()?;
-            self.state.save_prep("purge", &record)?;
-            purge = Some(record);
+            if let Some(record) = self.purge()? {
+                self.state.save_prep("purge", &record)?;
+                purge = Some(record);
+            }
         }
         let mut precondition = self.state.prep("precondition")?;
         if self.config.precondition && precondition.is_none() && self.signals.signal() == 0 {
@@ -249,10 +250,14 @@ impl SuiteRunner {
     }
 
     /// Discards the tested range of every device; where discard is not supported, zeroes it.
-    fn purge(&self) -> anyhow::Result<PrepRecord> {
+    /// `None` when a signal came first (the purge is then redone on resume).
+    fn purge(&self) -> anyhow::Result<Option<PrepRecord>> {
         let started = Instant::now();
         let mut method = Vec::new();
         for t in &self.targets {
+            if self.signals.signal() != 0 {
+                return Ok(None);
+            }
             let range = 0..self.config.range;
             self.progress.phase(&format!(
                 "purge: discarding {} of {}",
@@ -286,7 +291,7 @@ impl SuiteRunner {
         };
         self.progress
             .note(&format!("[suite] purge done in {:.1} s", record.secs));
-        Ok(record)
+        Ok(Some(record))
     }
 
     /// Two passes of sequential 128k writes over the tested range of every device at once.
@@ -554,9 +559,9 @@ fn describe(metric: TrackedMetric, record: &CellRound) -> String {
             String::new()
         } else {
             format!(
-                "  (tracked: {:.1} {})",
-                metric.display_value(metric_value(metric, record)),
-                metric.label()
+                "  (tracked {}: {:.1})",
+                metric.label(),
+                metric.display_value(metric_value(metric, record))
             )
         }
     )

@@ -1,0 +1,157 @@
+//! The suite's pictures, drawn with [`crate::chart`]: the test's figure against block size
+//! (one line per mix, log scales), throughput against block size, and the steady-state
+//! convergence plot (the tracked cell's rounds, the window, its average, the ±20% band and
+//! the fitted slope line).
+
+use crate::chart::{Band, LegendCorner, LineChart, Series, SeriesStyle, TickFormat};
+
+use super::matrix::TrackedMetric;
+use super::report::SuiteReport;
+use super::table::cell_figure;
+
+/// One rendered chart: a title for the page and the SVG document.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SuiteChart {
+    /// What it shows.
+    pub title: String,
+    /// The SVG document.
+    pub svg: String,
+}
+
+/// Every chart the report can draw (a chart without data to draw is left out).
+pub fn charts(report: &SuiteReport) -> anyhow::Result<Vec<SuiteChart>> {
+    let metric = report.steady_state.metric;
+    let mut out = Vec::new();
+    let mut push = |chart: Option<LineChart>| -> anyhow::Result<()> {
+        if let Some(chart) = chart {
+            out.push(SuiteChart {
+                title: chart.title.clone(),
+                svg: chart.to_svg()?,
+            });
+        }
+        Ok(())
+    };
+    push(by_block_size(report, metric))?;
+    if metric != TrackedMetric::BytesPerSec {
+        push(by_block_size(report, TrackedMetric::BytesPerSec))?;
+    }
+    push(convergence(report))?;
+    Ok(out)
+}
+
+/// `metric` against block size, one line per mix; log x (block sizes double) and log y.
+fn by_block_size(report: &SuiteReport, metric: TrackedMetric) -> Option<LineChart> {
+    let mut series = Vec::new();
+    for mix in &report.settings.mixes {
+        let points: Vec<(f64, f64)> = report
+            .cell_order
+            .iter()
+            .filter_map(|key| report.cells.get(key))
+            .filter(|c| c.mix_label() == *mix && !c.rounds.is_empty())
+            .map(|c| (f64::from(c.block_size), cell_figure(metric, c)))
+            .filter(|&(_, y)| y > 0.0)
+            .collect();
+        if !points.is_empty() {
+            series.push(Series {
+                name: format!("{mix} read/write"),
+                points,
+                style: SeriesStyle::Solid,
+            });
+        }
+    }
+    if series.is_empty() {
+        return None;
+    }
+    let what = match metric {
+        TrackedMetric::Iops => "IOPS",
+        TrackedMetric::BytesPerSec => "Throughput",
+        TrackedMetric::MeanLatencyNs => "Mean latency",
+    };
+    Some(LineChart {
+        title: format!("{what} by block size ({} test)", report.test),
+        x_label: "block size".into(),
+        y_label: metric.label().into(),
+        x_log: true,
+        y_log: true,
+        x_ticks: TickFormat::Bytes,
+        y_ticks: TickFormat::Decimal,
+        series,
+        bands: Vec::new(),
+        legend: match metric {
+            // IOPS fall as blocks grow; throughput and latency rise.
+            TrackedMetric::Iops => LegendCorner::LowerLeft,
+            _ => LegendCorner::UpperLeft,
+        },
+        size: (820, 480),
+    })
+}
+
+/// The tracked cell round by round, the window, its average, the ±20% band and the slope line.
+fn convergence(report: &SuiteReport) -> Option<LineChart> {
+    let ss = &report.steady_state;
+    let metric = ss.metric;
+    if ss.series.is_empty() {
+        return None;
+    }
+    let v = |x: f64| metric.display_value(x);
+    let mut series = vec![Series {
+        name: format!("{} each round", ss.tracked),
+        points: ss
+            .series
+            .iter()
+            .enumerate()
+            .map(|(i, &y)| ((i + 1) as f64, v(y)))
+            .collect(),
+        style: SeriesStyle::Solid,
+    }];
+    let mut bands = Vec::new();
+    let [first, last] = ss.window_rounds;
+    if !ss.window.is_empty() && first > 0 {
+        let (a, b) = (f64::from(first), f64::from(last));
+        series.push(Series {
+            name: format!("window, rounds {first}-{last}"),
+            points: ss
+                .window
+                .iter()
+                .enumerate()
+                .map(|(i, &y)| (a + i as f64, v(y)))
+                .collect(),
+            style: SeriesStyle::Points,
+        });
+        series.push(Series {
+            name: "window average".into(),
+            points: vec![(a, v(ss.mean)), (b, v(ss.mean))],
+            style: SeriesStyle::Dashed,
+        });
+        if ss.window.len() >= 2 {
+            series.push(Series {
+                name: "least-squares slope".into(),
+                points: vec![
+                    (a, v(ss.slope * a + ss.intercept)),
+                    (b, v(ss.slope * b + ss.intercept)),
+                ],
+                style: SeriesStyle::Dashed,
+            });
+        }
+        if ss.mean > 0.0 {
+            bands.push(Band {
+                name: "average ±20%".into(),
+                lower: v(0.8 * ss.mean),
+                upper: v(1.2 * ss.mean),
+            });
+        }
+    }
+    Some(LineChart {
+        title: format!("Steady state of {}: {}", ss.tracked, ss.status),
+        x_label: "round".into(),
+        y_label: metric.label().into(),
+        x_log: false,
+        y_log: false,
+        x_ticks: TickFormat::Decimal,
+        y_ticks: TickFormat::Decimal,
+        series,
+        bands,
+        legend: LegendCorner::LowerRight,
+        size: (820, 440),
+    })
+}
