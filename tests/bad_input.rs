@@ -513,7 +513,16 @@ fn a_mounted_device_is_refused_even_with_allow_write() {
     assert!(!String::from_utf8_lossy(&out.stderr).contains(&free.0));
     assert_eq!(free.writes_completed(), before);
     // Reading a mounted device is allowed.
-    let read = run(&strings(&["--devices", &dev.0, "--rw", "randread"]));
+    let read = run(&strings(&[
+        "--devices",
+        &dev.0,
+        "--rw",
+        "randread",
+        "--runtime",
+        "1s",
+        "--ramp",
+        "0s",
+    ]));
     assert_eq!(
         read.status.code(),
         Some(0),
