@@ -1,1 +1,79 @@
-//! The simulated host: throttled loop volumes on tmpfs.
+//! The simulated host: throttled loop volumes on tmpfs, for `hostmax demo` and the tests.
+//!
+//! - [`SimulatedHost`] builds what a [`SimHostSpec`] asks for and removes all of it on drop:
+//!   loop volumes over unlinked sparse files in `/dev/shm`, per-volume IOPS/bandwidth caps, and
+//!   optionally a host ceiling (every volume is a slice of one parent loop device that is capped
+//!   too). Without root it falls back to plain files ([`SimHostMode::PlainFiles`]), uncapped.
+//! - [`LoopDevice`]: one loop device made with ioctls, auto-detached when its descriptor closes,
+//!   so even a SIGKILLed process leaves none behind.
+//! - [`IoThrottle`]: one cgroup (v1 `blkio` or v2 `io.max`) holding per-device caps; processes
+//!   in it are capped.
+//! - [`SimHostError`]: what can go wrong building them.
+
+mod host;
+mod loopdev;
+mod throttle;
+
+use std::io;
+use std::path::{Path, PathBuf};
+
+pub use host::{SimHostMode, SimHostSpec, SimVolume, SimulatedHost};
+pub use loopdev::{read_direct_4k, AlignedBlock, LoopDevice, LoopOptions};
+pub use throttle::{CgroupFlavor, DeviceLimit, IoThrottle};
+
+/// Why a simulated host (or one of its parts) could not be built.
+#[derive(Debug, thiserror::Error)]
+pub enum SimHostError {
+    /// A system call on a file failed.
+    #[error("{what} {}: {source}", path.display())]
+    Io {
+        /// What was being done ("open", "write rule to", ...).
+        what: &'static str,
+        /// The file it was done to.
+        path: PathBuf,
+        /// The OS error.
+        source: io::Error,
+    },
+    /// Every attempt to grab a free loop device lost a race (or kept getting EBUSY).
+    #[error("no free loop device after {attempts} attempts (last: {last})")]
+    NoFreeLoop {
+        /// How many devices were tried.
+        attempts: u32,
+        /// The last error seen.
+        last: String,
+    },
+    /// The kernel did not enable direct I/O on a loop device.
+    #[error(
+        "{device}: direct I/O did not get enabled (loop/dio reads {dio:?}); \
+         the backing filesystem must support O_DIRECT"
+    )]
+    DirectIoOff {
+        /// `/dev/loopN`.
+        device: String,
+        /// What `/sys/block/loopN/loop/dio` said.
+        dio: String,
+    },
+    /// Caps were asked for but no cgroup hierarchy can throttle block I/O.
+    #[error(
+        "no cgroup v1 blkio or cgroup v2 io controller is mounted; \
+         run without IOPS/bandwidth caps or mount one"
+    )]
+    NoIoController,
+    /// The operation does not exist on this cgroup flavour.
+    #[error("not supported: {0}")]
+    Unsupported(String),
+    /// The spec is inconsistent; the message names the field and the fix.
+    #[error("simulated host: {0}")]
+    BadSpec(String),
+    /// Plain-file mode found no directory whose filesystem takes O_DIRECT.
+    #[error("no directory for plain volume files supports O_DIRECT (tried: {0})")]
+    NoDirectIoDir(String),
+}
+
+impl SimHostError {
+    /// A `map_err` adapter: `SimHostError::Io` for `what` on `path`.
+    pub(crate) fn io(what: &'static str, path: &Path) -> impl FnOnce(io::Error) -> SimHostError {
+        let path = path.to_path_buf();
+        move |source| SimHostError::Io { what, path, source }
+    }
+}

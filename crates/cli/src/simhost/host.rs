@@ -1,0 +1,541 @@
+//! [`SimulatedHost`]: a set of volumes, their caps and the host ceiling, built from a [`SimHostSpec`].
+
+use std::fmt;
+use std::fs::{self, File, OpenOptions};
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use super::loopdev::{read_direct_4k, LoopDevice, LoopOptions};
+use super::throttle::{pid_alive, stale_owner, IoThrottle};
+use super::SimHostError;
+
+/// What to simulate.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SimHostSpec {
+    /// How many volumes (1..=1024).
+    pub volumes: usize,
+    /// Size of each volume in bytes (a multiple of 4096). Backing files are sparse: only what is
+    /// written takes memory.
+    pub volume_size: u64,
+    /// Per-volume IOPS cap (reads and writes each): empty for none, else one entry per volume.
+    pub volume_iops: Vec<Option<u64>>,
+    /// Per-volume bandwidth cap in bytes/s (reads and writes each): empty, or one per volume.
+    pub volume_bps: Vec<Option<u64>>,
+    /// IOPS ceiling of all volumes together (reads and writes each).
+    pub host_iops: Option<u64>,
+    /// Bandwidth ceiling of all volumes together, bytes/s (reads and writes each).
+    pub host_bps: Option<u64>,
+}
+
+impl SimHostSpec {
+    /// `volumes` uncapped volumes of `volume_size` bytes.
+    pub fn new(volumes: usize, volume_size: u64) -> Self {
+        SimHostSpec {
+            volumes,
+            volume_size,
+            volume_iops: Vec::new(),
+            volume_bps: Vec::new(),
+            host_iops: None,
+            host_bps: None,
+        }
+    }
+
+    /// Caps every volume at `iops` (call after `volumes` is final).
+    pub fn with_volume_iops(mut self, iops: u64) -> Self {
+        self.volume_iops = vec![Some(iops); self.volumes];
+        self
+    }
+
+    /// Caps every volume at `bps` bytes/s (call after `volumes` is final).
+    pub fn with_volume_bps(mut self, bps: u64) -> Self {
+        self.volume_bps = vec![Some(bps); self.volumes];
+        self
+    }
+
+    /// Caps all volumes together at `iops`.
+    pub fn with_host_iops(mut self, iops: u64) -> Self {
+        self.host_iops = Some(iops);
+        self
+    }
+
+    /// Caps all volumes together at `bps` bytes/s.
+    pub fn with_host_bps(mut self, bps: u64) -> Self {
+        self.host_bps = Some(bps);
+        self
+    }
+
+    /// The IOPS cap of volume `index`, if any.
+    pub fn volume_iops_cap(&self, index: usize) -> Option<u64> {
+        self.volume_iops.get(index).copied().flatten()
+    }
+
+    /// The bandwidth cap of volume `index`, if any.
+    pub fn volume_bps_cap(&self, index: usize) -> Option<u64> {
+        self.volume_bps.get(index).copied().flatten()
+    }
+
+    /// Whether a host ceiling is asked for (volumes are then slices of one parent device).
+    pub fn has_host_cap(&self) -> bool {
+        self.host_iops.is_some() || self.host_bps.is_some()
+    }
+
+    /// Whether any cap is asked for (a cgroup is then needed).
+    pub fn is_throttled(&self) -> bool {
+        self.has_host_cap()
+            || self.volume_iops.iter().any(Option::is_some)
+            || self.volume_bps.iter().any(Option::is_some)
+    }
+
+    /// Checks the spec; the error names the field and the fix.
+    pub fn validate(&self) -> Result<(), SimHostError> {
+        let bad = |msg: String| Err(SimHostError::BadSpec(msg));
+        if !(1..=1024).contains(&self.volumes) {
+            return bad(format!(
+                "volumes is {}; give between 1 and 1024",
+                self.volumes
+            ));
+        }
+        if self.volume_size == 0 || !self.volume_size.is_multiple_of(4096) {
+            return bad(format!(
+                "volume size {} bytes is not a positive multiple of 4096; round it",
+                self.volume_size
+            ));
+        }
+        if self.volume_size.checked_mul(self.volumes as u64).is_none() {
+            return bad("volumes x volume size overflows 64 bits; make them smaller".into());
+        }
+        for (name, caps) in [
+            ("volume_iops", &self.volume_iops),
+            ("volume_bps", &self.volume_bps),
+        ] {
+            if !caps.is_empty() && caps.len() != self.volumes {
+                return bad(format!(
+                    "{name} has {} entries for {} volumes; give one per volume or none",
+                    caps.len(),
+                    self.volumes
+                ));
+            }
+            if caps.contains(&Some(0)) {
+                return bad(format!("{name} has a cap of 0; leave it out for no cap"));
+            }
+        }
+        if self.host_iops == Some(0) || self.host_bps == Some(0) {
+            return bad("host cap of 0; leave it out for no cap".into());
+        }
+        Ok(())
+    }
+}
+
+/// How the volumes were made.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SimHostMode {
+    /// Loop devices over tmpfs with direct I/O, capped as the spec asked.
+    LoopDevices,
+    /// Plain files in a directory that takes O_DIRECT: no caps (they need root).
+    PlainFiles {
+        /// Why loop devices were not used.
+        reason: String,
+    },
+}
+
+impl fmt::Display for SimHostMode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SimHostMode::LoopDevices => f.write_str("loop devices on tmpfs"),
+            SimHostMode::PlainFiles { reason } => {
+                write!(f, "plain files without caps ({reason})")
+            }
+        }
+    }
+}
+
+/// One simulated volume.
+#[derive(Debug)]
+pub struct SimVolume {
+    path: PathBuf,
+    device: Option<LoopDevice>,
+    iops_cap: Option<u64>,
+    bps_cap: Option<u64>,
+}
+
+impl SimVolume {
+    /// What to open: `/dev/loopN`, or the file in plain-file mode.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The loop device (not in plain-file mode).
+    pub fn loop_device(&self) -> Option<&LoopDevice> {
+        self.device.as_ref()
+    }
+
+    /// The IOPS cap in force (`None` in plain-file mode, where nothing is capped).
+    pub fn iops_cap(&self) -> Option<u64> {
+        self.iops_cap
+    }
+
+    /// The bandwidth cap in force, bytes/s.
+    pub fn bps_cap(&self) -> Option<u64> {
+        self.bps_cap
+    }
+}
+
+/// Volumes, caps and host ceiling as a [`SimHostSpec`] asked; all removed on drop.
+///
+/// With a host cap, every volume is a loop device whose backing file is the parent loop device
+/// (`lo_offset = i * volume_size`, `lo_sizelimit = volume_size`), and the parent is capped in the
+/// same cgroup: loop issues the parent's I/O in the issuer's cgroup, so the parent's cap bounds
+/// the sum. Only I/O from processes inside [`SimulatedHost::throttle`] is capped.
+#[derive(Debug)]
+pub struct SimulatedHost {
+    spec: SimHostSpec,
+    mode: SimHostMode,
+    volumes: Vec<SimVolume>,
+    host_device: Option<LoopDevice>,
+    throttle: Option<IoThrottle>,
+    plain_dir: Option<ScratchDir>,
+}
+
+impl SimulatedHost {
+    /// Builds the host: loop devices when root, else plain files (see [`SimulatedHost::mode`]).
+    pub fn build(spec: &SimHostSpec) -> Result<SimulatedHost, SimHostError> {
+        spec.validate()?;
+        let euid = nix::unistd::geteuid();
+        if !euid.is_root() {
+            let reason = format!(
+                "not root (euid {euid}): loop devices and cgroup caps need root; \
+                 using plain files, uncapped"
+            );
+            return Self::build_plain_files(spec, &reason);
+        }
+        Self::build_loop_devices(spec)
+    }
+
+    /// Builds loop volumes (needs root).
+    pub fn build_loop_devices(spec: &SimHostSpec) -> Result<SimulatedHost, SimHostError> {
+        spec.validate()?;
+        Self::sweep_stale();
+        let scratch = ScratchDir::create(Path::new("/dev/shm"))?;
+        let throttle = if spec.is_throttled() {
+            Some(IoThrottle::create()?)
+        } else {
+            None
+        };
+        let mut volumes = Vec::with_capacity(spec.volumes);
+        let mut host_device = None;
+        if spec.has_host_cap() {
+            let total = spec.volume_size * spec.volumes as u64;
+            let (file, path) = scratch.new_file("host.img", total)?;
+            let parent = LoopDevice::attach(&file, &LoopOptions::default())?;
+            // The loop device holds the inode; unlinking now means its memory goes with it.
+            fs::remove_file(&path).map_err(SimHostError::io("unlink", &path))?;
+            let parent_file = OpenOptions::new()
+                .read(true)
+                .write(true)
+                .open(parent.path())
+                .map_err(SimHostError::io("open", parent.path()))?;
+            for index in 0..spec.volumes {
+                let options = LoopOptions {
+                    offset: index as u64 * spec.volume_size,
+                    size_limit: spec.volume_size,
+                    ..LoopOptions::default()
+                };
+                let device = LoopDevice::attach(&parent_file, &options)?;
+                volumes.push(Self::loop_volume(spec, index, device));
+            }
+            host_device = Some(parent);
+        } else {
+            for index in 0..spec.volumes {
+                let (file, path) =
+                    scratch.new_file(&format!("volume-{index}.img"), spec.volume_size)?;
+                let device = LoopDevice::attach(&file, &LoopOptions::default())?;
+                fs::remove_file(&path).map_err(SimHostError::io("unlink", &path))?;
+                volumes.push(Self::loop_volume(spec, index, device));
+            }
+        }
+        if let Some(throttle) = &throttle {
+            for volume in &volumes {
+                let device = volume.device.as_ref().expect("loop mode has devices");
+                if let Some(iops) = volume.iops_cap {
+                    throttle.limit_iops(device.major_minor(), iops)?;
+                }
+                if let Some(bps) = volume.bps_cap {
+                    throttle.limit_bps(device.major_minor(), bps)?;
+                }
+            }
+            if let Some(parent) = &host_device {
+                if let Some(iops) = spec.host_iops {
+                    throttle.limit_iops(parent.major_minor(), iops)?;
+                }
+                if let Some(bps) = spec.host_bps {
+                    throttle.limit_bps(parent.major_minor(), bps)?;
+                }
+            }
+        }
+        // Every backing file is unlinked: the empty directory can go now, so a SIGKILL later
+        // leaves nothing on disk either.
+        drop(scratch);
+        Ok(SimulatedHost {
+            spec: spec.clone(),
+            mode: SimHostMode::LoopDevices,
+            volumes,
+            host_device,
+            throttle,
+            plain_dir: None,
+        })
+    }
+
+    /// Builds plain sparse files (no root needed, no caps), in the first of `/dev/shm`,
+    /// `/var/tmp` and the temp dir whose filesystem takes O_DIRECT. `reason` says why.
+    pub fn build_plain_files(
+        spec: &SimHostSpec,
+        reason: &str,
+    ) -> Result<SimulatedHost, SimHostError> {
+        spec.validate()?;
+        Self::sweep_stale();
+        let mut tried = Vec::new();
+        let candidates = [
+            PathBuf::from("/dev/shm"),
+            PathBuf::from("/var/tmp"),
+            std::env::temp_dir(),
+        ];
+        for base in &candidates {
+            let scratch = match ScratchDir::create(base) {
+                Ok(s) => s,
+                Err(err) => {
+                    tried.push(format!("{}: {err}", base.display()));
+                    continue;
+                }
+            };
+            let probe = scratch.new_file("probe", 4096).and_then(|(_, path)| {
+                read_direct_4k(&path, 0).map_err(SimHostError::io("O_DIRECT read of", &path))?;
+                fs::remove_file(&path).map_err(SimHostError::io("remove", &path))
+            });
+            if let Err(err) = probe {
+                tried.push(err.to_string());
+                continue;
+            }
+            let mut volumes = Vec::with_capacity(spec.volumes);
+            for index in 0..spec.volumes {
+                let (_, path) =
+                    scratch.new_file(&format!("volume-{index}.img"), spec.volume_size)?;
+                volumes.push(SimVolume {
+                    path,
+                    device: None,
+                    iops_cap: None,
+                    bps_cap: None,
+                });
+            }
+            return Ok(SimulatedHost {
+                spec: spec.clone(),
+                mode: SimHostMode::PlainFiles {
+                    reason: reason.to_owned(),
+                },
+                volumes,
+                host_device: None,
+                throttle: None,
+                plain_dir: Some(scratch),
+            });
+        }
+        Err(SimHostError::NoDirectIoDir(tried.join("; ")))
+    }
+
+    /// Removes leftovers of killed processes: empty `hostmax-<pid>-<n>` cgroups and
+    /// `hostmax-sim-<pid>-<n>` scratch directories whose pid is gone. Returns how many.
+    /// (Loop devices need no sweeping: the kernel detaches them when their process dies.)
+    pub fn sweep_stale() -> usize {
+        let mut removed = IoThrottle::sweep_stale();
+        let mut bases = vec![
+            PathBuf::from("/dev/shm"),
+            PathBuf::from("/var/tmp"),
+            std::env::temp_dir(),
+        ];
+        bases.dedup();
+        for base in bases {
+            let Ok(entries) = fs::read_dir(&base) else {
+                continue;
+            };
+            for entry in entries.flatten() {
+                let name = entry.file_name();
+                let Some(pid) = stale_owner(SCRATCH_PREFIX, &name.to_string_lossy()) else {
+                    continue;
+                };
+                if !pid_alive(pid) && fs::remove_dir_all(entry.path()).is_ok() {
+                    removed += 1;
+                }
+            }
+        }
+        removed
+    }
+
+    fn loop_volume(spec: &SimHostSpec, index: usize, device: LoopDevice) -> SimVolume {
+        SimVolume {
+            path: device.path().to_path_buf(),
+            device: Some(device),
+            iops_cap: spec.volume_iops_cap(index),
+            bps_cap: spec.volume_bps_cap(index),
+        }
+    }
+
+    /// What was asked for.
+    pub fn spec(&self) -> &SimHostSpec {
+        &self.spec
+    }
+
+    /// Loop devices or plain files (and why).
+    pub fn mode(&self) -> &SimHostMode {
+        &self.mode
+    }
+
+    /// The volumes, in spec order.
+    pub fn volumes(&self) -> &[SimVolume] {
+        &self.volumes
+    }
+
+    /// What to pass to `hostmax --devices`: one path per volume, in order.
+    pub fn device_paths(&self) -> Vec<PathBuf> {
+        self.volumes.iter().map(|v| v.path.clone()).collect()
+    }
+
+    /// The parent loop device every volume is a slice of (only with a host cap).
+    pub fn host_device(&self) -> Option<&LoopDevice> {
+        self.host_device.as_ref()
+    }
+
+    /// The cgroup holding the caps (only when the spec asked for caps, in loop mode).
+    /// Caps apply only to processes in it: [`IoThrottle::join_self`] or
+    /// [`IoThrottle::command_in_group`].
+    pub fn throttle(&self) -> Option<&IoThrottle> {
+        self.throttle.as_ref()
+    }
+
+    /// One line saying what was built, for the demo's banner.
+    pub fn describe(&self) -> String {
+        let count = self.volumes.len();
+        let size_mib = self.spec.volume_size as f64 / (1024.0 * 1024.0);
+        let mut line = format!("{count} volumes of {size_mib:.0} MiB as {}", self.mode);
+        if let (Some(first), Some(last)) = (self.volumes.first(), self.volumes.last()) {
+            line += &format!(" ({} .. {})", first.path.display(), last.path.display());
+        }
+        if self.mode == SimHostMode::LoopDevices {
+            let caps: Vec<String> = [
+                self.spec.volume_iops_cap(0).map(|v| format!("{v} IOPS")),
+                self.spec.volume_bps_cap(0).map(|v| format!("{v} B/s")),
+            ]
+            .into_iter()
+            .flatten()
+            .collect();
+            let uniform = |caps: &[Option<u64>]| caps.windows(2).all(|w| w[0] == w[1]);
+            if !caps.is_empty() {
+                if uniform(&self.spec.volume_iops) && uniform(&self.spec.volume_bps) {
+                    line += &format!(", each capped at {}", caps.join(" and "));
+                } else {
+                    line += ", per-volume caps";
+                }
+            }
+            let host: Vec<String> = [
+                self.spec.host_iops.map(|v| format!("{v} IOPS")),
+                self.spec.host_bps.map(|v| format!("{v} B/s")),
+            ]
+            .into_iter()
+            .flatten()
+            .collect();
+            if let Some(parent) = &self.host_device {
+                line += &format!(
+                    ", host capped at {} (all volumes are slices of {})",
+                    host.join(" and "),
+                    parent.path().display()
+                );
+            }
+            if let Some(throttle) = &self.throttle {
+                line += &format!(
+                    "; caps in {} {}",
+                    throttle.flavor(),
+                    throttle.path().display()
+                );
+            }
+        }
+        line
+    }
+}
+
+impl Drop for SimulatedHost {
+    fn drop(&mut self) {
+        // What each of our loop devices is attached to now, to see the kernel finish detaching.
+        let attached: Vec<(String, String)> = self
+            .volumes
+            .iter()
+            .filter_map(|v| v.device.as_ref())
+            .chain(self.host_device.as_ref())
+            .filter_map(|d| Some((d.kernel_name().to_string(), d.backing_file().ok()?)))
+            .collect();
+        // Volumes first: each holds the parent device open as its backing file.
+        self.volumes.clear();
+        self.host_device.take();
+        self.throttle.take();
+        self.plain_dir.take();
+        wait_until_detached(&attached, std::time::Duration::from_secs(3));
+    }
+}
+
+/// Autoclear detaches a loop device after its last close, but the kernel may finish that a
+/// moment later (deferred work); wait for it so that nothing of ours is attached when we return.
+/// A device that was reattached by someone else meanwhile shows another backing file.
+fn wait_until_detached(attached: &[(String, String)], limit: std::time::Duration) {
+    let deadline = std::time::Instant::now() + limit;
+    for (name, backing) in attached {
+        let path = Path::new("/sys/block").join(name).join("loop/backing_file");
+        while std::time::Instant::now() < deadline {
+            match fs::read_to_string(&path) {
+                Ok(now) if now.trim_end() == backing.trim_end() => {
+                    std::thread::sleep(std::time::Duration::from_millis(5));
+                }
+                _ => break,
+            }
+        }
+    }
+}
+
+const SCRATCH_PREFIX: &str = "hostmax-sim-";
+
+static NEXT_SCRATCH: AtomicU32 = AtomicU32::new(0);
+
+/// A fresh private directory `<base>/hostmax-sim-<pid>-<n>`, removed with its contents on drop.
+#[derive(Debug)]
+struct ScratchDir {
+    path: PathBuf,
+}
+
+impl ScratchDir {
+    fn create(base: &Path) -> Result<ScratchDir, SimHostError> {
+        let n = NEXT_SCRATCH.fetch_add(1, Ordering::Relaxed);
+        let path = base.join(format!("{SCRATCH_PREFIX}{}-{n}", std::process::id()));
+        fs::DirBuilder::new()
+            .mode(0o700)
+            .create(&path)
+            .map_err(SimHostError::io("create directory", &path))?;
+        Ok(ScratchDir { path })
+    }
+
+    /// A new sparse file of `len` bytes in this directory.
+    fn new_file(&self, name: &str, len: u64) -> Result<(File, PathBuf), SimHostError> {
+        let path = self.path.join(name);
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&path)
+            .map_err(SimHostError::io("create", &path))?;
+        file.set_len(len)
+            .map_err(SimHostError::io("set the size of", &path))?;
+        Ok((file, path))
+    }
+}
+
+impl Drop for ScratchDir {
+    fn drop(&mut self) {
+        let _ = fs::remove_dir_all(&self.path);
+    }
+}

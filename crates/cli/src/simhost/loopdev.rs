@@ -1,0 +1,372 @@
+//! Loop devices made with the kernel's ioctls (no `losetup` needed).
+//!
+//! A [`LoopDevice`] is configured with `LO_FLAGS_AUTOCLEAR` and keeps its own file
+//! descriptor open for as long as it lives: the kernel detaches the device when the last
+//! descriptor closes, so dropping it (or the process dying, even by SIGKILL) leaves nothing
+//! behind.
+
+use std::fs::{File, OpenOptions};
+use std::io;
+use std::os::unix::fs::{FileExt, MetadataExt, OpenOptionsExt};
+use std::os::unix::io::AsRawFd;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use super::SimHostError;
+
+// From <linux/loop.h>.
+const LOOP_SET_FD: libc::c_ulong = 0x4C00;
+const LOOP_CLR_FD: libc::c_ulong = 0x4C01;
+const LOOP_SET_STATUS64: libc::c_ulong = 0x4C04;
+const LOOP_SET_DIRECT_IO: libc::c_ulong = 0x4C08;
+const LOOP_CONFIGURE: libc::c_ulong = 0x4C0A;
+const LOOP_CTL_GET_FREE: libc::c_ulong = 0x4C82;
+const LO_FLAGS_READ_ONLY: u32 = 1;
+const LO_FLAGS_AUTOCLEAR: u32 = 4;
+const LO_FLAGS_DIRECT_IO: u32 = 16;
+
+/// `struct loop_info64` from <linux/loop.h>.
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct LoopInfo64 {
+    lo_device: u64,
+    lo_inode: u64,
+    lo_rdevice: u64,
+    lo_offset: u64,
+    lo_sizelimit: u64,
+    lo_number: u32,
+    lo_encrypt_type: u32,
+    lo_encrypt_key_size: u32,
+    lo_flags: u32,
+    lo_file_name: [u8; 64],
+    lo_crypt_name: [u8; 64],
+    lo_encrypt_key: [u8; 32],
+    lo_init: [u64; 2],
+}
+
+/// `struct loop_config` from <linux/loop.h> (the argument of `LOOP_CONFIGURE`, Linux 5.8+).
+#[repr(C)]
+struct LoopConfig {
+    fd: u32,
+    block_size: u32,
+    info: LoopInfo64,
+    reserved: [u64; 8],
+}
+
+const _: () = assert!(std::mem::size_of::<LoopInfo64>() == 232);
+const _: () = assert!(std::mem::size_of::<LoopConfig>() == 304);
+
+/// How to attach a backing file to a loop device.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LoopOptions {
+    /// Where the device starts in the backing file, in bytes (a multiple of 512).
+    pub offset: u64,
+    /// How many bytes of the backing file the device shows; 0 is "to the end".
+    pub size_limit: u64,
+    /// Ask for `LO_FLAGS_DIRECT_IO`; attaching fails if the kernel does not enable it.
+    pub direct_io: bool,
+    /// Make the device read-only.
+    pub read_only: bool,
+    /// Logical block size of the device; 0 lets the kernel choose.
+    pub block_size: u32,
+}
+
+impl Default for LoopOptions {
+    fn default() -> Self {
+        LoopOptions {
+            offset: 0,
+            size_limit: 0,
+            direct_io: true,
+            read_only: false,
+            block_size: 0,
+        }
+    }
+}
+
+/// An attached loop device, detached by the kernel when this value (and any other opener) is gone.
+#[derive(Debug)]
+pub struct LoopDevice {
+    /// Held open on purpose: with `LO_FLAGS_AUTOCLEAR` this descriptor is what keeps the device bound.
+    device: File,
+    path: PathBuf,
+    kernel_name: String,
+    major_minor: (u32, u32),
+}
+
+/// How many times to ask for a free device when other processes keep taking it first.
+const ATTACH_ATTEMPTS: u32 = 200;
+
+impl LoopDevice {
+    /// Attaches `backing` (a regular file or a block device) to a free loop device.
+    ///
+    /// The backing file may be closed (and unlinked) afterwards: the device keeps its own reference.
+    pub fn attach(backing: &File, options: &LoopOptions) -> Result<LoopDevice, SimHostError> {
+        let control_path = Path::new("/dev/loop-control");
+        let control = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(control_path)
+            .map_err(SimHostError::io("open", control_path))?;
+        let mut last_race = String::from("none");
+        for attempt in 0..ATTACH_ATTEMPTS {
+            // SAFETY: LOOP_CTL_GET_FREE takes no argument; `control` is an open fd we own.
+            let number = unsafe { libc::ioctl(control.as_raw_fd(), LOOP_CTL_GET_FREE) };
+            if number < 0 {
+                let err = io::Error::last_os_error();
+                if is_race(&err) {
+                    last_race = format!("LOOP_CTL_GET_FREE: {err}");
+                    backoff(attempt);
+                    continue;
+                }
+                return Err(SimHostError::Io {
+                    what: "LOOP_CTL_GET_FREE on",
+                    path: control_path.to_path_buf(),
+                    source: err,
+                });
+            }
+            let path = PathBuf::from(format!("/dev/loop{number}"));
+            let device = match OpenOptions::new()
+                .read(true)
+                .write(!options.read_only)
+                .open(&path)
+            {
+                Ok(f) => f,
+                // The node of a just-added device may not be there yet.
+                Err(err) if err.kind() == io::ErrorKind::NotFound => {
+                    last_race = format!("open {}: {err}", path.display());
+                    backoff(attempt);
+                    continue;
+                }
+                Err(err) => return Err(SimHostError::io("open", &path)(err)),
+            };
+            match configure(&device, backing, options) {
+                Ok(()) => {}
+                // Another process configured this device between GET_FREE and our ioctl.
+                Err(err) if is_race(&err) => {
+                    last_race = format!("configure {}: {err}", path.display());
+                    backoff(attempt);
+                    continue;
+                }
+                Err(err) => {
+                    return Err(SimHostError::Io {
+                        what: "configure loop device",
+                        path,
+                        source: err,
+                    })
+                }
+            }
+            let rdev = device
+                .metadata()
+                .map_err(SimHostError::io("stat", &path))?
+                .rdev();
+            let loop_device = LoopDevice {
+                device,
+                path,
+                kernel_name: format!("loop{number}"),
+                major_minor: (libc::major(rdev), libc::minor(rdev)),
+            };
+            if options.direct_io {
+                loop_device.check_direct_io()?;
+            }
+            return Ok(loop_device);
+        }
+        Err(SimHostError::NoFreeLoop {
+            attempts: ATTACH_ATTEMPTS,
+            last: last_race,
+        })
+    }
+
+    /// `/dev/loopN`.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// `loopN`, the name under `/sys/block`.
+    pub fn kernel_name(&self) -> &str {
+        &self.kernel_name
+    }
+
+    /// The device number, as written in cgroup throttle rules ("MAJ:MIN").
+    pub fn major_minor(&self) -> (u32, u32) {
+        self.major_minor
+    }
+
+    /// The descriptor that keeps the device bound.
+    pub fn file(&self) -> &File {
+        &self.device
+    }
+
+    /// Size of the device in bytes, from `/sys/block/loopN/size`.
+    pub fn size_bytes(&self) -> Result<u64, SimHostError> {
+        let sectors: u64 = self
+            .read_sys("size")?
+            .parse()
+            .map_err(|_| SimHostError::Io {
+                what: "parse",
+                path: self.sys_path("size"),
+                source: io::Error::from(io::ErrorKind::InvalidData),
+            })?;
+        Ok(sectors * 512)
+    }
+
+    /// Whether the kernel reports direct I/O on (`/sys/block/loopN/loop/dio` reads 1).
+    pub fn direct_io_enabled(&self) -> bool {
+        self.read_sys("loop/dio").is_ok_and(|v| v == "1")
+    }
+
+    /// What `/sys/block/loopN/loop/backing_file` says (with " (deleted)" for unlinked files).
+    pub fn backing_file(&self) -> Result<String, SimHostError> {
+        self.read_sys("loop/backing_file")
+    }
+
+    fn sys_path(&self, leaf: &str) -> PathBuf {
+        Path::new("/sys/block").join(&self.kernel_name).join(leaf)
+    }
+
+    fn read_sys(&self, leaf: &str) -> Result<String, SimHostError> {
+        let path = self.sys_path(leaf);
+        std::fs::read_to_string(&path)
+            .map(|s| s.trim_end().to_owned())
+            .map_err(SimHostError::io("read", &path))
+    }
+
+    /// Fails unless the kernel enabled direct I/O and an O_DIRECT read of the first 4 KiB works.
+    fn check_direct_io(&self) -> Result<(), SimHostError> {
+        let dio = self.read_sys("loop/dio")?;
+        if dio != "1" {
+            return Err(SimHostError::DirectIoOff {
+                device: self.path.display().to_string(),
+                dio,
+            });
+        }
+        read_direct_4k(&self.path, 0).map_err(SimHostError::io("O_DIRECT read of", &self.path))
+    }
+}
+
+/// Reads 4 KiB at `offset` from `path` opened with O_DIRECT (through an aligned buffer).
+pub fn read_direct_4k(path: &Path, offset: u64) -> io::Result<()> {
+    let file = OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_DIRECT)
+        .open(path)?;
+    let mut buffer = AlignedBlock::new();
+    let n = file.read_at(buffer.as_mut_slice(), offset)?;
+    if n != AlignedBlock::LEN {
+        return Err(io::Error::new(
+            io::ErrorKind::UnexpectedEof,
+            format!("short O_DIRECT read: {n} of {} bytes", AlignedBlock::LEN),
+        ));
+    }
+    Ok(())
+}
+
+/// One 4 KiB block aligned to 4 KiB, as O_DIRECT needs.
+pub struct AlignedBlock(Box<Aligned4k>);
+
+#[repr(C, align(4096))]
+struct Aligned4k([u8; 4096]);
+
+impl AlignedBlock {
+    /// The block's length in bytes.
+    pub const LEN: usize = 4096;
+
+    /// A zeroed block.
+    pub fn new() -> Self {
+        AlignedBlock(Box::new(Aligned4k([0; 4096])))
+    }
+
+    /// The bytes.
+    pub fn as_slice(&self) -> &[u8] {
+        &self.0 .0
+    }
+
+    /// The bytes, writable.
+    pub fn as_mut_slice(&mut self) -> &mut [u8] {
+        &mut self.0 .0
+    }
+}
+
+impl Default for AlignedBlock {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+fn is_race(err: &io::Error) -> bool {
+    matches!(err.raw_os_error(), Some(libc::EBUSY) | Some(libc::EAGAIN))
+}
+
+fn backoff(attempt: u32) {
+    std::thread::sleep(Duration::from_micros(200 * u64::from(attempt.min(25) + 1)));
+}
+
+fn ioctl_result(ret: libc::c_int) -> io::Result<()> {
+    if ret < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(())
+    }
+}
+
+/// LOOP_CONFIGURE, or on kernels without it (EINVAL) LOOP_SET_FD + LOOP_SET_STATUS64.
+fn configure(device: &File, backing: &File, options: &LoopOptions) -> io::Result<()> {
+    let mut flags = LO_FLAGS_AUTOCLEAR;
+    if options.direct_io {
+        flags |= LO_FLAGS_DIRECT_IO;
+    }
+    if options.read_only {
+        flags |= LO_FLAGS_READ_ONLY;
+    }
+    let info = LoopInfo64 {
+        lo_device: 0,
+        lo_inode: 0,
+        lo_rdevice: 0,
+        lo_offset: options.offset,
+        lo_sizelimit: options.size_limit,
+        lo_number: 0,
+        lo_encrypt_type: 0,
+        lo_encrypt_key_size: 0,
+        lo_flags: flags,
+        lo_file_name: [0; 64],
+        lo_crypt_name: [0; 64],
+        lo_encrypt_key: [0; 32],
+        lo_init: [0; 2],
+    };
+    let backing_fd = backing.as_raw_fd();
+    let config = LoopConfig {
+        fd: backing_fd as u32,
+        block_size: options.block_size,
+        info,
+        reserved: [0; 8],
+    };
+    // SAFETY: `config` lives on our stack for the whole call and has the layout of
+    // `struct loop_config`; the kernel only reads it. Both fds are open and owned by the caller.
+    let ret = unsafe { libc::ioctl(device.as_raw_fd(), LOOP_CONFIGURE, &config) };
+    match ioctl_result(ret) {
+        Err(err) if err.raw_os_error() == Some(libc::EINVAL) => {}
+        other => return other,
+    }
+    // Older kernel (before 5.8): the same in three steps.
+    // SAFETY: LOOP_SET_FD takes the backing fd by value; it stays open during the call.
+    ioctl_result(unsafe { libc::ioctl(device.as_raw_fd(), LOOP_SET_FD, backing_fd) })?;
+    let mut status = info;
+    // LOOP_SET_STATUS64 rejects flags it cannot set; direct I/O gets its own ioctl below.
+    status.lo_flags = LO_FLAGS_AUTOCLEAR;
+    // SAFETY: `status` is a live `struct loop_info64` that the kernel only reads.
+    let set = ioctl_result(unsafe { libc::ioctl(device.as_raw_fd(), LOOP_SET_STATUS64, &status) })
+        .and_then(|()| {
+            if options.direct_io {
+                // SAFETY: LOOP_SET_DIRECT_IO takes an integer by value.
+                ioctl_result(unsafe {
+                    libc::ioctl(device.as_raw_fd(), LOOP_SET_DIRECT_IO, 1 as libc::c_ulong)
+                })
+            } else {
+                Ok(())
+            }
+        });
+    if set.is_err() {
+        // SAFETY: LOOP_CLR_FD takes no argument; undoes our LOOP_SET_FD.
+        unsafe { libc::ioctl(device.as_raw_fd(), LOOP_CLR_FD) };
+    }
+    set
+}

@@ -1,0 +1,335 @@
+//! IOPS and bandwidth caps per device, made with a cgroup.
+//!
+//! An [`IoThrottle`] is one cgroup, `hostmax-<pid>-<n>`, in the cgroup v1 `blkio` hierarchy
+//! (`blkio.throttle.*_device` files) or, where that is not mounted, in the cgroup v2 hierarchy
+//! (`io.max`). Only processes (or, with v1, threads) inside the group are capped. Dropping it moves
+//! its members back to the hierarchy's root and removes the group; [`IoThrottle::sweep_stale`]
+//! removes empty groups left by processes that were killed.
+
+use std::ffi::CString;
+use std::fs;
+use std::io;
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::Duration;
+
+use super::SimHostError;
+
+/// Which cgroup interface a throttle uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CgroupFlavor {
+    /// cgroup v1 `blkio`: `blkio.throttle.{read,write}_{iops,bps}_device`, one rule per write.
+    V1Blkio,
+    /// cgroup v2 with the `io` controller: `io.max`.
+    V2Io,
+}
+
+impl std::fmt::Display for CgroupFlavor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            CgroupFlavor::V1Blkio => "cgroup v1 blkio",
+            CgroupFlavor::V2Io => "cgroup v2 io.max",
+        })
+    }
+}
+
+/// Caps for one device; `None` is "no cap".
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct DeviceLimit {
+    /// Read operations per second.
+    pub read_iops: Option<u64>,
+    /// Write operations per second.
+    pub write_iops: Option<u64>,
+    /// Read bytes per second.
+    pub read_bps: Option<u64>,
+    /// Write bytes per second.
+    pub write_bps: Option<u64>,
+}
+
+impl DeviceLimit {
+    /// The same IOPS cap for reads and writes.
+    pub fn iops(iops: u64) -> Self {
+        DeviceLimit {
+            read_iops: Some(iops),
+            write_iops: Some(iops),
+            ..DeviceLimit::default()
+        }
+    }
+
+    /// The same bandwidth cap for reads and writes.
+    pub fn bps(bps: u64) -> Self {
+        DeviceLimit {
+            read_bps: Some(bps),
+            write_bps: Some(bps),
+            ..DeviceLimit::default()
+        }
+    }
+}
+
+/// One cgroup whose members get per-device IOPS/bandwidth caps.
+#[derive(Debug)]
+pub struct IoThrottle {
+    dir: PathBuf,
+    root: PathBuf,
+    flavor: CgroupFlavor,
+}
+
+static NEXT_GROUP: AtomicU32 = AtomicU32::new(0);
+
+const GROUP_PREFIX: &str = "hostmax-";
+
+impl IoThrottle {
+    /// Creates a new empty group (after sweeping stale ones), with no caps yet.
+    pub fn create() -> Result<IoThrottle, SimHostError> {
+        let (flavor, root) = io_hierarchy()?;
+        sweep_in(&root);
+        if flavor == CgroupFlavor::V2Io {
+            // Children of the root only get io.max once the root delegates the controller.
+            let control = root.join("cgroup.subtree_control");
+            fs::write(&control, "+io").map_err(SimHostError::io("write +io to", &control))?;
+        }
+        let n = NEXT_GROUP.fetch_add(1, Ordering::Relaxed);
+        let dir = root.join(format!("{GROUP_PREFIX}{}-{n}", std::process::id()));
+        fs::create_dir(&dir).map_err(SimHostError::io("create cgroup", &dir))?;
+        Ok(IoThrottle { dir, root, flavor })
+    }
+
+    /// Which cgroup interface this group uses.
+    pub fn flavor(&self) -> CgroupFlavor {
+        self.flavor
+    }
+
+    /// The group's directory, e.g. `/sys/fs/cgroup/blkio/hostmax-1234-0`.
+    pub fn path(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Caps reads and writes on device `major_minor` at `iops` operations per second each.
+    pub fn limit_iops(&self, major_minor: (u32, u32), iops: u64) -> Result<(), SimHostError> {
+        self.set(major_minor, Rule::ReadIops, Some(iops))?;
+        self.set(major_minor, Rule::WriteIops, Some(iops))
+    }
+
+    /// Caps reads and writes on device `major_minor` at `bps` bytes per second each.
+    pub fn limit_bps(&self, major_minor: (u32, u32), bps: u64) -> Result<(), SimHostError> {
+        self.set(major_minor, Rule::ReadBps, Some(bps))?;
+        self.set(major_minor, Rule::WriteBps, Some(bps))
+    }
+
+    /// Sets all four caps of device `major_minor` (`None` removes that cap).
+    pub fn limit(&self, major_minor: (u32, u32), limit: &DeviceLimit) -> Result<(), SimHostError> {
+        self.set(major_minor, Rule::ReadIops, limit.read_iops)?;
+        self.set(major_minor, Rule::WriteIops, limit.write_iops)?;
+        self.set(major_minor, Rule::ReadBps, limit.read_bps)?;
+        self.set(major_minor, Rule::WriteBps, limit.write_bps)
+    }
+
+    /// Moves process `pid` (all its threads) into the group.
+    pub fn join_pid(&self, pid: u32) -> Result<(), SimHostError> {
+        let procs = self.dir.join("cgroup.procs");
+        fs::write(&procs, pid.to_string()).map_err(SimHostError::io("write pid to", &procs))
+    }
+
+    /// Moves this process into the group (the demo does this before it runs the engine).
+    pub fn join_self(&self) -> Result<(), SimHostError> {
+        self.join_pid(std::process::id())
+    }
+
+    /// Moves one thread (by kernel tid) into the group; only cgroup v1 can split a process.
+    pub fn join_thread(&self, tid: u32) -> Result<(), SimHostError> {
+        if self.flavor != CgroupFlavor::V1Blkio {
+            return Err(SimHostError::Unsupported(format!(
+                "moving a single thread into {} (the io controller is not threaded); use join_pid",
+                self.flavor
+            )));
+        }
+        let tasks = self.dir.join("tasks");
+        fs::write(&tasks, tid.to_string()).map_err(SimHostError::io("write tid to", &tasks))
+    }
+
+    /// Makes `cmd` start its child inside the group: the child writes "0" (itself) to
+    /// `cgroup.procs` between fork and exec, so its first I/O is already capped.
+    pub fn command_in_group<'c>(&self, cmd: &'c mut Command) -> &'c mut Command {
+        let procs = CString::new(self.dir.join("cgroup.procs").as_os_str().as_bytes())
+            .expect("cgroup paths built from numbers have no NUL byte");
+        // SAFETY: the closure runs in the forked child before exec and only calls open, write
+        // and close (async-signal-safe) on `procs`, a CString the closure owns.
+        unsafe {
+            cmd.pre_exec(move || {
+                let fd = libc::open(procs.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
+                if fd < 0 {
+                    return Err(io::Error::last_os_error());
+                }
+                let written = libc::write(fd, b"0".as_ptr().cast(), 1);
+                let err = io::Error::last_os_error();
+                libc::close(fd);
+                if written == 1 {
+                    Ok(())
+                } else {
+                    Err(err)
+                }
+            })
+        }
+    }
+
+    /// Process ids now in the group.
+    pub fn members(&self) -> Result<Vec<u32>, SimHostError> {
+        read_ids(&self.dir.join("cgroup.procs"))
+    }
+
+    /// Removes empty `hostmax-<pid>-<n>` groups whose process is gone; returns how many.
+    pub fn sweep_stale() -> usize {
+        match io_hierarchy() {
+            Ok((_, root)) => sweep_in(&root),
+            Err(_) => 0,
+        }
+    }
+
+    fn set(
+        &self,
+        (major, minor): (u32, u32),
+        rule: Rule,
+        value: Option<u64>,
+    ) -> Result<(), SimHostError> {
+        let (file, line) = match self.flavor {
+            CgroupFlavor::V1Blkio => {
+                let file = match rule {
+                    Rule::ReadIops => "blkio.throttle.read_iops_device",
+                    Rule::WriteIops => "blkio.throttle.write_iops_device",
+                    Rule::ReadBps => "blkio.throttle.read_bps_device",
+                    Rule::WriteBps => "blkio.throttle.write_bps_device",
+                };
+                // In v1, 0 removes the rule.
+                (file, format!("{major}:{minor} {}", value.unwrap_or(0)))
+            }
+            CgroupFlavor::V2Io => {
+                let key = match rule {
+                    Rule::ReadIops => "riops",
+                    Rule::WriteIops => "wiops",
+                    Rule::ReadBps => "rbps",
+                    Rule::WriteBps => "wbps",
+                };
+                let value = value.map_or_else(|| "max".to_owned(), |v| v.to_string());
+                ("io.max", format!("{major}:{minor} {key}={value}"))
+            }
+        };
+        let path = self.dir.join(file);
+        fs::write(&path, line).map_err(SimHostError::io("write rule to", &path))
+    }
+}
+
+impl Drop for IoThrottle {
+    fn drop(&mut self) {
+        // v1 can hold single threads, so move by tid there; v2 moves whole processes.
+        let (members, target) = match self.flavor {
+            CgroupFlavor::V1Blkio => ("tasks", self.root.join("tasks")),
+            CgroupFlavor::V2Io => ("cgroup.procs", self.root.join("cgroup.procs")),
+        };
+        for _ in 0..100 {
+            let _ = read_ids(&self.dir.join(members)).map(|ids| {
+                for id in ids {
+                    // A member may exit meanwhile (ESRCH): nothing to move then.
+                    let _ = fs::write(&target, id.to_string());
+                }
+            });
+            match fs::remove_dir(&self.dir) {
+                Ok(()) => return,
+                Err(err) if err.kind() == io::ErrorKind::NotFound => return,
+                // EBUSY: a member was still on its way out or a new child just joined.
+                Err(_) => std::thread::sleep(Duration::from_millis(10)),
+            }
+        }
+        eprintln!(
+            "hostmax: could not remove cgroup {} (members still in it); `rmdir` it when they exit",
+            self.dir.display()
+        );
+    }
+}
+
+#[derive(Clone, Copy)]
+enum Rule {
+    ReadIops,
+    WriteIops,
+    ReadBps,
+    WriteBps,
+}
+
+fn read_ids(path: &Path) -> Result<Vec<u32>, SimHostError> {
+    let text = fs::read_to_string(path).map_err(SimHostError::io("read", path))?;
+    Ok(text.lines().filter_map(|l| l.trim().parse().ok()).collect())
+}
+
+/// Finds the cgroup hierarchy that can throttle block I/O: v1 `blkio` first (on hybrid
+/// machines the io controller is bound there), else v2 with `io` in `cgroup.controllers`.
+fn io_hierarchy() -> Result<(CgroupFlavor, PathBuf), SimHostError> {
+    let mounts_path = Path::new("/proc/self/mounts");
+    let mounts = fs::read_to_string(mounts_path).map_err(SimHostError::io("read", mounts_path))?;
+    let mut v2 = None;
+    for line in mounts.lines() {
+        let fields: Vec<&str> = line.split_whitespace().collect();
+        let [_, mount_point, fs_type, options, ..] = fields[..] else {
+            continue;
+        };
+        match fs_type {
+            "cgroup" if options.split(',').any(|o| o == "blkio") => {
+                return Ok((CgroupFlavor::V1Blkio, PathBuf::from(mount_point)));
+            }
+            "cgroup2" if v2.is_none() => {
+                let controllers = Path::new(mount_point).join("cgroup.controllers");
+                if fs::read_to_string(controllers)
+                    .is_ok_and(|c| c.split_whitespace().any(|name| name == "io"))
+                {
+                    v2 = Some(PathBuf::from(mount_point));
+                }
+            }
+            _ => {}
+        }
+    }
+    v2.map(|root| (CgroupFlavor::V2Io, root))
+        .ok_or(SimHostError::NoIoController)
+}
+
+fn sweep_in(root: &Path) -> usize {
+    let Ok(entries) = fs::read_dir(root) else {
+        return 0;
+    };
+    let mut removed = 0;
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = stale_owner(GROUP_PREFIX, &name.to_string_lossy()) else {
+            continue;
+        };
+        if !pid_alive(pid) && fs::remove_dir(entry.path()).is_ok() {
+            removed += 1;
+        }
+    }
+    removed
+}
+
+/// The pid in a `<prefix><pid>-<n>` name, e.g. `hostmax-1234-0`.
+pub(crate) fn stale_owner(prefix: &str, name: &str) -> Option<u32> {
+    let rest = name.strip_prefix(prefix)?;
+    let (pid, n) = rest.split_once('-')?;
+    n.parse::<u32>().ok()?;
+    pid.parse().ok()
+}
+
+pub(crate) fn pid_alive(pid: u32) -> bool {
+    Path::new("/proc").join(pid.to_string()).exists()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn owner_pid_is_parsed_only_from_our_names() {
+        assert_eq!(stale_owner(GROUP_PREFIX, "hostmax-1234-0"), Some(1234));
+        assert_eq!(stale_owner(GROUP_PREFIX, "hostmax-1234-x"), None);
+        assert_eq!(stale_owner(GROUP_PREFIX, "hostmax-sim-1234-0"), None);
+        assert_eq!(stale_owner(GROUP_PREFIX, "system.slice"), None);
+    }
+}

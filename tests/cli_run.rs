@@ -1,0 +1,165 @@
+//! The `hostmax` command end to end on real loop devices: the JSON report's shape, `--json -`,
+//! device de-duplication through symlinks, quoted glob patterns, and regular-file targets.
+
+mod support;
+
+use std::os::unix::fs::symlink;
+use std::path::PathBuf;
+
+use serde_json::Value;
+use support::*;
+
+const MIB: u64 = 1 << 20;
+
+/// A scratch directory removed on drop.
+struct Scratch(PathBuf);
+
+impl Scratch {
+    fn new(tag: &str) -> Scratch {
+        let p = PathBuf::from("/dev/shm").join(format!("hostmax-{tag}-{}", std::process::id()));
+        std::fs::create_dir_all(&p).unwrap();
+        Scratch(p)
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn stdout_json(args: &[String]) -> Value {
+    let out = run_hostmax(args, None);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "hostmax {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "stdout is not only JSON ({e}): {}",
+            String::from_utf8_lossy(&out.stdout)
+        )
+    })
+}
+
+fn short_run(devices: &[String]) -> Vec<String> {
+    let mut args = vec!["--devices".to_string()];
+    args.extend(devices.iter().cloned());
+    args.extend(
+        ["--runtime", "1s", "--ramp", "0s", "--json", "-"]
+            .iter()
+            .map(|s| s.to_string()),
+    );
+    args
+}
+
+#[test]
+fn json_to_stdout_has_the_documented_shape_and_nothing_else() {
+    require_root!();
+    let host = loop_volumes(2, 32 * MIB);
+    let paths: Vec<String> = host
+        .device_paths()
+        .iter()
+        .map(|p| p.display().to_string())
+        .collect();
+    let report = stdout_json(&short_run(&paths));
+    assert_eq!(report["schema_version"], 1);
+    for scope in [
+        &report["host"],
+        &report["devices"][0],
+        &report["devices"][1],
+    ] {
+        for key in ["iops", "bytes_per_sec", "errors"] {
+            assert!(scope[key].is_number(), "{key} missing in {scope}");
+        }
+        for op in ["read", "write"] {
+            for key in ["ios", "iops", "bytes"] {
+                assert!(scope[op][key].is_number(), "{op}.{key} missing in {scope}");
+            }
+            for p in ["p50", "p90", "p99", "p99_9", "max", "mean"] {
+                assert!(
+                    scope[op]["latency_ns"][p].is_number(),
+                    "{op}.latency_ns.{p} missing in {scope}"
+                );
+            }
+        }
+    }
+    let devices = report["devices"].as_array().unwrap();
+    assert_eq!(devices.len(), 2);
+    assert_eq!(devices[0]["path"], paths[0].as_str());
+    // The host is the sum of its devices, and a 1 s randread does reads only.
+    let sum: u64 = devices
+        .iter()
+        .map(|d| d["read"]["ios"].as_u64().unwrap())
+        .sum();
+    assert_eq!(report["host"]["read"]["ios"].as_u64().unwrap(), sum);
+    assert!(sum > 0);
+    assert_eq!(report["host"]["write"]["ios"], 0);
+    let p50 = report["host"]["read"]["latency_ns"]["p50"]
+        .as_u64()
+        .unwrap();
+    let p99 = report["host"]["read"]["latency_ns"]["p99"]
+        .as_u64()
+        .unwrap();
+    assert!(p50 > 0 && p50 <= p99, "p50 {p50} p99 {p99}");
+}
+
+#[test]
+fn a_device_named_twice_or_through_a_symlink_is_measured_once() {
+    require_root!();
+    let host = loop_volumes(1, 32 * MIB);
+    let dev = host.device_paths()[0].display().to_string();
+    let dir = Scratch::new("dedupe");
+    let link = dir.0.join("by-id-volume");
+    symlink(&dev, &link).unwrap();
+    let report = stdout_json(&short_run(&[
+        dev.clone(),
+        dev.clone(),
+        link.display().to_string(),
+    ]));
+    let devices = report["devices"].as_array().unwrap();
+    assert_eq!(devices.len(), 1, "{devices:?}");
+    assert_eq!(devices[0]["path"], dev.as_str());
+}
+
+#[test]
+fn a_quoted_glob_pattern_expands_to_every_match() {
+    require_root!();
+    let host = loop_volumes(3, 32 * MIB);
+    let dir = Scratch::new("glob");
+    for (i, dev) in host.device_paths().iter().enumerate() {
+        symlink(dev, dir.0.join(format!("vol-{i}"))).unwrap();
+    }
+    let pattern = format!("{}/vol-*", dir.0.display());
+    let report = stdout_json(&short_run(&[pattern]));
+    let mut got: Vec<String> = report["devices"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["path"].as_str().unwrap().to_string())
+        .collect();
+    let mut want: Vec<String> = host
+        .device_paths()
+        .iter()
+        .map(|p| p.display().to_string())
+        .collect();
+    got.sort();
+    want.sort();
+    assert_eq!(got, want);
+}
+
+#[test]
+fn regular_files_are_targets_too() {
+    // No root needed: this is what unprivileged users and the demo without root run on.
+    let dir = Scratch::new("files");
+    let file = dir.0.join("volume.img");
+    std::fs::File::create(&file)
+        .unwrap()
+        .set_len(16 * MIB)
+        .unwrap();
+    let report = stdout_json(&short_run(&[file.display().to_string()]));
+    assert!(report["host"]["read"]["ios"].as_u64().unwrap() > 0);
+    assert_eq!(report["host"]["errors"], 0);
+}
