@@ -129,6 +129,29 @@ impl Drop for SwapOn {
     }
 }
 
+/// A partition added with `addpart`, deleted on drop: a loop device without partition
+/// scanning keeps added partitions after it is detached, and the next user of it would
+/// inherit them.
+struct AddedPartition(String);
+
+impl AddedPartition {
+    fn add(dev: &LoopDevice, start_sector: u64, sectors: u64) -> AddedPartition {
+        let path = path_of(dev);
+        let guard = AddedPartition(path.clone());
+        run_tool(
+            "addpart",
+            &[&path, "1", &start_sector.to_string(), &sectors.to_string()],
+        );
+        guard
+    }
+}
+
+impl Drop for AddedPartition {
+    fn drop(&mut self) {
+        let _ = Command::new("delpart").args([&self.0, "1"]).status();
+    }
+}
+
 /// Asserts a refusal: exit 2, one line on stderr naming `expected`, nothing on stdout.
 fn assert_refused(args: &[String], out: &Output, expected: &[&str]) -> String {
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
@@ -286,10 +309,8 @@ fn partition_tables_and_partitions_are_refused() {
     );
     write_gpt_4k_by_hand(hand_gpt);
     // Partitions the kernel lists: this kernel parses no tables, so add one as partx would.
-    run_tool(
-        "addpart",
-        &[&path_of(parted), "1", "2048", &(16 * MIB / 512).to_string()],
-    );
+    // Declared after `host`: deleted before the loop device goes.
+    let _part = AddedPartition::add(parted, 2048, 16 * MIB / 512);
     let part = format!("{}p1", path_of(parted));
     for _ in 0..100 {
         if Path::new(&part).exists() {
