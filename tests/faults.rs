@@ -23,7 +23,10 @@ struct Scratch(PathBuf);
 
 impl Scratch {
     fn new(tag: &str) -> Scratch {
-        let p = PathBuf::from(format!("/dev/shm/hostmax-faults-{tag}-{}", std::process::id()));
+        let p = PathBuf::from(format!(
+            "/dev/shm/hostmax-faults-{tag}-{}",
+            std::process::id()
+        ));
         let _ = std::fs::remove_dir_all(&p);
         std::fs::create_dir_all(&p).unwrap();
         Scratch(p)
@@ -115,7 +118,11 @@ impl Running {
     }
 
     fn wait(mut self) -> Output {
-        self.0.take().unwrap().wait_with_output().expect("wait for hostmax")
+        self.0
+            .take()
+            .unwrap()
+            .wait_with_output()
+            .expect("wait for hostmax")
     }
 }
 
@@ -191,7 +198,10 @@ fn run_with_setro(on_error: &str) -> (Option<i32>, Value, Duration, Vec<u64>) {
         ]
         .map(String::from),
     );
-    let before: Vec<u64> = devs.iter().map(|d| kernel_completions(d.kernel_name()).1).collect();
+    let before: Vec<u64> = devs
+        .iter()
+        .map(|d| kernel_completions(d.kernel_name()).1)
+        .collect();
     let started = Instant::now();
     let running = Running::spawn(&args);
     std::thread::sleep(Duration::from_secs(1));
@@ -199,7 +209,10 @@ fn run_with_setro(on_error: &str) -> (Option<i32>, Value, Duration, Vec<u64>) {
     let _ro = ReadOnly::set(devs[1]);
     let out = running.wait();
     let wall = started.elapsed();
-    let after: Vec<u64> = devs.iter().map(|d| kernel_completions(d.kernel_name()).1).collect();
+    let after: Vec<u64> = devs
+        .iter()
+        .map(|d| kernel_completions(d.kernel_name()).1)
+        .collect();
     let report = read_report(&json, &out);
     for (i, d) in devs.iter().enumerate() {
         assert_eq!(

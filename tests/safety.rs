@@ -75,7 +75,10 @@ struct Scratch(PathBuf);
 
 impl Scratch {
     fn new(tag: &str) -> Scratch {
-        let p = PathBuf::from(format!("/dev/shm/hostmax-safety-{tag}-{}", std::process::id()));
+        let p = PathBuf::from(format!(
+            "/dev/shm/hostmax-safety-{tag}-{}",
+            std::process::id()
+        ));
         let _ = std::fs::remove_dir_all(&p);
         std::fs::create_dir_all(&p).unwrap();
         Scratch(p)
@@ -211,11 +214,7 @@ fn an_unmounted_ext4_device_needs_force_and_stays_clean_until_then() {
     // --force alone is bad input.
     let mut a = args(&[ext4], SHORT_WRITE);
     a.push("--force".into());
-    assert_refused(
-        &a,
-        &run_hostmax(&a, None),
-        &["--force needs --allow-write"],
-    );
+    assert_refused(&a, &run_hostmax(&a, None), &["--force needs --allow-write"]);
     // Reading it needs no flag.
     let a = args(
         &[ext4],
@@ -441,4 +440,50 @@ fn active_swap_is_refused_even_with_force() {
     let after: Vec<u64> = devs.iter().map(|d| writes(d)).collect();
     assert_eq!(after, before, "a refused run wrote to a device");
     fsck_clean(ext4);
+}
+
+#[test]
+fn the_root_device_is_refused_even_with_force() {
+    // The checks alone, on this host's real state: nothing is opened for writing, so this is
+    // safe against the real root disk (which a sandbox may not even let us open).
+    use hostmax::safety::{
+        check_write_safety, parse_mountinfo, root_device_names, SystemSources, WriteFlags,
+    };
+    use hostmax_engine::{IoPattern, TargetInfo, TargetKind};
+    let sys = Path::new("/sys/class/block");
+    let mounts = parse_mountinfo(&std::fs::read_to_string("/proc/self/mountinfo").unwrap());
+    let names = root_device_names(&mounts, sys);
+    let Some(root) = names.first() else {
+        eprintln!("skipped: / is not on a block device here");
+        return;
+    };
+    // The root device itself and everything under it (its whole disk, stacked devices).
+    for name in &names {
+        let dev = std::fs::read_to_string(sys.join(name).join("dev")).unwrap();
+        let (major, minor) = dev.trim().split_once(':').unwrap();
+        let target = TargetInfo {
+            path: PathBuf::from(format!("/dev/{name}")),
+            kind: TargetKind::BlockDevice,
+            size: 1 << 30,
+            logical_block_size: 512,
+            rdev: Some((major.parse().unwrap(), minor.parse().unwrap())),
+            kernel_name: Some(name.clone()),
+        };
+        let flags = WriteFlags {
+            allow_write: true,
+            force: true,
+        };
+        let err = check_write_safety(
+            &[target],
+            IoPattern::RandWrite,
+            flags,
+            &SystemSources::default(),
+        )
+        .expect_err("the root device was accepted");
+        assert!(err.0.contains("holds the root filesystem /"), "{err}");
+        assert!(!err.0.contains("use --force"), "{err}");
+        if name == root {
+            assert!(err.0.contains("is mounted at /"), "{err}");
+        }
+    }
 }

@@ -451,7 +451,11 @@ pub struct WriteFlags {
 /// mount of `/` in `mounts`, the one visible), every device below it (`slaves`, for dm and md)
 /// and the whole disk of each partition among them. Reads only `sys_class_block`.
 pub fn root_device_names(mounts: &[MountEntry], sys_class_block: &Path) -> Vec<String> {
-    let Some(root) = mounts.iter().rev().find(|m| m.mount_point == Path::new("/")) else {
+    let Some(root) = mounts
+        .iter()
+        .rev()
+        .find(|m| m.mount_point == Path::new("/"))
+    else {
         return Vec::new();
     };
     let all = list_dir_names(sys_class_block);
@@ -474,7 +478,12 @@ pub fn root_device_names(mounts: &[MountEntry], sys_class_block: &Path) -> Vec<S
         all.contains(&name).then_some(name)
     };
     // Anonymous device numbers (major 0: btrfs, overlay) name no block device.
-    let first = if root.dev.0 != 0 { by_dev(root.dev) } else { None }.or_else(by_source);
+    let first = if root.dev.0 != 0 {
+        by_dev(root.dev)
+    } else {
+        None
+    }
+    .or_else(by_source);
     let mut names: Vec<String> = first.into_iter().collect();
     let mut i = 0;
     while i < names.len() {
@@ -926,7 +935,15 @@ Filename\t\t\t\tType\t\tSize\t\tUsed\t\tPriority
             rdev: None,
             kernel_name: None,
         };
-        assert!(write_refusals(std::slice::from_ref(&info), &[None], NO_FLAGS, &[], &[], &[]).is_empty());
+        assert!(write_refusals(
+            std::slice::from_ref(&info),
+            &[None],
+            NO_FLAGS,
+            &[],
+            &[],
+            &[]
+        )
+        .is_empty());
         let swap = identify_swaps(std::slice::from_ref(&file));
         assert!(swap[0].inode.is_some());
         let r = write_refusals(&[info], &[None], ALLOW, &[], &swap, &[]);
@@ -1077,7 +1094,10 @@ Filename\t\t\t\tType\t\tSize\t\tUsed\t\tPriority
 
     /// A fake `/sys/class/block`: `(name, dev, parent, slaves)`.
     fn fake_sysfs(tag: &str, nodes: &[(&str, &str, Option<&str>, &[&str])]) -> PathBuf {
-        let root = PathBuf::from(format!("/dev/shm/hostmax-root-{tag}-{}", std::process::id()));
+        let root = PathBuf::from(format!(
+            "/dev/shm/hostmax-root-{tag}-{}",
+            std::process::id()
+        ));
         let _ = fs::remove_dir_all(&root);
         for (name, dev, parent, slaves) in nodes {
             let dir = root.join(name);
@@ -1110,7 +1130,10 @@ Filename\t\t\t\tType\t\tSize\t\tUsed\t\tPriority
             on("1 0 253:0 / / rw - ext4 /dev/mapper/root rw"),
             vec!["dm-0", "vda2", "vda"]
         );
-        assert_eq!(on("1 0 254:1 / / rw - ext4 /dev/vda1 rw"), vec!["vda1", "vda"]);
+        assert_eq!(
+            on("1 0 254:1 / / rw - ext4 /dev/vda1 rw"),
+            vec!["vda1", "vda"]
+        );
         assert_eq!(on("1 0 254:16 / / rw - xfs /dev/vdb rw"), vec!["vdb"]);
         // The last mount on / is the visible one.
         assert_eq!(
@@ -1127,7 +1150,11 @@ Filename\t\t\t\tType\t\tSize\t\tUsed\t\tPriority
     fn this_hosts_root_device_is_found() {
         let mounts = parse_mountinfo(&fs::read_to_string("/proc/self/mountinfo").unwrap());
         let sys = Path::new("/sys/class/block");
-        let Some(root) = mounts.iter().rev().find(|m| m.mount_point == Path::new("/")) else {
+        let Some(root) = mounts
+            .iter()
+            .rev()
+            .find(|m| m.mount_point == Path::new("/"))
+        else {
             panic!("no / in /proc/self/mountinfo");
         };
         let names = root_device_names(&mounts, sys);
@@ -1138,7 +1165,10 @@ Filename\t\t\t\tType\t\tSize\t\tUsed\t\tPriority
                 == Some(root.dev)
         });
         if root.dev.0 == 0 || !backed {
-            eprintln!("/ is not on a block device here ({:?}); nothing to find", root.source);
+            eprintln!(
+                "/ is not on a block device here ({:?}); nothing to find",
+                root.source
+            );
             return;
         }
         let first = names.first().expect("the root device");

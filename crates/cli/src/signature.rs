@@ -298,8 +298,7 @@ fn detect_partition_table(view: &DiskView, boot_sector_fs: bool, found: &mut Vec
         .find(|&s| view.matches(u64::from(s), b"EFI PART"));
     let backup = || {
         [512u32, 4096].into_iter().find(|&s| {
-            view.size >= 2 * u64::from(s)
-                && view.matches(view.size - u64::from(s), b"EFI PART")
+            view.size >= 2 * u64::from(s) && view.matches(view.size - u64::from(s), b"EFI PART")
         })
     };
     let mut protective = false;
@@ -358,7 +357,8 @@ fn detect_ext(view: &DiskView, found: &mut Vec<Signature>) {
 
 fn detect_md(view: &DiskView, found: &mut Vec<Signature>) {
     const MAGIC: u32 = 0xa92b_4efc;
-    let v1_at = |offset: u64| view.u32_le(offset) == Some(MAGIC) && view.u32_le(offset + 4) == Some(1);
+    let v1_at =
+        |offset: u64| view.u32_le(offset) == Some(MAGIC) && view.u32_le(offset + 4) == Some(1);
     if v1_at(4096) {
         found.push(Signature::MdRaid { version: "1.2" });
     }
@@ -553,7 +553,10 @@ mod tests {
         );
         // With its protective MBR, a GPT is one finding, not two.
         let pmbr = mbr_entry(0, 0xee);
-        let img = image(MIB, &[(446, &pmbr), (510, &[0x55, 0xaa]), (512, b"EFI PART")]);
+        let img = image(
+            MIB,
+            &[(446, &pmbr), (510, &[0x55, 0xaa]), (512, b"EFI PART")],
+        );
         assert_eq!(
             one(&img).to_string(),
             "a GPT partition table (512-byte sectors)"
@@ -596,7 +599,10 @@ mod tests {
 
     #[test]
     fn ext_versions_follow_the_feature_flags() {
-        assert_eq!(one(&ext_image(0, 0x2, 0x1)), Signature::Ext(ExtVersion::Ext2));
+        assert_eq!(
+            one(&ext_image(0, 0x2, 0x1)),
+            Signature::Ext(ExtVersion::Ext2)
+        );
         assert_eq!(
             one(&ext_image(0x4, 0x2, 0x3)),
             Signature::Ext(ExtVersion::Ext3)
@@ -679,7 +685,10 @@ mod tests {
         assert_eq!(one(&image(MIB, &[(32769, b"CD001")])), Signature::Iso9660);
         // NTFS and exFAT boot sectors end in 0x55AA too: no MBR besides.
         let boot = mbr_entry(0x80, 0x07);
-        for (magic, sig) in [(b"NTFS    ", Signature::Ntfs), (b"EXFAT   ", Signature::ExFat)] {
+        for (magic, sig) in [
+            (b"NTFS    ", Signature::Ntfs),
+            (b"EXFAT   ", Signature::ExFat),
+        ] {
             let img = image(MIB, &[(3, magic), (446, &boot), (510, &[0x55, 0xaa])]);
             assert_eq!(one(&img), sig);
         }
@@ -770,8 +779,11 @@ mod tests {
             let img = image(MIB, &[(at, b"LABELONE"), (at + 24, b"LVM2 001")]);
             assert_eq!(one(&img), Signature::Lvm2, "sector {sector}");
         }
-        assert!(probe_bytes(&image(MIB, &[(4 * 512, b"LABELONE"), (4 * 512 + 24, b"LVM2 001")]))
-            .is_empty());
+        assert!(probe_bytes(&image(
+            MIB,
+            &[(4 * 512, b"LABELONE"), (4 * 512 + 24, b"LVM2 001")]
+        ))
+        .is_empty());
         assert!(probe_bytes(&image(MIB, &[(0, b"LABELONE")])).is_empty());
     }
 
