@@ -14,6 +14,7 @@
 
 pub mod app;
 pub mod args;
+pub mod chart;
 pub mod devices;
 pub mod output;
 pub mod plan;
