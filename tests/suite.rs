@@ -598,6 +598,7 @@ fn rendered_svg_sizes(chrome: &Path, page: &str, scratch: &Scratch) -> Vec<(f64,
     let probe_path = scratch.0.join("probe.html");
     fs::write(&probe_path, probe).unwrap();
     let profile = scratch.0.join("chromium-profile");
+    let dom_path = scratch.0.join("dom.html");
     let mut child = Command::new(chrome)
         .args([
             "--headless",
@@ -612,7 +613,8 @@ fn rendered_svg_sizes(chrome: &Path, page: &str, scratch: &Scratch) -> Vec<(f64,
         .arg(format!("--user-data-dir={}", profile.display()))
         .arg("--dump-dom")
         .arg(format!("file://{}", probe_path.display()))
-        .stdout(Stdio::piped())
+        // To a file: the DOM is larger than a pipe holds, and nothing reads it until the end.
+        .stdout(fs::File::create(&dom_path).unwrap())
         .stderr(Stdio::null())
         .spawn()
         .expect("start chromium");
@@ -624,8 +626,7 @@ fn rendered_svg_sizes(chrome: &Path, page: &str, scratch: &Scratch) -> Vec<(f64,
         }
         std::thread::sleep(Duration::from_millis(100));
     }
-    let out = child.wait_with_output().unwrap();
-    let dom = String::from_utf8_lossy(&out.stdout);
+    let dom = fs::read_to_string(&dom_path).unwrap();
     let attr = dom
         .split("data-svg-sizes=\"")
         .nth(1)

@@ -77,6 +77,11 @@ pub struct SuiteArgs {
     #[arg(long)]
     pub allow_write: bool,
 
+    /// With --allow-write, also write devices that carry data (partition tables, filesystem,
+    /// RAID or LVM signatures). The root device is refused anyway.
+    #[arg(long)]
+    pub force: bool,
+
     /// Skip preconditioning (2 passes of sequential 128k writes over the tested range).
     #[arg(long)]
     pub no_precondition: bool,
@@ -93,8 +98,8 @@ pub struct SuiteArgs {
     #[arg(long, value_name = "PATH")]
     pub html: Option<PathBuf>,
 
-    /// Where the checkpoint goes [default: beside --json, named after it with .state; else
-    /// ./hostmax-suite-TEST.state].
+    /// Where the checkpoint goes [default: beside --json (or else --html), named after it
+    /// with .state; else ./hostmax-suite-TEST.state].
     #[arg(long, value_name = "DIR")]
     pub state_dir: Option<PathBuf>,
 

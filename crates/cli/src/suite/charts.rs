@@ -1,7 +1,7 @@
 //! The suite's pictures, drawn with [`crate::chart`]: the test's figure against block size
-//! (one line per mix, log scales), throughput against block size, and the steady-state
-//! convergence plot (the tracked cell's rounds, the window, its average, the ±20% band and
-//! the fitted slope line).
+//! (one line per mix, log scales; y is linear when the values span less than a decade),
+//! throughput against block size, and the steady-state convergence plot (the tracked cell's
+//! rounds, the window, its average, the ±20% band and the fitted slope line).
 
 use crate::chart::{Band, LegendCorner, LineChart, Series, SeriesStyle, TickFormat};
 
@@ -62,6 +62,11 @@ fn by_block_size(report: &SuiteReport, metric: TrackedMetric) -> Option<LineChar
     if series.is_empty() {
         return None;
     }
+    // A log y axis only pays when the values span a decade; over a narrower range it would
+    // carry no labelled tick at all.
+    let ys = series.iter().flat_map(|s| s.points.iter().map(|p| p.1));
+    let (lo, hi) = ys.fold((f64::MAX, f64::MIN), |(lo, hi), y| (lo.min(y), hi.max(y)));
+    let y_log = hi >= 10.0 * lo;
     let what = match metric {
         TrackedMetric::Iops => "IOPS",
         TrackedMetric::BytesPerSec => "Throughput",
@@ -72,7 +77,7 @@ fn by_block_size(report: &SuiteReport, metric: TrackedMetric) -> Option<LineChar
         x_label: "block size".into(),
         y_label: metric.label().into(),
         x_log: true,
-        y_log: true,
+        y_log,
         x_ticks: TickFormat::Bytes,
         y_ticks: TickFormat::Decimal,
         series,

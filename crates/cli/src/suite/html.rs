@@ -43,9 +43,9 @@ pub fn render(report: &SuiteReport) -> anyhow::Result<String> {
         esc(&title)
     )?;
     let class = if ss.reached { "ok" } else { "no" };
-    write!(
+    writeln!(
         h,
-        "<p class=\"verdict {class}\">{} on {} ({}), {} complete round(s) of at most {}</p>\n",
+        "<p class=\"verdict {class}\">{} on {} ({}), {} complete round(s) of at most {}</p>",
         esc(&ss.status),
         esc(&ss.tracked),
         esc(metric.label()),
@@ -62,19 +62,52 @@ pub fn render(report: &SuiteReport) -> anyhow::Result<String> {
     let st = &report.settings;
     h += "<h2>Setup</h2>\n<table>\n";
     let rows = [
-        ("devices", report.devices.iter().map(|d| format!("{} ({})", d.path.display(), human_size(d.size))).collect::<Vec<_>>().join(", ")),
+        (
+            "devices",
+            report
+                .devices
+                .iter()
+                .map(|d| format!("{} ({})", d.path.display(), human_size(d.size)))
+                .collect::<Vec<_>>()
+                .join(", "),
+        ),
         ("tested range per device", human_size(st.range_bytes)),
         ("block sizes", st.block_sizes.join(", ")),
         ("read/write mixes", st.mixes.join(", ")),
-        ("access", if st.random { "random".into() } else { "sequential".to_string() }),
+        (
+            "access",
+            if st.random {
+                "random".into()
+            } else {
+                "sequential".to_string()
+            },
+        ),
         ("queue depth per device", st.iodepth.to_string()),
-        ("devices run", if st.one_device_at_a_time { "one at a time".into() } else { "all at once".to_string() }),
-        ("time per cell", format!("{} s measured after {} s ramp", st.cell_secs, st.ramp_secs)),
+        (
+            "devices run",
+            if st.one_device_at_a_time {
+                "one at a time".into()
+            } else {
+                "all at once".to_string()
+            },
+        ),
+        (
+            "time per cell",
+            format!("{} s measured after {} s ramp", st.cell_secs, st.ramp_secs),
+        ),
         ("purge", prep_text(&report.preparation.purge)),
-        ("preconditioning", prep_text(&report.preparation.precondition)),
+        (
+            "preconditioning",
+            prep_text(&report.preparation.precondition),
+        ),
     ];
     for (k, v) in rows {
-        writeln!(h, "<tr><th class=\"l\">{}</th><td class=\"l\">{}</td></tr>", esc(k), esc(&v))?;
+        writeln!(
+            h,
+            "<tr><th class=\"l\">{}</th><td class=\"l\">{}</td></tr>",
+            esc(k),
+            esc(&v)
+        )?;
     }
     h += "</table>\n";
 
@@ -135,9 +168,17 @@ pub fn render(report: &SuiteReport) -> anyhow::Result<String> {
                 ss.window.iter().copied().fold(f64::MIN, f64::max)
                     - ss.window.iter().copied().fold(f64::MAX, f64::min)
             ),
-            if ss.range_ok { "within 20%" } else { "over 20%" },
+            if ss.range_ok {
+                "within 20%"
+            } else {
+                "over 20%"
+            },
             metric.display_value(ss.slope),
-            if ss.slope_ok { "within 10% over the window" } else { "over 10% over the window" }
+            if ss.slope_ok {
+                "within 10% over the window"
+            } else {
+                "over 10% over the window"
+            }
         )?;
     }
 
@@ -210,6 +251,9 @@ mod tests {
 
     #[test]
     fn text_is_escaped() {
-        assert_eq!(esc("<a href=\"x\">&</a>"), "&lt;a href=&quot;x&quot;&gt;&amp;&lt;/a&gt;");
+        assert_eq!(
+            esc("<a href=\"x\">&</a>"),
+            "&lt;a href=&quot;x&quot;&gt;&amp;&lt;/a&gt;"
+        );
     }
 }

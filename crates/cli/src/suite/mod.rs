@@ -13,13 +13,17 @@
 //! - [`state`]: the checkpoint directory ([`StateDir`]): every finished cell of every round is
 //!   a file written atomically, so `--resume DIR` repeats no finished cell.
 //! - [`report`]: the JSON report ([`SuiteReport`]) built from the checkpoint alone, and the
-//!   text table.
+//!   text table; [`charts`] draws its pictures with [`crate::chart`] and [`html`] puts it all
+//!   on one self-contained page.
 //!
-//! The state directory: `--state-dir DIR`, else beside `--json PATH` as `PATH` without its
-//! extension plus `.state` (`iops.json` -> `iops.state/`), else `./hostmax-suite-TEST.state/`.
+//! The state directory: `--state-dir DIR`, else beside `--json PATH` (or else `--html PATH`)
+//! as `PATH` without its extension plus `.state` (`iops.json` -> `iops.state/`), else
+//! `./hostmax-suite-TEST.state/`.
 //! A fresh suite refuses a directory that already holds a suite's state.
 
 pub mod args;
+pub mod charts;
+pub mod html;
 pub mod matrix;
 pub mod report;
 pub mod runner;
@@ -37,7 +41,7 @@ pub use state::{StateDir, SuiteConfig};
 
 use crate::args::{plan_run, Cli};
 use crate::plan::{BadInput, JsonDest};
-use crate::safety::{check_write_safety, SystemSources};
+use crate::safety::{check_write_safety, SystemSources, WriteFlags};
 use crate::units::{format_size, human_size};
 use runner::SuiteRunner;
 use state::{DeviceRecord, STATE_FORMAT};
@@ -183,6 +187,7 @@ fn start(
     run_args.bs = u64::from(*block_sizes.iter().max().expect("at least one block size"));
     run_args.size = args.size;
     run_args.allow_write = args.allow_write;
+    run_args.force = args.force;
     run_args.cpus = args.cpus.clone();
     let plan = plan_run(&run_args)?;
     let targets = plan.targets;
@@ -262,7 +267,10 @@ fn start(
         check_write_safety(
             &targets,
             IoPattern::RandWrite,
-            args.allow_write,
+            WriteFlags {
+                allow_write: args.allow_write,
+                force: args.force,
+            },
             &SystemSources::default(),
         )?;
     }
@@ -283,7 +291,7 @@ fn start(
     }
     let state_dir = match &args.state_dir {
         Some(dir) => dir.clone(),
-        None => default_state_dir(test, args.json.as_deref()),
+        None => default_state_dir(test, args.json.as_deref(), args.html.as_deref()),
     };
     if state_dir.join("suite.json").exists() {
         return Err(BadInput(format!(
@@ -366,6 +374,7 @@ fn resume(
     );
     run_args.size = Some(config.range);
     run_args.allow_write = args.allow_write;
+    run_args.force = args.force;
     let targets = plan_run(&run_args)?.targets;
     if targets.len() != config.devices.len() {
         return Err(BadInput(format!(
@@ -397,7 +406,10 @@ fn resume(
         check_write_safety(
             &targets,
             IoPattern::RandWrite,
-            args.allow_write,
+            WriteFlags {
+                allow_write: args.allow_write,
+                force: args.force,
+            },
             &SystemSources::default(),
         )?;
     }
@@ -424,10 +436,12 @@ fn check_dest(flag: &str, path: &Path) -> Result<PathBuf, BadInput> {
     Ok(std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf()))
 }
 
-/// `iops.json` -> `iops.state`; no JSON file -> `./hostmax-suite-TEST.state`.
-fn default_state_dir(test: SuiteTest, json: Option<&Path>) -> PathBuf {
-    match json {
-        Some(p) if p.as_os_str() != "-" => p.with_extension("state"),
+/// `iops.json` -> `iops.state`; else `iops.html` -> `iops.state`; else
+/// `./hostmax-suite-TEST.state`.
+fn default_state_dir(test: SuiteTest, json: Option<&Path>, html: Option<&Path>) -> PathBuf {
+    match (json, html) {
+        (Some(p), _) if p.as_os_str() != "-" => p.with_extension("state"),
+        (_, Some(p)) => p.with_extension("state"),
         _ => PathBuf::from(format!("hostmax-suite-{test}.state")),
     }
 }
@@ -482,17 +496,4 @@ fn choose_block_sizes(test: SuiteTest, args: &SuiteArgs) -> Result<Vec<u32>, Bad
         ));
     }
     Ok(sizes)
-}
-
-mod html {
-    //! Placeholder until the chart module lands: the page is built in `suite/html.rs`.
-    use super::SuiteReport;
-
-    pub fn render(report: &SuiteReport) -> anyhow::Result<String> {
-        Ok(format!(
-            "<!doctype html><meta charset=utf-8><title>hostmax suite {}</title><pre>{}</pre>",
-            report.test,
-            super::table::render(report)
-        ))
-    }
 }
