@@ -15,38 +15,28 @@ use std::time::{Duration, Instant};
 use hostmax::simhost::{AlignedBlock, SimHostSpec, SimulatedHost};
 use hostmax_engine::{IoPattern, RunConfig, Workload};
 use serde_json::Value;
-use support::{hostmax_bin, kernel_completions, loop_volumes, rate_test_lock, run_hostmax};
+use support::{
+    hostmax_bin, kernel_completions, loop_volumes, rate_test_lock, run_hostmax,
+    ScratchDir as Scratch,
+};
 
 const MIB: u64 = 1024 * 1024;
 
-/// A scratch directory on tmpfs (which takes O_DIRECT), removed on drop.
-struct Scratch(PathBuf);
+/// Scratch directories with the suite's helpers: sized files and paths as arguments.
+trait ScratchFiles {
+    fn file(&self, name: &str, len: u64) -> PathBuf;
+    fn path(&self, name: &str) -> String;
+}
 
-impl Scratch {
-    fn new(tag: &str) -> Scratch {
-        let dir = PathBuf::from(format!(
-            "/dev/shm/hostmax-suite-{tag}-{}",
-            std::process::id()
-        ));
-        let _ = fs::remove_dir_all(&dir);
-        fs::create_dir_all(&dir).unwrap();
-        Scratch(dir)
-    }
-
+impl ScratchFiles for Scratch {
     fn file(&self, name: &str, len: u64) -> PathBuf {
-        let path = self.0.join(name);
+        let path = self.join(name);
         fs::File::create(&path).unwrap().set_len(len).unwrap();
         path
     }
 
     fn path(&self, name: &str) -> String {
-        self.0.join(name).display().to_string()
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = fs::remove_dir_all(&self.0);
+        self.join(name).display().to_string()
     }
 }
 
