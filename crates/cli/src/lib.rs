@@ -8,12 +8,14 @@
 //! - [`args`]: the command line ([`args::Cli`]) and [`args::plan_run`], which checks it all
 //!   before any I/O; [`units`] parses sizes, durations, CPU lists; [`devices`] expands and
 //!   de-duplicates `--devices`; [`safety`] refuses writes to devices in use.
+//! - [`fleet`]: runs on many hosts: `--start-at`, `--hdr-log` and `hostmax merge`.
 //! - [`simhost`]: the simulated host of throttled loop volumes on tmpfs that `hostmax demo`
 //!   and the tests run against.
 
 pub mod app;
 pub mod args;
 pub mod devices;
+pub mod fleet;
 pub mod output;
 pub mod plan;
 pub mod safety;
