@@ -45,9 +45,10 @@ pub fn decode_histogram(text: &str) -> Result<Histogram<u64>, HistogramCodecErro
     Ok(Deserializer::new().deserialize(&mut bytes.as_slice())?)
 }
 
-/// Decodes `text` and adds it into a histogram with hostmax's shared bounds
-/// ([`new_latency_histogram`]), so that histograms from any source add exactly (values beyond
-/// the bounds are clamped, never dropped; see [`add_exact`]).
+/// Decodes `text` and adds it into a histogram of hostmax's shared bin layout
+/// ([`new_latency_histogram`]: growing as larger values come), so that histograms from any
+/// source add to each other (exactly when they share the layout; see [`add_exact`]). A decoded
+/// histogram alone keeps the fixed range it was encoded with and cannot take larger values.
 pub fn decode_latency_histogram(text: &str) -> Result<Histogram<u64>, HistogramCodecError> {
     let decoded = decode_histogram(text)?;
     let mut histogram = new_latency_histogram();
@@ -77,7 +78,7 @@ impl EncodedHistograms {
         })
     }
 
-    /// Decodes both into hostmax's shared bounds ([`decode_latency_histogram`]): (read, write).
+    /// Decodes both into hostmax's shared layout ([`decode_latency_histogram`]): (read, write).
     pub fn decode(&self) -> Result<(Histogram<u64>, Histogram<u64>), HistogramCodecError> {
         Ok((
             decode_latency_histogram(&self.read)?,
@@ -143,7 +144,11 @@ mod tests {
         let text = encode_histogram(&narrow).unwrap();
         let wide = decode_latency_histogram(&text).unwrap();
         assert_eq!(wide.len(), 11);
-        assert_eq!(wide.high(), hostmax_engine::LATENCY_HIGHEST_NS);
+        assert_eq!(wide.low(), 1);
+        assert_eq!(wide.sigfig(), hostmax_engine::LATENCY_SIGFIG);
+        // It still takes values far beyond the source's range.
+        let mut wide = wide;
+        wide.record(60_000_000_000).unwrap();
         // In the source's bin of 5000 (its lowest discernible value 1000 makes bins 512 wide).
         let median = wide.value_at_quantile(0.5);
         assert!(narrow.equivalent(median, 5000), "median {median}");

@@ -162,6 +162,16 @@ pub struct RunArgs {
     /// Options for runs on many hosts.
     #[command(flatten)]
     pub fleet: crate::fleet::FleetRunArgs,
+
+    /// Poll for completions instead of waiting for interrupts (only devices with poll queues,
+    /// `/sys/block/DEV/queue/io_poll` = 1, such as NVMe with `nvme.poll_queues`).
+    #[arg(long)]
+    pub iopoll: bool,
+
+    /// Let a kernel thread submit I/O (IORING_SETUP_SQPOLL): no system call per batch, at the
+    /// cost of a busy kernel thread per worker.
+    #[arg(long)]
+    pub sqpoll: bool,
 }
 
 /// What [`plan_run`] checks against: the host's CPUs, open-file limit and system state.
@@ -260,6 +270,10 @@ pub fn plan_run_with(args: &RunArgs, limits: &HostLimits) -> Result<RunPlan, Bad
         },
         on_error: args.on_error,
         fleet: crate::fleet::plan_fleet(&args.fleet)?,
+        polling: hostmax_engine::Polling {
+            iopoll: args.iopoll,
+            sqpoll: args.sqpoll,
+        },
     })
 }
 

@@ -53,4 +53,6 @@ pub struct RunPlan {
     pub on_error: hostmax_engine::ErrorPolicy,
     /// `--start-at` and `--hdr-log`.
     pub fleet: crate::fleet::FleetPlan,
+    /// `--iopoll` / `--sqpoll`.
+    pub polling: hostmax_engine::Polling,
 }

@@ -188,12 +188,14 @@ pub enum StartWait {
     Interrupted(i32),
 }
 
-/// Waits until `at` (wall clock) unless SIGINT or SIGTERM comes first.
+/// Waits until `at` (wall clock) unless SIGINT or SIGTERM comes first; `armed` is called
+/// once the signals are caught (so a message it prints is never followed by an unhandled
+/// Ctrl-C).
 ///
 /// The wall clock is re-read at least every half second, so a clock stepped by NTP during a
 /// long wait still starts on time; the last few milliseconds are slept with `nanosleep`,
 /// which is tighter than the runtime's millisecond timer.
-pub fn wait_until(at: SystemTime) -> std::io::Result<StartWait> {
+pub fn wait_until(at: SystemTime, armed: impl FnOnce()) -> std::io::Result<StartWait> {
     const FINE: Duration = Duration::from_millis(5);
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -202,6 +204,7 @@ pub fn wait_until(at: SystemTime) -> std::io::Result<StartWait> {
         use tokio::signal::unix::{signal, SignalKind};
         let mut int = signal(SignalKind::interrupt())?;
         let mut term = signal(SignalKind::terminate())?;
+        armed();
         loop {
             let remaining = at
                 .duration_since(SystemTime::now())
@@ -235,14 +238,16 @@ pub fn wait_for_start(
     let Some(at) = at else {
         return Ok(prepared);
     };
-    if let Ok(ahead) = at.duration_since(SystemTime::now()) {
-        eprintln!(
-            "hostmax: ready; starting at {} (in {:.1} s)",
-            format_rfc3339(at),
-            ahead.as_secs_f64()
-        );
-    }
-    match wait_until(at)? {
+    let announce = || {
+        if let Ok(ahead) = at.duration_since(SystemTime::now()) {
+            eprintln!(
+                "hostmax: ready; starting at {} (in {:.1} s)",
+                format_rfc3339(at),
+                ahead.as_secs_f64()
+            );
+        }
+    };
+    match wait_until(at, announce)? {
         StartWait::Reached { late } => {
             if late > Duration::from_millis(100) {
                 eprintln!(
@@ -362,7 +367,9 @@ mod tests {
 
     #[test]
     fn waiting_for_a_time_already_reached_returns_at_once() {
-        let got = wait_until(SystemTime::now()).unwrap();
+        let mut armed = false;
+        let got = wait_until(SystemTime::now(), || armed = true).unwrap();
         assert!(matches!(got, StartWait::Reached { .. }), "{got:?}");
+        assert!(armed);
     }
 }
