@@ -6,7 +6,7 @@ mod support;
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -18,34 +18,9 @@ use support::*;
 
 const MIB: u64 = 1 << 20;
 
-/// A scratch directory removed on drop.
-struct Scratch(PathBuf);
-
-impl Scratch {
-    fn new(tag: &str) -> Scratch {
-        let p =
-            PathBuf::from("/dev/shm").join(format!("hostmax-fleet-{tag}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&p);
-        std::fs::create_dir_all(&p).unwrap();
-        Scratch(p)
-    }
-
-    fn path(&self, name: &str) -> String {
-        self.0.join(name).display().to_string()
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
-fn device_paths(host: &SimulatedHost) -> Vec<String> {
-    host.device_paths()
-        .iter()
-        .map(|p| p.display().to_string())
-        .collect()
+/// `name` inside `dir`, as an argument.
+fn path_in(dir: &ScratchDir, name: &str) -> String {
+    dir.join(name).display().to_string()
 }
 
 /// Runs hostmax with `args` and expects exit 0.
@@ -126,13 +101,13 @@ fn ios(scope: &Value, op: &str) -> u64 {
 #[test]
 fn merged_report_adds_counts_exactly_and_takes_percentiles_from_added_histograms() {
     require_root!();
-    let scratch = Scratch::new("merge");
+    let scratch = ScratchDir::new("fleet-merge");
     let host = loop_volumes(3, 32 * MIB);
-    let paths = device_paths(&host);
+    let paths = volume_paths(&host);
     let (a, b, fleet) = (
-        scratch.path("a.json"),
-        scratch.path("b.json"),
-        scratch.path("fleet.json"),
+        path_in(&scratch, "a.json"),
+        path_in(&scratch, "b.json"),
+        path_in(&scratch, "fleet.json"),
     );
     {
         let _lock = rate_test_lock();
@@ -207,16 +182,16 @@ fn merged_report_adds_counts_exactly_and_takes_percentiles_from_added_histograms
 #[test]
 fn merge_refuses_other_workloads_and_files_that_are_not_reports() {
     require_root!();
-    let scratch = Scratch::new("refuse");
+    let scratch = ScratchDir::new("fleet-refuse");
     let host = loop_volumes(1, 32 * MIB);
-    let paths = device_paths(&host);
-    let (a, c) = (scratch.path("a.json"), scratch.path("c.json"));
+    let paths = volume_paths(&host);
+    let (a, c) = (path_in(&scratch, "a.json"), path_in(&scratch, "c.json"));
     {
         let _lock = rate_test_lock();
         hostmax_ok(&short_run(&paths, &a, "1s", &[]));
         hostmax_ok(&short_run(&paths, &c, "1s", &["--bs", "8k"]));
     }
-    let fleet = scratch.path("fleet.json");
+    let fleet = path_in(&scratch, "fleet.json");
     let merge = |files: &[&str]| -> Vec<String> {
         let mut args = vec!["merge".to_string()];
         args.extend(files.iter().map(|s| s.to_string()));
@@ -231,7 +206,7 @@ fn merge_refuses_other_workloads_and_files_that_are_not_reports() {
         "{err}"
     );
 
-    let junk = scratch.path("junk.json");
+    let junk = path_in(&scratch, "junk.json");
     std::fs::write(&junk, "{\"hello\": \"world\"}").unwrap();
     let err = hostmax_refused(&merge(&[&a, &junk]));
     assert!(
@@ -241,12 +216,12 @@ fn merge_refuses_other_workloads_and_files_that_are_not_reports() {
 
     let mut v2 = read_json(&a);
     v2["schema_version"] = 2.into();
-    let newer = scratch.path("v2.json");
+    let newer = path_in(&scratch, "v2.json");
     std::fs::write(&newer, v2.to_string()).unwrap();
     let err = hostmax_refused(&merge(&[&a, &newer]));
     assert!(err.contains(&format!("{newer}: schema_version 2")), "{err}");
 
-    let err = hostmax_refused(&merge(&[&a, &scratch.path("absent.json")]));
+    let err = hostmax_refused(&merge(&[&a, &path_in(&scratch, "absent.json")]));
     assert!(err.contains("cannot read it"), "{err}");
     assert!(!Path::new(&fleet).exists(), "a refused merge wrote {fleet}");
 }
@@ -279,10 +254,10 @@ fn read_interval_log(path: &str) -> (BTreeMap<(String, u64), u64>, Duration) {
 #[test]
 fn hdr_log_has_one_interval_per_device_op_and_second_adding_up_to_the_report() {
     require_root!();
-    let scratch = Scratch::new("hlog");
+    let scratch = ScratchDir::new("fleet-hlog");
     let host = loop_volumes(2, 32 * MIB);
-    let paths = device_paths(&host);
-    let (json, log) = (scratch.path("r.json"), scratch.path("r.hlog"));
+    let paths = volume_paths(&host);
+    let (json, log) = (path_in(&scratch, "r.json"), path_in(&scratch, "r.hlog"));
     {
         let _lock = rate_test_lock();
         let args = short_run(
@@ -367,10 +342,10 @@ fn hdr_log_has_one_interval_per_device_op_and_second_adding_up_to_the_report() {
 #[test]
 fn start_at_delays_the_start() {
     require_root!();
-    let scratch = Scratch::new("start");
+    let scratch = ScratchDir::new("fleet-start");
     let host = loop_volumes(1, 32 * MIB);
-    let paths = device_paths(&host);
-    let (json, log) = (scratch.path("r.json"), scratch.path("r.hlog"));
+    let paths = volume_paths(&host);
+    let (json, log) = (path_in(&scratch, "r.json"), path_in(&scratch, "r.hlog"));
     let _lock = rate_test_lock();
     let launched = SystemTime::now();
     let clock = Instant::now();
@@ -397,8 +372,8 @@ fn start_at_delays_the_start() {
 }
 
 /// A regular file to run on without root.
-fn scratch_file(scratch: &Scratch) -> String {
-    let f = scratch.path("vol");
+fn scratch_file(scratch: &ScratchDir) -> String {
+    let f = path_in(scratch, "vol");
     std::fs::File::create(&f)
         .unwrap()
         .set_len(16 * MIB)
@@ -408,7 +383,7 @@ fn scratch_file(scratch: &Scratch) -> String {
 
 #[test]
 fn a_past_or_malformed_start_at_is_refused() {
-    let scratch = Scratch::new("past");
+    let scratch = ScratchDir::new("fleet-past");
     let f = scratch_file(&scratch);
     let run = |at: &str| {
         hostmax_refused(&[
@@ -436,9 +411,9 @@ fn a_past_or_malformed_start_at_is_refused() {
 
 #[test]
 fn sigint_while_waiting_to_start_exits_cleanly() {
-    let scratch = Scratch::new("sigint");
+    let scratch = ScratchDir::new("fleet-sigint");
     let f = scratch_file(&scratch);
-    let json = scratch.path("r.json");
+    let json = path_in(&scratch, "r.json");
     let mut child = Command::new(hostmax_bin())
         .args([
             "--devices",

@@ -7,17 +7,20 @@
 //! - [`output`]: the live view, the final table and the `--json` report.
 //! - [`args`]: the command line ([`args::Cli`]) and [`args::plan_run`], which checks it all
 //!   before any I/O; [`units`] parses sizes, durations, CPU lists; [`devices`] expands and
-//!   de-duplicates `--devices`; [`safety`] refuses writes to devices in use.
+//!   de-duplicates `--devices`; [`safety`] refuses writes to devices in use or carrying
+//!   data, which [`signature`] finds by its on-disk magic numbers.
 //! - [`fleet`]: runs on many hosts: `--start-at`, `--hdr-log` and `hostmax merge`.
 //! - [`simhost`]: the simulated host of throttled loop volumes on tmpfs that `hostmax demo`
 //!   and the tests run against.
 
 pub mod app;
 pub mod args;
+pub mod chart;
 pub mod devices;
 pub mod fleet;
 pub mod output;
 pub mod plan;
 pub mod safety;
+pub mod signature;
 pub mod simhost;
 pub mod units;
