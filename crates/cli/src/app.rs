@@ -60,6 +60,9 @@ pub fn measure(plan: &RunPlan) -> anyhow::Result<(HostReport, i32)> {
         plan.allow_write,
         &crate::safety::SystemSources::default(),
     )?;
+    let prepared = crate::fleet::start_at::wait_for_start(prepared, plan.fleet.start_at)?;
+    let mut hdr_log =
+        crate::fleet::hdr_log::HdrLogRecorder::for_run(&plan.fleet, prepared.targets(), &workload)?;
     let handle = prepared.start();
     let signal = Arc::new(AtomicI32::new(0));
     let _watch = watch_signals(handle.stopper(), signal.clone());
@@ -69,6 +72,9 @@ pub fn measure(plan: &RunPlan) -> anyhow::Result<(HostReport, i32)> {
     loop {
         match handle.recv_interval(Duration::from_millis(250)) {
             Some(interval) => {
+                if let Some(log) = &mut hdr_log {
+                    log.push(&interval);
+                }
                 if let Some(point) = series.push(interval) {
                     view.update(&point);
                 }
@@ -78,6 +84,9 @@ pub fn measure(plan: &RunPlan) -> anyhow::Result<(HostReport, i32)> {
         }
     }
     while let Some(interval) = handle.recv_interval(Duration::ZERO) {
+        if let Some(log) = &mut hdr_log {
+            log.push(&interval);
+        }
         if let Some(point) = series.push(interval) {
             view.update(&point);
         }
@@ -85,6 +94,10 @@ pub fn measure(plan: &RunPlan) -> anyhow::Result<(HostReport, i32)> {
     let result = handle.wait().context("the run failed")?;
     view.finish();
     let mut report = summarize(&result, &workload, series.finish());
+    report.hostname = crate::fleet::hostname();
+    if let Some(log) = hdr_log {
+        log.finish()?;
+    }
     let sig = signal.load(Ordering::SeqCst);
     // Interrupted means a signal; a stop-all after an I/O error is reported by its errors.
     report.interrupted = sig != 0;
@@ -202,6 +215,7 @@ pub fn demo() -> anyhow::Result<i32> {
         allow_write: false,
         layout: Default::default(),
         on_error: Default::default(),
+        fleet: Default::default(),
         polling: Default::default(),
     };
     let (report, signal) = measure(&plan)?;

@@ -67,11 +67,14 @@ pub struct Cli {
 }
 
 /// Subcommands.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Subcommand)]
+#[derive(Debug, Clone, Subcommand)]
 pub enum Command {
     /// Build a simulated host of throttled loop volumes on tmpfs (files without root), run
     /// the host-max test on it, and remove everything it made.
     Demo,
+    /// Merge the JSON reports of hosts that ran the same workload together into one exact
+    /// fleet report (counts add, percentiles from the added histograms).
+    Merge(crate::fleet::merge::MergeArgs),
 }
 
 /// A CPU list as given to `--cpus`, sorted and without repeats.
@@ -161,6 +164,10 @@ pub struct RunArgs {
     /// One worker thread per device instead of one per CPU (fio's layout; for comparisons).
     #[arg(long)]
     pub thread_per_device: bool,
+
+    /// Options for runs on many hosts.
+    #[command(flatten)]
+    pub fleet: crate::fleet::FleetRunArgs,
 
     /// Poll for completions instead of waiting for interrupts (only devices with poll queues,
     /// `/sys/block/DEV/queue/io_poll` = 1, such as NVMe with `nvme.poll_queues`).
@@ -277,6 +284,7 @@ pub fn plan_run_with(args: &RunArgs, limits: &HostLimits) -> Result<RunPlan, Bad
             hostmax_engine::ThreadLayout::PerCpu
         },
         on_error: args.on_error,
+        fleet: crate::fleet::plan_fleet(&args.fleet)?,
         polling: hostmax_engine::Polling {
             iopoll: args.iopoll,
             sqpoll: args.sqpoll,

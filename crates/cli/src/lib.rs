@@ -9,6 +9,7 @@
 //!   before any I/O; [`units`] parses sizes, durations, CPU lists; [`devices`] expands and
 //!   de-duplicates `--devices`; [`safety`] refuses writes to devices in use or carrying
 //!   data, which [`signature`] finds by its on-disk magic numbers.
+//! - [`fleet`]: runs on many hosts: `--start-at`, `--hdr-log` and `hostmax merge`.
 //! - [`simhost`]: the simulated host of throttled loop volumes on tmpfs that `hostmax demo`
 //!   and the tests run against.
 
@@ -16,6 +17,7 @@ pub mod app;
 pub mod args;
 pub mod chart;
 pub mod devices;
+pub mod fleet;
 pub mod output;
 pub mod plan;
 pub mod safety;

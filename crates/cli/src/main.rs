@@ -31,6 +31,7 @@ fn main() -> ExitCode {
     };
     let result = match cli.command {
         Some(Command::Demo) => hostmax::app::demo(),
+        Some(Command::Merge(args)) => hostmax::fleet::merge::run_merge(&args),
         None => plan_run(&cli.run).and_then(hostmax::app::run),
     };
     match result {
