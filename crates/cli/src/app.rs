@@ -23,8 +23,12 @@ pub const EXIT_IO_ERRORS: i32 = 3;
 
 /// Runs the host-max test a plan describes and prints/writes its report. Returns the exit code.
 pub fn run(plan: RunPlan) -> anyhow::Result<i32> {
-    let (report, interrupted) = measure(&plan)?;
+    let (report, interrupted, hdr_log) = measure_keeping_log(&plan)?;
     emit(&report, plan.json.as_ref())?;
+    // The report is out first: a failure writing the interval log must not lose it.
+    if let Some(log) = hdr_log {
+        log.finish()?;
+    }
     Ok(exit_code(&report, interrupted))
 }
 
@@ -40,8 +44,24 @@ pub fn exit_code(report: &HostReport, interrupted_by: i32) -> i32 {
 }
 
 /// Runs the plan with a live view and signal handling; returns the report and the signal
-/// number that interrupted it (0 if none).
+/// number that interrupted it (0 if none). A `--hdr-log` is written before it returns.
 pub fn measure(plan: &RunPlan) -> anyhow::Result<(HostReport, i32)> {
+    let (report, signal, hdr_log) = measure_keeping_log(plan)?;
+    if let Some(log) = hdr_log {
+        log.finish()?;
+    }
+    Ok((report, signal))
+}
+
+/// [`measure`], leaving the `--hdr-log` recorder to the caller to finish (after the report is
+/// safe).
+fn measure_keeping_log(
+    plan: &RunPlan,
+) -> anyhow::Result<(
+    HostReport,
+    i32,
+    Option<crate::fleet::hdr_log::HdrLogRecorder>,
+)> {
     let workload = plan.workload.clone();
     let prepared = hostmax_engine::prepare(RunConfig {
         targets: plan.targets.iter().map(|t| t.path.clone()).collect(),
@@ -95,13 +115,10 @@ pub fn measure(plan: &RunPlan) -> anyhow::Result<(HostReport, i32)> {
     view.finish();
     let mut report = summarize(&result, &workload, series.finish());
     report.hostname = crate::fleet::hostname();
-    if let Some(log) = hdr_log {
-        log.finish()?;
-    }
     let sig = signal.load(Ordering::SeqCst);
     // Interrupted means a signal; a stop-all after an I/O error is reported by its errors.
     report.interrupted = sig != 0;
-    Ok((report, sig))
+    Ok((report, sig, hdr_log))
 }
 
 /// Prints the table (stdout, or stderr when the JSON goes to stdout) and writes the JSON.
