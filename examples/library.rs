@@ -38,6 +38,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         live: true,
         layout: Default::default(),
         on_error: Default::default(),
+        polling: Default::default(),
     })?;
     // One host point per second, merged from every device's interval histograms.
     let mut series = TimeSeries::new(device_count);

@@ -50,6 +50,7 @@ pub fn measure(plan: &RunPlan) -> anyhow::Result<(HostReport, i32)> {
         live: true,
         layout: plan.layout,
         on_error: plan.on_error,
+        polling: plan.polling,
     })
     .map_err(refusal_or_error)?;
     // Written devices are now held with O_EXCL; check once more right before the first write.
@@ -201,6 +202,7 @@ pub fn demo() -> anyhow::Result<i32> {
         allow_write: false,
         layout: Default::default(),
         on_error: Default::default(),
+        polling: Default::default(),
     };
     let (report, signal) = measure(&plan)?;
     emit(&report, None)?;

@@ -155,6 +155,16 @@ pub struct RunArgs {
     /// One worker thread per device instead of one per CPU (fio's layout; for comparisons).
     #[arg(long)]
     pub thread_per_device: bool,
+
+    /// Poll for completions instead of waiting for interrupts (only devices with poll queues,
+    /// `/sys/block/DEV/queue/io_poll` = 1, such as NVMe with `nvme.poll_queues`).
+    #[arg(long)]
+    pub iopoll: bool,
+
+    /// Let a kernel thread submit I/O (IORING_SETUP_SQPOLL): no system call per batch, at the
+    /// cost of a busy kernel thread per worker.
+    #[arg(long)]
+    pub sqpoll: bool,
 }
 
 /// What [`plan_run`] checks against: the host's CPUs, open-file limit and system state.
@@ -252,6 +262,10 @@ pub fn plan_run_with(args: &RunArgs, limits: &HostLimits) -> Result<RunPlan, Bad
             hostmax_engine::ThreadLayout::PerCpu
         },
         on_error: args.on_error,
+        polling: hostmax_engine::Polling {
+            iopoll: args.iopoll,
+            sqpoll: args.sqpoll,
+        },
     })
 }
 

@@ -51,4 +51,6 @@ pub struct RunPlan {
     pub layout: hostmax_engine::ThreadLayout,
     /// What to do when a device fails an I/O (`--on-error`).
     pub on_error: hostmax_engine::ErrorPolicy,
+    /// `--iopoll` / `--sqpoll`.
+    pub polling: hostmax_engine::Polling,
 }

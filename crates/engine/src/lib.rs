@@ -10,7 +10,7 @@
 //! The control side holds a [`RunHandle`]: it reads one-second [`DeviceInterval`]s while the
 //! workers go on, can [`RunHandle::stop`] the run, and [`RunHandle::wait`]s for the
 //! [`RunResult`] with per-device [`OpResult`]s and exact HDR latency histograms
-//! ([`new_latency_histogram`] gives the bounds every histogram shares).
+//! ([`new_latency_histogram`] gives the bin layout every histogram shares).
 //!
 //! All `unsafe` io_uring code lives in the private `ring` module.
 
@@ -26,13 +26,13 @@ mod workload;
 
 pub use placement::{Placement, ThreadLayout, WorkerPlan};
 pub use result::{
-    new_latency_histogram, DeviceInterval, DeviceResult, ErrorLog, IoErrorSample, OpKind, OpResult,
-    RunResult, WorkerSummary, ERROR_SAMPLES, LATENCY_HIGHEST_NS, LATENCY_SIGFIG,
+    new_latency_histogram, record_latency, DeviceInterval, DeviceResult, ErrorLog, IoErrorSample,
+    OpKind, OpResult, RunResult, WorkerSummary, ERROR_SAMPLES, LATENCY_HIGHEST_NS, LATENCY_SIGFIG,
 };
-pub use ring::RingFeatures;
+pub use ring::{Polling, RingFeatures};
 pub use run::{
-    buffer_bytes, check_buffer_memory, prepare, start, validate, PreparedRun, RunConfig, RunHandle,
-    StopHandle,
+    buffer_bytes, check_buffer_memory, check_poll_queues, prepare, start, validate, PreparedRun,
+    RunConfig, RunHandle, StopHandle,
 };
 pub use target::{TargetInfo, TargetKind};
 pub use worker::OffsetStream;

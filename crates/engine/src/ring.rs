@@ -39,6 +39,19 @@ pub struct RingFeatures {
     pub fixed_buffers: bool,
     /// The ring fd is registered (saves an fd lookup per `io_uring_enter`).
     pub registered_ring: bool,
+    /// `IORING_SETUP_IOPOLL`: completions are polled from the device's poll queues.
+    pub iopoll: bool,
+    /// `IORING_SETUP_SQPOLL`: a kernel thread submits, no system call per batch.
+    pub sqpoll: bool,
+}
+
+/// Polling asked for by the user (`--iopoll`, `--sqpoll`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Polling {
+    /// Poll for completions (only devices with poll queues: `queue/io_poll` = 1).
+    pub iopoll: bool,
+    /// A kernel thread polls the submission queue.
+    pub sqpoll: bool,
 }
 
 /// Page-aligned memory for all I/O buffers of one worker.
@@ -111,12 +124,13 @@ impl UringIo {
         region_lens: &[usize],
         slots: usize,
         fill_random: bool,
+        polling: Polling,
     ) -> io::Result<UringIo> {
         let sq_entries = slots.next_power_of_two().clamp(8, 4096) as u32;
         let cq_entries = (slots.next_power_of_two() as u32)
             .max(2 * sq_entries)
             .min(65_536);
-        let (ring, defer_taskrun, coop_taskrun) = build_ring(sq_entries, cq_entries)?;
+        let (ring, defer_taskrun, coop_taskrun) = build_ring(sq_entries, cq_entries, polling)?;
 
         let mut regions = Vec::with_capacity(region_lens.len());
         let mut total = 0usize;
@@ -137,6 +151,8 @@ impl UringIo {
             features: RingFeatures {
                 defer_taskrun,
                 coop_taskrun,
+                iopoll: polling.iopoll,
+                sqpoll: polling.sqpoll,
                 ..RingFeatures::default()
             },
             in_flight: 0,
@@ -317,13 +333,27 @@ impl Drop for UringIo {
     }
 }
 
-/// Builds a ring with the fastest flags the kernel accepts, falling back step by step.
-fn build_ring(sq: u32, cq: u32) -> io::Result<(IoUring, bool, bool)> {
+/// How long an idle SQPOLL thread spins before it sleeps.
+const SQPOLL_IDLE_MS: u32 = 50;
+
+/// Builds a ring with the fastest flags the kernel accepts, falling back step by step. The
+/// polling the user asked for is never dropped silently: if the kernel refuses it, so do we.
+fn build_ring(sq: u32, cq: u32, polling: Polling) -> io::Result<(IoUring, bool, bool)> {
     let attempts: [(bool, bool); 3] = [(true, true), (false, true), (false, false)];
     let mut last_err = None;
     for (defer, coop) in attempts {
+        // The kernel rejects DEFER_TASKRUN together with SQPOLL.
+        if defer && polling.sqpoll {
+            continue;
+        }
         let mut b = IoUring::builder();
         b.setup_cqsize(cq);
+        if polling.iopoll {
+            b.setup_iopoll();
+        }
+        if polling.sqpoll {
+            b.setup_sqpoll(SQPOLL_IDLE_MS);
+        }
         if defer {
             b.setup_single_issuer().setup_defer_taskrun();
         }

@@ -8,6 +8,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use crate::placement::{self, Placement, ThreadLayout};
+use crate::ring::Polling;
 use crate::worker::WorkerTask;
 use crate::workload::ErrorPolicy;
 use crate::{
@@ -30,6 +31,8 @@ pub struct RunConfig {
     pub layout: ThreadLayout,
     /// What to do when a device fails an I/O.
     pub on_error: ErrorPolicy,
+    /// Completion and submission polling (`--iopoll`, `--sqpoll`); off by default.
+    pub polling: Polling,
 }
 
 /// The start gate: workers report readiness, then wait for the common start instant (or an
@@ -225,6 +228,32 @@ pub fn check_buffer_memory(workload: &Workload, targets: usize) -> Result<(), En
     Ok(())
 }
 
+/// Refuses `--iopoll` unless every target is a block device with poll queues
+/// (`/sys/block/DEV/queue/io_poll` = 1): elsewhere every polled I/O fails with EOPNOTSUPP, and a
+/// run of nothing but errors is no measurement.
+pub fn check_poll_queues(targets: &[TargetInfo]) -> Result<(), EngineError> {
+    let unpollable: Vec<String> = targets
+        .iter()
+        .filter(|t| {
+            let Some(disk) = t.sys_block_disk() else {
+                return true;
+            };
+            std::fs::read_to_string(format!("/sys/block/{disk}/queue/io_poll"))
+                .map(|v| v.trim() != "1")
+                .unwrap_or(true)
+        })
+        .map(|t| t.path.display().to_string())
+        .collect();
+    if unpollable.is_empty() {
+        return Ok(());
+    }
+    Err(EngineError::InvalidWorkload(format!(
+        "--iopoll needs devices with poll queues (queue/io_poll = 1), and {} {} none (loop devices, regular files and most virtual disks never do; NVMe needs the nvme poll_queues parameter): drop --iopoll",
+        unpollable.join(", "),
+        if unpollable.len() == 1 { "has" } else { "have" }
+    )))
+}
+
 /// Bytes of I/O buffers a run allocates.
 pub fn buffer_bytes(workload: &Workload, targets: usize) -> u64 {
     targets as u64 * workload.iodepth as u64 * workload.block_size as u64
@@ -315,6 +344,9 @@ pub fn prepare(config: RunConfig) -> Result<PreparedRun, EngineError> {
         None => online,
     };
     check_buffer_memory(&config.workload, targets.len())?;
+    if config.polling.iopoll {
+        check_poll_queues(&targets)?;
+    }
     let placement = placement::plan(&targets, &allowed, config.layout)?;
     let write = config.workload.pattern.writes();
     // Open everything before starting any thread, so a refusal leaves nothing running.
@@ -353,6 +385,7 @@ pub fn prepare(config: RunConfig) -> Result<PreparedRun, EngineError> {
             devices,
             workload: config.workload.clone(),
             on_error: config.on_error,
+            polling: config.polling,
             shared: shared.clone(),
             intervals: tx.clone(),
         };

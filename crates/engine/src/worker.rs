@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use hdrhistogram::Histogram;
 
-use crate::ring::{RingFeatures, UringIo};
+use crate::ring::{Polling, RingFeatures, UringIo};
 use crate::run::Shared;
 use crate::workload::ErrorPolicy;
 use crate::{
@@ -132,6 +132,7 @@ pub(crate) struct WorkerTask {
     pub devices: Vec<(usize, TargetInfo, std::fs::File)>,
     pub workload: Workload,
     pub on_error: ErrorPolicy,
+    pub polling: Polling,
     pub shared: Arc<Shared>,
     pub intervals: Option<Sender<DeviceInterval>>,
 }
@@ -229,8 +230,8 @@ impl WorkerTask {
         let region_len = w.block_size as usize * w.iodepth as usize;
         let regions = vec![region_len; files.len()];
         let slots = files.len() * w.iodepth as usize;
-        let io =
-            UringIo::new(files, &regions, slots, w.pattern.writes()).map_err(EngineError::Ring)?;
+        let io = UringIo::new(files, &regions, slots, w.pattern.writes(), self.polling)
+            .map_err(EngineError::Ring)?;
         let mut states = Vec::new();
         let mut next_slot = 0u32;
         for (index, info, _) in &self.devices {
@@ -347,14 +348,14 @@ impl WorkerLoop {
                             dev.interval.read_ios += 1;
                             dev.interval.read_bytes += len as u64;
                             if record_latency {
-                                dev.interval_read.saturating_record(lat);
+                                crate::record_latency(&mut dev.interval_read, lat);
                             }
                         }
                         OpKind::Write => {
                             dev.interval.write_ios += 1;
                             dev.interval.write_bytes += len as u64;
                             if record_latency {
-                                dev.interval_write.saturating_record(lat);
+                                crate::record_latency(&mut dev.interval_write, lat);
                             }
                         }
                     }
