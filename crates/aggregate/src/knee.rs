@@ -58,8 +58,9 @@ pub struct Sweep {
     pub ceiling_iops: f64,
     /// The fewest volumes whose IOPS reach the ceiling within the tolerance.
     pub knee_volumes: usize,
-    /// Whether more volumes than the knee were swept and gave nothing more: the ceiling is
-    /// the host's. When false the knee is the last step and the ceiling only a lower bound.
+    /// Whether the host was shown at its ceiling: steps after the knee gave nothing more, or
+    /// the last step fell short of the ideal line by more than the tolerance. When false the
+    /// IOPS still grew as the volumes promise, and the ceiling is only a lower bound.
     pub saturated: bool,
     /// The tolerance used, as a fraction.
     pub tolerance: f64,
@@ -130,10 +131,15 @@ impl Sweep {
         caps: Option<&[f64]>,
         tolerance: Tolerance,
     ) -> Option<Sweep> {
-        let (ceiling_iops, knee_volumes, saturated) = find_knee(&points, tolerance)?;
+        let (ceiling_iops, knee_volumes, flat_after_knee) = find_knee(&points, tolerance)?;
         let (ideal, ideal_source) = ideal_line(&points, caps)?;
         let mut points = points;
         points.sort_by_key(|p| p.volumes);
+        // Saturated: more volumes than the knee gave nothing more, or the last step is short
+        // of the ideal line (the host, not the volumes, set its figure).
+        let last = points.last()?;
+        let last_ideal = ideal.last()?.iops;
+        let saturated = flat_after_knee || !tolerance.reaches(last.iops, last_ideal);
         Some(Sweep {
             points,
             ceiling_iops,
@@ -246,5 +252,11 @@ mod tests {
         assert!(json["points"][0]["bytes_per_sec"].is_number());
         assert_eq!(json["ceiling_iops"], 3995.0);
         assert_eq!(json["knee_volumes"], 2);
+        // Linear growth all the way: the knee is the last step and nothing says the host
+        // is saturated.
+        assert!(!s.saturated);
+        let coarse = Sweep::new(vec![p(1, 1998.0), p(2, 3995.0), p(4, 5004.0)], None, T).unwrap();
+        assert_eq!(coarse.knee_volumes, 4);
+        assert!(coarse.saturated, "5004 is far below the ideal 7992");
     }
 }

@@ -384,7 +384,8 @@ impl Default for Tolerance {
 
 impl fmt::Display for Tolerance {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}%", self.0 * 100.0)
+        // Rounded so that 0.07 shows as 7%, not 7.000000000000001%.
+        write!(f, "{}%", (self.0 * 100.0 * 1e6).round() / 1e6)
     }
 }
 

@@ -67,11 +67,16 @@ pub struct Cli {
 }
 
 /// Subcommands.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Subcommand)]
+#[derive(Debug, Clone, Subcommand)]
 pub enum Command {
     /// Build a simulated host of throttled loop volumes on tmpfs (files without root), run
     /// the host-max test on it, and remove everything it made.
     Demo,
+    /// Run the phases a spec needs (4k for IOPS, 1m for MB/s, 4k at depth 1 for latency) and
+    /// print one verdict: per volume and for the host, measured against promised.
+    Verify(crate::verify::command::VerifyArgs),
+    /// Run the same workload on 1, 2, 4, ... and all volumes; find the host's ceiling and knee.
+    Sweep(crate::verify::sweep::SweepArgs),
 }
 
 /// A CPU list as given to `--cpus`, sorted and without repeats.
@@ -155,6 +160,10 @@ pub struct RunArgs {
     /// One worker thread per device instead of one per CPU (fio's layout; for comparisons).
     #[arg(long)]
     pub thread_per_device: bool,
+
+    /// What the volumes and the host promise (a verdict after the run).
+    #[command(flatten)]
+    pub spec: crate::verify::SpecArgs,
 
     /// Poll for completions instead of waiting for interrupts (only devices with poll queues,
     /// `/sys/block/DEV/queue/io_poll` = 1, such as NVMe with `nvme.poll_queues`).

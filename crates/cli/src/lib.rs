@@ -8,6 +8,8 @@
 //! - [`args`]: the command line ([`args::Cli`]) and [`args::plan_run`], which checks it all
 //!   before any I/O; [`units`] parses sizes, durations, CPU lists; [`devices`] expands and
 //!   de-duplicates `--devices`; [`safety`] refuses writes to devices in use.
+//! - [`verify`]: spec options and verdicts of the main run, `hostmax verify` and `hostmax
+//!   sweep`; [`chart`] draws SVG charts.
 //! - [`simhost`]: the simulated host of throttled loop volumes on tmpfs that `hostmax demo`
 //!   and the tests run against.
 
@@ -20,3 +22,4 @@ pub mod plan;
 pub mod safety;
 pub mod simhost;
 pub mod units;
+pub mod verify;
