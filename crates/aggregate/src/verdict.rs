@@ -23,9 +23,6 @@ use crate::spec::{Expectation, HostSpec, Tolerance, VolumeSpec};
 pub const IOPS_BLOCK_MAX: u32 = 4096;
 /// Smallest block size whose runs judge throughput rules.
 pub const THROUGHPUT_BLOCK_MIN: u32 = 256 << 10;
-/// Share by which the shortfall volumes' figures (IOPS, or IOPS over promise) may differ and
-/// still count as "uniformly below": (max - min) / max.
-pub const UNIFORM_SPREAD: f64 = 0.20;
 /// Largest coefficient of variation of the host's per-second IOPS that counts as flat.
 pub const FLAT_CV: f64 = 0.10;
 
@@ -153,17 +150,18 @@ pub struct VolumeShare {
 /// volumes are those below their own figure (within the tolerance), and the host is the
 /// bottleneck when all of these hold, else the volumes are:
 /// 1. at least two volumes are short (one short volume is its own limit);
-/// 2. the short volumes are uniformly below: their measured figures, or their ratios to their
-///    figures, differ by at most [`UNIFORM_SPREAD`] (a shared limit hands out equal shares, or
-///    shares in proportion);
-/// 3. no volume that reached its figure got more than the short volumes' best (within the
-///    tolerance): under a shared limit only volumes whose figure is below the common share
-///    reach it;
-/// 4. the host's per-second total is flat: coefficient of variation at most [`FLAT_CV`]
+/// 2. the volumes are uniformly below their figures: none that reached its figure got more
+///    than the best of the short ones (within the tolerance). Under a shared limit only a
+///    volume whose figure is below the common share reaches it; a volume at its figure above
+///    the short ones shows they are held by limits of their own;
+/// 3. the host's per-second total is flat: coefficient of variation at most [`FLAT_CV`]
 ///    (not judged with fewer than 3 seconds).
 ///
-/// One run cannot tell equal volumes each held to the same lower limit from a host limit;
-/// `hostmax sweep` can (the total then grows with every volume added).
+/// The shares themselves are not compared: a shared limit hands them out unevenly (on the
+/// simulated host, 4 volumes behind a 5,000 IOPS cap got 1,239-1,292 IOPS each in one run and
+/// 1,829, 1,819, 680 and 672 in another, by which CPU's worker drove them). So one run cannot
+/// tell volumes that are each held below their figures, at a flat total, from a host limit;
+/// `hostmax sweep` can (with a host limit the total stops growing as volumes are added).
 pub fn bottleneck(
     volumes: &[VolumeShare],
     per_second_total: &[f64],
@@ -180,32 +178,15 @@ pub fn bottleneck(
     if short.len() < 2 {
         return Some(Bottleneck::Volumes);
     }
-    let measured: Vec<f64> = short.iter().map(|v| v.measured).collect();
-    let ratios: Vec<f64> = short
-        .iter()
-        .map(|v| v.measured / v.expected.max(f64::MIN_POSITIVE))
-        .collect();
-    let uniform = spread(&measured) <= UNIFORM_SPREAD || spread(&ratios) <= UNIFORM_SPREAD;
-    let best_short = measured.iter().copied().fold(0.0, f64::max);
-    let fair = met
+    let best_short = short.iter().map(|v| v.measured).fold(0.0, f64::max);
+    let uniform = met
         .iter()
         .all(|v| v.measured <= best_short * (1.0 + tolerance.fraction()));
     let flat = per_second_total.len() < 3 || coefficient_of_variation(per_second_total) <= FLAT_CV;
-    if uniform && fair && flat {
+    if uniform && flat {
         Some(Bottleneck::Host)
     } else {
         Some(Bottleneck::Volumes)
-    }
-}
-
-/// (max - min) / max; 0 for nothing or all zeros.
-fn spread(values: &[f64]) -> f64 {
-    let max = values.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-    let min = values.iter().copied().fold(f64::INFINITY, f64::min);
-    if values.is_empty() || max <= 0.0 {
-        0.0
-    } else {
-        (max - min) / max
     }
 }
 
@@ -542,6 +523,9 @@ mod tests {
             bottleneck(&v, &[5001.0, 4998.0, 5003.0], T),
             Some(Bottleneck::Host)
         );
+        // As measured on the simulated host: shares uneven by CPU.
+        let v = [1829.5, 672.5, 1819.0, 680.0].map(|m| share(2000.0, m));
+        assert_eq!(bottleneck(&v, &[5000.0; 2], T), Some(Bottleneck::Host));
         // Different figures, the small one met, the rest sharing what is left equally
         // (the demo's shape): still the host.
         let v = [
@@ -565,9 +549,13 @@ mod tests {
             share(2000.0, 1990.0),
         ];
         assert_eq!(bottleneck(&v, &[4985.0; 3], T), Some(Bottleneck::Volumes));
-        // Several short, each at a different level.
+        // Several short, each at a different level, one met above the short ones' best.
         let v = [1000.0, 1500.0, 1900.0, 700.0].map(|m| share(2000.0, m));
         assert_eq!(bottleneck(&v, &[5100.0; 3], T), Some(Bottleneck::Volumes));
+        // The documented limit of one run: every volume short, at a flat total, reads as the
+        // host even if each has a limit of its own (the sweep tells them apart).
+        let v = [400.0, 1500.0, 1800.0].map(|m| share(2000.0, m));
+        assert_eq!(bottleneck(&v, &[3700.0; 3], T), Some(Bottleneck::Host));
         // Two short at the same level, but a met volume got twice theirs: not a shared limit.
         let v = [
             share(2000.0, 1000.0),

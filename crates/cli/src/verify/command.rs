@@ -1,12 +1,12 @@
 //! `hostmax verify`: runs the phases a spec needs and prints one verdict over all of them.
 //!
 //! Phases, each with the run's usual options (`--runtime`, `--ramp`, `--iodepth`, `--size`,
-//! `--cpus`, ...): 4k for IOPS rules, 1m for throughput rules, 4k at depth 1 for latency
+//! `--cpus`, ...): 4k for IOPS rules, 1m (`--throughput-bs`) for throughput rules, 4k at depth 1 for latency
 //! rules. Random reads, or with `--allow-write` the seeds' 50/50 random read/write mix. Each
 //! phase goes through [`crate::app::measure`] like any run.
 
 use clap::Args;
-use hostmax_aggregate::verdict::RuleKind;
+use hostmax_aggregate::verdict::{RuleKind, THROUGHPUT_BLOCK_MIN};
 use hostmax_aggregate::{judge, HostReport, VerifyReport, SCHEMA_VERSION};
 use hostmax_engine::IoPattern;
 
@@ -22,6 +22,20 @@ pub struct VerifyArgs {
     /// Devices, times, spec options: as for the main run.
     #[command(flatten)]
     pub run: RunArgs,
+
+    /// Block size of the throughput phase, 256k or larger.
+    #[arg(long, value_name = "SIZE", default_value = "1m", value_parser = throughput_bs_arg)]
+    pub throughput_bs: u64,
+}
+
+fn throughput_bs_arg(s: &str) -> Result<u64, String> {
+    let bs = crate::units::parse_size(s).map_err(|e| e.to_string())?;
+    if bs < u64::from(THROUGHPUT_BLOCK_MIN) {
+        return Err(format!(
+            "{s} is below 256k: throughput promises are judged on blocks of 256k and up; give e.g. 1m"
+        ));
+    }
+    Ok(bs)
 }
 
 /// One phase: what it judges and the options it runs with.
@@ -56,8 +70,8 @@ impl Phase {
     }
 }
 
-/// The options of the phase judging `kind`.
-pub fn phase_args(base: &RunArgs, kind: RuleKind) -> RunArgs {
+/// The options of the phase judging `kind`; `throughput_bs` is the throughput phase's block.
+pub fn phase_args(base: &RunArgs, kind: RuleKind, throughput_bs: u64) -> RunArgs {
     let mut args = base.clone();
     if base.allow_write {
         args.rw = IoPattern::RandRw;
@@ -68,7 +82,7 @@ pub fn phase_args(base: &RunArgs, kind: RuleKind) -> RunArgs {
     }
     match kind {
         RuleKind::Iops => args.bs = 4096,
-        RuleKind::Throughput => args.bs = 1 << 20,
+        RuleKind::Throughput => args.bs = throughput_bs,
         RuleKind::Latency => {
             args.bs = 4096;
             args.iodepth = 1;
@@ -92,7 +106,8 @@ pub fn plan_phases(
     };
     let mut phases = Vec::new();
     for kind in super::phases_for(&set) {
-        let plan = plan_run(&phase_args(&args.run, kind)).map_err(|e| {
+        let phase = phase_args(&args.run, kind, args.throughput_bs);
+        let plan = plan_run(&phase).map_err(|e| {
             anyhow::Error::new(BadInput(format!(
                 "the {} phase (--bs {}): {e:#}",
                 match kind {
@@ -100,11 +115,7 @@ pub fn plan_phases(
                     RuleKind::Throughput => "throughput",
                     RuleKind::Latency => "latency",
                 },
-                if kind == RuleKind::Throughput {
-                    "1m"
-                } else {
-                    "4k"
-                }
+                crate::units::format_size(phase.bs)
             )))
         })?;
         phases.push(Phase { kind, plan });

@@ -24,7 +24,11 @@ pub enum Step {
     All,
 }
 
-fn steps_arg(s: &str) -> Result<Vec<Step>, String> {
+/// The volume counts `--steps` gives.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StepList(pub Vec<Step>);
+
+fn steps_arg(s: &str) -> Result<StepList, String> {
     let mut steps = Vec::new();
     for part in s.split(',').map(str::trim) {
         if part.eq_ignore_ascii_case("all") {
@@ -40,7 +44,7 @@ fn steps_arg(s: &str) -> Result<Vec<Step>, String> {
             }
         }
     }
-    Ok(steps)
+    Ok(StepList(steps))
 }
 
 /// `hostmax sweep`'s options.
@@ -54,7 +58,7 @@ pub struct SweepArgs {
     /// Volume counts to run, e.g. 1,2,4,8,all [default: powers of two below the device
     /// count, then all]. Each step drives the first N devices as given.
     #[arg(long, value_name = "LIST", value_parser = steps_arg)]
-    pub steps: Option<Vec<Step>>,
+    pub steps: Option<StepList>,
 
     /// Draw IOPS against volumes, with the ideal line, as an SVG file.
     #[arg(long, value_name = "PATH")]
@@ -202,7 +206,10 @@ pub fn sweep_chart(sweep: &Sweep) -> LineChart {
 /// Runs `hostmax sweep`; returns the exit code.
 pub fn sweep(args: &SweepArgs) -> anyhow::Result<i32> {
     let base = plan_run(&args.run)?;
-    let steps = resolve_steps(args.steps.as_deref(), base.targets.len())?;
+    let steps = resolve_steps(
+        args.steps.as_ref().map(|s| s.0.as_slice()),
+        base.targets.len(),
+    )?;
     if let Some(svg) = &args.svg {
         check_svg_dest(svg)?;
     }
@@ -289,7 +296,7 @@ mod tests {
     #[test]
     fn steps_parse_resolve_and_refuse() {
         let steps = steps_arg("4, 1,all,2,2").unwrap();
-        assert_eq!(resolve_steps(Some(&steps), 6).unwrap(), vec![1, 2, 4, 6]);
+        assert_eq!(resolve_steps(Some(&steps.0), 6).unwrap(), vec![1, 2, 4, 6]);
         assert_eq!(resolve_steps(None, 20).unwrap(), vec![1, 2, 4, 8, 16, 20]);
         let err = resolve_steps(Some(&[Step::Count(8)]), 4).unwrap_err().0;
         assert!(
