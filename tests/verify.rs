@@ -155,6 +155,7 @@ fn a_host_cap_below_the_volumes_sum_is_the_bottleneck_and_the_sweep_finds_its_kn
         &host,
         &dir.path("host.json"),
     );
+    eprintln!("{stdout}");
     let v = &json["verdict"];
     assert_eq!(code, 1, "the volumes share 5000, below 2000 each: {stdout}");
     assert_eq!(v["host"]["bottleneck"], "host", "{v}\n{stdout}");
@@ -171,6 +172,7 @@ fn a_host_cap_below_the_volumes_sum_is_the_bottleneck_and_the_sweep_finds_its_kn
 
     // The sweep over 1, 2, 3, 4 volumes: the true knee is 3 (3 x 2000 >= 5000).
     let svg = dir.path("sweep.svg");
+    let keep_svg = std::env::var_os("HOSTMAX_KEEP_SVG");
     let svg_arg = svg.display().to_string();
     let (code, json, stdout) = run(
         &["sweep"],
@@ -186,6 +188,7 @@ fn a_host_cap_below_the_volumes_sum_is_the_bottleneck_and_the_sweep_finds_its_kn
         &host,
         &dir.path("sweep.json"),
     );
+    eprintln!("{stdout}");
     assert_eq!(code, 0, "{stdout}");
     let s = &json["sweep"];
     let points = s["points"].as_array().unwrap();
@@ -216,6 +219,9 @@ fn a_host_cap_below_the_volumes_sum_is_the_bottleneck_and_the_sweep_finds_its_kn
     assert_eq!(s["ideal_source"], "volume_caps");
     assert_eq!(json["runs"].as_array().unwrap().len(), 4);
     let chart = std::fs::read_to_string(&svg).expect("the SVG was written");
+    if let Some(keep) = keep_svg {
+        std::fs::write(keep, &chart).unwrap();
+    }
     assert!(chart.trim_start().starts_with("<svg") && chart.trim_end().ends_with("</svg>"));
     for name in ["measured", "ideal: sum of the volumes", "volumes", "IOPS"] {
         assert!(chart.contains(name), "the chart lacks {name}");

@@ -83,6 +83,11 @@ impl VolumeSpec {
         self.iops.is_none() && self.mbps.is_none() && self.p95_ms.is_none()
     }
 
+    /// Whether any figure depends on the volume's size (a per-GB rule).
+    pub fn scales_with_size(&self) -> bool {
+        matches!(self.iops, Some(Scaled::PerGb(_))) || matches!(self.mbps, Some(Scaled::PerGb(_)))
+    }
+
     /// What a volume of `size_bytes` (its provisioned size) is expected to deliver.
     pub fn expected(&self, size_bytes: u64) -> Expectation {
         let capped = |rule: Option<Scaled>, cap: Option<f64>| {

@@ -213,7 +213,7 @@ pub struct DeviceVerdict {
     pub pass: bool,
     /// Where its rules came from; empty when it has none.
     pub spec: String,
-    /// Provisioned size the rules were applied to, bytes.
+    /// Provisioned size the per-GB rules were applied to, bytes; `null` when every rule is flat.
     pub size_bytes: Option<u64>,
     /// IOPS promised.
     pub expected_iops: Option<f64>,
@@ -392,7 +392,7 @@ pub fn judge(specs: &SpecSet, reports: &[&HostReport]) -> Verdict {
             path: path.clone(),
             pass: true,
             spec: exp.label.clone(),
-            size_bytes: Some(exp.size_bytes),
+            size_bytes: exp.spec.scales_with_size().then_some(exp.size_bytes),
             expected_iops: e.iops,
             measured_iops: iops.as_ref().map(|f| f.iops),
             expected_bytes_per_sec: e.bytes_per_sec,

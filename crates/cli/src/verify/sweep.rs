@@ -11,7 +11,7 @@ use hostmax_aggregate::{HostReport, SweepReport, SCHEMA_VERSION};
 use super::print_beside_json;
 use crate::app;
 use crate::args::{plan_run, RunArgs};
-use crate::chart::{Band, LegendCorner, LineChart, Series, SeriesStyle};
+use crate::chart::{Band, LegendCorner, LineChart, Series, SeriesStyle, TickFormat};
 use crate::output::units::format_mib_per_sec;
 use crate::plan::BadInput;
 
@@ -167,6 +167,7 @@ pub fn sweep_chart(sweep: &Sweep) -> LineChart {
         title: "Host IOPS against volumes driven".into(),
         x_label: "volumes".into(),
         y_label: "IOPS".into(),
+        x_ticks: TickFormat::Count,
         series: vec![
             Series {
                 name: "measured".into(),

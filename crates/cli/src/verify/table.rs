@@ -63,7 +63,12 @@ pub fn render_verdict(v: &Verdict) -> String {
     for d in &v.devices {
         let spec = match d.size_bytes {
             Some(size) if !d.spec.is_empty() => {
-                format!("{} @ {:.0} GB", d.spec, size as f64 / 1e9)
+                let gb = size as f64 / 1e9;
+                if gb >= 10.0 {
+                    format!("{} @ {gb:.0} GB", d.spec)
+                } else {
+                    format!("{} @ {gb:.2} GB", d.spec)
+                }
             }
             _ => d.spec.clone(),
         };
