@@ -3,72 +3,10 @@
 
 mod support;
 
-use std::path::Path;
-
 use serde_json::Value;
 use support::*;
 
 const MIB: u64 = 1 << 20;
-
-/// Runs hostmax with `args` plus `--json FILE` and returns the parsed report.
-fn run_json(args: &[&str], group: Option<&IoThrottle>, dir: &Path) -> (Value, i32) {
-    let json = dir.join("report.json");
-    let mut all: Vec<String> = args.iter().map(|s| s.to_string()).collect();
-    all.push("--json".into());
-    all.push(json.display().to_string());
-    let out = run_hostmax(&all, group);
-    let code = out.status.code().unwrap_or(-1);
-    assert!(
-        code == 0,
-        "hostmax {all:?} exited {code}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let text = std::fs::read_to_string(&json).expect("the report was written");
-    (
-        serde_json::from_str(&text).expect("the report is JSON"),
-        code,
-    )
-}
-
-fn scratch_dir(tag: &str) -> tempdir::Scratch {
-    tempdir::Scratch::new(tag)
-}
-
-mod tempdir {
-    /// A directory under the system temp dir, removed on drop.
-    pub struct Scratch(pub std::path::PathBuf);
-    impl Scratch {
-        pub fn new(tag: &str) -> Scratch {
-            let p = std::env::temp_dir().join(format!("hostmax-{tag}-{}", std::process::id()));
-            std::fs::create_dir_all(&p).unwrap();
-            Scratch(p)
-        }
-    }
-    impl Drop for Scratch {
-        fn drop(&mut self) {
-            let _ = std::fs::remove_dir_all(&self.0);
-        }
-    }
-}
-
-fn device_paths(host: &SimulatedHost) -> Vec<String> {
-    host.device_paths()
-        .iter()
-        .map(|p| p.display().to_string())
-        .collect()
-}
-
-fn kernel_names(host: &SimulatedHost) -> Vec<String> {
-    host.volumes()
-        .iter()
-        .map(|v| {
-            v.loop_device()
-                .expect("loop mode")
-                .kernel_name()
-                .to_string()
-        })
-        .collect()
-}
 
 fn ios(report: &Value, device: usize, op: &str) -> u64 {
     report["devices"][device][op]["ios"]
@@ -81,11 +19,10 @@ fn per_device_ios_match_the_kernels_completions() {
     require_root!();
     let _rate = rate_test_lock();
     let host = loop_volumes(4, 64 * MIB);
-    let names = kernel_names(&host);
+    let names = volume_kernel_names(&host);
     let before: Vec<(u64, u64)> = names.iter().map(|n| kernel_completions(n)).collect();
-    let dir = scratch_dir("kernel-counts");
     let mut args = vec!["--devices"];
-    let paths = device_paths(&host);
+    let paths = volume_paths(&host);
     args.extend(paths.iter().map(String::as_str));
     args.extend([
         "--rw",
@@ -100,7 +37,7 @@ fn per_device_ios_match_the_kernels_completions() {
         "--ramp",
         "0s",
     ]);
-    let (report, _) = run_json(&args, None, &dir.0);
+    let report = run_json_stdout(&args, None);
     for (i, name) in names.iter().enumerate() {
         let after = kernel_completions(name);
         let kernel_reads = after.0 - before[i].0;
@@ -125,8 +62,7 @@ fn read_share_follows_rwmixread() {
     require_root!();
     let _rate = rate_test_lock();
     let host = loop_volumes(2, 64 * MIB);
-    let dir = scratch_dir("rwmix");
-    let paths = device_paths(&host);
+    let paths = volume_paths(&host);
     let mut args = vec!["--devices"];
     args.extend(paths.iter().map(String::as_str));
     args.extend([
@@ -140,7 +76,7 @@ fn read_share_follows_rwmixread() {
         "--ramp",
         "0s",
     ]);
-    let (report, _) = run_json(&args, None, &dir.0);
+    let report = run_json_stdout(&args, None);
     let reads = report["host"]["read"]["ios"].as_u64().unwrap() as f64;
     let writes = report["host"]["write"]["ios"].as_u64().unwrap() as f64;
     let share = 100.0 * reads / (reads + writes);
@@ -158,14 +94,13 @@ fn throttled_volumes_are_each_measured_within_3_percent_of_their_cap() {
         ..SimHostSpec::new(caps.len(), 64 * MIB)
     };
     let host = SimulatedHost::build_loop_devices(&spec).expect("simulated host");
-    let dir = scratch_dir("caps");
-    let paths = device_paths(&host);
+    let paths = volume_paths(&host);
     let mut args = vec!["--devices"];
     args.extend(paths.iter().map(String::as_str));
     // blk-throttle hands out its budget in 100 ms slices: a long window keeps one slice
     // of slack well under 3%.
     args.extend(["--runtime", "6s", "--ramp", "1s"]);
-    let (report, _) = run_json(&args, host.throttle(), &dir.0);
+    let report = run_json_stdout(&args, host.throttle());
     for (i, cap) in caps.iter().enumerate() {
         let iops = report["devices"][i]["iops"].as_f64().unwrap();
         let error = (iops - *cap as f64).abs() / *cap as f64;
@@ -183,12 +118,11 @@ fn rate_iops_caps_each_device() {
     require_root!();
     let _rate = rate_test_lock();
     let host = loop_volumes(2, 64 * MIB);
-    let dir = scratch_dir("rate");
-    let paths = device_paths(&host);
+    let paths = volume_paths(&host);
     let mut args = vec!["--devices"];
     args.extend(paths.iter().map(String::as_str));
     args.extend(["--rate-iops", "700", "--runtime", "3s", "--ramp", "1s"]);
-    let (report, _) = run_json(&args, None, &dir.0);
+    let report = run_json_stdout(&args, None);
     for i in 0..paths.len() {
         let iops = report["devices"][i]["iops"].as_f64().unwrap();
         eprintln!("{}: {iops:.1} IOPS with --rate-iops 700", paths[i]);

@@ -321,6 +321,22 @@ fn every_bad_input_exits_2_with_one_line_naming_it() {
             strings(&["demo", "--devices", &f]),
             "--devices",
         ),
+        (
+            "--force without --allow-write",
+            d(&["--force"]),
+            "--force needs --allow-write",
+        ),
+        (
+            "--force on a write run without --allow-write",
+            d(&["--rw", "randwrite", "--force"]),
+            "add --allow-write",
+        ),
+        ("--force with a value", d(&["--force=yes"]), "--force"),
+        (
+            "on-error garbage",
+            d(&["--on-error", "ignore"]),
+            "--on-error",
+        ),
     ];
     assert!(cases.len() >= 30);
     for (label, args, expected) in &cases {
@@ -513,7 +529,16 @@ fn a_mounted_device_is_refused_even_with_allow_write() {
     assert!(!String::from_utf8_lossy(&out.stderr).contains(&free.0));
     assert_eq!(free.writes_completed(), before);
     // Reading a mounted device is allowed.
-    let read = run(&strings(&["--devices", &dev.0, "--rw", "randread"]));
+    let read = run(&strings(&[
+        "--devices",
+        &dev.0,
+        "--rw",
+        "randread",
+        "--runtime",
+        "1s",
+        "--ramp",
+        "0s",
+    ]));
     assert_eq!(
         read.status.code(),
         Some(0),
@@ -561,4 +586,42 @@ fn a_device_with_a_mounted_partition_is_refused() {
     );
     drop(mount);
     fsck_clean(&part);
+}
+
+#[test]
+fn buffers_larger_than_memory_are_refused_before_starting() {
+    // 32 targets x iodepth 4096 x 8 MiB = 1 TiB of I/O buffers.
+    let dir = ScratchDir::new("memory");
+    let files: Vec<String> = (0..32)
+        .map(|i| dir.file(&format!("f{i}"), 16 << 20))
+        .collect();
+    let mut args = strings(&["--devices"]);
+    args.extend(files.iter().cloned());
+    args.extend(strings(&[
+        "--iodepth",
+        "4096",
+        "--bs",
+        "8m",
+        "--rw",
+        "randwrite",
+        "--runtime",
+        "1s",
+    ]));
+    let out = run(&args);
+    assert_bad_input(
+        "buffers beyond memory",
+        &args,
+        &out,
+        "I/O buffers would need 1024.0 GiB",
+    );
+    assert!(String::from_utf8_lossy(&out.stderr).contains("lower --iodepth or --bs"));
+    // Refused before any I/O: every file is still all holes and zeros.
+    for f in &files {
+        let meta = fs::metadata(f).unwrap();
+        assert_eq!(
+            std::os::unix::fs::MetadataExt::blocks(&meta),
+            0,
+            "{f} was written"
+        );
+    }
 }

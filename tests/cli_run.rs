@@ -4,55 +4,18 @@
 mod support;
 
 use std::os::unix::fs::symlink;
-use std::path::PathBuf;
 
 use serde_json::Value;
 use support::*;
 
 const MIB: u64 = 1 << 20;
 
-/// A scratch directory removed on drop.
-struct Scratch(PathBuf);
-
-impl Scratch {
-    fn new(tag: &str) -> Scratch {
-        let p = PathBuf::from("/dev/shm").join(format!("hostmax-{tag}-{}", std::process::id()));
-        std::fs::create_dir_all(&p).unwrap();
-        Scratch(p)
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
-fn stdout_json(args: &[String]) -> Value {
-    let out = run_hostmax(args, None);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "hostmax {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
-        panic!(
-            "stdout is not only JSON ({e}): {}",
-            String::from_utf8_lossy(&out.stdout)
-        )
-    })
-}
-
-fn short_run(devices: &[String]) -> Vec<String> {
+/// A one-second report on `devices`, from stdout.
+fn short_run(devices: &[String]) -> Value {
     let mut args = vec!["--devices".to_string()];
     args.extend(devices.iter().cloned());
-    args.extend(
-        ["--runtime", "1s", "--ramp", "0s", "--json", "-"]
-            .iter()
-            .map(|s| s.to_string()),
-    );
-    args
+    args.extend(["--runtime", "1s", "--ramp", "0s"].map(String::from));
+    run_json_stdout(&args, None)
 }
 
 #[test]
@@ -64,7 +27,7 @@ fn json_to_stdout_has_the_documented_shape_and_nothing_else() {
         .iter()
         .map(|p| p.display().to_string())
         .collect();
-    let report = stdout_json(&short_run(&paths));
+    let report = short_run(&paths);
     assert_eq!(report["schema_version"], 1);
     for scope in [
         &report["host"],
@@ -111,14 +74,10 @@ fn a_device_named_twice_or_through_a_symlink_is_measured_once() {
     require_root!();
     let host = loop_volumes(1, 32 * MIB);
     let dev = host.device_paths()[0].display().to_string();
-    let dir = Scratch::new("dedupe");
+    let dir = ScratchDir::new("dedupe");
     let link = dir.0.join("by-id-volume");
     symlink(&dev, &link).unwrap();
-    let report = stdout_json(&short_run(&[
-        dev.clone(),
-        dev.clone(),
-        link.display().to_string(),
-    ]));
+    let report = short_run(&[dev.clone(), dev.clone(), link.display().to_string()]);
     let devices = report["devices"].as_array().unwrap();
     assert_eq!(devices.len(), 1, "{devices:?}");
     assert_eq!(devices[0]["path"], dev.as_str());
@@ -128,23 +87,19 @@ fn a_device_named_twice_or_through_a_symlink_is_measured_once() {
 fn a_quoted_glob_pattern_expands_to_every_match() {
     require_root!();
     let host = loop_volumes(3, 32 * MIB);
-    let dir = Scratch::new("glob");
+    let dir = ScratchDir::new("glob");
     for (i, dev) in host.device_paths().iter().enumerate() {
         symlink(dev, dir.0.join(format!("vol-{i}"))).unwrap();
     }
     let pattern = format!("{}/vol-*", dir.0.display());
-    let report = stdout_json(&short_run(&[pattern]));
+    let report = short_run(&[pattern]);
     let mut got: Vec<String> = report["devices"]
         .as_array()
         .unwrap()
         .iter()
         .map(|d| d["path"].as_str().unwrap().to_string())
         .collect();
-    let mut want: Vec<String> = host
-        .device_paths()
-        .iter()
-        .map(|p| p.display().to_string())
-        .collect();
+    let mut want = volume_paths(&host);
     got.sort();
     want.sort();
     assert_eq!(got, want);
@@ -153,13 +108,13 @@ fn a_quoted_glob_pattern_expands_to_every_match() {
 #[test]
 fn regular_files_are_targets_too() {
     // No root needed: this is what unprivileged users and the demo without root run on.
-    let dir = Scratch::new("files");
+    let dir = ScratchDir::new("files");
     let file = dir.0.join("volume.img");
     std::fs::File::create(&file)
         .unwrap()
         .set_len(16 * MIB)
         .unwrap();
-    let report = stdout_json(&short_run(&[file.display().to_string()]));
+    let report = short_run(&[file.display().to_string()]);
     assert!(report["host"]["read"]["ios"].as_u64().unwrap() > 0);
     assert_eq!(report["host"]["errors"], 0);
 }

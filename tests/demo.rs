@@ -18,7 +18,8 @@ fn demo_measures_the_simulated_host_and_leaves_nothing_behind() {
         "stdout:\n{stdout}\nstderr:\n{stderr}"
     );
     assert!(stderr.contains("loop devices on tmpfs"), "{stderr}");
-    // The host row, and the host cap of 15,000 IOPS reached within 3%.
+    // The host row, and the host cap of 15,000 IOPS reached within 5% (the volumes share the
+    // parent's throttle, so the demo is not where exactness is tested: tests/accuracy.rs is).
     let host_line = stdout
         .lines()
         .find(|l| l.trim_start().starts_with("host ") && l.contains("cap"))
@@ -30,7 +31,7 @@ fn demo_measures_the_simulated_host_and_leaves_nothing_behind() {
         .and_then(|n| n.parse().ok())
         .unwrap_or_else(|| panic!("no measured figure in {host_line}"));
     assert!(
-        (measured - 15_000.0).abs() <= 450.0,
+        (measured - 15_000.0).abs() <= 750.0,
         "host measured {measured} against its cap of 15000"
     );
     // Everything the demo made is gone: its loop devices, its tmpfs files and its cgroup.
@@ -57,4 +58,54 @@ fn out_pid_marker(stderr: &str) -> String {
         .filter(|pid| pid.chars().all(|c| c.is_ascii_digit()))
         .unwrap_or_else(|| panic!("no cgroup path in the banner: {stderr}"))
         .to_string()
+}
+
+#[test]
+fn demo_without_root_runs_on_plain_files_and_says_so() {
+    require_root!(); // to drop to an unprivileged user we must start as root
+    let Ok(setpriv) = which("setpriv") else {
+        eprintln!("skipped: setpriv (util-linux) is not installed, so no way to drop root here");
+        return;
+    };
+    let _rate = rate_test_lock();
+    let out = std::process::Command::new(setpriv)
+        .args(["--reuid=nobody", "--regid=nogroup", "--clear-groups"])
+        .arg(hostmax_bin())
+        .arg("demo")
+        .output()
+        .expect("run the demo as nobody");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "stdout:\n{stdout}\nstderr:\n{stderr}"
+    );
+    assert!(
+        stderr.contains("plain files"),
+        "it must say it ran on files: {stderr}"
+    );
+    assert!(stdout.contains("host (8 devices)"), "{stdout}");
+    // Its scratch files are gone.
+    let pid_dirs = std::fs::read_dir("/dev/shm")
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter(|e| {
+            e.metadata()
+                .map(|m| std::os::unix::fs::MetadataExt::uid(&m) == 65534)
+                .unwrap_or(false)
+                && e.file_name().to_string_lossy().starts_with("hostmax-sim-")
+        })
+        .count();
+    assert_eq!(pid_dirs, 0, "the demo left its files in /dev/shm");
+}
+
+/// The full path of a program on PATH.
+fn which(program: &str) -> Result<std::path::PathBuf, ()> {
+    std::env::var_os("PATH")
+        .iter()
+        .flat_map(std::env::split_paths)
+        .map(|dir| dir.join(program))
+        .find(|p| p.is_file())
+        .ok_or(())
 }

@@ -8,25 +8,14 @@ use support::*;
 
 const MIB: u64 = 1 << 20;
 
-fn paths(host: &SimulatedHost) -> Vec<String> {
-    host.device_paths()
-        .iter()
-        .map(|p| p.display().to_string())
-        .collect()
-}
-
 #[test]
 fn iopoll_on_devices_without_poll_queues_is_refused_before_any_io() {
     require_root!();
     let host = loop_volumes(2, 16 * MIB);
-    let names: Vec<String> = host
-        .volumes()
-        .iter()
-        .map(|v| v.loop_device().unwrap().kernel_name().to_string())
-        .collect();
+    let names = volume_kernel_names(&host);
     let before: Vec<(u64, u64)> = names.iter().map(|n| kernel_completions(n)).collect();
     let mut args = vec!["--devices".to_string()];
-    args.extend(paths(&host));
+    args.extend(volume_paths(&host));
     args.extend(["--iopoll", "--runtime", "1s", "--json", "-"].map(String::from));
     let out = run_hostmax(&args, None);
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -92,14 +81,10 @@ fn sqpoll_counts_match_the_kernels() {
     require_root!();
     let _rate = rate_test_lock();
     let host = loop_volumes(2, 32 * MIB);
-    let names: Vec<String> = host
-        .volumes()
-        .iter()
-        .map(|v| v.loop_device().unwrap().kernel_name().to_string())
-        .collect();
+    let names = volume_kernel_names(&host);
     let before: Vec<(u64, u64)> = names.iter().map(|n| kernel_completions(n)).collect();
     let mut args = vec!["--devices".to_string()];
-    args.extend(paths(&host));
+    args.extend(volume_paths(&host));
     args.extend(
         [
             "--sqpoll",

@@ -112,3 +112,76 @@ pub fn rate_test_lock() -> RateTestGuard {
         );
     }
 }
+
+/// A scratch directory under /dev/shm (tmpfs, which takes O_DIRECT), removed on drop.
+pub struct ScratchDir(pub PathBuf);
+
+impl ScratchDir {
+    /// A fresh `/dev/shm/hostmax-test-TAG-PID`.
+    pub fn new(tag: &str) -> ScratchDir {
+        let dir = PathBuf::from(format!(
+            "/dev/shm/hostmax-test-{tag}-{}",
+            std::process::id()
+        ));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir)
+            .unwrap_or_else(|err| panic!("create {}: {err}", dir.display()));
+        ScratchDir(dir)
+    }
+
+    /// A path inside the directory.
+    pub fn join(&self, name: &str) -> PathBuf {
+        self.0.join(name)
+    }
+}
+
+impl Drop for ScratchDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// The volumes' paths as `--devices` arguments.
+pub fn volume_paths(host: &SimulatedHost) -> Vec<String> {
+    host.device_paths()
+        .iter()
+        .map(|p| p.display().to_string())
+        .collect()
+}
+
+/// The volumes' kernel names (`loop3`), for [`kernel_completions`]; loop mode only.
+pub fn volume_kernel_names(host: &SimulatedHost) -> Vec<String> {
+    host.volumes()
+        .iter()
+        .map(|v| {
+            v.loop_device()
+                .expect("the host was built from loop devices")
+                .kernel_name()
+                .to_string()
+        })
+        .collect()
+}
+
+/// `hostmax ARGS --json -` run to success, its stdout parsed as the report (which also proves
+/// nothing else went to stdout).
+pub fn run_json_stdout<S: AsRef<OsStr>>(
+    args: &[S],
+    in_group: Option<&IoThrottle>,
+) -> serde_json::Value {
+    let mut all: Vec<&OsStr> = args.iter().map(AsRef::as_ref).collect();
+    all.push(OsStr::new("--json"));
+    all.push(OsStr::new("-"));
+    let out = run_hostmax(&all, in_group);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "hostmax {all:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "stdout is not only JSON ({e}): {}",
+            String::from_utf8_lossy(&out.stdout)
+        )
+    })
+}

@@ -17,7 +17,7 @@ use hostmax_engine::{
 
 use crate::devices::{expand_device_args, resolve_targets};
 use crate::plan::{BadInput, JsonDest, RunPlan};
-use crate::safety::{check_write_safety, SystemSources};
+use crate::safety::{check_write_safety, SystemSources, WriteFlags};
 use crate::units::{
     format_cpu_list, format_size, human_size, parse_count, parse_cpu_list, parse_duration,
     parse_percent, parse_seed, parse_size, UnitError,
@@ -149,6 +149,12 @@ pub struct RunArgs {
     #[arg(long)]
     pub allow_write: bool,
 
+    /// With --allow-write: also write devices that carry a partition table, filesystem, RAID,
+    /// LVM, LUKS, ZFS or swap signature, or have partitions (destroys them). Mounted, held,
+    /// active-swap devices and the root device are refused anyway.
+    #[arg(long)]
+    pub force: bool,
+
     /// Do not time I/Os into latency histograms (to measure what recording costs).
     #[arg(long)]
     pub no_latency: bool,
@@ -233,6 +239,12 @@ pub fn plan_run(args: &RunArgs) -> anyhow::Result<RunPlan> {
 /// `--size` the whole device is the working set (a tail shorter than one block is not used),
 /// so `--bs` must not exceed any device.
 pub fn plan_run_with(args: &RunArgs, limits: &HostLimits) -> Result<RunPlan, BadInput> {
+    if args.force && !args.allow_write {
+        return Err(BadInput(
+            "--force needs --allow-write: add --allow-write to write devices that carry data, or drop --force"
+                .into(),
+        ));
+    }
     let workload = check_workload(args)?;
     let cpus = match &args.cpus {
         Some(list) => Some(check_cpus(&list.0, limits)?),
@@ -256,7 +268,10 @@ pub fn plan_run_with(args: &RunArgs, limits: &HostLimits) -> Result<RunPlan, Bad
     check_write_safety(
         &targets,
         workload.pattern,
-        args.allow_write,
+        WriteFlags {
+            allow_write: args.allow_write,
+            force: args.force,
+        },
         &limits.sources,
     )?;
     Ok(RunPlan {

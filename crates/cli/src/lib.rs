@@ -7,7 +7,8 @@
 //! - [`output`]: the live view, the final table and the `--json` report.
 //! - [`args`]: the command line ([`args::Cli`]) and [`args::plan_run`], which checks it all
 //!   before any I/O; [`units`] parses sizes, durations, CPU lists; [`devices`] expands and
-//!   de-duplicates `--devices`; [`safety`] refuses writes to devices in use.
+//!   de-duplicates `--devices`; [`safety`] refuses writes to devices in use or carrying
+//!   data, which [`signature`] finds by its on-disk magic numbers.
 //! - [`verify`]: spec options and verdicts of the main run, `hostmax verify` and `hostmax
 //!   sweep`; [`chart`] draws SVG charts.
 //! - [`simhost`]: the simulated host of throttled loop volumes on tmpfs that `hostmax demo`
@@ -20,6 +21,7 @@ pub mod devices;
 pub mod output;
 pub mod plan;
 pub mod safety;
+pub mod signature;
 pub mod simhost;
 pub mod units;
 pub mod verify;

@@ -1,16 +1,20 @@
 //! Write safety: which targets a write workload must not touch, decided before any I/O.
 //!
-//! A write to a block device needs `--allow-write`. Whatever the flags, a block device that is
-//! mounted (or has a mounted partition), has holders (device-mapper, md, ...), is active swap
-//! (itself or a partition), or cannot be opened exclusively is refused, and so is a regular
-//! file that is an active swap file. [`check_write_safety`] checks every target and returns
-//! ONE [`BadInput`] listing each refused target with its [`RefusalReason`]s.
+//! A write to a block device needs `--allow-write`. A block device that carries data (an
+//! on-disk [`Signature`]: partition table, filesystem, RAID, LVM, LUKS, ZFS, swap) or has
+//! partitions also needs `--force`. Whatever the flags, a block device that is mounted (or
+//! has a mounted partition), has holders (device-mapper, md, ...), is active swap (itself or a
+//! partition), holds the root filesystem (or is its parent disk), or cannot be opened
+//! exclusively is refused, and so is a regular file that is an active swap file.
+//! [`check_write_safety`] checks every target and returns ONE [`BadInput`] listing each
+//! refused target with its [`RefusalReason`]s.
 //!
 //! The checks are split so tests can feed synthetic system state: [`parse_mountinfo`] and
 //! [`parse_swaps`] read the text of `/proc/self/mountinfo` and `/proc/swaps`,
 //! [`read_family`] reads a device and its partitions from a `/sys/class/block`-shaped
-//! directory, and [`in_use_reasons`] decides from those alone. [`SystemSources`] names where
-//! the real files are.
+//! directory, [`root_device_names`] finds the devices under `/`, and [`write_refusals`]
+//! decides from those alone ([`WriteFlags`] are the user's consent). [`SystemSources`] names
+//! where the real files are.
 
 use std::fmt;
 use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt};
@@ -19,6 +23,7 @@ use std::path::{Path, PathBuf};
 use hostmax_engine::{IoPattern, TargetInfo, TargetKind};
 
 use crate::plan::BadInput;
+use crate::signature::{probe_device, Signature};
 
 /// Where the system state the checks read comes from.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -233,8 +238,35 @@ pub enum RefusalReason {
     },
     /// The kernel refused an exclusive open: something else claims the device.
     Busy,
+    /// The device (or one of its partitions, or a device below it) holds the root filesystem.
+    HoldsRoot {
+        /// The node under `/` when it is not the target itself (`vda1` for target `vda`).
+        via: Option<String>,
+    },
     /// The state could not be read, so safety cannot be shown.
     Unknown(String),
+    /// An on-disk signature: the device carries data (`--force` overrides).
+    Signature(Signature),
+    /// The kernel lists partitions of the device (`--force` overrides).
+    Partitions(Vec<String>),
+    /// The signature areas could not be read (`--force` overrides).
+    Unprobed(String),
+}
+
+impl RefusalReason {
+    /// Whether `--force` (with `--allow-write`) overrides this reason: the device only
+    /// carries data, nothing on this host is using it.
+    pub fn is_forceable(&self) -> bool {
+        matches!(
+            self,
+            RefusalReason::Signature(_) | RefusalReason::Partitions(_) | RefusalReason::Unprobed(_)
+        )
+    }
+
+    /// Whether nothing but a flag stands in the way (`--allow-write`, `--force`).
+    fn needs_only_flags(&self) -> bool {
+        self.is_forceable() || *self == RefusalReason::NeedsAllowWrite
+    }
 }
 
 fn on_partition(partition: &Option<String>) -> String {
@@ -278,7 +310,16 @@ impl fmt::Display for RefusalReason {
                 write!(f, "has partition {p} as active swap")
             }
             RefusalReason::Busy => f.write_str("is in use (the kernel refused an exclusive open)"),
+            RefusalReason::HoldsRoot { via: None } => f.write_str("holds the root filesystem /"),
+            RefusalReason::HoldsRoot { via: Some(node) } => {
+                write!(f, "holds the root filesystem / (through {node})")
+            }
             RefusalReason::Unknown(why) => write!(f, "cannot be checked ({why})"),
+            RefusalReason::Signature(sig) => write!(f, "carries {sig}"),
+            RefusalReason::Partitions(names) => write!(f, "has partitions {}", names.join(",")),
+            RefusalReason::Unprobed(why) => {
+                write!(f, "cannot be read to look for signatures ({why})")
+            }
         }
     }
 }
@@ -340,18 +381,47 @@ pub struct Refusal {
     pub reasons: Vec<RefusalReason>,
 }
 
+/// One refused target's part of the message: its reasons (signatures merged into one "carries
+/// A, B and C"), then the flags that would let it be written when only flags stand in the way.
+fn describe_refusal(r: &Refusal) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    let mut carried: Vec<String> = Vec::new();
+    let mut carried_at = None;
+    for reason in &r.reasons {
+        match reason {
+            RefusalReason::Signature(sig) => {
+                carried_at.get_or_insert(parts.len());
+                carried.push(sig.to_string());
+            }
+            other => parts.push(other.to_string()),
+        }
+    }
+    if let Some(at) = carried_at {
+        let list = match carried.split_last() {
+            Some((last, rest)) if !rest.is_empty() => format!("{} and {last}", rest.join(", ")),
+            _ => carried.join(""),
+        };
+        parts.insert(at, format!("carries {list}"));
+    }
+    let mut text = format!("{} {}", r.path.display(), parts.join(" and "));
+    if r.reasons.iter().all(RefusalReason::needs_only_flags)
+        && r.reasons.iter().any(RefusalReason::is_forceable)
+    {
+        if r.reasons.contains(&RefusalReason::NeedsAllowWrite) {
+            text.push_str(" (use --allow-write --force to overwrite it)");
+        } else {
+            text.push_str(" (use --force to overwrite it)");
+        }
+    }
+    text
+}
+
 /// The one-line message for a list of refusals, naming each target, its reasons, and the fix.
 pub fn refusal_message(refusals: &[Refusal]) -> String {
-    let listed: Vec<String> = refusals
-        .iter()
-        .map(|r| {
-            let reasons: Vec<String> = r.reasons.iter().map(|x| x.to_string()).collect();
-            format!("{} {}", r.path.display(), reasons.join(" and "))
-        })
-        .collect();
+    let listed: Vec<String> = refusals.iter().map(describe_refusal).collect();
     let mut fixes = Vec::new();
     let all = || refusals.iter().flat_map(|r| r.reasons.iter());
-    if all().any(|x| *x != RefusalReason::NeedsAllowWrite) {
+    if all().any(|x| !x.needs_only_flags()) {
         fixes.push("unmount them, swapoff them or release their holders, or pick other devices");
     }
     if all().any(|x| *x == RefusalReason::NeedsAllowWrite) {
@@ -361,28 +431,112 @@ pub fn refusal_message(refusals: &[Refusal]) -> String {
     if let Some(first) = fix.get(..1) {
         fix = first.to_uppercase() + &fix[1..];
     }
-    format!("refusing to write: {}. {fix}", listed.join("; "))
+    if fix.is_empty() {
+        format!("refusing to write: {}", listed.join("; "))
+    } else {
+        format!("refusing to write: {}. {fix}", listed.join("; "))
+    }
 }
 
-/// Decides refusals from already-read state: `families[i]` belongs to `targets[i]` (`None`
-/// for a regular file). Pure, so unit tests can feed synthetic state.
+/// The user's consent to writing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct WriteFlags {
+    /// `--allow-write`: block devices may be written.
+    pub allow_write: bool,
+    /// `--force`: devices that only carry data (signatures, partitions) may be written too.
+    pub force: bool,
+}
+
+/// The kernel names of the block devices under `/`: the device mounted there (the last
+/// mount of `/` in `mounts`, the one visible), every device below it (`slaves`, for dm and md)
+/// and the whole disk of each partition among them. Reads only `sys_class_block`.
+pub fn root_device_names(mounts: &[MountEntry], sys_class_block: &Path) -> Vec<String> {
+    let Some(root) = mounts
+        .iter()
+        .rev()
+        .find(|m| m.mount_point == Path::new("/"))
+    else {
+        return Vec::new();
+    };
+    let all = list_dir_names(sys_class_block);
+    let by_dev = |dev: (u32, u32)| {
+        all.iter()
+            .find(|name| {
+                std::fs::read_to_string(sys_class_block.join(name).join("dev"))
+                    .ok()
+                    .and_then(|s| parse_dev(&s))
+                    == Some(dev)
+            })
+            .cloned()
+    };
+    let by_source = || {
+        if !root.source.starts_with("/dev/") {
+            return None;
+        }
+        let resolved = std::fs::canonicalize(&root.source).ok()?;
+        let name = resolved.file_name()?.to_string_lossy().into_owned();
+        all.contains(&name).then_some(name)
+    };
+    // Anonymous device numbers (major 0: btrfs, overlay) name no block device.
+    let first = if root.dev.0 != 0 {
+        by_dev(root.dev)
+    } else {
+        None
+    }
+    .or_else(by_source);
+    let mut names: Vec<String> = first.into_iter().collect();
+    let mut i = 0;
+    while i < names.len() {
+        let name = names[i].clone();
+        let below = list_dir_names(&sys_class_block.join(&name).join("slaves"));
+        // The whole disk of a partition lists the partition as a subdirectory.
+        let parents = all
+            .iter()
+            .filter(|d| **d != name && sys_class_block.join(d).join(&name).is_dir());
+        for n in below.iter().chain(parents) {
+            if !names.contains(n) {
+                names.push(n.clone());
+            }
+        }
+        i += 1;
+    }
+    names
+}
+
+/// Decides refusals from already-read state (no I/O): `families[i]` belongs to `targets[i]`
+/// (`None` for a regular file); `root` is [`root_device_names`]. On-disk signatures are not
+/// read here (see [`signature_reasons`]). Pure, so unit tests can feed synthetic state.
 pub fn write_refusals(
     targets: &[TargetInfo],
     families: &[Option<DeviceFamily>],
-    allow_write: bool,
+    flags: WriteFlags,
     mounts: &[MountEntry],
     swaps: &[SwapEntry],
+    root: &[String],
 ) -> Vec<Refusal> {
     let mut refusals = Vec::new();
     for (target, family) in targets.iter().zip(families) {
         let mut reasons = Vec::new();
         match target.kind {
             TargetKind::BlockDevice => {
-                if !allow_write {
+                if !flags.allow_write {
                     reasons.push(RefusalReason::NeedsAllowWrite);
                 }
                 if let Some(family) = family {
                     reasons.extend(in_use_reasons(family, mounts, swaps));
+                    // `root` starts with the mounted node: name the closest one to `/`.
+                    let me = &family.nodes[0].name;
+                    if let Some(hit) = root
+                        .iter()
+                        .find(|r| family.nodes.iter().any(|n| n.name == **r))
+                    {
+                        let via = (hit != me).then(|| hit.clone());
+                        reasons.push(RefusalReason::HoldsRoot { via });
+                    }
+                    if !flags.force && family.nodes.len() > 1 {
+                        let parts = family.nodes[1..].iter().map(|n| n.name.clone()).collect();
+                        reasons.push(RefusalReason::Partitions(parts));
+                    }
                 }
             }
             TargetKind::RegularFile => {
@@ -419,36 +573,51 @@ fn exclusive_open_busy(path: &Path) -> bool {
     matches!(opened, Err(e) if e.raw_os_error() == Some(libc::EBUSY))
 }
 
+/// The signature reasons of one block device, read from it (read-only): one per signature,
+/// or [`RefusalReason::Unprobed`] when its first or last sectors cannot be read.
+pub fn signature_reasons(path: &Path) -> Vec<RefusalReason> {
+    match probe_device(path) {
+        Ok(found) => found.into_iter().map(RefusalReason::Signature).collect(),
+        Err(e) => vec![RefusalReason::Unprobed(e.to_string())],
+    }
+}
+
 /// Checks every target of a run before any I/O: a workload that writes must not touch a
-/// refused target. Reads the real system state from `sources`. A read-only workload passes
-/// without reading anything.
+/// refused target. Reads the real system state from `sources`, and (without `--force`) the
+/// signature areas of every block device. A read-only workload passes without reading anything.
 pub fn check_write_safety(
     targets: &[TargetInfo],
     pattern: IoPattern,
-    allow_write: bool,
+    flags: WriteFlags,
     sources: &SystemSources,
 ) -> Result<(), BadInput> {
-    write_safety(targets, pattern, allow_write, sources, true)
+    write_safety(targets, pattern, flags, sources, true)
 }
 
 /// The same checks again right before the first write, while this process already holds every
 /// written device open with `O_EXCL` (so the exclusive-open probe is skipped: it would find our
-/// own claim). Catches a mount or swapon that slipped in between planning and opening.
+/// own claim). Catches a mount or swapon that slipped in between planning and opening; the
+/// reasons `--force` overrides (signatures, partitions) were settled by [`check_write_safety`]
+/// and are not looked at again.
 pub fn recheck_while_held(
     targets: &[TargetInfo],
     pattern: IoPattern,
     allow_write: bool,
     sources: &SystemSources,
 ) -> Result<(), BadInput> {
-    write_safety(targets, pattern, allow_write, sources, false)
+    let flags = WriteFlags {
+        allow_write,
+        force: true,
+    };
+    write_safety(targets, pattern, flags, sources, false)
 }
 
 fn write_safety(
     targets: &[TargetInfo],
     pattern: IoPattern,
-    allow_write: bool,
+    flags: WriteFlags,
     sources: &SystemSources,
-    probe_exclusive: bool,
+    first_check: bool,
 ) -> Result<(), BadInput> {
     if !pattern.writes() {
         return Ok(());
@@ -479,8 +648,12 @@ fn write_safety(
             _ => None,
         })
         .collect();
+    let root = mounts
+        .as_ref()
+        .map(|m| root_device_names(m, &sources.sys_class_block))
+        .unwrap_or_default();
     let mut refusals = match &mounts {
-        Ok(mounts) => write_refusals(targets, &families, allow_write, mounts, &swaps),
+        Ok(mounts) => write_refusals(targets, &families, flags, mounts, &swaps, &root),
         Err(why) => targets
             .iter()
             .filter(|t| t.kind == TargetKind::BlockDevice)
@@ -490,17 +663,31 @@ fn write_safety(
             })
             .collect(),
     };
+    let mut add = |path: &Path, reasons: Vec<RefusalReason>| {
+        if reasons.is_empty() {
+            return;
+        }
+        match refusals.iter_mut().find(|r| r.path == path) {
+            Some(r) => r.reasons.extend(reasons),
+            None => refusals.push(Refusal {
+                path: path.to_path_buf(),
+                reasons,
+            }),
+        }
+    };
+    if first_check && !flags.force {
+        for t in targets.iter().filter(|t| t.kind == TargetKind::BlockDevice) {
+            add(&t.path, signature_reasons(&t.path));
+        }
+    }
     // Catch what the files do not show (btrfs multi-device members, claims by other tools).
     for t in targets
         .iter()
-        .filter(|t| probe_exclusive && t.kind == TargetKind::BlockDevice)
+        .filter(|t| first_check && t.kind == TargetKind::BlockDevice)
     {
-        let already_in_use = refusals.iter().any(|r| {
-            r.path == t.path
-                && r.reasons
-                    .iter()
-                    .any(|x| *x != RefusalReason::NeedsAllowWrite)
-        });
+        let already_in_use = refusals
+            .iter()
+            .any(|r| r.path == t.path && r.reasons.iter().any(|x| !x.needs_only_flags()));
         if !already_in_use && exclusive_open_busy(&t.path) {
             match refusals.iter_mut().find(|r| r.path == t.path) {
                 Some(r) => r.reasons.push(RefusalReason::Busy),
@@ -534,6 +721,15 @@ mod tests {
 44 22 0:78 / /odd rw master:3 propagate_from:2 unbindable - ext4 /dev/loop7 rw
 garbage line
 ";
+
+    const ALLOW: WriteFlags = WriteFlags {
+        allow_write: true,
+        force: false,
+    };
+    const NO_FLAGS: WriteFlags = WriteFlags {
+        allow_write: false,
+        force: false,
+    };
 
     const SWAPS: &str = "\
 Filename\t\t\t\tType\t\tSize\t\tUsed\t\tPriority
@@ -599,7 +795,14 @@ Filename\t\t\t\tType\t\tSize\t\tUsed\t\tPriority
         let fam = DeviceFamily {
             nodes: vec![node("loop3", (7, 3), &[])],
         };
-        let r = write_refusals(&[device("loop3", (7, 3))], &[Some(fam)], true, &mounts, &[]);
+        let r = write_refusals(
+            &[device("loop3", (7, 3))],
+            &[Some(fam)],
+            ALLOW,
+            &mounts,
+            &[],
+            &[],
+        );
         assert_eq!(r.len(), 1);
         assert_eq!(
             r[0].reasons,
@@ -694,14 +897,14 @@ Filename\t\t\t\tType\t\tSize\t\tUsed\t\tPriority
                 nodes: vec![node("loop4", (7, 4), &["dm-0"])],
             }),
         ];
-        let with_flag = write_refusals(&targets, &families, true, &mounts, &[]);
+        let with_flag = write_refusals(&targets, &families, ALLOW, &mounts, &[], &[]);
         let msg = refusal_message(&with_flag);
         assert_eq!(
             msg,
             "refusing to write: /dev/loop3 is mounted at /mnt/x (and 1 more); /dev/loop4 has holders dm-0. \
              Unmount them, swapoff them or release their holders, or pick other devices"
         );
-        let without_flag = write_refusals(&targets, &families, false, &mounts, &[]);
+        let without_flag = write_refusals(&targets, &families, NO_FLAGS, &mounts, &[], &[]);
         assert_eq!(without_flag.len(), 3);
         let msg = refusal_message(&without_flag);
         assert!(msg.contains("/dev/loop1 needs --allow-write"), "{msg}");
@@ -732,10 +935,18 @@ Filename\t\t\t\tType\t\tSize\t\tUsed\t\tPriority
             rdev: None,
             kernel_name: None,
         };
-        assert!(write_refusals(std::slice::from_ref(&info), &[None], false, &[], &[]).is_empty());
+        assert!(write_refusals(
+            std::slice::from_ref(&info),
+            &[None],
+            NO_FLAGS,
+            &[],
+            &[],
+            &[]
+        )
+        .is_empty());
         let swap = identify_swaps(std::slice::from_ref(&file));
         assert!(swap[0].inode.is_some());
-        let r = write_refusals(&[info], &[None], true, &[], &swap);
+        let r = write_refusals(&[info], &[None], ALLOW, &[], &swap, &[]);
         assert_eq!(r[0].reasons, vec![RefusalReason::Swap { partition: None }]);
         fs::remove_dir_all(&dir).unwrap();
     }
@@ -775,9 +986,193 @@ Filename\t\t\t\tType\t\tSize\t\tUsed\t\tPriority
             mountinfo: PathBuf::from("/nonexistent/mountinfo"),
             ..SystemSources::default()
         };
-        assert!(check_write_safety(&targets, IoPattern::RandRead, false, &sources).is_ok());
+        assert!(check_write_safety(&targets, IoPattern::RandRead, NO_FLAGS, &sources).is_ok());
         // Writes fail closed when the mount table cannot be read.
-        let err = check_write_safety(&targets, IoPattern::RandWrite, true, &sources).unwrap_err();
+        let err = check_write_safety(&targets, IoPattern::RandWrite, ALLOW, &sources).unwrap_err();
         assert!(err.0.contains("cannot be checked"), "{err}");
+    }
+
+    fn refusal(name: &str, reasons: Vec<RefusalReason>) -> Refusal {
+        Refusal {
+            path: PathBuf::from(format!("/dev/{name}")),
+            reasons,
+        }
+    }
+
+    #[test]
+    fn signatures_are_named_with_the_flag_that_overrides_them() {
+        use crate::signature::{ExtVersion, Signature};
+        let ext4 = RefusalReason::Signature(Signature::Ext(ExtVersion::Ext4));
+        let gpt = RefusalReason::Signature(Signature::Gpt {
+            sector_size: 512,
+            backup_only: false,
+        });
+        let msg = refusal_message(&[refusal("loop5", vec![ext4.clone()])]);
+        assert_eq!(
+            msg,
+            "refusing to write: /dev/loop5 carries an ext4 filesystem (use --force to overwrite it)"
+        );
+        // Several signatures read as one list; without --allow-write both flags are named.
+        let msg = refusal_message(&[refusal(
+            "loop6",
+            vec![
+                RefusalReason::NeedsAllowWrite,
+                gpt.clone(),
+                ext4.clone(),
+                RefusalReason::Signature(Signature::Swap { page_size: 4096 }),
+            ],
+        )]);
+        assert!(
+            msg.contains(
+                "/dev/loop6 needs --allow-write (writing destroys its data) and carries a GPT partition table \
+                 (512-byte sectors), an ext4 filesystem and a swap area (use --allow-write --force to overwrite it)"
+            ),
+            "{msg}"
+        );
+        // A mounted device with a signature gets no --force hint: --force would not help.
+        let mounted = RefusalReason::Mounted {
+            partition: None,
+            mount_points: vec![PathBuf::from("/mnt")],
+        };
+        let msg = refusal_message(&[
+            refusal("loop7", vec![mounted, ext4.clone()]),
+            refusal(
+                "loop8",
+                vec![RefusalReason::Partitions(vec!["loop8p1".into()])],
+            ),
+        ]);
+        assert_eq!(
+            msg,
+            "refusing to write: /dev/loop7 is mounted at /mnt and carries an ext4 filesystem; \
+             /dev/loop8 has partitions loop8p1 (use --force to overwrite it). \
+             Unmount them, swapoff them or release their holders, or pick other devices"
+        );
+        assert!(ext4.is_forceable() && gpt.is_forceable());
+        assert!(!RefusalReason::Busy.is_forceable());
+        assert!(!RefusalReason::HoldsRoot { via: None }.is_forceable());
+        assert!(!RefusalReason::NeedsAllowWrite.is_forceable());
+    }
+
+    #[test]
+    fn partitions_need_force_but_mounts_and_root_never_yield() {
+        let fam = DeviceFamily {
+            nodes: vec![node("loop9", (7, 9), &[]), node("loop9p1", (259, 1), &[])],
+        };
+        let target = [device("loop9", (7, 9))];
+        let families = [Some(fam)];
+        let r = write_refusals(&target, &families, ALLOW, &[], &[], &[]);
+        assert_eq!(
+            r[0].reasons,
+            vec![RefusalReason::Partitions(vec!["loop9p1".into()])]
+        );
+        let force = WriteFlags {
+            allow_write: true,
+            force: true,
+        };
+        assert!(write_refusals(&target, &families, force, &[], &[], &[]).is_empty());
+        // Root on the partition: the disk is refused, through the partition, even with --force.
+        let root = vec!["loop9p1".to_string(), "loop9".to_string()];
+        let r = write_refusals(&target, &families, force, &[], &[], &root);
+        assert_eq!(
+            r[0].reasons,
+            vec![RefusalReason::HoldsRoot {
+                via: Some("loop9p1".into())
+            }]
+        );
+        assert_eq!(
+            refusal_message(&r),
+            "refusing to write: /dev/loop9 holds the root filesystem / (through loop9p1). \
+             Unmount them, swapoff them or release their holders, or pick other devices"
+        );
+        let mounts = parse_mountinfo(MOUNTINFO);
+        let fam3 = [Some(DeviceFamily {
+            nodes: vec![node("loop3", (7, 3), &[])],
+        })];
+        let r = write_refusals(&[device("loop3", (7, 3))], &fam3, force, &mounts, &[], &[]);
+        assert!(matches!(r[0].reasons[0], RefusalReason::Mounted { .. }));
+    }
+
+    /// A fake `/sys/class/block`: `(name, dev, parent, slaves)`.
+    fn fake_sysfs(tag: &str, nodes: &[(&str, &str, Option<&str>, &[&str])]) -> PathBuf {
+        let root = PathBuf::from(format!(
+            "/dev/shm/hostmax-root-{tag}-{}",
+            std::process::id()
+        ));
+        let _ = fs::remove_dir_all(&root);
+        for (name, dev, parent, slaves) in nodes {
+            let dir = root.join(name);
+            fs::create_dir_all(dir.join("slaves")).unwrap();
+            fs::write(dir.join("dev"), format!("{dev}\n")).unwrap();
+            for s in *slaves {
+                fs::create_dir_all(dir.join("slaves").join(s)).unwrap();
+            }
+            if let Some(p) = parent {
+                fs::create_dir_all(root.join(p).join(name)).unwrap();
+            }
+        }
+        root
+    }
+
+    #[test]
+    fn root_devices_follow_partitions_and_stacked_devices() {
+        let sys = fake_sysfs(
+            "stack",
+            &[
+                ("vda", "254:0", None, &[]),
+                ("vda1", "254:1", Some("vda"), &[]),
+                ("vda2", "254:2", Some("vda"), &[]),
+                ("dm-0", "253:0", None, &["vda2"]),
+                ("vdb", "254:16", None, &[]),
+            ],
+        );
+        let on = |line: &str| root_device_names(&parse_mountinfo(line), &sys);
+        assert_eq!(
+            on("1 0 253:0 / / rw - ext4 /dev/mapper/root rw"),
+            vec!["dm-0", "vda2", "vda"]
+        );
+        assert_eq!(
+            on("1 0 254:1 / / rw - ext4 /dev/vda1 rw"),
+            vec!["vda1", "vda"]
+        );
+        assert_eq!(on("1 0 254:16 / / rw - xfs /dev/vdb rw"), vec!["vdb"]);
+        // The last mount on / is the visible one.
+        assert_eq!(
+            on("1 0 254:1 / / rw - ext4 /dev/vda1 rw\n2 1 254:16 / / rw - xfs /dev/vdb rw"),
+            vec!["vdb"]
+        );
+        // Overlay or tmpfs roots name no block device.
+        assert!(on("1 0 0:33 / / rw - overlay overlay rw").is_empty());
+        assert!(on("1 0 254:1 /x /mnt rw - ext4 /dev/vda1 rw").is_empty());
+        fs::remove_dir_all(&sys).unwrap();
+    }
+
+    #[test]
+    fn this_hosts_root_device_is_found() {
+        let mounts = parse_mountinfo(&fs::read_to_string("/proc/self/mountinfo").unwrap());
+        let sys = Path::new("/sys/class/block");
+        let Some(root) = mounts
+            .iter()
+            .rev()
+            .find(|m| m.mount_point == Path::new("/"))
+        else {
+            panic!("no / in /proc/self/mountinfo");
+        };
+        let names = root_device_names(&mounts, sys);
+        let backed = fs::read_dir(sys).unwrap().filter_map(|e| e.ok()).any(|e| {
+            fs::read_to_string(e.path().join("dev"))
+                .ok()
+                .and_then(|d| parse_dev(&d))
+                == Some(root.dev)
+        });
+        if root.dev.0 == 0 || !backed {
+            eprintln!(
+                "/ is not on a block device here ({:?}); nothing to find",
+                root.source
+            );
+            return;
+        }
+        let first = names.first().expect("the root device");
+        let dev = fs::read_to_string(sys.join(first).join("dev")).unwrap();
+        assert_eq!(parse_dev(&dev), Some(root.dev), "{names:?}");
     }
 }

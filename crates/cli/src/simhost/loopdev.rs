@@ -23,6 +23,7 @@ const LOOP_CONFIGURE: libc::c_ulong = 0x4C0A;
 const LOOP_CTL_GET_FREE: libc::c_ulong = 0x4C82;
 const LO_FLAGS_READ_ONLY: u32 = 1;
 const LO_FLAGS_AUTOCLEAR: u32 = 4;
+const LO_FLAGS_PARTSCAN: u32 = 8;
 const LO_FLAGS_DIRECT_IO: u32 = 16;
 
 /// `struct loop_info64` from <linux/loop.h>.
@@ -310,7 +311,9 @@ fn ioctl_result(ret: libc::c_int) -> io::Result<()> {
 
 /// LOOP_CONFIGURE, or on kernels without it (EINVAL) LOOP_SET_FD + LOOP_SET_STATUS64.
 fn configure(device: &File, backing: &File, options: &LoopOptions) -> io::Result<()> {
-    let mut flags = LO_FLAGS_AUTOCLEAR;
+    // PARTSCAN: the kernel then drops every partition (also ones a test adds with addpart) when
+    // the device detaches, so the next user of this loop number does not inherit them.
+    let mut flags = LO_FLAGS_AUTOCLEAR | LO_FLAGS_PARTSCAN;
     if options.direct_io {
         flags |= LO_FLAGS_DIRECT_IO;
     }

@@ -1,0 +1,194 @@
+//! Criterion benches of hostmax's per-I/O and per-run hot paths.
+//!
+//! - `histogram/record`: one `saturating_record` into the engine's latency histogram
+//!   (1 ns..1 h, 3 significant figures), as every completion does.
+//! - `histogram/add` and `histogram/host_merge_32`: adding two such histograms, and
+//!   [`HostHistograms::merge`] of a 32-device [`RunResult`] (what the host report costs).
+//! - `offsets/*`: [`OffsetStream::next_offset`] random and sequential, and
+//!   [`OffsetStream::next_is_read`] for a 70/30 mix, as every submission does.
+//! - `report/summarize_32`: [`summarize`] of a 32-device result.
+//!
+//! Measurement time is cut to ~2 s per bench so the whole file runs in about a minute;
+//! `cargo bench --bench hot_paths -- --test` runs each once as a smoke test.
+
+use std::hint::black_box;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughput};
+use hdrhistogram::Histogram;
+use hostmax_aggregate::{summarize, HostHistograms};
+use hostmax_engine::{
+    new_latency_histogram, DeviceResult, ErrorLog, IoPattern, OffsetStream, OpResult, RunResult,
+    Workload,
+};
+
+/// Devices in the synthetic run: the top of the 20-32 volume range hostmax is built for.
+const DEVICES: usize = 32;
+/// Latencies recorded per device histogram: enough to fill the bins a real run fills.
+const SAMPLES_PER_DEVICE: usize = 200_000;
+/// Values recorded per `histogram/record` iteration.
+const RECORD_BATCH: usize = 4096;
+
+/// A deterministic latency sample in nanoseconds: mostly 20-200 µs with a tail to ~50 ms,
+/// spread over many histogram buckets as a loaded device's latencies are.
+fn latencies(seed: u64, n: usize) -> Vec<u64> {
+    let mut state = seed;
+    (0..n)
+        .map(|_| {
+            // splitmix64
+            state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+            let mut z = state;
+            z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+            z ^= z >> 31;
+            let base = 20_000 + z % 180_000;
+            // One I/O in 1024 lands in the tail, up to 250x the base.
+            if z >> 54 == 0 {
+                base * (1 + (z >> 8) % 250)
+            } else {
+                base
+            }
+        })
+        .collect()
+}
+
+fn filled_histogram(seed: u64) -> Histogram<u64> {
+    let mut h = new_latency_histogram();
+    for v in latencies(seed, SAMPLES_PER_DEVICE) {
+        h.saturating_record(v);
+    }
+    h
+}
+
+/// A 32-device 4k randrw result, 10 s measured, with full read and write histograms.
+fn synthetic_result() -> RunResult {
+    let devices = (0..DEVICES)
+        .map(|i| {
+            let read = filled_histogram(i as u64 * 2 + 1);
+            let write = filled_histogram(i as u64 * 2 + 2);
+            DeviceResult {
+                path: PathBuf::from(format!("/dev/loop{i}")),
+                cpu: i % 2,
+                read: OpResult {
+                    ios: read.len(),
+                    bytes: read.len() * 4096,
+                    latency: read,
+                },
+                write: OpResult {
+                    ios: write.len(),
+                    bytes: write.len() * 4096,
+                    latency: write,
+                },
+                errors: ErrorLog::default(),
+                failed: false,
+            }
+        })
+        .collect();
+    RunResult {
+        devices,
+        measured: Duration::from_secs(10),
+        stopped_early: false,
+        workers: Vec::new(),
+    }
+}
+
+fn histogram_benches(c: &mut Criterion) {
+    let values = latencies(42, RECORD_BATCH);
+    let mut group = c.benchmark_group("histogram");
+    group.throughput(Throughput::Elements(RECORD_BATCH as u64));
+    group.bench_function("record", |b| {
+        let mut h = new_latency_histogram();
+        b.iter(|| {
+            for &v in &values {
+                h.saturating_record(black_box(v));
+            }
+        })
+    });
+
+    group.throughput(Throughput::Elements(1));
+    let a = filled_histogram(1);
+    let other = filled_histogram(2);
+    group.bench_function("add", |b| {
+        b.iter_batched_ref(
+            || a.clone(),
+            |dest| dest.add(black_box(&other)).expect("same bounds"),
+            BatchSize::LargeInput,
+        )
+    });
+
+    let result = synthetic_result();
+    group.bench_function("host_merge_32", |b| {
+        b.iter(|| HostHistograms::merge(black_box(&result)))
+    });
+    group.finish();
+}
+
+fn offset_benches(c: &mut Criterion) {
+    const BATCH: u64 = 4096;
+    let working_set = 256u64 << 20;
+    let workload = |pattern, rwmixread| Workload {
+        pattern,
+        rwmixread,
+        ..Workload::default()
+    };
+    let mut group = c.benchmark_group("offsets");
+    group.throughput(Throughput::Elements(BATCH));
+
+    let mut random = OffsetStream::new(&workload(IoPattern::RandRead, 50), working_set, 7, 3);
+    group.bench_function("next_offset_random", |b| {
+        b.iter(|| {
+            for _ in 0..BATCH {
+                black_box(random.next_offset());
+            }
+        })
+    });
+
+    let mut sequential = OffsetStream::new(&workload(IoPattern::Read, 50), working_set, 7, 3);
+    group.bench_function("next_offset_sequential", |b| {
+        b.iter(|| {
+            for _ in 0..BATCH {
+                black_box(sequential.next_offset());
+            }
+        })
+    });
+
+    let mut mixed = OffsetStream::new(&workload(IoPattern::RandRw, 70), working_set, 7, 3);
+    group.bench_function("next_is_read_70", |b| {
+        b.iter(|| {
+            for _ in 0..BATCH {
+                black_box(mixed.next_is_read());
+            }
+        })
+    });
+    group.finish();
+}
+
+fn report_benches(c: &mut Criterion) {
+    let result = synthetic_result();
+    let workload = Workload {
+        pattern: IoPattern::RandRw,
+        ..Workload::default()
+    };
+    let mut group = c.benchmark_group("report");
+    // ~12 ms an iteration: fewer samples keep it within the 2 s measurement.
+    group.sample_size(10);
+    group.bench_function("summarize_32", |b| {
+        b.iter(|| summarize(black_box(&result), &workload, Vec::new()))
+    });
+    group.finish();
+}
+
+fn quick() -> Criterion {
+    Criterion::default()
+        .warm_up_time(Duration::from_millis(500))
+        .measurement_time(Duration::from_secs(2))
+        .sample_size(20)
+}
+
+criterion_group! {
+    name = hot_paths;
+    config = quick();
+    targets = histogram_benches, offset_benches, report_benches
+}
+criterion_main!(hot_paths);

@@ -1,0 +1,447 @@
+//! Faults during a run, on real loop devices and a real full filesystem: a device turned
+//! read-only mid-run (EPERM), a file target on a full tmpfs (ENOSPC), SIGINT and SIGTERM.
+//! The faulty device is reported failed with its errno and first offsets while its neighbours'
+//! counts still match the kernel's; a signal gives a complete report marked interrupted.
+//! Every `blockdev --setro`, mount and loop device is undone in `Drop` guards.
+
+mod support;
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use hostmax::simhost::LoopDevice;
+use serde_json::Value;
+use support::*;
+
+const MIB: u64 = 1 << 20;
+const IODEPTH: u64 = 32;
+
+/// A scratch directory under /dev/shm, removed on drop.
+struct Scratch(PathBuf);
+
+impl Scratch {
+    fn new(tag: &str) -> Scratch {
+        let p = PathBuf::from(format!(
+            "/dev/shm/hostmax-faults-{tag}-{}",
+            std::process::id()
+        ));
+        let _ = std::fs::remove_dir_all(&p);
+        std::fs::create_dir_all(&p).unwrap();
+        Scratch(p)
+    }
+
+    fn path(&self, name: &str) -> String {
+        self.0.join(name).display().to_string()
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// A device set read-only with `blockdev --setro`, set back read-write on drop.
+struct ReadOnly(String);
+
+impl ReadOnly {
+    fn set(dev: &LoopDevice) -> ReadOnly {
+        let path = dev.path().display().to_string();
+        let guard = ReadOnly(path.clone());
+        let ok = Command::new("blockdev")
+            .args(["--setro", &path])
+            .status()
+            .is_ok_and(|s| s.success());
+        assert!(ok, "blockdev --setro {path}");
+        guard
+    }
+}
+
+impl Drop for ReadOnly {
+    fn drop(&mut self) {
+        let _ = Command::new("blockdev").args(["--setrw", &self.0]).status();
+    }
+}
+
+/// A small tmpfs, unmounted (lazily if busy) on drop.
+struct SmallTmpfs(PathBuf);
+
+impl SmallTmpfs {
+    fn mount(at: &Path, size: &str) -> SmallTmpfs {
+        std::fs::create_dir_all(at).unwrap();
+        let ok = Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
+            .arg(at)
+            .status()
+            .is_ok_and(|s| s.success());
+        assert!(ok, "mount tmpfs at {}", at.display());
+        SmallTmpfs(at.to_path_buf())
+    }
+}
+
+impl Drop for SmallTmpfs {
+    fn drop(&mut self) {
+        let ok = Command::new("umount")
+            .arg(&self.0)
+            .status()
+            .is_ok_and(|s| s.success());
+        if !ok {
+            let _ = Command::new("umount").arg("-l").arg(&self.0).status();
+        }
+    }
+}
+
+/// A running `hostmax`, killed on drop if the test fails before it ends.
+struct Running(Option<Child>);
+
+impl Running {
+    fn spawn(args: &[String]) -> Running {
+        let child = Command::new(hostmax_bin())
+            .args(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("run hostmax");
+        Running(Some(child))
+    }
+
+    fn pid(&self) -> i32 {
+        self.0.as_ref().unwrap().id() as i32
+    }
+
+    fn signal(&self, sig: i32) {
+        // SAFETY: kill only takes a pid and a signal number; the child is ours and not yet reaped.
+        let ret = unsafe { libc::kill(self.pid(), sig) };
+        assert_eq!(ret, 0, "kill: {}", std::io::Error::last_os_error());
+    }
+
+    fn wait(mut self) -> Output {
+        self.0
+            .take()
+            .unwrap()
+            .wait_with_output()
+            .expect("wait for hostmax")
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.0.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+fn devices(host: &SimulatedHost) -> Vec<&LoopDevice> {
+    host.volumes()
+        .iter()
+        .map(|v| v.loop_device().expect("a loop volume"))
+        .collect()
+}
+
+fn read_report(path: &str, out: &Output) -> Value {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| {
+        panic!(
+            "no report at {path} ({e}); stderr: {}",
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{path} is not valid JSON ({e})"))
+}
+
+/// Asserts a device was reported failed with `errno` and names its first failed offsets.
+fn assert_failed_with(device: &Value, errno: i64) {
+    let detail = &device["error_detail"];
+    let by_errno = detail["by_errno"].as_object().expect("by_errno");
+    let n = by_errno
+        .get(&errno.to_string())
+        .and_then(Value::as_u64)
+        .unwrap_or(0);
+    assert!(n >= 1, "no errno {errno} in {device}");
+    assert_eq!(device["errors"].as_u64(), detail["count"].as_u64());
+    let first = detail["first"].as_array().expect("first");
+    assert!(!first.is_empty(), "no first offsets in {device}");
+    for sample in first {
+        assert_eq!(sample["errno"].as_i64(), Some(errno), "{sample}");
+        assert_eq!(sample["op"], "write", "{sample}");
+        let offset = sample["offset"].as_u64().expect("an offset");
+        assert_eq!(offset % 4096, 0, "{sample}");
+    }
+}
+
+/// Runs a 4 s randwrite on three loop volumes, turns the middle one read-only about 1 s in,
+/// and returns the exit code, the report, the wall time, and each device's kernel-counted
+/// write completions during the run.
+fn run_with_setro(on_error: &str) -> (Option<i32>, Value, Duration, Vec<u64>) {
+    let scratch = Scratch::new(&format!("setro-{on_error}"));
+    let host = loop_volumes(3, 64 * MIB);
+    let devs = devices(&host);
+    let json = scratch.path("out.json");
+    let mut args: Vec<String> = vec!["--devices".into()];
+    args.extend(devs.iter().map(|d| d.path().display().to_string()));
+    args.extend(
+        [
+            "--rw",
+            "randwrite",
+            "--runtime",
+            "4s",
+            "--ramp",
+            "0s",
+            "--allow-write",
+            "--on-error",
+            on_error,
+            "--json",
+            &json,
+        ]
+        .map(String::from),
+    );
+    let before: Vec<u64> = devs
+        .iter()
+        .map(|d| kernel_completions(d.kernel_name()).1)
+        .collect();
+    let started = Instant::now();
+    let running = Running::spawn(&args);
+    std::thread::sleep(Duration::from_secs(1));
+    // Declared after `host`: set read-write again before the loop devices go.
+    let _ro = ReadOnly::set(devs[1]);
+    let out = running.wait();
+    let wall = started.elapsed();
+    let after: Vec<u64> = devs
+        .iter()
+        .map(|d| kernel_completions(d.kernel_name()).1)
+        .collect();
+    let report = read_report(&json, &out);
+    for (i, d) in devs.iter().enumerate() {
+        assert_eq!(
+            report["devices"][i]["path"].as_str(),
+            Some(d.path().to_str().unwrap())
+        );
+    }
+    let deltas = after.iter().zip(&before).map(|(a, b)| a - b).collect();
+    (out.status.code(), report, wall, deltas)
+}
+
+/// The neighbours of the read-only device: not failed, no errors, and `ios` equal to the
+/// kernel's write completions within the queue depth.
+fn assert_neighbours_exact(report: &Value, deltas: &[u64]) {
+    for i in [0, 2] {
+        let d = &report["devices"][i];
+        assert_eq!(d["failed"], false, "{d}");
+        assert_eq!(d["errors"], 0, "{d}");
+        let ios = d["write"]["ios"].as_u64().unwrap();
+        assert!(ios > 0, "{d}");
+        assert!(
+            ios.abs_diff(deltas[i]) <= IODEPTH,
+            "device {i}: hostmax counted {ios} writes, the kernel {}",
+            deltas[i]
+        );
+    }
+}
+
+#[test]
+fn a_device_turned_read_only_mid_run_fails_alone() {
+    require_root!();
+    let (code, report, _, deltas) = run_with_setro("stop-device");
+    assert_eq!(code, Some(3), "exit code: {report}");
+    let failed = &report["devices"][1];
+    assert_eq!(failed["failed"], true, "{failed}");
+    assert_failed_with(failed, libc::EPERM as i64);
+    // It was written before it turned read-only.
+    assert!(failed["write"]["ios"].as_u64().unwrap() > 0, "{failed}");
+    assert_neighbours_exact(&report, &deltas);
+    assert_eq!(report["interrupted"], false);
+    assert!(report["measured_secs"].as_f64().unwrap() >= 3.9, "{report}");
+    assert!(report["host"]["errors"].as_u64().unwrap() >= 1);
+}
+
+#[test]
+fn on_error_continue_keeps_counting_errors() {
+    require_root!();
+    let (code, report, _, deltas) = run_with_setro("continue");
+    assert_eq!(code, Some(3), "exit code: {report}");
+    let dev = &report["devices"][1];
+    // Not taken out: it kept being tried, and every try failed.
+    assert_eq!(dev["failed"], false, "{dev}");
+    assert_failed_with(dev, libc::EPERM as i64);
+    let errors = dev["errors"].as_u64().unwrap();
+    assert!(
+        errors > 10 * IODEPTH,
+        "only {errors} errors after ~3 s read-only"
+    );
+    assert_neighbours_exact(&report, &deltas);
+    assert!(report["measured_secs"].as_f64().unwrap() >= 3.9, "{report}");
+}
+
+#[test]
+fn on_error_stop_all_ends_the_run_early() {
+    require_root!();
+    let (code, report, wall, _) = run_with_setro("stop-all");
+    assert_eq!(code, Some(3), "exit code: {report}");
+    assert_eq!(report["devices"][1]["failed"], true);
+    assert_failed_with(&report["devices"][1], libc::EPERM as i64);
+    let measured = report["measured_secs"].as_f64().unwrap();
+    assert!(
+        measured < 3.0,
+        "stop-all ran {measured} s of a 4 s run after a failure at ~1 s"
+    );
+    assert!(wall < Duration::from_millis(3500), "took {wall:?}");
+    // The others were stopped, not failed.
+    assert_eq!(report["devices"][0]["failed"], false);
+    assert_eq!(report["devices"][2]["failed"], false);
+    assert_eq!(report["interrupted"], false);
+}
+
+#[test]
+fn a_file_target_out_of_space_is_reported_failed_with_enospc() {
+    require_root!();
+    let scratch = Scratch::new("enospc");
+    let _tmpfs = SmallTmpfs::mount(&scratch.0.join("small"), "4m");
+    let target = scratch.0.join("small/target.img");
+    // Sparse and 16 times larger than the filesystem under it.
+    std::fs::File::create(&target)
+        .and_then(|f| f.set_len(64 * MIB))
+        .unwrap();
+    let json = scratch.path("out.json");
+    let args: Vec<String> = [
+        "--devices",
+        target.to_str().unwrap(),
+        "--rw",
+        "randwrite",
+        "--runtime",
+        "2s",
+        "--ramp",
+        "0s",
+        "--json",
+        &json,
+    ]
+    .map(String::from)
+    .to_vec();
+    let out = run_hostmax(&args, None);
+    let report = read_report(&json, &out);
+    assert_eq!(
+        out.status.code(),
+        Some(3),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let dev = &report["devices"][0];
+    assert_eq!(dev["failed"], true, "{dev}");
+    assert_failed_with(dev, libc::ENOSPC as i64);
+    // It filled the filesystem before the first failure: at least half of its 1024 pages.
+    let ios = dev["write"]["ios"].as_u64().unwrap();
+    assert!(ios >= 512, "only {ios} writes before ENOSPC");
+}
+
+/// Interrupts a 10 s run over two loop volumes 1.5 s in with `sig`, and checks the report and
+/// the exit code.
+fn interrupt_run(sig: i32) {
+    let scratch = Scratch::new(&format!("signal-{sig}"));
+    let host = loop_volumes(2, 32 * MIB);
+    let json = scratch.path("out.json");
+    let mut args: Vec<String> = vec!["--devices".into()];
+    args.extend(host.device_paths().iter().map(|p| p.display().to_string()));
+    args.extend(["--runtime", "10s", "--ramp", "0s", "--json", &json].map(String::from));
+    let started = Instant::now();
+    let running = Running::spawn(&args);
+    std::thread::sleep(Duration::from_millis(1500));
+    running.signal(sig);
+    let out = running.wait();
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        started.elapsed()
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(128 + sig),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report = read_report(&json, &out);
+    assert_eq!(report["interrupted"], true);
+    assert_eq!(report["schema_version"], 1);
+    let measured = report["measured_secs"].as_f64().unwrap();
+    assert!(measured > 0.5 && measured < 10.0, "measured {measured} s");
+    assert_eq!(report["devices"].as_array().unwrap().len(), 2);
+    assert!(report["host"]["read"]["ios"].as_u64().unwrap() > 0);
+    // Only the report is left beside it: no temporary file.
+    let left: Vec<String> = std::fs::read_dir(&scratch.0)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(left, vec!["out.json".to_string()]);
+    // The loop devices go with the host.
+    let names: Vec<String> = devices(&host)
+        .iter()
+        .map(|d| d.kernel_name().to_string())
+        .collect();
+    drop(host);
+    for name in names {
+        let backing = std::fs::read_to_string(format!("/sys/block/{name}/loop/backing_file"))
+            .unwrap_or_default();
+        assert!(
+            !backing.contains(&format!("-{}-", std::process::id())),
+            "{name} still attached to {backing}"
+        );
+    }
+}
+
+#[test]
+fn sigint_gives_a_complete_interrupted_report_and_exit_130() {
+    require_root!();
+    interrupt_run(libc::SIGINT);
+}
+
+#[test]
+fn sigterm_gives_exit_143() {
+    require_root!();
+    interrupt_run(libc::SIGTERM);
+}
+
+#[test]
+fn sigint_during_the_demo_leaves_no_loop_devices() {
+    require_root!();
+    // The demo measures throttled rates: keep it away from other rate tests.
+    let _rate = rate_test_lock();
+    let mut running = Running::spawn(&["demo".to_string()]);
+    let pid = running.pid();
+    let stderr = running.0.as_mut().unwrap().stderr.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let reader = std::thread::spawn(move || {
+        let mut all = String::new();
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            if line.starts_with("hostmax demo:") {
+                let _ = tx.send(());
+            }
+            all.push_str(&line);
+            all.push('\n');
+        }
+        all
+    });
+    // Once the host is built and the run under way, interrupt it.
+    rx.recv_timeout(Duration::from_secs(60))
+        .expect("the demo never announced its host");
+    std::thread::sleep(Duration::from_millis(1500));
+    running.signal(libc::SIGINT);
+    let out = running.wait();
+    let stderr = reader.join().unwrap();
+    assert_eq!(out.status.code(), Some(130), "{stderr}");
+    let marker = format!("hostmax-sim-{pid}-");
+    let attached: Vec<String> = std::fs::read_dir("/sys/block")
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter_map(|e| std::fs::read_to_string(e.path().join("loop/backing_file")).ok())
+        .filter(|b| b.contains(&marker))
+        .collect();
+    assert!(attached.is_empty(), "left attached: {attached:?}");
+    let dirs: Vec<String> = std::fs::read_dir("/dev/shm")
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with(&marker))
+        .collect();
+    assert!(dirs.is_empty(), "left in /dev/shm: {dirs:?}");
+}

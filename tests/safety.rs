@@ -1,0 +1,489 @@
+//! Write safety on real loop devices: a device that carries data (a filesystem, a partition
+//! table, partitions) is refused without `--force`; a mounted device and an active swap device
+//! are refused even with it; a refusal names every refused device in one line, exits 2 and
+//! writes nothing (the kernel's own write counts prove it). Every mount, swap area and loop
+//! device is undone in `Drop` guards, also when an assertion fails.
+
+mod support;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use hostmax::simhost::LoopDevice;
+use serde_json::Value;
+use support::*;
+
+const MIB: u64 = 1 << 20;
+
+/// The loop devices of a simulated host of `count` volumes.
+fn devices(host: &SimulatedHost) -> Vec<&LoopDevice> {
+    host.volumes()
+        .iter()
+        .map(|v| v.loop_device().expect("a loop volume"))
+        .collect()
+}
+
+fn path_of(dev: &LoopDevice) -> String {
+    dev.path().display().to_string()
+}
+
+fn writes(dev: &LoopDevice) -> u64 {
+    kernel_completions(dev.kernel_name()).1
+}
+
+fn run_tool(tool: &str, args: &[&str]) {
+    let out = Command::new(tool)
+        .args(args)
+        .output()
+        .unwrap_or_else(|e| panic!("run {tool}: {e}"));
+    assert!(
+        out.status.success(),
+        "{tool} {args:?}: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+fn mkfs_ext4(dev: &LoopDevice) {
+    run_tool("mkfs.ext4", &["-q", "-F", &path_of(dev)]);
+}
+
+fn fsck_clean(dev: &LoopDevice) {
+    let out = Command::new("fsck.ext4")
+        .args(["-n", &path_of(dev)])
+        .output()
+        .expect("run fsck.ext4");
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "fsck.ext4 -n {}: {}{}",
+        path_of(dev),
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// Flushes what the tools wrote so the kernel's write counts are settled before measuring.
+fn settle(dev: &LoopDevice) {
+    let _ = Command::new("blockdev")
+        .args(["--flushbufs", &path_of(dev)])
+        .status();
+}
+
+/// A scratch directory under /dev/shm, removed on drop.
+struct Scratch(PathBuf);
+
+impl Scratch {
+    fn new(tag: &str) -> Scratch {
+        let p = PathBuf::from(format!(
+            "/dev/shm/hostmax-safety-{tag}-{}",
+            std::process::id()
+        ));
+        let _ = std::fs::remove_dir_all(&p);
+        std::fs::create_dir_all(&p).unwrap();
+        Scratch(p)
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// A mount, unmounted (lazily if busy) on drop.
+struct Mount(PathBuf);
+
+impl Mount {
+    fn new(source: &str, target: &Path) -> Mount {
+        std::fs::create_dir_all(target).unwrap();
+        run_tool("mount", &[source, &target.display().to_string()]);
+        Mount(target.to_path_buf())
+    }
+}
+
+impl Drop for Mount {
+    fn drop(&mut self) {
+        let ok = Command::new("umount")
+            .arg(&self.0)
+            .status()
+            .is_ok_and(|s| s.success());
+        if !ok {
+            let _ = Command::new("umount").arg("-l").arg(&self.0).status();
+        }
+    }
+}
+
+/// An active swap area, swapped off on drop.
+struct SwapOn(String);
+
+impl SwapOn {
+    fn new(dev: &LoopDevice) -> SwapOn {
+        let path = path_of(dev);
+        run_tool("mkswap", &["-q", &path]);
+        run_tool("swapon", &[&path]);
+        SwapOn(path)
+    }
+}
+
+impl Drop for SwapOn {
+    fn drop(&mut self) {
+        let _ = Command::new("swapoff").arg(&self.0).status();
+    }
+}
+
+/// A partition added with `addpart`, deleted on drop: a loop device without partition
+/// scanning keeps added partitions after it is detached, and the next user of it would
+/// inherit them.
+struct AddedPartition(String);
+
+impl AddedPartition {
+    fn add(dev: &LoopDevice, start_sector: u64, sectors: u64) -> AddedPartition {
+        let path = path_of(dev);
+        let guard = AddedPartition(path.clone());
+        run_tool(
+            "addpart",
+            &[&path, "1", &start_sector.to_string(), &sectors.to_string()],
+        );
+        guard
+    }
+}
+
+impl Drop for AddedPartition {
+    fn drop(&mut self) {
+        let _ = Command::new("delpart").args([&self.0, "1"]).status();
+    }
+}
+
+/// Asserts a refusal: exit 2, one line on stderr naming `expected`, nothing on stdout.
+fn assert_refused(args: &[String], out: &Output, expected: &[&str]) -> String {
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    let context = format!("hostmax {args:?}\nstderr: {stderr}");
+    assert_eq!(out.status.code(), Some(2), "exit code, {context}");
+    assert!(out.stdout.is_empty(), "stdout not empty, {context}");
+    assert_eq!(stderr.matches('\n').count(), 1, "not one line, {context}");
+    assert!(!stderr.contains("panicked"), "{context}");
+    for e in expected {
+        assert!(stderr.contains(e), "message lacks '{e}', {context}");
+    }
+    stderr
+}
+
+fn args(devs: &[&LoopDevice], extra: &[&str]) -> Vec<String> {
+    let mut v = vec!["--devices".to_string()];
+    v.extend(devs.iter().map(|d| path_of(d)));
+    v.extend(extra.iter().map(|s| s.to_string()));
+    v
+}
+
+const SHORT_WRITE: &[&str] = &["--rw", "randwrite", "--runtime", "1s", "--ramp", "0s"];
+
+#[test]
+fn an_unmounted_ext4_device_needs_force_and_stays_clean_until_then() {
+    require_root!();
+    let host = loop_volumes(2, 32 * MIB);
+    let devs = devices(&host);
+    let (ext4, free) = (devs[0], devs[1]);
+    mkfs_ext4(ext4);
+    settle(ext4);
+    let before = (writes(ext4), writes(free));
+
+    // With --allow-write: refused, named with its signature and the flag that overrides it;
+    // the free device beside it is not named and neither device is written.
+    let mut a = args(&[free, ext4], SHORT_WRITE);
+    a.push("--allow-write".into());
+    let msg = assert_refused(
+        &a,
+        &run_hostmax(&a, None),
+        &[&format!(
+            "{} carries an ext4 filesystem (use --force to overwrite it)",
+            path_of(ext4)
+        )],
+    );
+    assert!(!msg.contains(&path_of(free)), "{msg}");
+    // Without --allow-write both reasons and both flags are named.
+    let a = args(&[ext4], SHORT_WRITE);
+    assert_refused(
+        &a,
+        &run_hostmax(&a, None),
+        &[
+            "needs --allow-write",
+            "carries an ext4 filesystem (use --allow-write --force to overwrite it)",
+        ],
+    );
+    // --force alone is bad input.
+    let mut a = args(&[ext4], SHORT_WRITE);
+    a.push("--force".into());
+    assert_refused(&a, &run_hostmax(&a, None), &["--force needs --allow-write"]);
+    // Reading it needs no flag.
+    let a = args(
+        &[ext4],
+        &["--rw", "randread", "--runtime", "1s", "--ramp", "0s"],
+    );
+    let out = run_hostmax(&a, None);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        (writes(ext4), writes(free)),
+        before,
+        "a refused run wrote to a device"
+    );
+    fsck_clean(ext4);
+
+    // With --force --allow-write a short write run proceeds.
+    let mut a = args(&[ext4], SHORT_WRITE);
+    a.extend(["--allow-write", "--force", "--json", "-"].map(String::from));
+    let out = run_hostmax(&a, None);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report: Value = serde_json::from_slice(&out.stdout).expect("JSON on stdout");
+    let ios = report["devices"][0]["write"]["ios"].as_u64().unwrap();
+    assert!(ios > 0, "no writes counted: {report}");
+    let written = writes(ext4) - before.0;
+    assert!(
+        written >= ios,
+        "the kernel completed {written} writes, hostmax counted {ios}"
+    );
+}
+
+/// A GPT for 4096-byte sectors written by hand: a protective MBR and the header at LBA 1.
+fn write_gpt_4k_by_hand(dev: &LoopDevice) {
+    use std::os::unix::fs::FileExt;
+    let mut sector0 = [0u8; 512];
+    // Protective MBR entry: type 0xEE from LBA 1 over the whole disk.
+    sector0[446 + 4] = 0xee;
+    sector0[446 + 8..446 + 12].copy_from_slice(&1u32.to_le_bytes());
+    sector0[446 + 12..446 + 16].copy_from_slice(&u32::MAX.to_le_bytes());
+    sector0[510] = 0x55;
+    sector0[511] = 0xaa;
+    let mut header = [0u8; 92];
+    header[..8].copy_from_slice(b"EFI PART");
+    header[8..12].copy_from_slice(&0x0001_0000u32.to_le_bytes());
+    header[12..16].copy_from_slice(&92u32.to_le_bytes());
+    let file = std::fs::OpenOptions::new()
+        .write(true)
+        .open(dev.path())
+        .unwrap();
+    file.write_all_at(&sector0, 0).unwrap();
+    file.write_all_at(&header, 4096).unwrap();
+    file.sync_all().unwrap();
+}
+
+#[test]
+fn partition_tables_and_partitions_are_refused() {
+    require_root!();
+    let host = loop_volumes(3, 32 * MIB);
+    let devs = devices(&host);
+    let (sfdisk_gpt, hand_gpt, parted) = (devs[0], devs[1], devs[2]);
+    // A real GPT from sfdisk (util-linux's fdisk package) with one partition.
+    let script = "label: gpt\n,16M,L\n";
+    let mut child = Command::new("sfdisk")
+        .args(["-q", "--no-reread", &path_of(sfdisk_gpt)])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("run sfdisk (install util-linux's fdisk package)");
+    use std::io::Write;
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(script.as_bytes())
+        .unwrap();
+    // It cannot re-read the table on this kernel (no partition parsers): that part may fail.
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "sfdisk: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    write_gpt_4k_by_hand(hand_gpt);
+    // Partitions the kernel lists: this kernel parses no tables, so add one as partx would.
+    // Declared after `host`: deleted before the loop device goes.
+    let _part = AddedPartition::add(parted, 2048, 16 * MIB / 512);
+    let part = format!("{}p1", path_of(parted));
+    for _ in 0..100 {
+        if Path::new(&part).exists() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    for d in &devs {
+        settle(d);
+    }
+    let before: Vec<u64> = devs.iter().map(|d| writes(d)).collect();
+
+    let mut a = args(&devs, SHORT_WRITE);
+    a.push("--allow-write".into());
+    let msg = assert_refused(
+        &a,
+        &run_hostmax(&a, None),
+        &[
+            &format!(
+                "{} carries a GPT partition table (512-byte sectors) (use --force to overwrite it)",
+                path_of(sfdisk_gpt)
+            ),
+            &format!(
+                "{} carries a GPT partition table (4096-byte sectors)",
+                path_of(hand_gpt)
+            ),
+            &format!(
+                "{} has partitions {}p1",
+                path_of(parted),
+                parted.kernel_name()
+            ),
+        ],
+    );
+    assert_eq!(msg.matches("use --force").count(), 3, "{msg}");
+    let after: Vec<u64> = devs.iter().map(|d| writes(d)).collect();
+    assert_eq!(after, before, "a refused run wrote to a device");
+    // The table is intact.
+    let out = Command::new("sfdisk")
+        .args(["--dump", &path_of(sfdisk_gpt)])
+        .output()
+        .unwrap();
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("label: gpt"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn a_mounted_device_is_refused_even_with_force() {
+    require_root!();
+    let scratch = Scratch::new("mounted");
+    let host = loop_volumes(2, 32 * MIB);
+    let devs = devices(&host);
+    let (ext4, free) = (devs[0], devs[1]);
+    mkfs_ext4(ext4);
+    let mount = Mount::new(&path_of(ext4), &scratch.0.join("mnt"));
+    settle(free);
+    let before = writes(free);
+    for rw in ["randwrite", "write", "randrw"] {
+        let a = args(
+            &[free, ext4],
+            &["--rw", rw, "--allow-write", "--force", "--runtime", "1s"],
+        );
+        let msg = assert_refused(
+            &a,
+            &run_hostmax(&a, None),
+            &[&format!("{} is mounted at", path_of(ext4)), "Unmount"],
+        );
+        // --force cannot help here, so it is not suggested.
+        assert!(!msg.contains("use --force"), "{msg}");
+        assert!(!msg.contains(&path_of(free)), "{msg}");
+    }
+    assert_eq!(writes(free), before, "the free device was written");
+    drop(mount);
+    fsck_clean(ext4);
+}
+
+#[test]
+fn active_swap_is_refused_even_with_force() {
+    require_root!();
+    let host = loop_volumes(3, 32 * MIB);
+    let devs = devices(&host);
+    let (swap, ext4, free) = (devs[0], devs[1], devs[2]);
+    mkfs_ext4(ext4);
+    // Declared after `host`: swapped off before the loop devices go.
+    let _swap = SwapOn::new(swap);
+    for d in &devs {
+        settle(d);
+    }
+    let before: Vec<u64> = devs.iter().map(|d| writes(d)).collect();
+    let a = args(
+        &[swap, ext4, free],
+        &[
+            "--rw",
+            "randwrite",
+            "--allow-write",
+            "--force",
+            "--runtime",
+            "1s",
+        ],
+    );
+    let msg = assert_refused(
+        &a,
+        &run_hostmax(&a, None),
+        &[&format!("{} is active swap", path_of(swap))],
+    );
+    // With --force the ext4 device may be written: only the swap device is named.
+    assert!(!msg.contains(&path_of(ext4)), "{msg}");
+    assert!(!msg.contains(&path_of(free)), "{msg}");
+    // Without --force: ONE line lists both refused devices, each with its reasons.
+    let a = args(
+        &[swap, ext4, free],
+        &["--rw", "randwrite", "--allow-write", "--runtime", "1s"],
+    );
+    let msg = assert_refused(
+        &a,
+        &run_hostmax(&a, None),
+        &[
+            &format!("{} is active swap and carries a swap area;", path_of(swap)),
+            &format!(
+                "{} carries an ext4 filesystem (use --force to overwrite it)",
+                path_of(ext4)
+            ),
+        ],
+    );
+    assert!(!msg.contains(&path_of(free)), "{msg}");
+    let after: Vec<u64> = devs.iter().map(|d| writes(d)).collect();
+    assert_eq!(after, before, "a refused run wrote to a device");
+    fsck_clean(ext4);
+}
+
+#[test]
+fn the_root_device_is_refused_even_with_force() {
+    // The checks alone, on this host's real state: nothing is opened for writing, so this is
+    // safe against the real root disk (which a sandbox may not even let us open).
+    use hostmax::safety::{
+        check_write_safety, parse_mountinfo, root_device_names, SystemSources, WriteFlags,
+    };
+    use hostmax_engine::{IoPattern, TargetInfo, TargetKind};
+    let sys = Path::new("/sys/class/block");
+    let mounts = parse_mountinfo(&std::fs::read_to_string("/proc/self/mountinfo").unwrap());
+    let names = root_device_names(&mounts, sys);
+    let Some(root) = names.first() else {
+        eprintln!("skipped: / is not on a block device here");
+        return;
+    };
+    // The root device itself and everything under it (its whole disk, stacked devices).
+    for name in &names {
+        let dev = std::fs::read_to_string(sys.join(name).join("dev")).unwrap();
+        let (major, minor) = dev.trim().split_once(':').unwrap();
+        let target = TargetInfo {
+            path: PathBuf::from(format!("/dev/{name}")),
+            kind: TargetKind::BlockDevice,
+            size: 1 << 30,
+            logical_block_size: 512,
+            rdev: Some((major.parse().unwrap(), minor.parse().unwrap())),
+            kernel_name: Some(name.clone()),
+        };
+        let flags = WriteFlags {
+            allow_write: true,
+            force: true,
+        };
+        let err = check_write_safety(
+            &[target],
+            IoPattern::RandWrite,
+            flags,
+            &SystemSources::default(),
+        )
+        .expect_err("the root device was accepted");
+        assert!(err.0.contains("holds the root filesystem /"), "{err}");
+        assert!(!err.0.contains("use --force"), "{err}");
+        if name == root {
+            assert!(err.0.contains("is mounted at /"), "{err}");
+        }
+    }
+}
