@@ -209,6 +209,8 @@ pub fn merge_reports(reports: &[(String, HostReport)]) -> Result<HostReport, Mer
         host,
         devices,
         time_series: merge_series(reports),
+        // Verdicts are per host and per spec; a fleet report carries none of its own.
+        verdict: None,
     })
 }
 

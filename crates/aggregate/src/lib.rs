@@ -17,23 +17,33 @@
 //! - [`TimeSeries`] collects the one-second [`hostmax_engine::DeviceInterval`]s of every device,
 //!   in any order, and yields a host [`SecondPoint`] the moment every device has reported
 //!   that second.
+//! - [`spec`]: what volumes and hosts promise ([`VolumeSpec`], built-in [`PROFILES`],
+//!   [`HostSpec`], [`Tolerance`], the spec file); [`verdict`] judges reports against them
+//!   ([`judge`] gives a [`Verdict`] with the [`Bottleneck`]); [`knee`] finds the host's
+//!   ceiling and knee from a sweep over volume counts ([`Sweep`]).
 
 #![warn(missing_docs)]
 
 mod fleet;
 mod histogram_codec;
+pub mod knee;
 mod latency;
 mod report;
 mod series;
+pub mod spec;
+pub mod verdict;
 
 pub use fleet::{merge_reports, FleetHost, FleetSummary, MergeError, WorkloadDifference};
 pub use histogram_codec::{
     decode_histogram, decode_latency_histogram, encode_histogram, EncodedHistograms,
     HistogramCodecError,
 };
+pub use knee::{Sweep, SweepPoint, SweepReport};
 pub use latency::{add_exact, LatencySummary};
 pub use report::{
     summarize, summarize_with_histograms, DeviceReport, Figures, HostHistograms, HostReport,
     OpSummary, WorkloadSummary, SCHEMA_VERSION,
 };
 pub use series::{SecondPoint, TimeSeries};
+pub use spec::{HostSpec, Tolerance, VolumeSpec, PROFILES};
+pub use verdict::{judge, Bottleneck, SpecSet, Verdict, VerifyReport};

@@ -179,6 +179,9 @@ pub struct HostReport {
     pub devices: Vec<DeviceReport>,
     /// One host point per measured second.
     pub time_series: Vec<SecondPoint>,
+    /// The verdict, when the run was judged against a spec.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verdict: Option<crate::verdict::Verdict>,
 }
 
 /// The host's read and write latency histograms: the bin-by-bin sum of every device's.
@@ -272,6 +275,7 @@ pub fn summarize_with_histograms(
         host,
         devices,
         time_series: series,
+        verdict: None,
     };
     (report, histograms)
 }

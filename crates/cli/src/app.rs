@@ -23,13 +23,24 @@ pub const EXIT_IO_ERRORS: i32 = 3;
 
 /// Runs the host-max test a plan describes and prints/writes its report. Returns the exit code.
 pub fn run(plan: RunPlan) -> anyhow::Result<i32> {
-    let (report, interrupted, hdr_log) = measure_keeping_log(&plan)?;
+    let (report, interrupted) = run_and_emit(&plan, |_| {})?;
+    Ok(exit_code(&report, interrupted))
+}
+
+/// Measures the plan, lets `complete` add to the report (a verdict), prints the table and
+/// writes the JSON, then the `--hdr-log`: the report is out first, so a failure writing the
+/// interval log cannot lose it. Returns the report and the interrupting signal (0 if none).
+pub fn run_and_emit(
+    plan: &RunPlan,
+    complete: impl FnOnce(&mut HostReport),
+) -> anyhow::Result<(HostReport, i32)> {
+    let (mut report, interrupted, hdr_log) = measure_keeping_log(plan)?;
+    complete(&mut report);
     emit(&report, plan.json.as_ref())?;
-    // The report is out first: a failure writing the interval log must not lose it.
     if let Some(log) = hdr_log {
         log.finish()?;
     }
-    Ok(exit_code(&report, interrupted))
+    Ok((report, interrupted))
 }
 
 /// The exit code a finished run earns.

@@ -75,6 +75,11 @@ pub enum Command {
     /// Merge the JSON reports of hosts that ran the same workload together into one exact
     /// fleet report (counts add, percentiles from the added histograms).
     Merge(crate::fleet::merge::MergeArgs),
+    /// Run the phases a spec needs (4k for IOPS, 1m for MB/s, 4k at depth 1 for latency) and
+    /// print one verdict: per volume and for the host, measured against promised.
+    Verify(crate::verify::command::VerifyArgs),
+    /// Run the same workload on 1, 2, 4, ... and all volumes; find the host's ceiling and knee.
+    Sweep(crate::verify::sweep::SweepArgs),
 }
 
 /// A CPU list as given to `--cpus`, sorted and without repeats.
@@ -168,6 +173,9 @@ pub struct RunArgs {
     /// Options for runs on many hosts.
     #[command(flatten)]
     pub fleet: crate::fleet::FleetRunArgs,
+    /// What the volumes and the host promise (a verdict after the run).
+    #[command(flatten)]
+    pub spec: crate::verify::SpecArgs,
 
     /// Poll for completions instead of waiting for interrupts (only devices with poll queues,
     /// `/sys/block/DEV/queue/io_poll` = 1, such as NVMe with `nvme.poll_queues`).

@@ -10,6 +10,8 @@
 //!   de-duplicates `--devices`; [`safety`] refuses writes to devices in use or carrying
 //!   data, which [`signature`] finds by its on-disk magic numbers.
 //! - [`fleet`]: runs on many hosts: `--start-at`, `--hdr-log` and `hostmax merge`.
+//! - [`verify`]: spec options and verdicts of the main run, `hostmax verify` and `hostmax
+//!   sweep`; [`chart`] draws SVG charts.
 //! - [`simhost`]: the simulated host of throttled loop volumes on tmpfs that `hostmax demo`
 //!   and the tests run against.
 
@@ -24,3 +26,4 @@ pub mod safety;
 pub mod signature;
 pub mod simhost;
 pub mod units;
+pub mod verify;
