@@ -142,20 +142,8 @@ fn discard_and_zero_out_clear_a_loop_volume() {
     .unwrap();
     let written = |offset| read_block(&dev, offset).iter().any(|&b| b != 0);
     assert!(written(0) && written(MIB) && written(2 * MIB - 4096));
-    // The kernel tears a ring down (and drops its registered files, our O_EXCL claim) a few
-    // milliseconds after the run ends, so the first exclusive reopen may find it still busy.
-    let mut attempts = 0;
-    loop {
-        attempts += 1;
-        match hostmax_engine::target::discard(&info, 0..MIB) {
-            Err(hostmax_engine::EngineError::Open { source, .. })
-                if source.raw_os_error() == Some(libc::EBUSY) && attempts < 100 =>
-            {
-                std::thread::sleep(Duration::from_millis(20))
-            }
-            other => break other.unwrap(),
-        }
-    }
+    // The run released its O_EXCL claim when it returned: the discard can claim the device.
+    hostmax_engine::target::discard(&info, 0..MIB).unwrap();
     assert!(
         !written(0) && !written(MIB - 4096),
         "discarded blocks read as zeroes"
@@ -211,9 +199,10 @@ fn short_suite_on_capped_volumes_reaches_steady_state_at_round_5() {
     let json = dir.path("iops.json");
     let html = dir.path("iops.html");
     let mut args = short_suite_args(&devices, &json, "1s");
-    args.extend(["--html".to_string(), html.clone()]);
+    // Each volume promises more than its cap allows: the suite says so and exits 1.
+    args.extend(["--html", &html, "--expect-volume-iops", "500"].map(String::from));
     let out = run_hostmax(&args, host.throttle());
-    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    assert_eq!(out.status.code(), Some(1), "{}", stderr_of(&out));
     let report = read_json(&json);
     let ss = &report["steady_state"];
     assert_eq!(ss["reached"], true, "{ss}");
@@ -260,6 +249,18 @@ fn short_suite_on_capped_volumes_reaches_steady_state_at_round_5() {
     assert_eq!(report["preparation"]["precondition"]["done"], true);
     assert_eq!(report["complete"], true);
     assert_eq!(report["read_only"], false);
+    let volumes = report["spec"]["volumes"].as_array().unwrap();
+    assert_eq!(volumes.len(), 2);
+    for v in volumes {
+        let check = &v["checks"][0];
+        assert_eq!(check["figure"], "iops");
+        assert_eq!(check["expected"], 500.0);
+        assert_eq!(check["cells"], serde_json::json!(["4k_100_0", "4k_0_100"]));
+        let measured = check["measured"].as_f64().unwrap();
+        assert!((measured - CAP as f64).abs() <= 0.15 * CAP as f64, "{v}");
+        assert_eq!(check["pass"], false, "{v}");
+    }
+    assert!(String::from_utf8_lossy(&out.stdout).contains("FAIL"));
     let state = dir.0.join("iops.state/rounds");
     assert_eq!(
         fs::read_dir(&state).unwrap().count(),
@@ -658,6 +659,8 @@ fn html_report_renders_every_chart_in_chromium() {
         "5",
         "--html",
         &html,
+        "--expect-volume-iops",
+        "1k",
     ] {
         args.push(a.into());
     }
@@ -670,9 +673,10 @@ fn html_report_renders_every_chart_in_chromium() {
     }
     let figures = page.matches("<figure class=\"chart\"").count();
     assert_eq!(
-        figures, 3,
-        "IOPS and throughput by block size, and steady state"
+        figures, 4,
+        "IOPS and throughput by block size, steady state, IOPS per volume against the promise"
     );
+    assert!(page.contains("PASS") && !page.contains("FAIL"));
     assert_eq!(page.matches("<svg").count(), figures);
     for text in ["4k_0_100", "64k", "100/0", "steady state"] {
         assert!(page.contains(text), "the page lacks {text}");

@@ -57,8 +57,26 @@ pub fn run_hostmax<S: AsRef<OsStr>>(args: &[S], in_group: Option<&IoThrottle>) -
 }
 
 /// (reads completed, writes completed) of block device `kernel_name` (e.g. "loop3"), from
-/// fields 1 and 5 of `/sys/block/DEV/stat`.
+/// fields 1 and 5 of `/sys/block/DEV/stat`, once they have settled.
+///
+/// The block layer completes a request to its submitter (io_uring posts the CQE) before it
+/// counts it in these statistics, and on a busy machine the completing kernel thread can be
+/// preempted in between: a read right after a run may lag by an I/O or two. Read until two
+/// readings 20 ms apart agree (at most one second).
 pub fn kernel_completions(kernel_name: &str) -> (u64, u64) {
+    let mut last = read_kernel_completions(kernel_name);
+    for _ in 0..50 {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        let now = read_kernel_completions(kernel_name);
+        if now == last {
+            break;
+        }
+        last = now;
+    }
+    last
+}
+
+fn read_kernel_completions(kernel_name: &str) -> (u64, u64) {
     let path = Path::new("/sys/block").join(kernel_name).join("stat");
     let text = std::fs::read_to_string(&path)
         .unwrap_or_else(|err| panic!("read {}: {err}", path.display()));

@@ -13,6 +13,9 @@ pub struct LatencySummary {
     pub p50: u64,
     /// 90th percentile.
     pub p90: u64,
+    /// 95th percentile (what providers' latency promises name).
+    #[serde(default)]
+    pub p95: u64,
     /// 99th percentile.
     pub p99: u64,
     /// 99.9th percentile.
@@ -36,6 +39,7 @@ impl LatencySummary {
         LatencySummary {
             p50: histogram.value_at_quantile(0.5),
             p90: histogram.value_at_quantile(0.9),
+            p95: histogram.value_at_quantile(0.95),
             p99: histogram.value_at_quantile(0.99),
             p99_9: histogram.value_at_quantile(0.999),
             p99_99: histogram.value_at_quantile(0.9999),

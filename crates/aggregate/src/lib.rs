@@ -8,23 +8,46 @@
 //!   devices' histograms ([`HostHistograms`]): bins are added, percentiles are never averaged.
 //! - [`OpSummary`] and [`LatencySummary`] are the counts, rates and percentiles of one kind
 //!   of I/O, read off an HDR histogram.
+//! - [`encode_histogram`] / [`decode_histogram`] ([`EncodedHistograms`]): histograms as the
+//!   base64 V2 + DEFLATE text HdrHistogram's own tools read; every report carries its
+//!   devices' and host's in full.
+//! - [`merge_reports`] adds the reports of hosts that ran the same workload at the same time
+//!   into one fleet report ([`FleetSummary`]): counts and rates add, percentiles come from the
+//!   added histograms.
 //! - [`TimeSeries`] collects the one-second [`hostmax_engine::DeviceInterval`]s of every device,
 //!   in any order, and yields a host [`SecondPoint`] the moment every device has reported
 //!   that second.
 //! - [`SteadyStateRule`] decides SNIA PTS steady state on a series of rounds ([`SteadyState`],
 //!   with the least-squares [`WindowFit`] of the window) for the benchmark suite.
+//! - [`spec`]: what volumes and hosts promise ([`VolumeSpec`], built-in [`PROFILES`],
+//!   [`HostSpec`], [`Tolerance`], the spec file); [`verdict`] judges reports against them
+//!   ([`judge`] gives a [`Verdict`] with the [`Bottleneck`]); [`knee`] finds the host's
+//!   ceiling and knee from a sweep over volume counts ([`Sweep`]).
 
 #![warn(missing_docs)]
 
+mod fleet;
+mod histogram_codec;
+pub mod knee;
 mod latency;
 mod report;
 mod series;
+pub mod spec;
 mod steady_state;
+pub mod verdict;
 
+pub use fleet::{merge_reports, FleetHost, FleetSummary, MergeError, WorkloadDifference};
+pub use histogram_codec::{
+    decode_histogram, decode_latency_histogram, encode_histogram, EncodedHistograms,
+    HistogramCodecError,
+};
+pub use knee::{Sweep, SweepPoint, SweepReport};
 pub use latency::{add_exact, LatencySummary};
 pub use report::{
     summarize, summarize_with_histograms, DeviceReport, Figures, HostHistograms, HostReport,
     OpSummary, WorkloadSummary, SCHEMA_VERSION,
 };
 pub use series::{SecondPoint, TimeSeries};
+pub use spec::{HostSpec, Tolerance, VolumeSpec, PROFILES};
 pub use steady_state::{SteadyState, SteadyStateRule, WindowFit};
+pub use verdict::{judge, Bottleneck, SpecSet, Verdict, VerifyReport};

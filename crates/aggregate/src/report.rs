@@ -6,6 +6,8 @@ use hostmax_engine::{
 };
 use serde::{Deserialize, Serialize};
 
+use crate::fleet::FleetSummary;
+use crate::histogram_codec::EncodedHistograms;
 use crate::latency::{add_exact, LatencySummary};
 use crate::series::SecondPoint;
 
@@ -66,16 +68,21 @@ pub struct Figures {
     pub read: OpSummary,
     /// Writes.
     pub write: OpSummary,
+    /// The full read and write latency histograms (HdrHistogram V2 + DEFLATE, base64), from
+    /// which `hostmax merge` adds reports exactly; absent in reports of older versions.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub histograms: Option<EncodedHistograms>,
 }
 
 impl Figures {
-    fn new(read: OpSummary, write: OpSummary, errors: u64) -> Figures {
+    pub(crate) fn new(read: OpSummary, write: OpSummary, errors: u64) -> Figures {
         Figures {
             iops: read.iops + write.iops,
             bytes_per_sec: read.bytes_per_sec + write.bytes_per_sec,
             errors,
             read,
             write,
+            histograms: None,
         }
     }
 
@@ -90,6 +97,9 @@ impl Figures {
 pub struct DeviceReport {
     /// The path the device was opened by (lossy if it is not UTF-8).
     pub path: String,
+    /// The host the device is on; set in merged (fleet) reports, absent in a single host's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<String>,
     /// The CPU its worker was pinned to.
     pub cpu: usize,
     /// IOPS, throughput, errors and latency, at the same JSON level as `path`.
@@ -149,6 +159,13 @@ impl From<&Workload> for WorkloadSummary {
 pub struct HostReport {
     /// [`SCHEMA_VERSION`].
     pub schema_version: u32,
+    /// The host that ran it (set by the CLI: the aggregator does no I/O); absent in a merged
+    /// report, whose devices name their hosts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hostname: Option<String>,
+    /// In a merged report (`hostmax merge`): the hosts it adds up.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fleet: Option<FleetSummary>,
     /// What ran.
     pub workload: WorkloadSummary,
     /// Length of the measured window in seconds; every rate is per this.
@@ -162,6 +179,9 @@ pub struct HostReport {
     pub devices: Vec<DeviceReport>,
     /// One host point per measured second.
     pub time_series: Vec<SecondPoint>,
+    /// The verdict, when the run was judged against a spec.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verdict: Option<crate::verdict::Verdict>,
 }
 
 /// The host's read and write latency histograms: the bin-by-bin sum of every device's.
@@ -207,12 +227,17 @@ pub fn summarize_with_histograms(
         .iter()
         .map(|d| DeviceReport {
             path: d.path.to_string_lossy().into_owned(),
+            host: None,
             cpu: d.cpu,
-            figures: Figures::new(
-                OpSummary::from_op(&d.read, secs),
-                OpSummary::from_op(&d.write, secs),
-                d.errors.count,
-            ),
+            figures: Figures {
+                // Encoding only fails for a count above i64::MAX, which no run reaches.
+                histograms: EncodedHistograms::encode(&d.read.latency, &d.write.latency).ok(),
+                ..Figures::new(
+                    OpSummary::from_op(&d.read, secs),
+                    OpSummary::from_op(&d.write, secs),
+                    d.errors.count,
+                )
+            },
             error_detail: d.errors.clone(),
             failed: d.failed,
         })
@@ -231,20 +256,26 @@ pub fn summarize_with_histograms(
     };
     let (read_ios, read_bytes) = total(|d| &d.read);
     let (write_ios, write_bytes) = total(|d| &d.write);
-    let host = Figures::new(
-        OpSummary::new(read_ios, read_bytes, &histograms.read, secs),
-        OpSummary::new(write_ios, write_bytes, &histograms.write, secs),
-        result.devices.iter().map(|d| d.errors.count).sum(),
-    );
+    let host = Figures {
+        histograms: EncodedHistograms::encode(&histograms.read, &histograms.write).ok(),
+        ..Figures::new(
+            OpSummary::new(read_ios, read_bytes, &histograms.read, secs),
+            OpSummary::new(write_ios, write_bytes, &histograms.write, secs),
+            result.devices.iter().map(|d| d.errors.count).sum(),
+        )
+    };
 
     let report = HostReport {
         schema_version: SCHEMA_VERSION,
+        hostname: None,
+        fleet: None,
         workload: WorkloadSummary::from(workload),
         measured_secs: secs,
         interrupted: result.stopped_early,
         host,
         devices,
         time_series: series,
+        verdict: None,
     };
     (report, histograms)
 }

@@ -23,9 +23,24 @@ pub const EXIT_IO_ERRORS: i32 = 3;
 
 /// Runs the host-max test a plan describes and prints/writes its report. Returns the exit code.
 pub fn run(plan: RunPlan) -> anyhow::Result<i32> {
-    let (report, interrupted) = measure(&plan)?;
-    emit(&report, plan.json.as_ref())?;
+    let (report, interrupted) = run_and_emit(&plan, |_| {})?;
     Ok(exit_code(&report, interrupted))
+}
+
+/// Measures the plan, lets `complete` add to the report (a verdict), prints the table and
+/// writes the JSON, then the `--hdr-log`: the report is out first, so a failure writing the
+/// interval log cannot lose it. Returns the report and the interrupting signal (0 if none).
+pub fn run_and_emit(
+    plan: &RunPlan,
+    complete: impl FnOnce(&mut HostReport),
+) -> anyhow::Result<(HostReport, i32)> {
+    let (mut report, interrupted, hdr_log) = measure_keeping_log(plan)?;
+    complete(&mut report);
+    emit(&report, plan.json.as_ref())?;
+    if let Some(log) = hdr_log {
+        log.finish()?;
+    }
+    Ok((report, interrupted))
 }
 
 /// The exit code a finished run earns.
@@ -40,8 +55,24 @@ pub fn exit_code(report: &HostReport, interrupted_by: i32) -> i32 {
 }
 
 /// Runs the plan with a live view and signal handling; returns the report and the signal
-/// number that interrupted it (0 if none).
+/// number that interrupted it (0 if none). A `--hdr-log` is written before it returns.
 pub fn measure(plan: &RunPlan) -> anyhow::Result<(HostReport, i32)> {
+    let (report, signal, hdr_log) = measure_keeping_log(plan)?;
+    if let Some(log) = hdr_log {
+        log.finish()?;
+    }
+    Ok((report, signal))
+}
+
+/// [`measure`], leaving the `--hdr-log` recorder to the caller to finish (after the report is
+/// safe).
+fn measure_keeping_log(
+    plan: &RunPlan,
+) -> anyhow::Result<(
+    HostReport,
+    i32,
+    Option<crate::fleet::hdr_log::HdrLogRecorder>,
+)> {
     let workload = plan.workload.clone();
     let prepared = hostmax_engine::prepare(RunConfig {
         targets: plan.targets.iter().map(|t| t.path.clone()).collect(),
@@ -60,6 +91,9 @@ pub fn measure(plan: &RunPlan) -> anyhow::Result<(HostReport, i32)> {
         plan.allow_write,
         &crate::safety::SystemSources::default(),
     )?;
+    let prepared = crate::fleet::start_at::wait_for_start(prepared, plan.fleet.start_at)?;
+    let mut hdr_log =
+        crate::fleet::hdr_log::HdrLogRecorder::for_run(&plan.fleet, prepared.targets(), &workload)?;
     let handle = prepared.start();
     let signal = Arc::new(AtomicI32::new(0));
     let _watch = watch_signals(handle.stopper(), signal.clone());
@@ -69,6 +103,9 @@ pub fn measure(plan: &RunPlan) -> anyhow::Result<(HostReport, i32)> {
     loop {
         match handle.recv_interval(Duration::from_millis(250)) {
             Some(interval) => {
+                if let Some(log) = &mut hdr_log {
+                    log.push(&interval);
+                }
                 if let Some(point) = series.push(interval) {
                     view.update(&point);
                 }
@@ -78,6 +115,9 @@ pub fn measure(plan: &RunPlan) -> anyhow::Result<(HostReport, i32)> {
         }
     }
     while let Some(interval) = handle.recv_interval(Duration::ZERO) {
+        if let Some(log) = &mut hdr_log {
+            log.push(&interval);
+        }
         if let Some(point) = series.push(interval) {
             view.update(&point);
         }
@@ -85,10 +125,11 @@ pub fn measure(plan: &RunPlan) -> anyhow::Result<(HostReport, i32)> {
     let result = handle.wait().context("the run failed")?;
     view.finish();
     let mut report = summarize(&result, &workload, series.finish());
+    report.hostname = crate::fleet::hostname();
     let sig = signal.load(Ordering::SeqCst);
     // Interrupted means a signal; a stop-all after an I/O error is reported by its errors.
     report.interrupted = sig != 0;
-    Ok((report, sig))
+    Ok((report, sig, hdr_log))
 }
 
 /// Prints the table (stdout, or stderr when the JSON goes to stdout) and writes the JSON.
@@ -202,6 +243,7 @@ pub fn demo() -> anyhow::Result<i32> {
         allow_write: false,
         layout: Default::default(),
         on_error: Default::default(),
+        fleet: Default::default(),
         polling: Default::default(),
     };
     let (report, signal) = measure(&plan)?;

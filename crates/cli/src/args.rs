@@ -67,7 +67,7 @@ pub struct Cli {
 }
 
 /// Subcommands.
-#[derive(Debug, Clone, PartialEq, Eq, Subcommand)]
+#[derive(Debug, Clone, Subcommand)]
 pub enum Command {
     /// Build a simulated host of throttled loop volumes on tmpfs (files without root), run
     /// the host-max test on it, and remove everything it made.
@@ -75,6 +75,14 @@ pub enum Command {
     /// The CloudHarmony-grade suite: block size x read/write mix matrix, preconditioning,
     /// rounds until SNIA steady state, JSON/HTML reports; resumable.
     Suite(Box<crate::suite::SuiteArgs>),
+    /// Merge the JSON reports of hosts that ran the same workload together into one exact
+    /// fleet report (counts add, percentiles from the added histograms).
+    Merge(crate::fleet::merge::MergeArgs),
+    /// Run the phases a spec needs (4k for IOPS, 1m for MB/s, 4k at depth 1 for latency) and
+    /// print one verdict: per volume and for the host, measured against promised.
+    Verify(crate::verify::command::VerifyArgs),
+    /// Run the same workload on 1, 2, 4, ... and all volumes; find the host's ceiling and knee.
+    Sweep(crate::verify::sweep::SweepArgs),
 }
 
 /// A CPU list as given to `--cpus`, sorted and without repeats.
@@ -164,6 +172,13 @@ pub struct RunArgs {
     /// One worker thread per device instead of one per CPU (fio's layout; for comparisons).
     #[arg(long)]
     pub thread_per_device: bool,
+
+    /// Options for runs on many hosts.
+    #[command(flatten)]
+    pub fleet: crate::fleet::FleetRunArgs,
+    /// What the volumes and the host promise (a verdict after the run).
+    #[command(flatten)]
+    pub spec: crate::verify::SpecArgs,
 
     /// Poll for completions instead of waiting for interrupts (only devices with poll queues,
     /// `/sys/block/DEV/queue/io_poll` = 1, such as NVMe with `nvme.poll_queues`).
@@ -280,6 +295,7 @@ pub fn plan_run_with(args: &RunArgs, limits: &HostLimits) -> Result<RunPlan, Bad
             hostmax_engine::ThreadLayout::PerCpu
         },
         on_error: args.on_error,
+        fleet: crate::fleet::plan_fleet(&args.fleet)?,
         polling: hostmax_engine::Polling {
             iopoll: args.iopoll,
             sqpoll: args.sqpoll,

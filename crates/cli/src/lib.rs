@@ -9,6 +9,9 @@
 //!   before any I/O; [`units`] parses sizes, durations, CPU lists; [`devices`] expands and
 //!   de-duplicates `--devices`; [`safety`] refuses writes to devices in use or carrying
 //!   data, which [`signature`] finds by its on-disk magic numbers.
+//! - [`fleet`]: runs on many hosts: `--start-at`, `--hdr-log` and `hostmax merge`.
+//! - [`verify`]: spec options and verdicts of the main run, `hostmax verify` and `hostmax
+//!   sweep`; [`chart`] draws SVG charts.
 //! - [`simhost`]: the simulated host of throttled loop volumes on tmpfs that `hostmax demo`
 //!   and the tests run against.
 //! - [`suite`]: `hostmax suite`, the CloudHarmony-style block size x mix matrix with
@@ -18,6 +21,7 @@ pub mod app;
 pub mod args;
 pub mod chart;
 pub mod devices;
+pub mod fleet;
 pub mod output;
 pub mod plan;
 pub mod safety;
@@ -25,3 +29,4 @@ pub mod signature;
 pub mod simhost;
 pub mod suite;
 pub mod units;
+pub mod verify;

@@ -32,7 +32,10 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Some(Command::Demo) => hostmax::app::demo(),
         Some(Command::Suite(args)) => hostmax::suite::run(&args),
-        None => plan_run(&cli.run).and_then(hostmax::app::run),
+        Some(Command::Merge(args)) => hostmax::fleet::merge::run_merge(&args),
+        Some(Command::Verify(args)) => hostmax::verify::command::verify(&args),
+        Some(Command::Sweep(args)) => hostmax::verify::sweep::sweep(&args),
+        None => plan_run(&cli.run).and_then(|plan| hostmax::verify::run(plan, &cli.run.spec)),
     };
     match result {
         Ok(code) => ExitCode::from(u8::try_from(code).unwrap_or(EXIT_FAILURE)),

@@ -51,6 +51,8 @@ pub struct RunPlan {
     pub layout: hostmax_engine::ThreadLayout,
     /// What to do when a device fails an I/O (`--on-error`).
     pub on_error: hostmax_engine::ErrorPolicy,
+    /// `--start-at` and `--hdr-log`.
+    pub fleet: crate::fleet::FleetPlan,
     /// `--iopoll` / `--sqpoll`.
     pub polling: hostmax_engine::Polling,
 }

@@ -329,6 +329,16 @@ impl Drop for UringIo {
         if !self.drain() {
             // The kernel may still write into the arena: leaking it is the only safe choice.
             std::mem::forget(self.arena.take());
+            return;
+        }
+        // Closing a ring releases its registered files later, from a kernel work queue; until
+        // then a device written with O_EXCL stays claimed and the next run's open gets EBUSY.
+        // Unregistering waits for the kernel to drop them, so they close when `files` does.
+        if self.features.fixed_files {
+            let _ = self.ring.submitter().unregister_files();
+        }
+        if self.features.fixed_buffers {
+            let _ = self.ring.submitter().unregister_buffers();
         }
     }
 }

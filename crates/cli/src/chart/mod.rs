@@ -53,6 +53,8 @@ pub enum TickFormat {
     Decimal,
     /// Bytes with k/m/g suffixes (1024-based), as block sizes are given: 4k, 1m.
     Bytes,
+    /// Whole numbers only (counts such as volumes): ticks between them get no label.
+    Count,
 }
 
 /// A chart of lines on one pair of axes.
@@ -317,7 +319,7 @@ impl LineChart {
 
 fn log_base(format: TickFormat) -> f64 {
     match format {
-        TickFormat::Decimal => 10.0,
+        TickFormat::Decimal | TickFormat::Count => 10.0,
         TickFormat::Bytes => 2.0,
     }
 }
@@ -363,10 +365,11 @@ fn pad(lo: f64, hi: f64, log: bool, from_zero: bool) -> std::ops::Range<f64> {
     start..hi + span * 0.08
 }
 
-/// A tick label: 25k, 1.5M (decimal), or 4k, 1m (bytes).
+/// A tick label: 25k, 1.5M (decimal), 4k, 1m (bytes), or 3 and nothing for 2.5 (count).
 pub fn format_tick(value: f64, format: TickFormat) -> String {
     let (base, suffixes): (f64, [&str; 4]) = match format {
-        TickFormat::Decimal => (1000.0, ["", "k", "M", "G"]),
+        TickFormat::Count if value != value.round() => return String::new(),
+        TickFormat::Decimal | TickFormat::Count => (1000.0, ["", "k", "M", "G"]),
         TickFormat::Bytes => (1024.0, ["", "k", "m", "g"]),
     };
     let mut v = value;
@@ -557,5 +560,7 @@ mod tests {
         assert_eq!(format_tick(4096.0, TickFormat::Bytes), "4k");
         assert_eq!(format_tick(1048576.0, TickFormat::Bytes), "1m");
         assert_eq!(format_tick(512.0, TickFormat::Bytes), "512");
+        assert_eq!(format_tick(3.0, TickFormat::Count), "3");
+        assert_eq!(format_tick(2.5, TickFormat::Count), "");
     }
 }

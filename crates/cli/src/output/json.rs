@@ -4,8 +4,6 @@ use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
-use hostmax_aggregate::HostReport;
-
 use crate::plan::{BadInput, JsonDest};
 
 /// Why the JSON report could not be written.
@@ -28,8 +26,9 @@ pub enum JsonWriteError {
     Serialize(#[from] serde_json::Error),
 }
 
-/// The report as pretty-printed JSON with a final newline.
-pub fn report_json(report: &HostReport) -> Result<String, serde_json::Error> {
+/// The report (a [`hostmax_aggregate::HostReport`], or another JSON root such as `hostmax verify`'s) as
+/// pretty-printed JSON with a final newline.
+pub fn report_json<R: serde::Serialize + ?Sized>(report: &R) -> Result<String, serde_json::Error> {
     let mut text = serde_json::to_string_pretty(report)?;
     text.push('\n');
     Ok(text)
@@ -41,7 +40,10 @@ pub fn report_json(report: &HostReport) -> Result<String, serde_json::Error> {
 /// renamed over the destination, so the path holds either the old content or the whole new
 /// report, never a half-written one. A symlink is followed and its target replaced. For
 /// stdout, the JSON is the only thing written there.
-pub fn write_json(report: &HostReport, dest: &JsonDest) -> Result<(), JsonWriteError> {
+pub fn write_json<R: serde::Serialize + ?Sized>(
+    report: &R,
+    dest: &JsonDest,
+) -> Result<(), JsonWriteError> {
     let text = report_json(report)?;
     match dest {
         JsonDest::Stdout => {
@@ -189,6 +191,7 @@ fn one_line(e: &io::Error) -> String {
 mod tests {
     use super::*;
     use crate::output::tests_support::sample_report;
+    use hostmax_aggregate::HostReport;
 
     /// A fresh directory under the system temp dir, removed on drop.
     struct ScratchDir(PathBuf);

@@ -47,14 +47,25 @@ pub fn render_table(report: &HostReport) -> String {
     let devices: Vec<Vec<String>> = report
         .devices
         .iter()
-        .map(|d| row(d.path.clone(), d.cpu.to_string(), &d.figures))
+        .map(|d| {
+            // A merged report's devices are named host:path.
+            let name = match &d.host {
+                Some(host) => format!("{host}:{}", d.path),
+                None => d.path.clone(),
+            };
+            row(name, d.cpu.to_string(), &d.figures)
+        })
         .collect();
     let plural = if report.devices.len() == 1 { "" } else { "s" };
-    let host = row(
-        format!("host ({} device{plural})", report.devices.len()),
-        "-".to_string(),
-        &report.host,
-    );
+    let host_name = match &report.fleet {
+        Some(fleet) => format!(
+            "fleet ({} hosts, {} device{plural})",
+            fleet.hosts.len(),
+            report.devices.len()
+        ),
+        None => format!("host ({} device{plural})", report.devices.len()),
+    };
+    let host = row(host_name, "-".to_string(), &report.host);
 
     let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
     for cells in devices.iter().chain([&host]) {

@@ -15,7 +15,7 @@ fn cpu_list_arg(s: &str) -> Result<CpuList, UnitError> {
 }
 
 /// Options of `hostmax suite`.
-#[derive(Debug, Clone, PartialEq, Eq, Args)]
+#[derive(Debug, Clone, Args)]
 #[command(after_help = "Examples:\n  \
     hostmax suite iops --devices '/dev/sd[b-u]' --allow-write --skip-bs 512b --json iops.json --html iops.html\n  \
     hostmax suite throughput --devices /dev/nvme1n1 --allow-write --size 64g\n  \
@@ -108,6 +108,8 @@ pub struct SuiteArgs {
     #[arg(long, value_name = "DIR", conflicts_with_all = [
         "test", "devices", "block_sizes", "skip_bs", "mixes", "cell_time", "ramp", "max_rounds",
         "iodepth", "size", "no_precondition", "no_purge", "json", "html", "state_dir", "cpus", "seed",
+        "expect_volume_iops", "expect_volume_mbps", "volume_spec", "profile", "spec_file",
+        "expect_host_iops", "expect_host_mbps", "tolerance",
     ])]
     pub resume: Option<PathBuf>,
 
@@ -118,4 +120,9 @@ pub struct SuiteArgs {
     /// Base seed of the random offsets; each round and cell derives its own from it.
     #[arg(long, value_name = "N", value_parser = parse_seed)]
     pub seed: Option<u64>,
+
+    /// What the volumes and the host promise: the suite's figures are compared with it
+    /// (IOPS on 4k cells, throughput on 256k+ cells, p95 latency on 4k cells at depth 1).
+    #[command(flatten)]
+    pub spec: crate::verify::SpecArgs,
 }

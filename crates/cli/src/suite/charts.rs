@@ -1,7 +1,8 @@
 //! The suite's pictures, drawn with [`crate::chart`]: the test's figure against block size
 //! (one line per mix, log scales; y is linear when the values span less than a decade),
 //! throughput against block size, and the steady-state convergence plot (the tracked cell's
-//! rounds, the window, its average, the ±20% band and the fitted slope line).
+//! rounds, the window, its average, the ±20% band and the fitted slope line), and, when spec
+//! options were given, each volume's IOPS and throughput beside what it promises.
 
 use crate::chart::{Band, LegendCorner, LineChart, Series, SeriesStyle, TickFormat};
 
@@ -36,7 +37,88 @@ pub fn charts(report: &SuiteReport) -> anyhow::Result<Vec<SuiteChart>> {
         push(by_block_size(report, TrackedMetric::BytesPerSec))?;
     }
     push(convergence(report))?;
+    push(per_volume(report, "iops"))?;
+    push(per_volume(report, "bytes_per_sec"))?;
     Ok(out)
+}
+
+/// Each volume's figure in the cells that judge a promise (`iops`: the 4k cells;
+/// `bytes_per_sec`: 256k and up), beside what it promises; `None` without such a promise.
+fn per_volume(report: &SuiteReport, figure: &str) -> Option<LineChart> {
+    let spec = report.spec.as_ref()?;
+    let checks: Vec<(usize, &super::spec::FigureCheck)> = spec
+        .volumes
+        .iter()
+        .filter_map(|v| {
+            let index = report
+                .devices
+                .iter()
+                .position(|d| d.path.to_string_lossy() == v.path)?;
+            v.checks
+                .iter()
+                .find(|c| c.figure == figure)
+                .map(|c| (index, c))
+        })
+        .collect();
+    let first = checks.first()?;
+    let scale = if figure == "iops" {
+        1.0
+    } else {
+        f64::from(1u32 << 20)
+    };
+    let mut series: Vec<Series> = first
+        .1
+        .cells
+        .iter()
+        .filter_map(|key| {
+            let cell = report.cells.get(key)?;
+            Some(Series {
+                name: format!("measured, {}", key.replacen('_', " ", 1).replace('_', "/")),
+                points: cell
+                    .devices
+                    .iter()
+                    .enumerate()
+                    .map(|(i, d)| {
+                        let v = if figure == "iops" {
+                            d.iops
+                        } else {
+                            d.bytes_per_sec
+                        };
+                        ((i + 1) as f64, v / scale)
+                    })
+                    .collect(),
+                style: SeriesStyle::Solid,
+            })
+        })
+        .collect();
+    series.push(Series {
+        name: "promised".into(),
+        points: checks
+            .iter()
+            .map(|(i, c)| ((i + 1) as f64, c.expected / scale))
+            .collect(),
+        style: SeriesStyle::Dashed,
+    });
+    Some(LineChart {
+        title: format!(
+            "{} per volume against the promise",
+            if figure == "iops" {
+                "IOPS"
+            } else {
+                "Throughput"
+            }
+        ),
+        x_label: "volume (in --devices order)".into(),
+        y_label: if figure == "iops" { "IOPS" } else { "MiB/s" }.into(),
+        x_log: false,
+        y_log: false,
+        x_ticks: TickFormat::Decimal,
+        y_ticks: TickFormat::Decimal,
+        series,
+        bands: Vec::new(),
+        legend: LegendCorner::LowerRight,
+        size: (820, 440),
+    })
 }
 
 /// `metric` against block size, one line per mix; log x (block sizes double) and log y.

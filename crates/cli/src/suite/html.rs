@@ -183,6 +183,7 @@ pub fn render(report: &SuiteReport) -> anyhow::Result<String> {
     }
 
     h += &device_table(report)?;
+    h += &spec_table(report)?;
     h += "</body></html>\n";
     Ok(h)
 }
@@ -236,12 +237,44 @@ fn device_table(report: &SuiteReport) -> anyhow::Result<String> {
             d.read_iops,
             d.write_iops,
             d.bytes_per_sec / f64::from(1u32 << 20),
-            esc(&crate::output::units::format_latency_ns(d.read_p99_ns as u64)),
-            esc(&crate::output::units::format_latency_ns(d.write_p99_ns as u64)),
+            esc(&crate::output::units::format_latency_ns(d.read_latency_ns.p99)),
+            esc(&crate::output::units::format_latency_ns(d.write_latency_ns.p99)),
             d.errors
         )?;
     }
-    h += "</table>\n<p class=\"note\">Figures against a volume spec are not drawn yet: the suite takes no spec.</p>\n";
+    h += "</table>\n";
+    Ok(h)
+}
+
+fn spec_table(report: &SuiteReport) -> anyhow::Result<String> {
+    let Some(spec) = &report.spec else {
+        return Ok(String::new());
+    };
+    let mut h = format!(
+        "<h2>Against the promise</h2>\n<p class=\"note\">Worst figure across the cells that judge each \
+         promise; tolerance {:.0}%.</p>\n<table><tr><th class=\"l\">volume</th><th class=\"l\">promise</th>\
+         <th class=\"l\">figure</th><th>expected</th><th>measured</th><th class=\"l\">verdict</th></tr>\n",
+        spec.tolerance * 100.0
+    );
+    for v in spec.volumes.iter().chain(&spec.host) {
+        for c in &v.checks {
+            let verdict = match c.pass {
+                Some(true) => "PASS",
+                Some(false) => "FAIL",
+                None => "not judged (no cell shows it)",
+            };
+            writeln!(
+                h,
+                "<tr><td class=\"l\">{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td><td>{}</td><td>{}</td><td class=\"l\">{verdict}</td></tr>",
+                esc(&v.path),
+                esc(&v.label),
+                esc(&c.figure),
+                super::table::figure_text(&c.figure, c.expected),
+                c.measured.map_or("-".into(), |m| super::table::figure_text(&c.figure, m))
+            )?;
+        }
+    }
+    h += "</table>\n";
     Ok(h)
 }
 

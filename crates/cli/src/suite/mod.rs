@@ -27,6 +27,7 @@ pub mod html;
 pub mod matrix;
 pub mod report;
 pub mod runner;
+pub mod spec;
 pub mod state;
 mod table;
 
@@ -50,7 +51,8 @@ use state::{DeviceRecord, STATE_FORMAT};
 const RANGE_ALIGN: u64 = 1 << 20;
 
 /// Runs `hostmax suite` (fresh or resumed) and writes its reports. Returns the exit code: 0,
-/// 3 when I/O errors happened, 128+N when signal N stopped it.
+/// 1 when a promised figure (spec options) was not met, 3 when I/O errors happened, 128+N
+/// when signal N stopped it.
 pub fn run(args: &SuiteArgs) -> anyhow::Result<i32> {
     let (config, state, targets) = match &args.resume {
         Some(dir) => resume(dir, args)?,
@@ -91,8 +93,17 @@ pub fn run(args: &SuiteArgs) -> anyhow::Result<i32> {
         return Ok(128 + outcome.signal);
     }
     let errors: u64 = report.cells.values().map(|c| c.errors).sum();
+    let promise_failed = report.spec.as_ref().is_some_and(|s| {
+        s.volumes
+            .iter()
+            .chain(&s.host)
+            .flat_map(|v| &v.checks)
+            .any(|c| c.pass == Some(false))
+    });
     Ok(if errors > 0 {
         crate::app::EXIT_IO_ERRORS
+    } else if promise_failed {
+        i32::from(crate::args::EXIT_VERDICT_FAILED)
     } else {
         0
     })
@@ -301,7 +312,7 @@ fn start(
         ))
         .into());
     }
-    let config = SuiteConfig {
+    let mut config = SuiteConfig {
         format: STATE_FORMAT,
         test,
         devices: targets
@@ -333,6 +344,7 @@ fn start(
         json,
         html,
         notes,
+        promises: None,
     };
     if config.cell_time_ms == 0 {
         return Err(BadInput(
@@ -340,6 +352,7 @@ fn start(
         )
         .into());
     }
+    config.promises = spec::promises(&args.spec, &targets)?;
     let state = StateDir::create(&state_dir, &config)?;
     Ok((config, state, targets))
 }

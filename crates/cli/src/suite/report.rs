@@ -3,14 +3,16 @@
 
 use std::collections::BTreeMap;
 
-use hostmax_aggregate::{add_exact, LatencySummary, SteadyState, SteadyStateRule, WindowFit};
+use hdrhistogram::Histogram;
+use hostmax_aggregate::{
+    add_exact, decode_latency_histogram, EncodedHistograms, Figures, LatencySummary, SteadyState,
+    SteadyStateRule, WindowFit,
+};
 use hostmax_engine::{new_latency_histogram, IoPattern};
 use serde::{Deserialize, Serialize};
 
 use super::matrix::{size_label, CellSpec, SuiteTest, TrackedMetric};
-use super::state::{
-    decode_histogram, encode_histogram, CellRound, DeviceRecord, PrepRecord, SuiteConfig,
-};
+use super::state::{CellRound, DeviceRecord, PrepRecord, SuiteConfig};
 
 /// Version of the suite report's JSON layout.
 pub const SUITE_SCHEMA: &str = "hostmax-suite/1";
@@ -42,6 +44,9 @@ pub struct SuiteReport {
     pub cell_order: Vec<String>,
     /// Every cell by key (`4k_100_0`).
     pub cells: BTreeMap<String, CellReport>,
+    /// The figures against what the volumes and the host promise, when spec options were given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spec: Option<super::spec::SpecComparison>,
 }
 
 /// The settings a suite ran with.
@@ -157,8 +162,8 @@ pub struct CellReport {
     pub errors: u64,
     /// Per device, averaged over the window's rounds.
     pub devices: Vec<DeviceCellFigures>,
-    /// The window's merged read and write histograms (HdrHistogram V2 deflate, base64).
-    pub histograms: CellHistograms,
+    /// The window's merged read and write histograms (HdrHistogram V2 + DEFLATE, base64).
+    pub histograms: EncodedHistograms,
 }
 
 impl CellReport {
@@ -181,21 +186,14 @@ pub struct DeviceCellFigures {
     pub write_iops: f64,
     /// Bytes per second.
     pub bytes_per_sec: f64,
-    /// Mean of its rounds' 99th read latency percentiles, ns (a percentile per round, averaged).
-    pub read_p99_ns: f64,
-    /// The same for writes.
-    pub write_p99_ns: f64,
+    /// Read latency over the window's rounds (its histograms merged exactly).
+    pub read_latency_ns: LatencySummary,
+    /// Write latency over the window's rounds.
+    pub write_latency_ns: LatencySummary,
     /// Failed I/Os.
     pub errors: u64,
-}
-
-/// A cell's histograms.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct CellHistograms {
-    /// Reads.
-    pub read: String,
-    /// Writes.
-    pub write: String,
+    /// Its merged read and write histograms.
+    pub histograms: EncodedHistograms,
 }
 
 /// The tracked figure of one round's record.
@@ -307,7 +305,7 @@ pub fn build(
             cell_report(config, cell, records, window_rounds)?,
         );
     }
-    Ok(SuiteReport {
+    let mut report = SuiteReport {
         schema: SUITE_SCHEMA.to_string(),
         test: config.test,
         complete: !interrupted,
@@ -342,7 +340,13 @@ pub fn build(
         steady_state: steady_report,
         cell_order: config.cells.iter().map(CellSpec::key).collect(),
         cells,
-    })
+        spec: None,
+    };
+    report.spec = config
+        .promises
+        .as_ref()
+        .map(|p| super::spec::compare(p, &report));
+    Ok(report)
 }
 
 fn unique(items: impl Iterator<Item = String>) -> Vec<String> {
@@ -377,34 +381,34 @@ fn cell_report(
             in_window.iter().map(|r| f(r)).sum::<f64>() / in_window.len() as f64
         }
     };
-    let mut read = new_latency_histogram();
-    let mut write = new_latency_histogram();
-    for r in &in_window {
-        add_exact(&mut read, &decode_histogram(&r.read_histogram)?);
-        add_exact(&mut write, &decode_histogram(&r.write_histogram)?);
-    }
+    let (read, write) = merged(in_window.iter().map(|r| &r.report.host))?;
     let device_count = config.devices.len();
     let devices = (0..device_count)
         .map(|i| {
             let dev = |r: &CellRound| r.report.devices.get(i).cloned();
-            DeviceCellFigures {
+            let (dev_read, dev_write) = merged(
+                in_window
+                    .iter()
+                    .filter_map(|r| r.report.devices.get(i))
+                    .map(|d| &d.figures),
+            )?;
+            Ok(DeviceCellFigures {
                 path: config.devices[i].path.to_string_lossy().into_owned(),
                 iops: avg(&|r| dev(r).map_or(0.0, |d| d.figures.iops)),
                 read_iops: avg(&|r| dev(r).map_or(0.0, |d| d.figures.read.iops)),
                 write_iops: avg(&|r| dev(r).map_or(0.0, |d| d.figures.write.iops)),
                 bytes_per_sec: avg(&|r| dev(r).map_or(0.0, |d| d.figures.bytes_per_sec)),
-                read_p99_ns: avg(&|r| dev(r).map_or(0.0, |d| d.figures.read.latency_ns.p99 as f64)),
-                write_p99_ns: avg(&|r| {
-                    dev(r).map_or(0.0, |d| d.figures.write.latency_ns.p99 as f64)
-                }),
+                read_latency_ns: LatencySummary::from_histogram(&dev_read),
+                write_latency_ns: LatencySummary::from_histogram(&dev_write),
                 errors: in_window
                     .iter()
                     .filter_map(|r| dev(r))
                     .map(|d| d.figures.errors)
                     .sum(),
-            }
+                histograms: EncodedHistograms::encode(&dev_read, &dev_write)?,
+            })
         })
-        .collect();
+        .collect::<anyhow::Result<Vec<_>>>()?;
     let read_latency_ns = LatencySummary::from_histogram(&read);
     let write_latency_ns = LatencySummary::from_histogram(&write);
     Ok(CellReport {
@@ -425,9 +429,24 @@ fn cell_report(
         write_latency_ns,
         errors: in_window.iter().map(|r| r.report.host.errors).sum(),
         devices,
-        histograms: CellHistograms {
-            read: encode_histogram(&read)?,
-            write: encode_histogram(&write)?,
-        },
+        histograms: EncodedHistograms::encode(&read, &write)?,
     })
+}
+
+/// The read and write histograms of several rounds' figures, added bin by bin. A round
+/// without histograms (recorded by an older hostmax) is an error rather than silently left out.
+fn merged<'a>(
+    figures: impl Iterator<Item = &'a Figures>,
+) -> anyhow::Result<(Histogram<u64>, Histogram<u64>)> {
+    let mut read = new_latency_histogram();
+    let mut write = new_latency_histogram();
+    for f in figures {
+        let h = f
+            .histograms
+            .as_ref()
+            .ok_or_else(|| anyhow::anyhow!("a checkpointed round has no histograms"))?;
+        add_exact(&mut read, &decode_latency_histogram(&h.read)?);
+        add_exact(&mut write, &decode_latency_histogram(&h.write)?);
+    }
+    Ok((read, write))
 }

@@ -12,13 +12,13 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use anyhow::Context;
-use hostmax_aggregate::summarize_with_histograms;
+use hostmax_aggregate::summarize;
 use hostmax_engine::{IoPattern, RunConfig, RunResult, StopHandle, TargetInfo, Workload};
 use indicatif::{ProgressBar, ProgressStyle};
 
 use super::matrix::{CellSpec, TrackedMetric};
 use super::report::{self, metric_value, Records};
-use super::state::{encode_histogram, CellRound, PrepRecord, StateDir, SuiteConfig};
+use super::state::{CellRound, PrepRecord, StateDir, SuiteConfig};
 use crate::safety::SystemSources;
 use crate::units::human_size;
 
@@ -264,7 +264,7 @@ impl SuiteRunner {
                 human_size(self.config.range),
                 t.path.display()
             ));
-            let done = match retry_busy(|| hostmax_engine::target::discard(t, range.clone())) {
+            let done = match hostmax_engine::target::discard(t, range.clone()) {
                 Ok(()) => "discard",
                 Err(hostmax_engine::EngineError::Clear { source, .. })
                     if matches!(
@@ -277,7 +277,7 @@ impl SuiteRunner {
                         t.path.display(),
                         human_size(self.config.range)
                     ));
-                    retry_busy(|| hostmax_engine::target::zero_out(t, range.clone()))
+                    hostmax_engine::target::zero_out(t, range)
                         .map_err(crate::app::refusal_or_error)?;
                     "zero fill"
                 }
@@ -444,14 +444,11 @@ impl SuiteRunner {
                 None => return Ok(None),
             }
         };
-        let (mut report, histograms) = summarize_with_histograms(&result, &workload, Vec::new());
-        report.time_series.clear();
+        let report = summarize(&result, &workload, Vec::new());
         Ok(Some(CellRound {
             round,
             cell: *cell,
             report,
-            read_histogram: encode_histogram(&histograms.read)?,
-            write_histogram: encode_histogram(&histograms.write)?,
             pid: std::process::id(),
             finished_unix_ms: SystemTime::now()
                 .duration_since(UNIX_EPOCH)
@@ -471,16 +468,14 @@ impl SuiteRunner {
         if self.signals.signal() != 0 {
             return Ok(None);
         }
-        let prepared = retry_busy(|| {
-            hostmax_engine::prepare(RunConfig {
-                targets: targets.iter().map(|t| t.path.clone()).collect(),
-                workload: workload.clone(),
-                cpus: self.config.cpus.clone(),
-                live: false,
-                layout: Default::default(),
-                on_error: Default::default(),
-                polling: Default::default(),
-            })
+        let prepared = hostmax_engine::prepare(RunConfig {
+            targets: targets.iter().map(|t| t.path.clone()).collect(),
+            workload: workload.clone(),
+            cpus: self.config.cpus.clone(),
+            live: false,
+            layout: Default::default(),
+            on_error: Default::default(),
+            polling: Default::default(),
         })
         .map_err(crate::app::refusal_or_error)?;
         crate::safety::recheck_while_held(
@@ -503,28 +498,6 @@ impl SuiteRunner {
         *self.signals.current() = None;
         let result = handle.wait().context("an engine run of the suite failed")?;
         Ok((!result.stopped_early).then_some(result))
-    }
-}
-
-/// Retries `open` while it fails with `EBUSY`, for up to 2 s.
-///
-/// The kernel tears an io_uring down asynchronously: a finished run's registered files, and
-/// with them its `O_EXCL` claim on the devices it wrote, go a few milliseconds after the ring
-/// closes, so the suite's next exclusive open of the same device may briefly find it busy.
-/// A device someone else holds stays busy and is refused after the wait.
-fn retry_busy<T>(
-    mut open: impl FnMut() -> Result<T, hostmax_engine::EngineError>,
-) -> Result<T, hostmax_engine::EngineError> {
-    let deadline = Instant::now() + Duration::from_secs(2);
-    loop {
-        match open() {
-            Err(hostmax_engine::EngineError::Open { source, .. })
-                if source.raw_os_error() == Some(libc::EBUSY) && Instant::now() < deadline =>
-            {
-                std::thread::sleep(Duration::from_millis(20));
-            }
-            other => return other,
-        }
     }
 }
 

@@ -15,9 +15,6 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::Context;
-use base64::Engine as _;
-use hdrhistogram::serialization::{Deserializer, Serializer, V2DeflateSerializer};
-use hdrhistogram::Histogram;
 use hostmax_aggregate::HostReport;
 use serde::{Deserialize, Serialize};
 
@@ -84,6 +81,9 @@ pub struct SuiteConfig {
     pub html: Option<PathBuf>,
     /// What the user should know about how the suite was set up (read-only, stand-ins).
     pub notes: Vec<String>,
+    /// What the volumes and the host promise, if spec options were given.
+    #[serde(default)]
+    pub promises: Option<super::spec::Promises>,
 }
 
 impl SuiteConfig {
@@ -116,35 +116,12 @@ pub struct CellRound {
     pub round: u32,
     /// The cell.
     pub cell: CellSpec,
-    /// Its report: host and per-device figures (no time series).
+    /// Its report: host and per-device figures with their full histograms (no time series).
     pub report: HostReport,
-    /// The host's read latency histogram, HdrHistogram V2 deflate, base64.
-    pub read_histogram: String,
-    /// The host's write latency histogram, same encoding.
-    pub write_histogram: String,
     /// The process that ran it (lets tests tell which run made which file).
     pub pid: u32,
     /// When it finished, milliseconds since the Unix epoch.
     pub finished_unix_ms: u64,
-}
-
-/// Encodes a histogram as HdrHistogram V2 deflate, base64 (the format HdrHistogram's tools read).
-pub fn encode_histogram(h: &Histogram<u64>) -> anyhow::Result<String> {
-    let mut bytes = Vec::new();
-    V2DeflateSerializer::new()
-        .serialize(h, &mut bytes)
-        .map_err(|e| anyhow::anyhow!("cannot serialize a histogram: {e:?}"))?;
-    Ok(base64::engine::general_purpose::STANDARD.encode(bytes))
-}
-
-/// Decodes [`encode_histogram`]'s output.
-pub fn decode_histogram(text: &str) -> anyhow::Result<Histogram<u64>> {
-    let bytes = base64::engine::general_purpose::STANDARD
-        .decode(text)
-        .context("a histogram is not valid base64")?;
-    Deserializer::new()
-        .deserialize(&mut io::Cursor::new(bytes))
-        .map_err(|e| anyhow::anyhow!("cannot read a histogram: {e:?}"))
 }
 
 /// An open checkpoint directory.
@@ -296,19 +273,6 @@ pub fn write_atomically(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn histograms_round_trip() {
-        let mut h = hostmax_engine::new_latency_histogram();
-        for v in [1_000u64, 50_000, 50_000, 7_000_000] {
-            h.record(v).unwrap();
-        }
-        let back = decode_histogram(&encode_histogram(&h).unwrap()).unwrap();
-        assert_eq!(back.len(), 4);
-        assert_eq!(back.max(), h.max());
-        assert_eq!(back.value_at_quantile(0.5), h.value_at_quantile(0.5));
-        assert!(decode_histogram("not base64!").is_err());
-    }
 
     #[test]
     fn atomic_write_replaces_whole_files_and_leaves_no_temporaries() {

@@ -13,6 +13,15 @@ pub fn cell_figure(metric: TrackedMetric, cell: &CellReport) -> f64 {
     }
 }
 
+/// A promised or measured figure in its unit: IOPS, MiB/s, or a latency.
+pub fn figure_text(figure: &str, value: f64) -> String {
+    match figure {
+        "iops" => format!("{value:.0} IOPS"),
+        "bytes_per_sec" => format!("{:.1} MiB/s", value / f64::from(1u32 << 20)),
+        _ => crate::output::units::format_latency_ns(value as u64),
+    }
+}
+
 /// Renders the table and the verdict.
 pub fn render(report: &SuiteReport) -> String {
     let metric = report.steady_state.metric;
@@ -70,6 +79,28 @@ pub fn render(report: &SuiteReport) -> String {
         );
     }
     out.push('\n');
+    if let Some(spec) = &report.spec {
+        out += &format!(
+            "against the promise (worst cell, tolerance {:.0}%):\n",
+            spec.tolerance * 100.0
+        );
+        for v in spec.volumes.iter().chain(&spec.host) {
+            for c in &v.checks {
+                out += &format!(
+                    "  {:<16} {:<14} expected {:>12}  measured {:>12}  {}\n",
+                    v.path,
+                    c.figure,
+                    figure_text(&c.figure, c.expected),
+                    c.measured.map_or("-".into(), |m| figure_text(&c.figure, m)),
+                    match c.pass {
+                        Some(true) => "PASS",
+                        Some(false) => "FAIL",
+                        None => "not judged",
+                    }
+                );
+            }
+        }
+    }
     if report.interrupted {
         out += "interrupted: the figures cover the rounds finished so far\n";
     }

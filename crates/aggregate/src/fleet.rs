@@ -1,0 +1,601 @@
+//! Merging the reports of many hosts into one fleet report.
+//!
+//! The hosts ran the same workload at the same time (`--start-at`), so:
+//! - counts (I/Os, bytes, errors) add;
+//! - rates add: the fleet's IOPS is the sum of each host's IOPS over that host's own window.
+//!   The windows differ by milliseconds at most, so `measured_secs` is the longest of them and
+//!   a rate is NOT `ios / measured_secs` in general;
+//! - whole-run percentiles come from the hosts' histograms decoded and added bin by bin;
+//! - per-second points are matched by second index; their counts add, but their latencies
+//!   (only percentiles are stored per second) are the worst host's of that second.
+
+use std::collections::BTreeMap;
+
+use hdrhistogram::Histogram;
+use hostmax_engine::new_latency_histogram;
+use serde::{Deserialize, Serialize};
+
+use crate::histogram_codec::{EncodedHistograms, HistogramCodecError};
+use crate::latency::add_exact;
+use crate::report::{DeviceReport, Figures, HostReport, OpSummary, SCHEMA_VERSION};
+use crate::series::SecondPoint;
+
+/// One host of a merged report.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FleetHost {
+    /// Its hostname (or, for a report without one, the name it was given to the merge).
+    pub hostname: String,
+    /// Its measured window in seconds.
+    pub measured_secs: f64,
+    /// Whether its run was interrupted.
+    pub interrupted: bool,
+    /// How many devices it ran.
+    pub devices: usize,
+    /// Its successful reads plus writes.
+    pub ios: u64,
+    /// Its IOPS.
+    pub iops: f64,
+    /// Its bytes per second.
+    pub bytes_per_sec: f64,
+    /// Its failed I/Os.
+    pub errors: u64,
+}
+
+/// What a merged report adds up: the `fleet` object of its JSON.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FleetSummary {
+    /// One entry per host, in the order the reports were given (a merged report given to a
+    /// merge contributes all its hosts).
+    pub hosts: Vec<FleetHost>,
+}
+
+/// Why reports cannot be merged. `label` is the name the caller gave the report (its file).
+#[derive(Debug, thiserror::Error)]
+pub enum MergeError {
+    /// Nothing to merge.
+    #[error("no reports to merge")]
+    NoReports,
+    /// A report of another JSON layout.
+    #[error("{label}: schema_version {found}, this hostmax reads {SCHEMA_VERSION}; merge reports written by the same hostmax version")]
+    SchemaVersion {
+        /// The report.
+        label: String,
+        /// Its schema version.
+        found: u32,
+    },
+    /// Two reports ran different workloads.
+    #[error("{0}")]
+    WorkloadDiffers(Box<WorkloadDifference>),
+    /// A report without full histograms (written by an older hostmax).
+    #[error("{label}: {what} has no histograms (written by an older hostmax?); re-run with this version to merge")]
+    MissingHistograms {
+        /// The report.
+        label: String,
+        /// `host` or the device's path.
+        what: String,
+    },
+    /// A histogram that does not decode.
+    #[error("{label}: the histograms of {what} do not decode: {source}")]
+    BadHistogram {
+        /// The report.
+        label: String,
+        /// `host` or the device's path.
+        what: String,
+        /// Why.
+        #[source]
+        source: HistogramCodecError,
+    },
+}
+
+/// The first workload field in which a report differs from the first report.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{label}: workload differs from {first_label} in {field} ({option}): {found} vs {expected}; merge only runs of the same workload")]
+pub struct WorkloadDifference {
+    /// The report that differs.
+    pub label: String,
+    /// The first report, whose workload the others must match.
+    pub first_label: String,
+    /// The field of `workload` that differs.
+    pub field: &'static str,
+    /// The command-line option that sets it.
+    pub option: &'static str,
+    /// Its value in the first report.
+    pub expected: String,
+    /// Its value in this one.
+    pub found: String,
+}
+
+/// The workload fields that must match, with the option that sets each, and how to show it.
+fn workload_fields(r: &HostReport) -> [(&'static str, &'static str, String); 8] {
+    let w = &r.workload;
+    [
+        ("pattern", "--rw", w.pattern.to_string()),
+        ("block_size", "--bs", w.block_size.to_string()),
+        ("iodepth", "--iodepth", w.iodepth.to_string()),
+        ("rwmixread", "--rwmixread", w.rwmixread.to_string()),
+        ("runtime_secs", "--runtime", w.runtime_secs.to_string()),
+        ("working_set", "--size", format!("{:?}", w.working_set)),
+        ("rate_iops", "--rate-iops", format!("{:?}", w.rate_iops)),
+        (
+            "record_latency",
+            "--no-latency",
+            w.record_latency.to_string(),
+        ),
+    ]
+}
+
+/// Merges the reports of hosts that ran the same workload at the same time into one fleet
+/// report (see the module documentation for how each figure combines). `reports` pairs each
+/// report with a label (its file name) for error messages and for a report without a hostname.
+///
+/// Refused: an empty list, a report of another schema version, workloads that differ in any
+/// of pattern, block size, iodepth, rwmixread, runtime, working set, rate cap or latency
+/// recording (seed and ramp may differ), and reports without full histograms.
+pub fn merge_reports(reports: &[(String, HostReport)]) -> Result<HostReport, MergeError> {
+    let (first_label, first) = reports.first().ok_or(MergeError::NoReports)?;
+    let expected = workload_fields(first);
+    for (label, report) in reports {
+        if report.schema_version != SCHEMA_VERSION {
+            return Err(MergeError::SchemaVersion {
+                label: label.clone(),
+                found: report.schema_version,
+            });
+        }
+        for ((field, option, want), (_, _, got)) in expected.iter().zip(workload_fields(report)) {
+            if *want != got {
+                return Err(MergeError::WorkloadDiffers(Box::new(WorkloadDifference {
+                    label: label.clone(),
+                    first_label: first_label.clone(),
+                    field,
+                    option,
+                    expected: want.clone(),
+                    found: got,
+                })));
+            }
+        }
+    }
+
+    let mut read = new_latency_histogram();
+    let mut write = new_latency_histogram();
+    let mut devices = Vec::new();
+    let mut hosts = Vec::new();
+    for (label, report) in reports {
+        let (r, w) = decode(label, "host", report.host.histograms.as_ref())?;
+        add_exact(&mut read, &r);
+        add_exact(&mut write, &w);
+        let hostname = report.hostname.clone().unwrap_or_else(|| label.clone());
+        for device in &report.devices {
+            decode(label, &device.path, device.figures.histograms.as_ref())?;
+            devices.push(DeviceReport {
+                // A device of a merged report keeps the host it already names.
+                host: device.host.clone().or_else(|| Some(hostname.clone())),
+                ..device.clone()
+            });
+        }
+        match &report.fleet {
+            Some(fleet) => hosts.extend(fleet.hosts.iter().cloned()),
+            None => hosts.push(FleetHost {
+                hostname,
+                measured_secs: report.measured_secs,
+                interrupted: report.interrupted,
+                devices: report.devices.len(),
+                ios: report.host.ios(),
+                iops: report.host.iops,
+                bytes_per_sec: report.host.bytes_per_sec,
+                errors: report.host.errors,
+            }),
+        }
+    }
+
+    let host = Figures {
+        // Encoding only fails for a count above i64::MAX.
+        histograms: EncodedHistograms::encode(&read, &write).ok(),
+        ..Figures::new(
+            sum_op(reports, |f| &f.read, &read),
+            sum_op(reports, |f| &f.write, &write),
+            reports.iter().map(|(_, r)| r.host.errors).sum(),
+        )
+    };
+    Ok(HostReport {
+        schema_version: SCHEMA_VERSION,
+        hostname: None,
+        fleet: Some(FleetSummary { hosts }),
+        workload: first.workload.clone(),
+        measured_secs: reports
+            .iter()
+            .map(|(_, r)| r.measured_secs)
+            .fold(0.0, f64::max),
+        interrupted: reports.iter().any(|(_, r)| r.interrupted),
+        host,
+        devices,
+        time_series: merge_series(reports),
+        // Verdicts are per host and per spec; a fleet report carries none of its own.
+        verdict: None,
+    })
+}
+
+fn decode(
+    label: &str,
+    what: &str,
+    histograms: Option<&EncodedHistograms>,
+) -> Result<(Histogram<u64>, Histogram<u64>), MergeError> {
+    let histograms = histograms.ok_or_else(|| MergeError::MissingHistograms {
+        label: label.to_string(),
+        what: what.to_string(),
+    })?;
+    histograms
+        .decode()
+        .map_err(|source| MergeError::BadHistogram {
+            label: label.to_string(),
+            what: what.to_string(),
+            source,
+        })
+}
+
+/// One kind of I/O over all hosts: counts and rates summed, percentiles from `latency`.
+fn sum_op(
+    reports: &[(String, HostReport)],
+    op: fn(&Figures) -> &OpSummary,
+    latency: &Histogram<u64>,
+) -> OpSummary {
+    let mut sum = OpSummary {
+        latency_ns: crate::LatencySummary::from_histogram(latency),
+        ..OpSummary::default()
+    };
+    for (_, r) in reports {
+        let o = op(&r.host);
+        sum.ios += o.ios;
+        sum.bytes += o.bytes;
+        sum.iops += o.iops;
+        sum.bytes_per_sec += o.bytes_per_sec;
+    }
+    sum
+}
+
+/// The hosts' per-second points matched by second index (the hosts started together).
+fn merge_series(reports: &[(String, HostReport)]) -> Vec<SecondPoint> {
+    let mut by_second: BTreeMap<i64, Vec<Option<&SecondPoint>>> = BTreeMap::new();
+    for (i, (_, r)) in reports.iter().enumerate() {
+        for p in &r.time_series {
+            by_second
+                .entry(p.second)
+                .or_insert_with(|| vec![None; reports.len()])[i] = Some(p);
+        }
+    }
+    by_second
+        .into_iter()
+        .map(|(second, points)| {
+            let mut merged = SecondPoint {
+                second,
+                iops: 0,
+                read_iops: 0,
+                write_iops: 0,
+                bytes_per_sec: 0,
+                errors: 0,
+                read_p50_ns: 0,
+                read_p99_ns: 0,
+                write_p50_ns: 0,
+                write_p99_ns: 0,
+                devices: Vec::new(),
+                partial: false,
+            };
+            for (p, (_, r)) in points.iter().zip(reports) {
+                let Some(p) = p else {
+                    // This host has no such second: its devices show 0.
+                    merged.partial = true;
+                    merged
+                        .devices
+                        .extend(std::iter::repeat_n(0, r.devices.len()));
+                    continue;
+                };
+                merged.iops += p.iops;
+                merged.read_iops += p.read_iops;
+                merged.write_iops += p.write_iops;
+                merged.bytes_per_sec += p.bytes_per_sec;
+                merged.errors += p.errors;
+                merged.read_p50_ns = merged.read_p50_ns.max(p.read_p50_ns);
+                merged.read_p99_ns = merged.read_p99_ns.max(p.read_p99_ns);
+                merged.write_p50_ns = merged.write_p50_ns.max(p.write_p50_ns);
+                merged.write_p99_ns = merged.write_p99_ns.max(p.write_p99_ns);
+                merged.devices.extend_from_slice(&p.devices);
+                merged.partial |= p.partial;
+            }
+            merged
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::summarize;
+    use crate::LatencySummary;
+    use hostmax_engine::{DeviceResult, ErrorLog, IoPattern, OpResult, RunResult, Workload};
+    use std::path::PathBuf;
+    use std::time::Duration;
+
+    fn op(seed: u64, n: usize, scale: u64) -> OpResult {
+        let mut o = OpResult::default();
+        let mut x = seed | 1;
+        for _ in 0..n {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            o.latency.record(1000 + (x >> 44) * scale).unwrap();
+        }
+        o.ios = n as u64;
+        o.bytes = o.ios * 4096;
+        o
+    }
+
+    fn host_report(
+        name: &str,
+        seed: u64,
+        scale: u64,
+        millis: u64,
+        workload: &Workload,
+    ) -> HostReport {
+        let result = RunResult {
+            devices: (0..2)
+                .map(|i| DeviceResult {
+                    path: PathBuf::from(format!("/dev/loop{i}")),
+                    cpu: i,
+                    read: op(seed + i as u64, 20_000 + 1000 * i, scale),
+                    write: op(seed + 10 + i as u64, 5000, scale * 2),
+                    errors: ErrorLog::default(),
+                    failed: false,
+                })
+                .collect(),
+            measured: Duration::from_millis(millis),
+            stopped_early: false,
+            workers: Vec::new(),
+        };
+        let points = (0..2)
+            .map(|second| SecondPoint {
+                second,
+                iops: 100 * seed,
+                read_iops: 60 * seed,
+                write_iops: 40 * seed,
+                bytes_per_sec: 4096 * 100 * seed,
+                errors: 0,
+                read_p50_ns: 1000 * seed,
+                read_p99_ns: 2000 * seed,
+                write_p50_ns: 3000,
+                write_p99_ns: 4000,
+                devices: vec![50 * seed, 50 * seed],
+                partial: false,
+            })
+            .collect();
+        HostReport {
+            hostname: Some(name.to_string()),
+            ..summarize(&result, workload, points)
+        }
+    }
+
+    /// Recorded bins as (value, count): growing histograms that hold the same counts may
+    /// differ in the length of their counts arrays, which `==` compares.
+    fn bins(h: &Histogram<u64>) -> Vec<(u64, u64)> {
+        h.iter_recorded()
+            .map(|v| (v.value_iterated_to(), v.count_at_value()))
+            .collect()
+    }
+
+    fn randrw() -> Workload {
+        Workload {
+            pattern: IoPattern::RandRw,
+            ..Workload::default()
+        }
+    }
+
+    #[test]
+    fn counts_and_rates_add_and_percentiles_come_from_added_histograms() {
+        let a = host_report("alpha", 1, 3, 2000, &randrw());
+        let b = host_report("beta", 2, 50, 2010, &randrw());
+        let merged =
+            merge_reports(&[("a.json".into(), a.clone()), ("b.json".into(), b.clone())]).unwrap();
+
+        assert_eq!(merged.host.read.ios, a.host.read.ios + b.host.read.ios);
+        assert_eq!(merged.host.write.ios, a.host.write.ios + b.host.write.ios);
+        assert_eq!(
+            merged.host.read.bytes,
+            a.host.read.bytes + b.host.read.bytes
+        );
+        assert_eq!(merged.host.iops, a.host.iops + b.host.iops);
+        assert_eq!(
+            merged.host.bytes_per_sec,
+            a.host.bytes_per_sec + b.host.bytes_per_sec
+        );
+        assert_eq!(merged.measured_secs, 2.01);
+
+        // By hand: decode each host's histograms and add them.
+        let mut read = new_latency_histogram();
+        for r in [&a, &b] {
+            let (hr, _) = r.host.histograms.as_ref().unwrap().decode().unwrap();
+            read.add(&hr).unwrap();
+        }
+        assert_eq!(
+            merged.host.read.latency_ns,
+            LatencySummary::from_histogram(&read)
+        );
+        let (merged_read, _) = merged.host.histograms.as_ref().unwrap().decode().unwrap();
+        assert_eq!(bins(&merged_read), bins(&read));
+        // b's latencies are much larger: the fleet p99 is not the mean of the hosts' p99s.
+        let mean = (a.host.read.latency_ns.p99 + b.host.read.latency_ns.p99) / 2;
+        assert_ne!(merged.host.read.latency_ns.p99, mean);
+
+        assert_eq!(merged.devices.len(), 4);
+        assert_eq!(merged.devices[0].host.as_deref(), Some("alpha"));
+        assert_eq!(merged.devices[3].host.as_deref(), Some("beta"));
+        assert_eq!(merged.devices[3].figures, b.devices[1].figures);
+        assert_eq!(merged.hostname, None);
+        let fleet = merged.fleet.as_ref().unwrap();
+        assert_eq!(fleet.hosts.len(), 2);
+        assert_eq!(fleet.hosts[1].hostname, "beta");
+        assert_eq!(fleet.hosts[1].ios, b.host.ios());
+
+        let p = &merged.time_series[1];
+        assert_eq!(p.iops, 300);
+        assert_eq!(p.devices, vec![50, 50, 100, 100]);
+        assert_eq!(p.read_p99_ns, 4000);
+        assert!(!p.partial);
+    }
+
+    #[test]
+    fn a_report_carries_every_histogram_in_full() {
+        let r = host_report("alpha", 4, 9, 1000, &randrw());
+        let v = serde_json::to_value(&r).unwrap();
+        assert_eq!(v["hostname"], "alpha");
+        assert!(v.get("fleet").is_none());
+        assert!(v["devices"][0].get("host").is_none());
+        for scope in [&v["host"], &v["devices"][0], &v["devices"][1]] {
+            for op in ["read", "write"] {
+                let text = scope["histograms"][op].as_str().unwrap();
+                assert!(text.starts_with("HISTFAAA"));
+            }
+        }
+        let mut sum = new_latency_histogram();
+        for d in &r.devices {
+            let (read, _) = d.figures.histograms.as_ref().unwrap().decode().unwrap();
+            assert_eq!(read.len(), d.figures.read.ios);
+            assert_eq!(
+                LatencySummary::from_histogram(&read),
+                d.figures.read.latency_ns
+            );
+            sum.add(&read).unwrap();
+        }
+        let (host_read, _) = r.host.histograms.as_ref().unwrap().decode().unwrap();
+        assert_eq!(bins(&host_read), bins(&sum));
+        let back: HostReport = serde_json::from_value(v).unwrap();
+        assert_eq!(back, r);
+    }
+
+    #[test]
+    fn merging_merged_reports_keeps_every_host() {
+        let w = randrw();
+        let ab = merge_reports(&[
+            ("a".into(), host_report("alpha", 1, 3, 1000, &w)),
+            ("b".into(), host_report("beta", 2, 5, 1000, &w)),
+        ])
+        .unwrap();
+        let c = host_report("gamma", 3, 7, 1000, &w);
+        let all = merge_reports(&[("ab".into(), ab.clone()), ("c".into(), c.clone())]).unwrap();
+        let names: Vec<&str> = all
+            .fleet
+            .as_ref()
+            .unwrap()
+            .hosts
+            .iter()
+            .map(|h| h.hostname.as_str())
+            .collect();
+        assert_eq!(names, ["alpha", "beta", "gamma"]);
+        assert_eq!(all.devices[1].host.as_deref(), Some("alpha"));
+        assert_eq!(all.host.read.ios, ab.host.read.ios + c.host.read.ios);
+    }
+
+    #[test]
+    fn a_missing_second_marks_the_point_partial() {
+        let w = randrw();
+        let a = host_report("alpha", 1, 3, 1000, &w);
+        let mut b = host_report("beta", 2, 3, 1000, &w);
+        b.time_series.truncate(1);
+        let merged = merge_reports(&[("a".into(), a), ("b".into(), b)]).unwrap();
+        assert!(!merged.time_series[0].partial);
+        assert!(merged.time_series[1].partial);
+        assert_eq!(merged.time_series[1].devices, vec![50, 50, 0, 0]);
+    }
+
+    #[test]
+    fn different_workloads_are_refused_naming_the_field() {
+        let a = host_report("alpha", 1, 3, 1000, &randrw());
+        for (workload, field) in [
+            (
+                Workload {
+                    block_size: 8192,
+                    ..randrw()
+                },
+                "block_size (--bs): 8192 vs 4096",
+            ),
+            (
+                Workload {
+                    pattern: IoPattern::RandRead,
+                    ..randrw()
+                },
+                "pattern (--rw)",
+            ),
+            (
+                Workload {
+                    iodepth: 1,
+                    ..randrw()
+                },
+                "iodepth",
+            ),
+            (
+                Workload {
+                    rwmixread: 70,
+                    ..randrw()
+                },
+                "rwmixread",
+            ),
+            (
+                Workload {
+                    runtime: Duration::from_secs(60),
+                    ..randrw()
+                },
+                "runtime_secs (--runtime)",
+            ),
+        ] {
+            let b = host_report("beta", 2, 3, 1000, &workload);
+            let err = merge_reports(&[("a.json".into(), a.clone()), ("b.json".into(), b)])
+                .unwrap_err()
+                .to_string();
+            assert!(
+                err.starts_with("b.json: workload differs from a.json in "),
+                "{err}"
+            );
+            assert!(err.contains(field), "{err}");
+        }
+        // Seed and ramp may differ.
+        let b = host_report(
+            "beta",
+            2,
+            3,
+            1000,
+            &Workload {
+                seed: 99,
+                ramp: Duration::ZERO,
+                ..randrw()
+            },
+        );
+        assert!(merge_reports(&[("a".into(), a), ("b".into(), b)]).is_ok());
+    }
+
+    #[test]
+    fn reports_without_histograms_or_of_another_schema_are_refused() {
+        let w = randrw();
+        let a = host_report("alpha", 1, 3, 1000, &w);
+        let mut old = host_report("beta", 2, 3, 1000, &w);
+        old.devices[1].figures.histograms = None;
+        let err = merge_reports(&[("a".into(), a.clone()), ("old.json".into(), old)])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("old.json: /dev/loop1 has no histograms"),
+            "{err}"
+        );
+
+        let mut bad = host_report("beta", 2, 3, 1000, &w);
+        bad.host.histograms.as_mut().unwrap().read = "HISTFAAAnope".into();
+        assert!(matches!(
+            merge_reports(&[("a".into(), a.clone()), ("bad".into(), bad)]),
+            Err(MergeError::BadHistogram { .. })
+        ));
+
+        let mut v2 = host_report("beta", 2, 3, 1000, &w);
+        v2.schema_version = 2;
+        let err = merge_reports(&[("a".into(), a), ("v2.json".into(), v2)])
+            .unwrap_err()
+            .to_string();
+        assert!(err.starts_with("v2.json: schema_version 2"), "{err}");
+        assert!(matches!(merge_reports(&[]), Err(MergeError::NoReports)));
+    }
+}

@@ -1,0 +1,262 @@
+//! The host's knee: from runs of the same workload on 1, 2, 4, ... volumes ([`SweepPoint`]s),
+//! the measured ceiling and the smallest number of volumes that reaches it ([`Sweep`]), and
+//! the ideal line to draw beside them ([`ideal_line`]).
+
+use serde::{Deserialize, Serialize};
+
+use crate::report::HostReport;
+use crate::spec::Tolerance;
+
+/// One step of a sweep: the host's totals with `volumes` volumes driven.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct SweepPoint {
+    /// Volumes driven (the first `volumes` of the list).
+    pub volumes: usize,
+    /// The host's IOPS.
+    pub iops: f64,
+    /// The host's bytes per second.
+    pub bytes_per_sec: f64,
+}
+
+impl SweepPoint {
+    /// The point of one step's report.
+    pub fn from_report(report: &HostReport) -> SweepPoint {
+        SweepPoint {
+            volumes: report.devices.len(),
+            iops: report.host.iops,
+            bytes_per_sec: report.host.bytes_per_sec,
+        }
+    }
+}
+
+/// A point of the ideal line: what `volumes` volumes would give if the host added nothing of
+/// its own limit.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct IdealPoint {
+    /// Volumes.
+    pub volumes: usize,
+    /// IOPS.
+    pub iops: f64,
+}
+
+/// Where the ideal line comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum IdealSource {
+    /// The sum of the driven volumes' promised IOPS.
+    VolumeCaps,
+    /// The first step's IOPS per volume, times the volumes.
+    LinearFromFirst,
+}
+
+/// What a sweep found.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Sweep {
+    /// One point per step, by volumes.
+    pub points: Vec<SweepPoint>,
+    /// The highest host IOPS of any step.
+    pub ceiling_iops: f64,
+    /// The fewest volumes whose IOPS reach the ceiling within the tolerance.
+    pub knee_volumes: usize,
+    /// Whether the host was shown at its ceiling: steps after the knee gave nothing more, or
+    /// the last step fell short of the ideal line by more than the tolerance. When false the
+    /// IOPS still grew as the volumes promise, and the ceiling is only a lower bound.
+    pub saturated: bool,
+    /// The tolerance used, as a fraction.
+    pub tolerance: f64,
+    /// The ideal line, one point per step.
+    pub ideal: Vec<IdealPoint>,
+    /// Where the ideal line comes from.
+    pub ideal_source: IdealSource,
+}
+
+/// Finds the ceiling and the knee of `points` (any order; at least one).
+///
+/// The ceiling is the highest IOPS measured; the knee the fewest volumes whose IOPS are at
+/// least the ceiling less the tolerance. The knee is only as fine as the steps: the true knee
+/// lies after the step before it, so with steps 1, 2, 4 a host that saturates at 3 volumes
+/// shows its knee at 4.
+pub fn find_knee(points: &[SweepPoint], tolerance: Tolerance) -> Option<(f64, usize, bool)> {
+    let mut sorted = points.to_vec();
+    sorted.sort_by_key(|p| p.volumes);
+    let ceiling = sorted.iter().map(|p| p.iops).fold(f64::NAN, f64::max);
+    if sorted.is_empty() || !ceiling.is_finite() {
+        return None;
+    }
+    let knee = sorted.iter().find(|p| tolerance.reaches(p.iops, ceiling))?;
+    let last = sorted.last()?.volumes;
+    Some((ceiling, knee.volumes, knee.volumes < last))
+}
+
+/// The ideal line over `steps`: the sum of the first n volumes' promised IOPS when every
+/// volume has one (`caps`, in sweep order), else the first point's IOPS per volume times n.
+pub fn ideal_line(
+    points: &[SweepPoint],
+    caps: Option<&[f64]>,
+) -> Option<(Vec<IdealPoint>, IdealSource)> {
+    let mut steps: Vec<usize> = points.iter().map(|p| p.volumes).collect();
+    steps.sort_unstable();
+    if let Some(caps) = caps {
+        if steps.iter().all(|&n| n <= caps.len()) {
+            let line = steps
+                .iter()
+                .map(|&n| IdealPoint {
+                    volumes: n,
+                    iops: caps[..n].iter().sum(),
+                })
+                .collect();
+            return Some((line, IdealSource::VolumeCaps));
+        }
+    }
+    let first = points.iter().min_by_key(|p| p.volumes)?;
+    if first.volumes == 0 {
+        return None;
+    }
+    let per_volume = first.iops / first.volumes as f64;
+    let line = steps
+        .iter()
+        .map(|&n| IdealPoint {
+            volumes: n,
+            iops: per_volume * n as f64,
+        })
+        .collect();
+    Some((line, IdealSource::LinearFromFirst))
+}
+
+impl Sweep {
+    /// The sweep of `points` (at least one, none with zero volumes); `caps` are the volumes'
+    /// promised IOPS in sweep order, if a spec gives them.
+    pub fn new(
+        points: Vec<SweepPoint>,
+        caps: Option<&[f64]>,
+        tolerance: Tolerance,
+    ) -> Option<Sweep> {
+        let (ceiling_iops, knee_volumes, flat_after_knee) = find_knee(&points, tolerance)?;
+        let (ideal, ideal_source) = ideal_line(&points, caps)?;
+        let mut points = points;
+        points.sort_by_key(|p| p.volumes);
+        // Saturated: more volumes than the knee gave nothing more, or the last step is short
+        // of the ideal line (the host, not the volumes, set its figure).
+        let last = points.last()?;
+        let last_ideal = ideal.last()?.iops;
+        let saturated = flat_after_knee || !tolerance.reaches(last.iops, last_ideal);
+        Some(Sweep {
+            points,
+            ceiling_iops,
+            knee_volumes,
+            saturated,
+            tolerance: tolerance.fraction(),
+            ideal,
+            ideal_source,
+        })
+    }
+}
+
+/// The steps of a sweep over `total` volumes: `1, 2, 4, ...` below `total`, then `total`.
+pub fn default_steps(total: usize) -> Vec<usize> {
+    let mut steps = Vec::new();
+    let mut n = 1;
+    while n < total {
+        steps.push(n);
+        n *= 2;
+    }
+    if total > 0 {
+        steps.push(total);
+    }
+    steps
+}
+
+/// The JSON root of `hostmax sweep`: what it found and each step's report.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SweepReport {
+    /// [`crate::SCHEMA_VERSION`].
+    pub schema_version: u32,
+    /// The ceiling, the knee and the points.
+    pub sweep: Sweep,
+    /// One report per step, by volumes.
+    pub runs: Vec<HostReport>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn p(volumes: usize, iops: f64) -> SweepPoint {
+        SweepPoint {
+            volumes,
+            iops,
+            bytes_per_sec: iops * 4096.0,
+        }
+    }
+
+    const T: Tolerance = Tolerance::DEFAULT;
+
+    #[test]
+    fn four_volumes_of_2000_behind_5000() {
+        // True knee: 3 volumes (6000 promised, 5000 delivered).
+        let fine = [p(1, 1998.0), p(2, 3995.0), p(3, 4990.0), p(4, 5004.0)];
+        assert_eq!(find_knee(&fine, T), Some((5004.0, 3, true)));
+        // With steps 1, 2, 4 the knee shows at 4, the first step at or after the true one,
+        // and nothing after it shows the ceiling is the host's.
+        let coarse = [p(4, 5004.0), p(1, 1998.0), p(2, 3995.0)];
+        assert_eq!(find_knee(&coarse, T), Some((5004.0, 4, false)));
+    }
+
+    #[test]
+    fn a_dip_after_the_knee_keeps_the_first_reaching_step() {
+        let pts = [
+            p(1, 1000.0),
+            p(2, 1900.0),
+            p(4, 2000.0),
+            p(8, 1960.0),
+            p(16, 1800.0),
+        ];
+        let (ceiling, knee, saturated) = find_knee(&pts, T).unwrap();
+        assert_eq!((ceiling, knee, saturated), (2000.0, 2, true));
+        assert_eq!(find_knee(&[], T), None);
+    }
+
+    #[test]
+    fn ideal_line_from_caps_or_from_the_first_point() {
+        let pts = [p(1, 1998.0), p(2, 3995.0), p(4, 5004.0)];
+        let (line, src) = ideal_line(&pts, Some(&[2000.0, 2000.0, 1000.0, 3000.0])).unwrap();
+        assert_eq!(src, IdealSource::VolumeCaps);
+        assert_eq!(
+            line.iter().map(|i| i.iops).collect::<Vec<_>>(),
+            vec![2000.0, 4000.0, 8000.0]
+        );
+        let (line, src) = ideal_line(&pts, None).unwrap();
+        assert_eq!(src, IdealSource::LinearFromFirst);
+        assert_eq!(line[2].iops, 4.0 * 1998.0);
+        // Too few caps for the steps: falls back to the first point.
+        assert_eq!(
+            ideal_line(&pts, Some(&[2000.0])).unwrap().1,
+            IdealSource::LinearFromFirst
+        );
+    }
+
+    #[test]
+    fn default_steps_are_powers_of_two_then_all() {
+        assert_eq!(default_steps(1), vec![1]);
+        assert_eq!(default_steps(4), vec![1, 2, 4]);
+        assert_eq!(default_steps(20), vec![1, 2, 4, 8, 16, 20]);
+        assert_eq!(default_steps(0), Vec::<usize>::new());
+    }
+
+    #[test]
+    fn sweep_json_shape() {
+        let s = Sweep::new(vec![p(2, 3995.0), p(1, 1998.0)], None, T).unwrap();
+        let json = serde_json::to_value(&s).unwrap();
+        assert_eq!(json["points"][0]["volumes"], 1);
+        assert_eq!(json["points"][1]["iops"], 3995.0);
+        assert!(json["points"][0]["bytes_per_sec"].is_number());
+        assert_eq!(json["ceiling_iops"], 3995.0);
+        assert_eq!(json["knee_volumes"], 2);
+        // Linear growth all the way: the knee is the last step and nothing says the host
+        // is saturated.
+        assert!(!s.saturated);
+        let coarse = Sweep::new(vec![p(1, 1998.0), p(2, 3995.0), p(4, 5004.0)], None, T).unwrap();
+        assert_eq!(coarse.knee_volumes, 4);
+        assert!(coarse.saturated, "5004 is far below the ideal 7992");
+    }
+}

@@ -1,0 +1,488 @@
+//! `--hdr-log`: per-second latency histograms in HdrHistogram's interval-log format, readable
+//! by its own tools (Java `HistogramLogProcessor`, HdrHistogram's log analyzers, the Rust
+//! crate's `IntervalLogIterator`).
+//!
+//! One tag per device and op (`loop3-read`, `loop3-write`) and per host op (`host-read`,
+//! `host-write`); only the ops the workload does are logged. Timestamps are seconds since the
+//! measured window's start, which the log's `StartTime` and `BaseTime` give; values are
+//! nanoseconds. Device intervals are written as the engine hands them over (each tag's lines
+//! are in time order); a host interval when every device has reported its second. The file is
+//! written beside its path and renamed into place when the run ends, like the JSON.
+
+use std::collections::BTreeMap;
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, BufWriter, Write};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime};
+
+use anyhow::Context;
+use hdrhistogram::serialization::interval_log::{IntervalLogWriterBuilder, Tag};
+use hdrhistogram::serialization::V2DeflateSerializer;
+use hdrhistogram::Histogram;
+use hostmax_aggregate::add_exact;
+use hostmax_engine::{new_latency_histogram, DeviceInterval, Workload};
+
+use crate::plan::BadInput;
+
+/// Checks before any I/O that the log can be written: a file path (not a directory or a
+/// special file) in an existing directory that accepts new files.
+pub fn check_hdr_log_dest(path: &Path) -> Result<(), BadInput> {
+    let shown = path.display();
+    if path.as_os_str().is_empty() {
+        return Err(BadInput(
+            "--hdr-log: the path is empty; give a file path such as hostmax.hlog".into(),
+        ));
+    }
+    if let Ok(meta) = fs::metadata(path) {
+        if meta.is_dir() {
+            return Err(BadInput(format!(
+                "--hdr-log {shown}: is a directory; give a file path such as {}",
+                path.join("hostmax.hlog").display()
+            )));
+        }
+        if !meta.is_file() {
+            return Err(BadInput(format!(
+                "--hdr-log {shown}: exists and is not a regular file; give a regular file path"
+            )));
+        }
+    }
+    let dir = parent_dir(path);
+    if !dir.is_dir() {
+        return Err(BadInput(format!(
+            "--hdr-log {shown}: directory {} does not exist; create it or choose another path",
+            dir.display()
+        )));
+    }
+    // Permission bits do not tell (root, read-only mounts): try.
+    let probe = dir.join(format!(".hostmax-hlog-probe-{}", std::process::id()));
+    match OpenOptions::new().write(true).create_new(true).open(&probe) {
+        Ok(_) => {
+            let _ = fs::remove_file(&probe);
+            Ok(())
+        }
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Ok(()),
+        Err(e) => Err(BadInput(format!(
+            "--hdr-log {shown}: cannot create files in {} ({}); choose a writable directory",
+            dir.display(),
+            e.to_string().replace('\n', " ")
+        ))),
+    }
+}
+
+fn parent_dir(path: &Path) -> PathBuf {
+    match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    }
+}
+
+/// The interval-log tags of a run's devices: the file name of each path (`/dev/loop3` ->
+/// `loop3`), with characters tags may not hold (`,` and whitespace) replaced by `_`, and
+/// `_2`, `_3`... added where two names would be the same. `host` is kept for the host.
+pub fn device_tags(paths: &[PathBuf]) -> Vec<String> {
+    let mut taken = vec!["host".to_string()];
+    paths
+        .iter()
+        .map(|path| {
+            let name = path
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_else(|| path.display().to_string());
+            let base: String = name
+                .chars()
+                .map(|c| {
+                    if c == ',' || c.is_whitespace() {
+                        '_'
+                    } else {
+                        c
+                    }
+                })
+                .collect();
+            let base = if base.is_empty() {
+                "device".into()
+            } else {
+                base
+            };
+            let mut tag = base.clone();
+            let mut n = 2;
+            while taken.contains(&tag) {
+                tag = format!("{base}_{n}");
+                n += 1;
+            }
+            taken.push(tag.clone());
+            tag
+        })
+        .collect()
+}
+
+/// The host's histograms of a second some devices have not reported yet.
+struct PendingSecond {
+    reported: usize,
+    read: Histogram<u64>,
+    write: Histogram<u64>,
+}
+
+/// Writes the `--hdr-log` file while a run goes on: feed it every [`DeviceInterval`]
+/// ([`HdrLogRecorder::push`]), then [`HdrLogRecorder::finish`].
+pub struct HdrLogRecorder {
+    path: PathBuf,
+    temp: PathBuf,
+    file: BufWriter<File>,
+    serializer: V2DeflateSerializer,
+    tags: Vec<String>,
+    reads: bool,
+    writes: bool,
+    runtime: Duration,
+    pending: BTreeMap<i64, PendingSecond>,
+    /// The first write error; later writes are skipped and `finish` reports it.
+    failed: Option<anyhow::Error>,
+}
+
+impl HdrLogRecorder {
+    /// The recorder of a run about to start, if `--hdr-log` was given; the measured window
+    /// starts after the workload's ramp.
+    pub fn for_run(
+        fleet: &super::FleetPlan,
+        targets: &[hostmax_engine::TargetInfo],
+        workload: &Workload,
+    ) -> anyhow::Result<Option<HdrLogRecorder>> {
+        let Some(path) = &fleet.hdr_log else {
+            return Ok(None);
+        };
+        let paths: Vec<PathBuf> = targets.iter().map(|t| t.path.clone()).collect();
+        let measured_start = SystemTime::now() + workload.ramp;
+        HdrLogRecorder::create(path, &paths, workload, measured_start).map(Some)
+    }
+
+    /// Creates the log's temporary file beside `path` and writes its header, for a run of
+    /// `paths` whose measured window starts at `measured_start`.
+    pub fn create(
+        path: &Path,
+        paths: &[PathBuf],
+        workload: &Workload,
+        measured_start: SystemTime,
+    ) -> anyhow::Result<HdrLogRecorder> {
+        let target = match fs::symlink_metadata(path) {
+            Ok(m) if m.file_type().is_symlink() => {
+                fs::canonicalize(path).with_context(|| format!("--hdr-log {}", path.display()))?
+            }
+            _ => path.to_path_buf(),
+        };
+        let name = target
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "hostmax.hlog".into());
+        let temp = parent_dir(&target).join(format!(".{name}.tmp-{}", std::process::id()));
+        let file = OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(&temp)
+            .with_context(|| format!("--hdr-log: creating {}", temp.display()))?;
+        let mut recorder = HdrLogRecorder {
+            path: target,
+            temp,
+            file: BufWriter::new(file),
+            serializer: V2DeflateSerializer::new(),
+            tags: device_tags(paths),
+            reads: workload.pattern.reads(),
+            writes: workload.pattern.writes(),
+            runtime: workload.runtime,
+            pending: BTreeMap::new(),
+            failed: None,
+        };
+        let header = recorder.write_header(paths, workload, measured_start);
+        if let Err(e) = header {
+            let _ = fs::remove_file(&recorder.temp);
+            return Err(e);
+        }
+        Ok(recorder)
+    }
+
+    fn write_header(
+        &mut self,
+        paths: &[PathBuf],
+        workload: &Workload,
+        measured_start: SystemTime,
+    ) -> anyhow::Result<()> {
+        let mut builder = IntervalLogWriterBuilder::new();
+        builder
+            .add_comment(&format!(
+                "[Logged with hostmax {}]",
+                env!("CARGO_PKG_VERSION")
+            ))
+            .add_comment("[Histogram log format version 1.3]")
+            .add_comment(&format!(
+                "{} bs={} iodepth={}; latencies in nanoseconds; timestamps are seconds since the measured window's start",
+                workload.pattern, workload.block_size, workload.iodepth
+            ));
+        for (tag, path) in self.tags.iter().zip(paths) {
+            builder.add_comment(&format!("tag {tag}: {}", path.display()));
+        }
+        builder
+            .with_start_time(measured_start)
+            .with_base_time(measured_start);
+        builder
+            .begin_log_with(&mut self.file, &mut self.serializer)
+            .context("--hdr-log: writing the header")?;
+        // The column legend the Java writer puts after the header; readers skip it.
+        self.file
+            .write_all(
+                b"\"StartTimestamp\",\"Interval_Length\",\"Interval_Max\",\"Interval_Compressed_Histogram\"\n",
+            )
+            .context("--hdr-log: writing the header")?;
+        Ok(())
+    }
+
+    /// Logs one device's second and adds it to the host's; ramp seconds are skipped.
+    pub fn push(&mut self, interval: &DeviceInterval) {
+        if interval.second < 0 || interval.device >= self.tags.len() {
+            return;
+        }
+        let tag = self.tags[interval.device].clone();
+        let ops = [
+            (self.reads, "read", &interval.read_latency),
+            (self.writes, "write", &interval.write_latency),
+        ];
+        for (logged, op, histogram) in ops {
+            if logged {
+                self.write(histogram, interval.second, &format!("{tag}-{op}"));
+            }
+        }
+        let devices = self.tags.len();
+        let pending = self
+            .pending
+            .entry(interval.second)
+            .or_insert_with(|| PendingSecond {
+                reported: 0,
+                read: new_latency_histogram(),
+                write: new_latency_histogram(),
+            });
+        pending.reported += 1;
+        add_exact(&mut pending.read, &interval.read_latency);
+        add_exact(&mut pending.write, &interval.write_latency);
+        if pending.reported >= devices {
+            if let Some(done) = self.pending.remove(&interval.second) {
+                self.write_host(interval.second, &done);
+            }
+        }
+    }
+
+    fn write_host(&mut self, second: i64, host: &PendingSecond) {
+        if self.reads {
+            self.write(&host.read, second, "host-read");
+        }
+        if self.writes {
+            self.write(&host.write, second, "host-write");
+        }
+    }
+
+    fn write(&mut self, histogram: &Histogram<u64>, second: i64, tag: &str) {
+        if self.failed.is_some() {
+            return;
+        }
+        let start = Duration::from_secs(second as u64);
+        // The last second of a run whose runtime is not whole seconds is shorter.
+        let length = self
+            .runtime
+            .saturating_sub(start)
+            .clamp(Duration::from_millis(1), Duration::from_secs(1));
+        // An empty builder writes no header: each call only appends this interval.
+        let written = IntervalLogWriterBuilder::new()
+            .begin_log_with(&mut self.file, &mut self.serializer)
+            .map_err(anyhow::Error::from)
+            .and_then(|mut log| {
+                log.write_histogram(histogram, start, length, Tag::new(tag))
+                    .map_err(|e| anyhow::anyhow!("{e}"))
+            });
+        if let Err(e) = written {
+            self.failed = Some(e.context(format!("--hdr-log: writing {}", self.temp.display())));
+        }
+    }
+
+    /// Writes the host intervals of seconds some device never reported (a run cut short),
+    /// puts the file on disk and renames it over the destination.
+    pub fn finish(mut self) -> anyhow::Result<()> {
+        let pending = std::mem::take(&mut self.pending);
+        for (second, host) in &pending {
+            self.write_host(*second, host);
+        }
+        let result = match self.failed.take() {
+            Some(e) => Err(e),
+            None => self
+                .file
+                .flush()
+                .and_then(|()| self.file.get_ref().sync_all())
+                .and_then(|()| fs::rename(&self.temp, &self.path))
+                .with_context(|| format!("--hdr-log {}", self.path.display())),
+        };
+        if result.is_err() {
+            let _ = fs::remove_file(&self.temp);
+        }
+        result
+    }
+}
+
+impl Drop for HdrLogRecorder {
+    fn drop(&mut self) {
+        // Not finished (the run failed): leave no temporary file behind. After a rename
+        // this finds nothing to remove.
+        let _ = fs::remove_file(&self.temp);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use hdrhistogram::serialization::interval_log::{IntervalLogIterator, LogEntry};
+    use hostmax_engine::IoPattern;
+
+    struct Scratch(PathBuf);
+    impl Scratch {
+        fn new(tag: &str) -> Scratch {
+            let dir =
+                std::env::temp_dir().join(format!("hostmax-hlog-{tag}-{}", std::process::id()));
+            let _ = fs::remove_dir_all(&dir);
+            fs::create_dir_all(&dir).unwrap();
+            Scratch(dir)
+        }
+    }
+    impl Drop for Scratch {
+        fn drop(&mut self) {
+            let _ = fs::remove_dir_all(&self.0);
+        }
+    }
+
+    fn interval(device: usize, second: i64, reads: &[u64], writes: &[u64]) -> DeviceInterval {
+        let mut read_latency = new_latency_histogram();
+        reads.iter().for_each(|&v| read_latency.record(v).unwrap());
+        let mut write_latency = new_latency_histogram();
+        writes
+            .iter()
+            .for_each(|&v| write_latency.record(v).unwrap());
+        DeviceInterval {
+            device,
+            second,
+            read_ios: reads.len() as u64,
+            write_ios: writes.len() as u64,
+            read_bytes: 0,
+            write_bytes: 0,
+            errors: 0,
+            read_latency,
+            write_latency,
+        }
+    }
+
+    #[test]
+    fn tags_are_unique_and_valid() {
+        let tags = device_tags(&[
+            "/dev/loop3".into(),
+            "/a/disk".into(),
+            "/b/disk".into(),
+            "/c/my disk,1".into(),
+            "/dev/host".into(),
+        ]);
+        assert_eq!(tags, ["loop3", "disk", "disk_2", "my_disk_1", "host_2"]);
+        for t in &tags {
+            assert!(Tag::new(t).is_some(), "{t}");
+        }
+    }
+
+    #[test]
+    fn log_parses_back_with_every_interval_and_count() {
+        let scratch = Scratch::new("parse");
+        let path = scratch.0.join("run.hlog");
+        let workload = Workload {
+            pattern: IoPattern::RandRw,
+            runtime: Duration::from_millis(3500),
+            ..Workload::default()
+        };
+        let start = SystemTime::UNIX_EPOCH + Duration::from_secs(1_800_000_000);
+        let paths: Vec<PathBuf> = vec!["/dev/loop3".into(), "/dev/loop4".into()];
+        check_hdr_log_dest(&path).unwrap();
+        let mut log = HdrLogRecorder::create(&path, &paths, &workload, start).unwrap();
+        log.push(&interval(0, -1, &[5; 9], &[])); // ramp: not logged
+        for second in 0..3 {
+            log.push(&interval(0, second, &[1000, 2000], &[3000]));
+            log.push(&interval(1, second, &[4000; 5], &[]));
+        }
+        log.push(&interval(0, 3, &[7000], &[])); // device 1 never reports second 3
+        log.finish().unwrap();
+        let names: Vec<String> = fs::read_dir(&scratch.0)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(names, ["run.hlog"]);
+
+        let bytes = fs::read(&path).unwrap();
+        let mut counts: BTreeMap<(String, u64), u64> = BTreeMap::new();
+        let mut start_time = None;
+        for entry in IntervalLogIterator::new(&bytes) {
+            match entry.unwrap() {
+                LogEntry::StartTime(t) => start_time = Some(t),
+                LogEntry::BaseTime(_) => {}
+                LogEntry::Interval(i) => {
+                    let h = hostmax_aggregate::decode_histogram(i.encoded_histogram()).unwrap();
+                    let second = i.start_timestamp().as_secs();
+                    // The runtime's last half second is logged as such.
+                    let want_millis = if second == 3 { 500 } else { 1000 };
+                    assert_eq!(i.duration().as_millis(), want_millis);
+                    let key = (i.tag().unwrap().to_string(), second);
+                    assert!(counts.insert(key, h.len()).is_none());
+                }
+            }
+        }
+        assert_eq!(start_time, Some(Duration::from_secs(1_800_000_000)));
+        let get = |tag: &str, s: u64| counts.get(&(tag.to_string(), s)).copied();
+        assert_eq!(get("loop3-read", 0), Some(2));
+        assert_eq!(get("loop3-write", 1), Some(1));
+        assert_eq!(get("loop4-read", 2), Some(5));
+        assert_eq!(get("loop4-write", 2), Some(0));
+        assert_eq!(get("host-read", 2), Some(7));
+        assert_eq!(get("host-write", 0), Some(1));
+        assert_eq!(get("host-read", 3), Some(1)); // partial second, written at finish
+                                                  // 2 devices x 2 ops x 3 s + loop3's second 3 (2 ops) + host 2 ops x 4 s.
+        assert_eq!(counts.len(), 12 + 2 + 8);
+        let text = String::from_utf8(bytes).unwrap();
+        assert!(text.contains("#tag loop3: /dev/loop3\n"));
+        assert_eq!(text.matches("#[StartTime:").count(), 1);
+    }
+
+    #[test]
+    fn read_only_runs_log_only_reads_and_unfinished_logs_leave_nothing() {
+        let scratch = Scratch::new("reads");
+        let path = scratch.0.join("r.hlog");
+        let workload = Workload::default();
+        let mut log =
+            HdrLogRecorder::create(&path, &["/dev/x".into()], &workload, SystemTime::now())
+                .unwrap();
+        log.push(&interval(0, 0, &[100], &[]));
+        drop(log);
+        assert_eq!(fs::read_dir(&scratch.0).unwrap().count(), 0);
+
+        let mut log =
+            HdrLogRecorder::create(&path, &["/dev/x".into()], &workload, SystemTime::now())
+                .unwrap();
+        log.push(&interval(0, 0, &[100], &[]));
+        log.finish().unwrap();
+        let text = fs::read_to_string(&path).unwrap();
+        assert!(text.contains("Tag=x-read,0.000,1.000,"));
+        assert!(text.contains("Tag=host-read,"));
+        assert!(!text.contains("-write,"));
+    }
+
+    #[test]
+    fn bad_destinations_are_refused_before_the_run() {
+        let scratch = Scratch::new("dest");
+        let err = check_hdr_log_dest(&scratch.0).unwrap_err().0;
+        assert!(err.contains("is a directory"), "{err}");
+        let err = check_hdr_log_dest(Path::new("/dev/null")).unwrap_err().0;
+        assert!(err.contains("not a regular file"), "{err}");
+        let err = check_hdr_log_dest(&scratch.0.join("no/such/x.hlog"))
+            .unwrap_err()
+            .0;
+        assert!(err.contains("does not exist"), "{err}");
+        let err = check_hdr_log_dest(Path::new("/sys/x.hlog")).unwrap_err().0;
+        assert!(err.contains("cannot create files in /sys"), "{err}");
+    }
+}

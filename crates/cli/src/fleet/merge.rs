@@ -1,0 +1,136 @@
+//! `hostmax merge a.json b.json ... [--json fleet.json]`: one exact fleet report from the
+//! reports of hosts that ran the same workload together.
+
+use std::path::{Path, PathBuf};
+
+use hostmax_aggregate::{merge_reports, HostReport, SCHEMA_VERSION};
+
+use crate::plan::{BadInput, JsonDest};
+
+/// `hostmax merge`'s arguments.
+#[derive(Debug, Clone, clap::Args)]
+pub struct MergeArgs {
+    /// JSON reports written by `hostmax --json` (or by an earlier merge) on each host.
+    #[arg(value_name = "REPORT.json", required = true, num_args = 1..)]
+    pub reports: Vec<PathBuf>,
+
+    /// Write the fleet report to PATH, or to stdout with '-' (then nothing else goes there).
+    #[arg(long, value_name = "PATH|-", allow_hyphen_values = true)]
+    pub json: Option<PathBuf>,
+}
+
+/// Reads one report file, refusing (as [`BadInput`]) anything that is not a hostmax report of
+/// this schema version.
+pub fn load_report(path: &Path) -> Result<HostReport, BadInput> {
+    let shown = path.display();
+    let not_a_report = |why: String| {
+        BadInput(format!(
+            "{shown}: not a hostmax report ({why}); give files written by 'hostmax --json'"
+        ))
+    };
+    let text = std::fs::read_to_string(path).map_err(|e| {
+        BadInput(format!(
+            "{shown}: cannot read it ({}); give files written by 'hostmax --json'",
+            e.to_string().replace('\n', " ")
+        ))
+    })?;
+    let value: serde_json::Value =
+        serde_json::from_str(&text).map_err(|e| not_a_report(format!("not JSON: {e}")))?;
+    let version = value
+        .get("schema_version")
+        .and_then(serde_json::Value::as_u64)
+        .ok_or_else(|| not_a_report("no schema_version".into()))?;
+    if version != u64::from(SCHEMA_VERSION) {
+        return Err(BadInput(format!(
+            "{shown}: schema_version {version}, this hostmax reads {SCHEMA_VERSION}; merge reports written by the same hostmax version"
+        )));
+    }
+    serde_json::from_value(value).map_err(|e| not_a_report(e.to_string()))
+}
+
+/// Runs `hostmax merge`: loads every report, merges them, prints the table and writes the
+/// JSON. Every refusal (unreadable file, not a report, other schema, differing workloads,
+/// missing histograms) is a [`BadInput`] naming the file and the field.
+pub fn run_merge(args: &MergeArgs) -> anyhow::Result<i32> {
+    let json = match &args.json {
+        Some(p) if p.as_os_str() == "-" => Some(JsonDest::Stdout),
+        Some(p) => {
+            let dest = JsonDest::File(p.clone());
+            crate::output::json::check_json_dest(&dest)?;
+            Some(dest)
+        }
+        None => None,
+    };
+    let reports = args
+        .reports
+        .iter()
+        .map(|p| Ok((p.display().to_string(), load_report(p)?)))
+        .collect::<Result<Vec<_>, BadInput>>()?;
+    let merged = merge_reports(&reports).map_err(|e| BadInput(e.to_string()))?;
+    crate::app::emit(&merged, json.as_ref())?;
+    Ok(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::output::tests_support::sample_report;
+
+    struct Scratch(PathBuf);
+    impl Scratch {
+        fn new(tag: &str) -> Scratch {
+            let dir =
+                std::env::temp_dir().join(format!("hostmax-merge-{tag}-{}", std::process::id()));
+            let _ = std::fs::remove_dir_all(&dir);
+            std::fs::create_dir_all(&dir).unwrap();
+            Scratch(dir)
+        }
+        fn write(&self, name: &str, text: &str) -> PathBuf {
+            let p = self.0.join(name);
+            std::fs::write(&p, text).unwrap();
+            p
+        }
+    }
+    impl Drop for Scratch {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+
+    #[test]
+    fn non_reports_are_refused_naming_the_file() {
+        let s = Scratch::new("refuse");
+        for (name, text, expected) in [
+            ("junk.json", "hello", "not JSON"),
+            ("other.json", r#"{"name":"x"}"#, "no schema_version"),
+            (
+                "v9.json",
+                r#"{"schema_version":9}"#,
+                "schema_version 9, this hostmax reads 1",
+            ),
+            (
+                "partial.json",
+                r#"{"schema_version":1,"host":{}}"#,
+                "not a hostmax report (missing field",
+            ),
+        ] {
+            let err = load_report(&s.write(name, text)).unwrap_err().0;
+            assert!(
+                err.starts_with(&s.0.join(name).display().to_string()),
+                "{err}"
+            );
+            assert!(err.contains(expected), "{name}: {err}");
+            assert!(!err.contains('\n'), "{err}");
+        }
+        let err = load_report(&s.0.join("absent.json")).unwrap_err().0;
+        assert!(err.contains("cannot read it"), "{err}");
+    }
+
+    #[test]
+    fn a_written_report_loads_back() {
+        let s = Scratch::new("load");
+        let report = sample_report();
+        let path = s.write("r.json", &serde_json::to_string(&report).unwrap());
+        assert_eq!(load_report(&path).unwrap(), report);
+    }
+}

@@ -1,0 +1,164 @@
+//! `hostmax verify`: runs the phases a spec needs and prints one verdict over all of them.
+//!
+//! Phases, each with the run's usual options (`--runtime`, `--ramp`, `--iodepth`, `--size`,
+//! `--cpus`, ...): 4k for IOPS rules, 1m (`--throughput-bs`) for throughput rules, 4k at depth 1 for latency
+//! rules. Random reads, or with `--allow-write` the seeds' 50/50 random read/write mix. Each
+//! phase goes through [`crate::app::measure`] like any run.
+
+use clap::Args;
+use hostmax_aggregate::verdict::{RuleKind, THROUGHPUT_BLOCK_MIN};
+use hostmax_aggregate::{judge, HostReport, VerifyReport, SCHEMA_VERSION};
+use hostmax_engine::IoPattern;
+
+use super::{judged_exit_code, print_beside_json, table};
+use crate::app;
+use crate::args::{plan_run, RunArgs};
+use crate::plan::{BadInput, JsonDest, RunPlan};
+
+/// `hostmax verify`'s options: the run's, whose `--rw`, `--bs` (and `--iodepth` for the
+/// latency phase) each phase sets itself.
+#[derive(Debug, Clone, Args)]
+pub struct VerifyArgs {
+    /// Devices, times, spec options: as for the main run.
+    #[command(flatten)]
+    pub run: RunArgs,
+
+    /// Block size of the throughput phase, 256k or larger.
+    #[arg(long, value_name = "SIZE", default_value = "1m", value_parser = throughput_bs_arg)]
+    pub throughput_bs: u64,
+}
+
+fn throughput_bs_arg(s: &str) -> Result<u64, String> {
+    let bs = crate::units::parse_size(s).map_err(|e| e.to_string())?;
+    if bs < u64::from(THROUGHPUT_BLOCK_MIN) {
+        return Err(format!(
+            "{s} is below 256k: throughput promises are judged on blocks of 256k and up; give e.g. 1m"
+        ));
+    }
+    Ok(bs)
+}
+
+/// One phase: what it judges and the options it runs with.
+#[derive(Debug, Clone)]
+pub struct Phase {
+    /// The kind of rule it judges.
+    pub kind: RuleKind,
+    /// Its checked plan.
+    pub plan: RunPlan,
+}
+
+impl Phase {
+    /// "IOPS: 4k randread, depth 32".
+    pub fn describe(&self) -> String {
+        let w = &self.plan.workload;
+        let what = match self.kind {
+            RuleKind::Iops => "IOPS",
+            RuleKind::Throughput => "throughput",
+            RuleKind::Latency => "latency",
+        };
+        let mix = if w.pattern == IoPattern::RandRw {
+            format!(" {}/{}", w.rwmixread, 100 - w.rwmixread)
+        } else {
+            String::new()
+        };
+        format!(
+            "{what}: {} {}{mix}, depth {}",
+            crate::units::format_size(w.block_size.into()),
+            w.pattern,
+            w.iodepth
+        )
+    }
+}
+
+/// The options of the phase judging `kind`; `throughput_bs` is the throughput phase's block.
+pub fn phase_args(base: &RunArgs, kind: RuleKind, throughput_bs: u64) -> RunArgs {
+    let mut args = base.clone();
+    if base.allow_write {
+        args.rw = IoPattern::RandRw;
+        args.rwmixread = Some(50);
+    } else {
+        args.rw = IoPattern::RandRead;
+        args.rwmixread = None;
+    }
+    match kind {
+        RuleKind::Iops => args.bs = 4096,
+        RuleKind::Throughput => args.bs = throughput_bs,
+        RuleKind::Latency => {
+            args.bs = 4096;
+            args.iodepth = 1;
+        }
+    }
+    args.json = None;
+    args
+}
+
+/// Checks every phase (and the spec) before any I/O; also gives the JSON destination.
+pub fn plan_phases(
+    args: &VerifyArgs,
+) -> anyhow::Result<(Vec<Phase>, hostmax_aggregate::SpecSet, Option<JsonDest>)> {
+    let base = plan_run(&args.run)?;
+    let Some(set) = args.run.spec.spec_set(&base.targets)? else {
+        return Err(BadInput(
+            "verify needs a spec: give --profile, --volume-spec, --expect-volume-iops, --expect-volume-mbps, --expect-host-iops, --expect-host-mbps or --spec-file"
+                .into(),
+        )
+        .into());
+    };
+    let mut phases = Vec::new();
+    for kind in super::phases_for(&set) {
+        let phase = phase_args(&args.run, kind, args.throughput_bs);
+        let plan = plan_run(&phase).map_err(|e| {
+            anyhow::Error::new(BadInput(format!(
+                "the {} phase (--bs {}): {e:#}",
+                match kind {
+                    RuleKind::Iops => "IOPS",
+                    RuleKind::Throughput => "throughput",
+                    RuleKind::Latency => "latency",
+                },
+                crate::units::format_size(phase.bs)
+            )))
+        })?;
+        phases.push(Phase { kind, plan });
+    }
+    // The JSON destination was checked with the base plan; it is written once, at the end.
+    Ok((phases, set, base.json))
+}
+
+/// Runs `hostmax verify`; returns the exit code.
+pub fn verify(args: &VerifyArgs) -> anyhow::Result<i32> {
+    let (phases, set, json) = plan_phases(args)?;
+    let mut reports: Vec<HostReport> = Vec::new();
+    let mut signal = 0;
+    for (i, phase) in phases.iter().enumerate() {
+        eprintln!(
+            "hostmax verify: phase {}/{}: {}",
+            i + 1,
+            phases.len(),
+            phase.describe()
+        );
+        let (report, sig) = app::measure(&phase.plan)?;
+        print_beside_json(&crate::output::table::render_table(&report), json.as_ref());
+        reports.push(report);
+        if sig != 0 {
+            signal = sig;
+            break;
+        }
+    }
+    let refs: Vec<&HostReport> = reports.iter().collect();
+    let verdict = judge(&set, &refs);
+    let pass = verdict.pass;
+    print_beside_json(
+        &format!("\n{}", table::render_verdict(&verdict)),
+        json.as_ref(),
+    );
+    let code = judged_exit_code(&refs, signal, pass);
+    if let Some(dest) = &json {
+        let root = VerifyReport {
+            schema_version: SCHEMA_VERSION,
+            verdict,
+            phases: reports,
+        };
+        crate::output::json::write_json(&root, dest)?;
+    }
+    Ok(code)
+}

@@ -1,0 +1,456 @@
+//! Verdicts on the command line: the spec options of the main run ([`SpecArgs`]), the
+//! judged main run ([`run`]), `hostmax verify` ([`command::VerifyArgs`]) and `hostmax sweep`
+//! ([`sweep::SweepArgs`]), and the verdict table ([`table::render_verdict`]).
+//!
+//! The judging itself is pure and lives in the aggregator (`hostmax_aggregate::verdict`); this
+//! side turns options and the spec file into a [`SpecSet`] for the probed targets, runs the
+//! phases through [`crate::app::measure`], and prints.
+//!
+//! Exit codes, in order of precedence: 2 for bad input (found before any I/O), 128+N when a
+//! signal stopped the run, 3 when I/O errors happened (the figures are then not trustworthy
+//! enough to judge a promise by), 1 when a verdict failed, 0 when everything passed.
+
+pub mod command;
+pub mod sweep;
+pub mod table;
+
+use std::path::{Path, PathBuf};
+
+use clap::Args;
+use hostmax_aggregate::spec::{self, Scaled, SpecFile, SpecFileText, VolumeClass};
+use hostmax_aggregate::verdict::{DeviceExpectation, RuleKind};
+use hostmax_aggregate::{judge, HostReport, HostSpec, SpecSet, Tolerance, VolumeSpec};
+use hostmax_engine::TargetInfo;
+
+use crate::app;
+use crate::args::EXIT_VERDICT_FAILED;
+use crate::plan::{BadInput, RunPlan};
+use crate::units::parse_count;
+
+fn volume_spec_arg(s: &str) -> Result<VolumeSpec, String> {
+    s.parse().map_err(|e: spec::SpecError| e.to_string())
+}
+
+fn tolerance_arg(s: &str) -> Result<Tolerance, String> {
+    s.parse().map_err(|e: spec::SpecError| e.to_string())
+}
+
+fn positive_arg(s: &str) -> Result<f64, String> {
+    match s.trim().parse::<f64>() {
+        Ok(v) if v.is_finite() && v > 0.0 => Ok(v),
+        _ => Err(format!("'{s}' is not a positive number; give e.g. 320")),
+    }
+}
+
+fn count_arg(s: &str) -> Result<u64, String> {
+    parse_count(s).map_err(|e| e.to_string())
+}
+
+/// What the volumes and the host promise, as options. With any of them the run ends with a
+/// verdict table, the JSON gains `"verdict"`, and a failed verdict exits 1.
+#[derive(Debug, Clone, Default, Args)]
+#[command(next_help_heading = "Verdict (what volumes and the host promise)")]
+pub struct SpecArgs {
+    /// Every volume promises N IOPS (judged on 4k runs; 25k is 25,000).
+    #[arg(long, value_name = "N", value_parser = count_arg, allow_hyphen_values = true)]
+    pub expect_volume_iops: Option<u64>,
+
+    /// Every volume promises N MB/s, 10^6 bytes (judged on runs of 256k blocks and up).
+    #[arg(long, value_name = "N", value_parser = positive_arg, allow_hyphen_values = true)]
+    pub expect_volume_mbps: Option<f64>,
+
+    /// Size-scaled rules with caps, GB = 10^9 bytes:
+    /// "iops=60/GB,max_iops=25000,mbps=0.48/GB,max_mbps=320,p95_ms=1".
+    #[arg(long, value_name = "SPEC", value_parser = volume_spec_arg, conflicts_with = "profile")]
+    pub volume_spec: Option<VolumeSpec>,
+
+    /// A built-in volume class: oci-balanced (60 IOPS/GB up to 25,000; 0.48 MB/s per GB up
+    /// to 320; p95 under 1 ms at depth 1).
+    #[arg(long, value_name = "NAME")]
+    pub profile: Option<String>,
+
+    /// A TOML or JSON file giving each device its own class or provisioned size (see the
+    /// README); options given here override its defaults, its per-device entries override them.
+    #[arg(long, value_name = "PATH")]
+    pub spec_file: Option<PathBuf>,
+
+    /// The host promises N IOPS in total (4k runs).
+    #[arg(long, value_name = "N", value_parser = count_arg, allow_hyphen_values = true)]
+    pub expect_host_iops: Option<u64>,
+
+    /// The host promises N MB/s in total, 10^6 bytes (256k+ runs).
+    #[arg(long, value_name = "N", value_parser = positive_arg, allow_hyphen_values = true)]
+    pub expect_host_mbps: Option<f64>,
+
+    /// How far below a promise a measurement may fall and still pass [default: 5%, or the
+    /// spec file's].
+    #[arg(long, value_name = "PERCENT", value_parser = tolerance_arg, allow_hyphen_values = true)]
+    pub tolerance: Option<Tolerance>,
+}
+
+impl SpecArgs {
+    /// Whether any spec option was given.
+    pub fn is_given(&self) -> bool {
+        self.expect_volume_iops.is_some()
+            || self.expect_volume_mbps.is_some()
+            || self.volume_spec.is_some()
+            || self.profile.is_some()
+            || self.spec_file.is_some()
+            || self.expect_host_iops.is_some()
+            || self.expect_host_mbps.is_some()
+    }
+
+    /// The class the options give every volume (`None` when they give none).
+    fn volume_class(&self) -> Result<Option<VolumeClass>, BadInput> {
+        let (base, mut label) = match (&self.profile, &self.volume_spec) {
+            (Some(name), _) => (
+                spec::profile(name).map_err(|e| BadInput(format!("--profile: {e}")))?,
+                name.clone(),
+            ),
+            (None, Some(spec)) => (spec.clone(), spec.to_string()),
+            (None, None) => (VolumeSpec::default(), String::new()),
+        };
+        let flat = VolumeSpec {
+            iops: self.expect_volume_iops.map(|n| Scaled::Flat(n as f64)),
+            mbps: self.expect_volume_mbps.map(Scaled::Flat),
+            ..VolumeSpec::default()
+        };
+        if !flat.is_empty() {
+            let shown = flat.to_string();
+            label = if label.is_empty() {
+                shown
+            } else {
+                format!("{label} with {shown}")
+            };
+        }
+        let spec = base.overridden_by(&flat);
+        Ok((!spec.is_empty()).then_some(VolumeClass {
+            spec,
+            label,
+            size: None,
+        }))
+    }
+
+    /// The spec set for `targets`: the options, the spec file, and each target's size.
+    /// `None` when no spec option was given. Every problem is a [`BadInput`].
+    pub fn spec_set(&self, targets: &[TargetInfo]) -> Result<Option<SpecSet>, BadInput> {
+        if !self.is_given() {
+            return Ok(None);
+        }
+        let file = match &self.spec_file {
+            Some(path) => Some(read_spec_file(path)?),
+            None => None,
+        };
+        let cli_class = self.volume_class()?;
+        let default_class = cli_class.or_else(|| file.as_ref().and_then(|f| f.volume.clone()));
+
+        // The file's [[device]] paths resolved like --devices, to match the targets.
+        let mut listed: Vec<(PathBuf, &VolumeClass)> = Vec::new();
+        if let Some(f) = &file {
+            for (path, class) in &f.devices {
+                let resolved = std::fs::canonicalize(path).unwrap_or_else(|_| PathBuf::from(path));
+                if !targets.iter().any(|t| t.path == resolved) {
+                    return Err(BadInput(format!(
+                        "--spec-file: [[device]] {path} is not among --devices; add it to --devices or remove its entry"
+                    )));
+                }
+                listed.push((resolved, class));
+            }
+        }
+        let mut devices = Vec::new();
+        for target in targets {
+            let class = listed
+                .iter()
+                .find(|(p, _)| *p == target.path)
+                .map(|(_, c)| (*c).clone())
+                .or_else(|| default_class.clone());
+            let Some(class) = class else { continue };
+            // A listed device with only a size takes the default class's rules.
+            let class = if class.spec.is_empty() {
+                match &default_class {
+                    Some(d) => VolumeClass {
+                        size: class.size.or(d.size),
+                        ..d.clone()
+                    },
+                    None => class,
+                }
+            } else {
+                class
+            };
+            if class.spec.is_empty() {
+                continue;
+            }
+            devices.push(DeviceExpectation {
+                path: target.path.to_string_lossy().into_owned(),
+                size_bytes: class.size.unwrap_or(target.size),
+                spec: class.spec,
+                label: class.label,
+            });
+        }
+        let file_host = file.as_ref().map(|f| f.host).unwrap_or_default();
+        let host = HostSpec {
+            iops: self.expect_host_iops.map(|n| n as f64).or(file_host.iops),
+            bytes_per_sec: self
+                .expect_host_mbps
+                .map(|m| m * spec::MB_PER_SEC)
+                .or(file_host.bytes_per_sec),
+        };
+        let tolerance = self
+            .tolerance
+            .or(file.as_ref().and_then(|f| f.tolerance))
+            .unwrap_or_default();
+        let set = SpecSet {
+            devices,
+            host,
+            tolerance,
+        };
+        if set.is_empty() {
+            return Err(BadInput(
+                "the spec options promise nothing for these devices: give --expect-volume-iops, --profile, --volume-spec, --expect-host-iops, or [[device]] entries in --spec-file"
+                    .into(),
+            ));
+        }
+        Ok(Some(set))
+    }
+}
+
+/// Reads and checks a spec file: JSON when it ends in `.json`, else TOML.
+pub fn read_spec_file(path: &Path) -> Result<SpecFile, BadInput> {
+    let shown = path.display();
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| BadInput(format!("--spec-file {shown}: cannot read it: {e}")))?;
+    let raw: SpecFileText = if path.extension().is_some_and(|e| e == "json") {
+        serde_json::from_str(&text)
+            .map_err(|e| BadInput(format!("--spec-file {shown}: not a valid spec file: {e}")))?
+    } else {
+        toml::from_str(&text).map_err(|e| {
+            BadInput(format!(
+                "--spec-file {shown}: not a valid spec file: {}",
+                e.message()
+            ))
+        })?
+    };
+    raw.resolve()
+        .map_err(|e| BadInput(format!("--spec-file {shown}: {e}")))
+}
+
+/// Refuses a main run that can judge none of the spec's rules, naming what would.
+pub fn check_judgeable(set: &SpecSet, plan: &RunPlan) -> Result<(), BadInput> {
+    let summary = hostmax_aggregate::WorkloadSummary::from(&plan.workload);
+    let kinds = set.rule_kinds();
+    if kinds.iter().any(|k| k.judged_by(&summary)) {
+        return Ok(());
+    }
+    let needs: Vec<&str> = kinds.iter().map(|k| k.needs()).collect();
+    Err(BadInput(format!(
+        "this run (--bs {}, --iodepth {}) cannot judge the spec: it needs {}; change the options or run 'hostmax verify', which runs each phase the spec needs",
+        crate::units::format_size(plan.workload.block_size.into()),
+        plan.workload.iodepth,
+        needs.join(", or ")
+    )))
+}
+
+/// The exit code of a judged run (see the module docs for the precedence).
+pub fn judged_exit_code(reports: &[&HostReport], signal: i32, pass: bool) -> i32 {
+    if signal != 0 {
+        128 + signal
+    } else if reports.iter().any(|r| r.host.errors > 0) {
+        app::EXIT_IO_ERRORS
+    } else if !pass {
+        i32::from(EXIT_VERDICT_FAILED)
+    } else {
+        0
+    }
+}
+
+/// The main run: as [`app::run`], then, when spec options were given, the verdict table and
+/// the `"verdict"` in the JSON.
+pub fn run(plan: RunPlan, specs: &SpecArgs) -> anyhow::Result<i32> {
+    let Some(set) = specs.spec_set(&plan.targets)? else {
+        return app::run(plan);
+    };
+    check_judgeable(&set, &plan)?;
+    let (report, signal) = app::run_and_emit(&plan, |report| {
+        report.verdict = Some(judge(&set, &[report]));
+    })?;
+    let verdict = report.verdict.as_ref().expect("set just above");
+    print_beside_json(
+        &format!("\n{}", table::render_verdict(verdict)),
+        plan.json.as_ref(),
+    );
+    Ok(judged_exit_code(&[&report], signal, verdict.pass))
+}
+
+/// Prints to stdout, or to stderr when the JSON goes to stdout.
+pub(crate) fn print_beside_json(text: &str, json: Option<&crate::plan::JsonDest>) {
+    match json {
+        Some(crate::plan::JsonDest::Stdout) => eprint!("{text}"),
+        _ => print!("{text}"),
+    }
+}
+
+/// The phases `hostmax verify` runs for a spec set: 4k for IOPS, 1m for throughput, 4k at
+/// depth 1 for latency, in that order.
+pub fn phases_for(set: &SpecSet) -> Vec<RuleKind> {
+    set.rule_kinds()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+    use hostmax_engine::target::TargetKind;
+
+    #[derive(Parser)]
+    struct Wrapper {
+        #[command(flatten)]
+        spec: SpecArgs,
+    }
+
+    fn parse(args: &[&str]) -> Result<SpecArgs, clap::Error> {
+        Wrapper::try_parse_from(std::iter::once("t").chain(args.iter().copied())).map(|w| w.spec)
+    }
+
+    fn target(path: &str, size: u64) -> TargetInfo {
+        TargetInfo {
+            path: PathBuf::from(path),
+            kind: TargetKind::RegularFile,
+            size,
+            logical_block_size: 512,
+            rdev: None,
+            kernel_name: None,
+        }
+    }
+
+    #[test]
+    fn options_build_one_class_for_every_volume() {
+        let args = parse(&["--profile", "oci-balanced", "--expect-host-iops", "400k"]).unwrap();
+        let set = args
+            .spec_set(&[
+                target("/a", 50_000_000_000),
+                target("/b", 1_000_000_000_000),
+            ])
+            .unwrap()
+            .unwrap();
+        assert_eq!(set.devices[0].expected().iops, Some(3000.0));
+        assert_eq!(set.devices[1].expected().iops, Some(25_000.0));
+        assert_eq!(set.devices[1].label, "oci-balanced");
+        assert_eq!(set.host.iops, Some(400_000.0));
+        assert_eq!(set.tolerance, Tolerance::DEFAULT);
+
+        let flat = parse(&["--expect-volume-iops", "2000", "--tolerance", "10%"]).unwrap();
+        let set = flat.spec_set(&[target("/a", 1 << 30)]).unwrap().unwrap();
+        assert_eq!(set.devices[0].expected().iops, Some(2000.0));
+        assert_eq!(set.devices[0].expected().bytes_per_sec, None);
+        assert_eq!(set.tolerance.fraction(), 0.1);
+
+        assert!(parse(&[])
+            .unwrap()
+            .spec_set(&[target("/a", 1)])
+            .unwrap()
+            .is_none());
+    }
+
+    #[test]
+    fn bad_spec_options_name_the_option() {
+        for (argv, needle) in [
+            (vec!["--volume-spec", "iopz=3"], "unknown key 'iopz'"),
+            (vec!["--tolerance", "150%"], "e.g. 5%"),
+            (vec!["--expect-volume-mbps", "-3"], "positive"),
+            (
+                vec!["--profile", "oci-balanced", "--volume-spec", "iops=1"],
+                "cannot be used with",
+            ),
+        ] {
+            let err = parse(&argv).expect_err("refused").to_string();
+            assert!(err.contains(needle), "{argv:?}: {err}");
+        }
+        let err = parse(&["--profile", "gp3"])
+            .unwrap()
+            .spec_set(&[target("/a", 1)])
+            .unwrap_err()
+            .0;
+        assert!(
+            err.contains("--profile") && err.contains("oci-balanced"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn spec_file_gives_devices_their_own_size_and_class() {
+        let dir = std::env::temp_dir().join(format!("hostmax-specfile-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let a = dir.join("a");
+        let b = dir.join("b");
+        std::fs::write(&a, b"").unwrap();
+        std::fs::write(&b, b"").unwrap();
+        let file = dir.join("spec.toml");
+        std::fs::write(
+            &file,
+            format!(
+                "tolerance = \"10%\"\n[host]\niops = 9000\n[volume]\nprofile = \"oci-balanced\"\n\n[[device]]\npath = \"{}\"\nsize = \"100GB\"\n",
+                a.display()
+            ),
+        )
+        .unwrap();
+        let targets = [
+            target(a.to_str().unwrap(), 4096),
+            target(b.to_str().unwrap(), 50_000_000_000),
+        ];
+        let args = parse(&["--spec-file", file.to_str().unwrap()]).unwrap();
+        let set = args.spec_set(&targets).unwrap().unwrap();
+        // a: listed with a size only, so the [volume] class at 100 GB; b: the class at its size.
+        assert_eq!(set.devices[0].expected().iops, Some(6000.0));
+        assert_eq!(set.devices[1].expected().iops, Some(3000.0));
+        assert_eq!(set.host.iops, Some(9000.0));
+        assert_eq!(set.tolerance.fraction(), 0.1);
+        // Options override the file's defaults.
+        let args = parse(&[
+            "--spec-file",
+            file.to_str().unwrap(),
+            "--expect-host-iops",
+            "1000",
+            "--tolerance",
+            "1%",
+        ])
+        .unwrap();
+        let set = args.spec_set(&targets).unwrap().unwrap();
+        assert_eq!(
+            (set.host.iops, set.tolerance.fraction()),
+            (Some(1000.0), 0.01)
+        );
+
+        // A device that is not a target, a typo'd key, a bad value: each named.
+        std::fs::write(
+            &file,
+            "[[device]]\npath = \"/dev/nonexistent-x\"\nprofile = \"oci-balanced\"\n",
+        )
+        .unwrap();
+        let err = args.spec_set(&targets).unwrap_err().0;
+        assert!(
+            err.contains("/dev/nonexistent-x") && err.contains("not among --devices"),
+            "{err}"
+        );
+        std::fs::write(&file, "[volume]\nprofle = \"oci-balanced\"\n").unwrap();
+        let err = args.spec_set(&targets).unwrap_err().0;
+        assert!(err.contains("profle"), "{err}");
+        std::fs::write(&file, "[volume]\nspec = \"iops=60/TB\"\n").unwrap();
+        let err = args.spec_set(&targets).unwrap_err().0;
+        assert!(err.contains("per GB") && err.contains("spec.toml"), "{err}");
+        let json = dir.join("spec.json");
+        std::fs::write(&json, r#"{"volume": {"spec": "iops=1000"}}"#).unwrap();
+        let set = parse(&["--spec-file", json.to_str().unwrap()])
+            .unwrap()
+            .spec_set(&targets)
+            .unwrap()
+            .unwrap();
+        assert_eq!(set.devices[1].expected().iops, Some(1000.0));
+        let err = parse(&["--spec-file", "/nonexistent/spec.toml"])
+            .unwrap()
+            .spec_set(&targets)
+            .unwrap_err()
+            .0;
+        assert!(err.contains("cannot read"), "{err}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

@@ -1,0 +1,339 @@
+//! `hostmax sweep`: the same workload on the first 1, 2, 4, ... and all volumes; finds the
+//! host's ceiling and knee (`hostmax_aggregate::knee`), prints a table, writes
+//! `"sweep"` in the JSON and, with `--svg`, draws IOPS against volumes beside the ideal line.
+
+use std::path::{Path, PathBuf};
+
+use clap::Args;
+use hostmax_aggregate::knee::{default_steps, IdealSource, Sweep, SweepPoint};
+use hostmax_aggregate::{HostReport, SweepReport, SCHEMA_VERSION};
+
+use super::print_beside_json;
+use crate::app;
+use crate::args::{plan_run, RunArgs};
+use crate::chart::{Band, LegendCorner, LineChart, Series, SeriesStyle, TickFormat};
+use crate::output::units::format_mib_per_sec;
+use crate::plan::BadInput;
+
+/// One entry of `--steps`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Step {
+    /// The first N volumes.
+    Count(usize),
+    /// Every volume.
+    All,
+}
+
+/// The volume counts `--steps` gives.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StepList(pub Vec<Step>);
+
+fn steps_arg(s: &str) -> Result<StepList, String> {
+    let mut steps = Vec::new();
+    for part in s.split(',').map(str::trim) {
+        if part.eq_ignore_ascii_case("all") {
+            steps.push(Step::All);
+            continue;
+        }
+        match part.parse::<usize>() {
+            Ok(n) if n >= 1 => steps.push(Step::Count(n)),
+            _ => {
+                return Err(format!(
+                    "'{part}' is not a volume count; give counts of 1 or more and 'all', e.g. 1,2,4,8,all"
+                ))
+            }
+        }
+    }
+    Ok(StepList(steps))
+}
+
+/// `hostmax sweep`'s options.
+#[derive(Debug, Clone, Args)]
+pub struct SweepArgs {
+    /// Devices, workload, times, and optionally a spec (its volumes' IOPS make the ideal
+    /// line; `--tolerance` sets how close to the ceiling the knee must be).
+    #[command(flatten)]
+    pub run: RunArgs,
+
+    /// Volume counts to run, e.g. 1,2,4,8,all [default: powers of two below the device
+    /// count, then all]. Each step drives the first N devices as given.
+    #[arg(long, value_name = "LIST", value_parser = steps_arg)]
+    pub steps: Option<StepList>,
+
+    /// Draw IOPS against volumes, with the ideal line, as an SVG file.
+    #[arg(long, value_name = "PATH")]
+    pub svg: Option<PathBuf>,
+}
+
+/// The sorted, de-duplicated counts `steps` gives for `total` devices.
+pub fn resolve_steps(steps: Option<&[Step]>, total: usize) -> Result<Vec<usize>, BadInput> {
+    let Some(steps) = steps else {
+        return Ok(default_steps(total));
+    };
+    let mut counts = Vec::new();
+    for step in steps {
+        let n = match *step {
+            Step::All => total,
+            Step::Count(n) if n > total => {
+                return Err(BadInput(format!(
+                    "--steps {n}: only {total} device{} given; use counts up to {total}, or 'all'",
+                    if total == 1 { "" } else { "s" }
+                )))
+            }
+            Step::Count(n) => n,
+        };
+        counts.push(n);
+    }
+    counts.sort_unstable();
+    counts.dedup();
+    Ok(counts)
+}
+
+/// Checks before any I/O that the SVG can be written where asked.
+fn check_svg_dest(path: &Path) -> Result<(), BadInput> {
+    let shown = path.display();
+    if path.is_dir() {
+        return Err(BadInput(format!(
+            "--svg {shown}: is a directory; give a file path such as {}",
+            path.join("sweep.svg").display()
+        )));
+    }
+    let dir = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    if !dir.is_dir() {
+        return Err(BadInput(format!(
+            "--svg {shown}: the directory {} does not exist; create it or pick another path",
+            dir.display()
+        )));
+    }
+    Ok(())
+}
+
+/// The sweep's table for people.
+pub fn render_sweep(sweep: &Sweep, reports: &[HostReport]) -> String {
+    let mut out = String::new();
+    if let Some(first) = reports.first() {
+        let w = &first.workload;
+        out += &format!(
+            "sweep: {} {}, depth {}, tolerance {}%\n",
+            crate::units::format_size(w.block_size.into()),
+            w.pattern,
+            w.iodepth,
+            (sweep.tolerance * 100.0 * 1e6).round() / 1e6
+        );
+    }
+    let ideal_name = match sweep.ideal_source {
+        IdealSource::VolumeCaps => "ideal (caps)",
+        IdealSource::LinearFromFirst => "ideal (linear)",
+    };
+    out += &format!(
+        "{:>7}  {:>10}  {:>9}  {:>14}  {:>8}\n",
+        "volumes", "IOPS", "MiB/s", ideal_name, "of ideal"
+    );
+    for (p, i) in sweep.points.iter().zip(&sweep.ideal) {
+        let share = if i.iops > 0.0 {
+            format!("{:.3}", p.iops / i.iops)
+        } else {
+            "-".into()
+        };
+        out += &format!(
+            "{:>7}  {:>10.0}  {:>9}  {:>14.0}  {:>8}\n",
+            p.volumes,
+            p.iops,
+            format_mib_per_sec(p.bytes_per_sec),
+            i.iops,
+            share
+        );
+    }
+    out += &format!(
+        "ceiling {:.0} IOPS; knee at {} volume{} (the fewest reaching the ceiling within {}%)\n",
+        sweep.ceiling_iops,
+        sweep.knee_volumes,
+        if sweep.knee_volumes == 1 { "" } else { "s" },
+        (sweep.tolerance * 100.0 * 1e6).round() / 1e6
+    );
+    if !sweep.saturated {
+        out += "not saturated: IOPS still grew as the volumes promise; the host's ceiling is higher than this (add volumes or depth)\n";
+    }
+    out
+}
+
+/// The chart of IOPS against volumes with the ideal line and the ceiling band.
+pub fn sweep_chart(sweep: &Sweep) -> LineChart {
+    let t = sweep.tolerance;
+    LineChart {
+        title: "Host IOPS against volumes driven".into(),
+        x_label: "volumes".into(),
+        y_label: "IOPS".into(),
+        x_ticks: TickFormat::Count,
+        series: vec![
+            Series {
+                name: "measured".into(),
+                points: sweep
+                    .points
+                    .iter()
+                    .map(|p| (p.volumes as f64, p.iops))
+                    .collect(),
+                style: SeriesStyle::Solid,
+            },
+            Series {
+                name: match sweep.ideal_source {
+                    IdealSource::VolumeCaps => "ideal: sum of the volumes' promised IOPS".into(),
+                    IdealSource::LinearFromFirst => "ideal: first step scaled linearly".into(),
+                },
+                points: sweep
+                    .ideal
+                    .iter()
+                    .map(|i| (i.volumes as f64, i.iops))
+                    .collect(),
+                style: SeriesStyle::Dashed,
+            },
+        ],
+        bands: vec![Band {
+            name: format!(
+                "ceiling {:.0} IOPS, knee at {} volumes",
+                sweep.ceiling_iops, sweep.knee_volumes
+            ),
+            lower: sweep.ceiling_iops * (1.0 - t),
+            upper: sweep.ceiling_iops,
+        }],
+        legend: LegendCorner::LowerRight,
+        ..LineChart::default()
+    }
+}
+
+/// Runs `hostmax sweep`; returns the exit code.
+pub fn sweep(args: &SweepArgs) -> anyhow::Result<i32> {
+    let base = plan_run(&args.run)?;
+    let steps = resolve_steps(
+        args.steps.as_ref().map(|s| s.0.as_slice()),
+        base.targets.len(),
+    )?;
+    if let Some(svg) = &args.svg {
+        check_svg_dest(svg)?;
+    }
+    let specs = args.run.spec.spec_set(&base.targets)?;
+    let tolerance = specs
+        .as_ref()
+        .map(|s| s.tolerance)
+        .or(args.run.spec.tolerance)
+        .unwrap_or_default();
+    // The volumes' promised IOPS in device order, when every device has one.
+    let caps: Option<Vec<f64>> = specs.as_ref().and_then(|set| {
+        base.targets
+            .iter()
+            .map(|t| {
+                let path = t.path.to_string_lossy();
+                set.devices
+                    .iter()
+                    .find(|d| d.path == path)
+                    .and_then(|d| d.expected().iops)
+            })
+            .collect()
+    });
+
+    let mut reports: Vec<HostReport> = Vec::new();
+    let mut signal = 0;
+    for (i, &n) in steps.iter().enumerate() {
+        let mut plan = base.clone();
+        plan.targets.truncate(n);
+        plan.json = None;
+        eprintln!(
+            "hostmax sweep: step {}/{}: {n} volume{}",
+            i + 1,
+            steps.len(),
+            if n == 1 { "" } else { "s" }
+        );
+        let (report, sig) = app::measure(&plan)?;
+        eprintln!(
+            "hostmax sweep: {n} volume{}: {:.0} IOPS",
+            if n == 1 { "" } else { "s" },
+            report.host.iops
+        );
+        reports.push(report);
+        if sig != 0 {
+            signal = sig;
+            break;
+        }
+    }
+    let points: Vec<SweepPoint> = reports.iter().map(SweepPoint::from_report).collect();
+    let Some(found) = Sweep::new(points, caps.as_deref(), tolerance) else {
+        anyhow::bail!("the sweep measured nothing (stopped before its first step ended)");
+    };
+    print_beside_json(
+        &format!("\n{}", render_sweep(&found, &reports)),
+        base.json.as_ref(),
+    );
+    if let Some(path) = &args.svg {
+        let svg = sweep_chart(&found).to_svg()?;
+        std::fs::write(path, svg)
+            .map_err(|e| anyhow::anyhow!("--svg {}: cannot write it: {e}", path.display()))?;
+    }
+    let code = if signal != 0 {
+        128 + signal
+    } else if reports.iter().any(|r| r.host.errors > 0) {
+        app::EXIT_IO_ERRORS
+    } else {
+        0
+    };
+    if let Some(dest) = &base.json {
+        let root = SweepReport {
+            schema_version: SCHEMA_VERSION,
+            sweep: found,
+            runs: reports,
+        };
+        crate::output::json::write_json(&root, dest)?;
+    }
+    Ok(code)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use hostmax_aggregate::Tolerance;
+
+    #[test]
+    fn steps_parse_resolve_and_refuse() {
+        let steps = steps_arg("4, 1,all,2,2").unwrap();
+        assert_eq!(resolve_steps(Some(&steps.0), 6).unwrap(), vec![1, 2, 4, 6]);
+        assert_eq!(resolve_steps(None, 20).unwrap(), vec![1, 2, 4, 8, 16, 20]);
+        let err = resolve_steps(Some(&[Step::Count(8)]), 4).unwrap_err().0;
+        assert!(
+            err.contains("--steps 8") && err.contains("only 4 devices"),
+            "{err}"
+        );
+        for bad in ["0", "x", "1,,2", "-1"] {
+            let err = steps_arg(bad).unwrap_err();
+            assert!(err.contains("e.g. 1,2,4,8,all"), "{bad}: {err}");
+        }
+    }
+
+    #[test]
+    fn table_and_chart_name_the_ceiling_and_knee() {
+        let pts = [(1, 1998.0), (2, 3995.0), (4, 5004.0)]
+            .map(|(volumes, iops)| SweepPoint {
+                volumes,
+                iops,
+                bytes_per_sec: iops * 4096.0,
+            })
+            .to_vec();
+        let s = Sweep::new(pts, Some(&[2000.0; 4]), Tolerance::DEFAULT).unwrap();
+        let text = render_sweep(&s, &[]);
+        assert!(
+            text.contains("ceiling 5004 IOPS; knee at 4 volumes"),
+            "{text}"
+        );
+        let row = text
+            .lines()
+            .find(|l| l.trim_start().starts_with("4 "))
+            .unwrap();
+        assert!(row.contains("8000") && row.contains("0.625"), "{row}");
+        assert!(!text.contains("not saturated"));
+        let svg = sweep_chart(&s).to_svg().unwrap();
+        assert!(svg.contains("measured") && svg.contains("sum of the volumes"));
+        assert!(check_svg_dest(Path::new("/nonexistent-dir/x.svg")).is_err());
+        assert!(check_svg_dest(Path::new("/tmp")).is_err());
+    }
+}

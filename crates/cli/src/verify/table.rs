@@ -1,0 +1,255 @@
+//! The verdict table: one row per judged figure (device or host), expected against measured,
+//! the ratio and PASS/FAIL, then the volumes' sum, the bottleneck and the overall result.
+//!
+//! Throughput is in MB/s (10^6 bytes), as providers state their promises; the report table
+//! above it shows MiB/s.
+
+use std::fmt::Write as _;
+
+use hostmax_aggregate::{Bottleneck, Tolerance, Verdict};
+
+use crate::output::units::format_latency_ns;
+
+/// One row: target, spec, check, expected, measured, ratio, result.
+type Row = [String; 7];
+
+fn rate_row(
+    target: &str,
+    spec: &str,
+    check: &str,
+    expected: f64,
+    measured: f64,
+    ok: bool,
+    unit_scale: f64,
+) -> Row {
+    let fmt = |v: f64| {
+        if unit_scale == 1.0 {
+            format!("{v:.0}")
+        } else {
+            format!("{:.1}", v / unit_scale)
+        }
+    };
+    [
+        target.to_string(),
+        spec.to_string(),
+        check.to_string(),
+        fmt(expected),
+        fmt(measured),
+        ratio(measured, expected),
+        verdict_word(ok).to_string(),
+    ]
+}
+
+fn ratio(measured: f64, expected: f64) -> String {
+    if expected > 0.0 {
+        format!("{:.3}", measured / expected)
+    } else {
+        "-".to_string()
+    }
+}
+
+fn verdict_word(ok: bool) -> &'static str {
+    if ok {
+        "PASS"
+    } else {
+        "FAIL"
+    }
+}
+
+/// Renders the verdict for people. The string ends with a newline.
+pub fn render_verdict(v: &Verdict) -> String {
+    let t = Tolerance::new(v.tolerance).unwrap_or_default();
+    let mut rows: Vec<Row> = Vec::new();
+    for d in &v.devices {
+        let spec = match d.size_bytes {
+            Some(size) if !d.spec.is_empty() => {
+                let gb = size as f64 / 1e9;
+                if gb >= 10.0 {
+                    format!("{} @ {gb:.0} GB", d.spec)
+                } else {
+                    format!("{} @ {gb:.2} GB", d.spec)
+                }
+            }
+            _ => d.spec.clone(),
+        };
+        if let (Some(e), Some(m)) = (d.expected_iops, d.measured_iops) {
+            rows.push(rate_row(&d.path, &spec, "IOPS", e, m, t.reaches(m, e), 1.0));
+        }
+        if let (Some(e), Some(m)) = (d.expected_bytes_per_sec, d.measured_bytes_per_sec) {
+            rows.push(rate_row(&d.path, &spec, "MB/s", e, m, t.reaches(m, e), 1e6));
+        }
+        if let (Some(e), Some(m)) = (d.expected_p95_ns, d.measured_p95_ns) {
+            rows.push([
+                d.path.clone(),
+                spec.clone(),
+                "p95 <=".into(),
+                format_latency_ns(e),
+                format_latency_ns(m),
+                ratio(m as f64, e as f64),
+                verdict_word(t.stays_under(m as f64, e as f64)).into(),
+            ]);
+        }
+    }
+    let h = &v.host;
+    if let (Some(e), Some(m)) = (h.expected_iops, h.measured_iops) {
+        rows.push(rate_row("host", "", "IOPS", e, m, t.reaches(m, e), 1.0));
+    }
+    if let (Some(e), Some(m)) = (h.expected_bytes_per_sec, h.measured_bytes_per_sec) {
+        rows.push(rate_row("host", "", "MB/s", e, m, t.reaches(m, e), 1e6));
+    }
+
+    let header: Row = [
+        "target", "spec", "check", "expected", "measured", "ratio", "result",
+    ]
+    .map(String::from);
+    let mut widths = header.clone().map(|h| h.chars().count());
+    for r in &rows {
+        for (w, c) in widths.iter_mut().zip(r) {
+            *w = (*w).max(c.chars().count());
+        }
+    }
+    let line = |cells: &Row| {
+        let mut s = String::new();
+        for (i, (c, w)) in cells.iter().zip(&widths).enumerate() {
+            if i > 0 {
+                s.push_str("  ");
+            }
+            if i < 3 {
+                let _ = write!(s, "{c:<w$}");
+            } else {
+                let _ = write!(s, "{c:>w$}");
+            }
+        }
+        s.truncate(s.trim_end().len());
+        s.push('\n');
+        s
+    };
+
+    let mut out = format!("verdict (tolerance {t})\n");
+    out += &line(&header);
+    for r in &rows {
+        out += &line(r);
+    }
+    if rows.is_empty() {
+        out += "  (nothing judged)\n";
+    }
+    if let (Some(sum), Some(m)) = (h.volumes_iops, h.measured_iops) {
+        out += &sum_line("IOPS", sum, m, h.bottleneck, 1.0);
+    } else if let (Some(sum), Some(m)) = (h.volumes_bytes_per_sec, h.measured_bytes_per_sec) {
+        out += &sum_line("MB/s", sum, m, h.bottleneck, 1e6);
+    }
+    for n in &v.not_judged {
+        let _ = writeln!(out, "not judged: {n}");
+    }
+    let failures = v.failures();
+    if v.pass {
+        let _ = writeln!(
+            out,
+            "PASS: every judged figure is within {t} of its promise"
+        );
+    } else {
+        let _ = writeln!(
+            out,
+            "FAIL: {} ({} of {} checks)",
+            failures.join(", "),
+            failures.len(),
+            rows.len()
+        );
+    }
+    out
+}
+
+fn sum_line(
+    unit: &str,
+    sum: f64,
+    measured: f64,
+    bottleneck: Option<Bottleneck>,
+    scale: f64,
+) -> String {
+    let why = match bottleneck {
+        None => "the host delivers what its volumes promise".to_string(),
+        Some(Bottleneck::Host) => {
+            "bottleneck: host (the short volumes are uniformly below their promises while the total is flat)".to_string()
+        }
+        Some(Bottleneck::Volumes) => {
+            "bottleneck: volumes (the short volumes each stopped at a limit of their own)".to_string()
+        }
+    };
+    let fmt = |v: f64| {
+        if scale == 1.0 {
+            format!("{v:.0}")
+        } else {
+            format!("{:.1}", v / scale)
+        }
+    };
+    format!(
+        "host total {} {unit} of the {} {unit} the volumes promise together ({}): {why}\n",
+        fmt(measured),
+        fmt(sum),
+        ratio(measured, sum)
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use hostmax_aggregate::verdict::{DeviceVerdict, HostVerdict};
+
+    fn device(path: &str, expected: f64, measured: f64, pass: bool) -> DeviceVerdict {
+        DeviceVerdict {
+            path: path.into(),
+            pass,
+            spec: "oci-balanced".into(),
+            size_bytes: Some(50_000_000_000),
+            expected_iops: Some(expected),
+            measured_iops: Some(measured),
+            expected_bytes_per_sec: None,
+            measured_bytes_per_sec: None,
+            expected_p95_ns: None,
+            measured_p95_ns: None,
+        }
+    }
+
+    #[test]
+    fn rows_ratios_bottleneck_and_the_failure_named() {
+        let v = Verdict {
+            pass: false,
+            tolerance: 0.05,
+            host: HostVerdict {
+                pass: false,
+                expected_iops: Some(6000.0),
+                measured_iops: Some(4001.0),
+                expected_bytes_per_sec: None,
+                measured_bytes_per_sec: None,
+                volumes_iops: Some(6000.0),
+                volumes_bytes_per_sec: None,
+                bottleneck: Some(Bottleneck::Volumes),
+            },
+            devices: vec![
+                device("/dev/loop0", 3000.0, 2999.0, true),
+                device("/dev/loop1", 3000.0, 1002.0, false),
+            ],
+            not_judged: vec!["volume MB/s: needs a run of 256k blocks or larger (--bs 1m)".into()],
+        };
+        let text = render_verdict(&v);
+        assert!(text.starts_with("verdict (tolerance 5%)\n"), "{text}");
+        let row1 = text.lines().find(|l| l.starts_with("/dev/loop1")).unwrap();
+        assert!(
+            row1.contains("oci-balanced @ 50 GB")
+                && row1.contains("0.334")
+                && row1.ends_with("FAIL"),
+            "{row1}"
+        );
+        let row0 = text.lines().find(|l| l.starts_with("/dev/loop0")).unwrap();
+        assert!(row0.ends_with("PASS") && row0.contains("1.000"), "{row0}");
+        let host = text.lines().find(|l| l.starts_with("host ")).unwrap();
+        assert!(host.ends_with("FAIL"), "{host}");
+        assert!(text.contains("4001 IOPS of the 6000 IOPS the volumes promise together (0.667): bottleneck: volumes"), "{text}");
+        assert!(text.contains("not judged: volume MB/s"));
+        assert!(
+            text.trim_end()
+                .ends_with("FAIL: /dev/loop1 IOPS, host IOPS (2 of 3 checks)"),
+            "{text}"
+        );
+    }
+}

@@ -1,0 +1,449 @@
+//! Runs on many hosts, end to end through the binary: `hostmax merge` of two real runs (exact
+//! sums, percentiles of the added histograms), its refusals, the `--hdr-log` interval log read
+//! back with the hdrhistogram crate's own reader, and `--start-at`.
+
+mod support;
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use hdrhistogram::serialization::interval_log::{IntervalLogIterator, LogEntry};
+use hdrhistogram::Histogram;
+use hostmax_aggregate::{decode_histogram, decode_latency_histogram, LatencySummary};
+use serde_json::Value;
+use support::*;
+
+const MIB: u64 = 1 << 20;
+
+/// `name` inside `dir`, as an argument.
+fn path_in(dir: &ScratchDir, name: &str) -> String {
+    dir.join(name).display().to_string()
+}
+
+/// Runs hostmax with `args` and expects exit 0.
+fn hostmax_ok(args: &[String]) -> std::process::Output {
+    let out = run_hostmax(args, None);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "hostmax {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+/// Runs hostmax with `args` and expects exit 2 with one line on stderr; returns that line.
+fn hostmax_refused(args: &[String]) -> String {
+    let out = run_hostmax(args, None);
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(2), "hostmax {args:?}: {stderr}");
+    assert_eq!(
+        stderr.trim_end().lines().count(),
+        1,
+        "not one line: {stderr}"
+    );
+    assert!(
+        out.stdout.is_empty(),
+        "stdout: {}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    stderr
+}
+
+/// A short randread run of `devices` for `runtime` writing its JSON report to `json`, plus
+/// `extra` options.
+fn short_run(devices: &[String], json: &str, runtime: &str, extra: &[&str]) -> Vec<String> {
+    let mut args = vec!["--devices".to_string()];
+    args.extend(devices.iter().cloned());
+    for a in [
+        "--runtime",
+        runtime,
+        "--ramp",
+        "0s",
+        "--iodepth",
+        "8",
+        "--json",
+        json,
+    ] {
+        args.push(a.to_string());
+    }
+    args.extend(extra.iter().map(|s| s.to_string()));
+    args
+}
+
+fn read_json(path: &str) -> Value {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{path}: {e}"));
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{path}: {e}"))
+}
+
+fn histogram(scope: &Value, op: &str) -> Histogram<u64> {
+    let text = scope["histograms"][op]
+        .as_str()
+        .unwrap_or_else(|| panic!("no histograms.{op} in {scope}"));
+    decode_latency_histogram(text).unwrap()
+}
+
+/// Every recorded bin as (highest equivalent value, count): equal bins whatever the length of
+/// the counts arrays (which depends on how a growing histogram was resized).
+fn bins(h: &Histogram<u64>) -> Vec<(u64, u64)> {
+    h.iter_recorded()
+        .map(|v| (v.value_iterated_to(), v.count_at_value()))
+        .collect()
+}
+
+fn ios(scope: &Value, op: &str) -> u64 {
+    scope[op]["ios"].as_u64().unwrap()
+}
+
+#[test]
+fn merged_report_adds_counts_exactly_and_takes_percentiles_from_added_histograms() {
+    require_root!();
+    let scratch = ScratchDir::new("fleet-merge");
+    let host = loop_volumes(3, 32 * MIB);
+    let paths = volume_paths(&host);
+    let (a, b, fleet) = (
+        path_in(&scratch, "a.json"),
+        path_in(&scratch, "b.json"),
+        path_in(&scratch, "fleet.json"),
+    );
+    {
+        let _lock = rate_test_lock();
+        hostmax_ok(&short_run(&paths[..2], &a, "2s", &[]));
+        hostmax_ok(&short_run(&paths[2..], &b, "2s", &[]));
+    }
+    let out = hostmax_ok(&[
+        "merge".to_string(),
+        a.clone(),
+        b.clone(),
+        "--json".to_string(),
+        fleet.clone(),
+    ]);
+    let (ra, rb, rf) = (read_json(&a), read_json(&b), read_json(&fleet));
+    let hostname = nix::unistd::gethostname()
+        .unwrap()
+        .to_string_lossy()
+        .into_owned();
+    assert_eq!(ra["hostname"], hostname.as_str());
+    assert!(rf.get("hostname").is_none());
+    assert_eq!(rf["schema_version"], 1);
+
+    // Counts are exact sums; rates add (the hosts ran concurrently).
+    for op in ["read", "write"] {
+        assert_eq!(
+            ios(&rf["host"], op),
+            ios(&ra["host"], op) + ios(&rb["host"], op)
+        );
+    }
+    assert!(ios(&rf["host"], "read") > 1000, "{}", rf["host"]);
+    let iops = |r: &Value| r["host"]["iops"].as_f64().unwrap();
+    assert!((iops(&rf) - (iops(&ra) + iops(&rb))).abs() < 1e-6 * iops(&rf));
+
+    // Percentiles: a's and b's host histograms decoded and added by hand.
+    let mut by_hand = histogram(&ra["host"], "read");
+    by_hand.add(histogram(&rb["host"], "read")).unwrap();
+    assert_eq!(by_hand.len(), ios(&rf["host"], "read"));
+    let want = LatencySummary::from_histogram(&by_hand);
+    let got: LatencySummary =
+        serde_json::from_value(rf["host"]["read"]["latency_ns"].clone()).unwrap();
+    assert_eq!(got, want);
+    assert_eq!(bins(&histogram(&rf["host"], "read")), bins(&by_hand));
+
+    // Devices keep their figures and name their host.
+    let devices = rf["devices"].as_array().unwrap();
+    assert_eq!(devices.len(), 3);
+    for (d, source) in devices.iter().zip(
+        ra["devices"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .chain(rb["devices"].as_array().unwrap()),
+    ) {
+        assert_eq!(d["host"], hostname.as_str());
+        assert_eq!(d["path"], source["path"]);
+        assert_eq!(d["read"], source["read"]);
+    }
+    let hosts = rf["fleet"]["hosts"].as_array().unwrap();
+    assert_eq!(hosts.len(), 2);
+    assert_eq!(hosts[1]["devices"], 1);
+    assert_eq!(hosts[0]["ios"], ra["host"]["read"]["ios"]);
+
+    // The table: devices as host:path, the fleet row last.
+    let table = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        table.contains(&format!("{hostname}:{}", paths[2])),
+        "{table}"
+    );
+    assert!(table.contains("fleet (2 hosts, 3 devices)"), "{table}");
+}
+
+#[test]
+fn merge_refuses_other_workloads_and_files_that_are_not_reports() {
+    require_root!();
+    let scratch = ScratchDir::new("fleet-refuse");
+    let host = loop_volumes(1, 32 * MIB);
+    let paths = volume_paths(&host);
+    let (a, c) = (path_in(&scratch, "a.json"), path_in(&scratch, "c.json"));
+    {
+        let _lock = rate_test_lock();
+        hostmax_ok(&short_run(&paths, &a, "1s", &[]));
+        hostmax_ok(&short_run(&paths, &c, "1s", &["--bs", "8k"]));
+    }
+    let fleet = path_in(&scratch, "fleet.json");
+    let merge = |files: &[&str]| -> Vec<String> {
+        let mut args = vec!["merge".to_string()];
+        args.extend(files.iter().map(|s| s.to_string()));
+        args.extend(["--json".to_string(), fleet.clone()]);
+        args
+    };
+    let err = hostmax_refused(&merge(&[&a, &c]));
+    assert!(
+        err.contains(&format!(
+            "{c}: workload differs from {a} in block_size (--bs): 8192 vs 4096"
+        )),
+        "{err}"
+    );
+
+    let junk = path_in(&scratch, "junk.json");
+    std::fs::write(&junk, "{\"hello\": \"world\"}").unwrap();
+    let err = hostmax_refused(&merge(&[&a, &junk]));
+    assert!(
+        err.contains(&format!("{junk}: not a hostmax report")),
+        "{err}"
+    );
+
+    let mut v2 = read_json(&a);
+    v2["schema_version"] = 2.into();
+    let newer = path_in(&scratch, "v2.json");
+    std::fs::write(&newer, v2.to_string()).unwrap();
+    let err = hostmax_refused(&merge(&[&a, &newer]));
+    assert!(err.contains(&format!("{newer}: schema_version 2")), "{err}");
+
+    let err = hostmax_refused(&merge(&[&a, &path_in(&scratch, "absent.json")]));
+    assert!(err.contains("cannot read it"), "{err}");
+    assert!(!Path::new(&fleet).exists(), "a refused merge wrote {fleet}");
+}
+
+/// (tag, second) -> count of every interval in an interval log, and its StartTime.
+fn read_interval_log(path: &str) -> (BTreeMap<(String, u64), u64>, Duration) {
+    let bytes = std::fs::read(path).unwrap();
+    let mut counts = BTreeMap::new();
+    let mut start = None;
+    for entry in IntervalLogIterator::new(&bytes) {
+        match entry.unwrap_or_else(|e| panic!("{path}: {e:?}")) {
+            LogEntry::StartTime(t) => start = Some(t),
+            LogEntry::BaseTime(_) => {}
+            LogEntry::Interval(i) => {
+                let h = decode_histogram(i.encoded_histogram()).unwrap();
+                let key = (
+                    i.tag().expect("every interval is tagged").to_string(),
+                    i.start_timestamp().as_secs(),
+                );
+                assert!(
+                    counts.insert(key.clone(), h.len()).is_none(),
+                    "{key:?} twice"
+                );
+            }
+        }
+    }
+    (counts, start.expect("the log has a StartTime"))
+}
+
+#[test]
+fn hdr_log_has_one_interval_per_device_op_and_second_adding_up_to_the_report() {
+    require_root!();
+    let scratch = ScratchDir::new("fleet-hlog");
+    let host = loop_volumes(2, 32 * MIB);
+    let paths = volume_paths(&host);
+    let (json, log) = (path_in(&scratch, "r.json"), path_in(&scratch, "r.hlog"));
+    {
+        let _lock = rate_test_lock();
+        let args = short_run(
+            &paths,
+            &json,
+            "2s",
+            &[
+                "--rw",
+                "randrw",
+                "--size",
+                "16m",
+                "--allow-write",
+                "--hdr-log",
+                &log,
+            ],
+        );
+        hostmax_ok(&args);
+    }
+    let report = read_json(&json);
+    let (counts, _) = read_interval_log(&log);
+    let seconds = report["time_series"].as_array().unwrap().len() as u64;
+    assert!(seconds >= 2, "{}", report["time_series"]);
+
+    let mut tags: Vec<String> = paths
+        .iter()
+        .flat_map(|p| {
+            let name = Path::new(p)
+                .file_name()
+                .unwrap()
+                .to_string_lossy()
+                .into_owned();
+            [format!("{name}-read"), format!("{name}-write")]
+        })
+        .collect();
+    tags.extend(["host-read".to_string(), "host-write".to_string()]);
+    // Exactly one interval per tag and second, and nothing else.
+    assert_eq!(
+        counts.len() as u64,
+        tags.len() as u64 * seconds,
+        "{counts:?}"
+    );
+    for tag in &tags {
+        for s in 0..seconds {
+            assert!(
+                counts.contains_key(&(tag.clone(), s)),
+                "no {tag} at {s}: {counts:?}"
+            );
+        }
+    }
+    let sum = |tag: &str| -> u64 {
+        counts
+            .iter()
+            .filter(|((t, _), _)| t == tag)
+            .map(|(_, n)| n)
+            .sum()
+    };
+    for (i, p) in paths.iter().enumerate() {
+        let name = Path::new(p)
+            .file_name()
+            .unwrap()
+            .to_string_lossy()
+            .into_owned();
+        let device = &report["devices"][i];
+        assert_eq!(sum(&format!("{name}-read")), ios(device, "read"), "{name}");
+        assert_eq!(
+            sum(&format!("{name}-write")),
+            ios(device, "write"),
+            "{name}"
+        );
+    }
+    assert_eq!(sum("host-read"), ios(&report["host"], "read"));
+    assert_eq!(sum("host-write"), ios(&report["host"], "write"));
+    assert!(ios(&report["host"], "write") > 0);
+    // Written atomically: no temporary file left beside it.
+    let names: Vec<String> = std::fs::read_dir(&scratch.0)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(names.len(), 2, "{names:?}");
+}
+
+#[test]
+fn start_at_delays_the_start() {
+    require_root!();
+    let scratch = ScratchDir::new("fleet-start");
+    let host = loop_volumes(1, 32 * MIB);
+    let paths = volume_paths(&host);
+    let (json, log) = (path_in(&scratch, "r.json"), path_in(&scratch, "r.hlog"));
+    let _lock = rate_test_lock();
+    let launched = SystemTime::now();
+    let clock = Instant::now();
+    let out = hostmax_ok(&short_run(
+        &paths,
+        &json,
+        "1s",
+        &["--start-at", "+2s", "--hdr-log", &log],
+    ));
+    let elapsed = clock.elapsed();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("starting at"), "{stderr}");
+    // The log's StartTime is the measured window's start (no ramp here): about 2 s after launch.
+    let (_, start) = read_interval_log(&log);
+    let delay = start.as_secs_f64() - launched.duration_since(UNIX_EPOCH).unwrap().as_secs_f64();
+    assert!(
+        (1.9..3.0).contains(&delay),
+        "started {delay:.3} s after launch"
+    );
+    // 2 s of waiting and 1 s of running; loosely, this machine is shared.
+    assert!(elapsed >= Duration::from_millis(2900), "{elapsed:?}");
+    assert!(elapsed < Duration::from_secs(10), "{elapsed:?}");
+    assert_eq!(read_json(&json)["measured_secs"], 1.0);
+}
+
+/// A regular file to run on without root.
+fn scratch_file(scratch: &ScratchDir) -> String {
+    let f = path_in(scratch, "vol");
+    std::fs::File::create(&f)
+        .unwrap()
+        .set_len(16 * MIB)
+        .unwrap();
+    f
+}
+
+#[test]
+fn a_past_or_malformed_start_at_is_refused() {
+    let scratch = ScratchDir::new("fleet-past");
+    let f = scratch_file(&scratch);
+    let run = |at: &str| {
+        hostmax_refused(&[
+            "--devices".into(),
+            f.clone(),
+            "--runtime".into(),
+            "1s".into(),
+            "--start-at".into(),
+            at.into(),
+        ])
+    };
+    let err = run("2020-01-01T00:00:00Z");
+    assert!(
+        err.contains("--start-at 2020-01-01T00:00:00.000Z is") && err.contains("in the past"),
+        "{err}"
+    );
+    let err = run("noon");
+    assert!(
+        err.contains("--start-at") && err.contains("RFC 3339"),
+        "{err}"
+    );
+    let err = run("2026-02-30T00:00:00Z");
+    assert!(err.contains("day 30 is out of range"), "{err}");
+}
+
+#[test]
+fn sigint_while_waiting_to_start_exits_cleanly() {
+    let scratch = ScratchDir::new("fleet-sigint");
+    let f = scratch_file(&scratch);
+    let json = path_in(&scratch, "r.json");
+    let mut child = Command::new(hostmax_bin())
+        .args([
+            "--devices",
+            &f,
+            "--runtime",
+            "1s",
+            "--start-at",
+            "+60s",
+            "--json",
+            &json,
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let mut line = String::new();
+    stderr.read_line(&mut line).unwrap();
+    assert!(line.contains("starting at"), "{line}");
+    let clock = Instant::now();
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGINT,
+    )
+    .unwrap();
+    let status = child.wait().unwrap();
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut stderr, &mut rest).unwrap();
+    assert_eq!(status.code(), Some(130), "{rest}");
+    assert!(rest.contains("nothing was measured"), "{rest}");
+    assert!(clock.elapsed() < Duration::from_secs(10));
+    assert!(!Path::new(&json).exists());
+}

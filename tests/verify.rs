@@ -1,0 +1,383 @@
+//! Verdicts, `hostmax verify` and `hostmax sweep` on the simulated host: throttled loop volumes
+//! whose caps are known, so what the verdict should say is known too.
+
+mod support;
+
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+use support::*;
+
+const MIB: u64 = 1 << 20;
+/// Short runs: 3 s keeps one 100 ms throttle slice, and a scheduling stall on this shared
+/// 2-core machine, inside the 5% tolerance.
+const TIMES: [&str; 4] = ["--runtime", "3s", "--ramp", "1s"];
+
+/// A directory under /dev/shm, removed on drop.
+struct Scratch(PathBuf);
+
+impl Scratch {
+    fn new(tag: &str) -> Scratch {
+        let p = PathBuf::from("/dev/shm").join(format!("hostmax-{tag}-{}", std::process::id()));
+        std::fs::create_dir_all(&p).unwrap();
+        Scratch(p)
+    }
+
+    fn path(&self, name: &str) -> PathBuf {
+        self.0.join(name)
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn paths(host: &SimulatedHost) -> Vec<String> {
+    host.device_paths()
+        .iter()
+        .map(|p| p.display().to_string())
+        .collect()
+}
+
+/// Runs `hostmax <before> --devices <devices> <after> --json <file>` inside the host's
+/// throttle; returns (exit code, JSON, stdout).
+fn run(
+    before: &[&str],
+    devices: &[String],
+    after: &[&str],
+    host: &SimulatedHost,
+    json: &Path,
+) -> (i32, Value, String) {
+    let mut args: Vec<String> = before.iter().map(|s| s.to_string()).collect();
+    args.push("--devices".into());
+    args.extend(devices.iter().cloned());
+    args.extend(after.iter().map(|s| s.to_string()));
+    args.extend(TIMES.iter().map(|s| s.to_string()));
+    args.push("--json".into());
+    args.push(json.display().to_string());
+    let out = run_hostmax(&args, host.throttle());
+    let code = out.status.code().unwrap_or(-1);
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let text = std::fs::read_to_string(json).unwrap_or_else(|e| {
+        panic!(
+            "hostmax {args:?} exited {code} without a report ({e}): {}",
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    let _ = std::fs::remove_file(json);
+    (code, serde_json::from_str(&text).expect("JSON"), stdout)
+}
+
+fn f(v: &Value) -> f64 {
+    v.as_f64().unwrap_or_else(|| panic!("not a number: {v}"))
+}
+
+#[test]
+fn capped_volumes_pass_and_one_throttled_below_its_spec_fails_by_name() {
+    require_root!();
+    let _rate = rate_test_lock();
+    let caps = [2000u64, 2000, 2000, 1000];
+    let spec = SimHostSpec {
+        volume_iops: caps.iter().map(|&c| Some(c)).collect(),
+        ..SimHostSpec::new(caps.len(), 64 * MIB)
+    };
+    let host = SimulatedHost::build_loop_devices(&spec).expect("simulated host");
+    let dir = Scratch::new("verdict");
+    let devices = paths(&host);
+
+    // The three volumes capped at their promise pass.
+    let (code, json, stdout) = run(
+        &[],
+        &devices[..3],
+        &["--expect-volume-iops", "2000"],
+        &host,
+        &dir.path("pass.json"),
+    );
+    assert_eq!(code, 0, "{stdout}");
+    let v = &json["verdict"];
+    assert_eq!(v["pass"], true, "{v}");
+    for d in v["devices"].as_array().unwrap() {
+        assert_eq!(d["pass"], true, "{d}");
+        assert_eq!(f(&d["expected_iops"]), 2000.0);
+        assert!((f(&d["measured_iops"]) - 2000.0).abs() < 100.0, "{d}");
+    }
+    assert!(v["host"]["bottleneck"].is_null(), "{v}");
+    assert!(
+        stdout.contains("verdict (tolerance 5%)") && stdout.contains("PASS: every judged figure"),
+        "{stdout}"
+    );
+
+    // All four: the one capped at 1000 fails, by name, and the run exits 1.
+    let (code, json, stdout) = run(
+        &[],
+        &devices,
+        &["--expect-volume-iops", "2000"],
+        &host,
+        &dir.path("fail.json"),
+    );
+    assert_eq!(code, 1, "{stdout}");
+    let v = &json["verdict"];
+    assert_eq!(v["pass"], false);
+    let failed: Vec<&str> = v["devices"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|d| d["pass"] == false)
+        .map(|d| d["path"].as_str().unwrap())
+        .collect();
+    assert_eq!(failed, vec![devices[3].as_str()]);
+    assert_eq!(v["host"]["bottleneck"], "volumes", "{v}");
+    assert!(
+        stdout.contains(&format!("FAIL: {} IOPS", devices[3])),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn a_host_cap_below_the_volumes_sum_is_the_bottleneck_and_the_sweep_finds_its_knee() {
+    require_root!();
+    let _rate = rate_test_lock();
+    let spec = SimHostSpec {
+        volume_iops: vec![Some(2000); 4],
+        host_iops: Some(5000),
+        ..SimHostSpec::new(4, 64 * MIB)
+    };
+    let host = SimulatedHost::build_loop_devices(&spec).expect("simulated host");
+    let dir = Scratch::new("knee");
+    let devices = paths(&host);
+
+    let (code, json, stdout) = run(
+        &[],
+        &devices,
+        &["--expect-volume-iops", "2000", "--expect-host-iops", "5000"],
+        &host,
+        &dir.path("host.json"),
+    );
+    eprintln!("{stdout}");
+    let v = &json["verdict"];
+    assert_eq!(code, 1, "the volumes share 5000, below 2000 each: {stdout}");
+    assert_eq!(v["host"]["bottleneck"], "host", "{v}\n{stdout}");
+    assert_eq!(
+        v["host"]["pass"], true,
+        "the host delivers its own 5000: {v}"
+    );
+    assert!(
+        (f(&v["host"]["measured_iops"]) - 5000.0).abs() < 250.0,
+        "{v}"
+    );
+    assert_eq!(f(&v["host"]["volumes_iops"]), 8000.0);
+    assert!(stdout.contains("bottleneck: host"), "{stdout}");
+
+    // The sweep over 1, 2, 3, 4 volumes: the true knee is 3 (3 x 2000 >= 5000).
+    let svg = dir.path("sweep.svg");
+    let keep_svg = std::env::var_os("HOSTMAX_KEEP_SVG");
+    let svg_arg = svg.display().to_string();
+    let (code, json, stdout) = run(
+        &["sweep"],
+        &devices,
+        &[
+            "--steps",
+            "1,2,3,all",
+            "--expect-volume-iops",
+            "2000",
+            "--svg",
+            &svg_arg,
+        ],
+        &host,
+        &dir.path("sweep.json"),
+    );
+    eprintln!("{stdout}");
+    assert_eq!(code, 0, "{stdout}");
+    let s = &json["sweep"];
+    let points = s["points"].as_array().unwrap();
+    assert_eq!(
+        points
+            .iter()
+            .map(|p| p["volumes"].as_u64().unwrap())
+            .collect::<Vec<_>>(),
+        vec![1, 2, 3, 4]
+    );
+    for p in points {
+        assert!(f(&p["bytes_per_sec"]) > 0.0, "{p}");
+    }
+    let ceiling = f(&s["ceiling_iops"]);
+    assert!(
+        (ceiling - 5000.0).abs() <= 0.05 * 5000.0,
+        "ceiling {ceiling} not within 5% of the 5000 cap: {stdout}"
+    );
+    // "Within one step": the knee is the first swept count at or after the true knee (3), or
+    // the next one. With these steps that is 3 or 4.
+    let knee = s["knee_volumes"].as_u64().unwrap();
+    assert!((3..=4).contains(&knee), "knee {knee}: {stdout}");
+    assert!((f(&points[0]["iops"]) - 2000.0).abs() < 100.0, "{stdout}");
+    assert!(
+        f(&points[1]["iops"]) < 0.95 * ceiling,
+        "2 volumes are below the ceiling: {stdout}"
+    );
+    assert_eq!(s["ideal_source"], "volume_caps");
+    assert_eq!(json["runs"].as_array().unwrap().len(), 4);
+    let chart = std::fs::read_to_string(&svg).expect("the SVG was written");
+    if let Some(keep) = keep_svg {
+        std::fs::write(keep, &chart).unwrap();
+    }
+    assert!(chart.trim_start().starts_with("<svg") && chart.trim_end().ends_with("</svg>"));
+    for name in ["measured", "ideal: sum of the volumes", "volumes", "IOPS"] {
+        assert!(chart.contains(name), "the chart lacks {name}");
+    }
+    assert!(stdout.contains("knee at"), "{stdout}");
+}
+
+#[test]
+fn oci_balanced_expects_3000_and_6000_iops_of_50_and_100_gb_volumes() {
+    require_root!();
+    let _rate = rate_test_lock();
+    // Sparse volumes on tmpfs: only the 64 MiB working set is ever touched. The simulated host
+    // takes whole 4 KiB pages, so 50 GB is rounded up by at most 4095 bytes.
+    let round = |b: u64| b.div_ceil(4096) * 4096;
+    let mut host = None;
+    for (gb, cap) in [(50u64, 3000u64), (100, 6000)] {
+        let spec = SimHostSpec {
+            volume_iops: vec![Some(cap)],
+            ..SimHostSpec::new(1, round(gb * 1_000_000_000))
+        };
+        host.get_or_insert_with(Vec::new)
+            .push(SimulatedHost::build_loop_devices(&spec).expect("simulated host"));
+    }
+    let hosts = host.unwrap();
+    // One throttle runs hostmax: put both volumes' caps into the first host's group.
+    let second = hosts[1].volumes()[0].loop_device().unwrap().major_minor();
+    let throttle = hosts[0].throttle().expect("throttled");
+    throttle
+        .limit_iops(second, 6000)
+        .expect("cap the 100 GB volume");
+    let devices: Vec<String> = hosts.iter().flat_map(paths).collect();
+    let dir = Scratch::new("oci");
+    let (code, json, stdout) = run(
+        &[],
+        &devices,
+        &["--profile", "oci-balanced", "--size", "64m"],
+        &hosts[0],
+        &dir.path("oci.json"),
+    );
+    assert_eq!(code, 0, "{stdout}");
+    let v = &json["verdict"];
+    for (d, expected) in v["devices"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .zip([3000.0, 6000.0])
+    {
+        let e = f(&d["expected_iops"]);
+        assert!((e - expected).abs() < 0.01, "{d}");
+        assert_eq!(d["pass"], true, "{d}");
+        // MB/s and latency are judged on other runs: this 4k depth-32 run leaves them out.
+        assert!(d["measured_bytes_per_sec"].is_null() && d["measured_p95_ns"].is_null());
+    }
+    assert!(
+        stdout.contains("oci-balanced @ 50 GB") && stdout.contains("oci-balanced @ 100 GB"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("not judged: volume MB/s"), "{stdout}");
+}
+
+#[test]
+fn verify_runs_the_iops_and_throughput_phases_and_judges_both() {
+    require_root!();
+    let _rate = rate_test_lock();
+    // 2000 IOPS binds at 4k (8 MB/s), 50 MB/s binds at 512k (95 IOPS).
+    let spec = SimHostSpec {
+        volume_iops: vec![Some(2000); 2],
+        volume_bps: vec![Some(50_000_000); 2],
+        ..SimHostSpec::new(2, 64 * MIB)
+    };
+    let host = SimulatedHost::build_loop_devices(&spec).expect("simulated host");
+    let devices = paths(&host);
+    let dir = Scratch::new("verify");
+    let spec_file = dir.path("spec.toml");
+    std::fs::write(
+        &spec_file,
+        format!(
+            "[volume]\nspec = \"iops=2000,mbps=50\"\n\n[[device]]\npath = \"{}\"\nspec = \"iops=2000,mbps=80\"\n",
+            devices[1]
+        ),
+    )
+    .unwrap();
+    let spec_arg = spec_file.display().to_string();
+    let (code, json, stdout) = run(
+        &["verify"],
+        &devices,
+        // 512k, not the default 1m: the loop queue splits a 1 MiB read into two 512 KiB bios
+        // (128 segments of a page) and blk-throttle charges both against the byte cap, so a
+        // 50 MB/s cap gives 25.7 MB/s at 1m on the simulated host (measured), 50.1 at 512k.
+        &[
+            "--spec-file",
+            &spec_arg,
+            "--size",
+            "64m",
+            "--throughput-bs",
+            "512k",
+        ],
+        &host,
+        &dir.path("verify.json"),
+    );
+    assert_eq!(
+        code, 1,
+        "the second volume promises 80 MB/s and gets 50: {stdout}"
+    );
+    let phases = json["phases"].as_array().unwrap();
+    assert_eq!(
+        phases
+            .iter()
+            .map(|p| p["workload"]["block_size"].as_u64().unwrap())
+            .collect::<Vec<_>>(),
+        vec![4096, 512 << 10]
+    );
+    assert!(phases
+        .iter()
+        .all(|p| p["workload"]["pattern"] == "randread"));
+    let v = &json["verdict"];
+    let (a, b) = (&v["devices"][0], &v["devices"][1]);
+    assert_eq!(a["pass"], true, "{a}");
+    assert!((f(&a["measured_iops"]) - 2000.0).abs() < 100.0, "{a}");
+    assert!(
+        (f(&a["measured_bytes_per_sec"]) - 50e6).abs() < 2.5e6,
+        "{a}"
+    );
+    assert_eq!(b["pass"], false, "{b}");
+    assert_eq!(f(&b["expected_bytes_per_sec"]), 80e6);
+    assert!(
+        stdout.contains(&format!("FAIL: {} MB/s", devices[1])),
+        "{stdout}"
+    );
+    // One verdict table after both phases' tables.
+    assert_eq!(stdout.matches("verdict (tolerance").count(), 1, "{stdout}");
+}
+
+#[test]
+fn spec_options_refused_before_any_io() {
+    require_root!();
+    let host = loop_volumes(1, 4 * MIB);
+    let devices = paths(&host);
+    for (args, needle) in [
+        (vec!["--expect-volume-mbps", "100"], "256k blocks or larger"),
+        (vec!["--profile", "aws-gp3"], "unknown profile 'aws-gp3'"),
+        (
+            vec!["--volume-spec", "iops=60/GB,max_iops"],
+            "'max_iops' in the volume spec has no value",
+        ),
+        (vec!["--spec-file", "/nonexistent/spec.toml"], "cannot read"),
+    ] {
+        let mut all: Vec<String> = vec!["--devices".into(), devices[0].clone()];
+        all.extend(args.iter().map(|s| s.to_string()));
+        let out = run_hostmax(&all, None);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains(needle), "{args:?}: {stderr}");
+        assert_eq!(stderr.trim_end().lines().count(), 1, "one line: {stderr}");
+    }
+    let out = run_hostmax(&["verify", "--devices", devices[0].as_str()], None);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("verify needs a spec"));
+}
