@@ -125,7 +125,8 @@ struct Slot {
     device: u32,
     op: OpKind,
     offset: u64,
-    submitted: Instant,
+    /// Submit time in nanoseconds after the run's start (set only when timing I/Os).
+    submitted_ns: u64,
 }
 
 /// The plan one worker thread carries out.
@@ -177,7 +178,7 @@ impl WorkerTask {
                 device: 0,
                 op: OpKind::Read,
                 offset: 0,
-                submitted: start,
+                submitted_ns: 0,
             };
             run.devices.iter().map(|d| d.iodepth as usize).sum()
         ];
@@ -308,8 +309,11 @@ impl WorkerLoop {
             }
             let submit_time = Instant::now();
             if record_latency {
+                // One clock reading stamps the whole batch, as nanoseconds since the start so
+                // that a completion's latency is one subtraction.
+                let submit_ns = submit_time.saturating_duration_since(self.start).as_nanos() as u64;
                 for &s in &just_pushed {
-                    self.slots[s as usize].submitted = submit_time;
+                    self.slots[s as usize].submitted_ns = submit_ns;
                 }
             }
             just_pushed.clear();
@@ -327,9 +331,10 @@ impl WorkerLoop {
             }
             now = Instant::now();
             self.roll_seconds(now);
-            let reap_time = now;
-            let in_window_start = self.ramp_end;
-            let end = self.end;
+            // Every completion of this batch was reaped now: decide its window once.
+            let reap_ns = now.saturating_duration_since(self.start).as_nanos() as u64;
+            let counted = now < self.end;
+            let errors_counted = now >= self.ramp_end && now < self.end;
             let (devices, slots) = (&mut self.devices, &self.slots);
             let on_error = self.on_error;
             let mut stop_all = false;
@@ -340,11 +345,11 @@ impl WorkerLoop {
                 dev.free_slots.push(user_data as u32);
                 let len = dev.block_size;
                 if result == len as i32 {
-                    if reap_time >= end {
+                    if !counted {
                         return; // drained after the window: done, not counted
                     }
                     let lat = if record_latency {
-                        (reap_time - slot.submitted).as_nanos() as u64
+                        reap_ns.saturating_sub(slot.submitted_ns)
                     } else {
                         0
                     };
@@ -377,7 +382,7 @@ impl WorkerLoop {
                         errno,
                         transferred,
                     });
-                    if reap_time >= in_window_start && reap_time < end {
+                    if errors_counted {
                         dev.interval.errors += 1;
                     }
                     match on_error {
@@ -472,7 +477,7 @@ impl WorkerLoop {
                     device: file as u32,
                     op,
                     offset,
-                    submitted: now,
+                    submitted_ns: 0,
                 };
                 dev.in_flight += 1;
                 dev.submitted += 1;
