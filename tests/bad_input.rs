@@ -3,10 +3,14 @@
 //! The block-device cases attach their own loop devices over files in /dev/shm and always
 //! detach (and unmount) them in `Drop` guards.
 
+mod support;
+
 use std::fs;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
+
+use support::Mount;
 
 const HOSTMAX: &str = env!("CARGO_BIN_EXE_hostmax");
 
@@ -77,35 +81,6 @@ impl LoopDevice {
 impl Drop for LoopDevice {
     fn drop(&mut self) {
         let _ = Command::new("losetup").args(["-d", &self.0]).status();
-    }
-}
-
-/// A mount, unmounted on drop.
-struct Mount(PathBuf);
-
-impl Mount {
-    fn new(source: &str, target: &Path, options: &[&str]) -> Mount {
-        fs::create_dir_all(target).unwrap();
-        let status = Command::new("mount")
-            .args(options)
-            .arg(source)
-            .arg(target)
-            .status()
-            .expect("run mount");
-        assert!(status.success(), "mount {source} {}", target.display());
-        Mount(target.to_path_buf())
-    }
-}
-
-impl Drop for Mount {
-    fn drop(&mut self) {
-        let ok = Command::new("umount")
-            .arg(&self.0)
-            .status()
-            .is_ok_and(|s| s.success());
-        if !ok {
-            let _ = Command::new("umount").arg("-l").arg(&self.0).status();
-        }
     }
 }
 

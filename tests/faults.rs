@@ -7,7 +7,6 @@
 mod support;
 
 use std::io::{BufRead, BufReader};
-use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
@@ -17,31 +16,6 @@ use support::*;
 
 const MIB: u64 = 1 << 20;
 const IODEPTH: u64 = 32;
-
-/// A scratch directory under /dev/shm, removed on drop.
-struct Scratch(PathBuf);
-
-impl Scratch {
-    fn new(tag: &str) -> Scratch {
-        let p = PathBuf::from(format!(
-            "/dev/shm/hostmax-faults-{tag}-{}",
-            std::process::id()
-        ));
-        let _ = std::fs::remove_dir_all(&p);
-        std::fs::create_dir_all(&p).unwrap();
-        Scratch(p)
-    }
-
-    fn path(&self, name: &str) -> String {
-        self.0.join(name).display().to_string()
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
 
 /// A device set read-only with `blockdev --setro`, set back read-write on drop.
 struct ReadOnly(String);
@@ -62,34 +36,6 @@ impl ReadOnly {
 impl Drop for ReadOnly {
     fn drop(&mut self) {
         let _ = Command::new("blockdev").args(["--setrw", &self.0]).status();
-    }
-}
-
-/// A small tmpfs, unmounted (lazily if busy) on drop.
-struct SmallTmpfs(PathBuf);
-
-impl SmallTmpfs {
-    fn mount(at: &Path, size: &str) -> SmallTmpfs {
-        std::fs::create_dir_all(at).unwrap();
-        let ok = Command::new("mount")
-            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
-            .arg(at)
-            .status()
-            .is_ok_and(|s| s.success());
-        assert!(ok, "mount tmpfs at {}", at.display());
-        SmallTmpfs(at.to_path_buf())
-    }
-}
-
-impl Drop for SmallTmpfs {
-    fn drop(&mut self) {
-        let ok = Command::new("umount")
-            .arg(&self.0)
-            .status()
-            .is_ok_and(|s| s.success());
-        if !ok {
-            let _ = Command::new("umount").arg("-l").arg(&self.0).status();
-        }
     }
 }
 
@@ -176,10 +122,10 @@ fn assert_failed_with(device: &Value, errno: i64) {
 /// and returns the exit code, the report, the wall time, and each device's kernel-counted
 /// write completions during the run.
 fn run_with_setro(on_error: &str) -> (Option<i32>, Value, Duration, Vec<u64>) {
-    let scratch = Scratch::new(&format!("setro-{on_error}"));
+    let scratch = ScratchDir::new(&format!("setro-{on_error}"));
     let host = loop_volumes(3, 64 * MIB);
     let devs = devices(&host);
-    let json = scratch.path("out.json");
+    let json = scratch.join("out.json").display().to_string();
     let mut args: Vec<String> = vec!["--devices".into()];
     args.extend(devs.iter().map(|d| d.path().display().to_string()));
     args.extend(
@@ -297,14 +243,14 @@ fn on_error_stop_all_ends_the_run_early() {
 #[test]
 fn a_file_target_out_of_space_is_reported_failed_with_enospc() {
     require_root!();
-    let scratch = Scratch::new("enospc");
-    let _tmpfs = SmallTmpfs::mount(&scratch.0.join("small"), "4m");
+    let scratch = ScratchDir::new("enospc");
+    let _tmpfs = Mount::tmpfs(&scratch.0.join("small"), "4m");
     let target = scratch.0.join("small/target.img");
     // Sparse and 16 times larger than the filesystem under it.
     std::fs::File::create(&target)
         .and_then(|f| f.set_len(64 * MIB))
         .unwrap();
-    let json = scratch.path("out.json");
+    let json = scratch.join("out.json").display().to_string();
     let args: Vec<String> = [
         "--devices",
         target.to_str().unwrap(),
@@ -338,9 +284,9 @@ fn a_file_target_out_of_space_is_reported_failed_with_enospc() {
 /// Interrupts a 10 s run over two loop volumes 1.5 s in with `sig`, and checks the report and
 /// the exit code.
 fn interrupt_run(sig: i32) {
-    let scratch = Scratch::new(&format!("signal-{sig}"));
+    let scratch = ScratchDir::new(&format!("signal-{sig}"));
     let host = loop_volumes(2, 32 * MIB);
-    let json = scratch.path("out.json");
+    let json = scratch.join("out.json").display().to_string();
     let mut args: Vec<String> = vec!["--devices".into()];
     args.extend(host.device_paths().iter().map(|p| p.display().to_string()));
     args.extend(["--runtime", "10s", "--ramp", "0s", "--json", &json].map(String::from));

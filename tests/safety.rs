@@ -70,50 +70,6 @@ fn settle(dev: &LoopDevice) {
         .status();
 }
 
-/// A scratch directory under /dev/shm, removed on drop.
-struct Scratch(PathBuf);
-
-impl Scratch {
-    fn new(tag: &str) -> Scratch {
-        let p = PathBuf::from(format!(
-            "/dev/shm/hostmax-safety-{tag}-{}",
-            std::process::id()
-        ));
-        let _ = std::fs::remove_dir_all(&p);
-        std::fs::create_dir_all(&p).unwrap();
-        Scratch(p)
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
-/// A mount, unmounted (lazily if busy) on drop.
-struct Mount(PathBuf);
-
-impl Mount {
-    fn new(source: &str, target: &Path) -> Mount {
-        std::fs::create_dir_all(target).unwrap();
-        run_tool("mount", &[source, &target.display().to_string()]);
-        Mount(target.to_path_buf())
-    }
-}
-
-impl Drop for Mount {
-    fn drop(&mut self) {
-        let ok = Command::new("umount")
-            .arg(&self.0)
-            .status()
-            .is_ok_and(|s| s.success());
-        if !ok {
-            let _ = Command::new("umount").arg("-l").arg(&self.0).status();
-        }
-    }
-}
-
 /// An active swap area, swapped off on drop.
 struct SwapOn(String);
 
@@ -361,12 +317,12 @@ fn partition_tables_and_partitions_are_refused() {
 #[test]
 fn a_mounted_device_is_refused_even_with_force() {
     require_root!();
-    let scratch = Scratch::new("mounted");
+    let scratch = ScratchDir::new("mounted");
     let host = loop_volumes(2, 32 * MIB);
     let devs = devices(&host);
     let (ext4, free) = (devs[0], devs[1]);
     mkfs_ext4(ext4);
-    let mount = Mount::new(&path_of(ext4), &scratch.0.join("mnt"));
+    let mount = Mount::new(&path_of(ext4), &scratch.0.join("mnt"), &[]);
     settle(free);
     let before = writes(free);
     for rw in ["randwrite", "write", "randrw"] {

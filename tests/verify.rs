@@ -3,7 +3,7 @@
 
 mod support;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use serde_json::Value;
 use support::*;
@@ -12,34 +12,6 @@ const MIB: u64 = 1 << 20;
 /// Short runs: 3 s keeps one 100 ms throttle slice, and a scheduling stall on this shared
 /// 2-core machine, inside the 5% tolerance.
 const TIMES: [&str; 4] = ["--runtime", "3s", "--ramp", "1s"];
-
-/// A directory under /dev/shm, removed on drop.
-struct Scratch(PathBuf);
-
-impl Scratch {
-    fn new(tag: &str) -> Scratch {
-        let p = PathBuf::from("/dev/shm").join(format!("hostmax-{tag}-{}", std::process::id()));
-        std::fs::create_dir_all(&p).unwrap();
-        Scratch(p)
-    }
-
-    fn path(&self, name: &str) -> PathBuf {
-        self.0.join(name)
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
-fn paths(host: &SimulatedHost) -> Vec<String> {
-    host.device_paths()
-        .iter()
-        .map(|p| p.display().to_string())
-        .collect()
-}
 
 /// Runs `hostmax <before> --devices <devices> <after> --json <file>` inside the host's
 /// throttle; returns (exit code, JSON, stdout).
@@ -84,8 +56,8 @@ fn capped_volumes_pass_and_one_throttled_below_its_spec_fails_by_name() {
         ..SimHostSpec::new(caps.len(), 64 * MIB)
     };
     let host = SimulatedHost::build_loop_devices(&spec).expect("simulated host");
-    let dir = Scratch::new("verdict");
-    let devices = paths(&host);
+    let dir = ScratchDir::new("verdict");
+    let devices = volume_paths(&host);
 
     // The three volumes capped at their promise pass.
     let (code, json, stdout) = run(
@@ -93,7 +65,7 @@ fn capped_volumes_pass_and_one_throttled_below_its_spec_fails_by_name() {
         &devices[..3],
         &["--expect-volume-iops", "2000"],
         &host,
-        &dir.path("pass.json"),
+        &dir.join("pass.json"),
     );
     assert_eq!(code, 0, "{stdout}");
     let v = &json["verdict"];
@@ -115,7 +87,7 @@ fn capped_volumes_pass_and_one_throttled_below_its_spec_fails_by_name() {
         &devices,
         &["--expect-volume-iops", "2000"],
         &host,
-        &dir.path("fail.json"),
+        &dir.join("fail.json"),
     );
     assert_eq!(code, 1, "{stdout}");
     let v = &json["verdict"];
@@ -145,15 +117,15 @@ fn a_host_cap_below_the_volumes_sum_is_the_bottleneck_and_the_sweep_finds_its_kn
         ..SimHostSpec::new(4, 64 * MIB)
     };
     let host = SimulatedHost::build_loop_devices(&spec).expect("simulated host");
-    let dir = Scratch::new("knee");
-    let devices = paths(&host);
+    let dir = ScratchDir::new("knee");
+    let devices = volume_paths(&host);
 
     let (code, json, stdout) = run(
         &[],
         &devices,
         &["--expect-volume-iops", "2000", "--expect-host-iops", "5000"],
         &host,
-        &dir.path("host.json"),
+        &dir.join("host.json"),
     );
     eprintln!("{stdout}");
     let v = &json["verdict"];
@@ -171,7 +143,7 @@ fn a_host_cap_below_the_volumes_sum_is_the_bottleneck_and_the_sweep_finds_its_kn
     assert!(stdout.contains("bottleneck: host"), "{stdout}");
 
     // The sweep over 1, 2, 3, 4 volumes: the true knee is 3 (3 x 2000 >= 5000).
-    let svg = dir.path("sweep.svg");
+    let svg = dir.join("sweep.svg");
     let keep_svg = std::env::var_os("HOSTMAX_KEEP_SVG");
     let svg_arg = svg.display().to_string();
     let (code, json, stdout) = run(
@@ -186,7 +158,7 @@ fn a_host_cap_below_the_volumes_sum_is_the_bottleneck_and_the_sweep_finds_its_kn
             &svg_arg,
         ],
         &host,
-        &dir.path("sweep.json"),
+        &dir.join("sweep.json"),
     );
     eprintln!("{stdout}");
     assert_eq!(code, 0, "{stdout}");
@@ -252,14 +224,14 @@ fn oci_balanced_expects_3000_and_6000_iops_of_50_and_100_gb_volumes() {
     throttle
         .limit_iops(second, 6000)
         .expect("cap the 100 GB volume");
-    let devices: Vec<String> = hosts.iter().flat_map(paths).collect();
-    let dir = Scratch::new("oci");
+    let devices: Vec<String> = hosts.iter().flat_map(volume_paths).collect();
+    let dir = ScratchDir::new("oci");
     let (code, json, stdout) = run(
         &[],
         &devices,
         &["--profile", "oci-balanced", "--size", "64m"],
         &hosts[0],
-        &dir.path("oci.json"),
+        &dir.join("oci.json"),
     );
     assert_eq!(code, 0, "{stdout}");
     let v = &json["verdict"];
@@ -293,9 +265,9 @@ fn verify_runs_the_iops_and_throughput_phases_and_judges_both() {
         ..SimHostSpec::new(2, 64 * MIB)
     };
     let host = SimulatedHost::build_loop_devices(&spec).expect("simulated host");
-    let devices = paths(&host);
-    let dir = Scratch::new("verify");
-    let spec_file = dir.path("spec.toml");
+    let devices = volume_paths(&host);
+    let dir = ScratchDir::new("verify");
+    let spec_file = dir.join("spec.toml");
     std::fs::write(
         &spec_file,
         format!(
@@ -320,7 +292,7 @@ fn verify_runs_the_iops_and_throughput_phases_and_judges_both() {
             "512k",
         ],
         &host,
-        &dir.path("verify.json"),
+        &dir.join("verify.json"),
     );
     assert_eq!(
         code, 1,
@@ -359,7 +331,7 @@ fn verify_runs_the_iops_and_throughput_phases_and_judges_both() {
 fn spec_options_refused_before_any_io() {
     require_root!();
     let host = loop_volumes(1, 4 * MIB);
-    let devices = paths(&host);
+    let devices = volume_paths(&host);
     for (args, needle) in [
         (vec!["--expect-volume-mbps", "100"], "256k blocks or larger"),
         (vec!["--profile", "aws-gp3"], "unknown profile 'aws-gp3'"),

@@ -203,3 +203,44 @@ pub fn run_json_stdout<S: AsRef<OsStr>>(
         )
     })
 }
+
+/// A mount made for a test (`mount OPTIONS SOURCE TARGET`), unmounted on drop, lazily if
+/// something still holds it, so a failing test never leaves it behind.
+pub struct Mount(pub PathBuf);
+
+impl Mount {
+    /// Mounts `source` on `target` (created if missing) with extra `mount` options.
+    pub fn new(source: &str, target: &Path, options: &[&str]) -> Mount {
+        std::fs::create_dir_all(target)
+            .unwrap_or_else(|err| panic!("create {}: {err}", target.display()));
+        let status = Command::new("mount")
+            .args(options)
+            .arg(source)
+            .arg(target)
+            .status()
+            .expect("run mount");
+        assert!(status.success(), "mount {source} {}", target.display());
+        Mount(target.to_path_buf())
+    }
+
+    /// A tmpfs of `size` (`4m`) on `target`.
+    pub fn tmpfs(target: &Path, size: &str) -> Mount {
+        Mount::new(
+            "tmpfs",
+            target,
+            &["-t", "tmpfs", "-o", &format!("size={size}")],
+        )
+    }
+}
+
+impl Drop for Mount {
+    fn drop(&mut self) {
+        let unmounted = Command::new("umount")
+            .arg(&self.0)
+            .status()
+            .is_ok_and(|s| s.success());
+        if !unmounted {
+            let _ = Command::new("umount").arg("-l").arg(&self.0).status();
+        }
+    }
+}

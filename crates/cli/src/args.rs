@@ -532,31 +532,7 @@ fn check_json_dest(path: &Path) -> Result<JsonDest, BadInput> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::fs;
-
-    /// A directory under /dev/shm (tmpfs takes O_DIRECT), removed on drop.
-    struct ScratchDir(PathBuf);
-    impl ScratchDir {
-        fn new(tag: &str) -> Self {
-            let dir = PathBuf::from(format!(
-                "/dev/shm/hostmax-args-{tag}-{}",
-                std::process::id()
-            ));
-            let _ = fs::remove_dir_all(&dir);
-            fs::create_dir_all(&dir).unwrap();
-            ScratchDir(dir)
-        }
-        fn file(&self, name: &str, len: u64) -> String {
-            let p = self.0.join(name);
-            fs::File::create(&p).unwrap().set_len(len).unwrap();
-            p.to_string_lossy().into_owned()
-        }
-    }
-    impl Drop for ScratchDir {
-        fn drop(&mut self) {
-            let _ = fs::remove_dir_all(&self.0);
-        }
-    }
+    use crate::test_support::ScratchDir;
 
     fn limits() -> HostLimits {
         HostLimits {
@@ -584,7 +560,7 @@ mod tests {
     #[test]
     fn defaults_match_the_issue() {
         let dir = ScratchDir::new("defaults");
-        let f = dir.file("a", 1 << 20);
+        let f = dir.file("a", 1 << 20).display().to_string();
         let plan = plan(&["--devices", &f]).unwrap();
         let w = &plan.workload;
         assert_eq!(w.pattern, IoPattern::RandRead);
@@ -603,8 +579,8 @@ mod tests {
     #[test]
     fn every_option_reaches_the_plan() {
         let dir = ScratchDir::new("options");
-        let a = dir.file("a", 8 << 20);
-        let b = dir.file("b", 8 << 20);
+        let a = dir.file("a", 8 << 20).display().to_string();
+        let b = dir.file("b", 8 << 20).display().to_string();
         let json = dir.0.join("r.json");
         let got = plan(&[
             "--devices",
@@ -658,7 +634,7 @@ mod tests {
     #[test]
     fn workload_rules_name_the_option_and_the_fix() {
         let dir = ScratchDir::new("rules");
-        let f = dir.file("f", 1 << 20);
+        let f = dir.file("f", 1 << 20).display().to_string();
         let cases: &[(&[&str], &str)] = &[
             (&["--bs", "0"], "--bs 0"),
             (&["--bs", "256"], "out of range"),
@@ -707,7 +683,7 @@ mod tests {
     fn too_many_devices_for_the_open_file_limit() {
         let dir = ScratchDir::new("nofile");
         let files: Vec<String> = (0..4)
-            .map(|i| dir.file(&format!("f{i}"), 1 << 20))
+            .map(|i| dir.file(&format!("f{i}"), 1 << 20).display().to_string())
             .collect();
         let mut argv = vec!["--devices"];
         argv.extend(files.iter().map(String::as_str));

@@ -242,32 +242,9 @@ fn identity(info: &TargetInfo) -> Option<Identity> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::test_support::ScratchDir;
     use std::cmp::Ordering;
     use std::fs;
-
-    /// A directory under /dev/shm removed on drop (tmpfs takes O_DIRECT on this kernel).
-    struct ScratchDir(PathBuf);
-    impl ScratchDir {
-        fn new(tag: &str) -> Self {
-            let dir = PathBuf::from(format!(
-                "/dev/shm/hostmax-devices-{tag}-{}",
-                std::process::id()
-            ));
-            let _ = fs::remove_dir_all(&dir);
-            fs::create_dir_all(&dir).expect("create scratch dir");
-            ScratchDir(dir)
-        }
-        fn file(&self, name: &str, len: u64) -> PathBuf {
-            let p = self.0.join(name);
-            fs::File::create(&p).unwrap().set_len(len).unwrap();
-            p
-        }
-    }
-    impl Drop for ScratchDir {
-        fn drop(&mut self) {
-            let _ = fs::remove_dir_all(&self.0);
-        }
-    }
 
     fn os(v: &[&str]) -> Vec<OsString> {
         v.iter().map(OsString::from).collect()

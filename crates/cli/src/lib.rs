@@ -30,3 +30,6 @@ pub mod simhost;
 pub mod suite;
 pub mod units;
 pub mod verify;
+
+#[cfg(test)]
+pub(crate) mod test_support;

@@ -10,7 +10,7 @@
 //! written beside its path and renamed into place when the run ends, like the JSON.
 
 use std::collections::BTreeMap;
-use std::fs::{self, File, OpenOptions};
+use std::fs::{self, OpenOptions};
 use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
@@ -22,6 +22,7 @@ use hdrhistogram::Histogram;
 use hostmax_aggregate::add_exact;
 use hostmax_engine::{new_latency_histogram, DeviceInterval, Workload};
 
+use crate::output::atomic::{parent_dir, AtomicFile};
 use crate::plan::BadInput;
 
 /// Checks before any I/O that the log can be written: a file path (not a directory or a
@@ -66,13 +67,6 @@ pub fn check_hdr_log_dest(path: &Path) -> Result<(), BadInput> {
             dir.display(),
             e.to_string().replace('\n', " ")
         ))),
-    }
-}
-
-fn parent_dir(path: &Path) -> PathBuf {
-    match path.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
-        _ => PathBuf::from("."),
     }
 }
 
@@ -125,9 +119,9 @@ struct PendingSecond {
 /// Writes the `--hdr-log` file while a run goes on: feed it every [`DeviceInterval`]
 /// ([`HdrLogRecorder::push`]), then [`HdrLogRecorder::finish`].
 pub struct HdrLogRecorder {
+    /// The destination, for messages.
     path: PathBuf,
-    temp: PathBuf,
-    file: BufWriter<File>,
+    file: BufWriter<AtomicFile>,
     serializer: V2DeflateSerializer,
     tags: Vec<String>,
     reads: bool,
@@ -162,26 +156,10 @@ impl HdrLogRecorder {
         workload: &Workload,
         measured_start: SystemTime,
     ) -> anyhow::Result<HdrLogRecorder> {
-        let target = match fs::symlink_metadata(path) {
-            Ok(m) if m.file_type().is_symlink() => {
-                fs::canonicalize(path).with_context(|| format!("--hdr-log {}", path.display()))?
-            }
-            _ => path.to_path_buf(),
-        };
-        let name = target
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_else(|| "hostmax.hlog".into());
-        let temp = parent_dir(&target).join(format!(".{name}.tmp-{}", std::process::id()));
-        let file = OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .open(&temp)
-            .with_context(|| format!("--hdr-log: creating {}", temp.display()))?;
+        let file =
+            AtomicFile::create(path).with_context(|| format!("--hdr-log {}", path.display()))?;
         let mut recorder = HdrLogRecorder {
-            path: target,
-            temp,
+            path: path.to_path_buf(),
             file: BufWriter::new(file),
             serializer: V2DeflateSerializer::new(),
             tags: device_tags(paths),
@@ -191,11 +169,8 @@ impl HdrLogRecorder {
             pending: BTreeMap::new(),
             failed: None,
         };
-        let header = recorder.write_header(paths, workload, measured_start);
-        if let Err(e) = header {
-            let _ = fs::remove_file(&recorder.temp);
-            return Err(e);
-        }
+        // On an error the recorder drops and its temporary file goes with it.
+        recorder.write_header(paths, workload, measured_start)?;
         Ok(recorder)
     }
 
@@ -296,7 +271,10 @@ impl HdrLogRecorder {
                     .map_err(|e| anyhow::anyhow!("{e}"))
             });
         if let Err(e) = written {
-            self.failed = Some(e.context(format!("--hdr-log: writing {}", self.temp.display())));
+            self.failed = Some(e.context(format!(
+                "--hdr-log: writing {}",
+                self.file.get_ref().temp_path().display()
+            )));
         }
     }
 
@@ -307,51 +285,25 @@ impl HdrLogRecorder {
         for (second, host) in &pending {
             self.write_host(*second, host);
         }
-        let result = match self.failed.take() {
-            Some(e) => Err(e),
-            None => self
-                .file
-                .flush()
-                .and_then(|()| self.file.get_ref().sync_all())
-                .and_then(|()| fs::rename(&self.temp, &self.path))
-                .with_context(|| format!("--hdr-log {}", self.path.display())),
-        };
-        if result.is_err() {
-            let _ = fs::remove_file(&self.temp);
+        if let Some(e) = self.failed.take() {
+            return Err(e);
         }
-        result
-    }
-}
-
-impl Drop for HdrLogRecorder {
-    fn drop(&mut self) {
-        // Not finished (the run failed): leave no temporary file behind. After a rename
-        // this finds nothing to remove.
-        let _ = fs::remove_file(&self.temp);
+        let context = || format!("--hdr-log {}", self.path.display());
+        let file = self
+            .file
+            .into_inner()
+            .map_err(|e| e.into_error())
+            .with_context(context)?;
+        file.commit().with_context(context)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::test_support::ScratchDir;
     use hdrhistogram::serialization::interval_log::{IntervalLogIterator, LogEntry};
     use hostmax_engine::IoPattern;
-
-    struct Scratch(PathBuf);
-    impl Scratch {
-        fn new(tag: &str) -> Scratch {
-            let dir =
-                std::env::temp_dir().join(format!("hostmax-hlog-{tag}-{}", std::process::id()));
-            let _ = fs::remove_dir_all(&dir);
-            fs::create_dir_all(&dir).unwrap();
-            Scratch(dir)
-        }
-    }
-    impl Drop for Scratch {
-        fn drop(&mut self) {
-            let _ = fs::remove_dir_all(&self.0);
-        }
-    }
 
     fn interval(device: usize, second: i64, reads: &[u64], writes: &[u64]) -> DeviceInterval {
         let mut read_latency = new_latency_histogram();
@@ -390,7 +342,7 @@ mod tests {
 
     #[test]
     fn log_parses_back_with_every_interval_and_count() {
-        let scratch = Scratch::new("parse");
+        let scratch = ScratchDir::new("parse");
         let path = scratch.0.join("run.hlog");
         let workload = Workload {
             pattern: IoPattern::RandRw,
@@ -450,7 +402,7 @@ mod tests {
 
     #[test]
     fn read_only_runs_log_only_reads_and_unfinished_logs_leave_nothing() {
-        let scratch = Scratch::new("reads");
+        let scratch = ScratchDir::new("reads");
         let path = scratch.0.join("r.hlog");
         let workload = Workload::default();
         let mut log =
@@ -473,7 +425,7 @@ mod tests {
 
     #[test]
     fn bad_destinations_are_refused_before_the_run() {
-        let scratch = Scratch::new("dest");
+        let scratch = ScratchDir::new("dest");
         let err = check_hdr_log_dest(&scratch.0).unwrap_err().0;
         assert!(err.contains("is a directory"), "{err}");
         let err = check_hdr_log_dest(Path::new("/dev/null")).unwrap_err().0;

@@ -75,31 +75,11 @@ pub fn run_merge(args: &MergeArgs) -> anyhow::Result<i32> {
 mod tests {
     use super::*;
     use crate::output::tests_support::sample_report;
-
-    struct Scratch(PathBuf);
-    impl Scratch {
-        fn new(tag: &str) -> Scratch {
-            let dir =
-                std::env::temp_dir().join(format!("hostmax-merge-{tag}-{}", std::process::id()));
-            let _ = std::fs::remove_dir_all(&dir);
-            std::fs::create_dir_all(&dir).unwrap();
-            Scratch(dir)
-        }
-        fn write(&self, name: &str, text: &str) -> PathBuf {
-            let p = self.0.join(name);
-            std::fs::write(&p, text).unwrap();
-            p
-        }
-    }
-    impl Drop for Scratch {
-        fn drop(&mut self) {
-            let _ = std::fs::remove_dir_all(&self.0);
-        }
-    }
+    use crate::test_support::ScratchDir;
 
     #[test]
     fn non_reports_are_refused_naming_the_file() {
-        let s = Scratch::new("refuse");
+        let s = ScratchDir::new("refuse");
         for (name, text, expected) in [
             ("junk.json", "hello", "not JSON"),
             ("other.json", r#"{"name":"x"}"#, "no schema_version"),
@@ -128,7 +108,7 @@ mod tests {
 
     #[test]
     fn a_written_report_loads_back() {
-        let s = Scratch::new("load");
+        let s = ScratchDir::new("load");
         let report = sample_report();
         let path = s.write("r.json", &serde_json::to_string(&report).unwrap());
         assert_eq!(load_report(&path).unwrap(), report);

@@ -1,9 +1,10 @@
 //! The `--json` report: checked before the run, written atomically after it.
 
-use std::fs::{self, File, OpenOptions};
+use std::fs::{self, OpenOptions};
 use std::io::{self, Write};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
+use super::atomic::{parent_dir, write_atomically};
 use crate::plan::{BadInput, JsonDest};
 
 /// Why the JSON report could not be written.
@@ -52,65 +53,12 @@ pub fn write_json<R: serde::Serialize + ?Sized>(
                 .and_then(|()| out.flush())
                 .map_err(JsonWriteError::Stdout)
         }
-        JsonDest::File(path) => write_atomically(path, text.as_bytes()),
-    }
-}
-
-fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), JsonWriteError> {
-    let fail = |path: &Path| {
-        let path = path.to_path_buf();
-        move |source| JsonWriteError::File { path, source }
-    };
-    let target = match fs::symlink_metadata(path) {
-        Ok(m) if m.file_type().is_symlink() => fs::canonicalize(path).map_err(fail(path))?,
-        _ => path.to_path_buf(),
-    };
-    let dir = parent_dir(&target);
-    let name = target
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "report.json".to_string());
-    let (temp, mut file) = create_temp(&dir, &name)?;
-    // On disk before the rename, so a crash cannot leave the new name on empty data.
-    let written = file.write_all(bytes).and_then(|()| file.sync_all());
-    drop(file);
-    if let Err(source) = written {
-        let _ = fs::remove_file(&temp);
-        return Err(JsonWriteError::File { path: temp, source });
-    }
-    if let Err(source) = fs::rename(&temp, &target) {
-        let _ = fs::remove_file(&temp);
-        return Err(JsonWriteError::File {
-            path: target,
-            source,
-        });
-    }
-    // Make the rename itself durable; a failure here leaves a complete file, so it is ignored.
-    if let Ok(d) = File::open(&dir) {
-        let _ = d.sync_all();
-    }
-    Ok(())
-}
-
-/// Creates a new temporary file beside the destination. `create_new` never opens an existing
-/// file or follows a planted symlink (the directory may be shared, such as /tmp).
-fn create_temp(dir: &Path, name: &str) -> Result<(PathBuf, File), JsonWriteError> {
-    let mut attempt = 0u32;
-    loop {
-        let temp = dir.join(format!(".{name}.tmp-{}-{attempt}", std::process::id()));
-        match OpenOptions::new().write(true).create_new(true).open(&temp) {
-            Ok(file) => return Ok((temp, file)),
-            Err(e) if e.kind() == io::ErrorKind::AlreadyExists && attempt < 100 => attempt += 1,
-            Err(source) => return Err(JsonWriteError::File { path: temp, source }),
+        JsonDest::File(path) => {
+            write_atomically(path, text.as_bytes()).map_err(|e| JsonWriteError::File {
+                path: e.path,
+                source: e.source,
+            })
         }
-    }
-}
-
-/// The directory a file path lives in (`.` for a bare file name).
-fn parent_dir(path: &Path) -> PathBuf {
-    match path.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
-        _ => PathBuf::from("."),
     }
 }
 
@@ -191,26 +139,9 @@ fn one_line(e: &io::Error) -> String {
 mod tests {
     use super::*;
     use crate::output::tests_support::sample_report;
+    use crate::test_support::ScratchDir;
     use hostmax_aggregate::HostReport;
-
-    /// A fresh directory under the system temp dir, removed on drop.
-    struct ScratchDir(PathBuf);
-
-    impl ScratchDir {
-        fn new(tag: &str) -> ScratchDir {
-            let dir =
-                std::env::temp_dir().join(format!("hostmax-json-{tag}-{}", std::process::id()));
-            let _ = fs::remove_dir_all(&dir);
-            fs::create_dir_all(&dir).unwrap();
-            ScratchDir(dir)
-        }
-    }
-
-    impl Drop for ScratchDir {
-        fn drop(&mut self) {
-            let _ = fs::remove_dir_all(&self.0);
-        }
-    }
+    use std::path::Path;
 
     fn entries(dir: &Path) -> Vec<String> {
         let mut names: Vec<String> = fs::read_dir(dir)

@@ -9,6 +9,7 @@
 //!   atomically to a file or to stdout, and the check that runs before any I/O.
 //! - [`units`]: how latencies and throughputs are spelled (µs/ms/s, MiB/s).
 
+pub mod atomic;
 pub mod json;
 pub mod progress;
 pub mod table;

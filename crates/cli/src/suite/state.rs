@@ -9,8 +9,8 @@
 //! - `rounds/rNNN-KEY.json`: a [`CellRound`] per finished cell of round NNN (`r003-4k_0_100.json`).
 
 use std::collections::BTreeMap;
-use std::fs::{self, File, OpenOptions};
-use std::io::{self, Write};
+use std::fs;
+use std::io;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -237,37 +237,9 @@ impl StateDir {
     }
 }
 
-/// Writes `bytes` to `path` whole or not at all: a temporary file beside it (created new, so
-/// never through a planted link), flushed to disk, renamed over it, and the directory synced.
+/// Writes `bytes` to `path` whole or not at all ([`crate::output::atomic`]).
 pub fn write_atomically(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
-    let dir = match path.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
-        _ => PathBuf::from("."),
-    };
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "file".into());
-    let mut attempt = 0u32;
-    let (temp, mut file) = loop {
-        let temp = dir.join(format!(".{name}.tmp-{}-{attempt}", std::process::id()));
-        match OpenOptions::new().write(true).create_new(true).open(&temp) {
-            Ok(file) => break (temp, file),
-            Err(e) if e.kind() == io::ErrorKind::AlreadyExists && attempt < 100 => attempt += 1,
-            Err(e) => return Err(e).with_context(|| format!("creating {}", temp.display())),
-        }
-    };
-    let written = file.write_all(bytes).and_then(|()| file.sync_all());
-    drop(file);
-    let renamed = written.and_then(|()| fs::rename(&temp, path));
-    if let Err(e) = renamed {
-        let _ = fs::remove_file(&temp);
-        return Err(e).with_context(|| format!("writing {}", path.display()));
-    }
-    if let Ok(d) = File::open(&dir) {
-        let _ = d.sync_all();
-    }
-    Ok(())
+    Ok(crate::output::atomic::write_atomically(path, bytes)?)
 }
 
 #[cfg(test)]

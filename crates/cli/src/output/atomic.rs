@@ -1,0 +1,189 @@
+//! Files written whole or not at all: [`AtomicFile`] and [`write_atomically`].
+//!
+//! A result file is never half-written: the bytes go to a new temporary file beside the
+//! destination (created with `create_new`, so never through a planted link in a shared
+//! directory), are flushed to disk, and the temporary file is renamed over the destination,
+//! whose directory is then synced. A destination that is a symlink has its target replaced.
+//! An `AtomicFile` dropped before [`AtomicFile::commit`] removes its temporary file.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+
+/// A failed atomic write, naming the file that failed.
+#[derive(Debug, thiserror::Error)]
+#[error("{}: {source}", path.display())]
+pub struct AtomicWriteError {
+    /// The temporary file or the destination.
+    pub path: PathBuf,
+    /// Why.
+    #[source]
+    pub source: io::Error,
+}
+
+/// A destination being written through a temporary file beside it.
+#[derive(Debug)]
+pub struct AtomicFile {
+    temp: PathBuf,
+    target: PathBuf,
+    file: Option<File>,
+}
+
+impl AtomicFile {
+    /// Creates the temporary file for `path` (the symlink's target if `path` is a symlink).
+    pub fn create(path: &Path) -> Result<AtomicFile, AtomicWriteError> {
+        let fail = |path: &Path| {
+            let path = path.to_path_buf();
+            move |source| AtomicWriteError { path, source }
+        };
+        let target = match fs::symlink_metadata(path) {
+            Ok(m) if m.file_type().is_symlink() => fs::canonicalize(path).map_err(fail(path))?,
+            _ => path.to_path_buf(),
+        };
+        let dir = parent_dir(&target);
+        let name = target
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "hostmax-output".to_string());
+        let mut attempt = 0u32;
+        loop {
+            let temp = dir.join(format!(".{name}.tmp-{}-{attempt}", std::process::id()));
+            match OpenOptions::new().write(true).create_new(true).open(&temp) {
+                Ok(file) => {
+                    return Ok(AtomicFile {
+                        temp,
+                        target,
+                        file: Some(file),
+                    })
+                }
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists && attempt < 100 => attempt += 1,
+                Err(source) => return Err(AtomicWriteError { path: temp, source }),
+            }
+        }
+    }
+
+    /// The temporary file's path (for messages).
+    pub fn temp_path(&self) -> &Path {
+        &self.temp
+    }
+
+    /// Puts the written bytes on disk and renames them over the destination.
+    pub fn commit(mut self) -> Result<(), AtomicWriteError> {
+        let file = self.file.take().expect("present until commit");
+        // On disk before the rename, so a crash cannot leave the new name on empty data.
+        if let Err(source) = file.sync_all() {
+            return Err(AtomicWriteError {
+                path: self.temp.clone(),
+                source,
+            });
+        }
+        drop(file);
+        if let Err(source) = fs::rename(&self.temp, &self.target) {
+            return Err(AtomicWriteError {
+                path: self.target.clone(),
+                source,
+            });
+        }
+        // Make the rename durable; a failure here leaves a complete file, so it is ignored.
+        if let Ok(d) = File::open(parent_dir(&self.target)) {
+            let _ = d.sync_all();
+        }
+        Ok(())
+    }
+}
+
+impl Write for AtomicFile {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.file.as_mut().expect("present until commit").write(buf)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.file.as_mut().expect("present until commit").flush()
+    }
+}
+
+impl Drop for AtomicFile {
+    fn drop(&mut self) {
+        // Not committed (or the rename failed): leave no temporary file behind.
+        if self.file.is_some() || self.temp.exists() {
+            let _ = fs::remove_file(&self.temp);
+        }
+    }
+}
+
+/// Writes `bytes` to `path` whole or not at all (see the module overview).
+pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), AtomicWriteError> {
+    let mut file = AtomicFile::create(path)?;
+    file.write_all(bytes).map_err(|source| AtomicWriteError {
+        path: file.temp.clone(),
+        source,
+    })?;
+    file.commit()
+}
+
+/// The directory a file path lives in (`.` for a bare file name).
+pub fn parent_dir(path: &Path) -> PathBuf {
+    match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::test_support::ScratchDir;
+
+    fn entries(dir: &Path) -> Vec<String> {
+        let mut names: Vec<String> = fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        names
+    }
+
+    #[test]
+    fn replaces_the_destination_whole_and_leaves_no_temporary_file() {
+        let dir = ScratchDir::new("atomic");
+        let path = dir.0.join("out.txt");
+        write_atomically(&path, b"one").unwrap();
+        write_atomically(&path, b"two").unwrap();
+        assert_eq!(fs::read(&path).unwrap(), b"two");
+        assert_eq!(entries(&dir.0), vec!["out.txt"]);
+    }
+
+    #[test]
+    fn an_uncommitted_file_leaves_the_destination_untouched() {
+        let dir = ScratchDir::new("atomic-drop");
+        let path = dir.write("out.txt", "old");
+        {
+            let mut f = AtomicFile::create(&path).unwrap();
+            f.write_all(b"half").unwrap();
+        }
+        assert_eq!(fs::read_to_string(&path).unwrap(), "old");
+        assert_eq!(entries(&dir.0), vec!["out.txt"]);
+    }
+
+    #[test]
+    fn a_symlinked_destination_has_its_target_replaced() {
+        let dir = ScratchDir::new("atomic-link");
+        let real = dir.write("real.txt", "old");
+        let link = dir.0.join("link.txt");
+        std::os::unix::fs::symlink(&real, &link).unwrap();
+        write_atomically(&link, b"new").unwrap();
+        assert!(fs::symlink_metadata(&link)
+            .unwrap()
+            .file_type()
+            .is_symlink());
+        assert_eq!(fs::read_to_string(&real).unwrap(), "new");
+    }
+
+    #[test]
+    fn a_missing_directory_is_an_error_naming_the_file() {
+        let err = write_atomically(Path::new("/nonexistent-hostmax-dir/x.json"), b"x")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("/nonexistent-hostmax-dir/"), "{err}");
+    }
+}

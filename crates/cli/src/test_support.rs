@@ -1,0 +1,44 @@
+//! Helpers shared by this crate's unit tests.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+/// A fresh directory `/dev/shm/hostmax-unit-TAG-PID` (tmpfs takes `O_DIRECT`; the system
+/// temporary directory where there is no /dev/shm), removed on drop.
+pub(crate) struct ScratchDir(pub PathBuf);
+
+impl ScratchDir {
+    pub(crate) fn new(tag: &str) -> ScratchDir {
+        let base = if Path::new("/dev/shm").is_dir() {
+            PathBuf::from("/dev/shm")
+        } else {
+            std::env::temp_dir()
+        };
+        let dir = base.join(format!("hostmax-unit-{tag}-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        fs::create_dir_all(&dir).expect("create scratch dir");
+        ScratchDir(dir)
+    }
+
+    /// A sparse file of `len` bytes in the directory.
+    pub(crate) fn file(&self, name: &str, len: u64) -> PathBuf {
+        let path = self.0.join(name);
+        fs::File::create(&path)
+            .and_then(|f| f.set_len(len))
+            .expect("create scratch file");
+        path
+    }
+
+    /// A file holding `text` in the directory.
+    pub(crate) fn write(&self, name: &str, text: &str) -> PathBuf {
+        let path = self.0.join(name);
+        fs::write(&path, text).expect("write scratch file");
+        path
+    }
+}
+
+impl Drop for ScratchDir {
+    fn drop(&mut self) {
+        let _ = fs::remove_dir_all(&self.0);
+    }
+}
