@@ -1,12 +1,16 @@
 //! Criterion benches of hostmax's per-I/O and per-run hot paths.
 //!
-//! - `histogram/record`: one `saturating_record` into the engine's latency histogram
-//!   (1 ns..1 h, 3 significant figures), as every completion does.
+//! - `histogram/record`: one [`record_latency`] into the engine's latency histogram (from
+//!   1 ns, 3 significant figures, growing to 1 h), as every completion does.
 //! - `histogram/add` and `histogram/host_merge_32`: adding two such histograms, and
 //!   [`HostHistograms::merge`] of a 32-device [`RunResult`] (what the host report costs).
 //! - `offsets/*`: [`OffsetStream::next_offset`] random and sequential, and
 //!   [`OffsetStream::next_is_read`] for a 70/30 mix, as every submission does.
 //! - `report/summarize_32`: [`summarize`] of a 32-device result.
+//! - `engine/io_cycle_tmpfs_file`: whole submit-complete cycles through the engine (fill a
+//!   slot, submit in a batch, reap, account the completion, record its latency) on a file in
+//!   /dev/shm, per I/O: the completion-handling path end to end, kernel copy included. It is
+//!   skipped, with a message, where /dev/shm is missing or refuses O_DIRECT.
 //!
 //! Measurement time is cut to ~2 s per bench so the whole file runs in about a minute;
 //! `cargo bench --bench hot_paths -- --test` runs each once as a smoke test.
@@ -19,8 +23,8 @@ use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughpu
 use hdrhistogram::Histogram;
 use hostmax_aggregate::{summarize, HostHistograms};
 use hostmax_engine::{
-    new_latency_histogram, DeviceResult, ErrorLog, IoPattern, OffsetStream, OpResult, RunResult,
-    Workload,
+    new_latency_histogram, record_latency, DeviceResult, ErrorLog, IoPattern, OffsetStream,
+    OpResult, RunConfig, RunResult, Workload,
 };
 
 /// Devices in the synthetic run: the top of the 20-32 volume range hostmax is built for.
@@ -56,7 +60,7 @@ fn latencies(seed: u64, n: usize) -> Vec<u64> {
 fn filled_histogram(seed: u64) -> Histogram<u64> {
     let mut h = new_latency_histogram();
     for v in latencies(seed, SAMPLES_PER_DEVICE) {
-        h.saturating_record(v);
+        record_latency(&mut h, v);
     }
     h
 }
@@ -101,7 +105,7 @@ fn histogram_benches(c: &mut Criterion) {
         let mut h = new_latency_histogram();
         b.iter(|| {
             for &v in &values {
-                h.saturating_record(black_box(v));
+                record_latency(&mut h, black_box(v));
             }
         })
     });
@@ -179,6 +183,62 @@ fn report_benches(c: &mut Criterion) {
     group.finish();
 }
 
+/// I/Os per `engine/io_cycle_tmpfs_file` iteration: enough that thread and ring setup
+/// (a few hundred microseconds) stay a small part of it.
+const ENGINE_IOS: u64 = 50_000;
+
+fn engine_benches(c: &mut Criterion) {
+    let dir = PathBuf::from("/dev/shm").join(format!("hostmax-bench-{}", std::process::id()));
+    if std::fs::create_dir_all(&dir).is_err() {
+        eprintln!(
+            "engine/io_cycle_tmpfs_file skipped: cannot create {}",
+            dir.display()
+        );
+        return;
+    }
+    let file = dir.join("volume.img");
+    let made = std::fs::File::create(&file).and_then(|f| f.set_len(64 << 20));
+    let workload = Workload {
+        pattern: IoPattern::RandRead,
+        iodepth: 32,
+        runtime: Duration::from_secs(600),
+        ramp: Duration::ZERO,
+        io_limit: Some(ENGINE_IOS * 4096),
+        ..Workload::default()
+    };
+    let run = || {
+        hostmax_engine::start(RunConfig {
+            targets: vec![file.clone()],
+            workload: workload.clone(),
+            cpus: None,
+            live: false,
+            layout: Default::default(),
+            on_error: Default::default(),
+            polling: Default::default(),
+        })
+        .and_then(|h| h.wait())
+    };
+    match made
+        .map_err(|e| e.to_string())
+        .and_then(|()| run().map_err(|e| e.to_string()))
+    {
+        Ok(_) => {
+            let mut group = c.benchmark_group("engine");
+            group.throughput(Throughput::Elements(ENGINE_IOS));
+            group.sample_size(10);
+            group.bench_function("io_cycle_tmpfs_file", |b| {
+                b.iter(|| {
+                    let result = run().expect("the engine runs on the scratch file");
+                    assert_eq!(result.devices[0].read.ios, ENGINE_IOS);
+                })
+            });
+            group.finish();
+        }
+        Err(e) => eprintln!("engine/io_cycle_tmpfs_file skipped: {e}"),
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 fn quick() -> Criterion {
     Criterion::default()
         .warm_up_time(Duration::from_millis(500))
@@ -189,6 +249,6 @@ fn quick() -> Criterion {
 criterion_group! {
     name = hot_paths;
     config = quick();
-    targets = histogram_benches, offset_benches, report_benches
+    targets = histogram_benches, offset_benches, report_benches, engine_benches
 }
 criterion_main!(hot_paths);

@@ -56,8 +56,10 @@ pub fn run_hostmax<S: AsRef<OsStr>>(args: &[S], in_group: Option<&IoThrottle>) -
         .unwrap_or_else(|err| panic!("could not run {}: {err}", hostmax_bin().display()))
 }
 
-/// (reads completed, writes completed) of block device `kernel_name` (e.g. "loop3"), from
-/// fields 1 and 5 of `/sys/block/DEV/stat`, once they have settled.
+/// (reads, writes) the kernel completed for block device `kernel_name` (e.g. "loop3"), as
+/// submitted: fields 1+2 and 5+6 of `/sys/block/DEV/stat` (completed requests plus the I/Os
+/// merged into them: two random 4 KiB reads that happen to be adjacent become one request),
+/// once they have settled.
 ///
 /// The block layer completes a request to its submitter (io_uring posts the CQE) before it
 /// counts it in these statistics, and on a busy machine the completing kernel thread can be
@@ -85,12 +87,12 @@ fn read_kernel_completions(kernel_name: &str) -> (u64, u64) {
         .map(|f| f.parse().expect("stat fields are numbers"))
         .collect();
     assert!(
-        fields.len() >= 5,
+        fields.len() >= 6,
         "{} has {} fields",
         path.display(),
         fields.len()
     );
-    (fields[0], fields[4])
+    (fields[0] + fields[1], fields[4] + fields[5])
 }
 
 /// `count` uncapped loop volumes of `size` bytes (root only).
