@@ -479,54 +479,15 @@ fn check_open_files(targets: usize, (soft, hard): (u64, u64)) -> Result<(), BadI
     )))
 }
 
-/// Checks where `--json` goes: `-` is stdout; a path must not be a directory and its
-/// directory must exist and be writable.
+/// Where `--json` goes: `-` is stdout; a file path must pass
+/// [`crate::output::json::check_json_dest`].
 fn check_json_dest(path: &Path) -> Result<JsonDest, BadInput> {
     if path.as_os_str() == "-" {
         return Ok(JsonDest::Stdout);
     }
-    if path.as_os_str().is_empty() {
-        return Err(BadInput(
-            "--json got an empty path; give a file path, or '-' for stdout".into(),
-        ));
-    }
-    if path.is_dir() {
-        return Err(BadInput(format!(
-            "--json {} is a directory; give a file path such as {}/report.json",
-            path.display(),
-            path.display()
-        )));
-    }
-    // The report is written beside its path and renamed over it: that would replace a device
-    // node or a FIFO rather than write into it.
-    if let Ok(meta) = std::fs::metadata(path) {
-        if !meta.is_file() {
-            return Err(BadInput(format!(
-                "--json {} exists and is not a regular file; give a file path, or '-' for stdout",
-                path.display()
-            )));
-        }
-    }
-    let dir = match path.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p,
-        _ => Path::new("."),
-    };
-    if !dir.is_dir() {
-        return Err(BadInput(format!(
-            "--json {}: directory {} does not exist; create it or choose another path",
-            path.display(),
-            dir.display()
-        )));
-    }
-    if let Err(e) = nix::unistd::access(dir, nix::unistd::AccessFlags::W_OK) {
-        return Err(BadInput(format!(
-            "--json {}: directory {} is not writable ({}); choose another path",
-            path.display(),
-            dir.display(),
-            e.desc()
-        )));
-    }
-    Ok(JsonDest::File(path.to_path_buf()))
+    let dest = JsonDest::File(path.to_path_buf());
+    crate::output::json::check_json_dest(&dest)?;
+    Ok(dest)
 }
 
 #[cfg(test)]

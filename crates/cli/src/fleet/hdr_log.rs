@@ -10,8 +10,7 @@
 //! written beside its path and renamed into place when the run ends, like the JSON.
 
 use std::collections::BTreeMap;
-use std::fs::{self, OpenOptions};
-use std::io::{self, BufWriter, Write};
+use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
@@ -22,52 +21,13 @@ use hdrhistogram::Histogram;
 use hostmax_aggregate::add_exact;
 use hostmax_engine::{new_latency_histogram, DeviceInterval, Workload};
 
-use crate::output::atomic::{parent_dir, AtomicFile};
+use crate::output::atomic::{check_destination, AtomicFile};
 use crate::plan::BadInput;
 
 /// Checks before any I/O that the log can be written: a file path (not a directory or a
 /// special file) in an existing directory that accepts new files.
 pub fn check_hdr_log_dest(path: &Path) -> Result<(), BadInput> {
-    let shown = path.display();
-    if path.as_os_str().is_empty() {
-        return Err(BadInput(
-            "--hdr-log: the path is empty; give a file path such as hostmax.hlog".into(),
-        ));
-    }
-    if let Ok(meta) = fs::metadata(path) {
-        if meta.is_dir() {
-            return Err(BadInput(format!(
-                "--hdr-log {shown}: is a directory; give a file path such as {}",
-                path.join("hostmax.hlog").display()
-            )));
-        }
-        if !meta.is_file() {
-            return Err(BadInput(format!(
-                "--hdr-log {shown}: exists and is not a regular file; give a regular file path"
-            )));
-        }
-    }
-    let dir = parent_dir(path);
-    if !dir.is_dir() {
-        return Err(BadInput(format!(
-            "--hdr-log {shown}: directory {} does not exist; create it or choose another path",
-            dir.display()
-        )));
-    }
-    // Permission bits do not tell (root, read-only mounts): try.
-    let probe = dir.join(format!(".hostmax-hlog-probe-{}", std::process::id()));
-    match OpenOptions::new().write(true).create_new(true).open(&probe) {
-        Ok(_) => {
-            let _ = fs::remove_file(&probe);
-            Ok(())
-        }
-        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Ok(()),
-        Err(e) => Err(BadInput(format!(
-            "--hdr-log {shown}: cannot create files in {} ({}); choose a writable directory",
-            dir.display(),
-            e.to_string().replace('\n', " ")
-        ))),
-    }
+    check_destination("--hdr-log", path, "hostmax.hlog", None)
 }
 
 /// The interval-log tags of a run's devices: the file name of each path (`/dev/loop3` ->
@@ -304,6 +264,7 @@ mod tests {
     use crate::test_support::ScratchDir;
     use hdrhistogram::serialization::interval_log::{IntervalLogIterator, LogEntry};
     use hostmax_engine::IoPattern;
+    use std::fs;
 
     fn interval(device: usize, second: i64, reads: &[u64], writes: &[u64]) -> DeviceInterval {
         let mut read_latency = new_latency_histogram();

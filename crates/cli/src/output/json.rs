@@ -1,10 +1,9 @@
 //! The `--json` report: checked before the run, written atomically after it.
 
-use std::fs::{self, OpenOptions};
 use std::io::{self, Write};
 use std::path::PathBuf;
 
-use super::atomic::{parent_dir, write_atomically};
+use super::atomic::{check_destination, write_atomically};
 use crate::plan::{BadInput, JsonDest};
 
 /// Why the JSON report could not be written.
@@ -62,77 +61,18 @@ pub fn write_json<R: serde::Serialize + ?Sized>(
     }
 }
 
-/// Checks, before any I/O of the run, that `dest` can be written: the directory exists, is a
-/// directory and accepts new files, and the path is not a directory or a special file. The
-/// check creates and removes a small probe file, since permission bits alone do not tell (a
-/// read-only mount, root, sysfs).
+/// Checks, before any I/O of the run, that `dest` can be written (see
+/// [`check_destination`]); standard output always can.
 pub fn check_json_dest(dest: &JsonDest) -> Result<(), BadInput> {
-    let path = match dest {
-        JsonDest::Stdout => return Ok(()),
-        JsonDest::File(path) => path,
-    };
-    let shown = path.display();
-    if path.as_os_str().is_empty() {
-        return Err(BadInput(
-            "--json: the path is empty; give a file path, or - for standard output".into(),
-        ));
+    match dest {
+        JsonDest::Stdout => Ok(()),
+        JsonDest::File(path) => check_destination(
+            "--json",
+            path,
+            "hostmax.json",
+            Some("- for standard output"),
+        ),
     }
-    match fs::metadata(path) {
-        Ok(m) if m.is_dir() => {
-            return Err(BadInput(format!(
-                "--json {shown}: is a directory; give a file path such as {}",
-                path.join("hostmax.json").display()
-            )))
-        }
-        Ok(m) if !m.is_file() => {
-            return Err(BadInput(format!(
-                "--json {shown}: exists and is not a regular file; give a regular file path, \
-                 or - for standard output"
-            )))
-        }
-        _ => {}
-    }
-    if path.as_os_str().to_string_lossy().ends_with('/') {
-        return Err(BadInput(format!(
-            "--json {shown}: names a directory; give a file path such as {shown}hostmax.json"
-        )));
-    }
-    let target = fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
-    let dir = parent_dir(&target);
-    match fs::metadata(&dir) {
-        Ok(m) if m.is_dir() => {}
-        Ok(_) => {
-            return Err(BadInput(format!(
-                "--json {shown}: {} is not a directory; choose a path in an existing directory",
-                dir.display()
-            )))
-        }
-        Err(e) => {
-            return Err(BadInput(format!(
-                "--json {shown}: directory {} cannot be used ({}); create it or choose another \
-                 path",
-                dir.display(),
-                one_line(&e)
-            )))
-        }
-    }
-    let probe = dir.join(format!(".hostmax-probe-{}", std::process::id()));
-    match OpenOptions::new().write(true).create_new(true).open(&probe) {
-        Ok(_) => {
-            let _ = fs::remove_file(&probe);
-            Ok(())
-        }
-        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Ok(()),
-        Err(e) => Err(BadInput(format!(
-            "--json {shown}: cannot create files in {} ({}); choose a writable directory",
-            dir.display(),
-            one_line(&e)
-        ))),
-    }
-}
-
-fn one_line(e: &io::Error) -> String {
-    e.to_string().replace('\n', " ")
 }
 
 #[cfg(test)]
@@ -141,6 +81,7 @@ mod tests {
     use crate::output::tests_support::sample_report;
     use crate::test_support::ScratchDir;
     use hostmax_aggregate::HostReport;
+    use std::fs;
     use std::path::Path;
 
     fn entries(dir: &Path) -> Vec<String> {
