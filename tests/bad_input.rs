@@ -396,7 +396,12 @@ fn unwritable_json_directory() {
     let _mount = Mount::new("tmpfs", &ro, &["-t", "tmpfs", "-o", "ro,size=1m"]);
     let json = ro.join("report.json").to_string_lossy().into_owned();
     let args = strings(&["--devices", &f, "--json", &json]);
-    assert_bad_input("read-only json dir", &args, &run(&args), "cannot create files in");
+    assert_bad_input(
+        "read-only json dir",
+        &args,
+        &run(&args),
+        "cannot create files in",
+    );
 }
 
 #[test]

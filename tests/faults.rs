@@ -44,7 +44,16 @@ struct Running(Option<Child>);
 
 impl Running {
     fn spawn(args: &[String]) -> Running {
-        let child = Command::new(hostmax_bin())
+        Running::spawn_in(args, None)
+    }
+
+    /// Starts hostmax, inside `group`'s cgroup when given (so its caps apply).
+    fn spawn_in(args: &[String], group: Option<&IoThrottle>) -> Running {
+        let mut cmd = Command::new(hostmax_bin());
+        if let Some(group) = group {
+            group.command_in_group(&mut cmd);
+        }
+        let child = cmd
             .args(args)
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -345,6 +354,43 @@ fn sigint_gives_a_complete_interrupted_report_and_exit_130() {
 fn sigterm_gives_exit_143() {
     require_root!();
     interrupt_run(libc::SIGTERM);
+}
+
+#[test]
+fn a_second_signal_aborts_at_once_without_a_report() {
+    require_root!();
+    let _rate = rate_test_lock();
+    // A volume capped at 20 IOPS with 32 I/Os in flight takes over a second to drain: the
+    // first SIGINT starts that drain, the second must not wait for it.
+    let spec = SimHostSpec {
+        volume_iops: vec![Some(20)],
+        ..SimHostSpec::new(1, 16 * MIB)
+    };
+    let host = SimulatedHost::build_loop_devices(&spec).expect("simulated host");
+    let scratch = ScratchDir::new("second-signal");
+    let json = scratch.join("out.json").display().to_string();
+    let mut args: Vec<String> = vec!["--devices".into()];
+    args.extend(host.device_paths().iter().map(|p| p.display().to_string()));
+    args.extend(["--runtime", "30s", "--ramp", "0s", "--json", &json].map(String::from));
+    let running = Running::spawn_in(&args, host.throttle());
+    std::thread::sleep(Duration::from_millis(1500));
+    running.signal(libc::SIGINT);
+    std::thread::sleep(Duration::from_millis(100));
+    let second = Instant::now();
+    running.signal(libc::SIGINT);
+    let out = running.wait();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{stderr}");
+    assert!(
+        second.elapsed() < Duration::from_millis(700),
+        "took {:?} after the second signal",
+        second.elapsed()
+    );
+    assert!(stderr.contains("second signal"), "{stderr}");
+    assert!(
+        !std::path::Path::new(&json).exists(),
+        "an aborted run wrote a report"
+    );
 }
 
 #[test]

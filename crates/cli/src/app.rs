@@ -1,18 +1,15 @@
 //! Running a plan: engine, live view, signals, aggregation, output.
 //!
 //! The I/O path is the engine's pinned threads; this side only reads their one-second
-//! intervals, feeds the live view, and turns the result into a report. Signals are watched by
-//! a small current-thread tokio runtime on its own thread: the first SIGINT/SIGTERM stops the
-//! run (in-flight I/O drains and the report is still written, marked interrupted), a second
-//! one exits at once.
+//! intervals, feeds the live view, and turns the result into a report. Signals: see
+//! [`crate::signals`] (the first stops the run and the report is still written, marked
+//! interrupted; a second exits at once).
 
-use std::sync::atomic::{AtomicI32, Ordering};
-use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
 use hostmax_aggregate::{summarize, HostReport, TimeSeries};
-use hostmax_engine::{EngineError, RunConfig, StopHandle};
+use hostmax_engine::{EngineError, RunConfig};
 
 use crate::output::{self, progress::LiveView};
 use crate::plan::{BadInput, JsonDest, RunPlan};
@@ -95,8 +92,8 @@ fn measure_keeping_log(
     let mut hdr_log =
         crate::fleet::hdr_log::HdrLogRecorder::for_run(&plan.fleet, prepared.targets(), &workload)?;
     let handle = prepared.start();
-    let signal = Arc::new(AtomicI32::new(0));
-    let _watch = watch_signals(handle.stopper(), signal.clone());
+    let signals = crate::signals::watch();
+    let running = signals.running(handle.stopper());
 
     let mut series = TimeSeries::new(plan.targets.len());
     let mut view = LiveView::new(workload.runtime.as_secs(), workload.ramp.as_secs());
@@ -126,7 +123,8 @@ fn measure_keeping_log(
     view.finish();
     let mut report = summarize(&result, &workload, series.finish());
     report.hostname = crate::fleet::hostname();
-    let sig = signal.load(Ordering::SeqCst);
+    drop(running);
+    let sig = signals.signal();
     // Interrupted means a signal; a stop-all after an I/O error is reported by its errors.
     report.interrupted = sig != 0;
     Ok((report, sig, hdr_log))
@@ -161,43 +159,6 @@ pub fn refusal_or_error(e: EngineError) -> anyhow::Error {
         | EngineError::InvalidCpus(_) => BadInput(e.to_string()).into(),
         _ => e.into(),
     }
-}
-
-/// Watches SIGINT and SIGTERM on a small runtime thread: the first stops the run, the second
-/// exits at once.
-fn watch_signals(stopper: StopHandle, seen: Arc<AtomicI32>) -> std::thread::JoinHandle<()> {
-    std::thread::Builder::new()
-        .name("hostmax-signals".into())
-        .spawn(move || {
-            let Ok(rt) = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-            else {
-                return;
-            };
-            rt.block_on(async move {
-                use tokio::signal::unix::{signal, SignalKind};
-                let (Ok(mut int), Ok(mut term)) = (
-                    signal(SignalKind::interrupt()),
-                    signal(SignalKind::terminate()),
-                ) else {
-                    return;
-                };
-                loop {
-                    let sig = tokio::select! {
-                        _ = int.recv() => libc::SIGINT,
-                        _ = term.recv() => libc::SIGTERM,
-                    };
-                    if seen.swap(sig, Ordering::SeqCst) != 0 {
-                        eprintln!("hostmax: second signal, aborting");
-                        std::process::exit(128 + sig);
-                    }
-                    eprintln!("hostmax: stopping (draining in-flight I/O); signal again to abort");
-                    stopper.stop();
-                }
-            });
-        })
-        .expect("spawning the signal thread")
 }
 
 /// Per-volume IOPS caps of the demo host: eight volumes promising 22,000 IOPS together.

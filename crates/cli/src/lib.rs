@@ -25,6 +25,7 @@ pub mod fleet;
 pub mod output;
 pub mod plan;
 pub mod safety;
+pub mod signals;
 pub mod signature;
 pub mod simhost;
 pub mod suite;

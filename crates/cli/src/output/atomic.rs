@@ -149,9 +149,11 @@ pub fn check_destination(
                 path.join(example).display()
             )))
         }
-        Ok(m) if !m.is_file() => return Err(BadInput(format!(
+        Ok(m) if !m.is_file() => {
+            return Err(BadInput(format!(
             "{option} {shown}: exists and is not a regular file; give a regular file path{or_else}"
-        ))),
+        )))
+        }
         _ => {}
     }
     if path.as_os_str().to_string_lossy().ends_with('/') {

@@ -7,13 +7,11 @@
 //! A second signal exits at once. `--resume DIR` continues from the checkpoint.
 
 use std::io::IsTerminal;
-use std::sync::atomic::{AtomicI32, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use anyhow::Context;
 use hostmax_aggregate::summarize;
-use hostmax_engine::{IoPattern, RunConfig, RunResult, StopHandle, TargetInfo, Workload};
+use hostmax_engine::{IoPattern, RunConfig, RunResult, TargetInfo, Workload};
 use indicatif::{ProgressBar, ProgressStyle};
 
 use super::matrix::{CellSpec, TrackedMetric};
@@ -27,69 +25,23 @@ pub const PRECONDITION_BLOCK: u32 = 128 << 10;
 /// Passes of sequential writes over the tested range.
 pub const PRECONDITION_PASSES: u64 = 2;
 
-/// The suite-wide signal watcher: remembers the first signal and stops the run in progress.
-#[derive(Clone)]
+/// The suite's view of the process-wide [`crate::signals::SignalWatch`].
+#[derive(Clone, Copy)]
 pub struct SignalWatch {
-    seen: Arc<AtomicI32>,
-    current: Arc<Mutex<Option<StopHandle>>>,
+    watch: &'static crate::signals::SignalWatch,
 }
 
 impl SignalWatch {
-    /// Starts watching SIGINT and SIGTERM on a small runtime thread.
+    /// Watches SIGINT and SIGTERM with the suite's message.
     pub fn start() -> SignalWatch {
-        let watch = SignalWatch {
-            seen: Arc::new(AtomicI32::new(0)),
-            current: Arc::new(Mutex::new(None)),
-        };
-        let inner = watch.clone();
-        let spawned = std::thread::Builder::new()
-            .name("hostmax-suite-signals".into())
-            .spawn(move || {
-                let Ok(rt) = tokio::runtime::Builder::new_current_thread()
-                    .enable_all()
-                    .build()
-                else {
-                    return;
-                };
-                rt.block_on(async move {
-                    use tokio::signal::unix::{signal, SignalKind};
-                    let (Ok(mut int), Ok(mut term)) = (
-                        signal(SignalKind::interrupt()),
-                        signal(SignalKind::terminate()),
-                    ) else {
-                        return;
-                    };
-                    loop {
-                        let sig = tokio::select! {
-                            _ = int.recv() => libc::SIGINT,
-                            _ = term.recv() => libc::SIGTERM,
-                        };
-                        if inner.seen.swap(sig, Ordering::SeqCst) != 0 {
-                            eprintln!("hostmax: second signal, aborting");
-                            std::process::exit(128 + sig);
-                        }
-                        eprintln!(
-                            "hostmax: stopping the suite (finished cells are saved); signal again to abort"
-                        );
-                        if let Some(stopper) = inner.current().as_ref() {
-                            stopper.stop();
-                        }
-                    }
-                });
-            });
-        if let Err(e) = spawned {
-            eprintln!("hostmax: cannot watch signals ({e}); Ctrl-C will end the suite at once");
-        }
-        watch
-    }
-
-    fn current(&self) -> std::sync::MutexGuard<'_, Option<StopHandle>> {
-        self.current.lock().unwrap_or_else(|e| e.into_inner())
+        let watch = crate::signals::watch();
+        watch.set_message("stopping the suite (finished cells are saved); signal again to abort");
+        SignalWatch { watch }
     }
 
     /// The first signal seen, 0 if none.
     pub fn signal(&self) -> i32 {
-        self.seen.load(Ordering::SeqCst)
+        self.watch.signal()
     }
 }
 
@@ -485,17 +437,14 @@ impl SuiteRunner {
             &SystemSources::default(),
         )?;
         let handle = prepared.start();
-        *self.signals.current() = Some(handle.stopper());
-        // A signal that came before the stopper was in place must still stop this run.
-        if self.signals.signal() != 0 {
-            handle.stop();
-        }
+        // A signal stops this run, also one that came before it started.
+        let running = self.signals.watch.running(handle.stopper());
         while !handle.is_finished() {
             std::thread::sleep(Duration::from_millis(200));
             self.progress
                 .position(position + handle.started().elapsed().as_millis() as u64);
         }
-        *self.signals.current() = None;
+        drop(running);
         let result = handle.wait().context("an engine run of the suite failed")?;
         Ok((!result.stopped_early).then_some(result))
     }

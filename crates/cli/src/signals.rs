@@ -1,0 +1,112 @@
+//! SIGINT and SIGTERM for the whole process: one [`SignalWatch`].
+//!
+//! The first signal is remembered and stops the engine run in progress (its in-flight I/O
+//! drains, and the report is still written, marked interrupted); a second one exits at once
+//! with 128 + the signal. The watch runs on a small current-thread tokio runtime of its own,
+//! never on the I/O path. Every command that runs the engine (a plain run, verify's phases,
+//! sweep's steps, the suite's cells) registers its run with [`SignalWatch::running`], so a
+//! signal between runs also stops the next one instead of being lost.
+
+use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::{Mutex, MutexGuard, OnceLock};
+
+use hostmax_engine::StopHandle;
+
+/// What the process does on SIGINT and SIGTERM (see the module overview).
+pub struct SignalWatch {
+    seen: AtomicI32,
+    current: Mutex<Option<StopHandle>>,
+    message: Mutex<&'static str>,
+}
+
+static WATCH: OnceLock<SignalWatch> = OnceLock::new();
+
+/// The process's watch, started on first use.
+pub fn watch() -> &'static SignalWatch {
+    WATCH.get_or_init(|| {
+        let spawned = std::thread::Builder::new()
+            .name("hostmax-signals".into())
+            .spawn(listen);
+        if let Err(e) = spawned {
+            eprintln!("hostmax: cannot watch signals ({e}); Ctrl-C will end the run at once");
+        }
+        SignalWatch {
+            seen: AtomicI32::new(0),
+            current: Mutex::new(None),
+            message: Mutex::new("stopping (draining in-flight I/O); signal again to abort"),
+        }
+    })
+}
+
+fn listen() {
+    let Ok(rt) = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    else {
+        return;
+    };
+    rt.block_on(async {
+        use tokio::signal::unix::{signal, SignalKind};
+        let (Ok(mut int), Ok(mut term)) = (
+            signal(SignalKind::interrupt()),
+            signal(SignalKind::terminate()),
+        ) else {
+            return;
+        };
+        loop {
+            let sig = tokio::select! {
+                _ = int.recv() => libc::SIGINT,
+                _ = term.recv() => libc::SIGTERM,
+            };
+            watch().received(sig);
+        }
+    });
+}
+
+impl SignalWatch {
+    fn received(&self, sig: i32) {
+        if self.seen.swap(sig, Ordering::SeqCst) != 0 {
+            eprintln!("hostmax: second signal, aborting");
+            std::process::exit(128 + sig);
+        }
+        eprintln!("hostmax: {}", *lock(&self.message));
+        if let Some(stopper) = lock(&self.current).as_ref() {
+            stopper.stop();
+        }
+    }
+
+    /// The first signal seen, 0 if none.
+    pub fn signal(&self) -> i32 {
+        self.seen.load(Ordering::SeqCst)
+    }
+
+    /// What to say on the first signal (the suite says its finished cells are saved).
+    pub fn set_message(&self, message: &'static str) {
+        *lock(&self.message) = message;
+    }
+
+    /// Registers the run in progress: a signal stops it (at once, if one came already). The
+    /// registration ends when the returned guard drops.
+    pub fn running(&self, stopper: StopHandle) -> RunningGuard<'_> {
+        if self.signal() != 0 {
+            stopper.stop();
+        }
+        *lock(&self.current) = Some(stopper);
+        RunningGuard { watch: self }
+    }
+}
+
+/// Keeps a run registered with the [`SignalWatch`] while it lives.
+pub struct RunningGuard<'a> {
+    watch: &'a SignalWatch,
+}
+
+impl Drop for RunningGuard<'_> {
+    fn drop(&mut self) {
+        *lock(&self.watch.current) = None;
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
