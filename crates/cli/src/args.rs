@@ -173,13 +173,6 @@ pub struct RunArgs {
     #[arg(long)]
     pub thread_per_device: bool,
 
-    /// Options for runs on many hosts.
-    #[command(flatten)]
-    pub fleet: crate::fleet::FleetRunArgs,
-    /// What the volumes and the host promise (a verdict after the run).
-    #[command(flatten)]
-    pub spec: crate::verify::SpecArgs,
-
     /// Poll for completions instead of waiting for interrupts (only devices with poll queues,
     /// `/sys/block/DEV/queue/io_poll` = 1, such as NVMe with `nvme.poll_queues`).
     #[arg(long)]
@@ -189,6 +182,14 @@ pub struct RunArgs {
     /// cost of a busy kernel thread per worker.
     #[arg(long)]
     pub sqpoll: bool,
+
+    /// Options for runs on many hosts.
+    #[command(flatten)]
+    pub fleet: crate::fleet::FleetRunArgs,
+    /// What the volumes and the host promise (a verdict after the run); the flattened struct
+    /// opens its own help heading, so it comes last.
+    #[command(flatten)]
+    pub spec: crate::verify::SpecArgs,
 }
 
 /// What [`plan_run`] checks against: the host's CPUs, open-file limit and system state.
