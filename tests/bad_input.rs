@@ -1,86 +1,42 @@
 //! Bad input, run through the real `hostmax` binary: every case must exit 2 with exactly one
 //! line on stderr naming the offending thing, no panic or backtrace, and nothing on stdout.
-//! The block-device cases attach their own loop devices over files in /dev/shm and always
-//! detach (and unmount) them in `Drop` guards.
+//! The block-device cases attach loop devices over image files in /dev/shm (the harness's,
+//! detached by the kernel once dropped) and unmount in `Drop` guards.
 
 mod support;
 
 use std::fs;
 use std::os::unix::process::CommandExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output};
 
-use support::Mount;
+use support::{kernel_completions, Mount, ScratchDir};
 
 const HOSTMAX: &str = env!("CARGO_BIN_EXE_hostmax");
 
-/// A directory under /dev/shm (tmpfs takes O_DIRECT), removed on drop.
-struct ScratchDir(PathBuf);
-
-impl ScratchDir {
-    fn new(tag: &str) -> ScratchDir {
-        let dir = PathBuf::from(format!(
-            "/dev/shm/hostmax-bad-input-{tag}-{}",
-            std::process::id()
-        ));
-        let _ = fs::remove_dir_all(&dir);
-        fs::create_dir_all(&dir).expect("create scratch dir");
-        ScratchDir(dir)
-    }
-
-    /// A sparse file of `len` bytes.
-    fn file(&self, name: &str, len: u64) -> String {
-        let path = self.0.join(name);
-        fs::File::create(&path)
-            .and_then(|f| f.set_len(len))
-            .expect("create file");
-        path.to_string_lossy().into_owned()
-    }
-
-    fn path(&self, name: &str) -> String {
-        self.0.join(name).to_string_lossy().into_owned()
-    }
+/// A new sparse file in `dir`, as a command-line argument.
+fn file_arg(dir: &ScratchDir, name: &str, len: u64) -> String {
+    dir.file(name, len).display().to_string()
 }
 
-impl Drop for ScratchDir {
-    fn drop(&mut self) {
-        let _ = fs::remove_dir_all(&self.0);
-    }
-}
-
-/// A loop device attached to a file, detached on drop.
-struct LoopDevice(String);
+/// A loop device over an image file (the harness's: detached by the kernel once dropped).
+struct LoopDevice(String, hostmax::simhost::LoopDevice);
 
 impl LoopDevice {
-    fn attach(file: &str, partscan: bool) -> LoopDevice {
-        let mut cmd = Command::new("losetup");
-        cmd.args(["-f", "--show", "--direct-io=on"]);
-        if partscan {
-            cmd.arg("-P");
-        }
-        let out = cmd.arg(file).output().expect("run losetup");
-        assert!(
-            out.status.success(),
-            "losetup: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        LoopDevice(String::from_utf8_lossy(&out.stdout).trim().to_string())
+    fn attach(image: &str) -> LoopDevice {
+        let backing = fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(image)
+            .unwrap_or_else(|e| panic!("open {image}: {e}"));
+        let dev = hostmax::simhost::LoopDevice::attach(&backing, &Default::default())
+            .unwrap_or_else(|e| panic!("attach {image}: {e}"));
+        LoopDevice(dev.path().display().to_string(), dev)
     }
 
-    fn name(&self) -> &str {
-        self.0.trim_start_matches("/dev/")
-    }
-
-    /// Completed writes, field 5 of /sys/block/DEV/stat.
+    /// Completed (and merged) writes, from /sys/block/DEV/stat.
     fn writes_completed(&self) -> u64 {
-        let stat = fs::read_to_string(format!("/sys/block/{}/stat", self.name())).unwrap();
-        stat.split_whitespace().nth(4).unwrap().parse().unwrap()
-    }
-}
-
-impl Drop for LoopDevice {
-    fn drop(&mut self) {
-        let _ = Command::new("losetup").args(["-d", &self.0]).status();
+        kernel_completions(self.1.kernel_name()).1
     }
 }
 
@@ -131,9 +87,9 @@ fn strings(v: &[&str]) -> Vec<String> {
 #[test]
 fn every_bad_input_exits_2_with_one_line_naming_it() {
     let dir = ScratchDir::new("table");
-    let f = dir.file("f", 1 << 20);
-    let small = dir.file("small", 64 << 10);
-    let empty = dir.file("empty", 0);
+    let f = file_arg(&dir, "f", 1 << 20);
+    let small = file_arg(&dir, "small", 64 << 10);
+    let empty = file_arg(&dir, "empty", 0);
     fs::create_dir(dir.path("subdir")).unwrap();
     let missing = dir.path("missing");
     let nomatch = dir.path("nomatch*");
@@ -355,7 +311,7 @@ fn help_and_version_exit_0() {
 fn more_devices_than_the_open_file_limit_allows() {
     let dir = ScratchDir::new("nofile");
     let files: Vec<String> = (0..3)
-        .map(|i| dir.file(&format!("f{i}"), 1 << 20))
+        .map(|i| file_arg(&dir, &format!("f{i}"), 1 << 20))
         .collect();
     let mut args = strings(&["--devices"]);
     args.extend(files.iter().cloned());
@@ -391,7 +347,7 @@ fn unwritable_json_directory() {
         return;
     }
     let dir = ScratchDir::new("rojson");
-    let f = dir.file("f", 1 << 20);
+    let f = file_arg(&dir, "f", 1 << 20);
     let ro = dir.0.join("ro");
     let _mount = Mount::new("tmpfs", &ro, &["-t", "tmpfs", "-o", "ro,size=1m"]);
     let json = ro.join("report.json").to_string_lossy().into_owned();
@@ -411,8 +367,8 @@ fn writing_a_block_device_needs_allow_write() {
         return;
     }
     let dir = ScratchDir::new("allow");
-    let img = dir.file("img", 16 << 20);
-    let dev = LoopDevice::attach(&img, false);
+    let img = file_arg(&dir, "img", 16 << 20);
+    let dev = LoopDevice::attach(&img);
     let before = dev.writes_completed();
     for rw in ["randwrite", "write", "randrw"] {
         let args = strings(&[
@@ -477,10 +433,10 @@ fn a_mounted_device_is_refused_even_with_allow_write() {
         return;
     }
     let dir = ScratchDir::new("mounted");
-    let img = dir.file("ext4.img", 32 << 20);
-    let free_img = dir.file("free.img", 16 << 20);
-    let dev = LoopDevice::attach(&img, false);
-    let free = LoopDevice::attach(&free_img, false);
+    let img = file_arg(&dir, "ext4.img", 32 << 20);
+    let free_img = file_arg(&dir, "free.img", 16 << 20);
+    let dev = LoopDevice::attach(&img);
+    let free = LoopDevice::attach(&free_img);
     mkfs_ext4(&dev.0);
     let mount = Mount::new(&dev.0, &dir.0.join("mnt"), &[]);
     for rw in ["randwrite", "write", "randrw"] {
@@ -536,8 +492,8 @@ fn a_device_with_a_mounted_partition_is_refused() {
         return;
     }
     let dir = ScratchDir::new("partition");
-    let img = dir.file("part.img", 32 << 20);
-    let dev = LoopDevice::attach(&img, true);
+    let img = file_arg(&dir, "part.img", 32 << 20);
+    let dev = LoopDevice::attach(&img);
     // This kernel reads no partition tables (no MSDOS/EFI parsers), so add the partition
     // with BLKPG as partx would: sectors 2048 to the end. Detaching removes it.
     let status = Command::new("addpart")
@@ -562,7 +518,11 @@ fn a_device_with_a_mounted_partition_is_refused() {
         "mounted partition",
         &args,
         &out,
-        &format!("{} has partition {}p1 mounted at", dev.0, dev.name()),
+        &format!(
+            "{} has partition {}p1 mounted at",
+            dev.0,
+            dev.1.kernel_name()
+        ),
     );
     drop(mount);
     fsck_clean(&part);
@@ -573,7 +533,7 @@ fn buffers_larger_than_memory_are_refused_before_starting() {
     // 32 targets x iodepth 4096 x 8 MiB = 1 TiB of I/O buffers.
     let dir = ScratchDir::new("memory");
     let files: Vec<String> = (0..32)
-        .map(|i| dir.file(&format!("f{i}"), 16 << 20))
+        .map(|i| file_arg(&dir, &format!("f{i}"), 16 << 20))
         .collect();
     let mut args = strings(&["--devices"]);
     args.extend(files.iter().cloned());

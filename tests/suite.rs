@@ -22,24 +22,6 @@ use support::{
 
 const MIB: u64 = 1024 * 1024;
 
-/// Scratch directories with the suite's helpers: sized files and paths as arguments.
-trait ScratchFiles {
-    fn file(&self, name: &str, len: u64) -> PathBuf;
-    fn path(&self, name: &str) -> String;
-}
-
-impl ScratchFiles for Scratch {
-    fn file(&self, name: &str, len: u64) -> PathBuf {
-        let path = self.join(name);
-        fs::File::create(&path).unwrap().set_len(len).unwrap();
-        path
-    }
-
-    fn path(&self, name: &str) -> String {
-        self.join(name).display().to_string()
-    }
-}
-
 fn read_json(path: &str) -> Value {
     let text = fs::read_to_string(path).unwrap_or_else(|e| panic!("read {path}: {e}"));
     serde_json::from_str(&text).unwrap_or_else(|e| panic!("{path} is not JSON: {e}"))

@@ -153,6 +153,20 @@ impl ScratchDir {
     pub fn join(&self, name: &str) -> PathBuf {
         self.0.join(name)
     }
+
+    /// A path inside the directory, as a command-line argument.
+    pub fn path(&self, name: &str) -> String {
+        self.join(name).display().to_string()
+    }
+
+    /// A new sparse file of `len` bytes in the directory.
+    pub fn file(&self, name: &str, len: u64) -> PathBuf {
+        let path = self.join(name);
+        std::fs::File::create(&path)
+            .and_then(|f| f.set_len(len))
+            .unwrap_or_else(|err| panic!("create {}: {err}", path.display()));
+        path
+    }
 }
 
 impl Drop for ScratchDir {
