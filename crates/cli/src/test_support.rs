@@ -29,6 +29,21 @@ impl ScratchDir {
         path
     }
 
+    /// The names in the directory, sorted.
+    pub(crate) fn entries(&self) -> Vec<String> {
+        let mut names: Vec<String> = fs::read_dir(&self.0)
+            .expect("read scratch dir")
+            .map(|e| {
+                e.expect("scratch entry")
+                    .file_name()
+                    .to_string_lossy()
+                    .into_owned()
+            })
+            .collect();
+        names.sort();
+        names
+    }
+
     /// A file holding `text` in the directory.
     pub(crate) fn write(&self, name: &str, text: &str) -> PathBuf {
         let path = self.0.join(name);

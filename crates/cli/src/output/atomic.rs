@@ -211,15 +211,6 @@ mod tests {
     use super::*;
     use crate::test_support::ScratchDir;
 
-    fn entries(dir: &Path) -> Vec<String> {
-        let mut names: Vec<String> = fs::read_dir(dir)
-            .unwrap()
-            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-            .collect();
-        names.sort();
-        names
-    }
-
     #[test]
     fn replaces_the_destination_whole_and_leaves_no_temporary_file() {
         let dir = ScratchDir::new("atomic");
@@ -227,7 +218,7 @@ mod tests {
         write_atomically(&path, b"one").unwrap();
         write_atomically(&path, b"two").unwrap();
         assert_eq!(fs::read(&path).unwrap(), b"two");
-        assert_eq!(entries(&dir.0), vec!["out.txt"]);
+        assert_eq!(dir.entries(), vec!["out.txt"]);
     }
 
     #[test]
@@ -239,7 +230,7 @@ mod tests {
             f.write_all(b"half").unwrap();
         }
         assert_eq!(fs::read_to_string(&path).unwrap(), "old");
-        assert_eq!(entries(&dir.0), vec!["out.txt"]);
+        assert_eq!(dir.entries(), vec!["out.txt"]);
     }
 
     #[test]

@@ -84,15 +84,6 @@ mod tests {
     use std::fs;
     use std::path::Path;
 
-    fn entries(dir: &Path) -> Vec<String> {
-        let mut names: Vec<String> = fs::read_dir(dir)
-            .unwrap()
-            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-            .collect();
-        names.sort();
-        names
-    }
-
     #[test]
     fn atomic_write_leaves_exactly_the_valid_report() {
         let scratch = ScratchDir::new("atomic");
@@ -103,7 +94,7 @@ mod tests {
         check_json_dest(&dest).unwrap();
         write_json(&report, &dest).unwrap();
 
-        assert_eq!(entries(&scratch.0), vec!["report.json".to_string()]);
+        assert_eq!(scratch.entries(), vec!["report.json".to_string()]);
         let text = fs::read_to_string(&path).unwrap();
         assert!(text.ends_with("}\n"));
         let back: HostReport = serde_json::from_str(&text).unwrap();
@@ -177,7 +168,7 @@ mod tests {
     fn check_leaves_no_probe_behind_and_accepts_stdout() {
         let scratch = ScratchDir::new("probe");
         check_json_dest(&JsonDest::File(scratch.0.join("r.json"))).unwrap();
-        assert!(entries(&scratch.0).is_empty());
+        assert!(scratch.entries().is_empty());
         check_json_dest(&JsonDest::Stdout).unwrap();
     }
 }
