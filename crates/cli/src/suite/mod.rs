@@ -274,17 +274,7 @@ fn start(
         );
     }
     let writes = purge || precondition || mixes.iter().any(|m| m.writes());
-    if writes {
-        check_write_safety(
-            &targets,
-            IoPattern::RandWrite,
-            WriteFlags {
-                allow_write: args.allow_write,
-                force: args.force,
-            },
-            &SystemSources::default(),
-        )?;
-    }
+    check_suite_writes(&targets, writes, args.allow_write, args.force)?;
     let cells = matrix::cells(&block_sizes, &mixes);
     let tracked = test.tracked_cell(&cells).expect("cells are not empty");
     if !read_only {
@@ -414,18 +404,12 @@ fn resume(
             .into());
         }
     }
-    let writes = config.purge || config.precondition || config.cells.iter().any(|c| c.mix.writes());
-    if writes {
-        check_write_safety(
-            &targets,
-            IoPattern::RandWrite,
-            WriteFlags {
-                allow_write: args.allow_write,
-                force: args.force,
-            },
-            &SystemSources::default(),
-        )?;
-    }
+    check_suite_writes(
+        &targets,
+        config.purge || config.precondition || config.cells.iter().any(|c| c.mix.writes()),
+        args.allow_write,
+        args.force,
+    )?;
     for (flag, dest) in [("--json", &config.json), ("--html", &config.html)] {
         if let Some(path) = dest {
             check_dest(flag, path)?;
@@ -509,4 +493,23 @@ fn choose_block_sizes(test: SuiteTest, args: &SuiteArgs) -> Result<Vec<u32>, Bad
         ));
     }
     Ok(sizes)
+}
+
+/// A suite that writes (purge, preconditioning or a mix with writes) passes the same write
+/// safety checks as any write run, before anything is opened for writing.
+fn check_suite_writes(
+    targets: &[hostmax_engine::TargetInfo],
+    writes: bool,
+    allow_write: bool,
+    force: bool,
+) -> anyhow::Result<()> {
+    if writes {
+        check_write_safety(
+            targets,
+            IoPattern::RandWrite,
+            WriteFlags { allow_write, force },
+            &SystemSources::default(),
+        )?;
+    }
+    Ok(())
 }
