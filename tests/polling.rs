@@ -3,7 +3,6 @@
 
 mod support;
 
-use serde_json::Value;
 use support::*;
 
 const MIB: u64 = 1 << 20;
@@ -51,7 +50,7 @@ fn iopoll_runs_on_a_device_with_poll_queues() {
     };
     // Reads only: never write to a device this test did not make.
     let dev = format!("/dev/{disk}");
-    let out = run_hostmax(
+    let report = run_json_stdout(
         &[
             "--devices",
             &dev,
@@ -60,18 +59,9 @@ fn iopoll_runs_on_a_device_with_poll_queues() {
             "1s",
             "--ramp",
             "0s",
-            "--json",
-            "-",
         ],
         None,
     );
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert!(report["host"]["read"]["ios"].as_u64().unwrap() > 0);
     assert_eq!(report["host"]["errors"], 0);
 }
@@ -94,19 +84,10 @@ fn sqpoll_counts_match_the_kernels() {
             "1s",
             "--ramp",
             "0s",
-            "--json",
-            "-",
         ]
         .map(String::from),
     );
-    let out = run_hostmax(&args, None);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let report = run_json_stdout(&args, None);
     for (i, name) in names.iter().enumerate() {
         let reads = report["devices"][i]["read"]["ios"].as_u64().unwrap();
         let kernel = kernel_completions(name).0 - before[i].0;

@@ -50,10 +50,7 @@ fn per_volume(report: &SuiteReport, figure: &str) -> Option<LineChart> {
         .volumes
         .iter()
         .filter_map(|v| {
-            let index = report
-                .devices
-                .iter()
-                .position(|d| d.path.to_string_lossy() == v.path)?;
+            let index = report.device_index(&v.path)?;
             v.checks
                 .iter()
                 .find(|c| c.figure == figure)

@@ -49,6 +49,16 @@ pub struct SuiteReport {
     pub spec: Option<super::spec::SpecComparison>,
 }
 
+impl SuiteReport {
+    /// The position of the device at `path` (as the spec names it) in [`SuiteReport::devices`]
+    /// and in every cell's per-device figures.
+    pub fn device_index(&self, path: &str) -> Option<usize> {
+        self.devices
+            .iter()
+            .position(|d| d.path.to_string_lossy() == path)
+    }
+}
+
 /// The settings a suite ran with.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SuiteSettings {

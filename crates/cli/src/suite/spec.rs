@@ -147,10 +147,7 @@ pub fn compare(promises: &Promises, report: &SuiteReport) -> SpecComparison {
         .volumes
         .iter()
         .filter_map(|v| {
-            let index = report
-                .devices
-                .iter()
-                .position(|d| d.path.to_string_lossy() == v.path)?;
+            let index = report.device_index(&v.path)?;
             let dev = |c: &CellReport| c.devices.get(index).cloned();
             let e = &v.expected;
             let checks = [
