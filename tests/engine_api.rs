@@ -31,8 +31,8 @@ fn back_to_back_write_runs_reopen_the_device_exclusively() {
     require_root!();
     let host = loop_volumes(1, 16 << 20);
     let dev = host.device_paths()[0].clone();
-    // Each run holds the device O_EXCL; the next can only open it if the previous ring let go
-    // of its registered files synchronously.
+    // Each run holds the device O_EXCL; the next can only open it if the previous one's claim
+    // was gone by the time it returned (or went within the open's patience).
     for run in 0..10 {
         let handle = hostmax_engine::start(write_config(dev.clone(), Duration::from_millis(100)))
             .unwrap_or_else(|e| panic!("run {run}: {e}"));
@@ -65,4 +65,40 @@ fn a_run_stopped_from_another_thread_ends_early_and_says_so() {
         result.measured
     );
     assert!(result.devices[0].write.ios > 0);
+}
+
+#[test]
+fn an_exclusive_open_waits_out_a_brief_claim_but_not_a_lasting_one() {
+    require_root!();
+    use std::os::unix::fs::OpenOptionsExt;
+    let host = loop_volumes(1, 16 << 20);
+    let dev = host.device_paths()[0].clone();
+    let claim = || {
+        std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_EXCL)
+            .open(&dev)
+            .expect("claim the device")
+    };
+    // Someone else holds the device for 100 ms: the run waits and then starts.
+    let brief = claim();
+    let releaser = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(100));
+        drop(brief);
+    });
+    let handle = hostmax_engine::start(write_config(dev.clone(), Duration::from_millis(100)))
+        .expect("a claim shorter than the open's patience is waited out");
+    assert!(handle.wait().unwrap().devices[0].write.ios > 0);
+    releaser.join().unwrap();
+    // A claim that outlasts the patience is a refusal naming the device and EBUSY.
+    let _lasting = claim();
+    let err = hostmax_engine::start(write_config(dev.clone(), Duration::from_millis(100)))
+        .err()
+        .expect("a device held by someone else is refused");
+    let text = err.to_string();
+    assert!(text.contains(&dev.display().to_string()), "{text}");
+    assert!(
+        matches!(&err, hostmax_engine::EngineError::Open { source, .. } if source.raw_os_error() == Some(libc::EBUSY)),
+        "{err:?}"
+    );
 }

@@ -122,9 +122,17 @@ fn discard_and_zero_out_clear_a_loop_volume() {
     .unwrap()
     .wait()
     .unwrap();
+    // The run released its O_EXCL claim before it returned: an exclusive open (one try, no
+    // patience) succeeds at once.
+    let claimed = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .custom_flags(libc::O_EXCL)
+        .open(&dev);
+    assert!(claimed.is_ok(), "{}: {:?}", dev.display(), claimed.err());
+    drop(claimed);
     let written = |offset| read_block(&dev, offset).iter().any(|&b| b != 0);
     assert!(written(0) && written(MIB) && written(2 * MIB - 4096));
-    // The run released its O_EXCL claim when it returned: the discard can claim the device.
     hostmax_engine::target::discard(&info, 0..MIB).unwrap();
     assert!(
         !written(0) && !written(MIB - 4096),

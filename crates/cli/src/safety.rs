@@ -564,12 +564,14 @@ pub fn write_refusals(
 }
 
 /// Whether an exclusive open of a block device fails with `EBUSY` (mounted, claimed by md,
-/// dm, or another exclusive opener). Opens read-only: nothing is written.
+/// dm, or another exclusive opener) for longer than a partition rescan's moment. Opens
+/// read-only: nothing is written.
 fn exclusive_open_busy(path: &Path) -> bool {
-    let opened = std::fs::OpenOptions::new()
+    let mut options = std::fs::OpenOptions::new();
+    options
         .read(true)
-        .custom_flags(libc::O_EXCL | libc::O_CLOEXEC)
-        .open(path);
+        .custom_flags(libc::O_EXCL | libc::O_CLOEXEC);
+    let opened = hostmax_engine::target::open_exclusive(&options, path);
     matches!(opened, Err(e) if e.raw_os_error() == Some(libc::EBUSY))
 }
 

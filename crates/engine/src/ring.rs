@@ -333,7 +333,10 @@ impl Drop for UringIo {
         }
         // Closing a ring releases its registered files later, from a kernel work queue; until
         // then a device written with O_EXCL stays claimed and the next run's open gets EBUSY.
-        // Unregistering waits for the kernel to drop them, so they close when `files` does.
+        // A registered file is dropped at unregistering once no request holds it, so first let
+        // the kernel run the task work it deferred to us (with DEFER_TASKRUN, freeing requests
+        // that finished on io-wq threads is such work), then unregister.
+        let _ = self.ring.submitter().submit_and_wait(0);
         if self.features.fixed_files {
             let _ = self.ring.submitter().unregister_files();
         }

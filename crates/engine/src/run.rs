@@ -476,12 +476,26 @@ impl RunHandle {
     }
 
     /// Waits for the end of the run.
+    ///
+    /// When a run that wrote returns, its `O_EXCL` claims on block devices are gone (it waits up
+    /// to [`target::EXCLUSIVE_OPEN_PATIENCE`] for the kernel to let go of them), so the caller
+    /// can discard, mount or start the next run at once.
     pub fn wait(self) -> Result<RunResult, EngineError> {
         let mut devices: Vec<Option<DeviceResult>> = vec![None; self.targets.len()];
         let mut first_err = None;
         let mut summaries = Vec::new();
-        for ((cpu, plan_index), h) in self.workers {
-            match h.join() {
+        let joined: Vec<_> = self
+            .workers
+            .into_iter()
+            .map(|(plan, h)| (plan, h.join()))
+            .collect();
+        if self.workload.pattern.writes() {
+            for t in &self.targets {
+                target::await_release(t);
+            }
+        }
+        for ((cpu, plan_index), joined) in joined {
+            match joined {
                 Ok(Ok((ring, results))) => {
                     summaries.push(crate::WorkerSummary {
                         cpu,

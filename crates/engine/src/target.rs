@@ -160,21 +160,70 @@ fn dio_alignment(path: &Path) -> Option<u32> {
 
 /// Opens a probed target for the run: always `O_DIRECT`; read-write and, for a block device,
 /// `O_EXCL` (so no one else can mount or claim it meanwhile) when `write` is set.
+///
+/// An exclusive open that finds the device busy is retried for up to [`EXCLUSIVE_OPEN_PATIENCE`]
+/// (see [`open_exclusive`]); only a claim that outlasts it is an error.
 pub fn open(info: &TargetInfo, write: bool) -> Result<File, EngineError> {
     let mut opts = OpenOptions::new();
     opts.read(true);
-    let mut flags = libc::O_DIRECT | libc::O_CLOEXEC;
-    if write {
-        opts.write(true);
-        if info.kind == TargetKind::BlockDevice {
-            flags |= libc::O_EXCL;
-        }
-    }
-    opts.custom_flags(flags);
-    opts.open(&info.path).map_err(|source| EngineError::Open {
+    let exclusive = write && info.kind == TargetKind::BlockDevice;
+    opts.write(write)
+        .custom_flags(libc::O_DIRECT | libc::O_CLOEXEC | if exclusive { libc::O_EXCL } else { 0 });
+    let opened = if exclusive {
+        open_exclusive(&opts, &info.path)
+    } else {
+        opts.open(&info.path)
+    };
+    opened.map_err(|source| EngineError::Open {
         path: info.path.clone(),
         source,
     })
+}
+
+/// How long an exclusive open of a block device keeps retrying while the device is busy.
+///
+/// A claim can outlive its opener for a moment: the last run's registered files are sometimes
+/// released by the kernel's io_uring exit work after the run has returned, and other tools that open a disk exclusively for an instant (partition
+/// tools, udev helpers) do the same. Such claims last milliseconds; a mount, an md or dm member
+/// or a running program lasts far longer, and is still refused.
+pub const EXCLUSIVE_OPEN_PATIENCE: std::time::Duration = std::time::Duration::from_millis(500);
+
+/// Opens `path` with `options` (which must include `O_EXCL`), retrying while the open fails with
+/// `EBUSY` for up to [`EXCLUSIVE_OPEN_PATIENCE`]. Any other error, or `EBUSY` after that long,
+/// is returned as it came.
+pub fn open_exclusive(options: &OpenOptions, path: &Path) -> std::io::Result<File> {
+    let deadline = std::time::Instant::now() + EXCLUSIVE_OPEN_PATIENCE;
+    let mut pause = std::time::Duration::from_millis(1);
+    loop {
+        match options.open(path) {
+            Err(e)
+                if e.raw_os_error() == Some(libc::EBUSY)
+                    && std::time::Instant::now() + pause < deadline =>
+            {
+                std::thread::sleep(pause);
+                pause = (pause * 2).min(std::time::Duration::from_millis(50));
+            }
+            other => return other,
+        }
+    }
+}
+
+/// Waits (up to [`EXCLUSIVE_OPEN_PATIENCE`]) until a block device this process wrote with
+/// `O_EXCL` can be claimed again, then lets it go.
+///
+/// Closing a file that an io_uring ring had registered does not always release it at once: a
+/// request the kernel finished on its io-wq threads may hold the ring's reference until the
+/// ring's exit work runs on a kernel work queue, and the exclusive claim lasts until then.
+pub(crate) fn await_release(info: &TargetInfo) {
+    if info.kind != TargetKind::BlockDevice {
+        return;
+    }
+    let mut probe = OpenOptions::new();
+    probe
+        .read(true)
+        .custom_flags(libc::O_EXCL | libc::O_CLOEXEC);
+    // An error here belongs to whoever opens the device next; this only waits.
+    let _ = open_exclusive(&probe, &info.path);
 }
 
 /// How [`discard`] and [`zero_out`] clear a range.
