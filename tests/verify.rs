@@ -328,6 +328,47 @@ fn verify_runs_the_iops_and_throughput_phases_and_judges_both() {
 }
 
 #[test]
+fn verify_with_allow_write_judges_the_seeds_50_50_mix() {
+    require_root!();
+    let _rate = rate_test_lock();
+    // blk-throttle caps reads and writes separately: a volume capped at 1500 IOPS does 1500
+    // reads and 1500 writes a second, so a 50/50 mix on it is worth 3000 IOPS in all.
+    let host =
+        SimulatedHost::build_loop_devices(&SimHostSpec::new(2, 32 * MIB).with_volume_iops(1500))
+            .expect("simulated host");
+    let devices = volume_paths(&host);
+    let dir = ScratchDir::new("verify-write");
+    let (code, json, stdout) = run(
+        &["verify"],
+        &devices,
+        &["--expect-volume-iops", "3000", "--allow-write"],
+        &host,
+        &dir.join("verify.json"),
+    );
+    assert_eq!(code, 0, "{stdout}");
+    let phases = json["phases"].as_array().unwrap();
+    assert_eq!(phases.len(), 1, "an IOPS spec needs one phase");
+    let workload = &phases[0]["workload"];
+    assert_eq!(workload["pattern"], "randrw", "{workload}");
+    assert_eq!(workload["rwmixread"], 50, "{workload}");
+    assert_eq!(workload["block_size"], 4096, "{workload}");
+    assert!(
+        stdout.contains("randrw 4 KiB") && stdout.contains("50% reads"),
+        "{stdout}"
+    );
+    // Both halves of the mix were done, and judged together against the promise.
+    let host_report = &phases[0]["host"];
+    let reads = f(&host_report["read"]["ios"]);
+    let writes = f(&host_report["write"]["ios"]);
+    let share = reads / (reads + writes);
+    assert!((share - 0.5).abs() < 0.02, "read share {share}");
+    for d in json["verdict"]["devices"].as_array().unwrap() {
+        assert_eq!(d["pass"], true, "{d}");
+        assert!((f(&d["measured_iops"]) - 3000.0).abs() < 150.0, "{d}");
+    }
+}
+
+#[test]
 fn spec_options_refused_before_any_io() {
     require_root!();
     let host = loop_volumes(1, 4 * MIB);
