@@ -22,7 +22,7 @@ fn ios(report: &Value, device: usize, op: &str) -> u64 {
 fn per_device_ios_match_the_kernels_completions() {
     require_root!();
     let _rate = rate_test_lock();
-    let host = loop_volumes(4, 64 * MIB);
+    let host = volumes(4, 64 * MIB);
     let names = volume_kernel_names(&host);
     let before: Vec<(u64, u64)> = names.iter().map(|n| kernel_completions(n)).collect();
     let mut args = vec!["--devices"];
@@ -70,7 +70,7 @@ fn per_device_ios_match_the_kernels_completions() {
 fn read_share_follows_rwmixread() {
     require_root!();
     let _rate = rate_test_lock();
-    let host = loop_volumes(2, 64 * MIB);
+    let host = volumes(2, 64 * MIB);
     let paths = volume_paths(&host);
     let mut args = vec!["--devices"];
     args.extend(paths.iter().map(String::as_str));
@@ -126,7 +126,7 @@ fn throttled_volumes_are_each_measured_within_3_percent_of_their_cap() {
 fn rate_iops_caps_each_device() {
     require_root!();
     let _rate = rate_test_lock();
-    let host = loop_volumes(2, 64 * MIB);
+    let host = volumes(2, 64 * MIB);
     let paths = volume_paths(&host);
     let mut args = vec!["--devices"];
     args.extend(paths.iter().map(String::as_str));

@@ -1,5 +1,6 @@
-//! The `hostmax` command end to end on real loop devices: the JSON report's shape, `--json -`,
-//! device de-duplication through symlinks, quoted glob patterns, and regular-file targets.
+//! The `hostmax` command end to end on real block devices (null_blk or loop): the JSON report's
+//! shape, `--json -`, device de-duplication through symlinks, quoted glob patterns, and
+//! regular-file targets.
 
 mod support;
 
@@ -21,7 +22,7 @@ fn short_run(devices: &[String]) -> Value {
 #[test]
 fn json_to_stdout_has_the_documented_shape_and_nothing_else() {
     require_root!();
-    let host = loop_volumes(2, 32 * MIB);
+    let host = volumes(2, 32 * MIB);
     let paths: Vec<String> = host
         .device_paths()
         .iter()
@@ -72,7 +73,7 @@ fn json_to_stdout_has_the_documented_shape_and_nothing_else() {
 #[test]
 fn a_device_named_twice_or_through_a_symlink_is_measured_once() {
     require_root!();
-    let host = loop_volumes(1, 32 * MIB);
+    let host = volumes(1, 32 * MIB);
     let dev = host.device_paths()[0].display().to_string();
     let dir = ScratchDir::new("dedupe");
     let link = dir.0.join("by-id-volume");
@@ -86,7 +87,7 @@ fn a_device_named_twice_or_through_a_symlink_is_measured_once() {
 #[test]
 fn a_quoted_glob_pattern_expands_to_every_match() {
     require_root!();
-    let host = loop_volumes(3, 32 * MIB);
+    let host = volumes(3, 32 * MIB);
     let dir = ScratchDir::new("glob");
     for (i, dev) in host.device_paths().iter().enumerate() {
         symlink(dev, dir.0.join(format!("vol-{i}"))).unwrap();

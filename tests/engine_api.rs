@@ -29,7 +29,7 @@ fn write_config(path: std::path::PathBuf, runtime: Duration) -> RunConfig {
 #[test]
 fn back_to_back_write_runs_reopen_the_device_exclusively() {
     require_root!();
-    let host = loop_volumes(1, 16 << 20);
+    let host = volumes(1, 16 << 20);
     let dev = host.device_paths()[0].clone();
     // Each run holds the device O_EXCL; the next can only open it if the previous one's claim
     // was gone by the time it returned (or went within the open's patience).
@@ -44,7 +44,7 @@ fn back_to_back_write_runs_reopen_the_device_exclusively() {
 #[test]
 fn a_run_stopped_from_another_thread_ends_early_and_says_so() {
     require_root!();
-    let host = loop_volumes(1, 16 << 20);
+    let host = volumes(1, 16 << 20);
     let dev = host.device_paths()[0].clone();
     let started = Instant::now();
     let handle = hostmax_engine::start(write_config(dev, Duration::from_secs(30))).unwrap();
@@ -71,7 +71,7 @@ fn a_run_stopped_from_another_thread_ends_early_and_says_so() {
 fn an_exclusive_open_waits_out_a_brief_claim_but_not_a_lasting_one() {
     require_root!();
     use std::os::unix::fs::OpenOptionsExt;
-    let host = loop_volumes(1, 16 << 20);
+    let host = volumes(1, 16 << 20);
     let dev = host.device_paths()[0].clone();
     let claim = || {
         std::fs::OpenOptions::new()

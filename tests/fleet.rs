@@ -102,7 +102,7 @@ fn ios(scope: &Value, op: &str) -> u64 {
 fn merged_report_adds_counts_exactly_and_takes_percentiles_from_added_histograms() {
     require_root!();
     let scratch = ScratchDir::new("fleet-merge");
-    let host = loop_volumes(3, 32 * MIB);
+    let host = volumes(3, 32 * MIB);
     let paths = volume_paths(&host);
     let (a, b, fleet) = (
         path_in(&scratch, "a.json"),
@@ -196,7 +196,7 @@ fn merged_report_adds_counts_exactly_and_takes_percentiles_from_added_histograms
 fn merge_refuses_other_workloads_and_files_that_are_not_reports() {
     require_root!();
     let scratch = ScratchDir::new("fleet-refuse");
-    let host = loop_volumes(1, 32 * MIB);
+    let host = volumes(1, 32 * MIB);
     let paths = volume_paths(&host);
     let (a, c) = (path_in(&scratch, "a.json"), path_in(&scratch, "c.json"));
     {
@@ -268,7 +268,7 @@ fn read_interval_log(path: &str) -> (BTreeMap<(String, u64), u64>, Duration) {
 fn hdr_log_has_one_interval_per_device_op_and_second_adding_up_to_the_report() {
     require_root!();
     let scratch = ScratchDir::new("fleet-hlog");
-    let host = loop_volumes(2, 32 * MIB);
+    let host = volumes(2, 32 * MIB);
     let paths = volume_paths(&host);
     let (json, log) = (path_in(&scratch, "r.json"), path_in(&scratch, "r.hlog"));
     {
@@ -356,7 +356,7 @@ fn hdr_log_has_one_interval_per_device_op_and_second_adding_up_to_the_report() {
 fn start_at_delays_the_start() {
     require_root!();
     let scratch = ScratchDir::new("fleet-start");
-    let host = loop_volumes(1, 32 * MIB);
+    let host = volumes(1, 32 * MIB);
     let paths = volume_paths(&host);
     let (json, log) = (path_in(&scratch, "r.json"), path_in(&scratch, "r.hlog"));
     let _lock = rate_test_lock();

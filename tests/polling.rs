@@ -10,6 +10,7 @@ const MIB: u64 = 1 << 20;
 #[test]
 fn iopoll_on_devices_without_poll_queues_is_refused_before_any_io() {
     require_root!();
+    // Loop devices, not `volumes`: null_blk may have a poll queue (the kernel's default).
     let host = loop_volumes(2, 16 * MIB);
     let names = volume_kernel_names(&host);
     let before: Vec<(u64, u64)> = names.iter().map(|n| kernel_completions(n)).collect();
@@ -70,7 +71,7 @@ fn iopoll_runs_on_a_device_with_poll_queues() {
 fn sqpoll_counts_match_the_kernels() {
     require_root!();
     let _rate = rate_test_lock();
-    let host = loop_volumes(2, 32 * MIB);
+    let host = volumes(2, 32 * MIB);
     let names = volume_kernel_names(&host);
     let before: Vec<(u64, u64)> = names.iter().map(|n| kernel_completions(n)).collect();
     let mut args = vec!["--devices".to_string()];

@@ -1,5 +1,6 @@
-//! The simulated host: loop volumes come and go, nothing survives a SIGKILL, and the cgroup caps
-//! (per volume and for the host) hold when measured.
+//! The simulated host: loop volumes (and null_blk volumes, where the kernel has null_blk) come
+//! and go, nothing survives a SIGKILL, and the cgroup caps (per volume and for the host) hold
+//! when measured.
 //!
 //! Rate tests and the SIGKILL test re-run this test binary as a child process
 //! ([`child_process_entry`] with `HOSTMAX_SIMHOST_CHILD` set), so the child can sit in a cgroup or
@@ -16,7 +17,10 @@ use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
 
-use hostmax::simhost::{AlignedBlock, IoThrottle, SimHostMode, SimHostSpec, SimulatedHost};
+use hostmax::simhost::{
+    null_blk_available, AlignedBlock, CgroupFlavor, IoThrottle, SimHostMode, SimHostSpec,
+    SimulatedHost,
+};
 use support::{kernel_completions, loop_volumes, rate_test_lock};
 
 const MIB: u64 = 1024 * 1024;
@@ -276,6 +280,106 @@ fn host_cap_volumes_are_slices_of_the_parent() {
     drop(parent_file);
     drop(host);
     assert!(!group.exists(), "{} removed on drop", group.display());
+}
+
+#[test]
+fn null_blk_hosts_refuse_host_caps_and_partial_mebibytes() {
+    // Refused before anything is made, so this runs with or without null_blk.
+    let cases = [
+        (
+            SimHostSpec::new(2, 16 * MIB).with_host_iops(1000),
+            "host caps need loop volumes",
+        ),
+        (
+            SimHostSpec::new(2, 16 * MIB).with_host_bps(MIB),
+            "host caps need loop volumes",
+        ),
+        (
+            SimHostSpec::new(2, MIB + 4096),
+            "not a positive whole number of MiB",
+        ),
+    ];
+    for (spec, expected) in cases {
+        let err = SimulatedHost::build_null_blk(&spec).expect_err("must be refused");
+        assert!(
+            err.to_string().contains(expected),
+            "{err} (wanted {expected:?})"
+        );
+    }
+}
+
+#[test]
+fn null_blk_volumes_appear_capped_and_vanish_on_drop() {
+    require_root!();
+    if let Err(reason) = null_blk_available() {
+        eprintln!("skipped: the kernel cannot make null_blk devices here: {reason}");
+        return;
+    }
+    let size = 16 * MIB;
+    let spec = SimHostSpec::new(2, size)
+        .with_volume_iops(1000)
+        .with_volume_bps(8 * MIB);
+    let host = SimulatedHost::build_null_blk(&spec).expect("build null_blk volumes");
+    assert_eq!(host.mode(), &SimHostMode::NullBlk);
+    assert!(host.host_device().is_none());
+    let throttle = host.throttle().expect("caps make a cgroup");
+    let mut made = Vec::new();
+    for volume in host.volumes() {
+        assert!(volume.loop_device().is_none());
+        let device = volume.null_blk_device().expect("null_blk mode");
+        let name = device.kernel_name().to_owned();
+        assert_eq!(volume.kernel_name(), Some(name.as_str()));
+        assert_eq!(volume.path(), Path::new(&format!("/dev/{name}")));
+        let (major, minor) = device.major_minor();
+        assert_eq!(sys_value(&name, "dev"), format!("{major}:{minor}"));
+        assert_eq!(sys_value(&name, "size"), (size / 512).to_string());
+        assert_eq!(
+            sys_value(&name, "queue/logical_block_size"),
+            "512",
+            "{name}"
+        );
+        assert!(device.config_dir().is_dir());
+        // The caps are rules on this device in the host's cgroup.
+        let rules = match throttle.flavor() {
+            CgroupFlavor::V1Blkio => {
+                fs::read_to_string(throttle.path().join("blkio.throttle.read_iops_device")).unwrap()
+            }
+            CgroupFlavor::V2Io => fs::read_to_string(throttle.path().join("io.max")).unwrap(),
+        };
+        let rule = rules
+            .lines()
+            .find(|l| l.starts_with(&format!("{major}:{minor} ")))
+            .unwrap_or_else(|| panic!("no rule for {name} ({major}:{minor}) in {rules}"));
+        assert!(rule.contains("1000"), "{rule}");
+        // Memory-backed: what is written reads back, and the kernel counts it.
+        let (reads0, writes0) = kernel_completions(&name);
+        let file = open_direct(volume.path(), true);
+        let mut block = AlignedBlock::new();
+        block.as_mut_slice().fill(0x5A);
+        file.write_all_at(block.as_slice(), 8192).unwrap();
+        block.as_mut_slice().fill(0);
+        file.read_exact_at(block.as_mut_slice(), 8192).unwrap();
+        assert!(
+            block.as_slice().iter().all(|&b| b == 0x5A),
+            "{name}: read back what was written"
+        );
+        drop(file);
+        let (reads1, writes1) = kernel_completions(&name);
+        assert!(
+            reads1 > reads0 && writes1 > writes0,
+            "{name} counted no I/O"
+        );
+        made.push((name, device.config_dir().to_path_buf()));
+    }
+    assert_ne!(made[0].0, made[1].0, "two distinct disks");
+    drop(host);
+    for (name, config_dir) in &made {
+        eventually(&format!("{name} removed"), || {
+            let disk = Path::new("/sys/block").join(name);
+            (disk.exists() || config_dir.exists() || Path::new("/dev").join(name).exists())
+                .then(|| format!("{} or {} still there", disk.display(), config_dir.display()))
+        });
+    }
 }
 
 #[test]

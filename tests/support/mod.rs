@@ -3,8 +3,10 @@
 //! - [`is_root`] and [`require_root!`]: skip (with a printed reason) where root is truly absent.
 //! - [`hostmax_bin`] and [`run_hostmax`]: run the built binary, optionally inside an
 //!   [`IoThrottle`] so the simulated caps apply to it.
-//! - [`loop_volumes`]: N uncapped loop volumes (a [`SimulatedHost`]); build a [`SimHostSpec`]
-//!   for caps.
+//! - [`volumes`]: N uncapped volumes, null_blk where the kernel has it (else loop devices;
+//!   `HOSTMAX_TEST_BACKEND=loop|null_blk` chooses), for tests that need any block device.
+//!   [`loop_volumes`]: N uncapped loop volumes, for tests of loop specifics. Build a
+//!   [`SimHostSpec`] for caps.
 //! - [`kernel_completions`]: the kernel's own count of completed reads and writes of a device,
 //!   an oracle for the tool's counts.
 //! - [`rate_test_lock`]: a machine-wide lock ([`RateTestGuard`]) so tests that measure rates do
@@ -18,8 +20,9 @@ use std::fs::{File, OpenOptions};
 use std::os::unix::io::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
+use std::sync::OnceLock;
 
-pub use hostmax::simhost::{IoThrottle, SimHostSpec, SimulatedHost};
+pub use hostmax::simhost::{null_blk_available, IoThrottle, SimHostSpec, SimulatedHost};
 
 /// Whether the tests run as root (needed for loop devices and cgroups).
 pub fn is_root() -> bool {
@@ -99,6 +102,54 @@ fn read_kernel_completions(kernel_name: &str) -> (u64, u64) {
 pub fn loop_volumes(count: usize, size: u64) -> SimulatedHost {
     SimulatedHost::build_loop_devices(&SimHostSpec::new(count, size))
         .unwrap_or_else(|err| panic!("could not build {count} loop volumes: {err}"))
+}
+
+/// Chooses the backend of [`volumes`]: `loop`, `null_blk`, or unset for null_blk where available.
+pub const BACKEND_ENV: &str = "HOSTMAX_TEST_BACKEND";
+
+/// What [`volumes`] builds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TestBackend {
+    /// Loop devices on tmpfs.
+    Loop,
+    /// Memory-backed null_blk devices.
+    NullBlk,
+}
+
+/// The backend of [`volumes`] for this process, decided (and printed) once: null_blk when
+/// [`null_blk_available`] says so, unless [`BACKEND_ENV`] says `loop`. `null_blk` there makes its
+/// absence a failure instead of a fallback.
+pub fn test_backend() -> TestBackend {
+    static BACKEND: OnceLock<TestBackend> = OnceLock::new();
+    *BACKEND.get_or_init(|| {
+        let asked = std::env::var(BACKEND_ENV).unwrap_or_default();
+        let (backend, why) = match (asked.as_str(), null_blk_available()) {
+            ("loop", _) => (TestBackend::Loop, format!("{BACKEND_ENV}=loop")),
+            ("null_blk" | "", Ok(())) => (TestBackend::NullBlk, "the kernel has it".to_string()),
+            ("", Err(reason)) => (TestBackend::Loop, reason),
+            ("null_blk", Err(reason)) => {
+                panic!("{BACKEND_ENV}=null_blk but null_blk is unavailable: {reason}")
+            }
+            (other, _) => panic!("{BACKEND_ENV}={other:?}: use loop, null_blk or leave it unset"),
+        };
+        let what = match backend {
+            TestBackend::Loop => "loop devices on tmpfs",
+            TestBackend::NullBlk => "null_blk devices",
+        };
+        eprintln!("test volumes: {what} ({why})");
+        backend
+    })
+}
+
+/// `count` uncapped block volumes of `size` bytes (a whole number of MiB; root only): null_blk
+/// or loop devices as [`test_backend`] chose. For tests that need any block device; tests of
+/// loop specifics (backing files, `loop_device()`, host caps) use [`loop_volumes`].
+pub fn volumes(count: usize, size: u64) -> SimulatedHost {
+    match test_backend() {
+        TestBackend::Loop => loop_volumes(count, size),
+        TestBackend::NullBlk => SimulatedHost::build_null_blk(&SimHostSpec::new(count, size))
+            .unwrap_or_else(|err| panic!("could not build {count} null_blk volumes: {err}")),
+    }
 }
 
 /// Where [`rate_test_lock`] locks.
@@ -183,14 +234,13 @@ pub fn volume_paths(host: &SimulatedHost) -> Vec<String> {
         .collect()
 }
 
-/// The volumes' kernel names (`loop3`), for [`kernel_completions`]; loop mode only.
+/// The volumes' kernel names (`loop3`), for [`kernel_completions`]; block-device volumes only.
 pub fn volume_kernel_names(host: &SimulatedHost) -> Vec<String> {
     host.volumes()
         .iter()
         .map(|v| {
-            v.loop_device()
-                .expect("the host was built from loop devices")
-                .kernel_name()
+            v.kernel_name()
+                .expect("the host was built from block devices")
                 .to_string()
         })
         .collect()

@@ -1,4 +1,5 @@
 //! [`SimulatedHost`]: a set of volumes, their caps and the host ceiling, built from a [`SimHostSpec`].
+//! The volumes are loop devices, null_blk devices or plain files ([`SimHostMode`]).
 
 use std::fmt;
 use std::fs::{self, File, OpenOptions};
@@ -7,6 +8,9 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, Ordering};
 
 use super::loopdev::{read_direct_4k, LoopDevice, LoopOptions};
+use super::nullblk::{
+    self, null_blk_available, NullBlkDevice, NullBlkOptions, NULLB_CONFIGFS_ROOT,
+};
 use super::throttle::{pid_alive, stale_owner, IoThrottle};
 use super::SimHostError;
 
@@ -132,6 +136,9 @@ impl SimHostSpec {
 pub enum SimHostMode {
     /// Loop devices over tmpfs with direct I/O, capped as the spec asked.
     LoopDevices,
+    /// Memory-backed null_blk devices (blk-mq, one queue per CPU), capped as the spec asked;
+    /// no host caps.
+    NullBlk,
     /// Plain files in a directory that takes O_DIRECT: no caps (they need root).
     PlainFiles {
         /// Why loop devices were not used.
@@ -143,6 +150,7 @@ impl fmt::Display for SimHostMode {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             SimHostMode::LoopDevices => f.write_str("loop devices on tmpfs"),
+            SimHostMode::NullBlk => f.write_str("memory-backed null_blk devices"),
             SimHostMode::PlainFiles { reason } => {
                 write!(f, "plain files without caps ({reason})")
             }
@@ -155,19 +163,43 @@ impl fmt::Display for SimHostMode {
 pub struct SimVolume {
     path: PathBuf,
     device: Option<LoopDevice>,
+    null_blk: Option<NullBlkDevice>,
     iops_cap: Option<u64>,
     bps_cap: Option<u64>,
 }
 
 impl SimVolume {
-    /// What to open: `/dev/loopN`, or the file in plain-file mode.
+    /// What to open: `/dev/loopN`, the null_blk disk, or the file in plain-file mode.
     pub fn path(&self) -> &Path {
         &self.path
     }
 
-    /// The loop device (not in plain-file mode).
+    /// The loop device (in loop mode only).
     pub fn loop_device(&self) -> Option<&LoopDevice> {
         self.device.as_ref()
+    }
+
+    /// The null_blk device (in null_blk mode only).
+    pub fn null_blk_device(&self) -> Option<&NullBlkDevice> {
+        self.null_blk.as_ref()
+    }
+
+    /// The block device's name under `/sys/block` (`None` in plain-file mode).
+    pub fn kernel_name(&self) -> Option<&str> {
+        match (&self.device, &self.null_blk) {
+            (Some(device), _) => Some(device.kernel_name()),
+            (None, Some(device)) => Some(device.kernel_name()),
+            (None, None) => None,
+        }
+    }
+
+    /// The block device's number, as written in throttle rules (`None` in plain-file mode).
+    pub fn major_minor(&self) -> Option<(u32, u32)> {
+        match (&self.device, &self.null_blk) {
+            (Some(device), _) => Some(device.major_minor()),
+            (None, Some(device)) => Some(device.major_minor()),
+            (None, None) => None,
+        }
     }
 
     /// The IOPS cap in force (`None` in plain-file mode, where nothing is capped).
@@ -255,15 +287,7 @@ impl SimulatedHost {
             }
         }
         if let Some(throttle) = &throttle {
-            for volume in &volumes {
-                let device = volume.device.as_ref().expect("loop mode has devices");
-                if let Some(iops) = volume.iops_cap {
-                    throttle.limit_iops(device.major_minor(), iops)?;
-                }
-                if let Some(bps) = volume.bps_cap {
-                    throttle.limit_bps(device.major_minor(), bps)?;
-                }
-            }
+            limit_volumes(throttle, &volumes)?;
             if let Some(parent) = &host_device {
                 if let Some(iops) = spec.host_iops {
                     throttle.limit_iops(parent.major_minor(), iops)?;
@@ -281,6 +305,50 @@ impl SimulatedHost {
             mode: SimHostMode::LoopDevices,
             volumes,
             host_device,
+            throttle,
+            plain_dir: None,
+        })
+    }
+
+    /// Builds null_blk volumes (needs root and [`null_blk_available`]), capped per volume like
+    /// loop volumes. Sizes must be whole MiB; a host cap is refused (it is built from a parent
+    /// loop device that every volume is a slice of).
+    pub fn build_null_blk(spec: &SimHostSpec) -> Result<SimulatedHost, SimHostError> {
+        spec.validate()?;
+        if spec.has_host_cap() {
+            return Err(SimHostError::BadSpec(
+                "host caps need loop volumes (each volume a slice of one capped parent loop \
+                 device); build loop volumes or leave host_iops and host_bps out"
+                    .into(),
+            ));
+        }
+        let options = NullBlkOptions::new(spec.volume_size)?;
+        null_blk_available().map_err(SimHostError::NullBlkUnavailable)?;
+        Self::sweep_stale();
+        let throttle = if spec.is_throttled() {
+            Some(IoThrottle::create()?)
+        } else {
+            None
+        };
+        let mut volumes = Vec::with_capacity(spec.volumes);
+        for index in 0..spec.volumes {
+            let device = NullBlkDevice::create(&options)?;
+            volumes.push(SimVolume {
+                path: device.path().to_path_buf(),
+                device: None,
+                null_blk: Some(device),
+                iops_cap: spec.volume_iops_cap(index),
+                bps_cap: spec.volume_bps_cap(index),
+            });
+        }
+        if let Some(throttle) = &throttle {
+            limit_volumes(throttle, &volumes)?;
+        }
+        Ok(SimulatedHost {
+            spec: spec.clone(),
+            mode: SimHostMode::NullBlk,
+            volumes,
+            host_device: None,
             throttle,
             plain_dir: None,
         })
@@ -323,6 +391,7 @@ impl SimulatedHost {
                 volumes.push(SimVolume {
                     path,
                     device: None,
+                    null_blk: None,
                     iops_cap: None,
                     bps_cap: None,
                 });
@@ -341,11 +410,13 @@ impl SimulatedHost {
         Err(SimHostError::NoDirectIoDir(tried.join("; ")))
     }
 
-    /// Removes leftovers of killed processes: empty `hostmax-<pid>-<n>` cgroups and
-    /// `hostmax-sim-<pid>-<n>` scratch directories whose pid is gone. Returns how many.
-    /// (Loop devices need no sweeping: the kernel detaches them when their process dies.)
+    /// Removes leftovers of killed processes: empty `hostmax-<pid>-<n>` cgroups,
+    /// `hostmax-sim-<pid>-<n>` scratch directories and `hostmax<pid>_<n>` null_blk devices whose
+    /// pid is gone. Returns how many. (Loop devices need no sweeping: the kernel detaches them
+    /// when their process dies.)
     pub fn sweep_stale() -> usize {
         let mut removed = IoThrottle::sweep_stale();
+        removed += nullblk::sweep_stale_in(Path::new(NULLB_CONFIGFS_ROOT));
         let mut bases = vec![
             PathBuf::from("/dev/shm"),
             PathBuf::from("/var/tmp"),
@@ -373,6 +444,7 @@ impl SimulatedHost {
         SimVolume {
             path: device.path().to_path_buf(),
             device: Some(device),
+            null_blk: None,
             iops_cap: spec.volume_iops_cap(index),
             bps_cap: spec.volume_bps_cap(index),
         }
@@ -383,7 +455,7 @@ impl SimulatedHost {
         &self.spec
     }
 
-    /// Loop devices or plain files (and why).
+    /// Loop devices, null_blk devices or plain files (and why).
     pub fn mode(&self) -> &SimHostMode {
         &self.mode
     }
@@ -403,7 +475,7 @@ impl SimulatedHost {
         self.host_device.as_ref()
     }
 
-    /// The cgroup holding the caps (only when the spec asked for caps, in loop mode).
+    /// The cgroup holding the caps (only when the spec asked for caps, in loop or null_blk mode).
     /// Caps apply only to processes in it: [`IoThrottle::join_self`] or
     /// [`IoThrottle::command_in_group`].
     pub fn throttle(&self) -> Option<&IoThrottle> {
@@ -418,7 +490,7 @@ impl SimulatedHost {
         if let (Some(first), Some(last)) = (self.volumes.first(), self.volumes.last()) {
             line += &format!(" ({} .. {})", first.path.display(), last.path.display());
         }
-        if self.mode == SimHostMode::LoopDevices {
+        if matches!(self.mode, SimHostMode::LoopDevices | SimHostMode::NullBlk) {
             let caps: Vec<String> = [
                 self.spec.volume_iops_cap(0).map(|v| format!("{v} IOPS")),
                 self.spec.volume_bps_cap(0).map(|v| format!("{v} B/s")),
@@ -477,6 +549,22 @@ impl Drop for SimulatedHost {
         self.plain_dir.take();
         wait_until_detached(&attached, std::time::Duration::from_secs(3));
     }
+}
+
+/// Sets each volume's caps (on its block device) in `throttle`.
+fn limit_volumes(throttle: &IoThrottle, volumes: &[SimVolume]) -> Result<(), SimHostError> {
+    for volume in volumes {
+        let Some(major_minor) = volume.major_minor() else {
+            continue;
+        };
+        if let Some(iops) = volume.iops_cap {
+            throttle.limit_iops(major_minor, iops)?;
+        }
+        if let Some(bps) = volume.bps_cap {
+            throttle.limit_bps(major_minor, bps)?;
+        }
+    }
+    Ok(())
 }
 
 /// Autoclear detaches a loop device after its last close, but the kernel may finish that a

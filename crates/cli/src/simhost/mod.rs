@@ -1,17 +1,24 @@
-//! The simulated host: throttled loop volumes on tmpfs, for `hostmax demo` and the tests.
+//! The simulated host: throttled loop volumes on tmpfs (or null_blk volumes), for
+//! `hostmax demo` and the tests.
 //!
 //! - [`SimulatedHost`] builds what a [`SimHostSpec`] asks for and removes all of it on drop:
 //!   loop volumes over unlinked sparse files in `/dev/shm`, per-volume IOPS/bandwidth caps, and
 //!   optionally a host ceiling (every volume is a slice of one parent loop device that is capped
 //!   too). Without root it falls back to plain files ([`SimHostMode::PlainFiles`]), uncapped.
+//!   [`SimulatedHost::build_null_blk`] makes the volumes null_blk devices instead
+//!   ([`SimHostMode::NullBlk`]: blk-mq with a queue per CPU, like NVMe; no host caps), where
+//!   [`null_blk_available`] says the kernel has null_blk.
 //! - [`LoopDevice`]: one loop device made with ioctls, auto-detached when its descriptor closes,
 //!   so even a SIGKILLed process leaves none behind.
+//! - [`NullBlkDevice`]: one memory-backed null_blk device made through configfs, removed on
+//!   drop (a killed process's are swept by the next [`SimulatedHost`]).
 //! - [`IoThrottle`]: one cgroup (v1 `blkio` or v2 `io.max`) holding per-device caps; processes
 //!   in it are capped.
 //! - [`SimHostError`]: what can go wrong building them.
 
 mod host;
 mod loopdev;
+mod nullblk;
 mod throttle;
 
 use std::io;
@@ -19,6 +26,9 @@ use std::path::{Path, PathBuf};
 
 pub use host::{SimHostMode, SimHostSpec, SimVolume, SimulatedHost};
 pub use loopdev::{read_direct_4k, AlignedBlock, LoopDevice, LoopOptions};
+pub use nullblk::{
+    null_blk_available, NullBlkDevice, NullBlkOptions, NullBlkRoots, NULLB_CONFIGFS_ROOT,
+};
 pub use throttle::{CgroupFlavor, DeviceLimit, IoThrottle};
 
 /// Why a simulated host (or one of its parts) could not be built.
@@ -68,6 +78,29 @@ pub enum SimHostError {
     /// Plain-file mode found no directory whose filesystem takes O_DIRECT.
     #[error("no directory for plain volume files supports O_DIRECT (tried: {0})")]
     NoDirectIoDir(String),
+    /// null_blk volumes were asked for where the kernel cannot make them.
+    #[error("null_blk volumes: {0}")]
+    NullBlkUnavailable(String),
+    /// A null_blk device was powered on but no disk of its name showed up.
+    #[error("powered on {} but no disk appeared (looked for {tried})", config_dir.display())]
+    NullBlkNoDisk {
+        /// The device's configfs directory.
+        config_dir: PathBuf,
+        /// The `/sys/block` entries looked for.
+        tried: String,
+    },
+    /// A disk exists but its device node did not appear.
+    #[error(
+        "{} did not appear as a block device within {waited_ms} ms \
+         (devtmpfs makes it; is /dev a devtmpfs?)",
+        path.display()
+    )]
+    NoDeviceNode {
+        /// `/dev/<disk>`.
+        path: PathBuf,
+        /// How long it was waited for.
+        waited_ms: u64,
+    },
 }
 
 impl SimHostError {
