@@ -120,6 +120,9 @@ fn measure_keeping_log(
         }
     }
     let result = handle.wait().context("the run failed")?;
+    if let Some(log) = &mut hdr_log {
+        log.run_ended_after(result.measured);
+    }
     view.finish();
     let mut report = summarize(&result, &workload, series.finish());
     report.hostname = crate::fleet::hostname();

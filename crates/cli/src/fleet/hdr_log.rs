@@ -86,8 +86,13 @@ pub struct HdrLogRecorder {
     tags: Vec<String>,
     reads: bool,
     writes: bool,
-    runtime: Duration,
+    /// Where the measured window ends: the planned runtime until [`HdrLogRecorder::run_ended_after`]
+    /// says the run ended sooner.
+    window_end: Duration,
     pending: BTreeMap<i64, PendingSecond>,
+    /// The lines of the latest second seen, held back until a later second arrives or the run
+    /// ends: only then is it known whether that second was cut short.
+    held: Vec<(i64, String, Histogram<u64>)>,
     /// The first write error; later writes are skipped and `finish` reports it.
     failed: Option<anyhow::Error>,
 }
@@ -125,8 +130,9 @@ impl HdrLogRecorder {
             tags: device_tags(paths),
             reads: workload.pattern.reads(),
             writes: workload.pattern.writes(),
-            runtime: workload.runtime,
+            window_end: workload.runtime,
             pending: BTreeMap::new(),
+            held: Vec::new(),
             failed: None,
         };
         // On an error the recorder drops and its temporary file goes with it.
@@ -212,14 +218,40 @@ impl HdrLogRecorder {
         }
     }
 
+    /// Logs a line, holding back those of the latest second (see `held`).
     fn write(&mut self, histogram: &Histogram<u64>, second: i64, tag: &str) {
+        let latest = self.held.first().map_or(i64::MIN, |(s, _, _)| *s);
+        if second < latest {
+            self.write_now(histogram, second, tag);
+            return;
+        }
+        if second > latest {
+            self.release_held();
+        }
+        self.held.push((second, tag.to_string(), histogram.clone()));
+    }
+
+    fn release_held(&mut self) {
+        for (second, tag, histogram) in std::mem::take(&mut self.held) {
+            self.write_now(&histogram, second, &tag);
+        }
+    }
+
+    /// Tells the recorder how long the run measured (a signal or an I/O limit may end it
+    /// before its runtime), so the last second's interval has its true length.
+    pub fn run_ended_after(&mut self, measured: Duration) {
+        self.window_end = self.window_end.min(measured);
+    }
+
+    fn write_now(&mut self, histogram: &Histogram<u64>, second: i64, tag: &str) {
         if self.failed.is_some() {
             return;
         }
         let start = Duration::from_secs(second as u64);
-        // The last second of a run whose runtime is not whole seconds is shorter.
+        // The last second of a run whose runtime is not whole seconds, or that was cut short,
+        // is shorter.
         let length = self
-            .runtime
+            .window_end
             .saturating_sub(start)
             .clamp(Duration::from_millis(1), Duration::from_secs(1));
         // An empty builder writes no header: each call only appends this interval.
@@ -245,6 +277,7 @@ impl HdrLogRecorder {
         for (second, host) in &pending {
             self.write_host(*second, host);
         }
+        self.release_held();
         if let Some(e) = self.failed.take() {
             return Err(e);
         }
@@ -359,6 +392,45 @@ mod tests {
         let text = String::from_utf8(bytes).unwrap();
         assert!(text.contains("#tag loop3: /dev/loop3\n"));
         assert_eq!(text.matches("#[StartTime:").count(), 1);
+    }
+
+    #[test]
+    fn a_run_cut_short_logs_its_last_second_with_its_true_length() {
+        let scratch = ScratchDir::new("cut");
+        let path = scratch.0.join("cut.hlog");
+        let workload = Workload {
+            runtime: Duration::from_secs(30),
+            ..Workload::default()
+        };
+        let paths: Vec<PathBuf> = vec!["/dev/loop3".into(), "/dev/loop4".into()];
+        let mut log = HdrLogRecorder::create(&path, &paths, &workload, SystemTime::now()).unwrap();
+        log.push(&interval(0, 0, &[1000], &[]));
+        log.push(&interval(1, 0, &[2000], &[]));
+        log.push(&interval(0, 1, &[1000], &[]));
+        log.push(&interval(0, 2, &[1000], &[]));
+        // Device 1's second 1 arrives late, after second 2 began: still a whole second.
+        log.push(&interval(1, 1, &[2000], &[]));
+        log.push(&interval(1, 2, &[2000], &[]));
+        // The run is stopped a quarter into second 3; device 1 never reports it.
+        log.push(&interval(0, 3, &[1000], &[]));
+        log.run_ended_after(Duration::from_millis(3250));
+        log.finish().unwrap();
+        let bytes = fs::read(&path).unwrap();
+        let mut lengths: BTreeMap<(String, u64), u128> = BTreeMap::new();
+        for entry in IntervalLogIterator::new(&bytes) {
+            if let LogEntry::Interval(i) = entry.unwrap() {
+                let key = (i.tag().unwrap().to_string(), i.start_timestamp().as_secs());
+                lengths.insert(key, i.duration().as_millis());
+            }
+        }
+        for tag in ["loop3-read", "loop4-read", "host-read"] {
+            for second in 0..3 {
+                assert_eq!(lengths[&(tag.to_string(), second)], 1000, "{tag} {second}");
+            }
+        }
+        assert_eq!(lengths[&("loop3-read".to_string(), 3)], 250);
+        assert_eq!(lengths[&("host-read".to_string(), 3)], 250);
+        assert_eq!(lengths.len(), 3 * 3 + 2);
     }
 
     #[test]
