@@ -332,4 +332,70 @@ mod tests {
         assert_eq!(stale_owner(GROUP_PREFIX, "hostmax-sim-1234-0"), None);
         assert_eq!(stale_owner(GROUP_PREFIX, "system.slice"), None);
     }
+
+    /// Every rule `limit` writes, in order, as (file, line), against a stand-in group
+    /// directory (a plain file keeps only the last write, so each is read back and removed).
+    fn rules_written(flavor: CgroupFlavor, limit: &DeviceLimit) -> Vec<(String, String)> {
+        let scratch = crate::test_support::ScratchDir::new(&format!("throttle-{flavor}"));
+        let group = IoThrottle {
+            dir: scratch.0.clone(),
+            root: scratch.0.clone(),
+            flavor,
+        };
+        let mut written = Vec::new();
+        for (rule, value) in [
+            (Rule::ReadIops, limit.read_iops),
+            (Rule::WriteIops, limit.write_iops),
+            (Rule::ReadBps, limit.read_bps),
+            (Rule::WriteBps, limit.write_bps),
+        ] {
+            group.set((7, 3), rule, value).unwrap();
+            let [name] = &scratch.entries()[..] else {
+                panic!("one rule file per write: {:?}", scratch.entries());
+            };
+            let path = scratch.0.join(name);
+            written.push((name.clone(), fs::read_to_string(&path).unwrap()));
+            fs::remove_file(path).unwrap();
+        }
+        // The stand-in is no cgroup: nothing to move out, and the directory goes with `scratch`.
+        std::mem::forget(group);
+        written
+    }
+
+    #[test]
+    fn cgroup_v2_rules_go_to_io_max_with_max_for_no_cap() {
+        let limit = DeviceLimit {
+            read_iops: Some(1500),
+            write_iops: Some(700),
+            read_bps: None,
+            write_bps: Some(50_000_000),
+        };
+        let rules = rules_written(CgroupFlavor::V2Io, &limit);
+        let lines: Vec<&str> = rules.iter().map(|(_, l)| l.as_str()).collect();
+        assert!(rules.iter().all(|(file, _)| file == "io.max"), "{rules:?}");
+        assert_eq!(
+            lines,
+            [
+                "7:3 riops=1500",
+                "7:3 wiops=700",
+                "7:3 rbps=max",
+                "7:3 wbps=50000000"
+            ]
+        );
+    }
+
+    #[test]
+    fn cgroup_v1_rules_go_to_one_file_each_with_0_for_no_cap() {
+        let rules = rules_written(CgroupFlavor::V1Blkio, &DeviceLimit::iops(2000));
+        assert_eq!(
+            rules,
+            [
+                ("blkio.throttle.read_iops_device", "7:3 2000"),
+                ("blkio.throttle.write_iops_device", "7:3 2000"),
+                ("blkio.throttle.read_bps_device", "7:3 0"),
+                ("blkio.throttle.write_bps_device", "7:3 0"),
+            ]
+            .map(|(f, l)| (f.to_string(), l.to_string()))
+        );
+    }
 }
