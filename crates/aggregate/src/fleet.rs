@@ -6,8 +6,9 @@
 //!   The windows differ by milliseconds at most, so `measured_secs` is the longest of them and
 //!   a rate is NOT `ios / measured_secs` in general;
 //! - whole-run percentiles come from the hosts' histograms decoded and added bin by bin;
-//! - per-second points are matched by second index; their counts add, but their latencies
-//!   (only percentiles are stored per second) are the worst host's of that second.
+//! - per-second points are matched by second index; their counts add and their percentiles
+//!   come from the second's histograms added bin by bin (the worst host's, for reports of
+//!   older versions that kept no per-second histograms).
 
 use std::collections::BTreeMap;
 
@@ -16,7 +17,7 @@ use hostmax_engine::new_latency_histogram;
 use serde::{Deserialize, Serialize};
 
 use crate::histogram_codec::{EncodedHistograms, HistogramCodecError};
-use crate::latency::add_exact;
+use crate::latency::{add_exact, LatencySummary};
 use crate::report::{DeviceReport, Figures, HostReport, OpSummary, SCHEMA_VERSION};
 use crate::series::SecondPoint;
 
@@ -278,7 +279,11 @@ fn merge_series(reports: &[(String, HostReport)]) -> Vec<SecondPoint> {
                 write_p99_ns: 0,
                 devices: Vec::new(),
                 partial: false,
+                histograms: None,
             };
+            // Exact when every host logged this second's histograms (reports of this version);
+            // else each percentile is the worst host's, an upper bound.
+            let exact = exact_second_latency(&points);
             for (p, (_, r)) in points.iter().zip(reports) {
                 let Some(p) = p else {
                     // This host has no such second: its devices show 0.
@@ -300,9 +305,35 @@ fn merge_series(reports: &[(String, HostReport)]) -> Vec<SecondPoint> {
                 merged.devices.extend_from_slice(&p.devices);
                 merged.partial |= p.partial;
             }
+            if let Some((read, write)) = exact {
+                let (r, w) = (
+                    LatencySummary::from_histogram(&read),
+                    LatencySummary::from_histogram(&write),
+                );
+                merged.read_p50_ns = r.p50;
+                merged.read_p99_ns = r.p99;
+                merged.write_p50_ns = w.p50;
+                merged.write_p99_ns = w.p99;
+                merged.histograms = EncodedHistograms::encode(&read, &write).ok();
+            }
             merged
         })
         .collect()
+}
+
+/// The bin-by-bin sum of the hosts' histograms of one second, if every host that has the
+/// second carries them (and they decode).
+fn exact_second_latency(
+    points: &[Option<&SecondPoint>],
+) -> Option<(Histogram<u64>, Histogram<u64>)> {
+    let mut read = new_latency_histogram();
+    let mut write = new_latency_histogram();
+    for p in points.iter().flatten() {
+        let (r, w) = p.histograms.as_ref()?.decode().ok()?;
+        add_exact(&mut read, &r);
+        add_exact(&mut write, &w);
+    }
+    Some((read, write))
 }
 
 #[cfg(test)]
@@ -364,6 +395,7 @@ mod tests {
                 write_p99_ns: 4000,
                 devices: vec![50 * seed, 50 * seed],
                 partial: false,
+                histograms: None,
             })
             .collect();
         HostReport {
@@ -438,6 +470,69 @@ mod tests {
         assert_eq!(p.devices, vec![50, 50, 100, 100]);
         assert_eq!(p.read_p99_ns, 4000);
         assert!(!p.partial);
+    }
+
+    /// `host`'s report with a time series built from per-device intervals (so each second
+    /// carries its histograms), and those seconds' read histograms.
+    fn host_with_series(name: &str, scale: u64) -> (HostReport, Vec<Histogram<u64>>) {
+        let mut r = host_report(name, 1, scale, 2000, &randrw());
+        let mut series = crate::TimeSeries::new(2);
+        let mut seconds = Vec::new();
+        for second in 0..2 {
+            let mut read_of_second = new_latency_histogram();
+            for device in 0..2 {
+                let read = op(scale * 10 + second as u64 * 2 + device as u64, 3000, scale).latency;
+                read_of_second.add(&read).unwrap();
+                series.push(hostmax_engine::DeviceInterval {
+                    device,
+                    second,
+                    read_ios: read.len(),
+                    write_ios: 0,
+                    read_bytes: read.len() * 4096,
+                    write_bytes: 0,
+                    errors: 0,
+                    read_latency: read,
+                    write_latency: new_latency_histogram(),
+                });
+            }
+            seconds.push(read_of_second);
+        }
+        r.time_series = series.finish();
+        (r, seconds)
+    }
+
+    #[test]
+    fn each_merged_second_has_percentiles_of_the_added_histograms() {
+        let (a, a_seconds) = host_with_series("alpha", 3);
+        let (b, b_seconds) = host_with_series("beta", 80);
+        let merged = merge_reports(&[("a".into(), a.clone()), ("b".into(), b)]).unwrap();
+        for second in 0..2 {
+            let mut by_hand = a_seconds[second].clone();
+            by_hand.add(&b_seconds[second]).unwrap();
+            let p = &merged.time_series[second];
+            let want = LatencySummary::from_histogram(&by_hand);
+            assert_eq!((p.read_p50_ns, p.read_p99_ns), (want.p50, want.p99));
+            let (read, _) = p.histograms.as_ref().unwrap().decode().unwrap();
+            assert_eq!(
+                bins(&read),
+                bins(&by_hand),
+                "the fleet second can be merged again"
+            );
+        }
+        // A host of an older version (no per-second histograms): each percentile falls back
+        // to the worst host's.
+        let mut old = a;
+        old.time_series.iter_mut().for_each(|p| p.histograms = None);
+        let (b, _) = host_with_series("beta", 80);
+        let mixed = merge_reports(&[("old".into(), old.clone()), ("b".into(), b.clone())]).unwrap();
+        let p = &mixed.time_series[0];
+        assert!(p.histograms.is_none());
+        assert_eq!(
+            p.read_p99_ns,
+            old.time_series[0]
+                .read_p99_ns
+                .max(b.time_series[0].read_p99_ns)
+        );
     }
 
     #[test]

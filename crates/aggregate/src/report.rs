@@ -485,6 +485,7 @@ mod tests {
             write_p99_ns: 4000,
             devices: vec![700],
             partial: false,
+            histograms: None,
         };
         let workload = Workload {
             pattern: IoPattern::RandRw,

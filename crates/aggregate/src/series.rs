@@ -6,6 +6,7 @@ use hdrhistogram::Histogram;
 use hostmax_engine::{new_latency_histogram, DeviceInterval};
 use serde::{Deserialize, Serialize};
 
+use crate::histogram_codec::EncodedHistograms;
 use crate::latency::{add_exact, LatencySummary};
 
 /// One measured second of the whole host.
@@ -37,6 +38,11 @@ pub struct SecondPoint {
     /// device shows 0 in `devices`.
     #[serde(default)]
     pub partial: bool,
+    /// This second's host read and write latency histograms (V2 + DEFLATE, base64), so that
+    /// merged reports compute each second's percentiles from added histograms too; absent in
+    /// reports of older versions (merges then show the worst host's percentiles).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub histograms: Option<EncodedHistograms>,
 }
 
 /// A second some devices have reported and others not yet.
@@ -100,6 +106,7 @@ impl PendingSecond {
             write_p99_ns: write.p99,
             partial: self.reported_count < self.reported.len(),
             devices: self.devices,
+            histograms: EncodedHistograms::encode(&self.read_latency, &self.write_latency).ok(),
         }
     }
 }

@@ -635,6 +635,7 @@ mod tests {
                     write_p99_ns: 0,
                     devices: vec![],
                     partial: false,
+                    histograms: None,
                 })
                 .collect(),
             verdict: None,

@@ -196,6 +196,7 @@ mod tests {
             write_p99_ns: 1_250_000,
             devices: vec![reads + writes],
             partial: false,
+            histograms: None,
         }
     }
 
