@@ -109,11 +109,22 @@ fn merged_report_adds_counts_exactly_and_takes_percentiles_from_added_histograms
         path_in(&scratch, "b.json"),
         path_in(&scratch, "fleet.json"),
     );
+    let lean = path_in(&scratch, "lean.json");
     {
         let _lock = rate_test_lock();
         hostmax_ok(&short_run(&paths[..2], &a, "2s", &[]));
         hostmax_ok(&short_run(&paths[2..], &b, "2s", &[]));
+        hostmax_ok(&short_run(
+            &paths[2..],
+            &lean,
+            "1s",
+            &["--no-series-histograms"],
+        ));
     }
+    let lean = read_json(&lean);
+    assert!(lean["time_series"][0].get("histograms").is_none(), "{lean}");
+    assert!(lean["time_series"][0]["read_p99_ns"].as_u64().unwrap() > 0);
+    assert!(lean["host"]["histograms"]["read"].is_string());
     let out = hostmax_ok(&[
         "merge".to_string(),
         a.clone(),
@@ -163,6 +174,20 @@ fn merged_report_adds_counts_exactly_and_takes_percentiles_from_added_histograms
         want
     );
     assert_eq!(bins(&histogram(&rf["host"], "read")), bins(&by_hand));
+
+    // Each second likewise: its percentiles come from the hosts' histograms of that second.
+    let series = |r: &Value| r["time_series"].as_array().unwrap().clone();
+    assert_eq!(series(&rf).len(), 2);
+    for (second, merged) in series(&rf).iter().enumerate() {
+        let mut by_hand = histogram(&series(&ra)[second], "read");
+        by_hand
+            .add(histogram(&series(&rb)[second], "read"))
+            .unwrap();
+        assert_eq!(merged["read_iops"].as_u64(), Some(by_hand.len()));
+        let want = LatencySummary::from_histogram(&by_hand);
+        assert_eq!(merged["read_p99_ns"].as_u64(), Some(want.p99), "{second}");
+        assert_eq!(merged["read_p50_ns"].as_u64(), Some(want.p50), "{second}");
+    }
 
     // Devices keep their figures and name their host.
     let devices = rf["devices"].as_array().unwrap();

@@ -124,7 +124,11 @@ fn measure_keeping_log(
         log.run_ended_after(result.measured);
     }
     view.finish();
-    let mut report = summarize(&result, &workload, series.finish());
+    let mut points = series.finish();
+    if !plan.fleet.series_histograms {
+        points.iter_mut().for_each(|p| p.histograms = None);
+    }
+    let mut report = summarize(&result, &workload, points);
     report.hostname = crate::fleet::hostname();
     drop(running);
     let sig = signals.signal();

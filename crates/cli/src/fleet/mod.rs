@@ -1,8 +1,8 @@
 //! Running hostmax on many hosts at once and adding up their results. No daemon: each host
 //! runs hostmax (launched by pdsh, Ansible, a Kubernetes Job...) and the reports are merged.
 //!
-//! - [`FleetRunArgs`]: the main run's `--start-at` and `--hdr-log`, checked into a
-//!   [`FleetPlan`] by [`plan_fleet`].
+//! - [`FleetRunArgs`]: the main run's `--start-at`, `--hdr-log` and `--no-series-histograms`,
+//!   checked into a [`FleetPlan`] by [`plan_fleet`].
 //! - [`start_at`]: parsing `--start-at` (RFC 3339 or `+30s`) and waiting for it after the engine
 //!   is prepared, so that runs on many hosts begin together.
 //! - [`hdr_log::HdrLogRecorder`]: the `--hdr-log` file of per-second interval histograms in
@@ -33,6 +33,12 @@ pub struct FleetRunArgs {
     /// and of the host (host-read, host-write) to PATH, in HdrHistogram's interval-log format.
     #[arg(long, value_name = "PATH")]
     pub hdr_log: Option<PathBuf>,
+
+    /// Leave each second's latency histograms out of the JSON (about 11 KB per second of run
+    /// at 3 significant figures); `hostmax merge` then shows the worst host's per-second
+    /// percentiles. Whole-run histograms stay.
+    #[arg(long)]
+    pub no_series_histograms: bool,
 }
 
 /// The checked fleet options of a run.
@@ -42,6 +48,8 @@ pub struct FleetPlan {
     pub start_at: Option<SystemTime>,
     /// Where the interval log goes.
     pub hdr_log: Option<PathBuf>,
+    /// Whether the JSON's time-series points keep their histograms.
+    pub series_histograms: bool,
 }
 
 /// Checks `--start-at` (not in the past, by more than [`start_at::PAST_GRACE`]) and that the
@@ -56,6 +64,7 @@ pub fn plan_fleet(args: &FleetRunArgs) -> Result<FleetPlan, BadInput> {
     Ok(FleetPlan {
         start_at: args.start_at,
         hdr_log: args.hdr_log.clone(),
+        series_histograms: !args.no_series_histograms,
     })
 }
 
