@@ -19,6 +19,7 @@ const LOOP_SET_FD: libc::c_ulong = 0x4C00;
 const LOOP_CLR_FD: libc::c_ulong = 0x4C01;
 const LOOP_SET_STATUS64: libc::c_ulong = 0x4C04;
 const LOOP_SET_DIRECT_IO: libc::c_ulong = 0x4C08;
+const LOOP_SET_BLOCK_SIZE: libc::c_ulong = 0x4C09;
 const LOOP_CONFIGURE: libc::c_ulong = 0x4C0A;
 const LOOP_CTL_GET_FREE: libc::c_ulong = 0x4C82;
 const LO_FLAGS_READ_ONLY: u32 = 1;
@@ -102,6 +103,16 @@ impl LoopDevice {
     ///
     /// The backing file may be closed (and unlinked) afterwards: the device keeps its own reference.
     pub fn attach(backing: &File, options: &LoopOptions) -> Result<LoopDevice, SimHostError> {
+        Self::attach_with(backing, options, configure)
+    }
+
+    /// [`LoopDevice::attach`] with the given way of binding the device (so tests can run the
+    /// older kernels' way on this one).
+    fn attach_with(
+        backing: &File,
+        options: &LoopOptions,
+        configure: fn(&File, &File, &LoopOptions) -> io::Result<()>,
+    ) -> Result<LoopDevice, SimHostError> {
         let control_path = Path::new("/dev/loop-control");
         let control = OpenOptions::new()
             .read(true)
@@ -309,8 +320,8 @@ fn ioctl_result(ret: libc::c_int) -> io::Result<()> {
     }
 }
 
-/// LOOP_CONFIGURE, or on kernels without it (EINVAL) LOOP_SET_FD + LOOP_SET_STATUS64.
-fn configure(device: &File, backing: &File, options: &LoopOptions) -> io::Result<()> {
+/// The flags every hostmax loop device gets, and the `struct loop_info64` that carries them.
+fn loop_info(options: &LoopOptions) -> LoopInfo64 {
     // PARTSCAN: the kernel then drops every partition (also ones a test adds with addpart) when
     // the device detaches, so the next user of this loop number does not inherit them.
     let mut flags = LO_FLAGS_AUTOCLEAR | LO_FLAGS_PARTSCAN;
@@ -320,7 +331,7 @@ fn configure(device: &File, backing: &File, options: &LoopOptions) -> io::Result
     if options.read_only {
         flags |= LO_FLAGS_READ_ONLY;
     }
-    let info = LoopInfo64 {
+    LoopInfo64 {
         lo_device: 0,
         lo_inode: 0,
         lo_rdevice: 0,
@@ -334,42 +345,148 @@ fn configure(device: &File, backing: &File, options: &LoopOptions) -> io::Result
         lo_crypt_name: [0; 64],
         lo_encrypt_key: [0; 32],
         lo_init: [0; 2],
-    };
-    let backing_fd = backing.as_raw_fd();
+    }
+}
+
+/// LOOP_CONFIGURE, or on kernels without it (EINVAL) [`configure_legacy`].
+fn configure(device: &File, backing: &File, options: &LoopOptions) -> io::Result<()> {
     let config = LoopConfig {
-        fd: backing_fd as u32,
+        fd: backing.as_raw_fd() as u32,
         block_size: options.block_size,
-        info,
+        info: loop_info(options),
         reserved: [0; 8],
     };
     // SAFETY: `config` lives on our stack for the whole call and has the layout of
     // `struct loop_config`; the kernel only reads it. Both fds are open and owned by the caller.
     let ret = unsafe { libc::ioctl(device.as_raw_fd(), LOOP_CONFIGURE, &config) };
     match ioctl_result(ret) {
-        Err(err) if err.raw_os_error() == Some(libc::EINVAL) => {}
-        other => return other,
+        Err(err) if err.raw_os_error() == Some(libc::EINVAL) => {
+            configure_legacy(device, backing, options)
+        }
+        other => other,
     }
-    // Older kernel (before 5.8): the same in three steps.
+}
+
+/// What LOOP_CONFIGURE does, in the steps of kernels before 5.8: LOOP_SET_FD, then
+/// LOOP_SET_STATUS64 (offset, size limit, autoclear and partscan: the flags it can set), then
+/// LOOP_SET_BLOCK_SIZE and LOOP_SET_DIRECT_IO. Read-only comes from opening the device
+/// read-only. Any failure after LOOP_SET_FD unbinds the device again.
+fn configure_legacy(device: &File, backing: &File, options: &LoopOptions) -> io::Result<()> {
+    let fd = device.as_raw_fd();
     // SAFETY: LOOP_SET_FD takes the backing fd by value; it stays open during the call.
-    ioctl_result(unsafe { libc::ioctl(device.as_raw_fd(), LOOP_SET_FD, backing_fd) })?;
-    let mut status = info;
-    // LOOP_SET_STATUS64 rejects flags it cannot set; direct I/O gets its own ioctl below.
-    status.lo_flags = LO_FLAGS_AUTOCLEAR;
+    ioctl_result(unsafe { libc::ioctl(fd, LOOP_SET_FD, backing.as_raw_fd()) })?;
+    let mut status = loop_info(options);
+    status.lo_flags &= LO_FLAGS_AUTOCLEAR | LO_FLAGS_PARTSCAN;
     // SAFETY: `status` is a live `struct loop_info64` that the kernel only reads.
-    let set = ioctl_result(unsafe { libc::ioctl(device.as_raw_fd(), LOOP_SET_STATUS64, &status) })
+    let set = ioctl_result(unsafe { libc::ioctl(fd, LOOP_SET_STATUS64, &status) })
         .and_then(|()| {
-            if options.direct_io {
-                // SAFETY: LOOP_SET_DIRECT_IO takes an integer by value.
-                ioctl_result(unsafe {
-                    libc::ioctl(device.as_raw_fd(), LOOP_SET_DIRECT_IO, 1 as libc::c_ulong)
-                })
-            } else {
-                Ok(())
+            if options.block_size == 0 {
+                return Ok(());
             }
+            // SAFETY: LOOP_SET_BLOCK_SIZE takes an integer by value.
+            ioctl_result(unsafe {
+                libc::ioctl(
+                    fd,
+                    LOOP_SET_BLOCK_SIZE,
+                    libc::c_ulong::from(options.block_size),
+                )
+            })
+        })
+        .and_then(|()| {
+            if !options.direct_io {
+                return Ok(());
+            }
+            // SAFETY: LOOP_SET_DIRECT_IO takes an integer by value.
+            ioctl_result(unsafe { libc::ioctl(fd, LOOP_SET_DIRECT_IO, 1 as libc::c_ulong) })
         });
     if set.is_err() {
         // SAFETY: LOOP_CLR_FD takes no argument; undoes our LOOP_SET_FD.
-        unsafe { libc::ioctl(device.as_raw_fd(), LOOP_CLR_FD) };
+        unsafe { libc::ioctl(fd, LOOP_CLR_FD) };
     }
     set
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An unlinked 8 MiB file on /dev/shm whose second MiB starts with `marker`.
+    fn backing_with_marker(marker: &[u8]) -> File {
+        let path = format!("/dev/shm/hostmax-unit-loop-{}", std::process::id());
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create_new(true)
+            .open(&path)
+            .unwrap();
+        std::fs::remove_file(&path).unwrap();
+        file.set_len(8 << 20).unwrap();
+        file.write_all_at(marker, 1 << 20).unwrap();
+        file
+    }
+
+    /// What the kernel says of a bound device, for comparing the two ways of binding it.
+    fn bound_state(dev: &LoopDevice) -> Vec<(&'static str, String)> {
+        [
+            "loop/offset",
+            "loop/sizelimit",
+            "loop/autoclear",
+            "loop/partscan",
+            "loop/dio",
+            "ro",
+            "size",
+            "queue/logical_block_size",
+        ]
+        .into_iter()
+        .map(|leaf| (leaf, dev.read_sys(leaf).unwrap()))
+        .collect()
+    }
+
+    #[test]
+    fn the_older_kernels_setup_binds_a_device_as_loop_configure_does() {
+        if !nix::unistd::geteuid().is_root() {
+            eprintln!("skipped: loop devices need root");
+            return;
+        }
+        let options = LoopOptions {
+            offset: 1 << 20,
+            size_limit: 4 << 20,
+            direct_io: true,
+            read_only: false,
+            block_size: 4096,
+        };
+        let marker = b"hostmax legacy loop setup";
+        let backing = backing_with_marker(marker);
+        let modern = LoopDevice::attach_with(&backing, &options, configure).unwrap();
+        let legacy = LoopDevice::attach_with(&backing, &options, configure_legacy).unwrap();
+        let state = bound_state(&legacy);
+        assert_eq!(state, bound_state(&modern));
+        let get = |leaf: &str| state.iter().find(|(l, _)| *l == leaf).unwrap().1.clone();
+        assert_eq!(get("loop/offset"), (1u64 << 20).to_string());
+        assert_eq!(
+            get("size"),
+            (4u64 << 20 >> 9).to_string(),
+            "512-byte sectors"
+        );
+        assert_eq!(get("loop/dio"), "1");
+        assert_eq!(get("loop/autoclear"), "1");
+        assert_eq!(get("loop/partscan"), "1");
+        assert_eq!(get("queue/logical_block_size"), "4096");
+        // The device starts at the offset: its first bytes are the backing file's second MiB.
+        let mut block = AlignedBlock::new();
+        let device = OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_DIRECT)
+            .open(legacy.path())
+            .unwrap();
+        device.read_exact_at(block.as_mut_slice(), 0).unwrap();
+        assert_eq!(&block.as_slice()[..marker.len()], marker);
+
+        let read_only = LoopOptions {
+            read_only: true,
+            ..options
+        };
+        let legacy_ro = LoopDevice::attach_with(&backing, &read_only, configure_legacy).unwrap();
+        assert_eq!(legacy_ro.read_sys("ro").unwrap(), "1");
+    }
 }
