@@ -187,11 +187,19 @@ pub fn rate_test_lock() -> RateTestGuard {
 /// A scratch directory under /dev/shm (tmpfs, which takes O_DIRECT), removed on drop.
 pub struct ScratchDir(pub PathBuf);
 
+/// Prefix of the integration tests' scratch directories in /dev/shm.
+const SCRATCH_PREFIX: &str = "hostmax-test-";
+
 impl ScratchDir {
-    /// A fresh `/dev/shm/hostmax-test-TAG-PID`.
+    /// A fresh `/dev/shm/hostmax-test-PID-TAG`. The first one of a process also removes those
+    /// of test processes that were killed before their directories' drop ran.
     pub fn new(tag: &str) -> ScratchDir {
+        static SWEEP: std::sync::Once = std::sync::Once::new();
+        SWEEP.call_once(|| {
+            hostmax::simhost::sweep_dead_owners(Path::new("/dev/shm"), SCRATCH_PREFIX);
+        });
         let dir = PathBuf::from(format!(
-            "/dev/shm/hostmax-test-{tag}-{}",
+            "/dev/shm/{SCRATCH_PREFIX}{}-{tag}",
             std::process::id()
         ));
         let _ = std::fs::remove_dir_all(&dir);

@@ -3,8 +3,12 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
-/// A fresh directory `/dev/shm/hostmax-unit-TAG-PID` (tmpfs takes `O_DIRECT`; the system
-/// temporary directory where there is no /dev/shm), removed on drop.
+/// Prefix of unit-test scratch directories: `hostmax-unit-PID-TAG`.
+const PREFIX: &str = "hostmax-unit-";
+
+/// A fresh directory `/dev/shm/hostmax-unit-PID-TAG` (tmpfs takes `O_DIRECT`; the system
+/// temporary directory where there is no /dev/shm), removed on drop, and by the next test run
+/// if this one was killed.
 pub(crate) struct ScratchDir(pub PathBuf);
 
 impl ScratchDir {
@@ -14,7 +18,11 @@ impl ScratchDir {
         } else {
             std::env::temp_dir()
         };
-        let dir = base.join(format!("hostmax-unit-{tag}-{}", std::process::id()));
+        static SWEEP: std::sync::Once = std::sync::Once::new();
+        SWEEP.call_once(|| {
+            crate::simhost::sweep_dead_owners(&base, PREFIX);
+        });
+        let dir = base.join(format!("{PREFIX}{}-{tag}", std::process::id()));
         let _ = fs::remove_dir_all(&dir);
         fs::create_dir_all(&dir).expect("create scratch dir");
         ScratchDir(dir)

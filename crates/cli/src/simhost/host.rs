@@ -11,7 +11,7 @@ use super::loopdev::{read_direct_4k, LoopDevice, LoopOptions};
 use super::nullblk::{
     self, null_blk_available, NullBlkDevice, NullBlkOptions, NULLB_CONFIGFS_ROOT,
 };
-use super::throttle::{pid_alive, stale_owner, IoThrottle};
+use super::throttle::{pid_alive, IoThrottle};
 use super::SimHostError;
 
 /// What to simulate.
@@ -424,18 +424,7 @@ impl SimulatedHost {
         ];
         bases.dedup();
         for base in bases {
-            let Ok(entries) = fs::read_dir(&base) else {
-                continue;
-            };
-            for entry in entries.flatten() {
-                let name = entry.file_name();
-                let Some(pid) = stale_owner(SCRATCH_PREFIX, &name.to_string_lossy()) else {
-                    continue;
-                };
-                if !pid_alive(pid) && fs::remove_dir_all(entry.path()).is_ok() {
-                    removed += 1;
-                }
-            }
+            removed += sweep_dead_owners(&base, SCRATCH_PREFIX);
         }
         removed
     }
@@ -585,6 +574,31 @@ fn wait_until_detached(attached: &[(String, String)], limit: std::time::Duration
     }
 }
 
+/// Removes the directories in `base` named `<prefix><pid>` or `<prefix><pid>-<anything>` whose
+/// process `pid` is gone (what a killed run, or a killed test, left behind); returns how many.
+/// Directories of live processes, and names that do not fit, are left alone.
+pub fn sweep_dead_owners(base: &Path, prefix: &str) -> usize {
+    let Ok(entries) = fs::read_dir(base) else {
+        return 0;
+    };
+    let mut removed = 0;
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let name = name.to_string_lossy();
+        let Some(rest) = name.strip_prefix(prefix) else {
+            continue;
+        };
+        let pid = rest.split_once('-').map_or(rest, |(pid, _)| pid);
+        let Ok(pid) = pid.parse::<u32>() else {
+            continue;
+        };
+        if !pid_alive(pid) && fs::remove_dir_all(entry.path()).is_ok() {
+            removed += 1;
+        }
+    }
+    removed
+}
+
 const SCRATCH_PREFIX: &str = "hostmax-sim-";
 
 static NEXT_SCRATCH: AtomicU32 = AtomicU32::new(0);
@@ -625,5 +639,39 @@ impl ScratchDir {
 impl Drop for ScratchDir {
     fn drop(&mut self) {
         let _ = fs::remove_dir_all(&self.path);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sweeping_removes_only_dead_owners_directories() {
+        let scratch = crate::test_support::ScratchDir::new("sweep");
+        // 4194305 is above the kernel's largest pid_max, so no process has it.
+        let me = std::process::id();
+        let names = [
+            "leftover-4194305-html".to_string(),
+            "leftover-4194305".to_string(),
+            format!("leftover-{me}-live"),
+            "leftover-notapid-x".to_string(),
+            "other-4194305-x".to_string(),
+        ];
+        for name in &names {
+            fs::create_dir(scratch.0.join(name)).unwrap();
+            fs::write(scratch.0.join(name).join("f"), "x").unwrap();
+        }
+        assert_eq!(sweep_dead_owners(&scratch.0, "leftover-"), 2);
+        let mut left = scratch.entries();
+        left.sort();
+        assert_eq!(
+            left,
+            [
+                format!("leftover-{me}-live"),
+                "leftover-notapid-x".to_string(),
+                "other-4194305-x".to_string()
+            ]
+        );
     }
 }

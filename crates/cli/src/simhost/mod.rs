@@ -24,7 +24,7 @@ mod throttle;
 use std::io;
 use std::path::{Path, PathBuf};
 
-pub use host::{SimHostMode, SimHostSpec, SimVolume, SimulatedHost};
+pub use host::{sweep_dead_owners, SimHostMode, SimHostSpec, SimVolume, SimulatedHost};
 pub use loopdev::{read_direct_4k, AlignedBlock, LoopDevice, LoopOptions};
 pub use nullblk::{
     null_blk_available, NullBlkDevice, NullBlkOptions, NullBlkRoots, NULLB_CONFIGFS_ROOT,
