@@ -49,6 +49,55 @@ fn demo_measures_the_simulated_host_and_leaves_nothing_behind() {
     );
 }
 
+#[test]
+fn demo_without_a_usable_cgroup_measures_uncapped_loop_volumes_and_says_why() {
+    require_root!();
+    let _rate = rate_test_lock();
+    let scratch = ScratchDir::new("demo-cgroup");
+    // A plain directory is no cgroup: the caps cannot be made, the volumes still can.
+    let child = std::process::Command::new(hostmax_bin())
+        .arg("demo")
+        .env(hostmax::simhost::CGROUP_ROOT_ENV, &scratch.0)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let out = child.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "stdout:\n{stdout}\nstderr:\n{stderr}"
+    );
+    assert!(
+        stderr.contains("loop devices on tmpfs without caps")
+            && stderr.contains("not a cgroup directory"),
+        "{stderr}"
+    );
+    assert!(stdout.contains("no caps to compare against"), "{stdout}");
+    let iops: f64 = stdout
+        .lines()
+        .find(|l| l.starts_with("host (8 devices)"))
+        .and_then(|l| l.split_whitespace().nth(4))
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no host IOPS in:\n{stdout}"));
+    assert!(
+        iops > 15_000.0,
+        "uncapped volumes outrun the capped host's 15000 IOPS: {iops}"
+    );
+    // It made nothing in the directory it was pointed at, and left no loop device behind.
+    assert_eq!(std::fs::read_dir(&scratch.0).unwrap().count(), 0);
+    let attached = std::fs::read_dir("/sys/block")
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter_map(|e| std::fs::read_to_string(e.path().join("loop/backing_file")).ok())
+        .filter(|b| b.contains(&format!("hostmax-sim-{pid}-")))
+        .count();
+    assert_eq!(attached, 0, "loop devices of the demo are still attached");
+}
+
 /// The demo's pid, from the cgroup path its banner names (`.../hostmax-PID-N`).
 fn out_pid_marker(stderr: &str) -> String {
     stderr

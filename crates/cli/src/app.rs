@@ -219,6 +219,8 @@ pub fn demo() -> anyhow::Result<i32> {
     if capped {
         println!();
         println!("{}", demo_caps_summary(&report, &host));
+    } else if let SimHostMode::UncappedLoopDevices { reason } = host.mode() {
+        println!("\n(no caps to compare against: {reason})");
     } else {
         println!("\n(plain files: no caps to compare against; run as root for the capped host)");
     }

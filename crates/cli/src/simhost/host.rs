@@ -139,6 +139,12 @@ pub enum SimHostMode {
     /// Memory-backed null_blk devices (blk-mq, one queue per CPU), capped as the spec asked;
     /// no host caps.
     NullBlk,
+    /// Loop devices over tmpfs with direct I/O but without the spec's caps: root, but no
+    /// cgroup could throttle block I/O (see [`super::CGROUP_ROOT_ENV`]).
+    UncappedLoopDevices {
+        /// Why no caps.
+        reason: String,
+    },
     /// Plain files in a directory that takes O_DIRECT: no caps (they need root).
     PlainFiles {
         /// Why loop devices were not used.
@@ -151,6 +157,9 @@ impl fmt::Display for SimHostMode {
         match self {
             SimHostMode::LoopDevices => f.write_str("loop devices on tmpfs"),
             SimHostMode::NullBlk => f.write_str("memory-backed null_blk devices"),
+            SimHostMode::UncappedLoopDevices { reason } => {
+                write!(f, "loop devices on tmpfs without caps ({reason})")
+            }
             SimHostMode::PlainFiles { reason } => {
                 write!(f, "plain files without caps ({reason})")
             }
@@ -230,7 +239,8 @@ pub struct SimulatedHost {
 }
 
 impl SimulatedHost {
-    /// Builds the host: loop devices when root, else plain files (see [`SimulatedHost::mode`]).
+    /// Builds the host: loop devices when root (uncapped when no cgroup can cap them), else
+    /// plain files (see [`SimulatedHost::mode`]).
     pub fn build(spec: &SimHostSpec) -> Result<SimulatedHost, SimHostError> {
         spec.validate()?;
         let euid = nix::unistd::geteuid();
@@ -241,7 +251,16 @@ impl SimulatedHost {
             );
             return Self::build_plain_files(spec, &reason);
         }
-        Self::build_loop_devices(spec)
+        match Self::build_loop_devices(spec) {
+            // Loop volumes without caps still measure a real block-device host; say why.
+            Err(SimHostError::ThrottleUnavailable(reason)) => {
+                let mut host =
+                    Self::build_loop_devices(&SimHostSpec::new(spec.volumes, spec.volume_size))?;
+                host.mode = SimHostMode::UncappedLoopDevices { reason };
+                Ok(host)
+            }
+            built => built,
+        }
     }
 
     /// Builds loop volumes (needs root).
@@ -250,7 +269,10 @@ impl SimulatedHost {
         Self::sweep_stale();
         let scratch = ScratchDir::create(Path::new("/dev/shm"))?;
         let throttle = if spec.is_throttled() {
-            Some(IoThrottle::create()?)
+            Some(
+                IoThrottle::create()
+                    .map_err(|e| SimHostError::ThrottleUnavailable(e.to_string()))?,
+            )
         } else {
             None
         };
@@ -326,7 +348,10 @@ impl SimulatedHost {
         null_blk_available().map_err(SimHostError::NullBlkUnavailable)?;
         Self::sweep_stale();
         let throttle = if spec.is_throttled() {
-            Some(IoThrottle::create()?)
+            Some(
+                IoThrottle::create()
+                    .map_err(|e| SimHostError::ThrottleUnavailable(e.to_string()))?,
+            )
         } else {
             None
         };

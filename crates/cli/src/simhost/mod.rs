@@ -29,7 +29,7 @@ pub use loopdev::{read_direct_4k, AlignedBlock, LoopDevice, LoopOptions};
 pub use nullblk::{
     null_blk_available, NullBlkDevice, NullBlkOptions, NullBlkRoots, NULLB_CONFIGFS_ROOT,
 };
-pub use throttle::{CgroupFlavor, DeviceLimit, IoThrottle};
+pub use throttle::{CgroupFlavor, DeviceLimit, IoThrottle, CGROUP_ROOT_ENV};
 
 /// Why a simulated host (or one of its parts) could not be built.
 #[derive(Debug, thiserror::Error)]
@@ -69,6 +69,20 @@ pub enum SimHostError {
          run without IOPS/bandwidth caps or mount one"
     )]
     NoIoController,
+    /// `HOSTMAX_CGROUP_ROOT` names a directory that cannot throttle block I/O.
+    #[error(
+        "HOSTMAX_CGROUP_ROOT={path}: {why}; point it at a cgroup v2 directory with the io \
+         controller (or a cgroup v1 blkio one), or unset it"
+    )]
+    BadCgroupRoot {
+        /// The directory it named.
+        path: String,
+        /// What is wrong with it.
+        why: String,
+    },
+    /// Caps were asked for, but no cgroup to enforce them could be made.
+    #[error("block I/O caps are unavailable: {0}")]
+    ThrottleUnavailable(String),
     /// The operation does not exist on this cgroup flavour.
     #[error("not supported: {0}")]
     Unsupported(String),

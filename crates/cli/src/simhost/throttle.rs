@@ -265,6 +265,9 @@ fn read_ids(path: &Path) -> Result<Vec<u32>, SimHostError> {
 /// Finds the cgroup hierarchy that can throttle block I/O: v1 `blkio` first (on hybrid
 /// machines the io controller is bound there), else v2 with `io` in `cgroup.controllers`.
 fn io_hierarchy() -> Result<(CgroupFlavor, PathBuf), SimHostError> {
+    if let Some(root) = std::env::var_os(CGROUP_ROOT_ENV) {
+        return classify_cgroup_root(Path::new(&root));
+    }
     let mounts_path = Path::new("/proc/self/mounts");
     let mounts = fs::read_to_string(mounts_path).map_err(SimHostError::io("read", mounts_path))?;
     let mut v2 = None;
@@ -290,6 +293,33 @@ fn io_hierarchy() -> Result<(CgroupFlavor, PathBuf), SimHostError> {
     }
     v2.map(|root| (CgroupFlavor::V2Io, root))
         .ok_or(SimHostError::NoIoController)
+}
+
+/// Names the cgroup directory throttle groups are made in, instead of the mounted hierarchy
+/// hostmax finds itself: for a delegated cgroup v2 subtree (a container whose own cgroup holds
+/// processes cannot enable controllers for children).
+pub const CGROUP_ROOT_ENV: &str = "HOSTMAX_CGROUP_ROOT";
+
+/// Which flavour of cgroup directory `root` is, if it can throttle block I/O.
+fn classify_cgroup_root(root: &Path) -> Result<(CgroupFlavor, PathBuf), SimHostError> {
+    let bad = |why: &str| SimHostError::BadCgroupRoot {
+        path: root.display().to_string(),
+        why: why.to_string(),
+    };
+    if !root.is_dir() {
+        return Err(bad("not a directory"));
+    }
+    if let Ok(controllers) = fs::read_to_string(root.join("cgroup.controllers")) {
+        return if controllers.split_whitespace().any(|c| c == "io") {
+            Ok((CgroupFlavor::V2Io, root.to_path_buf()))
+        } else {
+            Err(bad("a cgroup v2 directory without the io controller"))
+        };
+    }
+    if root.join("blkio.throttle.read_iops_device").exists() {
+        return Ok((CgroupFlavor::V1Blkio, root.to_path_buf()));
+    }
+    Err(bad("not a cgroup directory"))
 }
 
 fn sweep_in(root: &Path) -> usize {
