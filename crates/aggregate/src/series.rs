@@ -90,7 +90,7 @@ impl PendingSecond {
         add_exact(&mut self.write_latency, &interval.write_latency);
     }
 
-    fn into_point(self, second: i64) -> SecondPoint {
+    fn into_point(self, second: i64, keep_histograms: bool) -> SecondPoint {
         let read = LatencySummary::from_histogram(&self.read_latency);
         let write = LatencySummary::from_histogram(&self.write_latency);
         SecondPoint {
@@ -106,7 +106,9 @@ impl PendingSecond {
             write_p99_ns: write.p99,
             partial: self.reported_count < self.reported.len(),
             devices: self.devices,
-            histograms: EncodedHistograms::encode(&self.read_latency, &self.write_latency).ok(),
+            histograms: keep_histograms
+                .then(|| EncodedHistograms::encode(&self.read_latency, &self.write_latency).ok())
+                .flatten(),
         }
     }
 }
@@ -120,6 +122,7 @@ impl PendingSecond {
 #[derive(Debug)]
 pub struct TimeSeries {
     device_count: usize,
+    keep_histograms: bool,
     pending: BTreeMap<i64, PendingSecond>,
     /// Completed points, sorted by second.
     points: Vec<SecondPoint>,
@@ -130,9 +133,17 @@ impl TimeSeries {
     pub fn new(device_count: usize) -> TimeSeries {
         TimeSeries {
             device_count,
+            keep_histograms: true,
             pending: BTreeMap::new(),
             points: Vec::new(),
         }
+    }
+
+    /// Whether each point keeps its second's encoded histograms ([`SecondPoint::histograms`],
+    /// about 11 KB a second); on by default. Without them a long run's series stays small.
+    pub fn keep_histograms(mut self, keep: bool) -> TimeSeries {
+        self.keep_histograms = keep;
+        self
     }
 
     /// Adds one device's second. Returns the host point of that second if this interval was
@@ -160,7 +171,7 @@ impl TimeSeries {
             return None;
         }
         let pending = self.pending.remove(&interval.second)?;
-        let point = pending.into_point(interval.second);
+        let point = pending.into_point(interval.second, self.keep_histograms);
         self.points.insert(slot, point.clone());
         Some(point)
     }
@@ -187,7 +198,7 @@ impl TimeSeries {
         all.extend(
             self.pending
                 .into_iter()
-                .map(|(second, pending)| pending.into_point(second)),
+                .map(|(second, pending)| pending.into_point(second, self.keep_histograms)),
         );
         all.sort_by_key(|p| p.second);
         all
@@ -291,6 +302,14 @@ mod tests {
         assert_eq!(p.write_p99_ns, s.p99);
         // 10% of the values are >= 1 ms: p99 sits among them, p50 does not.
         assert!(p.read_p99_ns >= 1_000_000 && p.read_p50_ns < 1_000_000);
+        // The point carries the second's merged histograms, unless asked not to.
+        let (read, _) = p.histograms.as_ref().unwrap().decode().unwrap();
+        assert_eq!(read.len(), direct.len());
+        let mut lean = TimeSeries::new(2).keep_histograms(false);
+        lean.push(interval(0, 0, &a, &b));
+        let p = lean.push(interval(1, 0, &b, &a)).unwrap();
+        assert!(p.histograms.is_none());
+        assert_eq!(p.read_p99_ns, s.p99);
     }
 
     #[test]

@@ -95,7 +95,8 @@ fn measure_keeping_log(
     let signals = crate::signals::watch();
     let running = signals.running(handle.stopper());
 
-    let mut series = TimeSeries::new(plan.targets.len());
+    let mut series =
+        TimeSeries::new(plan.targets.len()).keep_histograms(plan.fleet.series_histograms);
     let mut view = LiveView::new(workload.runtime.as_secs(), workload.ramp.as_secs());
     loop {
         match handle.recv_interval(Duration::from_millis(250)) {
@@ -124,11 +125,7 @@ fn measure_keeping_log(
         log.run_ended_after(result.measured);
     }
     view.finish();
-    let mut points = series.finish();
-    if !plan.fleet.series_histograms {
-        points.iter_mut().for_each(|p| p.histograms = None);
-    }
-    let mut report = summarize(&result, &workload, points);
+    let mut report = summarize(&result, &workload, series.finish());
     report.hostname = crate::fleet::hostname();
     drop(running);
     let sig = signals.signal();

@@ -284,6 +284,7 @@ pub fn plan_run_with(args: &RunArgs, limits: &HostLimits) -> Result<RunPlan, Bad
         },
         &limits.sources,
     )?;
+    let fleet = crate::fleet::plan_fleet(&args.fleet, workload.runtime)?;
     Ok(RunPlan {
         targets,
         workload,
@@ -296,7 +297,7 @@ pub fn plan_run_with(args: &RunArgs, limits: &HostLimits) -> Result<RunPlan, Bad
             hostmax_engine::ThreadLayout::PerCpu
         },
         on_error: args.on_error,
-        fleet: crate::fleet::plan_fleet(&args.fleet)?,
+        fleet,
         polling: hostmax_engine::Polling {
             iopoll: args.iopoll,
             sqpoll: args.sqpoll,

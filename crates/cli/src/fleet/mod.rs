@@ -35,8 +35,8 @@ pub struct FleetRunArgs {
     pub hdr_log: Option<PathBuf>,
 
     /// Leave each second's latency histograms out of the JSON (about 11 KB per second of run
-    /// at 3 significant figures); `hostmax merge` then shows the worst host's per-second
-    /// percentiles. Whole-run histograms stay.
+    /// at 3 significant figures; runs longer than an hour leave them out anyway); `hostmax
+    /// merge` then shows the worst host's per-second percentiles. Whole-run histograms stay.
     #[arg(long)]
     pub no_series_histograms: bool,
 }
@@ -52,9 +52,16 @@ pub struct FleetPlan {
     pub series_histograms: bool,
 }
 
+/// The longest run whose JSON keeps each second's histograms (about 40 MB of them an hour,
+/// held in memory until the report is written); longer runs keep per-second percentiles only.
+pub const SERIES_HISTOGRAMS_MAX_RUNTIME: std::time::Duration = std::time::Duration::from_secs(3600);
+
 /// Checks `--start-at` (not in the past, by more than [`start_at::PAST_GRACE`]) and that the
-/// `--hdr-log` file can be created.
-pub fn plan_fleet(args: &FleetRunArgs) -> Result<FleetPlan, BadInput> {
+/// `--hdr-log` file can be created, for a run measuring `runtime`.
+pub fn plan_fleet(
+    args: &FleetRunArgs,
+    runtime: std::time::Duration,
+) -> Result<FleetPlan, BadInput> {
     if let Some(at) = args.start_at {
         start_at::check_not_past(at, SystemTime::now())?;
     }
@@ -64,7 +71,7 @@ pub fn plan_fleet(args: &FleetRunArgs) -> Result<FleetPlan, BadInput> {
     Ok(FleetPlan {
         start_at: args.start_at,
         hdr_log: args.hdr_log.clone(),
-        series_histograms: !args.no_series_histograms,
+        series_histograms: !args.no_series_histograms && runtime <= SERIES_HISTOGRAMS_MAX_RUNTIME,
     })
 }
 
@@ -74,4 +81,31 @@ pub fn hostname() -> Option<String> {
         .ok()
         .map(|name| name.to_string_lossy().into_owned())
         .filter(|name| !name.is_empty())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn per_second_histograms_are_kept_for_runs_of_up_to_an_hour_unless_refused() {
+        let keep = |args: &FleetRunArgs, runtime: u64| {
+            plan_fleet(args, Duration::from_secs(runtime))
+                .unwrap()
+                .series_histograms
+        };
+        let default = FleetRunArgs::default();
+        assert!(keep(&default, 30));
+        assert!(keep(&default, 3600));
+        assert!(
+            !keep(&default, 3601),
+            "a longer run would hold ~40 MB more an hour"
+        );
+        let refused = FleetRunArgs {
+            no_series_histograms: true,
+            ..FleetRunArgs::default()
+        };
+        assert!(!keep(&refused, 30));
+    }
 }
