@@ -10,13 +10,7 @@ fn demo_measures_the_simulated_host_and_leaves_nothing_behind() {
     require_root!();
     let _rate = rate_test_lock();
     let out = run_hostmax(&["demo"], None);
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "stdout:\n{stdout}\nstderr:\n{stderr}"
-    );
+    let (stdout, stderr) = succeeded(&out);
     assert!(stderr.contains("loop devices on tmpfs"), "{stderr}");
     // The host row, and the host cap of 15,000 IOPS reached within 5% (the volumes share the
     // parent's throttle, so the demo is not where exactness is tested: tests/accuracy.rs is).
@@ -64,13 +58,7 @@ fn demo_without_a_usable_cgroup_measures_uncapped_loop_volumes_and_says_why() {
         .unwrap();
     let pid = child.id();
     let out = child.wait_with_output().unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "stdout:\n{stdout}\nstderr:\n{stderr}"
-    );
+    let (stdout, stderr) = succeeded(&out);
     assert!(
         stderr.contains("loop devices on tmpfs without caps")
             && stderr.contains("not a cgroup directory"),
@@ -123,13 +111,7 @@ fn demo_without_root_runs_on_plain_files_and_says_so() {
         .arg("demo")
         .output()
         .expect("run the demo as nobody");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "stdout:\n{stdout}\nstderr:\n{stderr}"
-    );
+    let (stdout, stderr) = succeeded(&out);
     assert!(
         stderr.contains("plain files"),
         "it must say it ran on files: {stderr}"
@@ -150,6 +132,18 @@ fn demo_without_root_runs_on_plain_files_and_says_so() {
 }
 
 /// The full path of a program on PATH.
+/// The demo's stdout and stderr, once it exited 0 (else both are shown).
+fn succeeded(out: &std::process::Output) -> (String, String) {
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "stdout:\n{stdout}\nstderr:\n{stderr}"
+    );
+    (stdout, stderr)
+}
+
 fn which(program: &str) -> Result<std::path::PathBuf, ()> {
     std::env::var_os("PATH")
         .iter()

@@ -263,19 +263,22 @@ impl SimulatedHost {
         }
     }
 
+    /// The cgroup that enforces the spec's caps, if it has any.
+    fn throttle_for(spec: &SimHostSpec) -> Result<Option<IoThrottle>, SimHostError> {
+        if !spec.is_throttled() {
+            return Ok(None);
+        }
+        IoThrottle::create()
+            .map(Some)
+            .map_err(|e| SimHostError::ThrottleUnavailable(e.to_string()))
+    }
+
     /// Builds loop volumes (needs root).
     pub fn build_loop_devices(spec: &SimHostSpec) -> Result<SimulatedHost, SimHostError> {
         spec.validate()?;
         Self::sweep_stale();
         let scratch = ScratchDir::create(Path::new("/dev/shm"))?;
-        let throttle = if spec.is_throttled() {
-            Some(
-                IoThrottle::create()
-                    .map_err(|e| SimHostError::ThrottleUnavailable(e.to_string()))?,
-            )
-        } else {
-            None
-        };
+        let throttle = Self::throttle_for(spec)?;
         let mut volumes = Vec::with_capacity(spec.volumes);
         let mut host_device = None;
         if spec.has_host_cap() {
@@ -347,14 +350,7 @@ impl SimulatedHost {
         let options = NullBlkOptions::new(spec.volume_size)?;
         null_blk_available().map_err(SimHostError::NullBlkUnavailable)?;
         Self::sweep_stale();
-        let throttle = if spec.is_throttled() {
-            Some(
-                IoThrottle::create()
-                    .map_err(|e| SimHostError::ThrottleUnavailable(e.to_string()))?,
-            )
-        } else {
-            None
-        };
+        let throttle = Self::throttle_for(spec)?;
         let mut volumes = Vec::with_capacity(spec.volumes);
         for index in 0..spec.volumes {
             let device = NullBlkDevice::create(&options)?;
