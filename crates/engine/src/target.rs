@@ -5,6 +5,7 @@ use std::fs::{File, OpenOptions};
 use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt};
 use std::os::unix::io::AsRawFd;
 use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
@@ -183,25 +184,25 @@ pub fn open(info: &TargetInfo, write: bool) -> Result<File, EngineError> {
 /// How long an exclusive open of a block device keeps retrying while the device is busy.
 ///
 /// A claim can outlive its opener for a moment: the last run's registered files are sometimes
-/// released by the kernel's io_uring exit work after the run has returned, and other tools that open a disk exclusively for an instant (partition
-/// tools, udev helpers) do the same. Such claims last milliseconds; a mount, an md or dm member
-/// or a running program lasts far longer, and is still refused.
-pub const EXCLUSIVE_OPEN_PATIENCE: std::time::Duration = std::time::Duration::from_millis(500);
+/// released by the kernel's io_uring exit work after the run has returned, and other tools
+/// that open a disk exclusively for an instant (partition tools, udev helpers) do the same.
+/// Such claims last milliseconds; a mount, an md or dm member or a running program lasts far
+/// longer, and is still refused.
+pub const EXCLUSIVE_OPEN_PATIENCE: Duration = Duration::from_millis(500);
 
 /// Opens `path` with `options` (which must include `O_EXCL`), retrying while the open fails with
 /// `EBUSY` for up to [`EXCLUSIVE_OPEN_PATIENCE`]. Any other error, or `EBUSY` after that long,
 /// is returned as it came.
 pub fn open_exclusive(options: &OpenOptions, path: &Path) -> std::io::Result<File> {
-    let deadline = std::time::Instant::now() + EXCLUSIVE_OPEN_PATIENCE;
-    let mut pause = std::time::Duration::from_millis(1);
+    let deadline = Instant::now() + EXCLUSIVE_OPEN_PATIENCE;
+    let mut pause = Duration::from_millis(1);
     loop {
         match options.open(path) {
             Err(e)
-                if e.raw_os_error() == Some(libc::EBUSY)
-                    && std::time::Instant::now() + pause < deadline =>
+                if e.raw_os_error() == Some(libc::EBUSY) && Instant::now() + pause < deadline =>
             {
                 std::thread::sleep(pause);
-                pause = (pause * 2).min(std::time::Duration::from_millis(50));
+                pause = (pause * 2).min(Duration::from_millis(50));
             }
             other => return other,
         }
