@@ -92,7 +92,10 @@ impl Arena {
                 libc::madvise(ptr.cast(), layout.size(), libc::MADV_HUGEPAGE);
             }
         }
-        // SAFETY: `ptr` is valid for `layout.size()` bytes, owned by us, and not yet shared.
+        // SAFETY: `ptr` is valid for writes of `layout.size()` bytes and owned by us; zeroing
+        // through the raw pointer initialises the memory before any reference to it exists.
+        unsafe { std::ptr::write_bytes(ptr, 0, layout.size()) };
+        // SAFETY: `ptr` is valid for `layout.size()` initialised bytes, owned by us, not shared.
         let bytes = unsafe { std::slice::from_raw_parts_mut(ptr, layout.size()) };
         if fill_random {
             // Writes carry incompressible bytes so that no device can dedupe or compress them.
@@ -102,8 +105,6 @@ impl Arena {
                 let v = state.to_le_bytes();
                 chunk.copy_from_slice(&v[..chunk.len()]);
             }
-        } else {
-            bytes.fill(0);
         }
         Ok(Arena { ptr, layout })
     }
