@@ -30,13 +30,11 @@ fn demo_measures_the_simulated_host_and_leaves_nothing_behind() {
     );
     // Everything the demo made is gone: its loop devices, its tmpfs files and its cgroup.
     let pid = out_pid_marker(&stderr);
-    let losetup = std::fs::read_dir("/sys/block")
-        .unwrap()
-        .filter_map(|e| e.ok())
-        .filter_map(|e| std::fs::read_to_string(e.path().join("loop/backing_file")).ok())
-        .filter(|b| b.contains(&format!("hostmax-sim-{pid}-")))
-        .count();
-    assert_eq!(losetup, 0, "loop devices of the demo are still attached");
+    let left = loops_left_by(&pid);
+    assert!(
+        left.is_empty(),
+        "loop devices of the demo are still attached: {left:?}"
+    );
     assert!(
         !std::path::Path::new(&format!("/sys/fs/cgroup/blkio/hostmax-{pid}-0")).exists(),
         "the demo's cgroup is still there"
@@ -77,13 +75,11 @@ fn demo_without_a_usable_cgroup_measures_uncapped_loop_volumes_and_says_why() {
     );
     // It made nothing in the directory it was pointed at, and left no loop device behind.
     assert_eq!(std::fs::read_dir(&scratch.0).unwrap().count(), 0);
-    let attached = std::fs::read_dir("/sys/block")
-        .unwrap()
-        .filter_map(|e| e.ok())
-        .filter_map(|e| std::fs::read_to_string(e.path().join("loop/backing_file")).ok())
-        .filter(|b| b.contains(&format!("hostmax-sim-{pid}-")))
-        .count();
-    assert_eq!(attached, 0, "loop devices of the demo are still attached");
+    let left = loops_left_by(pid);
+    assert!(
+        left.is_empty(),
+        "loop devices of the demo are still attached: {left:?}"
+    );
 }
 
 /// The demo's pid, from the cgroup path its banner names (`.../hostmax-PID-N`).

@@ -422,12 +422,7 @@ fn sigint_during_the_demo_leaves_no_loop_devices() {
     let stderr = reader.join().unwrap();
     assert_eq!(out.status.code(), Some(130), "{stderr}");
     let marker = format!("hostmax-sim-{pid}-");
-    let attached: Vec<String> = std::fs::read_dir("/sys/block")
-        .unwrap()
-        .filter_map(|e| e.ok())
-        .filter_map(|e| std::fs::read_to_string(e.path().join("loop/backing_file")).ok())
-        .filter(|b| b.contains(&marker))
-        .collect();
+    let attached = loops_left_by(pid);
     assert!(attached.is_empty(), "left attached: {attached:?}");
     let dirs: Vec<String> = std::fs::read_dir("/dev/shm")
         .unwrap()

@@ -152,6 +152,18 @@ pub fn volumes(count: usize, size: u64) -> SimulatedHost {
     }
 }
 
+/// The backing files of the loop devices still bound to a simulated host of process `pid`
+/// (`hostmax-sim-PID-N` scratch files): empty once that host is gone.
+pub fn loops_left_by(pid: impl std::fmt::Display) -> Vec<String> {
+    let marker = format!("hostmax-sim-{pid}-");
+    std::fs::read_dir("/sys/block")
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter_map(|e| std::fs::read_to_string(e.path().join("loop/backing_file")).ok())
+        .filter(|b| b.contains(&marker))
+        .collect()
+}
+
 /// Where [`rate_test_lock`] locks.
 pub const RATE_LOCK_PATH: &str = "/tmp/hostmax-rate-tests.lock";
 
