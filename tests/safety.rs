@@ -236,12 +236,16 @@ fn write_gpt_4k_by_hand(dev: &LoopDevice) {
 #[test]
 fn partition_tables_and_partitions_are_refused() {
     require_root!();
+    // A real GPT from sfdisk (util-linux's fdisk package) with one partition.
+    let sfdisk = match require_tool("sfdisk", "fdisk") {
+        Ok(path) => path,
+        Err(reason) => skip!("{reason}"),
+    };
     let host = loop_volumes(3, 32 * MIB);
     let devs = devices(&host);
     let (sfdisk_gpt, hand_gpt, parted) = (devs[0], devs[1], devs[2]);
-    // A real GPT from sfdisk (util-linux's fdisk package) with one partition.
     let script = "label: gpt\n,16M,L\n";
-    let mut child = Command::new("sfdisk")
+    let mut child = Command::new(&sfdisk)
         .args(["-q", "--no-reread", &path_of(sfdisk_gpt)])
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::null())
@@ -303,7 +307,7 @@ fn partition_tables_and_partitions_are_refused() {
     let after: Vec<u64> = devs.iter().map(|d| writes(d)).collect();
     assert_eq!(after, before, "a refused run wrote to a device");
     // The table is intact.
-    let out = Command::new("sfdisk")
+    let out = Command::new(&sfdisk)
         .args(["--dump", &path_of(sfdisk_gpt)])
         .output()
         .unwrap();

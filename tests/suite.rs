@@ -8,7 +8,7 @@ mod support;
 use std::collections::BTreeMap;
 use std::fs::{self, OpenOptions};
 use std::os::unix::fs::{FileExt, OpenOptionsExt};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -525,49 +525,6 @@ fn read_only_suite_refuses_explicit_write_mixes_on_block_devices() {
     );
 }
 
-/// The Chromium binary, installing Debian's `chromium` package when it is missing and we may.
-fn chromium() -> Result<PathBuf, String> {
-    let find = || {
-        ["chromium", "chromium-browser", "google-chrome"]
-            .iter()
-            .find_map(|name| {
-                std::env::var_os("PATH").and_then(|paths| {
-                    std::env::split_paths(&paths)
-                        .map(|dir| dir.join(name))
-                        .find(|p| p.is_file())
-                })
-            })
-    };
-    if let Some(found) = find() {
-        return Ok(found);
-    }
-    if !support::is_root() {
-        return Err(
-            "chromium is not installed and installing it needs root (apt-get install -y chromium)"
-                .into(),
-        );
-    }
-    let installed = Command::new("apt-get")
-        .args(["install", "-y", "-qq", "chromium"])
-        .env("DEBIAN_FRONTEND", "noninteractive")
-        .output();
-    match installed {
-        Ok(out) if out.status.success() => {
-            find().ok_or_else(|| "apt-get installed chromium but it is not on PATH".into())
-        }
-        Ok(out) => Err(format!(
-            "chromium is not installed and 'apt-get install -y chromium' failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-                .lines()
-                .last()
-                .unwrap_or("")
-        )),
-        Err(e) => Err(format!(
-            "chromium is not installed and apt-get cannot run: {e}"
-        )),
-    }
-}
-
 /// Loads `page` in headless Chromium and returns the rendered size of every inline `<svg>`,
 /// measured by a probe script added to a copy of the page (the report itself has no script).
 fn rendered_svg_sizes(chrome: &Path, page: &str, scratch: &Scratch) -> Vec<(f64, f64)> {
@@ -671,10 +628,10 @@ fn html_report_renders_every_chart_in_chromium() {
     for text in ["4k_0_100", "64k", "100/0", "steady state"] {
         assert!(page.contains(text), "the page lacks {text}");
     }
-    let chrome = match chromium() {
+    let chrome = match support::require_tool("chromium", "chromium") {
         Ok(path) => path,
         Err(reason) => {
-            eprintln!("skipped the Chromium check: {reason}");
+            support::say_skipped(&format!("the Chromium check: {reason}"));
             return;
         }
     };

@@ -11,6 +11,9 @@
 //!   an oracle for the tool's counts.
 //! - [`rate_test_lock`]: a machine-wide lock ([`RateTestGuard`]) so tests that measure rates do
 //!   not run beside each other, across test binaries too.
+//! - [`require_tool`]: a command-line tool a test needs (sfdisk, mkfs.*, chromium), installed
+//!   from Debian's packages when missing and we may; [`say_skipped`] and [`skip!`] print a skip
+//!   reason where the person running `cargo test` sees it (libtest hides a passing test's output).
 
 // Each test binary uses a different part of this module.
 #![allow(dead_code)]
@@ -34,13 +37,88 @@ pub fn is_root() -> bool {
 macro_rules! require_root {
     () => {
         if !$crate::support::is_root() {
-            eprintln!(
-                "skipped {}: needs root (loop devices, cgroups); run the tests as root",
-                std::thread::current().name().unwrap_or("this test")
+            $crate::support::say_skipped(
+                "needs root (loop devices, cgroups); run the tests as root",
             );
             return;
         }
     };
+}
+
+/// Returns from the calling test after printing `skipped TEST: REASON` visibly ([`say_skipped`]).
+#[macro_export]
+macro_rules! skip {
+    ($($reason:tt)+) => {{
+        $crate::support::say_skipped(&format!($($reason)+));
+        return;
+    }};
+}
+
+/// Prints `skipped TEST: REASON` straight to the process's stderr. libtest captures what
+/// `eprintln!` prints and shows it only for failing tests; a write to the stderr handle itself
+/// is not captured, so the person running `cargo test` sees why a test did not run.
+pub fn say_skipped(reason: &str) {
+    use std::io::Write;
+    let test = std::thread::current()
+        .name()
+        .unwrap_or("this test")
+        .to_string();
+    let _ = writeln!(std::io::stderr().lock(), "skipped {test}: {reason}");
+}
+
+/// Where [`require_tool`] serialises apt-get (dpkg takes one installer at a time).
+const APT_LOCK_PATH: &str = "/tmp/hostmax-tests-apt.lock";
+
+/// The path of command `binary`, installing Debian's `package` when it is missing and we may
+/// (root, apt-get present; `apt-get update` once if the first install finds no such package).
+/// `Err` says why the tool cannot be had: only then may a test skip, with [`skip!`].
+pub fn require_tool(binary: &str, package: &str) -> Result<PathBuf, String> {
+    if let Some(found) = find_on_path(binary) {
+        return Ok(found);
+    }
+    if !is_root() {
+        return Err(format!(
+            "{binary} is not installed and installing it needs root (apt-get install -y {package})"
+        ));
+    }
+    let _apt = lock_file(APT_LOCK_PATH);
+    // Another test may have installed it while this one waited for the lock.
+    if let Some(found) = find_on_path(binary) {
+        return Ok(found);
+    }
+    let install = || {
+        Command::new("apt-get")
+            .args(["install", "-y", "-qq", "--no-install-recommends", package])
+            .env("DEBIAN_FRONTEND", "noninteractive")
+            .output()
+    };
+    let mut out =
+        install().map_err(|e| format!("{binary} is not installed and apt-get cannot run: {e}"))?;
+    if !out.status.success() {
+        // A fresh machine has no package lists yet.
+        let _ = Command::new("apt-get").args(["update", "-qq"]).output();
+        out = install().map_err(|e| format!("apt-get cannot run: {e}"))?;
+    }
+    if !out.status.success() {
+        return Err(format!(
+            "{binary} is not installed and 'apt-get install -y {package}' failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+                .lines()
+                .last()
+                .unwrap_or("")
+        ));
+    }
+    find_on_path(binary)
+        .ok_or_else(|| format!("apt-get installed {package} but {binary} is not on PATH"))
+}
+
+/// `binary` on `PATH` (and in the sbin directories, which a non-login root shell may lack).
+pub fn find_on_path(binary: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path)
+        .chain(["/usr/sbin", "/sbin", "/usr/bin", "/bin"].map(PathBuf::from))
+        .map(|dir| dir.join(binary))
+        .find(|p| p.is_file())
 }
 
 /// The `hostmax` binary cargo built for these tests.
@@ -175,12 +253,17 @@ pub struct RateTestGuard {
 
 /// Waits until no other rate-measuring test (in any test binary) runs, then holds the lock.
 pub fn rate_test_lock() -> RateTestGuard {
+    lock_file(RATE_LOCK_PATH)
+}
+
+/// Waits for an exclusive flock on `path` (made if missing) and holds it until dropped.
+fn lock_file(path: &str) -> RateTestGuard {
     let file = OpenOptions::new()
         .create(true)
         .truncate(false)
         .write(true)
-        .open(RATE_LOCK_PATH)
-        .unwrap_or_else(|err| panic!("open {RATE_LOCK_PATH}: {err}"));
+        .open(path)
+        .unwrap_or_else(|err| panic!("open {path}: {err}"));
     loop {
         // SAFETY: `file` is open for the whole call; flock only takes the fd.
         let ret = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) };
@@ -191,7 +274,7 @@ pub fn rate_test_lock() -> RateTestGuard {
         assert_eq!(
             err.kind(),
             std::io::ErrorKind::Interrupted,
-            "flock {RATE_LOCK_PATH}: {err}"
+            "flock {path}: {err}"
         );
     }
 }
