@@ -24,7 +24,7 @@ use std::path::{Path, PathBuf};
 use hostmax_engine::{IoPattern, TargetInfo, TargetKind};
 
 use crate::plan::BadInput;
-use crate::signature::{probe_device, Signature};
+use crate::signature::{probe_with_blkid, Signature};
 
 /// Where the system state the checks read comes from.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -579,7 +579,7 @@ fn exclusive_open_busy(path: &Path) -> bool {
 /// The signature reasons of one block device, read from it (read-only): one per signature,
 /// or [`RefusalReason::Unprobed`] when its first or last sectors cannot be read.
 pub fn signature_reasons(path: &Path) -> Vec<RefusalReason> {
-    match probe_device(path) {
+    match probe_with_blkid(path) {
         Ok(found) => found.into_iter().map(RefusalReason::Signature).collect(),
         Err(e) => vec![RefusalReason::Unprobed(e.to_string())],
     }
