@@ -55,7 +55,7 @@ pub fn exit_code_for(err: &anyhow::Error) -> u8 {
     version,
     about = "Find and verify the maximum storage performance of a host across many block volumes",
     args_conflicts_with_subcommands = true,
-    after_help = "Examples:\n  hostmax --devices '/dev/sd[b-u]'                 4k random reads on 20 volumes\n  hostmax --devices /dev/nvme*n1 --rw randrw --rwmixread 70 --json report.json\n  hostmax demo                                     a simulated host of throttled loop volumes\n\nExit codes: 0 ok, 1 failed verdict, 2 bad input or refused, 3 I/O errors, 4 other failure"
+    after_help = "Examples:\n  hostmax --devices '/dev/sd[b-u]'                 4k random reads on 20 volumes\n  hostmax --devices /dev/nvme*n1 --rw randrw --rwmixread 70 --allow-write --json report.json\n  hostmax demo                                     a simulated host of throttled loop volumes\n  hostmax demo --volumes 4 --runtime 3s            a smaller, shorter one\n\nExit codes: 0 ok, 1 failed verdict, 2 bad input or refused, 3 I/O errors, 4 other failure"
 )]
 pub struct Cli {
     /// A subcommand; without one, runs the host-max test on `--devices`.
@@ -71,7 +71,7 @@ pub struct Cli {
 pub enum Command {
     /// Build a simulated host of throttled loop volumes on tmpfs (files without root), run
     /// the host-max test on it, and remove everything it made.
-    Demo,
+    Demo(crate::app::DemoArgs),
     /// The CloudHarmony-grade suite: block size x read/write mix matrix, preconditioning,
     /// rounds until SNIA steady state, JSON/HTML reports; resumable.
     Suite(Box<crate::suite::SuiteArgs>),
@@ -704,7 +704,7 @@ mod tests {
         }
         assert!(matches!(
             Cli::try_parse_from(["hostmax", "demo"]).unwrap().command,
-            Some(Command::Demo)
+            Some(Command::Demo(_))
         ));
     }
 

@@ -41,7 +41,7 @@ fn main() -> ExitCode {
         }
     }
     let result = match cli.command {
-        Some(Command::Demo) => hostmax::app::demo(),
+        Some(Command::Demo(args)) => hostmax::app::demo(&args),
         Some(Command::Suite(args)) => hostmax::suite::run(&args),
         Some(Command::Merge(args)) => hostmax::fleet::merge::run_merge(&args),
         Some(Command::Verify(args)) => hostmax::verify::command::verify(&args),
