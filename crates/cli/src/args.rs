@@ -83,6 +83,9 @@ pub enum Command {
     Verify(crate::verify::command::VerifyArgs),
     /// Run the same workload on 1, 2, 4, ... and all volumes; find the host's ceiling and knee.
     Sweep(crate::verify::sweep::SweepArgs),
+    /// Read the host settings that hold a host-maximum test back (per device and for the
+    /// host), most harmful first, each with why and the command that changes it. Read-only.
+    Doctor(crate::doctor::DoctorArgs),
 }
 
 /// A CPU list as given to `--cpus`, sorted and without repeats.

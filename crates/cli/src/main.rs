@@ -46,6 +46,7 @@ fn main() -> ExitCode {
         Some(Command::Merge(args)) => hostmax::fleet::merge::run_merge(&args),
         Some(Command::Verify(args)) => hostmax::verify::command::verify(&args),
         Some(Command::Sweep(args)) => hostmax::verify::sweep::sweep(&args),
+        Some(Command::Doctor(args)) => hostmax::doctor::run(&args),
         None => plan_run(&cli.run).and_then(|plan| hostmax::verify::run(plan, &cli.run.spec)),
     };
     match result {
