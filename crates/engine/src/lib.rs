@@ -16,6 +16,7 @@
 
 #![warn(missing_docs)]
 
+mod availability;
 mod cpu_use;
 mod data;
 pub mod placement;
@@ -26,6 +27,7 @@ pub mod target;
 mod worker;
 mod workload;
 
+pub use availability::{check_io_uring, IoUringUnavailable};
 pub use data::{WriteData, COMPRESS_CHUNK};
 pub use placement::{Placement, ThreadLayout, WorkerPlan};
 pub use result::{
@@ -33,7 +35,7 @@ pub use result::{
     IoCounts, IoErrorSample, OpKind, OpResult, ReadSamples, RunResult, WorkerSummary,
     CPU_SATURATED, ERROR_SAMPLES, LATENCY_HIGHEST_NS, LATENCY_SIGFIG, READ_SAMPLE_EVERY,
 };
-pub use ring::{Polling, RingFeatures};
+pub use ring::{probe_kernel_ring, KernelRingSupport, Polling, RingFeatures};
 pub use run::{
     buffer_bytes, check_buffer_memory, check_poll_queues, prepare, start, validate, PreparedRun,
     RunConfig, RunHandle, StopHandle,
