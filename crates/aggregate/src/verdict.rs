@@ -624,6 +624,7 @@ mod tests {
                 error_detail: Default::default(),
                 failed: false,
                 host: None,
+                verify: None,
             })
             .collect();
         let total: f64 = devices.iter().map(|d| d.1).sum();
@@ -657,6 +658,7 @@ mod tests {
                 .collect(),
             verdict: None,
             load_generator: None,
+            verify: None,
         }
     }
 

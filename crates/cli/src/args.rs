@@ -55,7 +55,7 @@ pub fn exit_code_for(err: &anyhow::Error) -> u8 {
     version,
     about = "Find and verify the maximum storage performance of a host across many block volumes",
     args_conflicts_with_subcommands = true,
-    after_help = "Examples:\n  hostmax --devices '/dev/sd[b-u]'                 4k random reads on 20 volumes\n  hostmax --devices /dev/nvme*n1 --rw randrw --rwmixread 70 --allow-write --json report.json\n  hostmax demo                                     a simulated host of throttled loop volumes\n  hostmax demo --volumes 4 --runtime 3s            a smaller, shorter one\n\nExit codes: 0 ok, 1 failed verdict, 2 bad input or refused, 3 I/O errors, 4 other failure"
+    after_help = "Examples:\n  hostmax --devices '/dev/sd[b-u]'                 4k random reads on 20 volumes\n  hostmax --devices /dev/nvme*n1 --rw randrw --rwmixread 70 --allow-write --json report.json\n  hostmax demo                                     a simulated host of throttled loop volumes\n  hostmax demo --volumes 4 --runtime 3s            a smaller, shorter one\n\nExit codes: 0 ok, 1 failed verdict, 2 bad input or refused, 3 I/O errors, 4 other failure, 5 --verify found bad data"
 )]
 pub struct Cli {
     /// A subcommand; without one, runs the host-max test on `--devices`.
@@ -197,6 +197,12 @@ pub struct RunArgs {
     /// dedupe_percentage). Default 0: every written block is unique.
     #[arg(long, value_name = "PERCENT", default_value_t = 0, value_parser = parse_percent, allow_hyphen_values = true)]
     pub dedupe_percentage: u8,
+
+    /// Check the data (fio's verify): every written block carries its offset, device, write
+    /// generation and run id and a checksum; reads of blocks written in this run are checked
+    /// during it, and every written block is read back and checked once after it.
+    #[arg(long)]
+    pub verify: bool,
 
     /// Options for runs on many hosts.
     #[command(flatten)]
@@ -422,6 +428,7 @@ fn check_workload(args: &RunArgs) -> Result<Workload, BadInput> {
         write_data: hostmax_engine::WriteData {
             compress_percent: args.buffer_compress_percentage,
             dedupe_percent: args.dedupe_percentage,
+            verify: args.verify,
         },
     })
 }
