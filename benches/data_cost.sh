@@ -2,6 +2,7 @@
 # What hostmax's honesty costs, in alternated pairs on the same loop volumes on tmpfs (issue 11):
 #   - unique, incompressible write data (the default) against constant buffers
 #     (--dedupe-percentage 100: every write repeats one block, no per-I/O work), 4k randwrite;
+#   - --verify against the same 4k randrw 50/50 run without it;
 #   - hostmax against a bare io_uring loop (examples/bare_uring.rs), 4k randread.
 # Prints each pair and the median ratio. Release builds only.
 #
@@ -81,6 +82,9 @@ pair() {
 pair "4k randwrite: unique data / constant buffers (--dedupe-percentage 100)" \
     'hostmax_iops --rw randwrite --allow-write' \
     'hostmax_iops --rw randwrite --allow-write --dedupe-percentage 100'
+pair "4k randrw: --verify / without" \
+    'hostmax_iops --rw randrw --allow-write --verify' \
+    'hostmax_iops --rw randrw --allow-write'
 pair "4k randread: hostmax / bare io_uring loop" \
     'hostmax_iops --rw randread' \
     'bare_iops'
