@@ -53,30 +53,61 @@ for i in $(seq 1 "$VOLUMES"); do
 done
 # Every volume written once first: a first write to a tmpfs page costs more than a rewrite.
 for dev in "${LOOPS[@]}"; do
-    dd if=/dev/zero of="$dev" bs=1M oflag=direct status=none
+    dd if=/dev/zero of="$dev" bs=1M count="$VOLUME_MIB" oflag=direct status=none
 done
 CPUS=$(python3 -c 'import os; print(",".join(str(c) for c in sorted(os.sched_getaffinity(0))))')
 
-hostmax_iops() {
-    "$HOSTMAX" --devices "${LOOPS[@]}" --iodepth "$IODEPTH" --runtime "${RUNTIME}s" --ramp 1s \
-        --json "$WORK/r.json" "$@" >/dev/null 2>&1 || die "hostmax $* failed"
-    python3 -c 'import json,sys; print(round(json.load(open(sys.argv[1]))["host"]["iops"]))' "$WORK/r.json"
-}
-bare_iops() {
-    "$BARE" "$RUNTIME" "$IODEPTH" 4096 "$CPUS" "${LOOPS[@]}" | awk '/^IOPS/ {print $2}'
+# Runs a command and prints the CPU seconds (user + system) it and its children used.
+cpu_of() {
+    python3 - "$@" <<'PY'
+import resource, subprocess, sys
+out = subprocess.run(sys.argv[1:], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+if out.returncode != 0:
+    sys.exit(f"data_cost: {sys.argv[1:]} exited {out.returncode}")
+r = resource.getrusage(resource.RUSAGE_CHILDREN)
+sys.stderr.write(out.stdout.decode())
+print(r.ru_utime + r.ru_stime)
+PY
 }
 
-# pair NAME A-COMMAND B-COMMAND: PAIRS alternated runs (A first on odd pairs), then the median
-# of A/B.
+# Prints "IOPS CPU-microseconds-per-I/O" of one hostmax run (every I/O it did: ramp, window,
+# drain and --verify's read-back).
+hostmax_iops() {
+    local cpu
+    cpu=$(cpu_of "$HOSTMAX" --devices "${LOOPS[@]}" --iodepth "$IODEPTH" --runtime "${RUNTIME}s" \
+        --ramp 1s --json "$WORK/r.json" "$@" 2>/dev/null) || die "hostmax $* failed"
+    python3 - "$WORK/r.json" "$cpu" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+h = r["host"]
+ios = h["read"]["ios"] + h["write"]["ios"] + sum(h[k]["reads"] + h[k]["writes"] for k in ("ramp", "drained"))
+ios += (r.get("verify") or {}).get("checked_after_run", 0)
+print(round(h["iops"]), f"{float(sys.argv[2]) * 1e6 / ios:.2f}")
+PY
+}
+bare_iops() {
+    local cpu iops
+    cpu=$(cpu_of "$BARE" "$RUNTIME" "$IODEPTH" 4096 "$CPUS" "${LOOPS[@]}" 2>"$WORK/bare.out")
+    iops=$(awk '/^IOPS/ {print $2}' "$WORK/bare.out")
+    python3 -c "print($iops, f'{$cpu * 1e6 / ($iops * $RUNTIME):.2f}')"
+}
+
+# pair NAME A-COMMAND B-COMMAND: PAIRS alternated runs (A first on odd pairs), then the
+# medians of A/B for IOPS and for CPU per I/O (which contention on a shared machine moves
+# less than IOPS).
 pair() {
-    local name=$1 a=$2 b=$3 ratios=() va vb
-    echo "== $name ($PAIRS pairs, alternated)"
+    local name=$1 a=$2 b=$3 ratios=() cpu_ratios=() va vb
+    echo "== $name ($PAIRS pairs, alternated): IOPS, CPU-us per I/O"
     for p in $(seq 1 "$PAIRS"); do
         if ((p % 2)); then va=$(eval "$a"); vb=$(eval "$b"); else vb=$(eval "$b"); va=$(eval "$a"); fi
-        ratios+=("$(python3 -c "print(f'{$va/$vb:.3f}')")")
-        echo "pair $p: $va / $vb = ${ratios[-1]}"
+        read -r ia ca <<<"$va"
+        read -r ib cb <<<"$vb"
+        ratios+=("$(python3 -c "print(f'{$ia/$ib:.3f}')")")
+        cpu_ratios+=("$(python3 -c "print(f'{$ca/$cb:.3f}')")")
+        echo "pair $p: IOPS $ia / $ib = ${ratios[-1]}; CPU-us/IO $ca / $cb = ${cpu_ratios[-1]}"
     done
-    python3 -c "import statistics,sys; r=sorted(map(float,sys.argv[1:])); print(f'median ratio {statistics.median(r):.3f} (range {r[0]:.3f}-{r[-1]:.3f})')" "${ratios[@]}"
+    python3 -c "import statistics,sys; r=sorted(map(float,sys.argv[1:])); print(f'median IOPS ratio {statistics.median(r):.3f} (range {r[0]:.3f}-{r[-1]:.3f})')" "${ratios[@]}"
+    python3 -c "import statistics,sys; r=sorted(map(float,sys.argv[1:])); print(f'median CPU-per-I/O ratio {statistics.median(r):.3f} (range {r[0]:.3f}-{r[-1]:.3f})')" "${cpu_ratios[@]}"
 }
 
 pair "4k randwrite: unique data / constant buffers (--dedupe-percentage 100)" \

@@ -35,6 +35,22 @@ pub struct RunConfig {
     pub polling: Polling,
 }
 
+impl RunConfig {
+    /// `workload` on `targets` with every other choice at its default: all allowed CPUs, no
+    /// live intervals, one thread per CPU, `stop-device` on errors, no polling.
+    pub fn new(targets: Vec<PathBuf>, workload: Workload) -> RunConfig {
+        RunConfig {
+            targets,
+            workload,
+            cpus: None,
+            live: false,
+            layout: ThreadLayout::default(),
+            on_error: ErrorPolicy::default(),
+            polling: Polling::default(),
+        }
+    }
+}
+
 /// The start gate: workers report readiness, then wait for the common start instant (or an
 /// abort when another worker failed to set up).
 pub(crate) struct StartGate {
