@@ -8,6 +8,7 @@
 #
 # Usage (as root):  benches/data_cost.sh
 #   PAIRS=5 RUNTIME=6 VOLUMES=20 VOLUME_MIB=128 IODEPTH=32
+#   COMPARE="data verify bare"   which of the three comparisons to run
 #   HOSTMAX=... BARE=...     binaries to use instead of building them
 # Every loop device and file it makes is removed on exit, Ctrl-C or kill.
 
@@ -19,6 +20,7 @@ RUNTIME=${RUNTIME:-6}
 VOLUMES=${VOLUMES:-20}
 VOLUME_MIB=${VOLUME_MIB:-128}
 IODEPTH=${IODEPTH:-32}
+COMPARE=${COMPARE:-"data verify bare"}
 
 die() {
     echo "data_cost: $*" >&2
@@ -110,12 +112,13 @@ pair() {
     python3 -c "import statistics,sys; r=sorted(map(float,sys.argv[1:])); print(f'median CPU-per-I/O ratio {statistics.median(r):.3f} (range {r[0]:.3f}-{r[-1]:.3f})')" "${cpu_ratios[@]}"
 }
 
-pair "4k randwrite: unique data / constant buffers (--dedupe-percentage 100)" \
+[[ " $COMPARE " == *" data "* ]] && pair "4k randwrite: unique data / constant buffers (--dedupe-percentage 100)" \
     'hostmax_iops --rw randwrite --allow-write' \
     'hostmax_iops --rw randwrite --allow-write --dedupe-percentage 100'
-pair "4k randrw: --verify / without" \
+[[ " $COMPARE " == *" verify "* ]] && pair "4k randrw: --verify / without" \
     'hostmax_iops --rw randrw --allow-write --verify' \
     'hostmax_iops --rw randrw --allow-write'
-pair "4k randread: hostmax / bare io_uring loop" \
+[[ " $COMPARE " == *" bare "* ]] && pair "4k randread: hostmax / bare io_uring loop" \
     'hostmax_iops --rw randread' \
     'bare_iops'
+exit 0

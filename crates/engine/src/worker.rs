@@ -124,8 +124,10 @@ struct DeviceState {
     /// that no write ever carries back what a read brought.
     read_base: usize,
     write_base: usize,
-    /// Makes what each write carries; `write_keys[slot]` is the key its buffer holds now.
+    /// Makes what each write carries from the device's base block; `write_keys[slot]` is the
+    /// key the slot's buffer holds (a write with the same key, a duplicate, costs nothing).
     maker: BlockMaker,
+    base: Vec<u8>,
     write_keys: Vec<u64>,
     ramp: IoCounts,
     drained: IoCounts,
@@ -210,6 +212,7 @@ impl WorkerTask {
             shared: self.shared.clone(),
             intervals: self.intervals,
             run_id: self.run_id,
+            scratch: vec![0; self.workload.block_size as usize],
             start,
             ramp_end: start + self.workload.ramp,
             end: start + self.workload.ramp + self.workload.runtime,
@@ -296,11 +299,13 @@ impl WorkerTask {
             let working_set = w.working_set.unwrap_or(info.size);
             let maker = BlockMaker::new(w.write_data, self.run_id, *index);
             let write_base = if reads || verify { slots_len } else { 0 };
+            let mut base = Vec::new();
             if writes {
                 let bs = w.block_size as usize;
-                maker.fill_base(io.buffer_mut(file, write_base, bs));
-                let base = io.buffer(file, write_base, bs).to_vec();
-                for slot in 1..w.iodepth as usize {
+                base = vec![0u8; bs];
+                maker.fill_base(&mut base);
+                // Every write slot starts as the base block: key 0.
+                for slot in 0..w.iodepth as usize {
                     io.buffer_mut(file, write_base + slot * bs, bs)
                         .copy_from_slice(&base);
                 }
@@ -326,6 +331,7 @@ impl WorkerTask {
                 read_base: 0,
                 write_base,
                 maker,
+                base,
                 write_keys: vec![0; if writes { w.iodepth as usize } else { 0 }],
                 ramp: IoCounts::default(),
                 drained: IoCounts::default(),
@@ -354,6 +360,9 @@ struct WorkerLoop {
     shared: Arc<Shared>,
     intervals: Option<Sender<DeviceInterval>>,
     run_id: u64,
+    /// One block, kept in cache, in which each write's contents are made before being copied
+    /// to its slot (its zero parts stay zero).
+    scratch: Vec<u8>,
     start: Instant,
     ramp_end: Instant,
     end: Instant,
@@ -683,7 +692,11 @@ impl WorkerLoop {
                         .io
                         .buffer_mut(file, buf_offset, dev.block_size as usize);
                     let slot_key = &mut dev.write_keys[(slot_id % dev.iodepth) as usize];
-                    dev.maker.rekey(buf, slot_key, key);
+                    if *slot_key != key {
+                        dev.maker.make(&dev.base, &mut self.scratch, key);
+                        buf.copy_from_slice(&self.scratch);
+                        *slot_key = key;
+                    }
                     if dev.verify.is_some() {
                         dev.writes_submitted += 1;
                         tag = data::generation_tag(dev.writes_submitted);
