@@ -4,12 +4,12 @@
 //! meaning) make a chosen share compressible or repeated.
 //!
 //! Filling 4 KiB from a generator on every write would cost about as much CPU as the I/O
-//! itself, so each device's write slots start as one random block `R` (made once, at setup),
-//! and a write turns its slot from `R ^ k_old` into `R ^ k_new` by XOR-ing the slot's words
-//! with `k_old ^ k_new`, where `k_new` is a fresh 64-bit key from a per-device stream seeded
-//! by the run's random id. That is one vectorised pass over the buffer, at memory speed.
-//! Two blocks of one device differ by a constant word pattern, which no block-level
-//! deduplication and no LZ-family compressor can use.
+//! itself, so each device has one random base block `R` (made once, at setup), and a write
+//! carries `R ^ k`, where `k` is a fresh 64-bit key from a per-device stream seeded by the
+//! run's random id: one vectorised XOR pass into a scratch block that stays in cache
+//! ([`BlockMaker::make`]), then one copy into the write slot. Two blocks of one device differ
+//! by a constant word pattern, which no block-level deduplication and no LZ-family compressor
+//! can use. ([`BlockMaker::rekey`] does the same in place, for tests and benches.)
 
 use serde::{Deserialize, Serialize};
 
