@@ -11,6 +11,7 @@
 //! enough to judge a promise by), 1 when a verdict failed, 0 when everything passed.
 
 pub mod command;
+pub mod curve;
 pub mod sweep;
 pub mod table;
 
