@@ -16,6 +16,7 @@
 
 #![warn(missing_docs)]
 
+mod availability;
 pub mod placement;
 mod result;
 mod ring;
@@ -24,6 +25,7 @@ pub mod target;
 mod worker;
 mod workload;
 
+pub use availability::{check_io_uring, IoUringUnavailable};
 pub use placement::{Placement, ThreadLayout, WorkerPlan};
 pub use result::{
     new_latency_histogram, record_latency, DeviceInterval, DeviceResult, ErrorLog, IoErrorSample,
