@@ -41,9 +41,28 @@ fn the_knee_is_where_depth_over_cap_crosses_the_promise() {
         .map(String::from),
     );
     args.push(svg.display().to_string());
-    let json = run_json_stdout(&args, host.throttle());
+    // Consistency at the knee: the 2,000-IOPS volume never reaches a 3,000 promise.
+    args.extend(
+        [
+            "--expect-volume-iops",
+            "3000",
+            "--consistency",
+            "90%",
+            "--json",
+            "-",
+        ]
+        .map(String::from),
+    );
+    let out = run_hostmax(&args, host.throttle());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    let json: Value = serde_json::from_slice(&out.stdout).expect("only the report on stdout");
+    let c = &json["consistency"];
+    assert_eq!(c["pass"], false, "{c:#}");
+    assert_eq!(c["devices"][0]["seconds_held"], 0, "{c:#}");
+    assert_eq!(c["devices"][1]["pass"], true, "{c:#}");
+    assert!(stderr.contains("consistency (each second"), "{stderr}");
     let curve = &json["curve"];
-    eprintln!("{curve:#}");
     let points = curve["points"].as_array().unwrap();
     assert_eq!(points.len(), 5);
     for p in points {

@@ -23,10 +23,12 @@
 //!   [`HostSpec`], [`Tolerance`], the spec file); [`verdict`] judges reports against them
 //!   ([`judge`] gives a [`Verdict`] with the [`Bottleneck`]); [`knee`] finds the host's
 //!   ceiling and knee from a sweep over volume counts ([`Sweep`]); [`curve`] finds the
-//!   load-latency curve's SLO knee and saturation point ([`Curve`]).
+//!   load-latency curve's SLO knee and saturation point ([`Curve`]); [`consistency`] judges
+//!   how many seconds of a run kept the promise.
 
 #![warn(missing_docs)]
 
+pub mod consistency;
 pub mod curve;
 mod fleet;
 mod histogram_codec;

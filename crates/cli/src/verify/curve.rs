@@ -6,6 +6,7 @@
 use std::path::PathBuf;
 
 use clap::{ArgGroup, Args};
+use hostmax_aggregate::consistency::judge_consistency;
 use hostmax_aggregate::curve::{CurveAnswer, CurvePoint, LatencyPromise, LatencyStat};
 use hostmax_aggregate::{Curve, CurveReport, HostReport, SCHEMA_VERSION};
 
@@ -294,7 +295,14 @@ pub fn curve(args: &CurveArgs) -> anyhow::Result<i32> {
     if depths.is_empty() {
         return Err(BadInput("--depths: give at least one depth, e.g. 1,4,16".into()).into());
     }
-    let tolerance = args.run.spec.tolerance.unwrap_or_default().fraction();
+    let specs = args.run.spec.spec_set(&base.targets)?;
+    let required = args.run.spec.consistency()?;
+    let tolerance = specs
+        .as_ref()
+        .map(|s| s.tolerance)
+        .or(args.run.spec.tolerance)
+        .unwrap_or_default()
+        .fraction();
     let promise = args.promise();
 
     let mut reports: Vec<HostReport> = Vec::new();
@@ -326,6 +334,25 @@ pub fn curve(args: &CurveArgs) -> anyhow::Result<i32> {
         &format!("\n{}", render_curve(&found, &reports)),
         base.json.as_ref(),
     );
+    // Consistency is judged where the host would be run: at its knee, else at saturation.
+    let at = found
+        .host
+        .knee
+        .as_ref()
+        .map_or(found.host.saturation.iodepth, |k| k.iodepth);
+    let consistency = match (&specs, required) {
+        (Some(set), Some(req)) => reports
+            .iter()
+            .find(|r| r.workload.iodepth == at)
+            .and_then(|r| judge_consistency(set, &[r], req)),
+        _ => None,
+    };
+    if let Some(c) = &consistency {
+        print_beside_json(
+            &format!("at depth {at}: {}", super::consistency::render(c)),
+            base.json.as_ref(),
+        );
+    }
     if let Some(path) = &args.svg {
         let svg = curve_chart(&found).to_svg()?;
         crate::output::atomic::write_atomically(path, svg.as_bytes()).map_err(|e| {
@@ -336,6 +363,8 @@ pub fn curve(args: &CurveArgs) -> anyhow::Result<i32> {
         128 + signal
     } else if reports.iter().any(|r| r.host.errors > 0) {
         app::EXIT_IO_ERRORS
+    } else if consistency.as_ref().is_some_and(|c| !c.pass) {
+        i32::from(crate::args::EXIT_VERDICT_FAILED)
     } else {
         0
     };
@@ -344,6 +373,7 @@ pub fn curve(args: &CurveArgs) -> anyhow::Result<i32> {
             schema_version: SCHEMA_VERSION,
             curve: found,
             runs: reports,
+            consistency,
         };
         crate::output::json::write_json(&root, dest)?;
     }
