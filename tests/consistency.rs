@@ -93,3 +93,58 @@ fn a_volume_below_its_promise_every_second_fails_consistency_with_its_worst_seco
     assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert!(stderr.contains("--consistency needs a promise"), "{stderr}");
 }
+
+#[test]
+fn the_suite_judges_consistency_over_every_second_of_its_4k_cells() {
+    require_root!();
+    let _rate = rate_test_lock();
+    let caps = [2000u64, 1000];
+    let spec = SimHostSpec {
+        volume_iops: caps.iter().map(|&c| Some(c)).collect(),
+        ..SimHostSpec::new(caps.len(), 64 * MIB)
+    };
+    let host = SimulatedHost::build_loop_devices(&spec).expect("simulated host");
+    let dir = ScratchDir::new("suite-consistency");
+    let devices = volume_paths(&host);
+    let mut args = vec!["suite".to_string(), "iops".into(), "--devices".into()];
+    args.extend(devices.iter().cloned());
+    args.extend(
+        [
+            "--block-sizes",
+            "4k",
+            "--mixes",
+            "100/0",
+            "--cell-time",
+            "2s",
+            "--max-rounds",
+            "5",
+            "--expect-volume-iops",
+            "2000",
+            "--tolerance",
+            "10%",
+            "--consistency",
+            "75%",
+            "--json",
+        ]
+        .map(String::from),
+    );
+    args.push(dir.path("suite.json"));
+    let out = run_hostmax(&args, host.throttle());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    let json: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("suite.json")).unwrap()).unwrap();
+    let c = &json["spec"]["consistency"];
+    assert_eq!(c["figure"], "iops", "{c:#}");
+    assert_eq!(c["pass"], false, "{c:#}");
+    let (good, short) = (&c["devices"][0], &c["devices"][1]);
+    // 5 rounds of one 2-second cell: about 10 seconds judged (a second may straddle the end).
+    assert!((8.0..=10.0).contains(&f(&good["seconds"])), "{good:#}");
+    assert_eq!(good["pass"], true, "{good:#}");
+    assert_eq!(short["seconds_held"], 0, "{short:#}");
+    // Each worst second names the cell and round it came from.
+    let run = short["worst_seconds"][0]["run"].as_str().unwrap();
+    assert!(run.starts_with("4k_100_0 round "), "{run}");
+    let table = String::from_utf8_lossy(&out.stdout);
+    assert!(table.contains("consistency (each second"), "{table}");
+}

@@ -67,6 +67,10 @@ pub struct SecondFigure {
     pub second: i64,
     /// The figure in that second (IOPS, or bytes per second).
     pub value: f64,
+    /// The run it belongs to when seconds of several runs are judged together (the suite's
+    /// `4k_65_35 round 6`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run: Option<String>,
 }
 
 /// How one series (a volume's or the host's) held its promise, second by second.
@@ -201,6 +205,7 @@ pub fn judge_consistency(
                 .map(|p| SecondFigure {
                     second: p.second,
                     value: p.devices.get(i).copied().unwrap_or(0) as f64 * scale,
+                    run: None,
                 })
                 .collect();
             let expected = specs
@@ -215,10 +220,7 @@ pub fn judge_consistency(
                         x.iops
                     }
                 });
-            DeviceConsistency {
-                path: d.path.clone(),
-                series: SeriesConsistency::judge(&per_second, expected, t, required),
-            }
+            (d.path.clone(), per_second, expected)
         })
         .collect::<Vec<_>>();
     let host_seconds: Vec<SecondFigure> = seconds
@@ -230,6 +232,7 @@ pub fn judge_consistency(
             } else {
                 p.iops as f64
             },
+            run: None,
         })
         .collect();
     let host_expected = if by_bytes {
@@ -237,14 +240,39 @@ pub fn judge_consistency(
     } else {
         specs.host.iops
     };
-    let host = SeriesConsistency::judge(&host_seconds, host_expected, t, required);
-    Some(ConsistencyVerdict {
+    Some(judge_series(
+        devices,
+        (host_seconds, host_expected),
+        t,
+        required,
+        by_bytes,
+    ))
+}
+
+/// Judges already gathered per-second figures: each volume's `(path, seconds, promise)` and
+/// the host's `(seconds, promise)` (bytes per second when `by_bytes`, else IOPS).
+pub fn judge_series(
+    devices: Vec<(String, Vec<SecondFigure>, Option<f64>)>,
+    host: (Vec<SecondFigure>, Option<f64>),
+    tolerance: f64,
+    required: Consistency,
+    by_bytes: bool,
+) -> ConsistencyVerdict {
+    let devices: Vec<DeviceConsistency> = devices
+        .into_iter()
+        .map(|(path, seconds, expected)| DeviceConsistency {
+            path,
+            series: SeriesConsistency::judge(&seconds, expected, tolerance, required),
+        })
+        .collect();
+    let host = SeriesConsistency::judge(&host.0, host.1, tolerance, required);
+    ConsistencyVerdict {
         required,
         figure: if by_bytes { "bytes_per_sec" } else { "iops" }.into(),
         pass: host.pass && devices.iter().all(|d| d.series.pass),
         host,
         devices,
-    })
+    }
 }
 
 #[cfg(test)]
@@ -258,6 +286,7 @@ mod tests {
             .map(|(i, &value)| SecondFigure {
                 second: i as i64,
                 value,
+                run: None,
             })
             .collect()
     }
@@ -289,7 +318,8 @@ mod tests {
             at99.worst_seconds[0],
             SecondFigure {
                 second: 60,
-                value: 1200.0
+                value: 1200.0,
+                run: None,
             }
         );
         assert_eq!(at99.worst_seconds[1].second, 17);

@@ -109,7 +109,7 @@ pub struct SuiteArgs {
         "test", "devices", "block_sizes", "skip_bs", "mixes", "cell_time", "ramp", "max_rounds",
         "iodepth", "size", "no_precondition", "no_purge", "json", "html", "state_dir", "cpus", "seed",
         "expect_volume_iops", "expect_volume_mbps", "volume_spec", "profile", "spec_file",
-        "expect_host_iops", "expect_host_mbps", "tolerance",
+        "expect_host_iops", "expect_host_mbps", "tolerance", "consistency",
     ])]
     pub resume: Option<PathBuf>,
 

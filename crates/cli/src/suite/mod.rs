@@ -99,6 +99,7 @@ pub fn run(args: &SuiteArgs) -> anyhow::Result<i32> {
             .chain(&s.host)
             .flat_map(|v| &v.checks)
             .any(|c| c.pass == Some(false))
+            || s.consistency.as_ref().is_some_and(|c| !c.pass)
     });
     Ok(if errors > 0 {
         crate::app::EXIT_IO_ERRORS

@@ -356,6 +356,18 @@ pub fn build(
         .promises
         .as_ref()
         .map(|p| super::spec::compare(p, &report));
+    if let (Some(spec), Some(promises)) = (report.spec.as_mut(), config.promises.as_ref()) {
+        let in_window: Vec<&CellRound> = records
+            .values()
+            .filter(|r| (window_rounds[0]..=window_rounds[1]).contains(&r.round))
+            .collect();
+        let paths: Vec<String> = report
+            .devices
+            .iter()
+            .map(|d| d.path.to_string_lossy().into_owned())
+            .collect();
+        spec.consistency = super::spec::judge_consistency(promises, &in_window, &paths);
+    }
     Ok(report)
 }
 
