@@ -62,6 +62,9 @@ impl SuiteReport {
 /// The settings a suite ran with.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SuiteSettings {
+    /// Idle seconds after each cell (`--sleep-between`).
+    #[serde(default)]
+    pub sleep_between_secs: f64,
     /// Measured seconds per cell.
     pub cell_secs: f64,
     /// Unmeasured seconds before each cell.
@@ -323,6 +326,7 @@ pub fn build(
         read_only: config.read_only,
         notes: config.notes.clone(),
         settings: SuiteSettings {
+            sleep_between_secs: config.sleep_between_ms as f64 / 1000.0,
             cell_secs: config.cell_time_ms as f64 / 1000.0,
             ramp_secs: config.ramp_ms as f64 / 1000.0,
             iodepth: config.iodepth,

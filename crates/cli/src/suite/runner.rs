@@ -256,8 +256,11 @@ impl SuiteRunner {
             block_size: PRECONDITION_BLOCK,
             iodepth: self.config.iodepth.clamp(16, 64),
             working_set: Some(self.config.range),
-            // The I/O limit ends it; the runtime is only a backstop.
-            runtime: Duration::from_secs(30 * 24 * 3600),
+            // The I/O limit ends it; the runtime is a backstop, or --precondition-time.
+            runtime: self
+                .config
+                .precondition_time_ms
+                .map_or(Duration::from_secs(30 * 24 * 3600), Duration::from_millis),
             ramp: Duration::ZERO,
             seed: self.config.seed,
             rate_iops: None,
@@ -284,12 +287,24 @@ impl SuiteRunner {
             method: self
                 .targets
                 .iter()
-                .map(|t| {
-                    format!(
-                        "{}: {PRECONDITION_PASSES} x sequential 128k writes over {}",
-                        t.path.display(),
-                        human_size(self.config.range)
-                    )
+                .zip(&result.devices)
+                .map(|(t, d)| {
+                    let planned = PRECONDITION_PASSES * self.config.range;
+                    if d.write.bytes < planned {
+                        // --precondition-time ended it first.
+                        format!(
+                            "{}: sequential 128k writes over {}, {:.2} of {PRECONDITION_PASSES} passes (stopped by --precondition-time)",
+                            t.path.display(),
+                            human_size(self.config.range),
+                            d.write.bytes as f64 / self.config.range as f64
+                        )
+                    } else {
+                        format!(
+                            "{}: {PRECONDITION_PASSES} x sequential 128k writes over {}",
+                            t.path.display(),
+                            human_size(self.config.range)
+                        )
+                    }
                 })
                 .collect(),
             secs: started.elapsed().as_secs_f64(),
@@ -300,6 +315,18 @@ impl SuiteRunner {
             record.secs
         ));
         Ok(Some(record))
+    }
+
+    /// Idles `--sleep-between` after a cell; false when a signal came meanwhile.
+    fn sleep_between(&self) -> bool {
+        let until = Instant::now() + Duration::from_millis(self.config.sleep_between_ms);
+        while Instant::now() < until {
+            if self.signals.signal() != 0 {
+                return false;
+            }
+            std::thread::sleep(Duration::from_millis(100).min(until - Instant::now()));
+        }
+        self.signals.signal() == 0
     }
 
     /// Planned milliseconds of one cell.
@@ -354,6 +381,9 @@ impl SuiteRunner {
                 ));
                 records.insert((round, cell.key()), record);
                 position += cell_ms;
+                if !self.sleep_between() {
+                    return Ok(());
+                }
             }
             let now = report::steady_state(&self.config, records, round);
             if let Some(w) = &now.window {

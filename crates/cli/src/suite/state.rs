@@ -84,6 +84,12 @@ pub struct SuiteConfig {
     /// What the volumes and the host promise, if spec options were given.
     #[serde(default)]
     pub promises: Option<super::spec::Promises>,
+    /// Idle milliseconds after each cell (`--sleep-between`).
+    #[serde(default)]
+    pub sleep_between_ms: u64,
+    /// Most milliseconds preconditioning may take (`--precondition-time`).
+    #[serde(default)]
+    pub precondition_time_ms: Option<u64>,
 }
 
 impl SuiteConfig {
