@@ -102,3 +102,75 @@ fn active_range_numjobs_sleep_and_precondition_limit_shape_the_suite() {
         assert!(stderr.contains(needle), "{extra:?}: {stderr}");
     }
 }
+
+#[test]
+fn purge_escalates_and_the_suite_stops_when_no_purge_worked() {
+    require_root!();
+    let host = loop_volumes(1, 16 * MIB);
+    let device = volume_paths(&host).remove(0);
+    let dir = ScratchDir::new("suite-purge");
+    let json_path = dir.path("suite.json");
+    let args = |json: &str| -> Vec<String> {
+        [
+            "suite",
+            "iops",
+            "--devices",
+            &device,
+            "--block-sizes",
+            "4k",
+            "--mixes",
+            "0/100",
+            "--cell-time",
+            "200ms",
+            "--max-rounds",
+            "5",
+            "--allow-write",
+            "--no-precondition",
+            "--secure-erase-password",
+            "hostmax",
+            "--json",
+            json,
+        ]
+        .map(String::from)
+        .to_vec()
+    };
+    // A loop device is no ATA disk: the purge falls through to discard, and says so.
+    let out = run_hostmax(&args(&json_path), None);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let json: Value = serde_json::from_str(&std::fs::read_to_string(&json_path).unwrap()).unwrap();
+    let method = json["preparation"]["purge"]["record"]["method"][0]
+        .as_str()
+        .unwrap();
+    assert!(
+        method.ends_with("discard (after ATA secure erase: not an ATA disk)"),
+        "{method}"
+    );
+
+    // Read-only: discard and zero fill both fail, and the suite stops before any cell.
+    let status = std::process::Command::new("blockdev")
+        .args(["--setro", &device])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let out = run_hostmax(&args(&dir.path("ro.json")), None);
+    let _ = std::process::Command::new("blockdev")
+        .args(["--setrw", &device])
+        .status();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_ne!(out.status.code(), Some(0), "{stderr}");
+    assert!(
+        stderr.contains("failed every way")
+            && stderr.contains("discard:")
+            && stderr.contains("zero fill:"),
+        "{stderr}"
+    );
+    assert!(
+        !dir.join("ro.json").exists(),
+        "no report of a suite that never ran"
+    );
+}

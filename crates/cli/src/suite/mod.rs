@@ -6,7 +6,7 @@
 //!   sets the suite up ([`SuiteConfig`]) and runs it.
 //! - [`matrix`]: the tests ([`SuiteTest`]), their cells ([`CellSpec`], keys like `4k_65_35`)
 //!   and each cell's engine [`hostmax_engine::Workload`].
-//! - [`runner`]: purge (discard, else zero fill), preconditioning (2 passes of sequential 128k
+//! - [`runner`]: purge (ATA secure erase when asked, else discard, else zero fill), preconditioning (2 passes of sequential 128k
 //!   writes), then rounds of every cell until steady state
 //!   ([`hostmax_aggregate::SteadyStateRule`]) or `--max-rounds`, with a progress bar and
 //!   signal handling.
@@ -347,6 +347,7 @@ fn start(
         promises: None,
         sleep_between_ms: args.sleep_between.as_millis() as u64,
         precondition_time_ms: args.precondition_time.map(|d| d.as_millis() as u64),
+        secure_erase_password: args.secure_erase_password.clone(),
     };
     if config.iodepth > hostmax_engine::MAX_IODEPTH {
         return Err(BadInput(format!(

@@ -90,6 +90,9 @@ pub struct SuiteConfig {
     /// Most milliseconds preconditioning may take (`--precondition-time`).
     #[serde(default)]
     pub precondition_time_ms: Option<u64>,
+    /// The temporary ATA security password of `--secure-erase-password` (the erase clears it).
+    #[serde(default)]
+    pub secure_erase_password: Option<String>,
 }
 
 impl SuiteConfig {
