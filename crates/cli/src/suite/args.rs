@@ -134,6 +134,11 @@ pub struct SuiteArgs {
     #[arg(long, value_name = "PATH")]
     pub html: Option<PathBuf>,
 
+    /// Include a load-latency curve (the JSON of `hostmax curve --json`) in the HTML page:
+    /// its table and chart, with the SLO knee.
+    #[arg(long, value_name = "PATH", requires = "html")]
+    pub curve: Option<PathBuf>,
+
     /// Where the checkpoint goes [default: beside --json (or else --html), named after it
     /// with .state; else ./hostmax-suite-TEST.state].
     #[arg(long, value_name = "DIR")]
@@ -146,7 +151,7 @@ pub struct SuiteArgs {
         "iodepth", "size", "no_precondition", "no_purge", "json", "html", "state_dir", "cpus", "seed",
         "expect_volume_iops", "expect_volume_mbps", "volume_spec", "profile", "spec_file",
         "expect_host_iops", "expect_host_mbps", "tolerance", "consistency", "active_range",
-        "numjobs", "sleep_between", "precondition_time", "secure_erase_password",
+        "numjobs", "sleep_between", "precondition_time", "secure_erase_password", "curve",
     ])]
     pub resume: Option<PathBuf>,
 

@@ -93,6 +93,9 @@ pub struct SuiteConfig {
     /// The temporary ATA security password of `--secure-erase-password` (the erase clears it).
     #[serde(default)]
     pub secure_erase_password: Option<String>,
+    /// Absolute path of a `hostmax curve --json` report to include in the HTML page.
+    #[serde(default)]
+    pub curve: Option<PathBuf>,
 }
 
 impl SuiteConfig {
