@@ -10,7 +10,7 @@ use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::{Command, Output};
 
-use support::{kernel_completions, Mount, ScratchDir};
+use support::{kernel_completions, tool_command, Mount, ScratchDir};
 
 const HOSTMAX: &str = env!("CARGO_BIN_EXE_hostmax");
 
@@ -405,7 +405,7 @@ fn writing_a_block_device_needs_allow_write() {
 }
 
 fn mkfs_ext4(dev: &str) {
-    let status = Command::new("mkfs.ext4")
+    let status = tool_command("mkfs.ext4", "e2fsprogs")
         .args(["-q", "-F", dev])
         .status()
         .expect("run mkfs.ext4");
@@ -413,7 +413,7 @@ fn mkfs_ext4(dev: &str) {
 }
 
 fn fsck_clean(dev: &str) {
-    let out = Command::new("fsck.ext4")
+    let out = tool_command("fsck.ext4", "e2fsprogs")
         .args(["-n", dev])
         .output()
         .expect("run fsck.ext4");
@@ -496,7 +496,7 @@ fn a_device_with_a_mounted_partition_is_refused() {
     let dev = LoopDevice::attach(&img);
     // This kernel reads no partition tables (no MSDOS/EFI parsers), so add the partition
     // with BLKPG as partx would: sectors 2048 to the end. Detaching removes it.
-    let status = Command::new("addpart")
+    let status = tool_command("addpart", "util-linux")
         .args([&dev.0, "1", "2048", &((32 << 20) / 512 - 2048).to_string()])
         .status()
         .expect("run addpart");

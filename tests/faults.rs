@@ -24,7 +24,7 @@ impl ReadOnly {
     fn set(dev: &LoopDevice) -> ReadOnly {
         let path = dev.path().display().to_string();
         let guard = ReadOnly(path.clone());
-        let ok = Command::new("blockdev")
+        let ok = tool_command("blockdev", "util-linux")
             .args(["--setro", &path])
             .status()
             .is_ok_and(|s| s.success());
@@ -35,7 +35,9 @@ impl ReadOnly {
 
 impl Drop for ReadOnly {
     fn drop(&mut self) {
-        let _ = Command::new("blockdev").args(["--setrw", &self.0]).status();
+        let _ = tool_command("blockdev", "util-linux")
+            .args(["--setrw", &self.0])
+            .status();
     }
 }
 

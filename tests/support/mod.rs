@@ -114,6 +114,15 @@ pub fn require_tool(binary: &str, package: &str) -> Result<PathBuf, String> {
         .ok_or_else(|| format!("apt-get installed {package} but {binary} is not on PATH"))
 }
 
+/// A [`Command`] for `binary` from Debian's `package`, installed first if missing
+/// ([`require_tool`]); panics with the reason where it cannot be had. For helpers that cannot
+/// return from their test: a test that can do without the tool uses [`require_tool`] and
+/// [`skip!`].
+pub fn tool_command(binary: &str, package: &str) -> Command {
+    let path = require_tool(binary, package).unwrap_or_else(|why| panic!("{why}"));
+    Command::new(path)
+}
+
 /// `binary` on `PATH` (and in the sbin directories, which a non-login root shell may lack).
 pub fn find_on_path(binary: &str) -> Option<PathBuf> {
     let path = std::env::var_os("PATH").unwrap_or_default();
