@@ -565,3 +565,86 @@ fn buffers_larger_than_memory_are_refused_before_starting() {
         );
     }
 }
+
+/// A seccomp filter that fails `io_uring_setup` with EPERM, as containers' default profiles
+/// do: hostmax names the cause and the fix, exits 2, and gets there before any device (this one
+/// does not exist, and must not be what it complains about).
+#[cfg(target_arch = "x86_64")]
+#[test]
+fn io_uring_blocked_by_seccomp_is_named_before_any_device_is_opened() {
+    /// `struct sock_filter` from <linux/filter.h>.
+    #[repr(C)]
+    struct SockFilter {
+        code: u16,
+        jt: u8,
+        jf: u8,
+        k: u32,
+    }
+    /// `struct sock_fprog`.
+    #[repr(C)]
+    struct SockFprog {
+        len: u16,
+        filter: *const SockFilter,
+    }
+    const NR_IO_URING_SETUP: u32 = 425;
+    let args: Vec<String> = [
+        "--devices",
+        "/dev/hostmax-no-such-device",
+        "--runtime",
+        "1s",
+    ]
+    .map(String::from)
+    .to_vec();
+    let mut cmd = Command::new(HOSTMAX);
+    cmd.args(&args).env_remove("RUST_BACKTRACE");
+    // SAFETY: the closure runs in the forked child before exec and only calls prctl with a
+    // filter that lives on its own stack for the call.
+    unsafe {
+        cmd.pre_exec(|| {
+            let filter = [
+                // A = seccomp_data.nr
+                SockFilter {
+                    code: 0x20,
+                    jt: 0,
+                    jf: 0,
+                    k: 0,
+                },
+                // if A == io_uring_setup fall through, else skip one
+                SockFilter {
+                    code: 0x15,
+                    jt: 0,
+                    jf: 1,
+                    k: NR_IO_URING_SETUP,
+                },
+                // SECCOMP_RET_ERRNO | EPERM
+                SockFilter {
+                    code: 0x06,
+                    jt: 0,
+                    jf: 0,
+                    k: 0x0005_0000 | libc::EPERM as u32,
+                },
+                // SECCOMP_RET_ALLOW
+                SockFilter {
+                    code: 0x06,
+                    jt: 0,
+                    jf: 0,
+                    k: 0x7fff_0000,
+                },
+            ];
+            let program = SockFprog {
+                len: filter.len() as u16,
+                filter: filter.as_ptr(),
+            };
+            if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0
+                || libc::prctl(libc::PR_SET_SECCOMP, 2, &program as *const SockFprog) != 0
+            {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let out = cmd.output().expect("run hostmax under the filter");
+    assert_bad_input("seccomp", &args, &out, "seccomp");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("no-such-device"), "{stderr}");
+}
