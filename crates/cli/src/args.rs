@@ -15,7 +15,7 @@ use hostmax_engine::{
     IoPattern, TargetInfo, Workload, MAX_BLOCK_SIZE, MAX_IODEPTH, MIN_BLOCK_SIZE,
 };
 
-use crate::devices::{expand_device_args, resolve_targets};
+use crate::devices::{create_files, expand_device_args, resolve_targets_creating};
 use crate::plan::{BadInput, JsonDest, RunPlan};
 use crate::safety::{check_write_safety, SystemSources, WriteFlags};
 use crate::units::{
@@ -55,7 +55,7 @@ pub fn exit_code_for(err: &anyhow::Error) -> u8 {
     version,
     about = "Find and verify the maximum storage performance of a host across many block volumes",
     args_conflicts_with_subcommands = true,
-    after_help = "Examples:\n  hostmax --devices '/dev/sd[b-u]'                 4k random reads on 20 volumes\n  hostmax --devices /dev/nvme*n1 --rw randrw --rwmixread 70 --json report.json\n  hostmax demo                                     a simulated host of throttled loop volumes\n\nExit codes: 0 ok, 1 failed verdict, 2 bad input or refused, 3 I/O errors, 4 other failure"
+    after_help = "Examples:\n  hostmax --devices '/dev/sd[b-u]'                 4k random reads on 20 volumes\n  hostmax --devices /dev/nvme*n1 --rw randrw --rwmixread 70 --allow-write --json report.json\n  hostmax demo                                     a simulated host of throttled loop volumes\n  hostmax demo --volumes 4 --runtime 3s            a smaller, shorter one\n\nExit codes: 0 ok, 1 failed verdict, 2 bad input or refused, 3 I/O errors, 4 other failure"
 )]
 pub struct Cli {
     /// A subcommand; without one, runs the host-max test on `--devices`.
@@ -71,7 +71,7 @@ pub struct Cli {
 pub enum Command {
     /// Build a simulated host of throttled loop volumes on tmpfs (files without root), run
     /// the host-max test on it, and remove everything it made.
-    Demo,
+    Demo(crate::app::DemoArgs),
     /// The CloudHarmony-grade suite: block size x read/write mix matrix, preconditioning,
     /// rounds until SNIA steady state, JSON/HTML reports; resumable.
     Suite(Box<crate::suite::SuiteArgs>),
@@ -83,6 +83,9 @@ pub enum Command {
     Verify(crate::verify::command::VerifyArgs),
     /// Run the same workload on 1, 2, 4, ... and all volumes; find the host's ceiling and knee.
     Sweep(crate::verify::sweep::SweepArgs),
+    /// Read the host settings that hold a host-maximum test back (per device and for the
+    /// host), most harmful first, each with why and the command that changes it. Read-only.
+    Doctor(crate::doctor::DoctorArgs),
 }
 
 /// A CPU list as given to `--cpus`, sorted and without repeats.
@@ -123,6 +126,7 @@ pub struct RunArgs {
     pub iodepth: u32,
 
     /// Working set per device, from its start, a multiple of --bs [default: the whole device].
+    /// A --devices path that does not exist becomes a new file of this size.
     #[arg(long, value_name = "SIZE", value_parser = parse_size, allow_hyphen_values = true)]
     pub size: Option<u64>,
 
@@ -150,8 +154,8 @@ pub struct RunArgs {
     #[arg(long, value_name = "PATH|-", allow_hyphen_values = true)]
     pub json: Option<PathBuf>,
 
-    /// Allow writing to block devices (destroys their data). Mounted, held or swap devices
-    /// are refused anyway.
+    /// Allow writing to block devices and files that hold data (destroys their data).
+    /// Mounted, held or swap devices are refused anyway.
     #[arg(long)]
     pub allow_write: bool,
 
@@ -270,7 +274,8 @@ pub fn plan_run_with(args: &RunArgs, limits: &HostLimits) -> Result<RunPlan, Bad
                 .into(),
         ));
     }
-    let targets = resolve_targets(&expand_device_args(&args.devices)?)?;
+    let (mut targets, to_create) =
+        resolve_targets_creating(&expand_device_args(&args.devices)?, args.size)?;
     check_open_files(targets.len(), limits.nofile)?;
     for target in &targets {
         check_fits(&workload, target)?;
@@ -285,6 +290,14 @@ pub fn plan_run_with(args: &RunArgs, limits: &HostLimits) -> Result<RunPlan, Bad
         &limits.sources,
     )?;
     let fleet = crate::fleet::plan_fleet(&args.fleet, workload.runtime)?;
+    // Files hostmax makes itself hold nothing to lose: made last, once every check passed.
+    if let (false, Some(size)) = (to_create.is_empty(), args.size) {
+        for made in create_files(&to_create, size)? {
+            if let Some(t) = targets.iter_mut().find(|t| t.path == made.path) {
+                *t = made;
+            }
+        }
+    }
     Ok(RunPlan {
         targets,
         workload,
@@ -694,7 +707,7 @@ mod tests {
         }
         assert!(matches!(
             Cli::try_parse_from(["hostmax", "demo"]).unwrap().command,
-            Some(Command::Demo)
+            Some(Command::Demo(_))
         ));
     }
 

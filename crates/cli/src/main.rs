@@ -41,11 +41,12 @@ fn main() -> ExitCode {
         }
     }
     let result = match cli.command {
-        Some(Command::Demo) => hostmax::app::demo(),
+        Some(Command::Demo(args)) => hostmax::app::demo(&args),
         Some(Command::Suite(args)) => hostmax::suite::run(&args),
         Some(Command::Merge(args)) => hostmax::fleet::merge::run_merge(&args),
         Some(Command::Verify(args)) => hostmax::verify::command::verify(&args),
         Some(Command::Sweep(args)) => hostmax::verify::sweep::sweep(&args),
+        Some(Command::Doctor(args)) => hostmax::doctor::run(&args),
         None => plan_run(&cli.run).and_then(|plan| hostmax::verify::run(plan, &cli.run.spec)),
     };
     match result {

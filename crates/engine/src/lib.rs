@@ -31,7 +31,7 @@ pub use result::{
     new_latency_histogram, record_latency, DeviceInterval, DeviceResult, ErrorLog, IoErrorSample,
     OpKind, OpResult, RunResult, WorkerSummary, ERROR_SAMPLES, LATENCY_HIGHEST_NS, LATENCY_SIGFIG,
 };
-pub use ring::{Polling, RingFeatures};
+pub use ring::{probe_kernel_ring, KernelRingSupport, Polling, RingFeatures};
 pub use run::{
     buffer_bytes, check_buffer_memory, check_poll_queues, prepare, start, validate, PreparedRun,
     RunConfig, RunHandle, StopHandle,
