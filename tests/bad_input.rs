@@ -343,8 +343,7 @@ fn more_devices_than_the_open_file_limit_allows() {
 #[test]
 fn unwritable_json_directory() {
     if !is_root() {
-        eprintln!("skipped: mounting a read-only tmpfs needs root");
-        return;
+        skip!("mounting a read-only tmpfs needs root");
     }
     let dir = ScratchDir::new("rojson");
     let f = file_arg(&dir, "f", 1 << 20);
@@ -363,8 +362,7 @@ fn unwritable_json_directory() {
 #[test]
 fn writing_a_block_device_needs_allow_write() {
     if !is_root() {
-        eprintln!("skipped: attaching loop devices needs root");
-        return;
+        skip!("attaching loop devices needs root");
     }
     let dir = ScratchDir::new("allow");
     let img = file_arg(&dir, "img", 16 << 20);
@@ -429,8 +427,7 @@ fn fsck_clean(dev: &str) {
 #[test]
 fn a_mounted_device_is_refused_even_with_allow_write() {
     if !is_root() {
-        eprintln!("skipped: loop devices and mounts need root");
-        return;
+        skip!("loop devices and mounts need root");
     }
     let dir = ScratchDir::new("mounted");
     let img = file_arg(&dir, "ext4.img", 32 << 20);
@@ -488,8 +485,7 @@ fn a_mounted_device_is_refused_even_with_allow_write() {
 #[test]
 fn a_device_with_a_mounted_partition_is_refused() {
     if !is_root() {
-        eprintln!("skipped: loop devices and mounts need root");
-        return;
+        skip!("loop devices and mounts need root");
     }
     let dir = ScratchDir::new("partition");
     let img = file_arg(&dir, "part.img", 32 << 20);

@@ -108,8 +108,7 @@ fn out_pid_marker(stderr: &str) -> String {
 fn demo_without_root_runs_on_plain_files_and_says_so() {
     require_root!(); // to drop to an unprivileged user we must start as root
     let Ok(setpriv) = which("setpriv") else {
-        eprintln!("skipped: setpriv (util-linux) is not installed, so no way to drop root here");
-        return;
+        skip!("setpriv (util-linux) is not installed, so no way to drop root here");
     };
     let _rate = rate_test_lock();
     let out = std::process::Command::new(setpriv)

@@ -335,8 +335,7 @@ fn null_blk_hosts_refuse_host_caps_and_partial_mebibytes() {
 fn null_blk_volumes_appear_capped_and_vanish_on_drop() {
     require_root!();
     if let Err(reason) = null_blk_available() {
-        eprintln!("skipped: the kernel cannot make null_blk devices here: {reason}");
-        return;
+        skip!("the kernel cannot make null_blk devices here: {reason}");
     }
     let size = 16 * MIB;
     let spec = SimHostSpec::new(2, size)
