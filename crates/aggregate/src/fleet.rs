@@ -191,7 +191,7 @@ pub fn merge_reports(reports: &[(String, HostReport)]) -> Result<HostReport, Mer
     let host = Figures {
         // Encoding only fails for a count above i64::MAX.
         histograms: EncodedHistograms::encode(&read, &write).ok(),
-        ..Figures::new(
+        ..crate::report::sum_counts(reports.iter().map(|(_, r)| &r.host)).with_ops(
             sum_op(reports, |f| &f.read, &read),
             sum_op(reports, |f| &f.write, &write),
             reports.iter().map(|(_, r)| r.host.errors).sum(),
@@ -212,6 +212,8 @@ pub fn merge_reports(reports: &[(String, HostReport)]) -> Result<HostReport, Mer
         time_series: merge_series(reports),
         // Verdicts are per host and per spec; a fleet report carries none of its own.
         verdict: None,
+        // Each host's workers are in its own report.
+        load_generator: None,
     })
 }
 

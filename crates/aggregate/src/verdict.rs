@@ -123,6 +123,9 @@ pub enum Bottleneck {
     Volumes,
     /// The host: the short volumes are uniformly below their figures while the total is flat.
     Host,
+    /// The load generator: a worker's CPU was saturated, so the run cannot tell what the
+    /// storage could do (more CPUs, `--cpus`, or fewer volumes per host would).
+    LoadGenerator,
 }
 
 impl Bottleneck {
@@ -131,6 +134,7 @@ impl Bottleneck {
         match self {
             Bottleneck::Volumes => "volumes",
             Bottleneck::Host => "host",
+            Bottleneck::LoadGenerator => "load_generator",
         }
     }
 }
@@ -461,6 +465,19 @@ pub fn judge(specs: &SpecSet, reports: &[&HostReport]) -> Verdict {
         }
         _ => None,
     };
+    // Short of the volumes' sum on a run whose own CPUs were saturated: what limited it was
+    // the load generator, whatever the shape of the shortfall.
+    let judging_run = iops_run.filter(|_| volumes_iops.is_some()).or(bw_run);
+    let bottleneck_found = match bottleneck_found {
+        Some(_)
+            if judging_run
+                .and_then(|r| r.load_generator.as_ref())
+                .is_some_and(|g| g.saturated) =>
+        {
+            Some(Bottleneck::LoadGenerator)
+        }
+        found => found,
+    };
     let mut host = HostVerdict {
         pass: true,
         expected_iops: specs.host.iops,
@@ -587,7 +604,7 @@ mod tests {
                 },
             },
             write: OpSummary::default(),
-            histograms: None,
+            ..Default::default()
         }
     }
 
@@ -639,6 +656,7 @@ mod tests {
                 })
                 .collect(),
             verdict: None,
+            load_generator: None,
         }
     }
 
@@ -684,6 +702,53 @@ mod tests {
         assert!(v.pass);
         assert_eq!(v.devices[0].measured_iops, None);
         assert!(v.not_judged[0].contains("--bs 4k"), "{:?}", v.not_judged);
+    }
+
+    #[test]
+    fn a_short_host_on_saturated_workers_blames_the_load_generator() {
+        let specs = SpecSet {
+            devices: flat(2000.0, "x", &["/dev/a", "/dev/b"]),
+            host: HostSpec::default(),
+            tolerance: Tolerance::new(0.1).unwrap(),
+        };
+        let mut run = report(
+            4096,
+            32,
+            &[("/dev/a", 1250.0), ("/dev/b", 1260.0)],
+            &[2510; 4],
+        );
+        assert_eq!(
+            judge(&specs, &[&run]).host.bottleneck,
+            Some(Bottleneck::Host)
+        );
+        let worker = |saturated| crate::WorkerReport {
+            cpu: 0,
+            devices: vec![0, 1],
+            ring: Default::default(),
+            user_secs: 1.0,
+            system_secs: 2.0,
+            busy_share: 0.6,
+            cpu_busy_share: Some(if saturated { 0.99 } else { 0.5 }),
+            saturated,
+        };
+        run.load_generator = Some(crate::LoadGenerator {
+            saturated: false,
+            workers: vec![worker(false)],
+        });
+        assert_eq!(
+            judge(&specs, &[&run]).host.bottleneck,
+            Some(Bottleneck::Host)
+        );
+        run.load_generator = Some(crate::LoadGenerator {
+            saturated: true,
+            workers: vec![worker(true)],
+        });
+        let v = judge(&specs, &[&run]);
+        assert_eq!(v.host.bottleneck, Some(Bottleneck::LoadGenerator));
+        assert_eq!(
+            serde_json::to_value(&v).unwrap()["host"]["bottleneck"],
+            "load_generator"
+        );
     }
 
     #[test]
