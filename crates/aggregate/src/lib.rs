@@ -45,7 +45,7 @@ pub use knee::{Sweep, SweepPoint, SweepReport};
 pub use latency::{add_exact, LatencySummary};
 pub use report::{
     summarize, summarize_with_histograms, DeviceReport, Figures, HostHistograms, HostReport,
-    OpSummary, WorkloadSummary, SCHEMA_VERSION,
+    OpSummary, Provenance, WorkloadSummary, SCHEMA_VERSION,
 };
 pub use series::{SecondPoint, TimeSeries};
 pub use spec::{HostSpec, Tolerance, VolumeSpec, PROFILES};

@@ -154,6 +154,32 @@ impl From<&Workload> for WorkloadSummary {
     }
 }
 
+/// Where a report came from (issue 13's "reports say where they came from", and what lets
+/// `hostmax merge` refuse the same run twice or runs that did not run together). Every field is
+/// optional: reports of older versions have none of them, and the aggregator does no I/O, so
+/// the CLI fills them in. Flattened into the report's root object.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Provenance {
+    /// A random 128-bit id of this run (32 hex digits), new for every run and every merge.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run_id: Option<String>,
+    /// Wall-clock start of the measured window (RFC 3339, UTC).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub started_at: Option<String>,
+    /// Wall-clock end of the measured window (RFC 3339, UTC).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ended_at: Option<String>,
+    /// The hostmax version that wrote the report.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hostmax_version: Option<String>,
+    /// The command line, one element per argument.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub command_line: Option<Vec<String>>,
+    /// The kernel release (`uname -r`) of the host that ran it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kernel: Option<String>,
+}
+
 /// Everything a run found, per device and for the host: the root of `--json`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct HostReport {
@@ -166,6 +192,9 @@ pub struct HostReport {
     /// In a merged report (`hostmax merge`): the hosts it adds up.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fleet: Option<FleetSummary>,
+    /// Run id, measured window's wall-clock start and end, version, command line, kernel.
+    #[serde(flatten)]
+    pub provenance: Provenance,
     /// What ran.
     pub workload: WorkloadSummary,
     /// Length of the measured window in seconds; every rate is per this.
@@ -269,6 +298,7 @@ pub fn summarize_with_histograms(
         schema_version: SCHEMA_VERSION,
         hostname: None,
         fleet: None,
+        provenance: Provenance::default(),
         workload: WorkloadSummary::from(workload),
         measured_secs: secs,
         interrupted: result.stopped_early,

@@ -614,6 +614,7 @@ mod tests {
             schema_version: SCHEMA_VERSION,
             hostname: None,
             fleet: None,
+            provenance: Default::default(),
             workload: WorkloadSummary::from(&w),
             measured_secs: seconds.len() as f64,
             interrupted: false,

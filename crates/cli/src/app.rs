@@ -127,6 +127,7 @@ fn measure_keeping_log(
     view.finish();
     let mut report = summarize(&result, &workload, series.finish());
     report.hostname = crate::fleet::hostname();
+    crate::fleet::provenance::stamp_run(&mut report, result.measured);
     drop(running);
     let sig = signals.signal();
     // Interrupted means a signal; a stop-all after an I/O error is reported by its errors.
