@@ -258,6 +258,12 @@ fn short_suite_on_capped_volumes_reaches_steady_state_at_round_5() {
         "5 rounds x 4 cells, each once"
     );
     assert!(fs::metadata(&html).unwrap().len() > 0);
+    let page = fs::read_to_string(&html).unwrap();
+    let run_id = report["run_id"].as_str().unwrap();
+    assert!(
+        page.contains(&format!("Run {run_id} on ")),
+        "the page lacks its provenance"
+    );
 }
 
 #[test]
@@ -299,6 +305,19 @@ fn resume_after_sigint_repeats_no_finished_cell() {
     let partial = read_json(&json);
     assert_eq!(partial["interrupted"], true);
     assert_eq!(partial["complete"], false);
+    // Provenance, under the names every report uses.
+    assert_eq!(partial["schema_version"], 1, "{partial}");
+    assert!(partial.get("schema").is_none());
+    let run_id = partial["run_id"].as_str().expect("run_id").to_string();
+    for field in [
+        "started_at",
+        "ended_at",
+        "hostname",
+        "kernel",
+        "hostmax_version",
+    ] {
+        assert!(partial[field].is_string(), "{field}");
+    }
     let snapshot = |dir: &Path| -> BTreeMap<String, String> {
         fs::read_dir(dir)
             .unwrap()
@@ -334,6 +353,10 @@ fn resume_after_sigint_repeats_no_finished_cell() {
     let rounds_run = report["steady_state"]["rounds_run"].as_u64().unwrap() as usize;
     assert!((5..=6).contains(&rounds_run), "{}", report["steady_state"]);
     assert_eq!(report["complete"], true);
+    // The resumed suite is the same run, and its window starts where the first one's did.
+    assert_eq!(report["run_id"], run_id.as_str());
+    assert_eq!(report["started_at"], partial["started_at"]);
+    assert!(report["ended_at"].as_str() > partial["ended_at"].as_str());
     // Every cell ran exactly once per round: one file each, nothing extra.
     assert_eq!(
         after.len(),

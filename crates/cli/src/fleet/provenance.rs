@@ -166,6 +166,23 @@ pub fn check_overlap(windows: &[Window], min_share: f64) -> Result<(), BadInput>
     )))
 }
 
+/// The provenance of a command made of several runs (verify's phases, sweep's steps): a new
+/// run id and the window from the first run's start to the last run's end. The runs' times are
+/// this version's fixed-width UTC text, so text order is time order.
+pub fn spanning(runs: &[HostReport]) -> Provenance {
+    let now = SystemTime::now();
+    let mut provenance = for_window(now, now);
+    provenance.started_at = runs
+        .iter()
+        .filter_map(|r| r.provenance.started_at.clone())
+        .min();
+    provenance.ended_at = runs
+        .iter()
+        .filter_map(|r| r.provenance.ended_at.clone())
+        .max();
+    provenance
+}
+
 /// Sets a finished run's provenance: the measured window ended now and lasted `measured`.
 pub fn stamp_run(report: &mut HostReport, measured: Duration) {
     let ended = SystemTime::now();

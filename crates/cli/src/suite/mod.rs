@@ -335,6 +335,7 @@ fn start(
         html,
         notes,
         promises: None,
+        run_id: Some(crate::fleet::provenance::new_run_id()),
     };
     if config.cell_time_ms == 0 {
         return Err(BadInput(

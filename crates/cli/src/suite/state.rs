@@ -84,6 +84,10 @@ pub struct SuiteConfig {
     /// What the volumes and the host promise, if spec options were given.
     #[serde(default)]
     pub promises: Option<super::spec::Promises>,
+    /// The suite's run id, made when it starts and kept through `--resume` (absent in
+    /// checkpoints of older versions: their report gets a fresh one).
+    #[serde(default)]
+    pub run_id: Option<String>,
 }
 
 impl SuiteConfig {
