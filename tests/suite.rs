@@ -668,3 +668,153 @@ fn html_report_renders_every_chart_in_chromium() {
         assert!(w > 100.0 && h > 100.0, "a chart rendered at {w}x{h}");
     }
 }
+
+/// Two same-size targets that swap names between a suite's start and its `--resume` (what two
+/// volumes do when they come back from a reboot as each other's /dev/sdX): the resume is
+/// refused, naming both and what each was, and nothing runs. Also a target that is gone.
+#[test]
+fn resume_refuses_when_a_path_now_leads_to_another_device() {
+    let dir = Scratch::new("swapped");
+    let (a, b) = (dir.file("a.img", 8 * MIB), dir.file("b.img", 8 * MIB));
+    let json = dir.path("s.json");
+    let devices = [a.display().to_string(), b.display().to_string()];
+    let mut args: Vec<String> = vec!["suite".into(), "iops".into(), "--devices".into()];
+    args.extend(devices.iter().cloned());
+    args.extend(
+        [
+            "--block-sizes",
+            "4k",
+            "--mixes",
+            "100/0",
+            "--cell-time",
+            "200ms",
+            "--ramp",
+            "0s",
+            "--max-rounds",
+            "5",
+            "--no-purge",
+            "--no-precondition",
+            "--json",
+            &json,
+        ]
+        .map(String::from),
+    );
+    let out = run_hostmax(&args, None);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    let report = read_json(&json);
+    assert!(
+        report["devices"][0]["identity"]["inode"].is_string(),
+        "{}",
+        report["devices"]
+    );
+    let state = dir.path("s.state");
+    let resume = || run_hostmax(&["suite", "--resume", state.as_str()], None);
+    assert_eq!(resume().status.code(), Some(0), "the same devices resume");
+
+    let tmp = dir.0.join("tmp.img");
+    fs::rename(&a, &tmp).unwrap();
+    fs::rename(&b, &a).unwrap();
+    fs::rename(&tmp, &b).unwrap();
+    let before = fs::read_dir(dir.0.join("s.state/rounds")).unwrap().count();
+    let out = resume();
+    let err = stderr_of(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    for d in &devices {
+        assert!(err.contains(&format!("{d} was file ")), "{err}");
+    }
+    assert!(err.contains("started on other devices"), "{err}");
+    assert_eq!(
+        fs::read_dir(dir.0.join("s.state/rounds")).unwrap().count(),
+        before
+    );
+
+    fs::remove_file(&a).unwrap();
+    let out = resume();
+    let err = stderr_of(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains(&format!("{} of the suite in", devices[0])) && err.contains("is gone"),
+        "{err}"
+    );
+    assert!(!a.exists(), "a resume made a missing file anew");
+}
+
+// LOOP_CHANGE_FD (linux/loop.h): a read-only loop device takes another backing file of the
+// same size, in place; the device keeps its name and number.
+nix::ioctl_write_int_bad!(loop_change_fd, 0x4C06);
+
+/// The same on real loop devices: two read-only loop volumes whose backing files are swapped
+/// in place (`LOOP_CHANGE_FD`) after the suite ran; `--resume` names both by backing file.
+#[test]
+fn resume_refuses_loop_devices_whose_backing_files_were_swapped() {
+    require_root!();
+    use hostmax::simhost::{LoopDevice, LoopOptions};
+    use std::os::unix::io::AsRawFd;
+    let dir = Scratch::new("loopswap");
+    let (a, b) = (dir.file("a.img", 8 * MIB), dir.file("b.img", 8 * MIB));
+    let options = LoopOptions {
+        read_only: true,
+        ..LoopOptions::default()
+    };
+    let open = |p: &Path| OpenOptions::new().read(true).open(p).unwrap();
+    let (la, lb) = (
+        LoopDevice::attach(&open(&a), &options).expect("a loop device"),
+        LoopDevice::attach(&open(&b), &options).expect("a loop device"),
+    );
+    let devices = [
+        la.path().display().to_string(),
+        lb.path().display().to_string(),
+    ];
+    let json = dir.path("s.json");
+    let mut args: Vec<String> = vec!["suite".into(), "iops".into(), "--devices".into()];
+    args.extend(devices.iter().cloned());
+    args.extend(
+        [
+            "--block-sizes",
+            "4k",
+            "--cell-time",
+            "200ms",
+            "--ramp",
+            "0s",
+            "--max-rounds",
+            "5",
+            "--json",
+            &json,
+        ]
+        .map(String::from),
+    );
+    let out = run_hostmax(&args, None);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    let report = read_json(&json);
+    let recorded = report["devices"][0]["identity"]["backing_file"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(recorded.ends_with("a.img"), "{}", report["devices"]);
+
+    for (dev, file) in [(&la, &b), (&lb, &a)] {
+        let backing = open(file);
+        // SAFETY: LOOP_CHANGE_FD takes a file descriptor by value; both descriptors are open
+        // for the duration of the call, and the kernel takes its own reference to the file.
+        unsafe { loop_change_fd(dev.file().as_raw_fd(), backing.as_raw_fd()) }
+            .unwrap_or_else(|e| panic!("LOOP_CHANGE_FD on {}: {e}", dev.path().display()));
+    }
+    let state = dir.path("s.state");
+    let out = run_hostmax(&["suite", "--resume", state.as_str()], None);
+    let err = stderr_of(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.contains(&format!(
+            "{} was backing file {}, now backing file {}",
+            devices[0],
+            a.display(),
+            b.display()
+        )),
+        "{err}"
+    );
+    assert!(
+        err.contains(&format!("{} was backing file", devices[1])),
+        "{err}"
+    );
+}

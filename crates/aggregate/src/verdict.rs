@@ -614,6 +614,7 @@ mod tests {
                 error_detail: Default::default(),
                 failed: false,
                 host: None,
+                identity: None,
             })
             .collect();
         let total: f64 = devices.iter().map(|d| d.1).sum();

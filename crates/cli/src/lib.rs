@@ -22,6 +22,7 @@ pub mod args;
 pub mod chart;
 pub mod devices;
 pub mod fleet;
+pub mod identity;
 pub mod output;
 pub mod plan;
 pub mod safety;

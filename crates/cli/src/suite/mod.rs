@@ -312,6 +312,7 @@ fn start(
                 size: t.size,
                 logical_block_size: t.logical_block_size,
                 block_device: t.kind == TargetKind::BlockDevice,
+                identity: Some(crate::identity::identify(t)),
             })
             .collect(),
         cells,
@@ -362,6 +363,16 @@ fn resume(
         ))
         .into());
     }
+    // A device or file that is gone is not made anew (planning with --size would make a
+    // missing file).
+    if let Some(gone) = config.devices.iter().find(|d| !d.path.exists()) {
+        return Err(BadInput(format!(
+            "{} of the suite in {} is gone; put it back, or start a new suite",
+            gone.path.display(),
+            dir.display()
+        ))
+        .into());
+    }
     let mut run_args = default_run_args();
     run_args.devices = config
         .devices
@@ -404,6 +415,25 @@ fn resume(
             ))
             .into());
         }
+    }
+    // The same path and size can lead to another device (two same-size volumes that swapped
+    // names after a reboot): compare what the kernel says each one is.
+    let swapped: Vec<String> = targets
+        .iter()
+        .zip(&config.devices)
+        .filter_map(|(t, d)| {
+            let then = d.identity.as_ref()?;
+            let why = then.differs(&crate::identity::identify(t))?;
+            Some(format!("{} was {why}", d.path.display()))
+        })
+        .collect();
+    if !swapped.is_empty() {
+        return Err(BadInput(format!(
+            "the suite in {} started on other devices: {}; give the suite its own devices back, or start a new suite",
+            dir.display(),
+            swapped.join("; ")
+        ))
+        .into());
     }
     check_suite_writes(
         &targets,

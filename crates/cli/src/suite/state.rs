@@ -34,6 +34,10 @@ pub struct DeviceRecord {
     pub logical_block_size: u32,
     /// Whether it is a block device (else a regular file).
     pub block_device: bool,
+    /// What it is (WWID, serial, by-id names, backing file or inode, size), so that `--resume`
+    /// can tell when its path now leads to another device (absent in older checkpoints).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub identity: Option<hostmax_aggregate::DeviceIdentity>,
 }
 
 /// Everything a suite was started with: `suite.json`. A resumed suite runs from this alone.
