@@ -818,3 +818,67 @@ fn resume_refuses_loop_devices_whose_backing_files_were_swapped() {
         "{err}"
     );
 }
+
+/// Named through links (as `/dev/disk/by-id/...` names a disk whatever its kernel name), the
+/// devices are found again after their kernel names swapped: `--resume` follows the names the
+/// user gave, checks each one is the device it was, and goes on.
+#[test]
+fn resume_follows_the_names_the_user_gave_when_kernel_names_swap() {
+    let dir = Scratch::new("byid");
+    let (a, b) = (dir.file("sdc", 8 * MIB), dir.file("sdd", 8 * MIB));
+    let (la, lb) = (dir.0.join("by-id-disk-A"), dir.0.join("by-id-disk-B"));
+    std::os::unix::fs::symlink(&a, &la).unwrap();
+    std::os::unix::fs::symlink(&b, &lb).unwrap();
+    let json = dir.path("s.json");
+    let mut args: Vec<String> = vec!["suite".into(), "iops".into(), "--devices".into()];
+    args.extend([la.display().to_string(), lb.display().to_string()]);
+    args.extend(
+        [
+            "--block-sizes",
+            "4k",
+            "--mixes",
+            "100/0",
+            "--cell-time",
+            "200ms",
+            "--ramp",
+            "0s",
+            "--max-rounds",
+            "5",
+            "--no-purge",
+            "--no-precondition",
+            "--json",
+            &json,
+        ]
+        .map(String::from),
+    );
+    let out = run_hostmax(&args, None);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    let config: Value =
+        serde_json::from_str(&fs::read_to_string(dir.0.join("s.state/suite.json")).unwrap())
+            .unwrap();
+    assert_eq!(
+        config["devices"][0]["given"],
+        la.display().to_string().as_str()
+    );
+    // "Reboot": the kernel names swap, the by-id names follow their disks.
+    let tmp = dir.0.join("tmp");
+    fs::rename(&a, &tmp).unwrap();
+    fs::rename(&b, &a).unwrap();
+    fs::rename(&tmp, &b).unwrap();
+    for (link, to) in [(&la, &b), (&lb, &a)] {
+        fs::remove_file(link).unwrap();
+        std::os::unix::fs::symlink(to, link).unwrap();
+    }
+    let out = run_hostmax(&["suite", "--resume", dir.path("s.state").as_str()], None);
+    let err = stderr_of(&out);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(
+        err.contains(&format!("{} now leads to {}", la.display(), b.display())),
+        "{err}"
+    );
+    let report = read_json(&json);
+    assert_eq!(
+        report["devices"][0]["path"],
+        b.display().to_string().as_str()
+    );
+}

@@ -309,6 +309,7 @@ fn start(
             .iter()
             .map(|t| DeviceRecord {
                 path: t.path.clone(),
+                given: given_name(&args.devices, &t.path),
                 size: t.size,
                 logical_block_size: t.logical_block_size,
                 block_device: t.kind == TargetKind::BlockDevice,
@@ -349,12 +350,25 @@ fn start(
     Ok((config, state, targets))
 }
 
+/// The first literal `--devices` path, made absolute, that is another name (a symlink such as
+/// `/dev/disk/by-id/...`) for the target at `canonical`.
+fn given_name(devices: &[std::ffi::OsString], canonical: &Path) -> Option<PathBuf> {
+    devices.iter().map(PathBuf::from).find_map(|given| {
+        if crate::devices::is_pattern(&given.to_string_lossy()) || given == canonical {
+            return None;
+        }
+        let absolute = std::path::absolute(&given).ok()?;
+        (std::fs::canonicalize(&absolute).ok()? == canonical && absolute != canonical)
+            .then_some(absolute)
+    })
+}
+
 /// Reopens a checkpoint, checks that its devices are the same ones, and rechecks write safety.
 fn resume(
     dir: &Path,
     args: &SuiteArgs,
 ) -> anyhow::Result<(SuiteConfig, StateDir, Vec<hostmax_engine::TargetInfo>)> {
-    let (state, config) = StateDir::open(dir)?;
+    let (state, mut config) = StateDir::open(dir)?;
     if config.writes_block_devices && !args.allow_write {
         return Err(BadInput(format!(
             "the suite in {} writes to block devices: resume it with --resume {} --allow-write",
@@ -365,10 +379,11 @@ fn resume(
     }
     // A device or file that is gone is not made anew (planning with --size would make a
     // missing file).
-    if let Some(gone) = config.devices.iter().find(|d| !d.path.exists()) {
+    let name_of = |d: &DeviceRecord| d.given.clone().unwrap_or_else(|| d.path.clone());
+    if let Some(gone) = config.devices.iter().find(|d| !name_of(d).exists()) {
         return Err(BadInput(format!(
             "{} of the suite in {} is gone; put it back, or start a new suite",
-            gone.path.display(),
+            name_of(gone).display(),
             dir.display()
         ))
         .into());
@@ -377,7 +392,7 @@ fn resume(
     run_args.devices = config
         .devices
         .iter()
-        .map(|d| d.path.clone().into_os_string())
+        .map(|d| name_of(d).into_os_string())
         .collect();
     run_args.bs = u64::from(
         config
@@ -400,7 +415,8 @@ fn resume(
     }
     for (t, d) in targets.iter().zip(&config.devices) {
         let kind_same = (t.kind == TargetKind::BlockDevice) == d.block_device;
-        if t.path != d.path
+        // A name the user gave may lead to a new kernel name; the identity check below decides.
+        if (d.given.is_none() && t.path != d.path)
             || t.size != d.size
             || t.logical_block_size != d.logical_block_size
             || !kind_same
@@ -434,6 +450,18 @@ fn resume(
             swapped.join("; ")
         ))
         .into());
+    }
+    // Followed names: the devices are where their given names lead now.
+    for (t, d) in targets.iter().zip(config.devices.iter_mut()) {
+        if d.path != t.path {
+            eprintln!(
+                "hostmax suite: {} now leads to {} (was {}); the same device, resuming on it",
+                name_of(d).display(),
+                t.path.display(),
+                d.path.display()
+            );
+            d.path = t.path.clone();
+        }
     }
     check_suite_writes(
         &targets,

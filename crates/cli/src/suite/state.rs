@@ -28,6 +28,10 @@ pub const STATE_FORMAT: u32 = 1;
 pub struct DeviceRecord {
     /// Canonical path.
     pub path: PathBuf,
+    /// The path the user gave when it is another name for it (a `/dev/disk/by-id/...` link):
+    /// `--resume` follows this name, which stays with the device when kernel names change.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub given: Option<PathBuf>,
     /// Size in bytes.
     pub size: u64,
     /// Logical block size.
