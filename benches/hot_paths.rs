@@ -86,6 +86,7 @@ fn synthetic_result() -> RunResult {
                 },
                 errors: ErrorLog::default(),
                 failed: false,
+                ..Default::default()
             }
         })
         .collect();
@@ -94,6 +95,7 @@ fn synthetic_result() -> RunResult {
         measured: Duration::from_secs(10),
         stopped_early: false,
         workers: Vec::new(),
+        run_id: 0,
     }
 }
 

@@ -148,3 +148,22 @@ fn which(program: &str) -> Result<std::path::PathBuf, ()> {
         .find(|p| p.is_file())
         .ok_or(())
 }
+
+#[test]
+fn demo_takes_a_volume_count_and_a_runtime() {
+    require_root!();
+    let _rate = rate_test_lock();
+    let out = run_hostmax(&["demo", "--volumes", "3", "--runtime", "1s"], None);
+    let (stdout, _) = succeeded(&out);
+    assert!(
+        stdout.lines().any(|l| l.starts_with("host (3 devices)")),
+        "{stdout}"
+    );
+    // Three volumes of 1,000, 1,500 and 2,000 IOPS: the host's cap scales to 15/22 of 4,500.
+    assert!(stdout.contains("cap   3000 IOPS"), "{stdout}");
+    let refused = run_hostmax(&["demo", "--volumes", "0"], None);
+    assert_eq!(refused.status.code(), Some(2));
+    let refused = run_hostmax(&["demo", "--runtime", "0"], None);
+    assert_eq!(refused.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("--runtime 5s"));
+}

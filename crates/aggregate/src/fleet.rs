@@ -437,11 +437,13 @@ mod tests {
                     write: op(seed + 10 + i as u64, 5000, scale * 2),
                     errors: ErrorLog::default(),
                     failed: false,
+                    ..Default::default()
                 })
                 .collect(),
             measured: Duration::from_millis(millis),
             stopped_early: false,
             workers: Vec::new(),
+            run_id: 0,
         };
         let points = (0..2)
             .map(|second| SecondPoint {

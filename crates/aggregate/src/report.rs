@@ -392,6 +392,7 @@ mod tests {
             write,
             errors: ErrorLog::default(),
             failed: false,
+            ..Default::default()
         }
     }
 
@@ -415,6 +416,7 @@ mod tests {
             measured: Duration::from_secs(secs),
             stopped_early: false,
             workers: Vec::new(),
+            run_id: 0,
         }
     }
 
@@ -500,6 +502,7 @@ mod tests {
             measured: Duration::from_millis(1500),
             stopped_early: true,
             workers: Vec::new(),
+            run_id: 0,
         };
         let report = summarize(&result, &Workload::default(), vec![]);
         let a = &report.devices[0].figures;

@@ -171,22 +171,61 @@ pub fn refusal_or_error(e: EngineError) -> anyhow::Error {
     }
 }
 
-/// Per-volume IOPS caps of the demo host: eight volumes promising 22,000 IOPS together.
+/// Per-volume IOPS caps of the demo host: eight volumes promising 22,000 IOPS together; a
+/// demo of more volumes repeats them.
 const DEMO_VOLUME_IOPS: [u64; 8] = [1000, 1500, 2000, 2500, 3000, 3500, 4000, 4500];
 /// The demo host's ceiling, below the sum of its volumes' caps, as on real hosts.
 const DEMO_HOST_IOPS: u64 = 15_000;
 /// Size of each demo volume (sparse on tmpfs: only what is written takes memory).
 const DEMO_VOLUME_SIZE: u64 = 256 << 20;
+/// Most volumes a demo builds (loop devices are a shared, finite resource).
+pub const DEMO_MAX_VOLUMES: usize = 32;
+
+/// Options of `hostmax demo`.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct DemoArgs {
+    /// Volumes of the simulated host, 1 to 32 [default: 8, capped at 1,000 to 4,500 IOPS
+    /// behind a 15,000 IOPS host].
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=DEMO_MAX_VOLUMES as i64))]
+    pub volumes: Option<u32>,
+    /// Measured time [default: 10s, 5s without caps]; the ramp before it is 2 s, or the
+    /// runtime when that is shorter.
+    #[arg(long, value_name = "DURATION", value_parser = crate::units::parse_duration)]
+    pub runtime: Option<Duration>,
+}
+
+/// The demo host's caps for `volumes` volumes: the volumes' caps cycle through
+/// [`DEMO_VOLUME_IOPS`], and the host's is [`DEMO_HOST_IOPS`] scaled to the volumes' sum
+/// (15/22 of it, whole hundreds), so the host stays the bottleneck at any count.
+fn demo_caps(volumes: usize) -> (Vec<u64>, u64) {
+    let caps: Vec<u64> = DEMO_VOLUME_IOPS
+        .iter()
+        .copied()
+        .cycle()
+        .take(volumes)
+        .collect();
+    let full: u64 = DEMO_VOLUME_IOPS.iter().sum();
+    let host = (caps.iter().sum::<u64>() * DEMO_HOST_IOPS / full / 100 * 100).max(100);
+    (caps, host)
+}
 
 /// `hostmax demo`: builds a simulated host (loop volumes on tmpfs, each capped at its own
 /// IOPS, behind a host-wide cap), runs the host-max test on it, prints the report and what
 /// each cap allowed, and removes everything it made, also on Ctrl-C or error. Without root it
 /// runs on plain files in a temporary directory and says so.
-pub fn demo() -> anyhow::Result<i32> {
+pub fn demo(args: &DemoArgs) -> anyhow::Result<i32> {
+    let count = args.volumes.map_or(DEMO_VOLUME_IOPS.len(), |n| n as usize);
+    if args.runtime.is_some_and(|t| t.is_zero()) {
+        return Err(BadInput(
+            "demo --runtime 0: the measured time must be positive; give e.g. --runtime 5s".into(),
+        )
+        .into());
+    }
+    let (volume_caps, host_cap) = demo_caps(count);
     let spec = SimHostSpec {
-        volume_iops: DEMO_VOLUME_IOPS.iter().map(|&c| Some(c)).collect(),
-        host_iops: Some(DEMO_HOST_IOPS),
-        ..SimHostSpec::new(DEMO_VOLUME_IOPS.len(), DEMO_VOLUME_SIZE)
+        volume_iops: volume_caps.into_iter().map(Some).collect(),
+        host_iops: Some(host_cap),
+        ..SimHostSpec::new(count, DEMO_VOLUME_SIZE)
     };
     let host = SimulatedHost::build(&spec).context("building the simulated host")?;
     eprintln!("hostmax demo: {}", host.describe());
@@ -202,11 +241,14 @@ pub fn demo() -> anyhow::Result<i32> {
         .iter()
         .map(|p| hostmax_engine::target::probe(p))
         .collect::<Result<Vec<_>, _>>()?;
+    let runtime = args
+        .runtime
+        .unwrap_or(Duration::from_secs(if capped { 10 } else { 5 }));
     let plan = RunPlan {
         targets,
         workload: hostmax_engine::Workload {
-            runtime: Duration::from_secs(if capped { 10 } else { 5 }),
-            ramp: Duration::from_secs(2),
+            runtime,
+            ramp: runtime.min(Duration::from_secs(2)),
             ..hostmax_engine::Workload::default()
         },
         cpus: None,

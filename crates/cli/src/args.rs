@@ -55,7 +55,7 @@ pub fn exit_code_for(err: &anyhow::Error) -> u8 {
     version,
     about = "Find and verify the maximum storage performance of a host across many block volumes",
     args_conflicts_with_subcommands = true,
-    after_help = "Examples:\n  hostmax --devices '/dev/sd[b-u]'                 4k random reads on 20 volumes\n  hostmax --devices /dev/nvme*n1 --rw randrw --rwmixread 70 --json report.json\n  hostmax demo                                     a simulated host of throttled loop volumes\n\nExit codes: 0 ok, 1 failed verdict, 2 bad input or refused, 3 I/O errors, 4 other failure"
+    after_help = "Examples:\n  hostmax --devices '/dev/sd[b-u]'                 4k random reads on 20 volumes\n  hostmax --devices /dev/nvme*n1 --rw randrw --rwmixread 70 --allow-write --json report.json\n  hostmax demo                                     a simulated host of throttled loop volumes\n  hostmax demo --volumes 4 --runtime 3s            a smaller, shorter one\n\nExit codes: 0 ok, 1 failed verdict, 2 bad input or refused, 3 I/O errors, 4 other failure"
 )]
 pub struct Cli {
     /// A subcommand; without one, runs the host-max test on `--devices`.
@@ -71,7 +71,7 @@ pub struct Cli {
 pub enum Command {
     /// Build a simulated host of throttled loop volumes on tmpfs (files without root), run
     /// the host-max test on it, and remove everything it made.
-    Demo,
+    Demo(crate::app::DemoArgs),
     /// The CloudHarmony-grade suite: block size x read/write mix matrix, preconditioning,
     /// rounds until SNIA steady state, JSON/HTML reports; resumable.
     Suite(Box<crate::suite::SuiteArgs>),
@@ -83,6 +83,9 @@ pub enum Command {
     Verify(crate::verify::command::VerifyArgs),
     /// Run the same workload on 1, 2, 4, ... and all volumes; find the host's ceiling and knee.
     Sweep(crate::verify::sweep::SweepArgs),
+    /// Read the host settings that hold a host-maximum test back (per device and for the
+    /// host), most harmful first, each with why and the command that changes it. Read-only.
+    Doctor(crate::doctor::DoctorArgs),
 }
 
 /// A CPU list as given to `--cpus`, sorted and without repeats.
@@ -183,6 +186,17 @@ pub struct RunArgs {
     /// cost of a busy kernel thread per worker.
     #[arg(long)]
     pub sqpoll: bool,
+
+    /// Percent of each written block a compressor can remove (fio's
+    /// buffer_compress_percentage: each 512-byte chunk ends in that share of zeros).
+    /// Default 0: incompressible.
+    #[arg(long, value_name = "PERCENT", default_value_t = 0, value_parser = parse_percent, allow_hyphen_values = true)]
+    pub buffer_compress_percentage: u8,
+
+    /// Percent of written blocks that repeat an earlier block of the same device (fio's
+    /// dedupe_percentage). Default 0: every written block is unique.
+    #[arg(long, value_name = "PERCENT", default_value_t = 0, value_parser = parse_percent, allow_hyphen_values = true)]
+    pub dedupe_percentage: u8,
 
     /// Options for runs on many hosts.
     #[command(flatten)]
@@ -405,6 +419,10 @@ fn check_workload(args: &RunArgs) -> Result<Workload, BadInput> {
         rate_iops: args.rate_iops,
         record_latency: !args.no_latency,
         io_limit: None,
+        write_data: hostmax_engine::WriteData {
+            compress_percent: args.buffer_compress_percentage,
+            dedupe_percent: args.dedupe_percentage,
+        },
     })
 }
 
@@ -704,7 +722,7 @@ mod tests {
         }
         assert!(matches!(
             Cli::try_parse_from(["hostmax", "demo"]).unwrap().command,
-            Some(Command::Demo)
+            Some(Command::Demo(_))
         ));
     }
 

@@ -16,6 +16,9 @@
 
 #![warn(missing_docs)]
 
+mod availability;
+mod cpu_use;
+mod data;
 pub mod placement;
 mod result;
 mod ring;
@@ -24,12 +27,15 @@ pub mod target;
 mod worker;
 mod workload;
 
+pub use availability::{check_io_uring, IoUringUnavailable};
+pub use data::{WriteData, COMPRESS_CHUNK};
 pub use placement::{Placement, ThreadLayout, WorkerPlan};
 pub use result::{
-    new_latency_histogram, record_latency, DeviceInterval, DeviceResult, ErrorLog, IoErrorSample,
-    OpKind, OpResult, RunResult, WorkerSummary, ERROR_SAMPLES, LATENCY_HIGHEST_NS, LATENCY_SIGFIG,
+    new_latency_histogram, record_latency, CpuUse, DeviceInterval, DeviceResult, ErrorLog,
+    IoCounts, IoErrorSample, OpKind, OpResult, ReadSamples, RunResult, WorkerSummary,
+    CPU_SATURATED, ERROR_SAMPLES, LATENCY_HIGHEST_NS, LATENCY_SIGFIG, READ_SAMPLE_EVERY,
 };
-pub use ring::{Polling, RingFeatures};
+pub use ring::{probe_kernel_ring, KernelRingSupport, Polling, RingFeatures};
 pub use run::{
     buffer_bytes, check_buffer_memory, check_poll_queues, prepare, start, validate, PreparedRun,
     RunConfig, RunHandle, StopHandle,

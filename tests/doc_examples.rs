@@ -1,0 +1,256 @@
+//! README's and `--help`'s examples are tests: every `sh` block of README.md and every example
+//! line of the `--help` texts runs on loop volumes, shortened, so the documentation cannot drift
+//! from the tool again (issue 13, item 1).
+//!
+//! Each block runs in bash with a `hostmax` wrapper first on `PATH` ([`WRAPPER`]): it maps the
+//! documented device names (`/dev/sdb`, `'/dev/sd[b-u]'`) onto the test's volumes, shortens
+//! times (`--runtime 1s`, `--cell-time 200ms`, a 2-cell suite of 5 rounds), and treats a failed
+//! verdict (exit 1) as an outcome: loop volumes need not keep a cloud provider's promise.
+//! Any other non-zero exit fails the block. `ssh HOST CMD` runs CMD here.
+
+mod support;
+
+use std::path::Path;
+use std::process::Command;
+
+use support::*;
+
+const MIB: u64 = 1 << 20;
+/// Volumes the examples run on: as many as the largest sweep step they show.
+const VOLUMES: usize = 8;
+
+/// The `hostmax` stand-in the examples call. `HOSTMAX_REAL` is the binary, `DOC_VOLUMES` the
+/// volumes (space-separated), `DOC_LOG` where each call's argv and exit code go.
+const WRAPPER: &str = r#"#!/bin/bash
+vols=($DOC_VOLUMES)
+declare -A named
+out=()
+sub=""
+case "$1" in demo|suite|merge|verify|sweep) sub="$1";; esac
+have_runtime=0; have_ramp=0; have_cell_time=0; have_volumes=0; writes=0; resume=0
+while [ $# -gt 0 ]; do
+  a="$1"; shift
+  case "$a" in
+    --runtime) out+=(--runtime 1s); shift; have_runtime=1; continue;;
+    --ramp) out+=(--ramp 0s); shift; have_ramp=1; continue;;
+    --cell-time) out+=(--cell-time 200ms); shift; have_cell_time=1; continue;;
+    --volumes) have_volumes=1;;
+    --allow-write) writes=1;;
+    --start-at) out+=(--start-at +2s); shift; continue;;
+    --size) out+=(--size 16m); shift; continue;;
+    # The shortened suite tests 4k only (below).
+    --skip-bs) shift; continue;;
+    --resume) resume=1;;
+  esac
+  case "$a" in
+    /dev/*[\[\*\?]*) out+=("${vols[@]}");;
+    /dev/*)
+      if [ -z "${named[$a]}" ]; then named[$a]=${vols[${#named[@]}]}; fi
+      out+=("${named[$a]}");;
+    *) out+=("$a");;
+  esac
+done
+case "$sub" in
+  demo) [ $have_volumes = 0 ] && out+=(--volumes 2); [ $have_runtime = 0 ] && out+=(--runtime 1s);;
+  suite)
+    if [ $resume = 0 ]; then
+      out+=(--max-rounds 5 --block-sizes 4k)
+      if [ $writes = 1 ]; then out+=(--mixes 100/0,0/100); else out+=(--mixes 100/0); fi
+      [ $have_cell_time = 0 ] && out+=(--cell-time 200ms)
+    fi;;
+  merge) ;;
+  *) [ $have_runtime = 0 ] && out+=(--runtime 1s); [ $have_ramp = 0 ] && out+=(--ramp 0s);;
+esac
+"$HOSTMAX_REAL" "${out[@]}"
+code=$?
+echo "$code hostmax ${out[*]}" >> "$DOC_LOG"
+# A failed verdict is an outcome on volumes that promised nothing; anything else is not.
+[ $code = 1 ] && exit 0
+exit $code
+"#;
+
+/// The fenced blocks of a Markdown text: (info string, body).
+fn fenced_blocks(markdown: &str) -> Vec<(String, String)> {
+    let mut blocks = Vec::new();
+    let mut open: Option<(String, String)> = None;
+    for line in markdown.lines() {
+        let trimmed = line.trim_start();
+        match open.as_mut() {
+            None if trimmed.starts_with("```") => {
+                open = Some((trimmed[3..].trim().to_string(), String::new()));
+            }
+            Some(_) if trimmed.starts_with("```") => blocks.extend(open.take()),
+            Some((_, body)) => {
+                body.push_str(line);
+                body.push('\n');
+            }
+            None => {}
+        }
+    }
+    blocks
+}
+
+/// The example commands of a `--help` text: the lines under "Examples:" that start with
+/// `hostmax`, without the description after a run of spaces.
+fn help_examples(help: &str) -> Vec<String> {
+    help.lines()
+        .skip_while(|l| !l.starts_with("Examples:"))
+        .skip(1)
+        .take_while(|l| !l.trim().is_empty())
+        .filter_map(|l| l.trim_start().strip_prefix("hostmax "))
+        .map(|rest| {
+            let command = rest.split("   ").next().unwrap_or(rest).trim_end();
+            format!("hostmax {command}")
+        })
+        .collect()
+}
+
+/// Blocks that need more than one host or tools this machine has no business running.
+fn needs_a_fleet(block: &str) -> Option<&'static str> {
+    ["pdsh", "ansible", "kubectl"]
+        .into_iter()
+        .find(|tool| block.contains(tool))
+}
+
+/// A script as documented, made runnable here: `cargo run ... --` is the built binary, and the
+/// test suite does not run itself.
+fn runnable(block: &str) -> String {
+    block
+        .lines()
+        .filter(|l| !l.trim_start().starts_with("cargo test"))
+        .map(|l| l.replace("cargo run --release -p hostmax --", "hostmax"))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// Runs `script` in bash in `dir` with the wrapper on PATH; panics with its output unless every
+/// command succeeded, and returns the calls the wrapper logged.
+fn run_script(dir: &ScratchDir, volumes: &[String], what: &str, script: &str) -> Vec<String> {
+    let log = dir.join("calls.log");
+    let _ = std::fs::remove_file(&log);
+    let prelude = "set -e -o pipefail\nssh() { shift; bash -c \"$1\"; }\n";
+    let path = format!(
+        "{}:{}",
+        dir.0.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let out = Command::new("bash")
+        .arg("-c")
+        .arg(format!("{prelude}{script}"))
+        .current_dir(&dir.0)
+        .env("PATH", path)
+        .env("HOSTMAX_REAL", hostmax_bin())
+        .env("DOC_VOLUMES", volumes.join(" "))
+        .env("DOC_LOG", &log)
+        .output()
+        .expect("bash runs");
+    let calls: Vec<String> = std::fs::read_to_string(&log)
+        .unwrap_or_default()
+        .lines()
+        .map(String::from)
+        .collect();
+    assert!(
+        out.status.success(),
+        "{what} failed ({}):\n{script}\ncalls: {calls:#?}\nstderr: {}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        !calls.is_empty(),
+        "{what} ran no hostmax command:\n{script}"
+    );
+    for call in &calls {
+        eprintln!("{what}: exit {call}");
+        // Background jobs (`cmd &` then `wait`) hide their status from bash: check the log.
+        assert!(
+            call.starts_with("0 ") || call.starts_with("1 "),
+            "{what}: a command failed: {call}\nstderr: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    calls
+}
+
+fn scratch_with_wrapper(tag: &str) -> ScratchDir {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = ScratchDir::new(tag);
+    let wrapper = dir.join("hostmax");
+    std::fs::write(&wrapper, WRAPPER).unwrap();
+    std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755)).unwrap();
+    dir
+}
+
+#[test]
+fn readme_sh_blocks_run_as_written() {
+    require_root!();
+    let readme =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../README.md"))
+            .unwrap();
+    let blocks = fenced_blocks(&readme);
+    // A command shown in a block that is not `sh` would escape this test.
+    for (info, body) in &blocks {
+        if info != "sh" {
+            let command = body
+                .lines()
+                .find(|l| l.trim_start().starts_with("hostmax "));
+            assert!(
+                command.is_none(),
+                "README shows {command:?} in a ```{info} block: tag it ```sh so it is tested"
+            );
+        }
+    }
+    let host = volumes(VOLUMES, 32 * MIB);
+    let paths = volume_paths(&host);
+    let mut ran = 0;
+    for (n, (_, body)) in blocks.iter().filter(|(info, _)| info == "sh").enumerate() {
+        if let Some(tool) = needs_a_fleet(body) {
+            say_skipped(&format!(
+                "README sh block {n} needs {tool} and a fleet of hosts"
+            ));
+            continue;
+        }
+        let dir = scratch_with_wrapper(&format!("doc-readme-{n}"));
+        ran += run_script(
+            &dir,
+            &paths,
+            &format!("README sh block {n}"),
+            &runnable(body),
+        )
+        .len();
+    }
+    assert!(ran >= 10, "only {ran} README commands ran");
+}
+
+#[test]
+fn help_examples_run_as_written() {
+    require_root!();
+    let host = volumes(VOLUMES, 32 * MIB);
+    let paths = volume_paths(&host);
+    let mut ran = 0;
+    for sub in [
+        &[][..],
+        &["suite"],
+        &["verify"],
+        &["sweep"],
+        &["merge"],
+        &["demo"],
+    ] {
+        let mut argv: Vec<&str> = sub.to_vec();
+        argv.push("--help");
+        let help = run_hostmax(&argv, None);
+        assert!(help.status.success(), "hostmax {argv:?} failed");
+        let examples = help_examples(&String::from_utf8_lossy(&help.stdout));
+        // The suite's --resume example continues the one before it, in the same directory.
+        let dir = scratch_with_wrapper(&format!("doc-help-{}", sub.first().unwrap_or(&"main")));
+        for example in examples {
+            ran += run_script(
+                &dir,
+                &paths,
+                &format!("'hostmax {}' example", argv.join(" ")),
+                &example,
+            )
+            .len();
+        }
+    }
+    assert!(ran >= 6, "only {ran} --help examples ran");
+}
