@@ -21,7 +21,7 @@ pub struct MergeArgs {
 
     /// The share of the runs' span that all of them must have measured together (0 skips
     /// the check, e.g. for reports of older versions that have no window).
-    #[arg(long, value_name = "PERCENT", default_value = "90%", value_parser = crate::units::parse_percent)]
+    #[arg(long, value_name = "PERCENT", default_value = "50%", value_parser = crate::units::parse_percent)]
     pub min_overlap: u8,
 }
 
@@ -86,6 +86,12 @@ pub fn run_merge(args: &MergeArgs) -> anyhow::Result<i32> {
     let mut merged = merge_reports(&reports).map_err(|e| BadInput(e.to_string()))?;
     if args.min_overlap > 0 {
         provenance::check_overlap(&windows, f64::from(args.min_overlap) / 100.0)?;
+    }
+    if let Some((share, _, _)) = provenance::overlap(&windows).filter(|o| o.0 < 0.99) {
+        eprintln!(
+            "note: the runs' measured windows overlap {:.1}% of their span; rates add as if they ran together",
+            share * 100.0
+        );
     }
     let now = std::time::SystemTime::now();
     let first_start = windows.iter().map(|w| w.start).min().unwrap_or(now);
