@@ -322,6 +322,16 @@ fn verify_runs_the_iops_and_throughput_phases_and_judges_both() {
         "the second volume promises 80 MB/s and gets 50: {stdout}"
     );
     let phases = json["phases"].as_array().unwrap();
+    // The root says where it came from, spanning its phases' windows.
+    assert_eq!(json["run_id"].as_str().map(str::len), Some(32), "{json}");
+    assert_eq!(json["started_at"], phases[0]["started_at"]);
+    assert_eq!(json["ended_at"], phases[phases.len() - 1]["ended_at"]);
+    assert_ne!(json["run_id"], phases[0]["run_id"]);
+    assert!(
+        json["command_line"][1] == "verify",
+        "{}",
+        json["command_line"]
+    );
     assert_eq!(
         phases
             .iter()

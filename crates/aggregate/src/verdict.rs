@@ -503,6 +503,13 @@ pub fn judge(specs: &SpecSet, reports: &[&HostReport]) -> Verdict {
 pub struct VerifyReport {
     /// [`crate::SCHEMA_VERSION`].
     pub schema_version: u32,
+    /// The host that ran it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hostname: Option<String>,
+    /// Run id and the window from the first phase's start to the last one's end, and the rest
+    /// of [`crate::Provenance`] (each phase carries its own as well).
+    #[serde(flatten)]
+    pub provenance: crate::Provenance,
     /// The verdict over all phases.
     pub verdict: Verdict,
     /// One report per phase, in the order they ran.
@@ -624,6 +631,7 @@ mod tests {
                 error_detail: Default::default(),
                 failed: false,
                 host: None,
+                identity: None,
             })
             .collect();
         let total: f64 = devices.iter().map(|d| d.1).sum();
@@ -631,6 +639,7 @@ mod tests {
             schema_version: SCHEMA_VERSION,
             hostname: None,
             fleet: None,
+            provenance: Default::default(),
             workload: WorkloadSummary::from(&w),
             measured_secs: seconds.len() as f64,
             interrupted: false,
