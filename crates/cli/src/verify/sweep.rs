@@ -127,6 +127,7 @@ pub fn render_sweep(sweep: &Sweep, reports: &[HostReport]) -> String {
     let ideal_name = match sweep.ideal_source {
         IdealSource::VolumeCaps => "ideal (caps)",
         IdealSource::LinearFromFirst => "ideal (linear)",
+        IdealSource::RateCapped => "ideal (capped)",
     };
     out += &format!(
         "{:>7}  {:>10}  {:>9}  {:>14}  {:>8}\n",
@@ -154,8 +155,12 @@ pub fn render_sweep(sweep: &Sweep, reports: &[HostReport]) -> String {
         if sweep.knee_volumes == 1 { "" } else { "s" },
         (sweep.tolerance * 100.0 * 1e6).round() / 1e6
     );
-    if !sweep.saturated {
-        out += "not saturated: IOPS still grew as the volumes promise; the host's ceiling is higher than this (add volumes or depth)\n";
+    match (sweep.saturated, sweep.rate_cap_iops) {
+        (false, Some(cap)) => out += &format!(
+            "not saturated: every step gave what --rate-iops {cap:.0} allows per volume; the host's ceiling is above this (run without --rate-iops to find it)\n"
+        ),
+        (false, None) => out += "not saturated: IOPS still grew as the volumes promise; the host's ceiling is higher than this (add volumes or depth)\n",
+        (true, _) => {}
     }
     out
 }
@@ -182,6 +187,9 @@ pub fn sweep_chart(sweep: &Sweep) -> LineChart {
                 name: match sweep.ideal_source {
                     IdealSource::VolumeCaps => "ideal: sum of the volumes' promised IOPS".into(),
                     IdealSource::LinearFromFirst => "ideal: first step scaled linearly".into(),
+                    IdealSource::RateCapped => {
+                        "ideal: the volumes' promises held to --rate-iops".into()
+                    }
                 },
                 points: sweep
                     .ideal
@@ -259,7 +267,8 @@ pub fn sweep(args: &SweepArgs) -> anyhow::Result<i32> {
         }
     }
     let points: Vec<SweepPoint> = reports.iter().map(SweepPoint::from_report).collect();
-    let Some(found) = Sweep::new(points, caps.as_deref(), tolerance) else {
+    let rate_cap = base.workload.rate_iops.map(|c| c as f64);
+    let Some(found) = Sweep::with_rate_cap(points, caps.as_deref(), rate_cap, tolerance) else {
         anyhow::bail!("the sweep measured nothing (stopped before its first step ended)");
     };
     print_beside_json(
