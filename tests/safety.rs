@@ -447,3 +447,142 @@ fn the_root_device_is_refused_even_with_force() {
         }
     }
 }
+
+/// `n` bytes that are not all zero and not any signature: a file of someone's data.
+fn data_bytes(n: usize) -> Vec<u8> {
+    (0..n as u32)
+        .map(|i| (i.wrapping_mul(2_654_435_761) >> 11) as u8 | 1)
+        .collect()
+}
+
+fn file_args(path: &Path, extra: &[&str]) -> Vec<String> {
+    let mut v = vec!["--devices".to_string(), path.display().to_string()];
+    v.extend(SHORT_WRITE.iter().chain(extra).map(|s| s.to_string()));
+    v
+}
+
+#[test]
+fn a_file_of_data_survives_byte_for_byte_without_allow_write() {
+    let dir = ScratchDir::new("file-data");
+    let path = dir.join("data.ibd");
+    let data = data_bytes(4 * MIB as usize);
+    std::fs::write(&path, &data).unwrap();
+    let a = file_args(&path, &[]);
+    let msg = assert_refused(
+        &a,
+        &run_hostmax(&a, None),
+        &[&format!("{} needs --allow-write", path.display())],
+    );
+    assert!(msg.contains("Add --allow-write only if"), "{msg}");
+    assert!(std::fs::read(&path).unwrap() == data, "the file changed");
+    // A mixed workload writes too; a read-only one needs no flag and changes nothing.
+    let mixed = |rw: &str| {
+        let mut a = file_args(&path, &[]);
+        let at = a.iter().position(|x| x == "randwrite").unwrap();
+        a[at] = rw.to_string();
+        a
+    };
+    let a = mixed("randrw");
+    assert_refused(&a, &run_hostmax(&a, None), &["needs --allow-write"]);
+    let a = mixed("randread");
+    let out = run_hostmax(&a, None);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(std::fs::read(&path).unwrap() == data, "the file changed");
+    // With the flag, the user's consent, it is written.
+    let a = file_args(&path, &["--allow-write"]);
+    let out = run_hostmax(&a, None);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        std::fs::read(&path).unwrap() != data,
+        "--allow-write wrote nothing"
+    );
+}
+
+#[test]
+fn a_filesystem_image_file_needs_force_and_a_sparse_file_nothing() {
+    let dir = ScratchDir::new("file-image");
+    let image = dir.file("ext4.img", 16 * MIB);
+    run_tool("mkfs.ext4", &["-q", "-F", image.to_str().unwrap()]);
+    let before = std::fs::read(&image).unwrap();
+    let a = file_args(&image, &["--allow-write"]);
+    assert_refused(
+        &a,
+        &run_hostmax(&a, None),
+        &[&format!(
+            "{} carries an ext4 filesystem (use --force to overwrite it)",
+            image.display()
+        )],
+    );
+    assert!(
+        std::fs::read(&image).unwrap() == before,
+        "the image changed"
+    );
+    let a = file_args(&image, &["--allow-write", "--force"]);
+    let out = run_hostmax(&a, None);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // A sparse file holds no data: nothing to lose, no flag needed.
+    let sparse = dir.file("sparse.img", 8 * MIB);
+    let out = run_hostmax(&file_args(&sparse, &[]), None);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn a_file_hostmax_creates_needs_no_flag() {
+    let dir = ScratchDir::new("file-create");
+    let path = dir.join("new.img");
+    let a = file_args(&path, &["--size", "4m", "--json", "-"]);
+    let out = run_hostmax(&a, None);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(std::fs::metadata(&path).unwrap().len(), 4 * MIB);
+    let report: Value = serde_json::from_slice(&out.stdout).expect("JSON on stdout");
+    assert!(
+        report["devices"][0]["write"]["ios"].as_u64().unwrap() > 0,
+        "{report}"
+    );
+    // Without --size a missing file is bad input that says how to have it made; nothing is made.
+    let missing = dir.join("missing.img");
+    let a = file_args(&missing, &[]);
+    assert_refused(&a, &run_hostmax(&a, None), &["does not exist", "--size"]);
+    assert!(!missing.exists());
+    // A file in a directory that does not exist is refused, and no directory is made.
+    let nowhere = dir.join("no-such-dir/new.img");
+    let a = file_args(&nowhere, &["--size", "4m"]);
+    assert_refused(&a, &run_hostmax(&a, None), &["no-such-dir", "does not"]);
+    assert!(!dir.join("no-such-dir").exists());
+    // Bad input found after the devices (here --size not a multiple of --bs) makes no file.
+    let later = dir.join("later.img");
+    let a = file_args(&later, &["--size", "4m", "--bs", "3k"]);
+    let out = run_hostmax(&a, None);
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!later.exists(), "a refused run made a file");
+}

@@ -206,6 +206,13 @@ fn throttle_members_move_out_on_drop() {
         .spawn()
         .expect("spawn sleep");
     let sleeper_pid = sleeper.id();
+    // It starts in a cgroup of its own, which is where it must go back to (not the root).
+    let origin = group
+        .parent()
+        .unwrap()
+        .join(format!("hostmax-test-origin-{}", std::process::id()));
+    fs::create_dir(&origin).expect("create the origin cgroup");
+    fs::write(origin.join("cgroup.procs"), sleeper_pid.to_string()).expect("join origin");
     throttle.join_pid(sleeper_pid).expect("join");
     assert_eq!(throttle.members().unwrap(), vec![sleeper_pid]);
     let in_group = |pid: u32| {
@@ -218,8 +225,15 @@ fn throttle_members_move_out_on_drop() {
     drop(throttle);
     assert!(!group.exists(), "{} removed", group.display());
     assert!(!in_group(sleeper_pid), "moved back out");
+    let origin_name = origin.file_name().unwrap().to_string_lossy().into_owned();
+    let back_home = fs::read_to_string(format!("/proc/{sleeper_pid}/cgroup"))
+        .unwrap()
+        .lines()
+        .any(|l| l.ends_with(&format!(":/{origin_name}")));
     sleeper.kill().unwrap();
     sleeper.wait().unwrap();
+    fs::remove_dir(&origin).expect("remove the origin cgroup");
+    assert!(back_home, "moved back to the cgroup it came from");
 }
 
 #[test]

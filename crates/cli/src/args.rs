@@ -15,7 +15,7 @@ use hostmax_engine::{
     IoPattern, TargetInfo, Workload, MAX_BLOCK_SIZE, MAX_IODEPTH, MIN_BLOCK_SIZE,
 };
 
-use crate::devices::{expand_device_args, resolve_targets};
+use crate::devices::{create_files, expand_device_args, resolve_targets_creating};
 use crate::plan::{BadInput, JsonDest, RunPlan};
 use crate::safety::{check_write_safety, SystemSources, WriteFlags};
 use crate::units::{
@@ -83,6 +83,9 @@ pub enum Command {
     Verify(crate::verify::command::VerifyArgs),
     /// Run the same workload on 1, 2, 4, ... and all volumes; find the host's ceiling and knee.
     Sweep(crate::verify::sweep::SweepArgs),
+    /// Read the host settings that hold a host-maximum test back (per device and for the
+    /// host), most harmful first, each with why and the command that changes it. Read-only.
+    Doctor(crate::doctor::DoctorArgs),
 }
 
 /// A CPU list as given to `--cpus`, sorted and without repeats.
@@ -123,6 +126,7 @@ pub struct RunArgs {
     pub iodepth: u32,
 
     /// Working set per device, from its start, a multiple of --bs [default: the whole device].
+    /// A --devices path that does not exist becomes a new file of this size.
     #[arg(long, value_name = "SIZE", value_parser = parse_size, allow_hyphen_values = true)]
     pub size: Option<u64>,
 
@@ -150,8 +154,8 @@ pub struct RunArgs {
     #[arg(long, value_name = "PATH|-", allow_hyphen_values = true)]
     pub json: Option<PathBuf>,
 
-    /// Allow writing to block devices (destroys their data). Mounted, held or swap devices
-    /// are refused anyway.
+    /// Allow writing to block devices and files that hold data (destroys their data).
+    /// Mounted, held or swap devices are refused anyway.
     #[arg(long)]
     pub allow_write: bool,
 
@@ -270,7 +274,8 @@ pub fn plan_run_with(args: &RunArgs, limits: &HostLimits) -> Result<RunPlan, Bad
                 .into(),
         ));
     }
-    let targets = resolve_targets(&expand_device_args(&args.devices)?)?;
+    let (mut targets, to_create) =
+        resolve_targets_creating(&expand_device_args(&args.devices)?, args.size)?;
     check_open_files(targets.len(), limits.nofile)?;
     for target in &targets {
         check_fits(&workload, target)?;
@@ -285,6 +290,14 @@ pub fn plan_run_with(args: &RunArgs, limits: &HostLimits) -> Result<RunPlan, Bad
         &limits.sources,
     )?;
     let fleet = crate::fleet::plan_fleet(&args.fleet, workload.runtime)?;
+    // Files hostmax makes itself hold nothing to lose: made last, once every check passed.
+    if let (false, Some(size)) = (to_create.is_empty(), args.size) {
+        for made in create_files(&to_create, size)? {
+            if let Some(t) = targets.iter_mut().find(|t| t.path == made.path) {
+                *t = made;
+            }
+        }
+    }
     Ok(RunPlan {
         targets,
         workload,

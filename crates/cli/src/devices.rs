@@ -138,7 +138,7 @@ pub fn probe_error_message(path: &Path, err: &EngineError) -> String {
     match err {
         EngineError::Open { source, .. } => match source.kind() {
             std::io::ErrorKind::NotFound => format!(
-                "{} does not exist; give an existing block device or regular file",
+                "{} does not exist; give an existing block device or regular file, or add --size to have hostmax create a file of that size",
                 path.display()
             ),
             std::io::ErrorKind::PermissionDenied => format!(
@@ -171,6 +171,18 @@ enum Identity {
 /// unattached `/dev/loopN`) are skipped; a pattern all of whose matches are skipped is an
 /// error. An empty target is an error: there is nothing to do I/O on.
 pub fn resolve_targets(candidates: &[DeviceCandidate]) -> Result<Vec<TargetInfo>, BadInput> {
+    Ok(resolve_targets_creating(candidates, None)?.0)
+}
+
+/// [`resolve_targets`], where a literal path that does not exist yet is a file hostmax will
+/// make when `create_size` (the run's `--size`) is given and its directory exists: it gets a
+/// placeholder [`TargetInfo`] of that size and is listed second, in order, for
+/// [`create_files`] to make once every check has passed. Nothing is created here.
+pub fn resolve_targets_creating(
+    candidates: &[DeviceCandidate],
+    create_size: Option<u64>,
+) -> Result<(Vec<TargetInfo>, Vec<PathBuf>), BadInput> {
+    let mut to_create: Vec<PathBuf> = Vec::new();
     let mut seen_paths: HashSet<PathBuf> = HashSet::new();
     let mut seen_ids: HashSet<Identity> = HashSet::new();
     let mut targets = Vec::new();
@@ -183,6 +195,18 @@ pub fn resolve_targets(candidates: &[DeviceCandidate]) -> Result<Vec<TargetInfo>
         }
         let info = match target::probe(&cand.path) {
             Ok(info) => info,
+            Err(EngineError::Open { ref source, .. })
+                if source.kind() == std::io::ErrorKind::NotFound
+                    && cand.from_pattern.is_none()
+                    && create_size.is_some() =>
+            {
+                let info = planned_file(&cand.path, create_size.unwrap_or_default())?;
+                if seen_paths.insert(info.path.clone()) {
+                    to_create.push(info.path.clone());
+                    targets.push(info);
+                }
+                continue;
+            }
             Err(EngineError::NotATarget { .. }) if cand.from_pattern.is_some() => continue,
             Err(e) => return Err(BadInput(probe_error_message(&cand.path, &e))),
         };
@@ -222,7 +246,97 @@ pub fn resolve_targets(candidates: &[DeviceCandidate]) -> Result<Vec<TargetInfo>
             "--devices pattern '{pattern}' matches no usable target (only directories, character devices or empty devices); give block devices or regular files"
         )));
     }
-    Ok(targets)
+    Ok((targets, to_create))
+}
+
+/// The target a file to be made at `path` will be: its directory must exist (it is not made).
+/// The logical block size is 512 until the file exists and is probed again.
+fn planned_file(path: &Path, size: u64) -> Result<TargetInfo, BadInput> {
+    let name = path.file_name().ok_or_else(|| {
+        BadInput(format!(
+            "{} does not exist and names no file to create; give an existing device or a file path",
+            path.display()
+        ))
+    })?;
+    let parent = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    let dir = std::fs::canonicalize(parent)
+        .ok()
+        .filter(|d| d.is_dir())
+        .ok_or_else(|| {
+            BadInput(format!(
+                "{} does not exist and its directory {} does not either; create the directory or give an existing device",
+                path.display(),
+                parent.display()
+            ))
+        })?;
+    Ok(TargetInfo {
+        path: dir.join(name),
+        kind: TargetKind::RegularFile,
+        size,
+        logical_block_size: 512,
+        rdev: None,
+        kernel_name: None,
+    })
+}
+
+/// Makes the files [`resolve_targets_creating`] planned, each `size` bytes (allocated with
+/// `fallocate` where the filesystem can, else sparse), never replacing a file that appeared in
+/// the meantime (`O_EXCL`), and probes each one. On failure the files made so far are removed.
+pub fn create_files(paths: &[PathBuf], size: u64) -> Result<Vec<TargetInfo>, BadInput> {
+    let mut made: Vec<&PathBuf> = Vec::new();
+    let mut infos = Vec::new();
+    for path in paths {
+        match create_one(path, size) {
+            Ok(info) => {
+                made.push(path);
+                infos.push(info);
+            }
+            Err(e) => {
+                for m in made {
+                    let _ = std::fs::remove_file(m);
+                }
+                return Err(e);
+            }
+        }
+    }
+    Ok(infos)
+}
+
+fn create_one(path: &Path, size: u64) -> Result<TargetInfo, BadInput> {
+    let fail = |what: &str, e: std::io::Error| {
+        BadInput(format!(
+            "{}: cannot {what} ({e}); give a writable directory with {} free, or an existing device",
+            path.display(),
+            crate::units::format_size(size)
+        ))
+    };
+    let file = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(path)
+        .map_err(|e| fail("create it", e))?;
+    let len = libc::off_t::try_from(size).map_err(|_| {
+        BadInput(format!(
+            "{}: --size {size} is too large for a file",
+            path.display()
+        ))
+    })?;
+    let sized = match nix::fcntl::fallocate(&file, nix::fcntl::FallocateFlags::empty(), 0, len) {
+        Ok(()) => Ok(()),
+        Err(nix::errno::Errno::EOPNOTSUPP) => file.set_len(size),
+        Err(e) => Err(e.into()),
+    };
+    drop(file);
+    let probed = sized
+        .map_err(|e| fail("allocate it", e))
+        .and_then(|()| target::probe(path).map_err(|e| BadInput(probe_error_message(path, &e))));
+    if probed.is_err() {
+        let _ = std::fs::remove_file(path);
+    }
+    probed
 }
 
 fn identity(info: &TargetInfo) -> Option<Identity> {

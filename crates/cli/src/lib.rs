@@ -21,6 +21,7 @@ pub mod app;
 pub mod args;
 pub mod chart;
 pub mod devices;
+pub mod doctor;
 pub mod fleet;
 pub mod output;
 pub mod plan;

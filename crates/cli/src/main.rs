@@ -29,21 +29,51 @@ fn main() -> ExitCode {
         Ok(cli) => cli,
         Err(err) => return clap_exit(err),
     };
+    if !matches!(cli.command, Some(Command::Merge(_))) {
+        // Every command but merge runs the engine: from here on a SIGINT or SIGTERM is caught
+        // (it stops the run, or the next one, which still reports), never the default kill.
+        hostmax::signals::watch();
+        // Before any device is opened: a machine without io_uring gets its cause, not a
+        // device's error.
+        if let Err(why) = hostmax_engine::check_io_uring() {
+            eprintln!("hostmax: {}", one_line(&why.to_string()));
+            return ExitCode::from(EXIT_BAD_INPUT);
+        }
+    }
     let result = match cli.command {
         Some(Command::Demo(args)) => hostmax::app::demo(&args),
         Some(Command::Suite(args)) => hostmax::suite::run(&args),
         Some(Command::Merge(args)) => hostmax::fleet::merge::run_merge(&args),
         Some(Command::Verify(args)) => hostmax::verify::command::verify(&args),
         Some(Command::Sweep(args)) => hostmax::verify::sweep::sweep(&args),
+        Some(Command::Doctor(args)) => hostmax::doctor::run(&args),
         None => plan_run(&cli.run).and_then(|plan| hostmax::verify::run(plan, &cli.run.spec)),
     };
     match result {
         Ok(code) => ExitCode::from(u8::try_from(code).unwrap_or(EXIT_FAILURE)),
         Err(err) => {
-            eprintln!("hostmax: {}", one_line(&format!("{err:#}")));
+            eprintln!("hostmax: {}", error_line(&err));
             ExitCode::from(exit_code_for(&err))
         }
     }
+}
+
+/// The error and its causes on one line, `outer: cause: ...`, each said once: many errors
+/// (`open /dev/loop-control: No such file or directory`) already include their source's text,
+/// which anyhow's `{:#}` would print again.
+fn error_line(err: &anyhow::Error) -> String {
+    let mut line = String::new();
+    for cause in err.chain() {
+        let text = cause.to_string();
+        if line.contains(&text) {
+            continue;
+        }
+        if !line.is_empty() {
+            line += ": ";
+        }
+        line += &text;
+    }
+    one_line(&line)
 }
 
 /// Collapses a message onto one line.

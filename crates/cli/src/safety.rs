@@ -1,6 +1,7 @@
 //! Write safety: which targets a write workload must not touch, decided before any I/O.
 //!
-//! A write to a block device needs `--allow-write`. A block device that carries data (an
+//! A write to a block device, or to a regular file that holds data (any data extent: a file
+//! hostmax makes, or a sparse one, holds none), needs `--allow-write`. A target that carries data (an
 //! on-disk [`Signature`]: partition table, filesystem, RAID, LVM, LUKS, ZFS, swap) or has
 //! partitions also needs `--force`. Whatever the flags, a block device that is mounted (or
 //! has a mounted partition), has holders (device-mapper, md, ...), is active swap (itself or a
@@ -23,7 +24,7 @@ use std::path::{Path, PathBuf};
 use hostmax_engine::{IoPattern, TargetInfo, TargetKind};
 
 use crate::plan::BadInput;
-use crate::signature::{probe_device, Signature};
+use crate::signature::{probe_with_blkid, Signature};
 
 /// Where the system state the checks read comes from.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -215,7 +216,7 @@ pub fn read_family(sys_class_block: &Path, name: &str, dev: (u32, u32)) -> Devic
 /// Why a target is refused for writing.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum RefusalReason {
-    /// A block device to be written without `--allow-write`.
+    /// A block device, or a regular file that holds data, to be written without `--allow-write`.
     NeedsAllowWrite,
     /// The device (`partition: None`) or one of its partitions is mounted.
     Mounted {
@@ -578,9 +579,24 @@ fn exclusive_open_busy(path: &Path) -> bool {
 /// The signature reasons of one block device, read from it (read-only): one per signature,
 /// or [`RefusalReason::Unprobed`] when its first or last sectors cannot be read.
 pub fn signature_reasons(path: &Path) -> Vec<RefusalReason> {
-    match probe_device(path) {
+    match probe_with_blkid(path) {
         Ok(found) => found.into_iter().map(RefusalReason::Signature).collect(),
         Err(e) => vec![RefusalReason::Unprobed(e.to_string())],
+    }
+}
+
+/// Whether a regular file holds any data: a data extent anywhere (`SEEK_DATA`). A file that
+/// does not exist holds none; a file that cannot be looked at is taken to hold data.
+pub fn file_holds_data(path: &Path) -> bool {
+    let file = match std::fs::File::open(path) {
+        Ok(f) => f,
+        Err(e) => return e.kind() != std::io::ErrorKind::NotFound,
+    };
+    match nix::unistd::lseek(&file, 0, nix::unistd::Whence::SeekData) {
+        Ok(_) => true,
+        // ENXIO: no data at or after offset 0, the file is all holes (or empty).
+        Err(nix::errno::Errno::ENXIO) => false,
+        Err(_) => true,
     }
 }
 
@@ -680,6 +696,23 @@ fn write_safety(
     if first_check && !flags.force {
         for t in targets.iter().filter(|t| t.kind == TargetKind::BlockDevice) {
             add(&t.path, signature_reasons(&t.path));
+        }
+    }
+    // A file that holds data is someone's data, like a device: the same consent and the same
+    // signature rules. A file with no data (sparse, or one hostmax is about to make) needs none.
+    if first_check {
+        for t in targets.iter().filter(|t| t.kind == TargetKind::RegularFile) {
+            if !file_holds_data(&t.path) {
+                continue;
+            }
+            let mut reasons = Vec::new();
+            if !flags.allow_write {
+                reasons.push(RefusalReason::NeedsAllowWrite);
+            }
+            if !flags.force {
+                reasons.extend(signature_reasons(&t.path));
+            }
+            add(&t.path, reasons);
         }
     }
     // Catch what the files do not show (btrfs multi-device members, claims by other tools).

@@ -1,5 +1,7 @@
 //! SIGINT and SIGTERM for the whole process: one [`SignalWatch`].
 //!
+//! [`watch`] installs the handlers when first called; `main` calls it before anything else a
+//! command does, so a signal during the device checks is not lost either.
 //! The first signal is remembered and stops the engine run in progress (its in-flight I/O
 //! drains, and the report is still written, marked interrupted); a second one exits at once
 //! with 128 + the signal. The watch runs on a small current-thread tokio runtime of its own,
@@ -8,59 +10,67 @@
 //! signal between runs also stops the next one instead of being lost.
 
 use std::sync::atomic::{AtomicI32, Ordering};
-use std::sync::{Mutex, MutexGuard, OnceLock};
+use std::sync::{Condvar, Mutex, MutexGuard, OnceLock};
+use std::time::Duration;
 
 use hostmax_engine::StopHandle;
 
 /// What the process does on SIGINT and SIGTERM (see the module overview).
 pub struct SignalWatch {
     seen: AtomicI32,
+    /// Notified on the first signal, for [`SignalWatch::wait_for_signal`].
+    seen_changed: Condvar,
     current: Mutex<Option<StopHandle>>,
     message: Mutex<&'static str>,
 }
 
 static WATCH: OnceLock<SignalWatch> = OnceLock::new();
 
-/// The process's watch, started on first use.
+/// The process's watch, started on first use. The handlers are installed before this returns,
+/// so call it before anything a signal should not cut short: `main` does, before the first
+/// device check.
 pub fn watch() -> &'static SignalWatch {
     WATCH.get_or_init(|| {
-        let spawned = std::thread::Builder::new()
-            .name("hostmax-signals".into())
-            .spawn(listen);
-        if let Err(e) = spawned {
+        if let Err(e) = start_listening() {
             eprintln!("hostmax: cannot watch signals ({e}); Ctrl-C will end the run at once");
         }
         SignalWatch {
             seen: AtomicI32::new(0),
+            seen_changed: Condvar::new(),
             current: Mutex::new(None),
             message: Mutex::new("stopping (draining in-flight I/O); signal again to abort"),
         }
     })
 }
 
-fn listen() {
-    let Ok(rt) = tokio::runtime::Builder::new_current_thread()
+/// Installs the SIGINT and SIGTERM handlers here (tokio installs them as each `Signal` is
+/// made), then serves them on a thread of their own.
+fn start_listening() -> std::io::Result<()> {
+    use tokio::signal::unix::{signal, SignalKind};
+    let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
-        .build()
-    else {
-        return;
+        .build()?;
+    let (mut int, mut term) = {
+        let _in_runtime = rt.enter();
+        (
+            signal(SignalKind::interrupt())?,
+            signal(SignalKind::terminate())?,
+        )
     };
-    rt.block_on(async {
-        use tokio::signal::unix::{signal, SignalKind};
-        let (Ok(mut int), Ok(mut term)) = (
-            signal(SignalKind::interrupt()),
-            signal(SignalKind::terminate()),
-        ) else {
-            return;
-        };
-        loop {
-            let sig = tokio::select! {
-                _ = int.recv() => libc::SIGINT,
-                _ = term.recv() => libc::SIGTERM,
-            };
-            watch().received(sig);
-        }
-    });
+    std::thread::Builder::new()
+        .name("hostmax-signals".into())
+        .spawn(move || {
+            rt.block_on(async {
+                loop {
+                    let sig = tokio::select! {
+                        _ = int.recv() => libc::SIGINT,
+                        _ = term.recv() => libc::SIGTERM,
+                    };
+                    watch().received(sig);
+                }
+            })
+        })?;
+    Ok(())
 }
 
 impl SignalWatch {
@@ -73,6 +83,19 @@ impl SignalWatch {
         if let Some(stopper) = lock(&self.current).as_ref() {
             stopper.stop();
         }
+        // Taking the lock orders this after a waiter's check of `seen`.
+        let _current = lock(&self.current);
+        self.seen_changed.notify_all();
+    }
+
+    /// Waits up to `limit` for a signal; returns its number, or `None` if none came.
+    pub fn wait_for_signal(&self, limit: Duration) -> Option<i32> {
+        let current = lock(&self.current);
+        let (_current, _) = self
+            .seen_changed
+            .wait_timeout_while(current, limit, |_| self.signal() == 0)
+            .unwrap_or_else(|e| e.into_inner());
+        Some(self.signal()).filter(|&sig| sig != 0)
     }
 
     /// The first signal seen, 0 if none.

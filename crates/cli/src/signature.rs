@@ -1,5 +1,8 @@
 //! On-disk signatures: whether a block device carries a partition table, a filesystem, RAID,
-//! LVM, LUKS, ZFS or swap, found by the known magic numbers (what blkid looks for first).
+//! LVM, LUKS, ZFS, swap or a storage stack's label, found by the known magic numbers (what
+//! blkid looks for first), and by util-linux's libblkid itself through `wipefs` where it is
+//! installed ([`probe_with_blkid`]: libblkid knows about a hundred kinds; this probe is the
+//! fallback without it, and its findings are kept either way).
 //!
 //! [`Signature`] is one finding; [`DiskView`] is the part of a device that holds them (its first
 //! [`HEAD_BYTES`] and its last few hundred KiB, where the trailing superblocks live);
@@ -106,6 +109,121 @@ pub enum Signature {
     },
     /// A hibernation image in a swap area (`S1SUSPEND`, `S2SUSPEND`).
     SwapHibernation,
+    /// One of the kinds found by a magic number alone (cluster filesystems, storage stacks'
+    /// labels, read-only images).
+    Magic(MagicKind),
+    /// A signature only util-linux's libblkid (through `wipefs`) knows.
+    Blkid {
+        /// libblkid's name of the kind (`hfsplus`, `vmfs_volume_member`, ...).
+        kind: String,
+        /// Byte offset of its magic.
+        offset: u64,
+    },
+}
+
+/// Kinds that one magic number at a fixed place identifies (the offsets libblkid probes).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MagicKind {
+    /// F2FS superblock (`0xF2F52010` at 1 KiB).
+    F2fs,
+    /// bcache backing or cache device (its 16-byte magic at 4 KiB + 24).
+    Bcache,
+    /// Ceph BlueStore OSD label (`bluestore block device` at 0).
+    BlueStore,
+    /// Oracle ASM disk (`ORCLDISK` at 32).
+    OracleAsm,
+    /// VDO volume geometry (`dmvdo001` at 0).
+    Vdo,
+    /// DRBD 8.x/9.x internal metadata (its magic 4 KiB before the 4 KiB-aligned end).
+    Drbd,
+    /// JFS superblock (`JFS1` at 32 KiB).
+    Jfs,
+    /// ReiserFS superblock (`ReIsErFs`/`ReIsEr2Fs`/`ReIsEr3Fs` at 64 KiB + 52, or 8 KiB + 52).
+    ReiserFs,
+    /// NILFS2 superblock (`0x3434` at 1 KiB + 6, revision 2).
+    Nilfs2,
+    /// SquashFS image (`hsqs` at 0).
+    Squashfs,
+    /// EROFS image (`0xE0F5E1E2` at 1 KiB).
+    Erofs,
+    /// OCFS2 superblock (`OCFSV2` at 1, 2, 4 or 8 KiB).
+    Ocfs2,
+    /// GFS2 superblock (`0x01161970` at 64 KiB, type 1).
+    Gfs2,
+    /// UDF volume recognition sequence (`NSR02`/`NSR03` from 32 KiB + 1).
+    Udf,
+}
+
+impl MagicKind {
+    /// What the user reads.
+    pub fn describe(self) -> &'static str {
+        match self {
+            MagicKind::F2fs => "an F2FS filesystem",
+            MagicKind::Bcache => "a bcache device",
+            MagicKind::BlueStore => "a Ceph BlueStore OSD label",
+            MagicKind::OracleAsm => "an Oracle ASM disk label (ORCLDISK)",
+            MagicKind::Vdo => "a VDO volume",
+            MagicKind::Drbd => "DRBD metadata",
+            MagicKind::Jfs => "a JFS filesystem",
+            MagicKind::ReiserFs => "a ReiserFS filesystem",
+            MagicKind::Nilfs2 => "a NILFS2 filesystem",
+            MagicKind::Squashfs => "a SquashFS image",
+            MagicKind::Erofs => "an EROFS image",
+            MagicKind::Ocfs2 => "an OCFS2 cluster filesystem",
+            MagicKind::Gfs2 => "a GFS2 cluster filesystem",
+            MagicKind::Udf => "a UDF filesystem",
+        }
+    }
+
+    /// libblkid's name of the kind (what `blkid -p` and `wipefs` print as its type), as a
+    /// one-name list.
+    pub fn blkid_names(self) -> &'static [&'static str] {
+        match self {
+            MagicKind::F2fs => &["f2fs"],
+            MagicKind::Bcache => &["bcache"],
+            MagicKind::BlueStore => &["ceph_bluestore"],
+            MagicKind::OracleAsm => &["oracleasm"],
+            MagicKind::Vdo => &["vdo"],
+            MagicKind::Drbd => &["drbd"],
+            MagicKind::Jfs => &["jfs"],
+            MagicKind::ReiserFs => &["reiserfs"],
+            MagicKind::Nilfs2 => &["nilfs2"],
+            MagicKind::Squashfs => &["squashfs"],
+            MagicKind::Erofs => &["erofs"],
+            MagicKind::Ocfs2 => &["ocfs2"],
+            MagicKind::Gfs2 => &["gfs2"],
+            MagicKind::Udf => &["udf"],
+        }
+    }
+}
+
+impl Signature {
+    /// The libblkid type names this finding stands for, so a `wipefs` finding of the same kind
+    /// is not listed twice (a GPT also covers its protective MBR; a FAT, exFAT or NTFS boot
+    /// sector covers the `dos` marker libblkid sees at its end).
+    pub fn blkid_names(&self) -> &'static [&'static str] {
+        match self {
+            Signature::Gpt { .. } | Signature::ProtectiveMbr => &["gpt", "PMBR"],
+            Signature::Mbr { .. } => &["dos"],
+            Signature::Ext(_) => &["ext2", "ext3", "ext4", "ext4dev", "jbd"],
+            Signature::Xfs => &["xfs"],
+            Signature::Btrfs => &["btrfs"],
+            Signature::Fat(_) => &["vfat", "msdos", "dos"],
+            Signature::ExFat => &["exfat", "dos"],
+            Signature::Ntfs => &["ntfs", "dos"],
+            Signature::Iso9660 => &["iso9660"],
+            Signature::MdRaid { .. } => &["linux_raid_member"],
+            Signature::Lvm2 => &["LVM2_member"],
+            Signature::Luks { .. } => &["crypto_LUKS"],
+            Signature::Zfs => &["zfs_member"],
+            Signature::Swap { .. } => &["swap"],
+            Signature::SwapHibernation => &["swsuspend", "swap"],
+            // UDF images also carry an ISO 9660 descriptor set for old readers.
+            Signature::Magic(MagicKind::Udf) => &["udf", "iso9660"],
+            Signature::Magic(kind) => kind.blkid_names(),
+            Signature::Blkid { .. } => &[],
+        }
+    }
 }
 
 impl fmt::Display for Signature {
@@ -150,6 +268,10 @@ impl fmt::Display for Signature {
             Signature::Zfs => f.write_str("a ZFS pool member"),
             Signature::Swap { .. } => f.write_str("a swap area"),
             Signature::SwapHibernation => f.write_str("a hibernation image (swap)"),
+            Signature::Magic(kind) => f.write_str(kind.describe()),
+            Signature::Blkid { kind, offset } => {
+                write!(f, "a {kind} signature (libblkid, at offset {offset:#x})")
+            }
         }
     }
 }
@@ -261,7 +383,148 @@ pub fn detect(view: &DiskView) -> Vec<Signature> {
         found.push(Signature::Zfs);
     }
     detect_swap(view, &mut found);
+    found.extend(detect_magic(view).into_iter().map(Signature::Magic));
     found
+}
+
+/// The kinds [`MagicKind`] names, each found by its magic and the cheapest sanity check.
+fn detect_magic(view: &DiskView) -> Vec<MagicKind> {
+    const BCACHE: [u8; 16] = [
+        0xc6, 0x85, 0x73, 0xf6, 0x4e, 0x1a, 0x45, 0xca, 0x82, 0x65, 0xf5, 0x7f, 0x48, 0xba, 0x6d,
+        0x81,
+    ];
+    let u32_be = |at: u64| {
+        view.bytes(at, 4)
+            .map(|b| u32::from_be_bytes([b[0], b[1], b[2], b[3]]))
+    };
+    let reiser = |at: u64| {
+        [&b"ReIsErFs"[..], b"ReIsEr2Fs", b"ReIsEr3Fs"]
+            .iter()
+            .any(|m| view.matches(at, m))
+    };
+    let drbd = (view.size & !4095)
+        .checked_sub(4096)
+        .is_some_and(|md| matches!(u32_be(md + 60), Some(0x8374_026b..=0x8374_026d)));
+    let udf = (0..16u64).any(|k| {
+        let at = 32769 + 2048 * k;
+        view.matches(at, b"NSR02") || view.matches(at, b"NSR03")
+    });
+    let checks = [
+        (MagicKind::F2fs, view.u32_le(1024) == Some(0xf2f5_2010)),
+        (MagicKind::Bcache, view.matches(4096 + 24, &BCACHE)),
+        (
+            MagicKind::BlueStore,
+            view.matches(0, b"bluestore block device"),
+        ),
+        (MagicKind::OracleAsm, view.matches(32, b"ORCLDISK")),
+        (MagicKind::Vdo, view.matches(0, b"dmvdo001")),
+        (MagicKind::Drbd, drbd),
+        (MagicKind::Jfs, view.matches(32768, b"JFS1")),
+        (MagicKind::ReiserFs, reiser(65536 + 52) || reiser(8192 + 52)),
+        (
+            MagicKind::Nilfs2,
+            view.u16_le(1024 + 6) == Some(0x3434) && view.u32_le(1024) == Some(2),
+        ),
+        (
+            MagicKind::Squashfs,
+            view.matches(0, b"hsqs") || view.matches(0, b"sqsh"),
+        ),
+        (MagicKind::Erofs, view.u32_le(1024) == Some(0xe0f5_e1e2)),
+        (
+            MagicKind::Ocfs2,
+            [1024u64, 2048, 4096, 8192]
+                .iter()
+                .any(|&at| view.matches(at, b"OCFSV2")),
+        ),
+        (
+            MagicKind::Gfs2,
+            u32_be(65536) == Some(0x0116_1970) && u32_be(65536 + 4) == Some(1),
+        ),
+        (MagicKind::Udf, udf),
+    ];
+    checks
+        .into_iter()
+        .filter_map(|(kind, hit)| hit.then_some(kind))
+        .collect()
+}
+
+/// One signature `wipefs --json` reports: libblkid's type name and the magic's byte offset.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WipefsEntry {
+    /// libblkid's name of the kind (`ext4`, `gpt`, `ceph_bluestore`).
+    pub kind: String,
+    /// Where its magic is.
+    pub offset: u64,
+}
+
+/// Parses what `wipefs --no-act --json DEV` prints: nothing when the device carries no
+/// signature, else `{"signatures": [{"offset": "0x438", "type": "ext4", ...}, ...]}`.
+pub fn parse_wipefs_json(text: &str) -> Result<Vec<WipefsEntry>, String> {
+    if text.trim().is_empty() {
+        return Ok(Vec::new());
+    }
+    let root: serde_json::Value =
+        serde_json::from_str(text).map_err(|e| format!("not JSON: {e}"))?;
+    let list = root
+        .get("signatures")
+        .and_then(|v| v.as_array())
+        .ok_or("no \"signatures\" list")?;
+    list.iter()
+        .map(|entry| {
+            let kind = entry
+                .get("type")
+                .and_then(|v| v.as_str())
+                .filter(|t| !t.is_empty() && !t.contains(['\n', '\r']))
+                .ok_or("a signature without a type")?;
+            let offset = entry
+                .get("offset")
+                .and_then(|v| v.as_str())
+                .and_then(|o| o.strip_prefix("0x"))
+                .and_then(|hex| u64::from_str_radix(hex, 16).ok())
+                .ok_or("a signature without a hex offset")?;
+            Ok(WipefsEntry {
+                kind: kind.to_string(),
+                offset,
+            })
+        })
+        .collect()
+}
+
+/// Asks util-linux's `wipefs` (libblkid, read-only: `--no-act`, no erase option) for every
+/// signature on `path`. `None` when wipefs is not installed or cannot answer (too old for
+/// `--json`, or it failed): the caller then has only [`probe_device`].
+pub fn wipefs_signatures(path: &Path) -> Option<Vec<WipefsEntry>> {
+    let out = std::process::Command::new("wipefs")
+        .args(["--no-act", "--json"])
+        .arg(path)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .ok()?;
+    if !out.status.success() {
+        return None;
+    }
+    parse_wipefs_json(&String::from_utf8_lossy(&out.stdout)).ok()
+}
+
+/// Every signature on `path`: this probe's findings, then each kind libblkid (through
+/// [`wipefs_signatures`], where installed) finds that this probe did not, once per kind.
+pub fn probe_with_blkid(path: &Path) -> io::Result<Vec<Signature>> {
+    let mut found = probe_device(path)?;
+    for entry in wipefs_signatures(path).unwrap_or_default() {
+        let known = found
+            .iter()
+            .any(|s| s.blkid_names().contains(&entry.kind.as_str()))
+            || found
+                .iter()
+                .any(|s| matches!(s, Signature::Blkid { kind, .. } if *kind == entry.kind));
+        if !known {
+            found.push(Signature::Blkid {
+                kind: entry.kind,
+                offset: entry.offset,
+            });
+        }
+    }
+    Ok(found)
 }
 
 /// FAT, exFAT or NTFS in sector 0 (their boot sectors also end in 0x55AA, like an MBR).
@@ -673,6 +936,102 @@ mod tests {
                 vec![Signature::Swap { page_size: 4096 }]
             );
         }
+    }
+
+    #[test]
+    fn storage_stack_labels_and_cluster_filesystems_by_magic_alone() {
+        let drbd_at = 16 * MIB - 4096 + 60;
+        let bcache = [
+            0xc6, 0x85, 0x73, 0xf6, 0x4e, 0x1a, 0x45, 0xca, 0x82, 0x65, 0xf5, 0x7f, 0x48, 0xba,
+            0x6d, 0x81,
+        ];
+        type Writes = Vec<(usize, Vec<u8>)>;
+        let cases: Vec<(MagicKind, Writes)> = vec![
+            (
+                MagicKind::F2fs,
+                vec![(1024, 0xf2f5_2010u32.to_le_bytes().to_vec())],
+            ),
+            (MagicKind::Bcache, vec![(4096 + 24, bcache.to_vec())]),
+            (
+                MagicKind::BlueStore,
+                vec![(0, b"bluestore block device\n".to_vec())],
+            ),
+            (MagicKind::OracleAsm, vec![(32, b"ORCLDISK".to_vec())]),
+            (MagicKind::Vdo, vec![(0, b"dmvdo001".to_vec())]),
+            (
+                MagicKind::Drbd,
+                vec![(drbd_at, 0x8374_026bu32.to_be_bytes().to_vec())],
+            ),
+            (MagicKind::Jfs, vec![(32768, b"JFS1".to_vec())]),
+            (
+                MagicKind::ReiserFs,
+                vec![(65536 + 52, b"ReIsEr2Fs".to_vec())],
+            ),
+            (
+                MagicKind::Nilfs2,
+                vec![
+                    (1024, 2u32.to_le_bytes().to_vec()),
+                    (1030, vec![0x34, 0x34]),
+                ],
+            ),
+            (MagicKind::Squashfs, vec![(0, b"hsqs".to_vec())]),
+            (
+                MagicKind::Erofs,
+                vec![(1024, 0xe0f5_e1e2u32.to_le_bytes().to_vec())],
+            ),
+            (MagicKind::Ocfs2, vec![(2048, b"OCFSV2".to_vec())]),
+            (
+                MagicKind::Gfs2,
+                vec![
+                    (65536, vec![0x01, 0x16, 0x19, 0x70]),
+                    (65540, vec![0, 0, 0, 1]),
+                ],
+            ),
+            (MagicKind::Udf, vec![(32769 + 2048, b"NSR02".to_vec())]),
+        ];
+        for (kind, writes) in cases {
+            let refs: Vec<(usize, &[u8])> = writes.iter().map(|(a, b)| (*a, &b[..])).collect();
+            let img = image(16 * MIB, &refs);
+            assert_eq!(one(&img), Signature::Magic(kind), "{kind:?}");
+            assert_eq!(one(&img).to_string(), kind.describe());
+        }
+        // NILFS2's two-byte magic alone, without its revision, is not enough.
+        assert!(probe_bytes(&image(MIB, &[(1030, &[0x34, 0x34])])).is_empty());
+    }
+
+    #[test]
+    fn wipefs_json_is_read_and_bad_output_refused() {
+        assert_eq!(parse_wipefs_json("").unwrap(), vec![]);
+        let text = r#"{"signatures": [
+            {"device":"loop3","offset":"0x438","type":"ext4","uuid":"x","label":null},
+            {"device":"loop3","offset":"0x1fe","type":"PMBR","uuid":null,"label":null}]}"#;
+        assert_eq!(
+            parse_wipefs_json(text).unwrap(),
+            vec![
+                WipefsEntry {
+                    kind: "ext4".into(),
+                    offset: 0x438
+                },
+                WipefsEntry {
+                    kind: "PMBR".into(),
+                    offset: 0x1fe
+                }
+            ]
+        );
+        for bad in [
+            "nonsense",
+            "{}",
+            r#"{"signatures": [{"offset": "0x0"}]}"#,
+            r#"{"signatures": [{"type": "ext4", "offset": "1080"}]}"#,
+            r#"{"signatures": [{"type": "a\nb", "offset": "0x0"}]}"#,
+        ] {
+            assert!(parse_wipefs_json(bad).is_err(), "{bad}");
+        }
+        // A kind this probe already names is not listed twice.
+        assert!(Signature::Ext(ExtVersion::Ext4)
+            .blkid_names()
+            .contains(&"ext4"));
+        assert!(Signature::ExFat.blkid_names().contains(&"dos"));
     }
 
     #[test]

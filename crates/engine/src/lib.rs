@@ -16,6 +16,7 @@
 
 #![warn(missing_docs)]
 
+mod availability;
 pub mod placement;
 mod result;
 mod ring;
@@ -24,12 +25,13 @@ pub mod target;
 mod worker;
 mod workload;
 
+pub use availability::{check_io_uring, IoUringUnavailable};
 pub use placement::{Placement, ThreadLayout, WorkerPlan};
 pub use result::{
     new_latency_histogram, record_latency, DeviceInterval, DeviceResult, ErrorLog, IoErrorSample,
     OpKind, OpResult, RunResult, WorkerSummary, ERROR_SAMPLES, LATENCY_HIGHEST_NS, LATENCY_SIGFIG,
 };
-pub use ring::{Polling, RingFeatures};
+pub use ring::{probe_kernel_ring, KernelRingSupport, Polling, RingFeatures};
 pub use run::{
     buffer_bytes, check_buffer_memory, check_poll_queues, prepare, start, validate, PreparedRun,
     RunConfig, RunHandle, StopHandle,

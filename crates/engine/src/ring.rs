@@ -405,6 +405,42 @@ fn build_ring(sq: u32, cq: u32, polling: Polling) -> io::Result<(IoUring, bool, 
     Err(last_err.unwrap_or_else(|| io::Error::other("io_uring setup failed")))
 }
 
+/// What the running kernel's io_uring offers hostmax, found by building (and dropping) a
+/// small ring on the calling thread: for `hostmax doctor`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct KernelRingSupport {
+    /// `IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN` (Linux 6.1+).
+    pub defer_taskrun: bool,
+    /// `IORING_SETUP_COOP_TASKRUN` (Linux 5.19+).
+    pub coop_taskrun: bool,
+    /// The ring fd can be registered (Linux 5.18+).
+    pub registered_ring: bool,
+    /// `READ_FIXED` / `WRITE_FIXED` on registered buffers.
+    pub fixed_buffers: bool,
+    /// `IORING_FEAT_NODROP`: completions are never dropped when the CQ ring is full.
+    pub nodrop: bool,
+    /// `IORING_FEAT_EXT_ARG`: waits take a timeout without an extra SQE.
+    pub ext_arg: bool,
+}
+
+/// Probes the running kernel's io_uring (see [`KernelRingSupport`]); an error means no
+/// ring could be built at all (io_uring disabled, or not in this kernel).
+pub fn probe_kernel_ring() -> io::Result<KernelRingSupport> {
+    let (ring, defer_taskrun, coop_taskrun) = build_ring(8, 16, Polling::default())?;
+    let mut probe = io_uring::Probe::new();
+    let fixed_buffers = ring.submitter().register_probe(&mut probe).is_ok()
+        && probe.is_supported(opcode::ReadFixed::CODE)
+        && probe.is_supported(opcode::WriteFixed::CODE);
+    Ok(KernelRingSupport {
+        defer_taskrun,
+        coop_taskrun,
+        registered_ring: ring.submitter().register_ring_fd().is_ok(),
+        fixed_buffers,
+        nodrop: ring.params().is_feature_nodrop(),
+        ext_arg: ring.params().is_feature_ext_arg(),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

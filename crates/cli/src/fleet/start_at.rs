@@ -194,36 +194,29 @@ pub enum StartWait {
 ///
 /// The wall clock is re-read at least every half second, so a clock stepped by NTP during a
 /// long wait still starts on time; the last few milliseconds are slept with `nanosleep`,
-/// which is tighter than the runtime's millisecond timer.
+/// which is tighter than a condition variable's timeout.
 pub fn wait_until(at: SystemTime, armed: impl FnOnce()) -> std::io::Result<StartWait> {
     const FINE: Duration = Duration::from_millis(5);
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()?;
-    rt.block_on(async {
-        use tokio::signal::unix::{signal, SignalKind};
-        let mut int = signal(SignalKind::interrupt())?;
-        let mut term = signal(SignalKind::terminate())?;
-        armed();
-        loop {
-            let remaining = at
-                .duration_since(SystemTime::now())
+    // The process's one signal watch (installed by `main` already): a signal that came while
+    // the run was being prepared ends the wait at once.
+    let signals = crate::signals::watch();
+    armed();
+    loop {
+        let remaining = at
+            .duration_since(SystemTime::now())
+            .unwrap_or(Duration::ZERO);
+        if remaining <= FINE {
+            std::thread::sleep(remaining);
+            let late = SystemTime::now()
+                .duration_since(at)
                 .unwrap_or(Duration::ZERO);
-            if remaining <= FINE {
-                std::thread::sleep(remaining);
-                let late = SystemTime::now()
-                    .duration_since(at)
-                    .unwrap_or(Duration::ZERO);
-                return Ok(StartWait::Reached { late });
-            }
-            let step = (remaining - FINE).min(Duration::from_millis(500));
-            tokio::select! {
-                _ = tokio::time::sleep(step) => {}
-                _ = int.recv() => return Ok(StartWait::Interrupted(libc::SIGINT)),
-                _ = term.recv() => return Ok(StartWait::Interrupted(libc::SIGTERM)),
-            }
+            return Ok(StartWait::Reached { late });
         }
-    })
+        let step = (remaining - FINE).min(Duration::from_millis(500));
+        if let Some(sig) = signals.wait_for_signal(step) {
+            return Ok(StartWait::Interrupted(sig));
+        }
+    }
 }
 
 /// Holds a prepared run until `at` (if given) and hands it back to be started.

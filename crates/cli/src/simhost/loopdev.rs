@@ -95,6 +95,40 @@ pub struct LoopDevice {
     major_minor: (u32, u32),
 }
 
+/// The loop driver's control node; distribution kernels make it only once `loop` is loaded.
+const LOOP_CONTROL: &str = "/dev/loop-control";
+
+/// Opens [`LOOP_CONTROL`], loading the `loop` module first where the node is missing and we
+/// may (root); else the error names the module and the command that loads it.
+fn open_loop_control() -> Result<File, SimHostError> {
+    let path = Path::new(LOOP_CONTROL);
+    let open = || OpenOptions::new().read(true).write(true).open(path);
+    match open() {
+        Err(err) if err.kind() == io::ErrorKind::NotFound => {
+            let missing = |why: String| SimHostError::ModuleMissing {
+                module: "loop",
+                node: path.to_path_buf(),
+                why,
+            };
+            super::load_module("loop", &[]).map_err(missing)?;
+            // devtmpfs makes the node as the module registers it, maybe a moment after.
+            for _ in 0..200 {
+                match open() {
+                    Err(err) if err.kind() == io::ErrorKind::NotFound => {
+                        std::thread::sleep(Duration::from_millis(10))
+                    }
+                    opened => return opened.map_err(SimHostError::io("open", path)),
+                }
+            }
+            Err(missing(
+                "modprobe loop ran but the node did not appear within 2 s; is /dev a devtmpfs?"
+                    .into(),
+            ))
+        }
+        opened => opened.map_err(SimHostError::io("open", path)),
+    }
+}
+
 /// How many times to ask for a free device when other processes keep taking it first.
 const ATTACH_ATTEMPTS: u32 = 200;
 
@@ -113,12 +147,8 @@ impl LoopDevice {
         options: &LoopOptions,
         configure: fn(&File, &File, &LoopOptions) -> io::Result<()>,
     ) -> Result<LoopDevice, SimHostError> {
-        let control_path = Path::new("/dev/loop-control");
-        let control = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .open(control_path)
-            .map_err(SimHostError::io("open", control_path))?;
+        let control_path = Path::new(LOOP_CONTROL);
+        let control = open_loop_control()?;
         let mut last_race = String::from("none");
         for attempt in 0..ATTACH_ATTEMPTS {
             // SAFETY: LOOP_CTL_GET_FREE takes no argument; `control` is an open fd we own.

@@ -23,6 +23,7 @@ mod throttle;
 
 use std::io;
 use std::path::{Path, PathBuf};
+use std::process::Command;
 
 pub use host::{sweep_dead_owners, SimHostMode, SimHostSpec, SimVolume, SimulatedHost};
 pub use loopdev::{read_direct_4k, AlignedBlock, LoopDevice, LoopOptions};
@@ -103,6 +104,20 @@ pub enum SimHostError {
         /// The `/sys/block` entries looked for.
         tried: String,
     },
+    /// A kernel module's device node is missing and the module could not be loaded.
+    #[error(
+        "no {}: the {module} kernel module is not loaded ({why}); load it with \
+         'modprobe {module}' as root",
+        node.display()
+    )]
+    ModuleMissing {
+        /// The module (`loop`).
+        module: &'static str,
+        /// The node it makes (`/dev/loop-control`).
+        node: PathBuf,
+        /// Why loading it did not work.
+        why: String,
+    },
     /// A disk exists but its device node did not appear.
     #[error(
         "{} did not appear as a block device within {waited_ms} ms \
@@ -115,6 +130,34 @@ pub enum SimHostError {
         /// How long it was waited for.
         waited_ms: u64,
     },
+}
+
+/// Loads kernel module `module` with `params` (`modprobe`), where we may (root). `Err` says
+/// why it is not loaded, in a few words ("loading it needs root", modprobe's own complaint).
+pub(crate) fn load_module(module: &str, params: &[&str]) -> Result<(), String> {
+    if !nix::unistd::geteuid().is_root() {
+        return Err("loading it needs root".into());
+    }
+    let Some(modprobe) = find_program("modprobe") else {
+        return Err("modprobe is not installed (apt-get install -y kmod)".into());
+    };
+    match Command::new(&modprobe).arg(module).args(params).output() {
+        Ok(out) if out.status.success() => Ok(()),
+        Ok(out) => Err(format!(
+            "modprobe {module} failed: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        )),
+        Err(err) => Err(format!("could not run {}: {err}", modprobe.display())),
+    }
+}
+
+/// `name` in `PATH`, or in /usr/sbin or /sbin (where modprobe lives, often off a user's PATH).
+pub(crate) fn find_program(name: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path)
+        .chain([PathBuf::from("/usr/sbin"), PathBuf::from("/sbin")])
+        .map(|dir| dir.join(name))
+        .find(|candidate| candidate.is_file())
 }
 
 impl SimHostError {

@@ -12,13 +12,12 @@ use std::fs::{self, OpenOptions};
 use std::io::{self, Write};
 use std::os::unix::fs::{FileTypeExt, MetadataExt};
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use super::throttle::pid_alive;
-use super::SimHostError;
+use super::{load_module, SimHostError};
 
 /// Where null_blk's configfs directory is when configfs is mounted and null_blk is loaded.
 pub const NULLB_CONFIGFS_ROOT: &str = "/sys/kernel/config/nullb";
@@ -327,7 +326,8 @@ fn probe(root: &Path, may_load: bool) -> Result<(), String> {
     }
     if !root_user {
         return Err(format!(
-            "no {}: null_blk is not loaded, and loading it needs root",
+            "no {}: null_blk is not loaded, and loading it needs root \
+             ('modprobe null_blk nr_devices=0' as root)",
             root.display()
         ));
     }
@@ -335,19 +335,9 @@ fn probe(root: &Path, may_load: bool) -> Result<(), String> {
     if may_load {
         // Loading null_blk loads configfs too, which makes the mount point; nr_devices=0 keeps
         // the module from making a default nullb0 of its own.
-        match find_program("modprobe") {
-            None => tried.push("modprobe not found".to_string()),
-            Some(modprobe) => match Command::new(&modprobe)
-                .args(["null_blk", "nr_devices=0"])
-                .output()
-            {
-                Ok(out) if out.status.success() => tried.push("modprobe null_blk ran".into()),
-                Ok(out) => tried.push(format!(
-                    "modprobe null_blk failed: {}",
-                    String::from_utf8_lossy(&out.stderr).trim()
-                )),
-                Err(err) => tried.push(format!("could not run {}: {err}", modprobe.display())),
-            },
+        match load_module("null_blk", &["nr_devices=0"]) {
+            Ok(()) => tried.push("modprobe null_blk ran".into()),
+            Err(why) => tried.push(why),
         }
         if let Some(config) = root.parent() {
             if !config.is_dir() {
@@ -375,18 +365,10 @@ fn probe(root: &Path, may_load: bool) -> Result<(), String> {
         format!(" ({})", tried.join("; "))
     };
     Err(format!(
-        "no {}: the kernel has no null_blk{detail}",
+        "no {}: the kernel has no null_blk{detail}; 'modprobe null_blk nr_devices=0' loads it \
+         where the kernel has the module",
         root.display()
     ))
-}
-
-/// `name` in `PATH`, or in /usr/sbin or /sbin (where modprobe lives, often off a user's PATH).
-fn find_program(name: &str) -> Option<PathBuf> {
-    let path = std::env::var_os("PATH").unwrap_or_default();
-    std::env::split_paths(&path)
-        .chain([PathBuf::from("/usr/sbin"), PathBuf::from("/sbin")])
-        .map(|dir| dir.join(name))
-        .find(|candidate| candidate.is_file())
 }
 
 /// Whether something is mounted on `dir` (it is on another device than its parent).

@@ -3,17 +3,22 @@
 //! An [`IoThrottle`] is one cgroup, `hostmax-<pid>-<n>`, in the cgroup v1 `blkio` hierarchy
 //! (`blkio.throttle.*_device` files) or, where that is not mounted, in the cgroup v2 hierarchy
 //! (`io.max`). Only processes (or, with v1, threads) inside the group are capped. Dropping it moves
-//! its members back to the hierarchy's root and removes the group; [`IoThrottle::sweep_stale`]
-//! removes empty groups left by processes that were killed.
+//! its members back to the cgroups they came from and removes the group; [`IoThrottle::sweep_stale`]
+//! removes empty groups left by processes that were killed. Where the v2 root had to delegate
+//! the `io` controller (`+io` in its `cgroup.subtree_control`), the last of hostmax's groups
+//! to go takes it back (`-io`), so the host is left as it was found.
 
+use std::collections::HashMap;
 use std::ffi::CString;
 use std::fs;
 use std::io;
 use std::os::unix::ffi::OsStrExt;
+use std::os::unix::io::AsRawFd;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::Mutex;
 use std::time::Duration;
 
 use super::SimHostError;
@@ -75,6 +80,11 @@ pub struct IoThrottle {
     dir: PathBuf,
     root: PathBuf,
     flavor: CgroupFlavor,
+    /// Where each member that joined through this value came from (pid or tid).
+    origins: Mutex<HashMap<u32, PathBuf>>,
+    /// Where this process was when the group was made: where the children it starts in the
+    /// group come from, and where members of unknown origin go back to.
+    home: PathBuf,
 }
 
 static NEXT_GROUP: AtomicU32 = AtomicU32::new(0);
@@ -85,16 +95,23 @@ impl IoThrottle {
     /// Creates a new empty group (after sweeping stale ones), with no caps yet.
     pub fn create() -> Result<IoThrottle, SimHostError> {
         let (flavor, root) = io_hierarchy()?;
+        // Held while groups appear and vanish, so the last group's `-io` never races a new one.
+        let _lock = DelegationLock::take();
         sweep_in(&root);
         if flavor == CgroupFlavor::V2Io {
-            // Children of the root only get io.max once the root delegates the controller.
-            let control = root.join("cgroup.subtree_control");
-            fs::write(&control, "+io").map_err(SimHostError::io("write +io to", &control))?;
+            delegate_io(&root)?;
         }
         let n = NEXT_GROUP.fetch_add(1, Ordering::Relaxed);
         let dir = root.join(format!("{GROUP_PREFIX}{}-{n}", std::process::id()));
         fs::create_dir(&dir).map_err(SimHostError::io("create cgroup", &dir))?;
-        Ok(IoThrottle { dir, root, flavor })
+        let home = own_cgroup(flavor, &root, "self").unwrap_or_else(|| root.clone());
+        Ok(IoThrottle {
+            dir,
+            root,
+            flavor,
+            origins: Mutex::new(HashMap::new()),
+            home,
+        })
     }
 
     /// Which cgroup interface this group uses.
@@ -129,8 +146,18 @@ impl IoThrottle {
 
     /// Moves process `pid` (all its threads) into the group.
     pub fn join_pid(&self, pid: u32) -> Result<(), SimHostError> {
+        self.remember_origin(pid, &pid.to_string());
         let procs = self.dir.join("cgroup.procs");
         fs::write(&procs, pid.to_string()).map_err(SimHostError::io("write pid to", &procs))
+    }
+
+    /// Notes where `id` is now (`/proc/<proc_path>/cgroup`), to move it back there on drop.
+    fn remember_origin(&self, id: u32, proc_path: &str) {
+        if let Some(origin) = own_cgroup(self.flavor, &self.root, proc_path) {
+            if origin != self.dir {
+                lock(&self.origins).insert(id, origin);
+            }
+        }
     }
 
     /// Moves this process into the group (the demo does this before it runs the engine).
@@ -146,6 +173,7 @@ impl IoThrottle {
                 self.flavor
             )));
         }
+        self.remember_origin(tid, &format!("self/task/{tid}"));
         let tasks = self.dir.join("tasks");
         fs::write(&tasks, tid.to_string()).map_err(SimHostError::io("write tid to", &tasks))
     }
@@ -224,19 +252,31 @@ impl IoThrottle {
 impl Drop for IoThrottle {
     fn drop(&mut self) {
         // v1 can hold single threads, so move by tid there; v2 moves whole processes.
-        let (members, target) = match self.flavor {
-            CgroupFlavor::V1Blkio => ("tasks", self.root.join("tasks")),
-            CgroupFlavor::V2Io => ("cgroup.procs", self.root.join("cgroup.procs")),
+        let members = match self.flavor {
+            CgroupFlavor::V1Blkio => "tasks",
+            CgroupFlavor::V2Io => "cgroup.procs",
         };
+        let origins = std::mem::take(&mut *lock(&self.origins));
+        let _lock = DelegationLock::take();
         for _ in 0..100 {
             let _ = read_ids(&self.dir.join(members)).map(|ids| {
                 for id in ids {
-                    // A member may exit meanwhile (ESRCH): nothing to move then.
-                    let _ = fs::write(&target, id.to_string());
+                    // Back where it came from (children started in the group came from this
+                    // process's cgroup); the root if that is gone. A member may exit meanwhile
+                    // (ESRCH): nothing to move then.
+                    let origin = origins.get(&id).unwrap_or(&self.home);
+                    if fs::write(origin.join(members), id.to_string()).is_err() {
+                        let _ = fs::write(self.root.join(members), id.to_string());
+                    }
                 }
             });
             match fs::remove_dir(&self.dir) {
-                Ok(()) => return,
+                Ok(()) => {
+                    if self.flavor == CgroupFlavor::V2Io {
+                        undelegate_io_if_last(&self.root);
+                    }
+                    return;
+                }
                 Err(err) if err.kind() == io::ErrorKind::NotFound => return,
                 // EBUSY: a member was still on its way out or a new child just joined.
                 Err(_) => std::thread::sleep(Duration::from_millis(10)),
@@ -247,6 +287,91 @@ impl Drop for IoThrottle {
             self.dir.display()
         );
     }
+}
+
+/// Where hostmax notes that it enabled the v2 `io` controller in a root's
+/// `cgroup.subtree_control` (the file holds that root's path): the last group to go disables
+/// it again. /run is cleared on boot, as the cgroup tree is.
+const IO_DELEGATED_MARK: &str = "/run/hostmax-delegated-io";
+
+/// Serialises making and removing groups across processes ([`IO_DELEGATED_MARK`]'s owner).
+const DELEGATION_LOCK: &str = "/run/hostmax-cgroups.lock";
+
+/// An exclusive flock on [`DELEGATION_LOCK`] while it lives (nothing if /run is not writable:
+/// the controller is then left as found only without concurrent hostmax processes).
+struct DelegationLock {
+    // flock locks belong to this open file; closing it unlocks.
+    _file: Option<fs::File>,
+}
+
+impl DelegationLock {
+    fn take() -> DelegationLock {
+        let file = fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(DELEGATION_LOCK)
+            .ok();
+        if let Some(file) = &file {
+            // SAFETY: flock only takes the descriptor, which `file` keeps open for the call.
+            while unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) } != 0 {
+                if io::Error::last_os_error().kind() != io::ErrorKind::Interrupted {
+                    break;
+                }
+            }
+        }
+        DelegationLock { _file: file }
+    }
+}
+
+/// Enables `io` for the children of v2 `root` unless it already is; notes that we did.
+fn delegate_io(root: &Path) -> Result<(), SimHostError> {
+    let control = root.join("cgroup.subtree_control");
+    let enabled = fs::read_to_string(&control).map_err(SimHostError::io("read", &control))?;
+    if enabled.split_whitespace().any(|c| c == "io") {
+        return Ok(());
+    }
+    // Children of the root only get io.max once the root delegates the controller.
+    fs::write(&control, "+io").map_err(SimHostError::io("write +io to", &control))?;
+    let _ = fs::write(IO_DELEGATED_MARK, root.as_os_str().as_bytes());
+    Ok(())
+}
+
+/// Takes `io` back from v2 `root`'s children if hostmax enabled it and none of its groups is
+/// left there (call with the [`DelegationLock`] held).
+fn undelegate_io_if_last(root: &Path) {
+    let marked = fs::read(IO_DELEGATED_MARK).is_ok_and(|m| m == root.as_os_str().as_bytes());
+    let ours_left = fs::read_dir(root).is_ok_and(|entries| {
+        entries
+            .flatten()
+            .any(|e| stale_owner(GROUP_PREFIX, &e.file_name().to_string_lossy()).is_some())
+    });
+    if marked && !ours_left {
+        // Refused (EBUSY) where another user enabled io further down meanwhile: theirs now.
+        let _ = fs::write(root.join("cgroup.subtree_control"), "-io");
+        let _ = fs::remove_file(IO_DELEGATED_MARK);
+    }
+}
+
+/// The cgroup directory (under `root`) that `/proc/<proc_path>` is in, in the hierarchy of
+/// `flavor`; `None` if it cannot be told or is not under `root` (a namespaced view).
+fn own_cgroup(flavor: CgroupFlavor, root: &Path, proc_path: &str) -> Option<PathBuf> {
+    let text = fs::read_to_string(format!("/proc/{proc_path}/cgroup")).ok()?;
+    let relative = text.lines().find_map(|line| {
+        let mut fields = line.splitn(3, ':');
+        let (_, controllers, path) = (fields.next()?, fields.next()?, fields.next()?);
+        let ours = match flavor {
+            CgroupFlavor::V2Io => controllers.is_empty(),
+            CgroupFlavor::V1Blkio => controllers.split(',').any(|c| c == "blkio"),
+        };
+        ours.then(|| path.trim_start_matches('/').to_owned())
+    })?;
+    let dir = root.join(relative);
+    dir.is_dir().then_some(dir)
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 #[derive(Clone, Copy)]
@@ -371,6 +496,8 @@ mod tests {
             dir: scratch.0.clone(),
             root: scratch.0.clone(),
             flavor,
+            origins: Mutex::new(HashMap::new()),
+            home: scratch.0.clone(),
         };
         let mut written = Vec::new();
         for (rule, value) in [

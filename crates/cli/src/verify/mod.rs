@@ -266,6 +266,16 @@ pub fn judged_exit_code(reports: &[&HostReport], signal: i32, pass: bool) -> i32
 /// The main run: as [`app::run`], then, when spec options were given, the verdict table and
 /// the `"verdict"` in the JSON.
 pub fn run(plan: RunPlan, specs: &SpecArgs) -> anyhow::Result<i32> {
+    // Read before any I/O, said after the report: a refused run prints its one line only.
+    let doctor = crate::doctor::warning_line(&plan);
+    let code = run_judged(plan, specs)?;
+    if let Some(line) = doctor {
+        eprintln!("{line}");
+    }
+    Ok(code)
+}
+
+fn run_judged(plan: RunPlan, specs: &SpecArgs) -> anyhow::Result<i32> {
     let Some(set) = specs.spec_set(&plan.targets)? else {
         return app::run(plan);
     };

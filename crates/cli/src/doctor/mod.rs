@@ -1,0 +1,591 @@
+//! `hostmax doctor`: the host settings that hold a host-maximum test back, per device and for
+//! the host, most harmful first, each with what was found, why it matters and the command
+//! that changes it. Read-only: it reads sysfs and procfs (under [`checks::SysRoot`], which
+//! tests point at a stand-in tree) and builds one small io_uring to see what the kernel offers.
+//!
+//! A main run calls [`warning_line`] and prints its one line when something would warn.
+
+pub mod checks;
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+
+use clap::Args;
+use serde::Serialize;
+
+use crate::plan::{BadInput, JsonDest, RunPlan};
+use checks::{RunShape, SysRoot};
+
+/// How much a setting holds a host-maximum test back. Ordered most harmful first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Severity {
+    /// Caps the test or stops it: fix before measuring.
+    Harmful,
+    /// Costs IOPS or latency on most hosts.
+    Warning,
+    /// Matters at the very top (millions of IOPS) or for some workloads; worth knowing.
+    Info,
+    /// As a host-maximum test wants it.
+    Ok,
+}
+
+impl Severity {
+    fn label(self) -> &'static str {
+        match self {
+            Severity::Harmful => "HARMFUL",
+            Severity::Warning => "WARNING",
+            Severity::Info => "info",
+            Severity::Ok => "ok",
+        }
+    }
+}
+
+/// One setting of one device or of the host.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Finding {
+    /// A device's kernel name (`nvme0n1`, `loop3`) or `host`.
+    pub scope: String,
+    /// The setting (`scheduler`, `rq_affinity`, `kernel.io_uring_disabled`, ...).
+    pub setting: String,
+    /// What was found.
+    pub found: String,
+    /// How much it holds the test back.
+    pub severity: Severity,
+    /// Why it matters.
+    pub why: String,
+    /// The command that changes it (none when nothing needs to change, or nothing can).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fix: Option<String>,
+}
+
+/// `hostmax doctor`'s JSON root.
+#[derive(Debug, Clone, Serialize)]
+pub struct DoctorReport {
+    /// [`hostmax_aggregate::SCHEMA_VERSION`].
+    pub schema_version: u32,
+    /// The disks checked, in the order given.
+    pub devices: Vec<String>,
+    /// Every finding, most harmful first.
+    pub findings: Vec<Finding>,
+    /// How many findings are harmful or warnings.
+    pub harmful: usize,
+    /// How many findings are warnings.
+    pub warnings: usize,
+}
+
+/// `hostmax doctor`'s options.
+#[derive(Debug, Clone, Args)]
+pub struct DoctorArgs {
+    /// Block devices to check (paths or quoted glob patterns) [default: every disk with a
+    /// blk-mq queue map].
+    #[arg(long, value_name = "PATH|PATTERN", num_args = 1.., action = clap::ArgAction::Append)]
+    pub devices: Vec<OsString>,
+
+    /// The I/Os in flight per device the test will use (checked against `nr_requests`).
+    #[arg(long, value_name = "N", default_value_t = 32)]
+    pub iodepth: u32,
+
+    /// Write the findings as JSON to a file (`-` for stdout, then nothing else goes there).
+    #[arg(long, value_name = "PATH")]
+    pub json: Option<PathBuf>,
+
+    /// Read sysfs and procfs under this directory instead of `/` (a stand-in tree, for tests).
+    #[arg(long, value_name = "DIR", hide = true)]
+    pub sysroot: Option<PathBuf>,
+}
+
+/// The run shape of the doctor's own options: hostmax's CPUs and default block size.
+fn shape(iodepth: u32, block_size: u64, cpus: Option<&[usize]>) -> RunShape {
+    let allowed = hostmax_engine::placement::allowed_cpus().unwrap_or_default();
+    let cpus = match cpus {
+        Some(list) => allowed
+            .iter()
+            .copied()
+            .filter(|c| list.contains(c))
+            .collect(),
+        None => allowed,
+    };
+    RunShape {
+        iodepth,
+        block_size,
+        cpus,
+        root: nix::unistd::geteuid().is_root(),
+    }
+}
+
+/// Every finding for `disks` and the host, most harmful first (stable within a severity:
+/// devices in order, then the host).
+pub fn diagnose(root: &SysRoot, disks: &[String], shape: &RunShape) -> Vec<Finding> {
+    let mut findings: Vec<Finding> = disks
+        .iter()
+        .flat_map(|d| checks::device_findings(root, d, shape))
+        .collect();
+    findings.extend(checks::host_findings(root, shape, disks.len().max(1)));
+    if root.is_live() {
+        findings.extend(ring_findings(hostmax_engine::probe_kernel_ring()));
+    }
+    findings.sort_by_key(|f| f.severity);
+    findings
+}
+
+/// What the kernel's io_uring offers, from [`hostmax_engine::probe_kernel_ring`].
+pub fn ring_findings(probed: std::io::Result<hostmax_engine::KernelRingSupport>) -> Vec<Finding> {
+    let finding = |found: String, severity, why: &str, fix: Option<&str>| Finding {
+        scope: "host".into(),
+        setting: "io_uring features".into(),
+        found,
+        severity,
+        why: why.into(),
+        fix: fix.map(str::to_string),
+    };
+    let support = match probed {
+        Ok(s) => s,
+        Err(e) => {
+            return vec![finding(
+                format!("no ring could be built: {e}"),
+                Severity::Harmful,
+                "hostmax drives every device through io_uring",
+                Some("sysctl -w kernel.io_uring_disabled=0, or a kernel with CONFIG_IO_URING=y"),
+            )]
+        }
+    };
+    let mut have = Vec::new();
+    let mut missing = Vec::new();
+    for (name, on) in [
+        ("defer_taskrun", support.defer_taskrun),
+        ("coop_taskrun", support.coop_taskrun),
+        ("registered_ring", support.registered_ring),
+        ("fixed_buffers", support.fixed_buffers),
+        ("nodrop", support.nodrop),
+        ("ext_arg", support.ext_arg),
+    ] {
+        if on {
+            have.push(name)
+        } else {
+            missing.push(name)
+        }
+    }
+    let found = if missing.is_empty() {
+        format!("all of {}", have.join(", "))
+    } else {
+        format!("missing {}; has {}", missing.join(", "), have.join(", "))
+    };
+    if support.defer_taskrun && support.fixed_buffers {
+        vec![finding(
+            found,
+            Severity::Ok,
+            "every ring feature hostmax uses for the least CPU per I/O",
+            None,
+        )]
+    } else {
+        vec![finding(
+            found,
+            Severity::Warning,
+            "an older kernel: hostmax falls back to slower ring setups, so more CPU per I/O (DEFER_TASKRUN needs Linux 6.1)",
+            Some("boot a kernel of 6.1 or later"),
+        )]
+    }
+}
+
+/// The whole disks named by `--devices` (or every disk with a queue map).
+fn disks_of(root: &SysRoot, devices: &[OsString]) -> Result<Vec<String>, BadInput> {
+    if devices.is_empty() {
+        return Ok(checks::all_disks(root));
+    }
+    let targets = crate::devices::resolve_targets(&crate::devices::expand_device_args(devices)?)?;
+    let mut disks = Vec::new();
+    for t in &targets {
+        let Some(name) = &t.kernel_name else {
+            return Err(BadInput(format!(
+                "{}: not a block device; doctor checks block devices' settings, give /dev/... paths",
+                t.path.display()
+            )));
+        };
+        let disk = checks::whole_disk(root, name);
+        if !disks.contains(&disk) {
+            disks.push(disk);
+        }
+    }
+    Ok(disks)
+}
+
+/// The doctor's table for people.
+pub fn render(findings: &[Finding], disks: &[String]) -> String {
+    let mut out = format!(
+        "hostmax doctor: {} device{} and the host, most harmful first\n",
+        disks.len(),
+        if disks.len() == 1 { "" } else { "s" }
+    );
+    let problems: Vec<&Finding> = findings
+        .iter()
+        .filter(|f| f.severity != Severity::Ok)
+        .collect();
+    // Devices with the same finding share one entry (20 volumes, one line each).
+    let mut groups: Vec<(&Finding, Vec<&str>)> = Vec::new();
+    for f in &problems {
+        match groups.iter_mut().find(|(g, _)| {
+            g.severity == f.severity
+                && g.setting == f.setting
+                && g.found == f.found
+                && g.why == f.why
+        }) {
+            Some((_, scopes)) => scopes.push(&f.scope),
+            None => groups.push((f, vec![&f.scope])),
+        }
+    }
+    for (f, scopes) in &groups {
+        out += &format!(
+            "{:<8} {:<10} {}: {}\n         why: {}\n",
+            f.severity.label(),
+            scopes.join(" "),
+            f.setting,
+            f.found,
+            f.why
+        );
+        if let Some(fix) = &f.fix {
+            out += &format!("         fix: {}\n", fix_for_all(fix, scopes));
+        }
+    }
+    let fine: Vec<String> = findings
+        .iter()
+        .filter(|f| f.severity == Severity::Ok)
+        .map(|f| format!("{} {}={}", f.scope, f.setting, f.found))
+        .collect();
+    if !fine.is_empty() {
+        out += &format!("ok: {}\n", fine.join("; "));
+    }
+    let serious = problems
+        .iter()
+        .filter(|f| f.severity <= Severity::Warning)
+        .count();
+    out += &if serious == 0 {
+        "nothing here holds a host-maximum test back\n".to_string()
+    } else {
+        format!(
+            "{serious} setting{} may hold a host-maximum test back\n",
+            if serious == 1 { "" } else { "s" }
+        )
+    };
+    out
+}
+
+/// `fix` (written for the first of `scopes`) as one command for all of them.
+fn fix_for_all(fix: &str, scopes: &[&str]) -> String {
+    let first = format!("/sys/block/{}/", scopes[0]);
+    if scopes.len() == 1 || !fix.contains(&first) {
+        return fix.to_string();
+    }
+    format!(
+        "for d in {}; do {}; done",
+        scopes.join(" "),
+        fix.replace(&first, "/sys/block/$d/")
+    )
+}
+
+/// Runs `hostmax doctor`; returns the exit code (0: the doctor only reports).
+pub fn run(args: &DoctorArgs) -> anyhow::Result<i32> {
+    let root = SysRoot(args.sysroot.clone().unwrap_or_else(|| PathBuf::from("/")));
+    if !root.0.is_dir() {
+        return Err(BadInput(format!(
+            "--sysroot {}: not a directory; give a tree holding sys/ and proc/",
+            root.0.display()
+        ))
+        .into());
+    }
+    if args.iodepth == 0 {
+        return Err(BadInput("--iodepth 0: give 1 or more".into()).into());
+    }
+    let json = match &args.json {
+        None => None,
+        Some(p) if p.as_os_str() == "-" => Some(JsonDest::Stdout),
+        Some(p) => {
+            let dest = JsonDest::File(p.clone());
+            crate::output::json::check_json_dest(&dest)?;
+            Some(dest)
+        }
+    };
+    let disks = disks_of(&root, &args.devices)?;
+    let findings = diagnose(&root, &disks, &shape(args.iodepth, 4096, None));
+    crate::verify::print_beside_json(&render(&findings, &disks), json.as_ref());
+    if let Some(dest) = &json {
+        let report = DoctorReport {
+            schema_version: hostmax_aggregate::SCHEMA_VERSION,
+            harmful: findings
+                .iter()
+                .filter(|f| f.severity == Severity::Harmful)
+                .count(),
+            warnings: findings
+                .iter()
+                .filter(|f| f.severity == Severity::Warning)
+                .count(),
+            devices: disks,
+            findings,
+        };
+        crate::output::json::write_json(&report, dest)?;
+    }
+    Ok(0)
+}
+
+/// The one line a main run prints (on stderr) when the doctor would warn about its devices
+/// or the host; `None` when nothing is harmful or a warning.
+pub fn warning_line(plan: &RunPlan) -> Option<String> {
+    let root = SysRoot::default();
+    let mut disks: Vec<String> = Vec::new();
+    for name in plan.targets.iter().filter_map(|t| t.kernel_name.as_ref()) {
+        let disk = checks::whole_disk(&root, name);
+        if !disks.contains(&disk) {
+            disks.push(disk);
+        }
+    }
+    let shape = shape(
+        plan.workload.iodepth,
+        plan.workload.block_size.into(),
+        plan.cpus.as_deref(),
+    );
+    let serious: Vec<Finding> = diagnose(&root, &disks, &shape)
+        .into_iter()
+        .filter(|f| f.severity <= Severity::Warning)
+        .collect();
+    let worst = serious.first()?;
+    Some(format!(
+        "hostmax: doctor: {} setting{} may hold this test back (worst: {} {} {}); see 'hostmax doctor{}'",
+        serious.len(),
+        if serious.len() == 1 { "" } else { "s" },
+        worst.scope,
+        worst.setting,
+        worst.found,
+        if disks.is_empty() {
+            String::new()
+        } else {
+            format!(
+                " --devices {}",
+                disks
+                    .iter()
+                    .map(|d| format!("/dev/{d}"))
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            )
+        }
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::test_support::ScratchDir;
+
+    /// Writes `text` at `rel` under `root`, making the directories.
+    fn put(root: &std::path::Path, rel: &str, text: &str) {
+        let path = root.join(rel);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, format!("{text}\n")).unwrap();
+    }
+
+    /// A stand-in host whose every setting is wrong for a host-maximum test: an NVMe
+    /// namespace with two queues on node 1, its queue 0 interrupt on a CPU of queue 1.
+    fn bad_host(root: &std::path::Path) {
+        let q = "sys/block/nvme0n1/queue";
+        for (file, text) in [
+            ("scheduler", "[mq-deadline] kyber none"),
+            ("rq_affinity", "0"),
+            ("nr_requests", "16"),
+            ("nomerges", "0"),
+            ("add_random", "1"),
+            ("iostats", "1"),
+            ("write_cache", "write through"),
+            ("rotational", "0"),
+        ] {
+            put(root, &format!("{q}/{file}"), text);
+        }
+        put(root, "sys/block/nvme0n1/size", "2097152");
+        put(root, "sys/block/nvme0n1/mq/0/cpu_list", "0, 1");
+        put(root, "sys/block/nvme0n1/mq/1/cpu_list", "2, 3");
+        put(root, "sys/block/nvme0n1/device/device/numa_node", "1");
+        put(root, "sys/devices/system/node/node1/cpulist", "2-3");
+        put(
+            root,
+            "proc/interrupts",
+            "           CPU0       CPU1\n 40:  1 2  PCI-MSIX  0-edge  nvme0q0\n 41:  5 6  PCI-MSIX  1-edge  nvme0q1\n 42:  5 6  PCI-MSIX  2-edge  nvme0q2",
+        );
+        put(root, "proc/irq/41/effective_affinity_list", "3");
+        put(root, "proc/irq/42/effective_affinity_list", "2");
+        put(root, "proc/sys/kernel/io_uring_disabled", "2");
+        put(
+            root,
+            "sys/kernel/mm/transparent_hugepage/enabled",
+            "always madvise [never]",
+        );
+        put(
+            root,
+            "proc/self/limits",
+            "Limit                     Soft Limit           Hard Limit           Units\nMax locked memory         65536                65536                bytes",
+        );
+        put(root, "proc/4242/comm", "irqbalance");
+        for cpu in 0..2 {
+            let base = format!("sys/devices/system/cpu/cpu{cpu}");
+            put(
+                root,
+                &format!("{base}/cpufreq/scaling_governor"),
+                "powersave",
+            );
+            put(root, &format!("{base}/cpuidle/state0/name"), "POLL");
+            put(root, &format!("{base}/cpuidle/state0/latency"), "0");
+            put(root, &format!("{base}/cpuidle/state1/name"), "C6");
+            put(root, &format!("{base}/cpuidle/state1/latency"), "133");
+            put(root, &format!("{base}/cpuidle/state1/disable"), "0");
+        }
+    }
+
+    fn shape_on(cpus: &[usize]) -> RunShape {
+        RunShape {
+            iodepth: 32,
+            block_size: 4096,
+            cpus: cpus.to_vec(),
+            root: false,
+        }
+    }
+
+    fn find<'a>(findings: &'a [Finding], setting: &str) -> &'a Finding {
+        findings
+            .iter()
+            .find(|f| f.setting == setting)
+            .unwrap_or_else(|| panic!("no {setting} in {findings:#?}"))
+    }
+
+    #[test]
+    fn a_stand_in_host_with_every_setting_wrong_is_diagnosed_most_harmful_first() {
+        let dir = ScratchDir::new("doctor-bad");
+        bad_host(&dir.0);
+        let root = SysRoot(dir.0.clone());
+        assert_eq!(checks::all_disks(&root), vec!["nvme0n1".to_string()]);
+        let findings = diagnose(&root, &["nvme0n1".into()], &shape_on(&[0, 1]));
+        assert!(
+            findings.windows(2).all(|w| w[0].severity <= w[1].severity),
+            "{findings:#?}"
+        );
+        let expect = [
+            ("scheduler", "mq-deadline", Severity::Harmful),
+            ("nr_requests", "16", Severity::Harmful),
+            ("numa node", "device on node 1", Severity::Harmful),
+            ("kernel.io_uring_disabled", "2", Severity::Harmful),
+            ("memlock limit", "64 KiB", Severity::Harmful),
+            ("rq_affinity", "0", Severity::Warning),
+            ("add_random", "1", Severity::Warning),
+            (
+                "irq affinity vs queue map",
+                "queue 0 (CPUs 0-1) interrupts CPU 3 (IRQ 41)",
+                Severity::Warning,
+            ),
+            ("transparent_hugepage", "never", Severity::Warning),
+            ("irqbalance", "running", Severity::Warning),
+            ("cpu governor", "powersave on 2 CPUs", Severity::Warning),
+            ("cpu idle states", "C6 (133 us)", Severity::Warning),
+            ("nomerges", "0", Severity::Info),
+            ("iostats", "1", Severity::Info),
+            ("write_cache", "write through", Severity::Info),
+        ];
+        for (setting, found, severity) in expect {
+            let f = find(&findings, setting);
+            assert!(f.found.starts_with(found), "{f:#?}");
+            assert_eq!(f.severity, severity, "{f:#?}");
+            assert!(!f.why.is_empty());
+            if severity <= Severity::Warning {
+                assert!(f.fix.is_some(), "{f:#?}");
+            }
+        }
+        // Queue 1's interrupt is on its own CPUs: only queue 0 is named.
+        assert!(!find(&findings, "irq affinity vs queue map")
+            .found
+            .contains("queue 1"));
+        assert_eq!(
+            find(&findings, "scheduler").fix.as_deref(),
+            Some("echo none > /sys/block/nvme0n1/queue/scheduler")
+        );
+        assert_eq!(
+            find(&findings, "nr_requests").fix.as_deref(),
+            Some("echo 256 > /sys/block/nvme0n1/queue/nr_requests")
+        );
+        // No kernel probe against a stand-in tree.
+        assert!(findings.iter().all(|f| f.setting != "io_uring features"));
+        let text = render(&findings, &["nvme0n1".into()]);
+        assert!(text.starts_with("hostmax doctor: 1 device"), "{text}");
+        assert!(text.contains("12 settings may hold"), "{text}");
+    }
+
+    #[test]
+    fn a_good_host_has_nothing_to_say() {
+        let dir = ScratchDir::new("doctor-good");
+        let q = "sys/block/nvme0n1/queue";
+        for (file, text) in [
+            ("scheduler", "[none] mq-deadline"),
+            ("rq_affinity", "2"),
+            ("nr_requests", "1023"),
+            ("nomerges", "2"),
+            ("add_random", "0"),
+            ("iostats", "0"),
+        ] {
+            put(&dir.0, &format!("{q}/{file}"), text);
+        }
+        put(&dir.0, "sys/block/nvme0n1/mq/0/cpu_list", "0, 1");
+        put(&dir.0, "sys/block/nvme0n1/device/device/numa_node", "0");
+        put(&dir.0, "sys/devices/system/node/node0/cpulist", "0-1");
+        put(&dir.0, "proc/sys/kernel/io_uring_disabled", "0");
+        put(
+            &dir.0,
+            "sys/kernel/mm/transparent_hugepage/enabled",
+            "always [madvise] never",
+        );
+        put(
+            &dir.0,
+            "sys/devices/system/cpu/cpu0/cpufreq/scaling_governor",
+            "performance",
+        );
+        let root = SysRoot(dir.0.clone());
+        let findings = diagnose(&root, &["nvme0n1".into()], &shape_on(&[0, 1]));
+        assert!(
+            findings.iter().all(|f| f.severity == Severity::Ok),
+            "{findings:#?}"
+        );
+        assert!(render(&findings, &[]).contains("nothing here holds"));
+    }
+
+    #[test]
+    fn the_kernel_probe_is_judged() {
+        let all = hostmax_engine::KernelRingSupport {
+            defer_taskrun: true,
+            coop_taskrun: true,
+            registered_ring: true,
+            fixed_buffers: true,
+            nodrop: true,
+            ext_arg: true,
+        };
+        assert_eq!(ring_findings(Ok(all))[0].severity, Severity::Ok);
+        let old = hostmax_engine::KernelRingSupport {
+            defer_taskrun: false,
+            ..all
+        };
+        let f = &ring_findings(Ok(old))[0];
+        assert_eq!(f.severity, Severity::Warning);
+        assert!(f.found.starts_with("missing defer_taskrun"), "{f:#?}");
+        let none = &ring_findings(Err(std::io::Error::from_raw_os_error(libc::EPERM)))[0];
+        assert_eq!(none.severity, Severity::Harmful);
+        // The live kernel builds a ring here.
+        assert!(hostmax_engine::probe_kernel_ring().is_ok());
+    }
+
+    #[test]
+    fn one_fix_for_many_devices() {
+        assert_eq!(
+            fix_for_all(
+                "echo 2 > /sys/block/loop1/queue/nomerges",
+                &["loop1", "loop2"]
+            ),
+            "for d in loop1 loop2; do echo 2 > /sys/block/$d/queue/nomerges; done"
+        );
+        assert_eq!(
+            fix_for_all("systemctl stop x", &["host"]),
+            "systemctl stop x"
+        );
+    }
+}

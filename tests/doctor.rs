@@ -1,0 +1,206 @@
+//! `hostmax doctor` against real sysfs: settings of our own loop devices changed (and put
+//! back) under it, and the one line a main run prints when the doctor would warn.
+
+mod support;
+
+use serde_json::Value;
+use support::*;
+
+const MIB: u64 = 1 << 20;
+
+/// A queue setting of one of our loop devices, put back as it was on drop (loop devices are
+/// reused after they are detached, and keep their queue settings).
+struct QueueSetting {
+    path: String,
+    was: String,
+}
+
+impl QueueSetting {
+    fn set(disk: &str, file: &str, value: &str) -> QueueSetting {
+        let path = format!("/sys/block/{disk}/queue/{file}");
+        let text = std::fs::read_to_string(&path).unwrap();
+        // A selector (`[none] mq-deadline`) is put back by its bracketed choice.
+        let was = match (text.find('['), text.find(']')) {
+            (Some(a), Some(b)) => text[a + 1..b].to_string(),
+            _ => text.trim().to_string(),
+        };
+        std::fs::write(&path, value).unwrap_or_else(|e| panic!("{path} <- {value}: {e}"));
+        QueueSetting { path, was }
+    }
+}
+
+impl Drop for QueueSetting {
+    fn drop(&mut self) {
+        let _ = std::fs::write(&self.path, &self.was);
+    }
+}
+
+fn finding<'a>(json: &'a Value, scope: &str, setting: &str) -> &'a Value {
+    json["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["scope"] == scope && f["setting"] == setting)
+        .unwrap_or_else(|| panic!("no {scope} {setting} in {json:#}"))
+}
+
+#[test]
+fn doctor_reads_the_settings_of_real_loop_queues() {
+    require_root!();
+    let host = loop_volumes(2, 16 * MIB);
+    let names = volume_kernel_names(&host);
+    let paths = volume_paths(&host);
+    let scheduler_offered =
+        std::fs::read_to_string(format!("/sys/block/{}/queue/scheduler", names[0]))
+            .unwrap()
+            .contains("mq-deadline");
+    let _settings = [
+        QueueSetting::set(&names[0], "rq_affinity", "0"),
+        QueueSetting::set(&names[0], "nomerges", "0"),
+        QueueSetting::set(&names[1], "rq_affinity", "2"),
+        QueueSetting::set(&names[1], "nomerges", "2"),
+        QueueSetting::set(
+            &names[0],
+            "scheduler",
+            if scheduler_offered {
+                "mq-deadline"
+            } else {
+                "none"
+            },
+        ),
+        QueueSetting::set(&names[1], "scheduler", "none"),
+    ];
+    let mut args = vec!["doctor".to_string(), "--devices".into()];
+    args.extend(paths.iter().cloned());
+    let json = run_json_stdout(&args, None);
+    assert_eq!(json["devices"], serde_json::json!(names), "{json:#}");
+
+    let f = finding(&json, &names[0], "rq_affinity");
+    assert_eq!(
+        (f["found"].as_str(), f["severity"].as_str()),
+        (Some("0"), Some("warning"))
+    );
+    assert_eq!(
+        f["fix"].as_str(),
+        Some(format!("echo 2 > /sys/block/{}/queue/rq_affinity", names[0]).as_str())
+    );
+    assert_eq!(finding(&json, &names[1], "rq_affinity")["severity"], "ok");
+    assert_eq!(finding(&json, &names[0], "nomerges")["severity"], "info");
+    assert_eq!(finding(&json, &names[1], "nomerges")["severity"], "ok");
+    assert_eq!(finding(&json, &names[1], "scheduler")["found"], "none");
+    if scheduler_offered {
+        let f = finding(&json, &names[0], "scheduler");
+        assert_eq!(
+            (f["found"].as_str(), f["severity"].as_str()),
+            (Some("mq-deadline"), Some("warning"))
+        );
+    } else {
+        say_skipped("mq-deadline not offered by this kernel: the scheduler warning is not checked");
+    }
+    // Most harmful first, and the host is checked too (the kernel's io_uring is probed).
+    let order = |s: &str| {
+        ["harmful", "warning", "info", "ok"]
+            .iter()
+            .position(|x| *x == s)
+            .unwrap()
+    };
+    let sev: Vec<usize> = json["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| order(f["severity"].as_str().unwrap()))
+        .collect();
+    assert!(sev.windows(2).all(|w| w[0] <= w[1]), "{json:#}");
+    assert_eq!(
+        finding(&json, "host", "io_uring features")["severity"],
+        "ok"
+    );
+
+    // The table names the problem, why, and the command.
+    let out = run_hostmax(&args, None);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("WARNING") && text.contains("rq_affinity: 0"),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!(
+            "fix: echo 2 > /sys/block/{}/queue/rq_affinity",
+            names[0]
+        )),
+        "{text}"
+    );
+
+    // A main run on the warned device says so in one line, after its report.
+    let out = run_hostmax(
+        &[
+            "--devices",
+            &paths[0],
+            "--runtime",
+            "1s",
+            "--ramp",
+            "0s",
+            "--json",
+            "-",
+        ],
+        None,
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let lines: Vec<&str> = stderr.lines().filter(|l| l.contains("doctor")).collect();
+    assert_eq!(lines.len(), 1, "{stderr}");
+    assert!(
+        lines[0].contains("rq_affinity")
+            && lines[0].contains(&format!("hostmax doctor --devices /dev/{}", names[0])),
+        "{stderr}"
+    );
+    serde_json::from_slice::<Value>(&out.stdout).expect("stdout is only the report");
+}
+
+#[test]
+fn doctor_reads_a_stand_in_tree_and_refuses_bad_input() {
+    let dir = ScratchDir::new("doctor-tree");
+    let put = |rel: &str, text: &str| {
+        let p = dir.join(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, text).unwrap();
+    };
+    put("sys/block/sdz/size", "1000\n");
+    put("sys/block/sdz/mq/0/cpu_list", "0\n");
+    put("sys/block/sdz/queue/nr_requests", "4\n");
+    put("sys/block/sdz/queue/scheduler", "[bfq] none\n");
+    put("sys/block/sdz/queue/rotational", "1\n");
+    put("sys/block/loop9/size", "0\n");
+    put("proc/sys/kernel/io_uring_disabled", "2\n");
+    let json = run_json_stdout(
+        &["doctor", "--sysroot", &dir.path(""), "--iodepth", "64"],
+        None,
+    );
+    // The unattached loop device (size 0) is left out.
+    assert_eq!(json["devices"], serde_json::json!(["sdz"]), "{json:#}");
+    assert_eq!(json["harmful"], 2, "{json:#}");
+    let first = &json["findings"][0];
+    assert_eq!(first["severity"], "harmful");
+    let f = finding(&json, "sdz", "nr_requests");
+    assert!(f["why"].as_str().unwrap().contains("64 I/Os"), "{f}");
+    // A rotational disk's scheduler is only worth knowing.
+    assert_eq!(finding(&json, "sdz", "scheduler")["severity"], "info");
+
+    for (args, needle) in [
+        (
+            vec!["doctor", "--sysroot", "/nonexistent-root"],
+            "--sysroot",
+        ),
+        (
+            vec!["doctor", "--devices", "/dev/nonexistent-disk"],
+            "/dev/nonexistent-disk",
+        ),
+        (vec!["doctor", "--iodepth", "0"], "--iodepth"),
+    ] {
+        let out = run_hostmax(&args, None);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
+        assert!(stderr.contains(needle), "{stderr}");
+    }
+}

@@ -1,0 +1,140 @@
+#!/usr/bin/env bash
+# The kernel test matrix: boots each distribution kernel in a virtme-ng VM (qemu, emulated: no
+# KVM needed) with this machine's filesystem as the guest's root, and runs there the integration
+# tests that depend on the kernel, with real null_blk (poll queues too), loop and cgroup v2.
+#
+#   bash tests/kernels/run.sh            # Debian 12's 6.1 and the 6.12 LTS, one after the other
+#   HOSTMAX_KERNELS=6.12 bash tests/kernels/run.sh
+#
+# Installs what it needs when missing (root): qemu-system-x86 and the newest Debian kernel
+# package of each series (apt), virtme-ng (pip, in a venv under the target directory). Builds the
+# test executables here, then prints one line per kernel and test:
+#   kernel 6.1.0-56-amd64  PASS  faults::read_only_flip...  (12.3 s)
+# and a wall time per kernel. Any failure (or a VM that does not come back) exits non-zero;
+# the full output of a failed test is printed after its line. The VM emulates the CPU: the tests
+# chosen here check behaviour and exact counts, never speed (see tests/kernels/guest.sh).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+repo=$PWD
+export CARGO_TERM_COLOR=never
+target=${CARGO_TARGET_DIR:-$repo/target}
+work=$target/kernel-matrix
+mkdir -p "$work"
+series=${HOSTMAX_KERNELS:-6.1 6.12}
+# virtme-ng's version is pinned: its command line is what this script speaks.
+vng_version=1.42
+
+say() { echo "kernel-matrix: $*" >&2; }
+die() { say "$*"; exit 1; }
+
+apt_updated=0
+apt_install() {
+  [[ $(id -u) == 0 ]] || die "installing $* needs root: run 'apt-get install -y $*' or run this as root"
+  if ((apt_updated == 0)); then apt-get update -q >&2; apt_updated=1; fi
+  # INITRD=No: virtme-ng boots the kernel without the distribution's initramfs; making one per
+  # kernel would cost minutes.
+  DEBIAN_FRONTEND=noninteractive INITRD=No apt-get install -y -q -o DPkg::Lock::Timeout=900 \
+    --no-install-recommends "$@" >&2
+}
+
+# The installed kernel of a series ("6.1" -> /boot/vmlinuz-6.1.0-56-amd64), newest first.
+installed_kernel() {
+  local pattern
+  case $1 in
+    6.1) pattern='/boot/vmlinuz-6.1.0-*-amd64' ;;
+    *) pattern="/boot/vmlinuz-$1.*+deb*-amd64" ;;
+  esac
+  # shellcheck disable=SC2086
+  ls -1 $pattern 2>/dev/null | sort -V | tail -n 1
+}
+
+# The newest Debian package of a series' kernel image.
+kernel_package() {
+  local regex
+  case $1 in
+    6.1) regex='^linux-image-6\.1\.0-[0-9]+-amd64$' ;;
+    *) regex="^linux-image-${1//./\\.}\\.[0-9]+\\+deb[0-9]+-amd64\$" ;;
+  esac
+  apt-cache pkgnames linux-image- | grep -E "$regex" | sort -V | tail -n 1
+}
+
+# --- what the matrix needs -----------------------------------------------------------------
+command -v qemu-system-x86_64 >/dev/null || apt_install qemu-system-x86
+# virtme-ng makes its small initramfs from a statically linked busybox.
+dpkg -s busybox-static >/dev/null 2>&1 || apt_install busybox-static
+kernels=()
+for s in $series; do
+  k=$(installed_kernel "$s")
+  if [[ -z $k ]]; then
+    if ((apt_updated == 0)) && [[ $(id -u) == 0 ]]; then apt-get update -q >&2; apt_updated=1; fi
+    pkg=$(kernel_package "$s")
+    [[ -n $pkg ]] || die "no Debian package of kernel $s (apt-cache pkgnames linux-image-$s finds none)"
+    apt_install "$pkg"
+    k=$(installed_kernel "$s")
+    [[ -n $k ]] || die "installed $pkg but no /boot/vmlinuz of $s appeared"
+  fi
+  kernels+=("$k")
+done
+venv=$work/venv
+if [[ ! -x $venv/bin/vng ]] || [[ $("$venv/bin/vng" --version 2>/dev/null) != *"$vng_version"* ]]; then
+  python3 -m venv "$venv" || die "python3 -m venv failed: apt-get install -y python3-venv"
+  "$venv/bin/pip" install -q "virtme-ng==$vng_version" >&2
+fi
+# vng runs its helpers (virtme-run) from PATH.
+export PATH=$venv/bin:$PATH
+
+# --- the test executables, built here --------------------------------------------------------
+# Every integration test binary the guest runs, by name; their paths come from cargo.
+cargo test --workspace --locked --no-run --message-format=json-render-diagnostics >"$work/build.json"
+python3 - "$work/build.json" >"$work/executables" <<'PY'
+import json, sys
+for line in open(sys.argv[1]):
+    msg = json.loads(line)
+    if msg.get("reason") == "compiler-artifact" and msg.get("executable") \
+            and msg["target"]["kind"] == ["test"]:
+        print(msg["target"]["name"], msg["executable"])
+PY
+hostmax=$target/debug/hostmax
+[[ -x $hostmax ]] || die "no $hostmax after the build"
+
+# --- one VM per kernel, one after the other --------------------------------------------------
+# Two cores: two emulated VMs at once would each run at half speed and double the timeouts'
+# risk, for no gain in wall time.
+failed=0
+summary=()
+for kernel in "${kernels[@]}"; do
+  version=${kernel#/boot/vmlinuz-}
+  out=$work/$version
+  rm -rf "$out"
+  mkdir -p "$out"
+  started=$(date +%s)
+  say "booting $version (emulated; the first lines take about 20 s)"
+  set +e
+  timeout --kill-after=30 "${HOSTMAX_KERNEL_TIMEOUT:-1800}" \
+    "$venv/bin/vng" --run "$kernel" --disable-kvm --cpus 2 --memory 4G \
+    --rwdir "$out" --exec "bash $repo/tests/kernels/guest.sh $out $work/executables $hostmax" \
+    </dev/null >"$out/console.log" 2>&1
+  vm_status=$?
+  set -e
+  took=$(($(date +%s) - started))
+  grep -h '^kernel ' "$out/results" 2>/dev/null || true
+  if [[ ! -s $out/done ]]; then
+    echo "kernel $version  FAIL  the VM did not finish (exit $vm_status); its console:"
+    tail -n 40 "$out/console.log"
+    failed=1
+  elif grep -q '  FAIL  ' "$out/results"; then
+    failed=1
+    for log in "$out"/failed/*.log; do
+      [[ -e $log ]] || continue
+      echo "---- $(basename "$log" .log) ----"
+      tail -n 60 "$log"
+    done
+  fi
+  summary+=("kernel $version: $(grep -c '  PASS  ' "$out/results" 2>/dev/null || echo 0) passed, $(grep -c '  FAIL  ' "$out/results" 2>/dev/null || echo 0) failed, $(grep -c '  SKIP  ' "$out/results" 2>/dev/null || echo 0) skipped, wall time ${took} s")
+done
+printf '%s\n' "${summary[@]}"
+if ((failed)); then
+  say "FAILED (logs in $work)"
+  exit 1
+fi
+say "all kernels passed"
