@@ -148,13 +148,23 @@ pub fn render_sweep(sweep: &Sweep, reports: &[HostReport]) -> String {
             share
         );
     }
-    out += &format!(
-        "ceiling {:.0} IOPS; knee at {} volume{} (the fewest reaching the ceiling within {}%)\n",
-        sweep.ceiling_iops,
-        sweep.knee_volumes,
-        if sweep.knee_volumes == 1 { "" } else { "s" },
-        (sweep.tolerance * 100.0 * 1e6).round() / 1e6
-    );
+    if sweep.saturated {
+        out += &format!(
+            "ceiling {:.0} IOPS; knee at {} volume{} (the fewest reaching the ceiling within {}%)\n",
+            sweep.ceiling_iops,
+            sweep.knee_volumes,
+            if sweep.knee_volumes == 1 { "" } else { "s" },
+            (sweep.tolerance * 100.0 * 1e6).round() / 1e6
+        );
+    } else {
+        // No knee without saturation: the highest figure only bounds the ceiling from below.
+        out += &format!(
+            "highest {:.0} IOPS, at {} volume{}\n",
+            sweep.ceiling_iops,
+            sweep.knee_volumes,
+            if sweep.knee_volumes == 1 { "" } else { "s" }
+        );
+    }
     match (sweep.saturated, sweep.rate_cap_iops) {
         (false, Some(cap)) => out += &format!(
             "not saturated: every step gave what --rate-iops {cap:.0} allows per volume; the host's ceiling is above this (run without --rate-iops to find it)\n"
@@ -199,11 +209,22 @@ pub fn sweep_chart(sweep: &Sweep) -> LineChart {
                 style: SeriesStyle::Dashed,
             },
         ],
+        // The knee is a property of a saturated host; an unsaturated sweep has only its
+        // highest figure, a lower bound of the ceiling.
         bands: vec![Band {
-            name: format!(
-                "ceiling {:.0} IOPS, knee at {} volumes",
-                sweep.ceiling_iops, sweep.knee_volumes
-            ),
+            name: if sweep.saturated {
+                format!(
+                    "ceiling {:.0} IOPS, knee at {} volume{}",
+                    sweep.ceiling_iops,
+                    sweep.knee_volumes,
+                    if sweep.knee_volumes == 1 { "" } else { "s" }
+                )
+            } else {
+                format!(
+                    "highest {:.0} IOPS: not saturated, no knee",
+                    sweep.ceiling_iops
+                )
+            },
             lower: sweep.ceiling_iops * (1.0 - t),
             upper: sweep.ceiling_iops,
         }],
@@ -342,6 +363,27 @@ mod tests {
         assert!(!text.contains("not saturated"));
         let svg = sweep_chart(&s).to_svg().unwrap();
         assert!(svg.contains("measured") && svg.contains("sum of the volumes"));
+        assert!(
+            svg.contains("knee at 4 volumes"),
+            "a saturated host has its knee drawn"
+        );
+        // Still growing with the volumes: no knee drawn, the highest figure named as such.
+        let growing = [(1, 2000.0), (2, 3998.0), (4, 7990.0)]
+            .map(|(volumes, iops)| SweepPoint {
+                volumes,
+                iops,
+                bytes_per_sec: iops * 4096.0,
+            })
+            .to_vec();
+        let s = Sweep::new(growing, Some(&[2000.0; 4]), Tolerance::DEFAULT).unwrap();
+        assert!(!s.saturated);
+        let svg = sweep_chart(&s).to_svg().unwrap();
+        assert!(!svg.contains("knee at") && svg.contains("not saturated, no knee"));
+        let text = render_sweep(&s, &[]);
+        assert!(
+            !text.contains("knee") && text.contains("highest 7990 IOPS"),
+            "{text}"
+        );
         assert!(check_svg_dest(Path::new("/nonexistent-dir/x.svg")).is_err());
         assert!(check_svg_dest(Path::new("/tmp")).is_err());
     }
