@@ -4,7 +4,7 @@ use std::fmt::Write as _;
 
 use hostmax_aggregate::{Figures, HostReport};
 
-use super::units::{format_latency_ns, format_mib_per_sec};
+use crate::units::{format_latency_ns, format_mib_per_sec};
 
 /// Renders `report` as a plain-text table for people: a heading line with the workload, one
 /// row per device (path, CPU, IOPS, MiB/s, p50/p99/p99.9 latency of each kind of I/O the

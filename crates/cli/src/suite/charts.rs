@@ -111,11 +111,8 @@ fn per_volume(report: &SuiteReport, figure: &str) -> Option<LineChart> {
         .first()
         .map(|c| &c.1.cells)
         .or(host_check.map(|c| &c.cells))?;
-    let scale = if figure == "iops" {
-        1.0
-    } else {
-        f64::from(1u32 << 20)
-    };
+    // Promises are in MB/s (10^6 bytes), so the chart is too.
+    let scale = if figure == "iops" { 1.0 } else { 1e6 };
     let value = |iops: f64, bytes_per_sec: f64| {
         if figure == "iops" {
             iops
@@ -149,7 +146,7 @@ fn per_volume(report: &SuiteReport, figure: &str) -> Option<LineChart> {
         .collect();
     if let Some((_, first)) = checks.first() {
         let same = checks.iter().all(|(_, c)| c.expected == first.expected);
-        let unit = if figure == "iops" { "IOPS" } else { "MiB/s" };
+        let unit = if figure == "iops" { "IOPS" } else { "MB/s" };
         series.push(Series {
             // One figure for all is worth reading off the legend (a log axis may not label it).
             name: if same {
@@ -190,7 +187,7 @@ fn per_volume(report: &SuiteReport, figure: &str) -> Option<LineChart> {
             }
         ),
         x_label: "volume".into(),
-        y_label: if figure == "iops" { "IOPS" } else { "MiB/s" }.into(),
+        y_label: if figure == "iops" { "IOPS" } else { "MB/s" }.into(),
         x_log: false,
         y_log,
         x_ticks: TickFormat::Count,

@@ -223,7 +223,7 @@ fn matrix_table(report: &SuiteReport, metric: TrackedMetric) -> String {
 /// Each cell's latency percentiles, reads and writes on rows of their own (as fio reports them),
 /// from the cell's exactly merged histograms.
 fn latency_table(report: &SuiteReport) -> String {
-    use crate::output::units::format_latency_ns;
+    use crate::units::format_latency_ns;
     let mut h = String::from(
         "<h2>Latency by read/write mix and block size</h2>\n<p class=\"note\">p50 / p99 / p99.9 \
          of every device together, over the window's rounds.</p>\n<table class=\"latency\"><tr>\
@@ -295,8 +295,8 @@ fn device_table(report: &SuiteReport) -> anyhow::Result<String> {
             d.read_iops,
             d.write_iops,
             d.bytes_per_sec / f64::from(1u32 << 20),
-            esc(&crate::output::units::format_latency_ns(d.read_latency_ns.p99)),
-            esc(&crate::output::units::format_latency_ns(d.write_latency_ns.p99)),
+            esc(&crate::units::format_latency_ns(d.read_latency_ns.p99)),
+            esc(&crate::units::format_latency_ns(d.write_latency_ns.p99)),
             d.errors
         )?;
     }
@@ -326,7 +326,7 @@ fn spec_table(report: &SuiteReport) -> anyhow::Result<String> {
                 "<tr><td class=\"l\">{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td><td>{}</td><td>{}</td><td class=\"l\">{verdict}</td></tr>",
                 esc(&v.path),
                 esc(&v.label),
-                esc(&c.figure),
+                esc(super::table::figure_name(&c.figure)),
                 super::table::figure_text(&c.figure, c.expected),
                 c.measured.map_or("-".into(), |m| super::table::figure_text(&c.figure, m))
             )?;

@@ -12,8 +12,8 @@ use super::print_beside_json;
 use crate::app;
 use crate::args::{plan_run, RunArgs};
 use crate::chart::{Band, LegendCorner, LineChart, Series, SeriesStyle, TickFormat};
-use crate::output::units::format_mib_per_sec;
 use crate::plan::BadInput;
+use crate::units::format_mib_per_sec;
 
 /// One entry of `--steps`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

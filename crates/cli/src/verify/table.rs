@@ -9,7 +9,7 @@ use std::fmt::Write as _;
 use hostmax_aggregate::verdict::figure_to_reach;
 use hostmax_aggregate::{Bottleneck, Tolerance, Verdict};
 
-use crate::output::units::format_latency_ns;
+use crate::units::format_latency_ns;
 
 /// One row: target, spec, check, expected, measured, ratio, result.
 type Row = [String; 7];
@@ -155,6 +155,10 @@ pub fn render_verdict(v: &Verdict) -> String {
     };
 
     let mut out = format!("verdict (tolerance {t})\n");
+    if rows.iter().any(|r| r[2] == "MB/s") {
+        // The report tables above count MiB/s (2^20), as sizes on the command line do.
+        out += "MB/s here are 10^6 bytes per second, as promises are stated (the tables above show MiB/s, 2^20)\n";
+    }
     out += &line(&header);
     for r in &rows {
         out += &line(r);
