@@ -584,10 +584,12 @@ fn merge_results(parts: Vec<RunResult>) -> RunResult {
 fn describe(metric: TrackedMetric, record: &CellRound) -> String {
     let host = &record.report.host;
     format!(
-        "{:.0} IOPS  {:.1} MiB/s  mean {:.1} µs  errors {}{}",
+        "{:.0} IOPS  {} MiB/s  mean {}  errors {}{}",
         host.iops,
-        host.bytes_per_sec / f64::from(1u32 << 20),
-        metric_value(TrackedMetric::MeanLatencyNs, record) / 1000.0,
+        crate::units::format_mib_per_sec(host.bytes_per_sec),
+        crate::units::format_latency_ns(
+            metric_value(TrackedMetric::MeanLatencyNs, record).round() as u64
+        ),
         host.errors,
         if metric == TrackedMetric::Iops {
             String::new()

@@ -138,7 +138,13 @@ pub fn verify(args: &VerifyArgs) -> anyhow::Result<i32> {
             phase.describe()
         );
         let (report, sig) = app::measure(&phase.plan)?;
-        print_beside_json(&crate::output::table::render_table(&report), json.as_ref());
+        print_beside_json(
+            &crate::output::table::render_table_fitting(
+                &report,
+                crate::output::table::terminal_width(),
+            ),
+            json.as_ref(),
+        );
         reports.push(report);
         if sig != 0 {
             signal = sig;
@@ -157,6 +163,8 @@ pub fn verify(args: &VerifyArgs) -> anyhow::Result<i32> {
     if let Some(dest) = &json {
         let root = VerifyReport {
             schema_version: SCHEMA_VERSION,
+            hostname: crate::fleet::hostname(),
+            provenance: crate::fleet::provenance::spanning(&reports),
             verdict,
             phases: reports,
         };
