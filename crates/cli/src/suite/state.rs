@@ -92,6 +92,10 @@ pub struct SuiteConfig {
     /// What the volumes and the host promise, if spec options were given.
     #[serde(default)]
     pub promises: Option<super::spec::Promises>,
+    /// The suite's run id, made when it starts and kept through `--resume` (absent in
+    /// checkpoints of older versions: their report gets a fresh one).
+    #[serde(default)]
+    pub run_id: Option<String>,
     /// Idle milliseconds after each cell (`--sleep-between`).
     #[serde(default)]
     pub sleep_between_ms: u64,
@@ -104,10 +108,6 @@ pub struct SuiteConfig {
     /// Absolute path of a `hostmax curve --json` report to include in the HTML page.
     #[serde(default)]
     pub curve: Option<PathBuf>,
-    /// The suite's run id, made when it starts and kept through `--resume` (absent in
-    /// checkpoints of older versions: their report gets a fresh one).
-    #[serde(default)]
-    pub run_id: Option<String>,
 }
 
 impl SuiteConfig {
