@@ -10,7 +10,7 @@ use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::{Command, Output};
 
-use support::{kernel_completions, Mount, ScratchDir};
+use support::{kernel_completions, tool_command, Mount, ScratchDir};
 
 const HOSTMAX: &str = env!("CARGO_BIN_EXE_hostmax");
 
@@ -343,8 +343,7 @@ fn more_devices_than_the_open_file_limit_allows() {
 #[test]
 fn unwritable_json_directory() {
     if !is_root() {
-        eprintln!("skipped: mounting a read-only tmpfs needs root");
-        return;
+        skip!("mounting a read-only tmpfs needs root");
     }
     let dir = ScratchDir::new("rojson");
     let f = file_arg(&dir, "f", 1 << 20);
@@ -363,8 +362,7 @@ fn unwritable_json_directory() {
 #[test]
 fn writing_a_block_device_needs_allow_write() {
     if !is_root() {
-        eprintln!("skipped: attaching loop devices needs root");
-        return;
+        skip!("attaching loop devices needs root");
     }
     let dir = ScratchDir::new("allow");
     let img = file_arg(&dir, "img", 16 << 20);
@@ -405,7 +403,7 @@ fn writing_a_block_device_needs_allow_write() {
 }
 
 fn mkfs_ext4(dev: &str) {
-    let status = Command::new("mkfs.ext4")
+    let status = tool_command("mkfs.ext4", "e2fsprogs")
         .args(["-q", "-F", dev])
         .status()
         .expect("run mkfs.ext4");
@@ -413,7 +411,7 @@ fn mkfs_ext4(dev: &str) {
 }
 
 fn fsck_clean(dev: &str) {
-    let out = Command::new("fsck.ext4")
+    let out = tool_command("fsck.ext4", "e2fsprogs")
         .args(["-n", dev])
         .output()
         .expect("run fsck.ext4");
@@ -429,8 +427,7 @@ fn fsck_clean(dev: &str) {
 #[test]
 fn a_mounted_device_is_refused_even_with_allow_write() {
     if !is_root() {
-        eprintln!("skipped: loop devices and mounts need root");
-        return;
+        skip!("loop devices and mounts need root");
     }
     let dir = ScratchDir::new("mounted");
     let img = file_arg(&dir, "ext4.img", 32 << 20);
@@ -488,15 +485,14 @@ fn a_mounted_device_is_refused_even_with_allow_write() {
 #[test]
 fn a_device_with_a_mounted_partition_is_refused() {
     if !is_root() {
-        eprintln!("skipped: loop devices and mounts need root");
-        return;
+        skip!("loop devices and mounts need root");
     }
     let dir = ScratchDir::new("partition");
     let img = file_arg(&dir, "part.img", 32 << 20);
     let dev = LoopDevice::attach(&img);
     // This kernel reads no partition tables (no MSDOS/EFI parsers), so add the partition
     // with BLKPG as partx would: sectors 2048 to the end. Detaching removes it.
-    let status = Command::new("addpart")
+    let status = tool_command("addpart", "util-linux")
         .args([&dev.0, "1", "2048", &((32 << 20) / 512 - 2048).to_string()])
         .status()
         .expect("run addpart");
@@ -564,6 +560,89 @@ fn buffers_larger_than_memory_are_refused_before_starting() {
             "{f} was written"
         );
     }
+}
+
+/// A seccomp filter that fails `io_uring_setup` with EPERM, as containers' default profiles
+/// do: hostmax names the cause and the fix, exits 2, and gets there before any device (this one
+/// does not exist, and must not be what it complains about).
+#[cfg(target_arch = "x86_64")]
+#[test]
+fn io_uring_blocked_by_seccomp_is_named_before_any_device_is_opened() {
+    /// `struct sock_filter` from <linux/filter.h>.
+    #[repr(C)]
+    struct SockFilter {
+        code: u16,
+        jt: u8,
+        jf: u8,
+        k: u32,
+    }
+    /// `struct sock_fprog`.
+    #[repr(C)]
+    struct SockFprog {
+        len: u16,
+        filter: *const SockFilter,
+    }
+    const NR_IO_URING_SETUP: u32 = 425;
+    let args: Vec<String> = [
+        "--devices",
+        "/dev/hostmax-no-such-device",
+        "--runtime",
+        "1s",
+    ]
+    .map(String::from)
+    .to_vec();
+    let mut cmd = Command::new(HOSTMAX);
+    cmd.args(&args).env_remove("RUST_BACKTRACE");
+    // SAFETY: the closure runs in the forked child before exec and only calls prctl with a
+    // filter that lives on its own stack for the call.
+    unsafe {
+        cmd.pre_exec(|| {
+            let filter = [
+                // A = seccomp_data.nr
+                SockFilter {
+                    code: 0x20,
+                    jt: 0,
+                    jf: 0,
+                    k: 0,
+                },
+                // if A == io_uring_setup fall through, else skip one
+                SockFilter {
+                    code: 0x15,
+                    jt: 0,
+                    jf: 1,
+                    k: NR_IO_URING_SETUP,
+                },
+                // SECCOMP_RET_ERRNO | EPERM
+                SockFilter {
+                    code: 0x06,
+                    jt: 0,
+                    jf: 0,
+                    k: 0x0005_0000 | libc::EPERM as u32,
+                },
+                // SECCOMP_RET_ALLOW
+                SockFilter {
+                    code: 0x06,
+                    jt: 0,
+                    jf: 0,
+                    k: 0x7fff_0000,
+                },
+            ];
+            let program = SockFprog {
+                len: filter.len() as u16,
+                filter: filter.as_ptr(),
+            };
+            if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0
+                || libc::prctl(libc::PR_SET_SECCOMP, 2, &program as *const SockFprog) != 0
+            {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let out = cmd.output().expect("run hostmax under the filter");
+    assert_bad_input("seccomp", &args, &out, "seccomp");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("no-such-device"), "{stderr}");
 }
 
 /// Files, merge inputs, resume directories and spec files (issue 12): each case exits 2 with

@@ -265,7 +265,7 @@ fn merge_refuses_other_workloads_and_files_that_are_not_reports() {
     let err = hostmax_refused(&merge(&[&a, &c]));
     assert!(
         err.contains(&format!(
-            "{c}: workload differs from {a} in block_size (--bs): 8192 vs 4096"
+            "{c}: workload differs from {a} in --bs: 8192 vs 4096"
         )),
         "{err}"
     );

@@ -152,3 +152,51 @@ fn compress_and_dedupe_percentages_give_those_shares() {
         c.compressed_share_saved
     );
 }
+
+/// A read run over blocks never written is said to measure nothing real; once the blocks
+/// were written it is not. The report also names each worker's io_uring features and CPU use.
+#[test]
+fn reads_of_never_written_blocks_are_called_out() {
+    require_root!();
+    let size = 16 * MIB;
+    let host = volumes(1, size);
+    let dev = volume_paths(&host)[0].clone();
+    let read = |dev: &str| {
+        let all = [
+            "--devices",
+            dev,
+            "--runtime",
+            "1s",
+            "--ramp",
+            "0s",
+            "--json",
+            "-",
+        ];
+        let out = run_hostmax(&all, None);
+        assert_eq!(out.status.code(), Some(0));
+        let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        (report, String::from_utf8_lossy(&out.stderr).into_owned())
+    };
+    let (fresh, stderr) = read(&dev);
+    let samples = &fresh["devices"][0]["read_samples"];
+    assert!(samples["sampled"].as_u64().unwrap() > 10, "{samples}");
+    assert_eq!(samples["zero"], samples["sampled"]);
+    assert!(
+        stderr.contains("returned zeros") && stderr.contains("--rw write"),
+        "{stderr}"
+    );
+    let workers = fresh["load_generator"]["workers"].as_array().unwrap();
+    assert!(!workers.is_empty());
+    for w in workers {
+        assert!(w["ring"]["fixed_buffers"].is_boolean(), "{w}");
+        assert!(w["busy_share"].as_f64().unwrap() > 0.0, "{w}");
+        assert!(w["system_secs"].as_f64().unwrap() > 0.0, "{w}");
+    }
+    assert!(stderr.contains("io_uring: "), "{stderr}");
+    assert!(stderr.contains("worker on CPU "), "{stderr}");
+
+    prefill(&dev, size);
+    let (written, stderr) = read(&dev);
+    assert_eq!(written["devices"][0]["read_samples"]["zero"], 0);
+    assert!(!stderr.contains("returned zeros"), "{stderr}");
+}

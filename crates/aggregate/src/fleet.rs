@@ -112,7 +112,7 @@ pub enum MergeError {
 
 /// The first workload field in which a report differs from the first report.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{label}: workload differs from {first_label} in {field} ({option}): {found} vs {expected}; merge only runs of the same workload")]
+#[error("{label}: workload differs from {first_label} in {option}: {found} vs {expected}; merge only runs of the same workload")]
 pub struct WorkloadDifference {
     /// The report that differs.
     pub label: String,
@@ -137,8 +137,18 @@ fn workload_fields(r: &HostReport) -> [(&'static str, &'static str, String); 8] 
         ("iodepth", "--iodepth", w.iodepth.to_string()),
         ("rwmixread", "--rwmixread", w.rwmixread.to_string()),
         ("runtime_secs", "--runtime", w.runtime_secs.to_string()),
-        ("working_set", "--size", format!("{:?}", w.working_set)),
-        ("rate_iops", "--rate-iops", format!("{:?}", w.rate_iops)),
+        (
+            "working_set",
+            "--size",
+            w.working_set
+                .map_or_else(|| "the whole device".to_string(), |b| format!("{b} bytes")),
+        ),
+        (
+            "rate_iops",
+            "--rate-iops",
+            w.rate_iops
+                .map_or_else(|| "no cap".to_string(), |c| format!("{c} per device")),
+        ),
         (
             "record_latency",
             "--no-latency",
@@ -221,7 +231,7 @@ pub fn merge_reports(reports: &[(String, HostReport)]) -> Result<HostReport, Mer
     let host = Figures {
         // Encoding only fails for a count above i64::MAX.
         histograms: EncodedHistograms::encode(&read, &write).ok(),
-        ..Figures::new(
+        ..crate::report::sum_counts(reports.iter().map(|(_, r)| &r.host)).with_ops(
             sum_op(reports, |f| &f.read, &read),
             sum_op(reports, |f| &f.write, &write),
             reports.iter().map(|(_, r)| r.host.errors).sum(),
@@ -244,6 +254,8 @@ pub fn merge_reports(reports: &[(String, HostReport)]) -> Result<HostReport, Mer
         time_series: merge_series(reports),
         // Verdicts are per host and per spec; a fleet report carries none of its own.
         verdict: None,
+        // Each host's workers are in its own report.
+        load_generator: None,
     })
 }
 
@@ -664,6 +676,29 @@ mod tests {
     }
 
     #[test]
+    fn a_refusal_says_sizes_and_caps_in_words() {
+        let a = host_report("alpha", 1, 3, 1000, &randrw());
+        let b = host_report(
+            "beta",
+            2,
+            3,
+            1000,
+            &Workload {
+                working_set: Some(64 << 20),
+                ..randrw()
+            },
+        );
+        let err = merge_reports(&[("a.json".into(), a), ("b.json".into(), b)])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("in --size: 67108864 bytes vs the whole device"),
+            "{err}"
+        );
+        assert!(!err.contains("Some(") && !err.contains("None"), "{err}");
+    }
+
+    #[test]
     fn different_workloads_are_refused_naming_the_field() {
         let a = host_report("alpha", 1, 3, 1000, &randrw());
         for (workload, field) in [
@@ -672,35 +707,35 @@ mod tests {
                     block_size: 8192,
                     ..randrw()
                 },
-                "block_size (--bs): 8192 vs 4096",
+                "--bs: 8192 vs 4096",
             ),
             (
                 Workload {
                     pattern: IoPattern::RandRead,
                     ..randrw()
                 },
-                "pattern (--rw)",
+                "in --rw: randread vs randrw",
             ),
             (
                 Workload {
                     iodepth: 1,
                     ..randrw()
                 },
-                "iodepth",
+                "in --iodepth",
             ),
             (
                 Workload {
                     rwmixread: 70,
                     ..randrw()
                 },
-                "rwmixread",
+                "in --rwmixread",
             ),
             (
                 Workload {
                     runtime: Duration::from_secs(60),
                     ..randrw()
                 },
-                "runtime_secs (--runtime)",
+                "in --runtime",
             ),
         ] {
             let b = host_report("beta", 2, 3, 1000, &workload);
@@ -712,6 +747,7 @@ mod tests {
                 "{err}"
             );
             assert!(err.contains(field), "{err}");
+            assert!(!err.contains('_'), "an internal field name: {err}");
         }
         // Seed and ramp may differ.
         let b = host_report(

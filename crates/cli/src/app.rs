@@ -142,7 +142,7 @@ fn measure_keeping_log(
 
 /// Prints the table (stdout, or stderr when the JSON goes to stdout) and writes the JSON.
 pub fn emit(report: &HostReport, json: Option<&JsonDest>) -> anyhow::Result<()> {
-    let table = output::table::render_table(report);
+    let table = output::table::render_table_fitting(report, output::table::terminal_width());
     match json {
         Some(JsonDest::Stdout) => eprint!("{table}"),
         _ => print!("{table}"),

@@ -38,9 +38,9 @@ impl WriteData {
     }
 }
 
-/// Makes one device's write buffers; see the module overview.
+/// Makes one device's write buffers; see the module overview. Public for the benches.
 #[derive(Debug, Clone)]
-pub(crate) struct BlockMaker {
+pub struct BlockMaker {
     random_per_chunk: usize,
     key_state: u64,
     dedupe_state: u64,

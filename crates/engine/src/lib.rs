@@ -28,7 +28,7 @@ mod worker;
 mod workload;
 
 pub use availability::{check_io_uring, IoUringUnavailable};
-pub use data::{WriteData, COMPRESS_CHUNK};
+pub use data::{BlockMaker, WriteData, COMPRESS_CHUNK};
 pub use placement::{Placement, ThreadLayout, WorkerPlan};
 pub use result::{
     new_latency_histogram, record_latency, CpuUse, DeviceInterval, DeviceResult, ErrorLog,
