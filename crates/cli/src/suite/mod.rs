@@ -355,7 +355,7 @@ fn start(
                 size: t.size,
                 logical_block_size: t.logical_block_size,
                 block_device: t.kind == TargetKind::BlockDevice,
-                identity: Some(crate::identity::identify(t)),
+                identity: Some(crate::identity::identify_with_signatures(t)),
             })
             .collect(),
         cells,
