@@ -125,7 +125,7 @@ fn read_share_follows_rwmixread() {
 fn throttled_volumes_are_each_measured_within_3_percent_of_their_cap() {
     require_root!();
     let _rate = rate_test_lock();
-    let caps = [1000u64, 2000, 3000, 4000];
+    let caps = [1000u64, 2000, 3000, 4000].map(scaled_cap);
     let spec = SimHostSpec {
         volume_iops: caps.iter().map(|&c| Some(c)).collect(),
         ..SimHostSpec::new(caps.len(), 64 * MIB)
@@ -146,6 +146,35 @@ fn throttled_volumes_are_each_measured_within_3_percent_of_their_cap() {
             error <= 0.03,
             "{}: measured {iops:.0} IOPS against a cap of {cap}",
             paths[i]
+        );
+    }
+}
+
+#[test]
+fn a_host_cap_below_its_volumes_caps_is_measured_within_3_percent() {
+    require_root!();
+    let _rate = rate_test_lock();
+    let (volume_cap, host_cap) = (scaled_cap(2000), scaled_cap(5000));
+    let spec = SimHostSpec::new(4, 64 * MIB)
+        .with_volume_iops(volume_cap)
+        .with_host_iops(host_cap);
+    let host = SimulatedHost::build_loop_devices(&spec).expect("simulated host");
+    let paths = volume_paths(&host);
+    let mut args = vec!["--devices"];
+    args.extend(paths.iter().map(String::as_str));
+    args.extend(["--runtime", "6s", "--ramp", "1s"]);
+    let report = run_json_stdout(&args, host.throttle());
+    let iops = report["host"]["iops"].as_f64().unwrap();
+    eprintln!("host: cap {host_cap}, measured {iops:.1}");
+    assert!(
+        (iops - host_cap as f64).abs() / host_cap as f64 <= 0.03,
+        "host measured {iops:.0} IOPS against a cap of {host_cap}"
+    );
+    for (i, path) in paths.iter().enumerate() {
+        let iops = report["devices"][i]["iops"].as_f64().unwrap();
+        assert!(
+            iops <= volume_cap as f64 * 1.03,
+            "{path}: {iops:.0} IOPS over its cap of {volume_cap}"
         );
     }
 }

@@ -119,6 +119,59 @@ impl Figures {
     }
 }
 
+/// What a device is, whatever its name today: the stable identity the kernel gives it where
+/// it has one, else its size (the CLI reads it; the aggregator only carries it). Two
+/// identities are compared by [`DeviceIdentity::differs`].
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DeviceIdentity {
+    /// The World Wide (Unique) Identifier (`/sys/class/block/DEV/wwid` or `device/wwid`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wwid: Option<String>,
+    /// The serial number (`serial` or `device/serial`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub serial: Option<String>,
+    /// The names under `/dev/disk/by-id` that lead to it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub by_id: Vec<String>,
+    /// A loop device's backing file (`loop/backing_file`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub backing_file: Option<String>,
+    /// A regular file's `device:inode`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub inode: Option<String>,
+    /// Size in bytes.
+    pub size: u64,
+    /// The on-disk signatures found when it was first seen (shown, not compared: a write test
+    /// changes them).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub signatures: Vec<String>,
+}
+
+impl DeviceIdentity {
+    /// Why `now` is not the device `self` recorded, naming the first stable trait both have
+    /// that differs (WWID, serial, backing file, inode, size); `None` when nothing tells them
+    /// apart.
+    pub fn differs(&self, now: &DeviceIdentity) -> Option<String> {
+        let pairs = [
+            ("WWID", &self.wwid, &now.wwid),
+            ("serial", &self.serial, &now.serial),
+            ("backing file", &self.backing_file, &now.backing_file),
+            ("file", &self.inode, &now.inode),
+        ];
+        for (what, then, today) in pairs {
+            if let (Some(a), Some(b)) = (then, today) {
+                if a != b {
+                    return Some(format!("{what} {a}, now {what} {b}"));
+                }
+                // A stable trait that matches settles it.
+                return (self.size != now.size)
+                    .then(|| format!("{} bytes, now {} bytes", self.size, now.size));
+            }
+        }
+        (self.size != now.size).then(|| format!("{} bytes, now {} bytes", self.size, now.size))
+    }
+}
+
 /// One device's figures.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct DeviceReport {
@@ -140,6 +193,9 @@ pub struct DeviceReport {
     /// `--verify`'s checks of this device; absent without it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub verify: Option<hostmax_engine::VerifyLog>,
+    /// What the device is (WWID, serial, by-id names, size...), set by the CLI.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub identity: Option<DeviceIdentity>,
 }
 
 /// One worker thread: where it ran, what io_uring gave it, and how much CPU it used.
@@ -276,6 +332,32 @@ impl From<&Workload> for WorkloadSummary {
     }
 }
 
+/// Where a report came from (issue 13's "reports say where they came from", and what lets
+/// `hostmax merge` refuse the same run twice or runs that did not run together). Every field is
+/// optional: reports of older versions have none of them, and the aggregator does no I/O, so
+/// the CLI fills them in. Flattened into the report's root object.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Provenance {
+    /// A random 128-bit id of this run (32 hex digits), new for every run and every merge.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run_id: Option<String>,
+    /// Wall-clock start of the measured window (RFC 3339, UTC).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub started_at: Option<String>,
+    /// Wall-clock end of the measured window (RFC 3339, UTC).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ended_at: Option<String>,
+    /// The hostmax version that wrote the report.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hostmax_version: Option<String>,
+    /// The command line, one element per argument.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub command_line: Option<Vec<String>>,
+    /// The kernel release (`uname -r`) of the host that ran it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kernel: Option<String>,
+}
+
 /// Everything a run found, per device and for the host: the root of `--json`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct HostReport {
@@ -288,6 +370,9 @@ pub struct HostReport {
     /// In a merged report (`hostmax merge`): the hosts it adds up.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fleet: Option<FleetSummary>,
+    /// Run id, measured window's wall-clock start and end, version, command line, kernel.
+    #[serde(flatten)]
+    pub provenance: Provenance,
     /// What ran.
     pub workload: WorkloadSummary,
     /// Length of the measured window in seconds; every rate is per this.
@@ -390,6 +475,7 @@ pub fn summarize_with_histograms(
             error_detail: d.errors.clone(),
             failed: d.failed,
             verify: d.verify.clone(),
+            identity: None,
         })
         .collect::<Vec<_>>();
 
@@ -419,6 +505,7 @@ pub fn summarize_with_histograms(
         schema_version: SCHEMA_VERSION,
         hostname: None,
         fleet: None,
+        provenance: Provenance::default(),
         workload: WorkloadSummary::from(workload),
         measured_secs: secs,
         interrupted: result.stopped_early,
