@@ -565,3 +565,57 @@ fn buffers_larger_than_memory_are_refused_before_starting() {
         );
     }
 }
+
+#[test]
+fn slips_of_fio_users_get_a_hint_and_errors_point_to_the_subcommands_help() {
+    let cases: &[(&str, &[&str], &str)] = &[
+        (
+            "a positional device",
+            &["/dev/sdb"],
+            "name devices with --devices (hostmax --devices /dev/sdb ...)",
+        ),
+        (
+            "a suite option misspelt",
+            &["suite", "iops", "--bogus"],
+            "see 'hostmax suite --help'",
+        ),
+        (
+            "a sweep value",
+            &["sweep", "--steps", "x"],
+            "see 'hostmax sweep --help'",
+        ),
+        (
+            "a suite without its test",
+            &["suite", "--devices", "/dev/null"],
+            "which test? give iops, throughput or latency",
+        ),
+    ];
+    for (label, argv, expected) in cases {
+        let args = strings(argv);
+        assert_bad_input(label, &args, &run(&args), expected);
+    }
+}
+
+#[test]
+fn every_enum_option_lists_its_values_in_help() {
+    let help = String::from_utf8_lossy(&run(&strings(&["--help"])).stdout).into_owned();
+    let line = |option: &str| {
+        help.lines()
+            .find(|l| l.trim_start().starts_with(option))
+            .unwrap_or_else(|| panic!("no {option} in --help"))
+            .to_string()
+    };
+    for (option, values) in [
+        ("--on-error", &["continue", "stop-device", "stop-all"][..]),
+        (
+            "--rw",
+            &["randread", "randwrite", "randrw", "read", "write"][..],
+        ),
+    ] {
+        let text = line(option);
+        for value in values {
+            assert!(text.contains(value), "{option} help lacks {value}: {text}");
+        }
+    }
+    assert!(line("--filename").contains("colon-separated"));
+}

@@ -108,6 +108,11 @@ pub struct RunArgs {
     #[arg(long, value_name = "PATH|PATTERN", num_args = 1.., action = clap::ArgAction::Append)]
     pub devices: Vec<OsString>,
 
+    /// fio's way to name devices: one colon-separated list (/dev/sdb:/dev/sdc; '\:' is a colon
+    /// inside a name), added to --devices.
+    #[arg(long, value_name = "PATH[:PATH...]", action = clap::ArgAction::Append)]
+    pub filename: Vec<String>,
+
     /// Access pattern: randread, randwrite, randrw, read or write.
     #[arg(long, value_name = "PATTERN", default_value = "randread", value_parser = pattern_arg, allow_hyphen_values = true)]
     pub rw: IoPattern,
@@ -169,7 +174,8 @@ pub struct RunArgs {
     #[arg(long)]
     pub no_latency: bool,
 
-    /// What to do when a device fails an I/O: keep going, stop that device, or stop the run.
+    /// What to do when a device fails an I/O: continue (keep going), stop-device (take that
+    /// device out, the others go on) or stop-all (end the run).
     #[arg(long, value_name = "POLICY", default_value = "stop-device", value_parser = parse_error_policy)]
     pub on_error: hostmax_engine::ErrorPolicy,
 
@@ -268,14 +274,15 @@ pub fn plan_run_with(args: &RunArgs, limits: &HostLimits) -> Result<RunPlan, Bad
         Some(path) => Some(check_json_dest(path)?),
         None => None,
     };
-    if args.devices.is_empty() {
+    let devices = device_args(args);
+    if devices.is_empty() {
         return Err(BadInput(
             "no devices given: add --devices <PATH|PATTERN>... (e.g. --devices '/dev/sd[b-u]'), or run 'hostmax demo'"
                 .into(),
         ));
     }
     let (mut targets, to_create) =
-        resolve_targets_creating(&expand_device_args(&args.devices)?, args.size)?;
+        resolve_targets_creating(&expand_device_args(&devices)?, args.size)?;
     check_open_files(targets.len(), limits.nofile)?;
     for target in &targets {
         check_fits(&workload, target)?;
@@ -316,6 +323,34 @@ pub fn plan_run_with(args: &RunArgs, limits: &HostLimits) -> Result<RunPlan, Bad
             sqpoll: args.sqpoll,
         },
     })
+}
+
+/// `--devices` and the names of fio's colon-separated `--filename` lists, in that order.
+pub fn device_args(args: &RunArgs) -> Vec<OsString> {
+    let mut out = args.devices.clone();
+    for list in &args.filename {
+        out.extend(split_fio_filename(list).into_iter().map(OsString::from));
+    }
+    out
+}
+
+/// Splits fio's `--filename` list at colons; `\:` is a colon inside a name (fio's escape, for
+/// names such as `/dev/disk/by-path/pci-0000\:00\:1f.2-ata-1`).
+pub fn split_fio_filename(list: &str) -> Vec<String> {
+    let mut names = vec![String::new()];
+    let mut chars = list.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' if chars.peek() == Some(&':') => {
+                chars.next();
+                names.last_mut().expect("never empty").push(':');
+            }
+            ':' => names.push(String::new()),
+            c => names.last_mut().expect("never empty").push(c),
+        }
+    }
+    names.retain(|n| !n.is_empty());
+    names
 }
 
 fn parse_error_policy(s: &str) -> Result<hostmax_engine::ErrorPolicy, String> {
@@ -709,6 +744,24 @@ mod tests {
             Cli::try_parse_from(["hostmax", "demo"]).unwrap().command,
             Some(Command::Demo(_))
         ));
+    }
+
+    #[test]
+    fn fio_filename_lists_add_to_devices() {
+        assert_eq!(
+            split_fio_filename("/dev/sdb:/dev/sdc::/dev/sdd"),
+            ["/dev/sdb", "/dev/sdc", "/dev/sdd"]
+        );
+        assert_eq!(
+            split_fio_filename("/dev/disk/by-path/pci-0000\\:00\\:1f.2-ata-1"),
+            ["/dev/disk/by-path/pci-0000:00:1f.2-ata-1"]
+        );
+        let dir = ScratchDir::new("filename");
+        let a = dir.file("a", 1 << 20).display().to_string();
+        let b = dir.file("b", 1 << 20).display().to_string();
+        let list = format!("--filename={a}:{b}");
+        let got = plan(&[list.as_str()]).unwrap();
+        assert_eq!(got.targets.len(), 2);
     }
 
     #[test]

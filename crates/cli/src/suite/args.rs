@@ -27,7 +27,9 @@ fn cpu_list_arg(s: &str) -> Result<CpuList, UnitError> {
 pub struct SuiteArgs {
     /// The test: iops (random, 1m..512b x 7 mixes), throughput (sequential 1m and 128k),
     /// latency (random, queue depth 1, one device at a time).
-    #[arg(value_enum, required_unless_present = "resume")]
+    // Not required by clap: `--devices A B iops` gives it to --devices, and
+    // `take_test_from_devices` takes it back.
+    #[arg(value_enum)]
     pub test: Option<SuiteTest>,
 
     /// Block devices or regular files; paths or quoted glob patterns. All run at once

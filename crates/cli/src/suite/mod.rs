@@ -54,6 +54,7 @@ const RANGE_ALIGN: u64 = 1 << 20;
 /// 1 when a promised figure (spec options) was not met, 3 when I/O errors happened, 128+N
 /// when signal N stopped it.
 pub fn run(args: &SuiteArgs) -> anyhow::Result<i32> {
+    let args = &take_test_from_devices(args)?;
     let (config, state, targets) = match &args.resume {
         Some(dir) => resume(dir, args)?,
         None => start(args)?,
@@ -144,11 +145,41 @@ fn default_run_args() -> crate::args::RunArgs {
         .run
 }
 
+/// `hostmax suite --devices /dev/sdb iops` gives `iops` to `--devices` (it takes several
+/// values): a last device that names a test and is no file is the test. Without a test (and
+/// without `--resume`) the error names the three.
+pub fn take_test_from_devices(args: &SuiteArgs) -> Result<SuiteArgs, BadInput> {
+    use clap::ValueEnum;
+    let mut args = args.clone();
+    if args.test.is_some() || args.resume.is_some() {
+        return Ok(args);
+    }
+    let named = args
+        .devices
+        .last()
+        .and_then(|d| d.to_str())
+        .filter(|d| !std::path::Path::new(d).exists())
+        .and_then(|d| SuiteTest::from_str(d, true).ok());
+    match named {
+        Some(test) => {
+            args.devices.pop();
+            args.test = Some(test);
+            Ok(args)
+        }
+        None => Err(BadInput(
+            "which test? give iops, throughput or latency before --devices (hostmax suite iops --devices ...), or --resume DIR; see 'hostmax suite --help'"
+                .into(),
+        )),
+    }
+}
+
 /// Checks a fresh suite's options, resolves its devices and makes its checkpoint directory.
 fn start(
     args: &SuiteArgs,
 ) -> anyhow::Result<(SuiteConfig, StateDir, Vec<hostmax_engine::TargetInfo>)> {
-    let test = args.test.expect("clap requires a test unless --resume");
+    let test = take_test_from_devices(args)?
+        .test
+        .expect("take_test_from_devices gives a test unless --resume");
     let mut notes = Vec::new();
     let block_sizes = choose_block_sizes(test, args)?;
     let explicit_mixes = !args.mixes.is_empty();
@@ -512,4 +543,35 @@ fn check_suite_writes(
         )?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn suite_args(argv: &[&str]) -> SuiteArgs {
+        let argv = ["hostmax", "suite"].iter().chain(argv).copied();
+        match <Cli as clap::Parser>::try_parse_from(argv).unwrap().command {
+            Some(crate::args::Command::Suite(args)) => *args,
+            other => panic!("not a suite: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_test_given_after_the_devices_is_the_test() {
+        let got = take_test_from_devices(&suite_args(&[
+            "--devices",
+            "/nonexistent/a",
+            "/nonexistent/b",
+            "throughput",
+        ]))
+        .unwrap();
+        assert_eq!(got.test, Some(SuiteTest::Throughput));
+        assert_eq!(got.devices.len(), 2);
+        // Before the devices, as documented, nothing changes.
+        let got = take_test_from_devices(&suite_args(&["iops", "--devices", "/x"])).unwrap();
+        assert_eq!((got.test, got.devices.len()), (Some(SuiteTest::Iops), 1));
+        let err = take_test_from_devices(&suite_args(&["--devices", "/x"])).unwrap_err();
+        assert!(err.0.contains("which test?"), "{}", err.0);
+    }
 }
