@@ -101,9 +101,15 @@ pub struct SuiteArgs {
     pub html: Option<PathBuf>,
 
     /// Where the checkpoint goes [default: beside --json (or else --html), named after it
-    /// with .state; else ./hostmax-suite-TEST.state].
+    /// with .state; with --json - and no --html, a new directory in the temporary directory;
+    /// else ./hostmax-suite-TEST.state].
     #[arg(long, value_name = "DIR")]
     pub state_dir: Option<PathBuf>,
+
+    /// Run afresh although the state directory already holds a suite (finished or not): the
+    /// old one is kept, and the new run takes the first free DIR.2, DIR.3, ... beside it.
+    #[arg(long)]
+    pub fresh: bool,
 
     /// Continue the suite whose checkpoint is in DIR; its settings come from DIR/suite.json
     /// (give --allow-write again if it writes to block devices).
@@ -111,7 +117,7 @@ pub struct SuiteArgs {
         "test", "devices", "block_sizes", "skip_bs", "mixes", "cell_time", "ramp", "max_rounds",
         "iodepth", "size", "no_precondition", "no_purge", "json", "html", "state_dir", "cpus", "seed",
         "expect_volume_iops", "expect_volume_mbps", "volume_spec", "profile", "spec_file",
-        "expect_host_iops", "expect_host_mbps", "tolerance",
+        "expect_host_iops", "expect_host_mbps", "tolerance", "fresh",
     ])]
     pub resume: Option<PathBuf>,
 

@@ -277,7 +277,8 @@ fn convergence(report: &SuiteReport) -> Option<LineChart> {
     }];
     let mut bands = Vec::new();
     let [first, last] = ss.window_rounds;
-    if !ss.window.is_empty() && first > 0 {
+    // Fewer rounds than the window: nothing was fitted, so no window, band or slope to draw.
+    if ss.fitted && !ss.window.is_empty() && first > 0 {
         let (a, b) = (f64::from(first), f64::from(last));
         series.push(Series {
             name: format!("window, rounds {first}-{last}"),

@@ -321,17 +321,26 @@ fn start(
             ));
         }
     }
-    let state_dir = match &args.state_dir {
+    let mut state_dir = match &args.state_dir {
         Some(dir) => dir.clone(),
         None => default_state_dir(test, args.json.as_deref(), args.html.as_deref()),
     };
     if state_dir.join("suite.json").exists() {
-        return Err(BadInput(format!(
-            "{} already holds a suite's state: continue it with --resume {}, or remove it, or choose --state-dir",
-            state_dir.display(),
+        if !args.fresh {
+            return Err(BadInput(format!(
+                "{} already holds a suite's state: continue it (or show a finished one again) with --resume {}, run afresh beside it with --fresh, or choose --state-dir",
+                state_dir.display(),
+                state_dir.display()
+            ))
+            .into());
+        }
+        let taken = state_dir.clone();
+        state_dir = fresh_state_dir(&taken);
+        notes.push(format!(
+            "{} holds an earlier suite (kept); running afresh in {} (--fresh)",
+            taken.display(),
             state_dir.display()
-        ))
-        .into());
+        ));
     }
     let mut config = SuiteConfig {
         format: STATE_FORMAT,
@@ -464,14 +473,34 @@ fn check_dest(flag: &str, path: &Path) -> Result<PathBuf, BadInput> {
     Ok(std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf()))
 }
 
-/// `iops.json` -> `iops.state`; else `iops.html` -> `iops.state`; else
-/// `./hostmax-suite-TEST.state`.
+/// `iops.json` -> `iops.state`; else `iops.html` -> `iops.state`; with `--json -` alone a new
+/// directory in the temporary directory (the report goes to stdout, so nothing should appear
+/// in the working directory); else `./hostmax-suite-TEST.state`.
 fn default_state_dir(test: SuiteTest, json: Option<&Path>, html: Option<&Path>) -> PathBuf {
     match (json, html) {
         (Some(p), _) if p.as_os_str() != "-" => p.with_extension("state"),
         (_, Some(p)) => p.with_extension("state"),
-        _ => PathBuf::from(format!("hostmax-suite-{test}.state")),
+        (Some(_), None) => fresh_state_dir(
+            &std::env::temp_dir()
+                .join(format!("hostmax-suite-{test}-{}.state", std::process::id())),
+        ),
+        (None, None) => PathBuf::from(format!("hostmax-suite-{test}.state")),
     }
+}
+
+/// `dir` if nothing is there yet, else the first of `dir.2`, `dir.3`, ... that is free.
+fn fresh_state_dir(dir: &Path) -> PathBuf {
+    if !dir.exists() {
+        return dir.to_path_buf();
+    }
+    (2u32..)
+        .map(|n| {
+            let mut name = dir.as_os_str().to_owned();
+            name.push(format!(".{n}"));
+            PathBuf::from(name)
+        })
+        .find(|candidate| !candidate.exists())
+        .expect("some number is free")
 }
 
 fn dedupe<T: PartialEq>(items: Vec<T>) -> Vec<T> {
