@@ -8,18 +8,21 @@ use support::*;
 
 const MIB: u64 = 1 << 20;
 
-/// Reads the write-safety signature probe may issue per device before a write run (a few
-/// aligned reads of the head and the tail, split by the block layer).
-const SIGNATURE_PROBE_READS: u64 = 8;
-
-fn ios(report: &Value, device: usize, op: &str) -> u64 {
-    report["devices"][device][op]["ios"]
+fn count(report: &Value, device: usize, what: &str, op: &str) -> u64 {
+    report["devices"][device][what][op]
         .as_u64()
-        .unwrap_or_else(|| panic!("devices[{device}].{op}.ios missing in {report}"))
+        .unwrap_or_else(|| panic!("devices[{device}].{what}.{op} missing in {report}"))
 }
 
+fn ios(report: &Value, device: usize, op: &str) -> u64 {
+    count(report, device, op, "ios")
+}
+
+/// Every completion hostmax saw, ramp, window and drain, against the kernel's own count
+/// (merges included): they must be equal, with no slack. A read run, so that no write-safety
+/// probe reads the devices first.
 #[test]
-fn per_device_ios_match_the_kernels_completions() {
+fn per_device_counts_equal_the_kernels_completions() {
     require_root!();
     let _rate = rate_test_lock();
     let host = volumes(4, 64 * MIB);
@@ -28,41 +31,70 @@ fn per_device_ios_match_the_kernels_completions() {
     let mut args = vec!["--devices"];
     let paths = volume_paths(&host);
     args.extend(paths.iter().map(String::as_str));
-    args.extend([
-        "--rw",
-        "randrw",
-        "--rwmixread",
-        "60",
-        "--allow-write",
-        "--iodepth",
-        "16",
-        "--runtime",
-        "2s",
-        "--ramp",
-        "0s",
-    ]);
+    args.extend(["--iodepth", "16", "--runtime", "2s", "--ramp", "1s"]);
     let report = run_json_stdout(&args, None);
     for (i, name) in names.iter().enumerate() {
         let after = kernel_completions(name);
-        let kernel_reads = after.0 - before[i].0;
-        let kernel_writes = after.1 - before[i].1;
-        let (reads, writes) = (ios(&report, i, "read"), ios(&report, i, "write"));
-        assert!(
-            reads > 1000 && writes > 1000,
-            "{name}: too few I/Os: {reads}/{writes}"
+        let (kernel_reads, kernel_writes) = (after.0 - before[i].0, after.1 - before[i].1);
+        let ramp = count(&report, i, "ramp", "reads");
+        let measured = ios(&report, i, "read");
+        let drained = count(&report, i, "drained", "reads");
+        let errors = report["devices"][i]["errors"].as_u64().unwrap();
+        eprintln!(
+            "{name}: hostmax ramp {ramp} + measured {measured} + drained {drained} + errors {errors}, kernel {kernel_reads} reads"
         );
-        eprintln!("{name}: hostmax {reads}+{writes}, kernel {kernel_reads}+{kernel_writes}");
-        // The kernel also counts the I/Os drained after the window closed: at most one queue
-        // of them. Its reads also include the write-safety probe's few reads of the device's
-        // head and tail (before any write), so reads get that much more room.
-        let drained = (kernel_reads + kernel_writes).checked_sub(reads + writes);
-        assert!(
-            kernel_reads >= reads
-                && kernel_writes >= writes
-                && kernel_writes - writes <= 16
-                && drained.is_some_and(|d| d <= 16 + SIGNATURE_PROBE_READS),
-            "{name}: hostmax {reads} reads {writes} writes, kernel {kernel_reads} reads {kernel_writes} writes"
+        assert!(ramp > 100 && measured > 1000, "{name}: too few I/Os");
+        assert_eq!(kernel_reads, ramp + measured + drained + errors, "{name}");
+        assert_eq!(kernel_writes, 0, "{name}");
+        assert_eq!(
+            report["devices"][i]["write"]["ios"].as_u64(),
+            Some(0),
+            "{name}"
         );
+    }
+}
+
+/// The same equality for reads and writes of a mixed run, through the engine's API (the
+/// binary's write-safety probe would add reads of its own before the run).
+#[test]
+fn mixed_run_counts_equal_the_kernels_completions() {
+    require_root!();
+    let _rate = rate_test_lock();
+    let host = volumes(3, 64 * MIB);
+    let names = volume_kernel_names(&host);
+    let before: Vec<(u64, u64)> = names.iter().map(|n| kernel_completions(n)).collect();
+    let result = hostmax_engine::start(hostmax_engine::RunConfig {
+        targets: host.device_paths().to_vec(),
+        workload: hostmax_engine::Workload {
+            pattern: hostmax_engine::IoPattern::RandRw,
+            rwmixread: 60,
+            iodepth: 16,
+            runtime: std::time::Duration::from_secs(2),
+            ramp: std::time::Duration::from_secs(1),
+            ..Default::default()
+        },
+        cpus: None,
+        live: false,
+        layout: Default::default(),
+        on_error: Default::default(),
+        polling: Default::default(),
+    })
+    .unwrap()
+    .wait()
+    .unwrap();
+    for (i, name) in names.iter().enumerate() {
+        let after = kernel_completions(name);
+        let (kernel_reads, kernel_writes) = (after.0 - before[i].0, after.1 - before[i].1);
+        let d = &result.devices[i];
+        assert_eq!(d.errors.count, 0, "{name}: {:?}", d.errors);
+        let reads = d.ramp.reads + d.read.ios + d.drained.reads;
+        let writes = d.ramp.writes + d.write.ios + d.drained.writes;
+        eprintln!(
+            "{name}: hostmax {reads} reads {writes} writes (ramp {:?}, drained {:?}), kernel {kernel_reads} + {kernel_writes}",
+            d.ramp, d.drained
+        );
+        assert!(d.ramp.total() > 100 && d.read.ios > 500 && d.write.ios > 500);
+        assert_eq!((kernel_reads, kernel_writes), (reads, writes), "{name}");
     }
 }
 
@@ -97,7 +129,7 @@ fn read_share_follows_rwmixread() {
 fn throttled_volumes_are_each_measured_within_3_percent_of_their_cap() {
     require_root!();
     let _rate = rate_test_lock();
-    let caps = [1000u64, 2000, 3000, 4000];
+    let caps = [1000u64, 2000, 3000, 4000].map(scaled_cap);
     let spec = SimHostSpec {
         volume_iops: caps.iter().map(|&c| Some(c)).collect(),
         ..SimHostSpec::new(caps.len(), 64 * MIB)
@@ -118,6 +150,35 @@ fn throttled_volumes_are_each_measured_within_3_percent_of_their_cap() {
             error <= 0.03,
             "{}: measured {iops:.0} IOPS against a cap of {cap}",
             paths[i]
+        );
+    }
+}
+
+#[test]
+fn a_host_cap_below_its_volumes_caps_is_measured_within_3_percent() {
+    require_root!();
+    let _rate = rate_test_lock();
+    let (volume_cap, host_cap) = (scaled_cap(2000), scaled_cap(5000));
+    let spec = SimHostSpec::new(4, 64 * MIB)
+        .with_volume_iops(volume_cap)
+        .with_host_iops(host_cap);
+    let host = SimulatedHost::build_loop_devices(&spec).expect("simulated host");
+    let paths = volume_paths(&host);
+    let mut args = vec!["--devices"];
+    args.extend(paths.iter().map(String::as_str));
+    args.extend(["--runtime", "6s", "--ramp", "1s"]);
+    let report = run_json_stdout(&args, host.throttle());
+    let iops = report["host"]["iops"].as_f64().unwrap();
+    eprintln!("host: cap {host_cap}, measured {iops:.1}");
+    assert!(
+        (iops - host_cap as f64).abs() / host_cap as f64 <= 0.03,
+        "host measured {iops:.0} IOPS against a cap of {host_cap}"
+    );
+    for (i, path) in paths.iter().enumerate() {
+        let iops = report["devices"][i]["iops"].as_f64().unwrap();
+        assert!(
+            iops <= volume_cap as f64 * 1.03,
+            "{path}: {iops:.0} IOPS over its cap of {volume_cap}"
         );
     }
 }

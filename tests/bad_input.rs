@@ -10,7 +10,7 @@ use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::{Command, Output};
 
-use support::{kernel_completions, Mount, ScratchDir};
+use support::{kernel_completions, tool_command, Mount, ScratchDir};
 
 const HOSTMAX: &str = env!("CARGO_BIN_EXE_hostmax");
 
@@ -343,8 +343,7 @@ fn more_devices_than_the_open_file_limit_allows() {
 #[test]
 fn unwritable_json_directory() {
     if !is_root() {
-        eprintln!("skipped: mounting a read-only tmpfs needs root");
-        return;
+        skip!("mounting a read-only tmpfs needs root");
     }
     let dir = ScratchDir::new("rojson");
     let f = file_arg(&dir, "f", 1 << 20);
@@ -363,8 +362,7 @@ fn unwritable_json_directory() {
 #[test]
 fn writing_a_block_device_needs_allow_write() {
     if !is_root() {
-        eprintln!("skipped: attaching loop devices needs root");
-        return;
+        skip!("attaching loop devices needs root");
     }
     let dir = ScratchDir::new("allow");
     let img = file_arg(&dir, "img", 16 << 20);
@@ -405,7 +403,7 @@ fn writing_a_block_device_needs_allow_write() {
 }
 
 fn mkfs_ext4(dev: &str) {
-    let status = Command::new("mkfs.ext4")
+    let status = tool_command("mkfs.ext4", "e2fsprogs")
         .args(["-q", "-F", dev])
         .status()
         .expect("run mkfs.ext4");
@@ -413,7 +411,7 @@ fn mkfs_ext4(dev: &str) {
 }
 
 fn fsck_clean(dev: &str) {
-    let out = Command::new("fsck.ext4")
+    let out = tool_command("fsck.ext4", "e2fsprogs")
         .args(["-n", dev])
         .output()
         .expect("run fsck.ext4");
@@ -429,8 +427,7 @@ fn fsck_clean(dev: &str) {
 #[test]
 fn a_mounted_device_is_refused_even_with_allow_write() {
     if !is_root() {
-        eprintln!("skipped: loop devices and mounts need root");
-        return;
+        skip!("loop devices and mounts need root");
     }
     let dir = ScratchDir::new("mounted");
     let img = file_arg(&dir, "ext4.img", 32 << 20);
@@ -488,15 +485,14 @@ fn a_mounted_device_is_refused_even_with_allow_write() {
 #[test]
 fn a_device_with_a_mounted_partition_is_refused() {
     if !is_root() {
-        eprintln!("skipped: loop devices and mounts need root");
-        return;
+        skip!("loop devices and mounts need root");
     }
     let dir = ScratchDir::new("partition");
     let img = file_arg(&dir, "part.img", 32 << 20);
     let dev = LoopDevice::attach(&img);
     // This kernel reads no partition tables (no MSDOS/EFI parsers), so add the partition
     // with BLKPG as partx would: sectors 2048 to the end. Detaching removes it.
-    let status = Command::new("addpart")
+    let status = tool_command("addpart", "util-linux")
         .args([&dev.0, "1", "2048", &((32 << 20) / 512 - 2048).to_string()])
         .status()
         .expect("run addpart");
@@ -566,6 +562,333 @@ fn buffers_larger_than_memory_are_refused_before_starting() {
     }
 }
 
+/// A seccomp filter that fails `io_uring_setup` with EPERM, as containers' default profiles
+/// do: hostmax names the cause and the fix, exits 2, and gets there before any device (this one
+/// does not exist, and must not be what it complains about).
+#[cfg(target_arch = "x86_64")]
+#[test]
+fn io_uring_blocked_by_seccomp_is_named_before_any_device_is_opened() {
+    /// `struct sock_filter` from <linux/filter.h>.
+    #[repr(C)]
+    struct SockFilter {
+        code: u16,
+        jt: u8,
+        jf: u8,
+        k: u32,
+    }
+    /// `struct sock_fprog`.
+    #[repr(C)]
+    struct SockFprog {
+        len: u16,
+        filter: *const SockFilter,
+    }
+    const NR_IO_URING_SETUP: u32 = 425;
+    let args: Vec<String> = [
+        "--devices",
+        "/dev/hostmax-no-such-device",
+        "--runtime",
+        "1s",
+    ]
+    .map(String::from)
+    .to_vec();
+    let mut cmd = Command::new(HOSTMAX);
+    cmd.args(&args).env_remove("RUST_BACKTRACE");
+    // SAFETY: the closure runs in the forked child before exec and only calls prctl with a
+    // filter that lives on its own stack for the call.
+    unsafe {
+        cmd.pre_exec(|| {
+            let filter = [
+                // A = seccomp_data.nr
+                SockFilter {
+                    code: 0x20,
+                    jt: 0,
+                    jf: 0,
+                    k: 0,
+                },
+                // if A == io_uring_setup fall through, else skip one
+                SockFilter {
+                    code: 0x15,
+                    jt: 0,
+                    jf: 1,
+                    k: NR_IO_URING_SETUP,
+                },
+                // SECCOMP_RET_ERRNO | EPERM
+                SockFilter {
+                    code: 0x06,
+                    jt: 0,
+                    jf: 0,
+                    k: 0x0005_0000 | libc::EPERM as u32,
+                },
+                // SECCOMP_RET_ALLOW
+                SockFilter {
+                    code: 0x06,
+                    jt: 0,
+                    jf: 0,
+                    k: 0x7fff_0000,
+                },
+            ];
+            let program = SockFprog {
+                len: filter.len() as u16,
+                filter: filter.as_ptr(),
+            };
+            if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0
+                || libc::prctl(libc::PR_SET_SECCOMP, 2, &program as *const SockFprog) != 0
+            {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let out = cmd.output().expect("run hostmax under the filter");
+    assert_bad_input("seccomp", &args, &out, "seccomp");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("no-such-device"), "{stderr}");
+}
+
+/// Files, merge inputs, resume directories and spec files (issue 12): each case exits 2 with
+/// one line naming it, and nothing is written: the file of data keeps its bytes, no file is
+/// made, no merged report appears.
+#[test]
+fn files_merges_resume_dirs_and_spec_files_are_refused_writing_nothing() {
+    let dir = ScratchDir::new("bad-issue12");
+    let p = |name: &str| dir.join(name).display().to_string();
+    // A file of someone's data, and a filesystem image.
+    let data: Vec<u8> = (0..(1u32 << 20)).map(|i| (i % 251) as u8 | 1).collect();
+    fs::write(dir.join("data.ibd"), &data).unwrap();
+    let image = file_arg(&dir, "ext4.img", 16 << 20);
+    let mkfs = Command::new("mkfs.ext4")
+        .args(["-q", "-F", &image])
+        .status();
+    assert!(mkfs.is_ok_and(|s| s.success()), "mkfs.ext4 {image}");
+    let image_before = fs::read(&image).unwrap();
+    // A real report, and reports made from it.
+    let target = file_arg(&dir, "t.img", 8 << 20);
+    let report_path = p("r.json");
+    let out = run(&strings(&[
+        "--devices",
+        &target,
+        "--runtime",
+        "1s",
+        "--ramp",
+        "0s",
+        "--json",
+        &report_path,
+    ]));
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report: serde_json::Value =
+        serde_json::from_str(&fs::read_to_string(&report_path).unwrap()).unwrap();
+    let variant = |name: &str, edit: &dyn Fn(&mut serde_json::Value)| {
+        let mut v = report.clone();
+        edit(&mut v);
+        fs::write(dir.join(name), v.to_string()).unwrap();
+        p(name)
+    };
+    let set = |field: &'static str, value: serde_json::Value| {
+        move |v: &mut serde_json::Value| v[field] = value.clone()
+    };
+    let copy = variant("copy.json", &|_| {});
+    let later = variant("later.json", &|v| {
+        v["run_id"] = "0123456789abcdef0123456789abcdef".into();
+        v["started_at"] = "2031-01-01T00:00:00.000Z".into();
+        v["ended_at"] = "2031-01-01T00:00:01.000Z".into();
+    });
+    let not_a_time = variant("soon.json", &|v| {
+        v["run_id"] = "1".into();
+        v["started_at"] = "soon".into();
+    });
+    let backwards = variant("backwards.json", &|v| {
+        v["run_id"] = "2".into();
+        v["started_at"] = "2031-01-01T00:00:02Z".into();
+        v["ended_at"] = "2031-01-01T00:00:01Z".into();
+    });
+    let old = variant("old.json", &|v| {
+        let o = v.as_object_mut().unwrap();
+        for f in ["run_id", "started_at", "ended_at"] {
+            o.remove(f);
+        }
+    });
+    let verify_root = variant("verify.json", &|v| {
+        *v = serde_json::json!({"schema_version": 1, "verdict": {}, "phases": [v.clone()]});
+    });
+    let suite_root = variant("suite.json", &set("host", serde_json::Value::Null));
+    let fleet = p("fleet.json");
+    let merge = |files: &[&str], extra: &[&str]| {
+        let mut v = vec!["merge".to_string()];
+        v.extend(files.iter().map(|s| s.to_string()));
+        v.extend(["--json".to_string(), fleet.clone()]);
+        v.extend(extra.iter().map(|s| s.to_string()));
+        v
+    };
+    // Resume directories and spec files.
+    fs::write(dir.join("afile"), "x").unwrap();
+    fs::create_dir_all(dir.join("bad.state/rounds")).unwrap();
+    fs::write(dir.join("bad.state/suite.json"), "{").unwrap();
+    fs::write(dir.join("bad.toml"), "tolerance = [").unwrap();
+    fs::write(dir.join("bad2.toml"), "[host]\niops = \"many\"\n").unwrap();
+    let data_file = p("data.ibd");
+    let write = |dev: &str, extra: &[&str]| {
+        let mut v = strings(&["--devices", dev, "--rw", "randwrite", "--runtime", "1s"]);
+        v.extend(extra.iter().map(|s| s.to_string()));
+        v
+    };
+    let cases: Vec<(&str, Vec<String>, String)> = vec![
+        (
+            "file of data, randwrite",
+            write(&data_file, &[]),
+            format!("{data_file} needs --allow-write"),
+        ),
+        (
+            "file of data, randrw",
+            strings(&["--devices", &data_file, "--rw", "randrw"]),
+            "needs --allow-write".into(),
+        ),
+        (
+            "file of data, sequential write",
+            strings(&["--devices", &data_file, "--rw", "write"]),
+            "needs --allow-write".into(),
+        ),
+        (
+            "file of data through a second name",
+            write(&format!("{}/./data.ibd", dir.0.display()), &[]),
+            "needs --allow-write".into(),
+        ),
+        (
+            "filesystem image with --allow-write",
+            write(&image, &["--allow-write"]),
+            "carries an ext4 filesystem (use --force".into(),
+        ),
+        (
+            "suite on a file of data",
+            strings(&["suite", "iops", "--devices", &data_file, "--mixes", "0/100"]),
+            "needs --allow-write".into(),
+        ),
+        (
+            "missing file without --size",
+            write(&p("new.img"), &[]),
+            "--size".into(),
+        ),
+        (
+            "new file in a missing directory",
+            write(&p("nodir/new.img"), &["--size", "4m"]),
+            "nodir".into(),
+        ),
+        (
+            "new file, --size not whole blocks",
+            write(&p("new.img"), &["--size", "4m", "--bs", "3k"]),
+            "--bs".into(),
+        ),
+        (
+            "new file, --size 0",
+            write(&p("new.img"), &["--size", "0"]),
+            "--size 0".into(),
+        ),
+        (
+            "the same report twice",
+            merge(&[&report_path, &report_path], &[]),
+            "is the same run as".into(),
+        ),
+        (
+            "a copy of a report",
+            merge(&[&report_path, &copy], &[]),
+            "is the same run as".into(),
+        ),
+        (
+            "runs years apart",
+            merge(&[&report_path, &later], &[]),
+            "not measured together".into(),
+        ),
+        (
+            "started_at not a time",
+            merge(&[&report_path, &not_a_time], &[]),
+            "not an RFC 3339 time".into(),
+        ),
+        (
+            "window ends before it starts",
+            merge(&[&report_path, &backwards], &[]),
+            "ended_at is before started_at".into(),
+        ),
+        (
+            "old and new reports mixed",
+            merge(&[&report_path, &old], &[]),
+            "no started_at/ended_at".into(),
+        ),
+        (
+            "a verify root given to merge",
+            merge(&[&report_path, &verify_root], &[]),
+            "not a hostmax report".into(),
+        ),
+        (
+            "a report without host figures",
+            merge(&[&report_path, &suite_root], &[]),
+            "not a hostmax report".into(),
+        ),
+        (
+            "--min-overlap above 100",
+            merge(&[&report_path], &["--min-overlap", "150"]),
+            "--min-overlap".into(),
+        ),
+        (
+            "--min-overlap not a number",
+            merge(&[&report_path], &["--min-overlap", "most"]),
+            "--min-overlap".into(),
+        ),
+        (
+            "--resume of nothing",
+            strings(&["suite", "--resume", &p("nope.state")]),
+            "nope.state".into(),
+        ),
+        (
+            "--resume of a file",
+            strings(&["suite", "--resume", &p("afile")]),
+            "afile".into(),
+        ),
+        (
+            "--resume of a corrupt checkpoint",
+            strings(&["suite", "--resume", &p("bad.state")]),
+            "not a suite checkpoint".into(),
+        ),
+        (
+            "--spec-file missing",
+            strings(&["--devices", &target, "--spec-file", &p("nope.toml")]),
+            "nope.toml".into(),
+        ),
+        (
+            "--spec-file malformed",
+            strings(&["--devices", &target, "--spec-file", &p("bad.toml")]),
+            "not a valid spec file".into(),
+        ),
+        (
+            "--spec-file wrong type",
+            strings(&["--devices", &target, "--spec-file", &p("bad2.toml")]),
+            "not a valid spec file".into(),
+        ),
+    ];
+    assert!(cases.len() >= 20);
+    for (label, args, expected) in &cases {
+        let out = run(args);
+        assert_bad_input(label, args, &out, expected);
+    }
+    assert!(
+        fs::read(dir.join("data.ibd")).unwrap() == data,
+        "the file of data changed"
+    );
+    assert!(
+        fs::read(&image).unwrap() == image_before,
+        "the image changed"
+    );
+    assert!(!dir.join("new.img").exists(), "a refused run made a file");
+    assert!(
+        !dir.join("nodir").exists(),
+        "a refused run made a directory"
+    );
+    assert!(!Path::new(&fleet).exists(), "a refused merge wrote {fleet}");
+}
+
 #[test]
 fn slips_of_fio_users_get_a_hint_and_errors_point_to_the_subcommands_help() {
     let cases: &[(&str, &[&str], &str)] = &[
@@ -599,11 +922,19 @@ fn slips_of_fio_users_get_a_hint_and_errors_point_to_the_subcommands_help() {
 #[test]
 fn every_enum_option_lists_its_values_in_help() {
     let help = String::from_utf8_lossy(&run(&strings(&["--help"])).stdout).into_owned();
+    // The option's entry: its line and, when clap puts the text below it, the lines up to the
+    // next option.
     let line = |option: &str| {
-        help.lines()
-            .find(|l| l.trim_start().starts_with(option))
-            .unwrap_or_else(|| panic!("no {option} in --help"))
-            .to_string()
+        let mut lines = help
+            .lines()
+            .skip_while(|l| !l.trim_start().starts_with(option));
+        let first = lines
+            .next()
+            .unwrap_or_else(|| panic!("no {option} in --help"));
+        let rest: Vec<&str> = lines
+            .take_while(|l| !l.trim_start().starts_with('-'))
+            .collect();
+        format!("{first} {}", rest.join(" "))
     };
     for (option, values) in [
         ("--on-error", &["continue", "stop-device", "stop-all"][..]),

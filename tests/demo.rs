@@ -11,7 +11,13 @@ fn demo_measures_the_simulated_host_and_leaves_nothing_behind() {
     let _rate = rate_test_lock();
     let out = run_hostmax(&["demo"], None);
     let (stdout, stderr) = succeeded(&out);
-    assert!(stderr.contains("loop devices on tmpfs"), "{stderr}");
+    // On tmpfs, or on null_blk where tmpfs takes no O_DIRECT (Linux before 6.6), said so.
+    assert!(
+        stderr.contains("loop devices on tmpfs")
+            || stderr.contains("loop devices on null_blk")
+                && stderr.contains("tmpfs takes O_DIRECT only from Linux 6.6"),
+        "{stderr}"
+    );
     // The host row, and the host cap of 15,000 IOPS reached within 5% (the volumes share the
     // parent's throttle, so the demo is not where exactness is tested: tests/accuracy.rs is).
     let host_line = stdout
@@ -24,8 +30,9 @@ fn demo_measures_the_simulated_host_and_leaves_nothing_behind() {
         .and_then(|rest| rest.split_whitespace().next())
         .and_then(|n| n.parse().ok())
         .unwrap_or_else(|| panic!("no measured figure in {host_line}"));
+    // Where the CPU cannot reach the cap (an emulated VM), the cap still bounds the host.
     assert!(
-        (measured - 15_000.0).abs() <= 750.0,
+        (measured - 15_000.0).abs() <= 750.0 || !full_speed() && measured <= 15_750.0,
         "host measured {measured} against its cap of 15000"
     );
     // Everything the demo made is gone: its loop devices, its tmpfs files and its cgroup.
@@ -35,10 +42,12 @@ fn demo_measures_the_simulated_host_and_leaves_nothing_behind() {
         left.is_empty(),
         "loop devices of the demo are still attached: {left:?}"
     );
-    assert!(
-        !std::path::Path::new(&format!("/sys/fs/cgroup/blkio/hostmax-{pid}-0")).exists(),
-        "the demo's cgroup is still there"
-    );
+    for hierarchy in ["/sys/fs/cgroup/blkio", "/sys/fs/cgroup"] {
+        assert!(
+            !std::path::Path::new(&format!("{hierarchy}/hostmax-{pid}-0")).exists(),
+            "the demo's cgroup is still there"
+        );
+    }
 }
 
 #[test]
@@ -58,7 +67,9 @@ fn demo_without_a_usable_cgroup_measures_uncapped_loop_volumes_and_says_why() {
     let out = child.wait_with_output().unwrap();
     let (stdout, stderr) = succeeded(&out);
     assert!(
-        stderr.contains("loop devices on tmpfs without caps")
+        (stderr.contains("loop devices on tmpfs without caps")
+            || stderr.contains("loop devices on null_blk"))
+            && stderr.contains("without caps")
             && stderr.contains("not a cgroup directory"),
         "{stderr}"
     );
@@ -70,7 +81,7 @@ fn demo_without_a_usable_cgroup_measures_uncapped_loop_volumes_and_says_why() {
         .and_then(|n| n.parse().ok())
         .unwrap_or_else(|| panic!("no host IOPS in:\n{stdout}"));
     assert!(
-        iops > 15_000.0,
+        iops > 15_000.0 || !full_speed() && iops > 0.0,
         "uncapped volumes outrun the capped host's 15000 IOPS: {iops}"
     );
     // It made nothing in the directory it was pointed at, and left no loop device behind.
@@ -97,8 +108,7 @@ fn out_pid_marker(stderr: &str) -> String {
 fn demo_without_root_runs_on_plain_files_and_says_so() {
     require_root!(); // to drop to an unprivileged user we must start as root
     let Ok(setpriv) = which("setpriv") else {
-        eprintln!("skipped: setpriv (util-linux) is not installed, so no way to drop root here");
-        return;
+        skip!("setpriv (util-linux) is not installed, so no way to drop root here");
     };
     let _rate = rate_test_lock();
     let out = std::process::Command::new(setpriv)

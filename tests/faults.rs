@@ -24,7 +24,7 @@ impl ReadOnly {
     fn set(dev: &LoopDevice) -> ReadOnly {
         let path = dev.path().display().to_string();
         let guard = ReadOnly(path.clone());
-        let ok = Command::new("blockdev")
+        let ok = tool_command("blockdev", "util-linux")
             .args(["--setro", &path])
             .status()
             .is_ok_and(|s| s.success());
@@ -35,7 +35,9 @@ impl ReadOnly {
 
 impl Drop for ReadOnly {
     fn drop(&mut self) {
-        let _ = Command::new("blockdev").args(["--setrw", &self.0]).status();
+        let _ = tool_command("blockdev", "util-linux")
+            .args(["--setrw", &self.0])
+            .status();
     }
 }
 
@@ -78,6 +80,39 @@ impl Running {
             .unwrap()
             .wait_with_output()
             .expect("wait for hostmax")
+    }
+}
+
+/// Waits (up to a minute) until the kernel has completed more I/O on device `kernel_name` than
+/// `before` (reads + writes): the run is measuring. On an emulated CPU, starting takes seconds.
+fn wait_for_io(kernel_name: &str, before: (u64, u64)) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while {
+        let (reads, writes) = kernel_completions(kernel_name);
+        reads + writes <= before.0 + before.1
+    } {
+        assert!(
+            Instant::now() < deadline,
+            "{kernel_name} saw no I/O within a minute"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Waits (up to a minute) until process `pid` catches SIGINT (its handler is installed).
+fn wait_for_sigint_handler(pid: i32) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let caught = || {
+        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix("SigCgt:"))
+            .and_then(|mask| u64::from_str_radix(mask.trim(), 16).ok())
+            .is_some_and(|mask| mask & (1 << (libc::SIGINT - 1)) != 0)
+    };
+    while !caught() {
+        assert!(Instant::now() < deadline, "hostmax never caught SIGINT");
+        std::thread::sleep(Duration::from_millis(1));
     }
 }
 
@@ -159,7 +194,9 @@ fn run_with_setro(on_error: &str) -> (Option<i32>, Value, Duration, Vec<u64>) {
         .collect();
     let started = Instant::now();
     let running = Running::spawn(&args);
-    std::thread::sleep(Duration::from_secs(1));
+    // Once the middle device has taken writes (about 1 s in at full speed).
+    wait_for_io(devs[1].kernel_name(), (0, before[1]));
+    std::thread::sleep(Duration::from_millis(500));
     // Declared after `host`: set read-write again before the loop devices go.
     let _ro = ReadOnly::set(devs[1]);
     let out = running.wait();
@@ -299,15 +336,24 @@ fn interrupt_run(sig: i32) {
     let mut args: Vec<String> = vec!["--devices".into()];
     args.extend(host.device_paths().iter().map(|p| p.display().to_string()));
     args.extend(["--runtime", "10s", "--ramp", "0s", "--json", &json].map(String::from));
-    let started = Instant::now();
+    let names: Vec<String> = host
+        .volumes()
+        .iter()
+        .map(|v| v.kernel_name().unwrap().to_string())
+        .collect();
+    let before = kernel_completions(&names[0]);
     let running = Running::spawn(&args);
-    std::thread::sleep(Duration::from_millis(1500));
+    // Once it measures (about 1.5 s in at full speed), so the report has figures.
+    wait_for_io(&names[0], before);
+    std::thread::sleep(Duration::from_millis(1000));
+    let signalled = Instant::now();
     running.signal(sig);
     let out = running.wait();
+    // It drains and reports, not runs on to its 10 s.
     assert!(
-        started.elapsed() < Duration::from_secs(5),
+        signalled.elapsed() < Duration::from_secs(5),
         "{:?}",
-        started.elapsed()
+        signalled.elapsed()
     );
     assert_eq!(
         out.status.code(),
@@ -357,6 +403,32 @@ fn sigterm_gives_exit_143() {
 }
 
 #[test]
+fn a_signal_as_soon_as_hostmax_catches_it_still_ends_with_a_report() {
+    require_root!();
+    // The handler is installed before the devices are checked: a signal from then on stops
+    // the run before or as it starts, and the report still comes (marked interrupted).
+    let scratch = ScratchDir::new("early-signal");
+    let host = volumes(1, 16 * MIB);
+    let json = scratch.join("out.json").display().to_string();
+    let mut args: Vec<String> = vec!["--devices".into()];
+    args.extend(volume_paths(&host));
+    args.extend(["--runtime", "30s", "--ramp", "0s", "--json", &json].map(String::from));
+    let running = Running::spawn(&args);
+    wait_for_sigint_handler(running.pid());
+    running.signal(libc::SIGINT);
+    let out = running.wait();
+    assert_eq!(
+        out.status.code(),
+        Some(130),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report = read_report(&json, &out);
+    assert_eq!(report["interrupted"], true);
+    assert!(report["measured_secs"].as_f64().unwrap() < 30.0);
+}
+
+#[test]
 fn a_second_signal_aborts_at_once_without_a_report() {
     require_root!();
     let _rate = rate_test_lock();
@@ -372,8 +444,10 @@ fn a_second_signal_aborts_at_once_without_a_report() {
     let mut args: Vec<String> = vec!["--devices".into()];
     args.extend(host.device_paths().iter().map(|p| p.display().to_string()));
     args.extend(["--runtime", "30s", "--ramp", "0s", "--json", &json].map(String::from));
+    let name = host.volumes()[0].kernel_name().unwrap().to_string();
+    let before = kernel_completions(&name);
     let running = Running::spawn_in(&args, host.throttle());
-    std::thread::sleep(Duration::from_millis(1500));
+    wait_for_io(&name, before);
     running.signal(libc::SIGINT);
     std::thread::sleep(Duration::from_millis(100));
     let second = Instant::now();

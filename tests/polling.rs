@@ -3,6 +3,7 @@
 
 mod support;
 
+use hostmax::simhost::{NullBlkDevice, NullBlkOptions};
 use support::*;
 
 const MIB: u64 = 1 << 20;
@@ -10,12 +11,40 @@ const MIB: u64 = 1 << 20;
 #[test]
 fn iopoll_on_devices_without_poll_queues_is_refused_before_any_io() {
     require_root!();
-    // Loop devices, not `volumes`: null_blk may have a poll queue (the kernel's default).
-    let host = loop_volumes(2, 16 * MIB);
-    let names = volume_kernel_names(&host);
+    // Loop devices have no poll queues; null_blk devices are made with none (the module's
+    // default may give them some).
+    let (_host, devices) = match test_backend() {
+        TestBackend::Loop => {
+            let host = loop_volumes(2, 16 * MIB);
+            let devices = volume_paths(&host);
+            (Some(host), devices)
+        }
+        TestBackend::NullBlk => (None, Vec::new()),
+    };
+    let null_blk: Vec<NullBlkDevice> = match test_backend() {
+        TestBackend::Loop => Vec::new(),
+        TestBackend::NullBlk => (0..2).map(|_| null_blk_device(16 * MIB, 0)).collect(),
+    };
+    let devices: Vec<String> = devices
+        .into_iter()
+        .chain(null_blk.iter().map(|d| d.path().display().to_string()))
+        .collect();
+    let names: Vec<String> = devices
+        .iter()
+        .map(|d| d.trim_start_matches("/dev/").to_string())
+        .collect();
+    for name in &names {
+        let io_poll = std::fs::read_to_string(format!("/sys/block/{name}/queue/io_poll"));
+        assert_eq!(io_poll.unwrap().trim(), "0", "{name} has poll queues");
+    }
+    // The kernel reads a new disk's partition table on its first open: let that happen
+    // before the baseline, so that the only reads after it could be hostmax's.
+    for device in &devices {
+        drop(std::fs::File::open(device).unwrap());
+    }
     let before: Vec<(u64, u64)> = names.iter().map(|n| kernel_completions(n)).collect();
     let mut args = vec!["--devices".to_string()];
-    args.extend(volume_paths(&host));
+    args.extend(devices.iter().cloned());
     args.extend(["--iopoll", "--runtime", "1s", "--json", "-"].map(String::from));
     let out = run_hostmax(&args, None);
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -32,6 +61,64 @@ fn iopoll_on_devices_without_poll_queues_is_refused_before_any_io() {
 }
 
 #[test]
+fn iopoll_counts_on_null_blk_poll_queues_match_the_kernels() {
+    require_root!();
+    if let Err(why) = null_blk_available() {
+        skip!("null_blk is unavailable ({why}); iopoll_runs_on_a_device_with_poll_queues uses any pollable device there is");
+    }
+    let _rate = rate_test_lock();
+    let devices: Vec<NullBlkDevice> = (0..2).map(|_| null_blk_device(32 * MIB, 2)).collect();
+    let names: Vec<String> = devices
+        .iter()
+        .map(|d| d.kernel_name().to_string())
+        .collect();
+    for name in &names {
+        let io_poll = std::fs::read_to_string(format!("/sys/block/{name}/queue/io_poll"));
+        assert_eq!(io_poll.unwrap().trim(), "1", "{name} has no poll queues");
+    }
+    let paths: Vec<String> = devices
+        .iter()
+        .map(|d| d.path().display().to_string())
+        .collect();
+    polled_reads_match_the_kernels("--iopoll", &paths, &names);
+}
+
+/// Runs a 1 s read of `paths` (kernel names `names`) with `polling` (`--iopoll`, `--sqpoll`)
+/// and asserts each device's read count against the kernel's, within a queue (8) of I/Os
+/// drained after the window.
+fn polled_reads_match_the_kernels(polling: &str, paths: &[String], names: &[String]) {
+    // The kernel reads a new disk's partition table on its first open: let that happen
+    // before the baseline, so that the only reads after it are hostmax's.
+    for path in paths {
+        drop(std::fs::File::open(path).unwrap());
+    }
+    let before: Vec<(u64, u64)> = names.iter().map(|n| kernel_completions(n)).collect();
+    let mut args = vec!["--devices".to_string()];
+    args.extend(paths.iter().cloned());
+    args.extend([polling, "--iodepth", "8", "--runtime", "1s", "--ramp", "0s"].map(String::from));
+    let report = run_json_stdout(&args, None);
+    assert_eq!(report["host"]["errors"], 0);
+    for (i, name) in names.iter().enumerate() {
+        let reads = report["devices"][i]["read"]["ios"].as_u64().unwrap();
+        let kernel = kernel_completions(name).0 - before[i].0;
+        assert!(reads > 0, "{name}: no reads counted");
+        assert!(
+            kernel >= reads && kernel - reads <= 8,
+            "{name}: hostmax {reads}, kernel {kernel}"
+        );
+    }
+}
+
+/// A null_blk device of `size` bytes with `poll_queues` poll queues, removed on drop.
+fn null_blk_device(size: u64, poll_queues: u32) -> NullBlkDevice {
+    let options = NullBlkOptions {
+        poll_queues: Some(poll_queues),
+        ..NullBlkOptions::new(size).unwrap()
+    };
+    NullBlkDevice::create(&options).expect("make a null_blk device")
+}
+
+#[test]
 fn iopoll_runs_on_a_device_with_poll_queues() {
     let pollable = std::fs::read_dir("/sys/block")
         .unwrap()
@@ -43,11 +130,10 @@ fn iopoll_runs_on_a_device_with_poll_queues() {
                 .unwrap_or(false)
         });
     let Some(disk) = pollable else {
-        eprintln!(
-            "skipped: no block device on this machine has poll queues (queue/io_poll = 1; \
+        skip!(
+            "no block device on this machine has poll queues (queue/io_poll = 1; \
              null_blk with poll_queues or NVMe with nvme.poll_queues would)"
         );
-        return;
     };
     // Reads only: never write to a device this test did not make.
     let dev = format!("/dev/{disk}");
@@ -72,30 +158,9 @@ fn sqpoll_counts_match_the_kernels() {
     require_root!();
     let _rate = rate_test_lock();
     let host = volumes(2, 32 * MIB);
-    let names = volume_kernel_names(&host);
-    let before: Vec<(u64, u64)> = names.iter().map(|n| kernel_completions(n)).collect();
-    let mut args = vec!["--devices".to_string()];
-    args.extend(volume_paths(&host));
-    args.extend(
-        [
-            "--sqpoll",
-            "--iodepth",
-            "8",
-            "--runtime",
-            "1s",
-            "--ramp",
-            "0s",
-        ]
-        .map(String::from),
+    polled_reads_match_the_kernels(
+        "--sqpoll",
+        &volume_paths(&host),
+        &volume_kernel_names(&host),
     );
-    let report = run_json_stdout(&args, None);
-    for (i, name) in names.iter().enumerate() {
-        let reads = report["devices"][i]["read"]["ios"].as_u64().unwrap();
-        let kernel = kernel_completions(name).0 - before[i].0;
-        assert!(reads > 0, "{name}: no reads counted");
-        assert!(
-            kernel >= reads && kernel - reads <= 8,
-            "{name}: hostmax {reads}, kernel {kernel}"
-        );
-    }
 }

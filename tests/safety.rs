@@ -32,7 +32,12 @@ fn writes(dev: &LoopDevice) -> u64 {
 }
 
 fn run_tool(tool: &str, args: &[&str]) {
-    let out = Command::new(tool)
+    let package = if tool.contains("ext4") {
+        "e2fsprogs"
+    } else {
+        "util-linux"
+    };
+    let out = tool_command(tool, package)
         .args(args)
         .output()
         .unwrap_or_else(|e| panic!("run {tool}: {e}"));
@@ -49,7 +54,7 @@ fn mkfs_ext4(dev: &LoopDevice) {
 }
 
 fn fsck_clean(dev: &LoopDevice) {
-    let out = Command::new("fsck.ext4")
+    let out = tool_command("fsck.ext4", "e2fsprogs")
         .args(["-n", &path_of(dev)])
         .output()
         .expect("run fsck.ext4");
@@ -65,7 +70,7 @@ fn fsck_clean(dev: &LoopDevice) {
 
 /// Flushes what the tools wrote so the kernel's write counts are settled before measuring.
 fn settle(dev: &LoopDevice) {
-    let _ = Command::new("blockdev")
+    let _ = tool_command("blockdev", "util-linux")
         .args(["--flushbufs", &path_of(dev)])
         .status();
 }
@@ -84,7 +89,7 @@ impl SwapOn {
 
 impl Drop for SwapOn {
     fn drop(&mut self) {
-        let _ = Command::new("swapoff").arg(&self.0).status();
+        let _ = tool_command("swapoff", "util-linux").arg(&self.0).status();
     }
 }
 
@@ -107,7 +112,9 @@ impl AddedPartition {
 
 impl Drop for AddedPartition {
     fn drop(&mut self) {
-        let _ = Command::new("delpart").args([&self.0, "1"]).status();
+        let _ = tool_command("delpart", "util-linux")
+            .args([&self.0, "1"])
+            .status();
     }
 }
 
@@ -414,8 +421,7 @@ fn the_root_device_is_refused_even_with_force() {
     let mounts = parse_mountinfo(&std::fs::read_to_string("/proc/self/mountinfo").unwrap());
     let names = root_device_names(&mounts, sys);
     let Some(root) = names.first() else {
-        eprintln!("skipped: / is not on a block device here");
-        return;
+        skip!("/ is not on a block device here");
     };
     // The root device itself and everything under it (its whole disk, stacked devices).
     for name in &names {
@@ -560,6 +566,10 @@ fn a_file_hostmax_creates_needs_no_flag() {
     );
     assert_eq!(std::fs::metadata(&path).unwrap().len(), 4 * MIB);
     let report: Value = serde_json::from_slice(&out.stdout).expect("JSON on stdout");
+    // The report says what the device is: here a file, by its inode, and its size.
+    let identity = &report["devices"][0]["identity"];
+    assert!(identity["inode"].is_string(), "{identity}");
+    assert_eq!(identity["size"], 4 * MIB, "{identity}");
     assert!(
         report["devices"][0]["write"]["ios"].as_u64().unwrap() > 0,
         "{report}"

@@ -18,10 +18,10 @@ use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
 
 use hostmax::simhost::{
-    null_blk_available, AlignedBlock, CgroupFlavor, IoThrottle, SimHostMode, SimHostSpec,
-    SimulatedHost,
+    null_blk_available, AlignedBlock, CgroupFlavor, IoThrottle, ParentDevice, SimHostMode,
+    SimHostSpec, SimulatedHost,
 };
-use support::{kernel_completions, loop_volumes, rate_test_lock};
+use support::{kernel_completions, loop_volumes, rate_test_lock, scaled_cap};
 
 const MIB: u64 = 1024 * 1024;
 
@@ -107,7 +107,11 @@ fn loop_volumes_appear_and_disappear() {
     let host = loop_volumes(3, size);
     assert_eq!(host.mode(), &SimHostMode::LoopDevices);
     assert!(host.throttle().is_none(), "no caps asked, no cgroup made");
-    assert!(host.host_device().is_none());
+    // Files on tmpfs, or slices of one null_blk device where tmpfs takes no O_DIRECT.
+    let null_blk_parent = host.host_device().map(|parent| {
+        assert!(matches!(parent, ParentDevice::NullBlk(_)), "{parent:?}");
+        parent.path().display().to_string()
+    });
     let mut names = Vec::new();
     let mut backings = Vec::new();
     for volume in host.volumes() {
@@ -116,10 +120,13 @@ fn loop_volumes_appear_and_disappear() {
         assert_eq!(volume.path(), Path::new(&format!("/dev/{name}")));
         assert_eq!(device.major_minor().0, 7, "loop devices have major 7");
         let backing = backing_file(&name).expect("device is bound");
-        assert!(
-            backing.starts_with("/dev/shm/hostmax-sim-") && backing.ends_with(" (deleted)"),
-            "{name} backed by {backing}"
-        );
+        match &null_blk_parent {
+            None => assert!(
+                backing.starts_with("/dev/shm/hostmax-sim-") && backing.ends_with(" (deleted)"),
+                "{name} backed by {backing}"
+            ),
+            Some(parent) => assert_eq!(&backing, parent, "{name}"),
+        }
         assert_eq!(sys_value(&name, "loop/dio"), "1", "{name} direct I/O");
         assert_eq!(sys_value(&name, "loop/autoclear"), "1", "{name} autoclear");
         assert_eq!(device.size_bytes().unwrap(), size);
@@ -144,15 +151,17 @@ fn loop_volumes_appear_and_disappear() {
         names.push(name);
         backings.push(backing);
     }
-    let scratch = Path::new(backings[0].trim_end_matches(" (deleted)"))
-        .parent()
-        .unwrap()
-        .to_path_buf();
-    assert!(
-        !scratch.exists(),
-        "{} is removed once built",
-        scratch.display()
-    );
+    if null_blk_parent.is_none() {
+        let scratch = Path::new(backings[0].trim_end_matches(" (deleted)"))
+            .parent()
+            .unwrap()
+            .to_path_buf();
+        assert!(
+            !scratch.exists(),
+            "{} is removed once built",
+            scratch.display()
+        );
+    }
 
     drop(host);
     // Freed, or already taken by another test with another backing file.
@@ -326,8 +335,7 @@ fn null_blk_hosts_refuse_host_caps_and_partial_mebibytes() {
 fn null_blk_volumes_appear_capped_and_vanish_on_drop() {
     require_root!();
     if let Err(reason) = null_blk_available() {
-        eprintln!("skipped: the kernel cannot make null_blk devices here: {reason}");
-        return;
+        skip!("the kernel cannot make null_blk devices here: {reason}");
     }
     let size = 16 * MIB;
     let spec = SimHostSpec::new(2, size)
@@ -514,20 +522,29 @@ fn sigkilled_owner_leaves_no_loop_device_behind() {
     }
     assert_eq!(devices.len(), 6, "child reported its devices");
     let cgroup = cgroup.expect("child reported its cgroup");
-    let prefix = format!("/dev/shm/hostmax-sim-{pid}-");
+    // Backed by files in its scratch directory, or (before Linux 6.6) by its null_blk devices.
+    let prefixes = [
+        format!("/dev/shm/hostmax-sim-{pid}-"),
+        format!("/dev/hostmax{pid}_"),
+    ];
     let child_backed = || -> Vec<String> {
         let mut found = Vec::new();
         for entry in fs::read_dir("/sys/block").unwrap().flatten() {
             let name = entry.file_name().to_string_lossy().into_owned();
-            if let Some(backing) = backing_file(&name).filter(|b| b.starts_with(&prefix)) {
+            if let Some(backing) =
+                backing_file(&name).filter(|b| prefixes.iter().any(|prefix| b.starts_with(prefix)))
+            {
                 found.push(format!("{name} -> {backing}"));
             }
         }
         found
     };
     // 2 plain volumes and the parent are backed by files in the child's directory (the 3 capped
-    // volumes are backed by the parent, so while any of them lives the parent does too).
-    assert_eq!(child_backed().len(), 3, "{:?}", child_backed());
+    // volumes are backed by the parent, so while any of them lives the parent does too); on
+    // null_blk parents all 5 volumes are backed by the child's null_blk devices.
+    let null_blk_parents = devices.last().unwrap().starts_with("hostmax");
+    let backed = if null_blk_parents { 5 } else { 3 };
+    assert_eq!(child_backed().len(), backed, "{:?}", child_backed());
     assert!(cgroup.exists());
 
     nix::sys::signal::kill(
@@ -554,6 +571,19 @@ fn sigkilled_owner_leaves_no_loop_device_behind() {
     // The empty cgroup of the dead child is swept by the next builder.
     SimulatedHost::sweep_stale();
     assert!(!cgroup.exists(), "{} swept", cgroup.display());
+    // So are its null_blk devices.
+    let left: Vec<_> = fs::read_dir(hostmax::simhost::NULLB_CONFIGFS_ROOT)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter(|e| {
+            e.file_name()
+                .to_string_lossy()
+                .starts_with(&format!("hostmax{pid}_"))
+        })
+        .map(|e| e.path())
+        .collect();
+    assert!(left.is_empty(), "{left:?} swept");
 }
 
 /// Child role: [`READERS_PER_DEVICE`] threads per device in `HOSTMAX_SIMHOST_CHILD_DEVICES`, each a
@@ -704,9 +734,10 @@ fn assert_rate(what: &str, rate: Rate, expected: f64) {
 fn capped_volumes_read_at_their_caps() {
     require_root!();
     let _rate = rate_test_lock();
-    let bps_cap = 4 * MIB;
+    // 4 KiB reads: a bandwidth cap of a whole number of blocks per second.
+    let bps_cap = scaled_cap(1024) * 4096;
     let spec = SimHostSpec {
-        volume_iops: vec![Some(1000), Some(3000), None],
+        volume_iops: vec![Some(scaled_cap(1000)), Some(scaled_cap(3000)), None],
         volume_bps: vec![None, None, Some(bps_cap)],
         ..SimHostSpec::new(3, 16 * MIB)
     };
@@ -715,10 +746,15 @@ fn capped_volumes_read_at_their_caps() {
     let paths = host.device_paths();
     let rates = measure_read_rates(throttle, &[&paths[0], &paths[1], &paths[2]]);
     let rate = |i: usize| rates[&paths[i].display().to_string()];
-    assert_rate("volume capped at 1000 IOPS", rate(0), 1000.0);
-    assert_rate("volume capped at 3000 IOPS", rate(1), 3000.0);
+    let (low, high) = (scaled_cap(1000), scaled_cap(3000));
+    assert_rate(&format!("volume capped at {low} IOPS"), rate(0), low as f64);
     assert_rate(
-        "volume capped at 4 MiB/s, 4 KiB reads",
+        &format!("volume capped at {high} IOPS"),
+        rate(1),
+        high as f64,
+    );
+    assert_rate(
+        &format!("volume capped at {bps_cap} B/s, 4 KiB reads"),
         rate(2),
         (bps_cap / 4096) as f64,
     );
@@ -728,9 +764,10 @@ fn capped_volumes_read_at_their_caps() {
 fn host_cap_bounds_the_sum_of_volumes() {
     require_root!();
     let _rate = rate_test_lock();
+    let (volume_cap, host_cap) = (scaled_cap(2000), scaled_cap(5000));
     let spec = SimHostSpec::new(4, 16 * MIB)
-        .with_volume_iops(2000)
-        .with_host_iops(5000);
+        .with_volume_iops(volume_cap)
+        .with_host_iops(host_cap);
     let host = SimulatedHost::build(&spec).expect("build");
     let throttle = host.throttle().expect("caps make a cgroup");
     let paths = host.device_paths();
@@ -740,14 +777,14 @@ fn host_cap_bounds_the_sum_of_volumes() {
         let rate = rates[&path.display().to_string()];
         eprintln!("{}: {:.0} IOPS", path.display(), rate.slope);
         assert!(
-            rate.slope <= 2000.0 * 1.05,
+            rate.slope <= volume_cap as f64 * 1.05,
             "{} over its own cap",
             path.display()
         );
     }
     assert_rate(
-        "4 volumes of 2000 under a 5000 host cap, together",
+        &format!("4 volumes of {volume_cap} under a {host_cap} host cap, together"),
         rates["all"],
-        5000.0,
+        host_cap as f64,
     );
 }

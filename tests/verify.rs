@@ -111,9 +111,13 @@ fn capped_volumes_pass_and_one_throttled_below_its_spec_fails_by_name() {
 fn a_host_cap_below_the_volumes_sum_is_the_bottleneck_and_the_sweep_finds_its_knee() {
     require_root!();
     let _rate = rate_test_lock();
+    // Scaled down where the CPU is emulated: the host cap, not the CPU, must be what limits.
+    let (volume_cap, host_cap) = (scaled_cap(2000), scaled_cap(5000));
+    let (volume_arg, host_arg) = (volume_cap.to_string(), host_cap.to_string());
+    let (volume_cap, host_cap) = (volume_cap as f64, host_cap as f64);
     let spec = SimHostSpec {
-        volume_iops: vec![Some(2000); 4],
-        host_iops: Some(5000),
+        volume_iops: vec![Some(volume_cap as u64); 4],
+        host_iops: Some(host_cap as u64),
         ..SimHostSpec::new(4, 64 * MIB)
     };
     let host = SimulatedHost::build_loop_devices(&spec).expect("simulated host");
@@ -123,26 +127,34 @@ fn a_host_cap_below_the_volumes_sum_is_the_bottleneck_and_the_sweep_finds_its_kn
     let (code, json, stdout) = run(
         &[],
         &devices,
-        &["--expect-volume-iops", "2000", "--expect-host-iops", "5000"],
+        &[
+            "--expect-volume-iops",
+            &volume_arg,
+            "--expect-host-iops",
+            &host_arg,
+        ],
         &host,
         &dir.join("host.json"),
     );
     eprintln!("{stdout}");
     let v = &json["verdict"];
-    assert_eq!(code, 1, "the volumes share 5000, below 2000 each: {stdout}");
+    assert_eq!(
+        code, 1,
+        "the volumes share {host_cap}, below {volume_cap} each: {stdout}"
+    );
     assert_eq!(v["host"]["bottleneck"], "host", "{v}\n{stdout}");
     assert_eq!(
         v["host"]["pass"], true,
-        "the host delivers its own 5000: {v}"
+        "the host delivers its own {host_cap}: {v}"
     );
     assert!(
-        (f(&v["host"]["measured_iops"]) - 5000.0).abs() < 250.0,
+        (f(&v["host"]["measured_iops"]) - host_cap).abs() < 0.05 * host_cap,
         "{v}"
     );
-    assert_eq!(f(&v["host"]["volumes_iops"]), 8000.0);
+    assert_eq!(f(&v["host"]["volumes_iops"]), 4.0 * volume_cap);
     assert!(stdout.contains("bottleneck: host"), "{stdout}");
 
-    // The sweep over 1, 2, 3, 4 volumes: the true knee is 3 (3 x 2000 >= 5000).
+    // The sweep over 1, 2, 3, 4 volumes: the true knee is 3 (3 x 2000 >= 5000, as scaled).
     let svg = dir.join("sweep.svg");
     let keep_svg = std::env::var_os("HOSTMAX_KEEP_SVG");
     let svg_arg = svg.display().to_string();
@@ -153,7 +165,7 @@ fn a_host_cap_below_the_volumes_sum_is_the_bottleneck_and_the_sweep_finds_its_kn
             "--steps",
             "1,2,3,all",
             "--expect-volume-iops",
-            "2000",
+            &volume_arg,
             "--svg",
             &svg_arg,
         ],
@@ -176,14 +188,17 @@ fn a_host_cap_below_the_volumes_sum_is_the_bottleneck_and_the_sweep_finds_its_kn
     }
     let ceiling = f(&s["ceiling_iops"]);
     assert!(
-        (ceiling - 5000.0).abs() <= 0.05 * 5000.0,
-        "ceiling {ceiling} not within 5% of the 5000 cap: {stdout}"
+        (ceiling - host_cap).abs() <= 0.05 * host_cap,
+        "ceiling {ceiling} not within 5% of the {host_cap} cap: {stdout}"
     );
     // "Within one step": the knee is the first swept count at or after the true knee (3), or
     // the next one. With these steps that is 3 or 4.
     let knee = s["knee_volumes"].as_u64().unwrap();
     assert!((3..=4).contains(&knee), "knee {knee}: {stdout}");
-    assert!((f(&points[0]["iops"]) - 2000.0).abs() < 100.0, "{stdout}");
+    assert!(
+        (f(&points[0]["iops"]) - volume_cap).abs() < 0.05 * volume_cap,
+        "{stdout}"
+    );
     assert!(
         f(&points[1]["iops"]) < 0.95 * ceiling,
         "2 volumes are below the ceiling: {stdout}"
@@ -307,6 +322,16 @@ fn verify_runs_the_iops_and_throughput_phases_and_judges_both() {
         "the second volume promises 80 MB/s and gets 50: {stdout}"
     );
     let phases = json["phases"].as_array().unwrap();
+    // The root says where it came from, spanning its phases' windows.
+    assert_eq!(json["run_id"].as_str().map(str::len), Some(32), "{json}");
+    assert_eq!(json["started_at"], phases[0]["started_at"]);
+    assert_eq!(json["ended_at"], phases[phases.len() - 1]["ended_at"]);
+    assert_ne!(json["run_id"], phases[0]["run_id"]);
+    assert!(
+        json["command_line"][1] == "verify",
+        "{}",
+        json["command_line"]
+    );
     assert_eq!(
         phases
             .iter()

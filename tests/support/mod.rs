@@ -14,6 +14,8 @@
 //! - [`require_tool`]: a command-line tool a test needs (sfdisk, mkfs.*, chromium), installed
 //!   from Debian's packages when missing and we may; [`say_skipped`] and [`skip!`] print a skip
 //!   reason where the person running `cargo test` sees it (libtest hides a passing test's output).
+//! - [`scaled_cap`] and [`full_speed`]: the caps of tests that measure throttled rates, smaller
+//!   where the CPU cannot reach them (the kernel matrix's emulated VM).
 
 // Each test binary uses a different part of this module.
 #![allow(dead_code)]
@@ -110,6 +112,15 @@ pub fn require_tool(binary: &str, package: &str) -> Result<PathBuf, String> {
     }
     find_on_path(binary)
         .ok_or_else(|| format!("apt-get installed {package} but {binary} is not on PATH"))
+}
+
+/// A [`Command`] for `binary` from Debian's `package`, installed first if missing
+/// ([`require_tool`]); panics with the reason where it cannot be had. For helpers that cannot
+/// return from their test: a test that can do without the tool uses [`require_tool`] and
+/// [`skip!`].
+pub fn tool_command(binary: &str, package: &str) -> Command {
+    let path = require_tool(binary, package).unwrap_or_else(|why| panic!("{why}"));
+    Command::new(path)
 }
 
 /// `binary` on `PATH` (and in the sbin directories, which a non-login root shell may lack).
@@ -231,15 +242,53 @@ pub fn volumes(count: usize, size: u64) -> SimulatedHost {
 }
 
 /// The backing files of the loop devices still bound to a simulated host of process `pid`
-/// (`hostmax-sim-PID-N` scratch files): empty once that host is gone.
+/// (`hostmax-sim-PID-N` scratch files, or its `hostmaxPID_N` null_blk devices where tmpfs
+/// takes no O_DIRECT), and those null_blk devices themselves: empty once that host is gone.
 pub fn loops_left_by(pid: impl std::fmt::Display) -> Vec<String> {
-    let marker = format!("hostmax-sim-{pid}-");
+    let markers = [format!("hostmax-sim-{pid}-"), format!("/dev/hostmax{pid}_")];
+    let null_blk = format!("hostmax{pid}_");
     std::fs::read_dir("/sys/block")
         .unwrap()
         .filter_map(|e| e.ok())
         .filter_map(|e| std::fs::read_to_string(e.path().join("loop/backing_file")).ok())
-        .filter(|b| b.contains(&marker))
+        .filter(|b| markers.iter().any(|m| b.contains(m)))
+        .chain(
+            std::fs::read_dir(hostmax::simhost::NULLB_CONFIGFS_ROOT)
+                .into_iter()
+                .flatten()
+                .flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .filter(|name| name.starts_with(&null_blk)),
+        )
         .collect()
+}
+
+/// Scales the caps of the tests that measure throttled rates (a float, default 1). The kernel
+/// matrix's VM emulates its CPU and sets it below 1: a cap the CPU cannot reach measures the CPU,
+/// not the throttle, while smaller caps are still measured as exactly.
+pub const CAP_SCALE_ENV: &str = "HOSTMAX_TEST_CAP_SCALE";
+
+/// The factor [`CAP_SCALE_ENV`] sets (1 where unset; a bad value fails the test).
+pub fn cap_scale() -> f64 {
+    match std::env::var(CAP_SCALE_ENV) {
+        Err(_) => 1.0,
+        Ok(text) => text
+            .parse::<f64>()
+            .ok()
+            .filter(|s| *s > 0.0 && *s <= 1.0)
+            .unwrap_or_else(|| panic!("{CAP_SCALE_ENV}={text:?}: give a number in (0, 1]")),
+    }
+}
+
+/// `cap` (IOPS or bytes/s) times [`cap_scale`], at least 1.
+pub fn scaled_cap(cap: u64) -> u64 {
+    ((cap as f64 * cap_scale()).round() as u64).max(1)
+}
+
+/// Whether this machine runs at full speed ([`cap_scale`] is 1): only then may a test expect
+/// a rate that only the CPU limits (an uncapped run beating a cap, a knee).
+pub fn full_speed() -> bool {
+    cap_scale() >= 1.0
 }
 
 /// Where [`rate_test_lock`] locks.

@@ -207,6 +207,13 @@ pub fn default_steps(total: usize) -> Vec<usize> {
 pub struct SweepReport {
     /// [`crate::SCHEMA_VERSION`].
     pub schema_version: u32,
+    /// The host that ran it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hostname: Option<String>,
+    /// Run id and the window from the first step's start to the last one's end, and the rest
+    /// of [`crate::Provenance`] (each step's report carries its own as well).
+    #[serde(flatten)]
+    pub provenance: crate::Provenance,
     /// The ceiling, the knee and the points.
     pub sweep: Sweep,
     /// One report per step, by volumes.

@@ -44,8 +44,9 @@ pub use histogram_codec::{
 pub use knee::{Sweep, SweepPoint, SweepReport};
 pub use latency::{add_exact, LatencySummary};
 pub use report::{
-    summarize, summarize_with_histograms, DeviceReport, Figures, HostHistograms, HostReport,
-    OpSummary, WorkloadSummary, SCHEMA_VERSION,
+    summarize, summarize_with_histograms, DeviceIdentity, DeviceReport, Figures, HostHistograms,
+    HostReport, LoadGenerator, OpSummary, Provenance, WorkerReport, WorkloadSummary,
+    SCHEMA_VERSION,
 };
 pub use series::{SecondPoint, TimeSeries};
 pub use spec::{HostSpec, Tolerance, VolumeSpec, PROFILES};

@@ -123,6 +123,9 @@ pub enum Bottleneck {
     Volumes,
     /// The host: the short volumes are uniformly below their figures while the total is flat.
     Host,
+    /// The load generator: a worker's CPU was saturated, so the run cannot tell what the
+    /// storage could do (more CPUs, `--cpus`, or fewer volumes per host would).
+    LoadGenerator,
 }
 
 impl Bottleneck {
@@ -131,6 +134,7 @@ impl Bottleneck {
         match self {
             Bottleneck::Volumes => "volumes",
             Bottleneck::Host => "host",
+            Bottleneck::LoadGenerator => "load_generator",
         }
     }
 }
@@ -519,6 +523,19 @@ pub fn judge(specs: &SpecSet, reports: &[&HostReport]) -> Verdict {
         }
         _ => None,
     };
+    // Short of the volumes' sum on a run whose own CPUs were saturated: what limited it was
+    // the load generator, whatever the shape of the shortfall.
+    let judging_run = iops_run.filter(|_| volumes_iops.is_some()).or(bw_run);
+    let bottleneck_found = match bottleneck_found {
+        Some(_)
+            if judging_run
+                .and_then(|r| r.load_generator.as_ref())
+                .is_some_and(|g| g.saturated) =>
+        {
+            Some(Bottleneck::LoadGenerator)
+        }
+        found => found,
+    };
     // The host's cap from --rate-iops: per device times devices, when it is below the host's
     // promise or the volumes' sum (else it held nothing back).
     let host_cap = |run: Option<&HostReport>,
@@ -563,6 +580,13 @@ pub fn judge(specs: &SpecSet, reports: &[&HostReport]) -> Verdict {
 pub struct VerifyReport {
     /// [`crate::SCHEMA_VERSION`].
     pub schema_version: u32,
+    /// The host that ran it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hostname: Option<String>,
+    /// Run id and the window from the first phase's start to the last one's end, and the rest
+    /// of [`crate::Provenance`] (each phase carries its own as well).
+    #[serde(flatten)]
+    pub provenance: crate::Provenance,
     /// The verdict over all phases.
     pub verdict: Verdict,
     /// One report per phase, in the order they ran.
@@ -664,7 +688,7 @@ mod tests {
                 },
             },
             write: OpSummary::default(),
-            histograms: None,
+            ..Default::default()
         }
     }
 
@@ -684,6 +708,7 @@ mod tests {
                 error_detail: Default::default(),
                 failed: false,
                 host: None,
+                identity: None,
             })
             .collect();
         let total: f64 = devices.iter().map(|d| d.1).sum();
@@ -691,6 +716,7 @@ mod tests {
             schema_version: SCHEMA_VERSION,
             hostname: None,
             fleet: None,
+            provenance: Default::default(),
             workload: WorkloadSummary::from(&w),
             measured_secs: seconds.len() as f64,
             interrupted: false,
@@ -716,6 +742,7 @@ mod tests {
                 })
                 .collect(),
             verdict: None,
+            load_generator: None,
         }
     }
 
@@ -797,6 +824,53 @@ mod tests {
         assert!(v.pass);
         assert_eq!(v.devices[0].measured_iops, None);
         assert!(v.not_judged[0].contains("--bs 4k"), "{:?}", v.not_judged);
+    }
+
+    #[test]
+    fn a_short_host_on_saturated_workers_blames_the_load_generator() {
+        let specs = SpecSet {
+            devices: flat(2000.0, "x", &["/dev/a", "/dev/b"]),
+            host: HostSpec::default(),
+            tolerance: Tolerance::new(0.1).unwrap(),
+        };
+        let mut run = report(
+            4096,
+            32,
+            &[("/dev/a", 1250.0), ("/dev/b", 1260.0)],
+            &[2510; 4],
+        );
+        assert_eq!(
+            judge(&specs, &[&run]).host.bottleneck,
+            Some(Bottleneck::Host)
+        );
+        let worker = |saturated| crate::WorkerReport {
+            cpu: 0,
+            devices: vec![0, 1],
+            ring: Default::default(),
+            user_secs: 1.0,
+            system_secs: 2.0,
+            busy_share: 0.6,
+            cpu_busy_share: Some(if saturated { 0.99 } else { 0.5 }),
+            saturated,
+        };
+        run.load_generator = Some(crate::LoadGenerator {
+            saturated: false,
+            workers: vec![worker(false)],
+        });
+        assert_eq!(
+            judge(&specs, &[&run]).host.bottleneck,
+            Some(Bottleneck::Host)
+        );
+        run.load_generator = Some(crate::LoadGenerator {
+            saturated: true,
+            workers: vec![worker(true)],
+        });
+        let v = judge(&specs, &[&run]);
+        assert_eq!(v.host.bottleneck, Some(Bottleneck::LoadGenerator));
+        assert_eq!(
+            serde_json::to_value(&v).unwrap()["host"]["bottleneck"],
+            "load_generator"
+        );
     }
 
     #[test]

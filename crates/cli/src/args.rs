@@ -193,6 +193,17 @@ pub struct RunArgs {
     #[arg(long)]
     pub sqpoll: bool,
 
+    /// Percent of each written block a compressor can remove (fio's
+    /// buffer_compress_percentage: each 512-byte chunk ends in that share of zeros).
+    /// Default 0: incompressible.
+    #[arg(long, value_name = "PERCENT", default_value_t = 0, value_parser = parse_percent, allow_hyphen_values = true)]
+    pub buffer_compress_percentage: u8,
+
+    /// Percent of written blocks that repeat an earlier block of the same device (fio's
+    /// dedupe_percentage). Default 0: every written block is unique.
+    #[arg(long, value_name = "PERCENT", default_value_t = 0, value_parser = parse_percent, allow_hyphen_values = true)]
+    pub dedupe_percentage: u8,
+
     /// Options for runs on many hosts.
     #[command(flatten)]
     pub fleet: crate::fleet::FleetRunArgs,
@@ -443,6 +454,10 @@ fn check_workload(args: &RunArgs) -> Result<Workload, BadInput> {
         rate_iops: args.rate_iops,
         record_latency: !args.no_latency,
         io_limit: None,
+        write_data: hostmax_engine::WriteData {
+            compress_percent: args.buffer_compress_percentage,
+            dedupe_percent: args.dedupe_percentage,
+        },
     })
 }
 

@@ -29,8 +29,9 @@ fn main() -> ExitCode {
         Ok(cli) => cli,
         Err(err) => return clap_exit(err),
     };
-    if !matches!(cli.command, Some(Command::Merge(_))) {
-        // Every command but merge runs the engine: from here on a SIGINT or SIGTERM is caught
+    if !matches!(cli.command, Some(Command::Merge(_) | Command::Doctor(_))) {
+        // Every command but merge and doctor (which reports io_uring's state itself) runs the
+        // engine: from here on a SIGINT or SIGTERM is caught
         // (it stops the run, or the next one, which still reports), never the default kill.
         hostmax::signals::watch();
         // Before any device is opened: a machine without io_uring gets its cause, not a

@@ -188,6 +188,9 @@ pub fn render_table_fitting(report: &HostReport, width: Option<usize>) -> String
         out.push_str(" (interrupted)");
     }
     out.push('\n');
+    if let Some(generator) = &report.load_generator {
+        out.push_str(&ring_features_line(generator));
+    }
     out.push_str(&line(&header));
     for cells in &devices {
         out.push_str(&line(cells));
@@ -231,7 +234,69 @@ pub fn render_table_fitting(report: &HostReport, width: Option<usize>) -> String
         }
         out.push('\n');
     }
+    if let Some(generator) = &report.load_generator {
+        out.push_str(&worker_lines(generator));
+    }
+    for d in report.devices.iter().filter(|d| d.figures.reads_all_zero()) {
+        let _ = writeln!(
+            out,
+            "every sampled read of {} returned zeros: its blocks were probably never written, and a thin or cloud volume serves those from metadata without touching its media. Write the range first (e.g. hostmax --devices {} --rw write --bs 1m --allow-write, run long enough to pass over the whole --size once), then measure reads",
+            d.path, d.path
+        );
+    }
     out
+}
+
+/// `io_uring: fixed buffers, registered files, ...`, and what some worker fell back from.
+fn ring_features_line(generator: &hostmax_aggregate::LoadGenerator) -> String {
+    let (got, fell_back) = generator.ring_features();
+    let mut s = format!(
+        "io_uring: {}",
+        if got.is_empty() {
+            "no optional features".to_string()
+        } else {
+            got.join(", ")
+        }
+    );
+    if !fell_back.is_empty() {
+        let _ = write!(
+            s,
+            "; FELL BACK without {} (fixed buffers need RLIMIT_MEMLOCK room, registered files and defer taskrun a newer kernel)",
+            fell_back.join(", ")
+        );
+    }
+    s.push('\n');
+    s
+}
+
+/// One line per worker: its CPU time and how busy its CPU was; a warning when saturated.
+fn worker_lines(generator: &hostmax_aggregate::LoadGenerator) -> String {
+    let mut s = String::new();
+    for w in &generator.workers {
+        let _ = write!(
+            s,
+            "worker on CPU {}: {} device{}, thread {:.0}% busy (user {:.2} s, system {:.2} s)",
+            w.cpu,
+            w.devices.len(),
+            if w.devices.len() == 1 { "" } else { "s" },
+            100.0 * w.busy_share,
+            w.user_secs,
+            w.system_secs
+        );
+        if let Some(cpu) = w.cpu_busy_share {
+            let _ = write!(s, ", CPU {} {:.0}% busy", w.cpu, 100.0 * cpu);
+        }
+        if w.saturated {
+            s.push_str(" (saturated)");
+        }
+        s.push('\n');
+    }
+    if generator.saturated {
+        s.push_str(
+            "the load generator's CPUs were saturated: these figures may be hostmax's limit rather than the storage's; give it more CPUs (--cpus) or fewer volumes per host\n",
+        );
+    }
+    s
 }
 
 /// `text` cut to its last `keep` characters, the cut marked with `…`.
@@ -319,6 +384,51 @@ mod tests {
             "{}",
             lines[6]
         );
+    }
+
+    #[test]
+    fn workers_ring_features_and_zero_reads_are_said() {
+        let mut report = sample_report();
+        let worker = |cpu, fixed_buffers, saturated| hostmax_aggregate::WorkerReport {
+            cpu,
+            devices: vec![cpu],
+            ring: hostmax_engine::RingFeatures {
+                fixed_buffers,
+                fixed_files: true,
+                defer_taskrun: true,
+                ..Default::default()
+            },
+            user_secs: 0.5,
+            system_secs: 1.25,
+            busy_share: 0.875,
+            cpu_busy_share: Some(if saturated { 0.97 } else { 0.5 }),
+            saturated,
+        };
+        report.load_generator = Some(hostmax_aggregate::LoadGenerator {
+            saturated: true,
+            workers: vec![worker(0, true, false), worker(1, false, true)],
+        });
+        report.devices[1].figures.read_samples = hostmax_engine::ReadSamples {
+            sampled: 10,
+            zero: 10,
+        };
+        let text = render_table(&report);
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(
+            lines[1],
+            "io_uring: registered files, single issuer + defer taskrun; FELL BACK without fixed buffers (fixed buffers need RLIMIT_MEMLOCK room, registered files and defer taskrun a newer kernel)"
+        );
+        assert!(lines[2].starts_with("device"), "{}", lines[2]);
+        assert!(
+            text.contains("worker on CPU 1: 1 device, thread 88% busy (user 0.50 s, system 1.25 s), CPU 1 97% busy (saturated)"),
+            "{text}"
+        );
+        assert!(text.contains("CPUs were saturated"), "{text}");
+        assert!(
+            text.contains("every sampled read of /dev/loop11 returned zeros"),
+            "{text}"
+        );
+        assert!(!text.contains("read of /dev/loop0 returned"), "{text}");
     }
 
     #[test]

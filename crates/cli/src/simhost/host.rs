@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 
 use super::loopdev::{read_direct_4k, LoopDevice, LoopOptions};
 use super::nullblk::{
-    self, null_blk_available, NullBlkDevice, NullBlkOptions, NULLB_CONFIGFS_ROOT,
+    self, null_blk_available, NullBlkDevice, NullBlkOptions, MIB, NULLB_CONFIGFS_ROOT,
 };
 use super::throttle::{pid_alive, IoThrottle};
 use super::SimHostError;
@@ -233,9 +233,81 @@ pub struct SimulatedHost {
     spec: SimHostSpec,
     mode: SimHostMode,
     volumes: Vec<SimVolume>,
-    host_device: Option<LoopDevice>,
+    host_device: Option<ParentDevice>,
     throttle: Option<IoThrottle>,
     plain_dir: Option<ScratchDir>,
+}
+
+/// The device every loop volume is a slice of: with a host cap (the parent is capped too), and
+/// wherever tmpfs takes no O_DIRECT (Linux before 6.6), where a null_blk device is the backing.
+#[derive(Debug)]
+pub enum ParentDevice {
+    /// A loop device over an unlinked tmpfs file.
+    Loop(LoopDevice),
+    /// A memory-backed null_blk device.
+    NullBlk(NullBlkDevice),
+}
+
+impl ParentDevice {
+    /// `/dev/loopN` or the null_blk disk.
+    pub fn path(&self) -> &Path {
+        match self {
+            ParentDevice::Loop(d) => d.path(),
+            ParentDevice::NullBlk(d) => d.path(),
+        }
+    }
+
+    /// The name under `/sys/block`.
+    pub fn kernel_name(&self) -> &str {
+        match self {
+            ParentDevice::Loop(d) => d.kernel_name(),
+            ParentDevice::NullBlk(d) => d.kernel_name(),
+        }
+    }
+
+    /// The device number, as written in throttle rules.
+    pub fn major_minor(&self) -> (u32, u32) {
+        match self {
+            ParentDevice::Loop(d) => d.major_minor(),
+            ParentDevice::NullBlk(d) => d.major_minor(),
+        }
+    }
+
+    /// The size in bytes, as the kernel reports it.
+    pub fn size_bytes(&self) -> Result<u64, SimHostError> {
+        let path = Path::new("/sys/block")
+            .join(self.kernel_name())
+            .join("size");
+        let text = fs::read_to_string(&path).map_err(SimHostError::io("read", &path))?;
+        let sectors: u64 = text.trim().parse().map_err(|_| SimHostError::Io {
+            what: "parse",
+            path: path.clone(),
+            source: std::io::Error::from(std::io::ErrorKind::InvalidData),
+        })?;
+        Ok(sectors * 512)
+    }
+
+    /// The loop device, if the parent is one.
+    pub fn loop_device(&self) -> Option<&LoopDevice> {
+        match self {
+            ParentDevice::Loop(d) => Some(d),
+            ParentDevice::NullBlk(_) => None,
+        }
+    }
+}
+
+/// Why the loop volumes' memory is a null_blk device rather than tmpfs files, or `None` where
+/// tmpfs takes O_DIRECT (Linux 6.6+), which loop's direct I/O needs. Probed once per process
+/// with a file in `scratch`.
+fn tmpfs_lacks_direct_io(scratch: &ScratchDir) -> Result<bool, SimHostError> {
+    static ANSWER: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    if let Some(&lacks) = ANSWER.get() {
+        return Ok(lacks);
+    }
+    let (_, path) = scratch.new_file("direct-io-probe", 4096)?;
+    let lacks = read_direct_4k(&path, 0).is_err();
+    fs::remove_file(&path).map_err(SimHostError::io("remove", &path))?;
+    Ok(*ANSWER.get_or_init(|| lacks))
 }
 
 impl SimulatedHost {
@@ -281,12 +353,24 @@ impl SimulatedHost {
         let throttle = Self::throttle_for(spec)?;
         let mut volumes = Vec::with_capacity(spec.volumes);
         let mut host_device = None;
-        if spec.has_host_cap() {
-            let total = spec.volume_size * spec.volumes as u64;
+        let total = spec.volume_size * spec.volumes as u64;
+        let parent = if tmpfs_lacks_direct_io(&scratch)? {
+            // Before Linux 6.6 tmpfs refuses O_DIRECT, and loop's direct I/O with it: the
+            // volumes are slices of one memory-backed null_blk device instead (sparse, like
+            // tmpfs), capped the same way.
+            null_blk_available().map_err(|why| SimHostError::NoDirectIoBacking(why.clone()))?;
+            let options = NullBlkOptions::new(total.div_ceil(MIB) * MIB)?;
+            Some(ParentDevice::NullBlk(NullBlkDevice::create(&options)?))
+        } else if spec.has_host_cap() {
             let (file, path) = scratch.new_file("host.img", total)?;
             let parent = LoopDevice::attach(&file, &LoopOptions::default())?;
             // The loop device holds the inode; unlinking now means its memory goes with it.
             fs::remove_file(&path).map_err(SimHostError::io("unlink", &path))?;
+            Some(ParentDevice::Loop(parent))
+        } else {
+            None
+        };
+        if let Some(parent) = parent {
             let parent_file = OpenOptions::new()
                 .read(true)
                 .write(true)
@@ -313,7 +397,7 @@ impl SimulatedHost {
         }
         if let Some(throttle) = &throttle {
             limit_volumes(throttle, &volumes)?;
-            if let Some(parent) = &host_device {
+            if let Some(parent) = host_device.as_ref().filter(|_| spec.has_host_cap()) {
                 if let Some(iops) = spec.host_iops {
                     throttle.limit_iops(parent.major_minor(), iops)?;
                 }
@@ -480,8 +564,9 @@ impl SimulatedHost {
         self.volumes.iter().map(|v| v.path.clone()).collect()
     }
 
-    /// The parent loop device every volume is a slice of (only with a host cap).
-    pub fn host_device(&self) -> Option<&LoopDevice> {
+    /// The device every loop volume is a slice of: a loop device with a host cap, a null_blk
+    /// device wherever tmpfs takes no O_DIRECT (Linux before 6.6); else none.
+    pub fn host_device(&self) -> Option<&ParentDevice> {
         self.host_device.as_ref()
     }
 
@@ -496,7 +581,18 @@ impl SimulatedHost {
     pub fn describe(&self) -> String {
         let count = self.volumes.len();
         let size_mib = self.spec.volume_size as f64 / (1024.0 * 1024.0);
-        let mut line = format!("{count} volumes of {size_mib:.0} MiB as {}", self.mode);
+        let mut mode = self.mode.to_string();
+        if let Some(ParentDevice::NullBlk(parent)) = &self.host_device {
+            mode = mode.replacen(
+                "on tmpfs",
+                &format!(
+                    "on null_blk {} (tmpfs takes O_DIRECT only from Linux 6.6 on)",
+                    parent.path().display()
+                ),
+                1,
+            );
+        }
+        let mut line = format!("{count} volumes of {size_mib:.0} MiB as {mode}");
         if let (Some(first), Some(last)) = (self.volumes.first(), self.volumes.last()) {
             line += &format!(" ({} .. {})", first.path.display(), last.path.display());
         }
@@ -523,7 +619,7 @@ impl SimulatedHost {
             .into_iter()
             .flatten()
             .collect();
-            if let Some(parent) = &self.host_device {
+            if let Some(parent) = self.host_device.as_ref().filter(|_| !host.is_empty()) {
                 line += &format!(
                     ", host capped at {} (all volumes are slices of {})",
                     host.join(" and "),
@@ -549,7 +645,11 @@ impl Drop for SimulatedHost {
             .volumes
             .iter()
             .filter_map(|v| v.device.as_ref())
-            .chain(self.host_device.as_ref())
+            .chain(
+                self.host_device
+                    .as_ref()
+                    .and_then(ParentDevice::loop_device),
+            )
             .filter_map(|d| Some((d.kernel_name().to_string(), d.backing_file().ok()?)))
             .collect();
         // Volumes first: each holds the parent device open as its backing file.

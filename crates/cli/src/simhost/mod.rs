@@ -25,7 +25,9 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-pub use host::{sweep_dead_owners, SimHostMode, SimHostSpec, SimVolume, SimulatedHost};
+pub use host::{
+    sweep_dead_owners, ParentDevice, SimHostMode, SimHostSpec, SimVolume, SimulatedHost,
+};
 pub use loopdev::{read_direct_4k, AlignedBlock, LoopDevice, LoopOptions};
 pub use nullblk::{
     null_blk_available, NullBlkDevice, NullBlkOptions, NullBlkRoots, NULLB_CONFIGFS_ROOT,
@@ -64,6 +66,12 @@ pub enum SimHostError {
         /// What `/sys/block/loopN/loop/dio` said.
         dio: String,
     },
+    /// Neither tmpfs (before Linux 6.6) nor null_blk can back loop volumes with direct I/O.
+    #[error(
+        "loop volumes need a backing that takes O_DIRECT: tmpfs does only from Linux 6.6 on, \
+         and null_blk, used before that, is unavailable: {0}"
+    )]
+    NoDirectIoBacking(String),
     /// Caps were asked for but no cgroup hierarchy can throttle block I/O.
     #[error(
         "no cgroup v1 blkio or cgroup v2 io controller is mounted; \

@@ -29,7 +29,7 @@ const NAME_PREFIX: &str = "hostmax";
 /// How long devtmpfs may take to make `/dev/<disk>` after power-on.
 const NODE_PATIENCE: Duration = Duration::from_secs(2);
 
-const MIB: u64 = 1024 * 1024;
+pub(crate) const MIB: u64 = 1024 * 1024;
 
 static NEXT_DEVICE: AtomicU32 = AtomicU32::new(0);
 
@@ -63,6 +63,9 @@ pub struct NullBlkOptions {
     pub block_size: u32,
     /// Hardware submission queues (the kernel caps this at the number of possible CPUs).
     pub submit_queues: u32,
+    /// Poll queues (an IOPOLL ring needs at least one); `None` keeps the module's default
+    /// (its `poll_queues` parameter).
+    pub poll_queues: Option<u32>,
 }
 
 impl NullBlkOptions {
@@ -79,13 +82,14 @@ impl NullBlkOptions {
             size_mib: size_bytes / MIB,
             block_size: 512,
             submit_queues: online_cpus(),
+            poll_queues: None,
         })
     }
 
     /// The attributes written before power-on, in order: (name, value, required). Optional
     /// ones are written only where this kernel has them.
-    fn attributes(&self) -> [(&'static str, String, bool); 6] {
-        [
+    fn attributes(&self) -> Vec<(&'static str, String, bool)> {
+        let mut attributes = vec![
             ("size", self.size_mib.to_string(), true),
             ("blocksize", self.block_size.to_string(), true),
             // Data written reads back (tests mount filesystems and compare blocks).
@@ -94,7 +98,11 @@ impl NullBlkOptions {
             ("queue_mode", "2".into(), true),
             ("submit_queues", self.submit_queues.to_string(), true),
             ("discard", "1".into(), false),
-        ]
+        ];
+        if let Some(poll_queues) = self.poll_queues {
+            attributes.push(("poll_queues", poll_queues.to_string(), true));
+        }
+        attributes
     }
 }
 
@@ -455,6 +463,7 @@ mod tests {
             size_mib: 32,
             block_size: 4096,
             submit_queues: 3,
+            poll_queues: None,
         };
         let dir = fake_device_dir(&roots, "hostmax1_0", true);
         write_attributes(&dir, &options).unwrap();
@@ -578,6 +587,7 @@ mod tests {
             size_mib: 16,
             block_size: 512,
             submit_queues: 2,
+            poll_queues: None,
         };
         // Since 6.0 the disk has the directory's name; before, nullb<index>.
         for (dir_name, disk, index) in [

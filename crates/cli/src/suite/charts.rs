@@ -246,11 +246,9 @@ fn by_block_size(report: &SuiteReport, metric: TrackedMetric) -> Option<LineChar
         y_ticks: TickFormat::Decimal,
         series,
         bands: Vec::new(),
-        legend: match metric {
-            // IOPS fall as blocks grow; throughput and latency rise.
-            TrackedMetric::Iops => LegendCorner::LowerLeft,
-            _ => LegendCorner::UpperLeft,
-        },
+        // Where the lines are not (IOPS fall as blocks grow, throughput rises, and a slow mix
+        // can sit anywhere).
+        legend: LegendCorner::Auto,
         size: (820, 480),
         x_names: Vec::new(),
     })

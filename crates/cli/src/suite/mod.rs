@@ -349,9 +349,11 @@ fn start(
             .iter()
             .map(|t| DeviceRecord {
                 path: t.path.clone(),
+                given: given_name(&args.devices, &t.path),
                 size: t.size,
                 logical_block_size: t.logical_block_size,
                 block_device: t.kind == TargetKind::BlockDevice,
+                identity: Some(crate::identity::identify(t)),
             })
             .collect(),
         cells,
@@ -375,6 +377,7 @@ fn start(
         html,
         notes,
         promises: None,
+        run_id: Some(crate::fleet::provenance::new_run_id()),
     };
     if config.cell_time_ms == 0 {
         return Err(BadInput(
@@ -387,12 +390,25 @@ fn start(
     Ok((config, state, targets))
 }
 
+/// The first literal `--devices` path, made absolute, that is another name (a symlink such as
+/// `/dev/disk/by-id/...`) for the target at `canonical`.
+fn given_name(devices: &[std::ffi::OsString], canonical: &Path) -> Option<PathBuf> {
+    devices.iter().map(PathBuf::from).find_map(|given| {
+        if crate::devices::is_pattern(&given.to_string_lossy()) || given == canonical {
+            return None;
+        }
+        let absolute = std::path::absolute(&given).ok()?;
+        (std::fs::canonicalize(&absolute).ok()? == canonical && absolute != canonical)
+            .then_some(absolute)
+    })
+}
+
 /// Reopens a checkpoint, checks that its devices are the same ones, and rechecks write safety.
 fn resume(
     dir: &Path,
     args: &SuiteArgs,
 ) -> anyhow::Result<(SuiteConfig, StateDir, Vec<hostmax_engine::TargetInfo>)> {
-    let (state, config) = StateDir::open(dir)?;
+    let (state, mut config) = StateDir::open(dir)?;
     if config.writes_block_devices && !args.allow_write {
         return Err(BadInput(format!(
             "the suite in {} writes to block devices: resume it with --resume {} --allow-write",
@@ -401,11 +417,22 @@ fn resume(
         ))
         .into());
     }
+    // A device or file that is gone is not made anew (planning with --size would make a
+    // missing file).
+    let name_of = |d: &DeviceRecord| d.given.clone().unwrap_or_else(|| d.path.clone());
+    if let Some(gone) = config.devices.iter().find(|d| !name_of(d).exists()) {
+        return Err(BadInput(format!(
+            "{} of the suite in {} is gone; put it back, or start a new suite",
+            name_of(gone).display(),
+            dir.display()
+        ))
+        .into());
+    }
     let mut run_args = default_run_args();
     run_args.devices = config
         .devices
         .iter()
-        .map(|d| d.path.clone().into_os_string())
+        .map(|d| name_of(d).into_os_string())
         .collect();
     run_args.bs = u64::from(
         config
@@ -428,7 +455,8 @@ fn resume(
     }
     for (t, d) in targets.iter().zip(&config.devices) {
         let kind_same = (t.kind == TargetKind::BlockDevice) == d.block_device;
-        if t.path != d.path
+        // A name the user gave may lead to a new kernel name; the identity check below decides.
+        if (d.given.is_none() && t.path != d.path)
             || t.size != d.size
             || t.logical_block_size != d.logical_block_size
             || !kind_same
@@ -442,6 +470,37 @@ fn resume(
                 d.logical_block_size
             ))
             .into());
+        }
+    }
+    // The same path and size can lead to another device (two same-size volumes that swapped
+    // names after a reboot): compare what the kernel says each one is.
+    let swapped: Vec<String> = targets
+        .iter()
+        .zip(&config.devices)
+        .filter_map(|(t, d)| {
+            let then = d.identity.as_ref()?;
+            let why = then.differs(&crate::identity::identify(t))?;
+            Some(format!("{} was {why}", d.path.display()))
+        })
+        .collect();
+    if !swapped.is_empty() {
+        return Err(BadInput(format!(
+            "the suite in {} started on other devices: {}; give the suite its own devices back, or start a new suite",
+            dir.display(),
+            swapped.join("; ")
+        ))
+        .into());
+    }
+    // Followed names: the devices are where their given names lead now.
+    for (t, d) in targets.iter().zip(config.devices.iter_mut()) {
+        if d.path != t.path {
+            eprintln!(
+                "hostmax suite: {} now leads to {} (was {}); the same device, resuming on it",
+                name_of(d).display(),
+                t.path.display(),
+                d.path.display()
+            );
+            d.path = t.path.clone();
         }
     }
     check_suite_writes(

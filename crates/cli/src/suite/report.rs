@@ -14,14 +14,22 @@ use serde::{Deserialize, Serialize};
 use super::matrix::{size_label, CellSpec, SuiteTest, TrackedMetric};
 use super::state::{CellRound, DeviceRecord, PrepRecord, SuiteConfig};
 
-/// Version of the suite report's JSON layout.
-pub const SUITE_SCHEMA: &str = "hostmax-suite/1";
+/// Version of the suite report's JSON layout (`schema_version`, under the name every hostmax
+/// report uses; before it was `"schema": "hostmax-suite/1"`).
+pub const SUITE_SCHEMA_VERSION: u32 = 1;
 
 /// The suite's findings: the JSON root.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SuiteReport {
-    /// [`SUITE_SCHEMA`].
-    pub schema: String,
+    /// [`SUITE_SCHEMA_VERSION`].
+    pub schema_version: u32,
+    /// The host that ran it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hostname: Option<String>,
+    /// Run id (kept through `--resume`), the window from the first measured cell's start to
+    /// the last one's end, version, command line (of the last invocation), kernel.
+    #[serde(flatten)]
+    pub provenance: hostmax_aggregate::Provenance,
     /// The test that ran.
     pub test: SuiteTest,
     /// Whether the suite ended (steady state or the last round) rather than being interrupted.
@@ -261,6 +269,32 @@ pub fn steady_state(config: &SuiteConfig, records: &Records, rounds: u32) -> Ste
     SteadyStateRule::default().evaluate(&series, config.max_rounds)
 }
 
+/// The suite's provenance: its run id and the window its cells were measured in (each cell's
+/// end less its measured time, to the last cell's end).
+fn suite_provenance(config: &SuiteConfig, records: &Records) -> hostmax_aggregate::Provenance {
+    use std::time::{Duration, SystemTime};
+    let at = |ms: u64| SystemTime::UNIX_EPOCH + Duration::from_millis(ms);
+    let ends = records.values().map(|r| at(r.finished_unix_ms));
+    let starts = records.values().map(|r| {
+        at(r.finished_unix_ms)
+            .checked_sub(Duration::from_secs_f64(r.report.measured_secs.max(0.0)))
+            .unwrap_or(SystemTime::UNIX_EPOCH)
+    });
+    let now = SystemTime::now();
+    let mut provenance = crate::fleet::provenance::for_window(
+        starts.min().unwrap_or(now),
+        ends.max().unwrap_or(now),
+    );
+    if records.is_empty() {
+        provenance.started_at = None;
+        provenance.ended_at = None;
+    }
+    if let Some(id) = &config.run_id {
+        provenance.run_id = Some(id.clone());
+    }
+    provenance
+}
+
 /// Builds the report from the settings, the preparation records and the cell records.
 pub fn build(
     config: &SuiteConfig,
@@ -339,7 +373,9 @@ pub fn build(
         );
     }
     let mut report = SuiteReport {
-        schema: SUITE_SCHEMA.to_string(),
+        schema_version: SUITE_SCHEMA_VERSION,
+        hostname: crate::fleet::hostname(),
+        provenance: suite_provenance(config, records),
         test: config.test,
         complete: !interrupted,
         interrupted,

@@ -263,6 +263,7 @@ impl SuiteRunner {
             rate_iops: None,
             record_latency: false,
             io_limit: Some(PRECONDITION_PASSES * self.config.range),
+            write_data: Default::default(),
         };
         self.progress.phase(&format!(
             "preconditioning: {PRECONDITION_PASSES} passes of sequential 128k writes over {} of {} device(s)",
@@ -456,6 +457,7 @@ fn merge_results(parts: Vec<RunResult>) -> RunResult {
     let stopped_early = parts.iter().any(|p| p.stopped_early);
     let mut devices = Vec::new();
     let mut workers = Vec::new();
+    let run_id = parts.first().map_or(0, |p| p.run_id);
     for p in parts {
         devices.extend(p.devices);
         workers.extend(p.workers);
@@ -465,6 +467,7 @@ fn merge_results(parts: Vec<RunResult>) -> RunResult {
         measured,
         stopped_early,
         workers,
+        run_id,
     }
 }
 

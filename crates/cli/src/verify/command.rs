@@ -161,6 +161,8 @@ pub fn verify(args: &VerifyArgs) -> anyhow::Result<i32> {
     if let Some(dest) = &json {
         let root = VerifyReport {
             schema_version: SCHEMA_VERSION,
+            hostname: crate::fleet::hostname(),
+            provenance: crate::fleet::provenance::spanning(&reports),
             verdict,
             phases: reports,
         };

@@ -311,6 +311,8 @@ pub fn sweep(args: &SweepArgs) -> anyhow::Result<i32> {
     if let Some(dest) = &base.json {
         let root = SweepReport {
             schema_version: SCHEMA_VERSION,
+            hostname: crate::fleet::hostname(),
+            provenance: crate::fleet::provenance::spanning(&reports),
             sweep: found,
             runs: reports,
         };

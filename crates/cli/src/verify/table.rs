@@ -215,6 +215,9 @@ fn sum_line(
         (Some(Bottleneck::Volumes), _) => {
             "bottleneck: volumes (the short volumes each stopped at a limit of their own)".to_string()
         }
+        (Some(Bottleneck::LoadGenerator), _) => {
+            "bottleneck: load generator (CPU): hostmax's workers' CPUs were saturated, so this run cannot tell what the host could do; give it more CPUs (--cpus) or fewer volumes".to_string()
+        }
     };
     let fmt = |v: f64| {
         if scale == 1.0 {
