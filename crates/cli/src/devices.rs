@@ -133,12 +133,33 @@ fn strip_zeros(digits: &[u8]) -> &[u8] {
     &digits[first..]
 }
 
+/// What is said of a target named again: `given` is the later name, `first` the name it was
+/// first given by.
+fn duplicate_note(given: &Path, first: &Path) -> String {
+    if given == first {
+        format!("{} given twice: measured once", given.display())
+    } else {
+        format!(
+            "{} is the same device as {}: measured once, as {}",
+            given.display(),
+            first.display(),
+            first.display()
+        )
+    }
+}
+
 /// Turns an engine probe error into a one-line message naming the path and the fix.
 pub fn probe_error_message(path: &Path, err: &EngineError) -> String {
     match err {
         EngineError::Open { source, .. } => match source.kind() {
             std::io::ErrorKind::NotFound => format!(
                 "{} does not exist; give an existing block device or regular file, or add --size to have hostmax create a file of that size",
+                path.display()
+            ),
+            // As root, the refusal comes from something root does not override.
+            std::io::ErrorKind::PermissionDenied if nix::unistd::geteuid().is_root() => format!(
+                "{}: permission denied although hostmax runs as root: likely the container's device rules (the cgroup devices list; run it with --device {} or privileged) or a security module (SELinux, AppArmor: see the audit log or dmesg)",
+                path.display(),
                 path.display()
             ),
             std::io::ErrorKind::PermissionDenied => format!(
@@ -185,6 +206,8 @@ pub fn resolve_targets_creating(
     let mut to_create: Vec<PathBuf> = Vec::new();
     let mut seen_paths: HashSet<PathBuf> = HashSet::new();
     let mut seen_ids: HashSet<Identity> = HashSet::new();
+    // The name each kept target was first given by, to say which later names were dropped.
+    let mut first_named: Vec<(PathBuf, Option<Identity>, PathBuf)> = Vec::new();
     let mut targets = Vec::new();
     let mut usable_per_pattern: Vec<(&str, bool)> = Vec::new();
     for cand in candidates {
@@ -231,14 +254,22 @@ pub fn resolve_targets_creating(
                 entry.1 = true;
             }
         }
-        if !seen_paths.insert(info.path.clone()) {
+        let id = identity(&info);
+        let new_path = seen_paths.insert(info.path.clone());
+        if !new_path || id.is_some_and(|id| !seen_ids.insert(id)) {
+            // Patterns overlap by design (sd* and sd[b-c]); a name given literally twice or a
+            // second view of one device (a by-id link) is worth a word.
+            if cand.from_pattern.is_none() {
+                if let Some((_, _, first)) = first_named
+                    .iter()
+                    .find(|(path, known, _)| *path == info.path || (id.is_some() && *known == id))
+                {
+                    eprintln!("hostmax: {}", duplicate_note(&cand.path, first));
+                }
+            }
             continue;
         }
-        if let Some(id) = identity(&info) {
-            if !seen_ids.insert(id) {
-                continue;
-            }
-        }
+        first_named.push((info.path.clone(), id, cand.path.clone()));
         targets.push(info);
     }
     if let Some((pattern, _)) = usable_per_pattern.iter().find(|(_, usable)| !usable) {
@@ -356,6 +387,29 @@ fn identity(info: &TargetInfo) -> Option<Identity> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn permission_denied_names_the_likely_cause_for_root_and_the_fix_for_others() {
+        let err = EngineError::Open {
+            path: PathBuf::from("/dev/sdz"),
+            source: std::io::Error::from_raw_os_error(libc::EPERM),
+        };
+        let said = probe_error_message(Path::new("/dev/sdz"), &err);
+        if nix::unistd::geteuid().is_root() {
+            assert!(
+                said.contains("although hostmax runs as root")
+                    && said.contains("device rules")
+                    && said.contains("SELinux, AppArmor"),
+                "{said}"
+            );
+        } else {
+            assert!(said.contains("run as root"), "{said}");
+        }
+        assert_eq!(
+            duplicate_note(Path::new("/dev/disk/by-id/x"), Path::new("/dev/sdb")),
+            "/dev/disk/by-id/x is the same device as /dev/sdb: measured once, as /dev/sdb"
+        );
+    }
     use crate::test_support::ScratchDir;
     use std::cmp::Ordering;
     use std::fs;
