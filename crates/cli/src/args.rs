@@ -164,6 +164,10 @@ pub struct RunArgs {
     #[arg(long)]
     pub allow_write: bool,
 
+    /// Measure a partition beside its own disk (the same blocks twice); refused without it.
+    #[arg(long)]
+    pub allow_overlap: bool,
+
     /// With --allow-write: also write devices that carry a partition table, filesystem, RAID,
     /// LVM, LUKS, ZFS or swap signature, or have partitions (destroys them). Mounted, held,
     /// active-swap devices and the root device are refused anyway.
@@ -294,6 +298,7 @@ pub fn plan_run_with(args: &RunArgs, limits: &HostLimits) -> Result<RunPlan, Bad
     }
     let (mut targets, to_create) =
         resolve_targets_creating(&expand_device_args(&devices)?, args.size)?;
+    crate::devices::check_overlaps(&targets, args.allow_overlap, Path::new("/sys"))?;
     check_open_files(targets.len(), limits.nofile)?;
     for target in &targets {
         check_fits(&workload, target)?;
