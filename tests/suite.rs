@@ -651,8 +651,12 @@ fn html_report_renders_every_chart_in_chromium() {
     }
     let figures = page.matches("<figure class=\"chart\"").count();
     assert_eq!(
-        figures, 4,
-        "IOPS and throughput by block size, steady state, IOPS per volume against the promise"
+        figures, 6,
+        "IOPS and throughput by block size, steady state, convergence at 64k and at 4k, IOPS per volume against the promise"
+    );
+    assert!(
+        page.contains("Convergence at 64k") && page.contains("Convergence at 4k"),
+        "one convergence plot per block size"
     );
     assert!(page.contains("PASS") && !page.contains("FAIL"));
     assert_eq!(page.matches("<svg").count(), figures);

@@ -22,10 +22,14 @@
 //! - [`spec`]: what volumes and hosts promise ([`VolumeSpec`], built-in [`PROFILES`],
 //!   [`HostSpec`], [`Tolerance`], the spec file); [`verdict`] judges reports against them
 //!   ([`judge`] gives a [`Verdict`] with the [`Bottleneck`]); [`knee`] finds the host's
-//!   ceiling and knee from a sweep over volume counts ([`Sweep`]).
+//!   ceiling and knee from a sweep over volume counts ([`Sweep`]); [`curve`] finds the
+//!   load-latency curve's SLO knee and saturation point ([`Curve`]); [`consistency`] judges
+//!   how many seconds of a run kept the promise.
 
 #![warn(missing_docs)]
 
+pub mod consistency;
+pub mod curve;
 mod fleet;
 mod histogram_codec;
 pub mod knee;
@@ -36,6 +40,7 @@ pub mod spec;
 mod steady_state;
 pub mod verdict;
 
+pub use curve::{Curve, CurveReport};
 pub use fleet::{merge_reports, FleetHost, FleetSummary, MergeError, WorkloadDifference};
 pub use histogram_codec::{
     decode_histogram, decode_latency_histogram, encode_histogram, EncodedHistograms,

@@ -285,6 +285,10 @@ pub struct Verdict {
     /// Rules no run could judge, with what would judge them.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub not_judged: Vec<String>,
+    /// How often each volume and the host kept the promise, second by second
+    /// (`--consistency`); its failures fail the verdict too.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub consistency: Option<crate::consistency::ConsistencyVerdict>,
 }
 
 impl Verdict {
@@ -303,6 +307,9 @@ impl Verdict {
             if !ok {
                 out.push(format!("host {name}"));
             }
+        }
+        if let Some(c) = &self.consistency {
+            out.extend(c.failures());
         }
         out
     }
@@ -572,6 +579,7 @@ pub fn judge(specs: &SpecSet, reports: &[&HostReport]) -> Verdict {
         host,
         devices,
         not_judged,
+        consistency: None,
     }
 }
 

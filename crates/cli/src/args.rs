@@ -86,6 +86,10 @@ pub enum Command {
     /// Read the host settings that hold a host-maximum test back (per device and for the
     /// host), most harmful first, each with why and the command that changes it. Read-only.
     Doctor(crate::doctor::DoctorArgs),
+    /// The load-latency curve by queue depth: IOPS and exact p50/p95/p99/p99.9 per step, per
+    /// volume and for the host; the most IOPS at which a latency promise holds (the SLO knee)
+    /// and the saturation point.
+    Curve(Box<crate::verify::curve::CurveArgs>),
 }
 
 /// A CPU list as given to `--cpus`, sorted and without repeats.

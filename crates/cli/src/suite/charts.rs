@@ -1,7 +1,8 @@
 //! The suite's pictures, drawn with [`crate::chart`]: the test's figure against block size
 //! (one line per mix, log scales; y is linear when the values span less than a decade),
 //! throughput against block size, and the steady-state convergence plot (the tracked cell's
-//! rounds, the window, its average, the ±20% band and the fitted slope line), and, when spec
+//! rounds, the window, its average, the ±20% band and the fitted slope line), a convergence plot
+//! per block size (each mix round by round), and, when spec
 //! options were given, each volume's IOPS and throughput beside what it promises.
 
 use crate::chart::{Band, LegendCorner, LineChart, Series, SeriesStyle, TickFormat};
@@ -37,6 +38,9 @@ pub fn charts(report: &SuiteReport) -> anyhow::Result<Vec<SuiteChart>> {
         push(by_block_size(report, TrackedMetric::BytesPerSec))?;
     }
     push(convergence(report))?;
+    for chart in convergence_by_block_size(report) {
+        push(Some(chart))?;
+    }
     push(per_volume(report, "iops"))?;
     push(per_volume(report, "bytes_per_sec"))?;
     Ok(out)
@@ -252,6 +256,60 @@ fn by_block_size(report: &SuiteReport, metric: TrackedMetric) -> Option<LineChar
         size: (820, 480),
         x_names: Vec::new(),
     })
+}
+
+/// Convergence per block size (CloudHarmony draws one per block size): each mix's figure
+/// round by round, the steady window as a band of rounds marked by points. Only when more
+/// than one round ran.
+fn convergence_by_block_size(report: &SuiteReport) -> Vec<LineChart> {
+    let metric = report.steady_state.metric;
+    let rounds_of = |c: &super::report::CellReport| -> Vec<f64> {
+        match metric {
+            TrackedMetric::Iops => c.rounds.clone(),
+            TrackedMetric::BytesPerSec => c.bytes_per_sec_rounds.clone(),
+            TrackedMetric::MeanLatencyNs => c.mean_latency_ns_rounds.clone(),
+        }
+    };
+    let mut sizes: Vec<u32> = report.cells.values().map(|c| c.block_size).collect();
+    sizes.sort_unstable_by(|a, b| b.cmp(a));
+    sizes.dedup();
+    sizes
+        .into_iter()
+        .filter_map(|bs| {
+            let series: Vec<Series> = report
+                .cell_order
+                .iter()
+                .filter_map(|key| report.cells.get(key))
+                .filter(|c| c.block_size == bs)
+                .filter_map(|c| {
+                    let rounds = rounds_of(c);
+                    (rounds.len() > 1).then(|| Series {
+                        name: format!("{} read/write", c.mix_label()),
+                        points: rounds
+                            .iter()
+                            .enumerate()
+                            .map(|(i, &y)| ((i + 1) as f64, metric.display_value(y)))
+                            .collect(),
+                        style: SeriesStyle::Solid,
+                    })
+                })
+                .collect();
+            (!series.is_empty()).then(|| LineChart {
+                title: format!(
+                    "Convergence at {}: {} per round",
+                    super::matrix::size_label(bs),
+                    metric.label()
+                ),
+                x_label: "round".into(),
+                y_label: metric.label().into(),
+                x_ticks: TickFormat::Count,
+                series,
+                legend: LegendCorner::LowerRight,
+                size: (820, 400),
+                ..LineChart::default()
+            })
+        })
+        .collect()
 }
 
 /// The tracked cell round by round, the window, its average, the ±20% band and the slope line.

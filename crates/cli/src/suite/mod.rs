@@ -100,6 +100,7 @@ pub fn run(args: &SuiteArgs) -> anyhow::Result<i32> {
             .chain(&s.host)
             .flat_map(|v| &v.checks)
             .any(|c| c.pass == Some(false))
+            || s.consistency.as_ref().is_some_and(|c| !c.pass)
     });
     Ok(if errors > 0 {
         crate::app::EXIT_IO_ERRORS
@@ -251,9 +252,18 @@ fn start(
         .map(|t| t.size)
         .min()
         .expect("plan_run gives targets");
-    let range = match args.size {
-        Some(size) => size,
-        None => {
+    let range = match (args.size, args.active_range) {
+        (Some(size), _) => size,
+        (None, Some(percent)) => {
+            let share = (u128::from(smallest) * u128::from(percent) / 100) as u64 / RANGE_ALIGN
+                * RANGE_ALIGN;
+            notes.push(format!(
+                "active range {percent}%: each device is tested over its first {}",
+                human_size(share)
+            ));
+            share
+        }
+        (None, None) => {
             if targets
                 .iter()
                 .any(|t| t.size / RANGE_ALIGN != smallest / RANGE_ALIGN)
@@ -360,7 +370,7 @@ fn start(
         tracked,
         metric: test.metric(),
         random: test.random(),
-        iodepth: args.iodepth.unwrap_or(test.default_iodepth()),
+        iodepth: args.iodepth.unwrap_or(test.default_iodepth()) * args.numjobs,
         range,
         cell_time_ms: args.cell_time.as_millis() as u64,
         ramp_ms: args.ramp.as_millis() as u64,
@@ -378,7 +388,19 @@ fn start(
         notes,
         promises: None,
         run_id: Some(crate::fleet::provenance::new_run_id()),
+        sleep_between_ms: args.sleep_between.as_millis() as u64,
+        precondition_time_ms: args.precondition_time.map(|d| d.as_millis() as u64),
     };
+    if config.iodepth > hostmax_engine::MAX_IODEPTH {
+        return Err(BadInput(format!(
+            "--numjobs {} x --iodepth {} = {} I/Os per device, above the most hostmax keeps in flight ({}); lower one of them",
+            args.numjobs,
+            config.iodepth / args.numjobs,
+            config.iodepth,
+            hostmax_engine::MAX_IODEPTH
+        ))
+        .into());
+    }
     if config.cell_time_ms == 0 {
         return Err(BadInput(
             "--cell-time 0: each cell needs a measured time; give e.g. --cell-time 60s".into(),

@@ -70,6 +70,9 @@ impl SuiteReport {
 /// The settings a suite ran with.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SuiteSettings {
+    /// Idle seconds after each cell (`--sleep-between`).
+    #[serde(default)]
+    pub sleep_between_secs: f64,
     /// Measured seconds per cell.
     pub cell_secs: f64,
     /// Unmeasured seconds before each cell.
@@ -382,6 +385,7 @@ pub fn build(
         read_only: config.read_only,
         notes: config.notes.clone(),
         settings: SuiteSettings {
+            sleep_between_secs: config.sleep_between_ms as f64 / 1000.0,
             cell_secs: config.cell_time_ms as f64 / 1000.0,
             ramp_secs: config.ramp_ms as f64 / 1000.0,
             iodepth: config.iodepth,
@@ -415,6 +419,18 @@ pub fn build(
         .promises
         .as_ref()
         .map(|p| super::spec::compare(p, &report));
+    if let (Some(spec), Some(promises)) = (report.spec.as_mut(), config.promises.as_ref()) {
+        let in_window: Vec<&CellRound> = records
+            .values()
+            .filter(|r| (window_rounds[0]..=window_rounds[1]).contains(&r.round))
+            .collect();
+        let paths: Vec<String> = report
+            .devices
+            .iter()
+            .map(|d| d.path.to_string_lossy().into_owned())
+            .collect();
+        spec.consistency = super::spec::judge_consistency(promises, &in_window, &paths);
+    }
     Ok(report)
 }
 

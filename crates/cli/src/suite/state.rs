@@ -96,6 +96,12 @@ pub struct SuiteConfig {
     /// checkpoints of older versions: their report gets a fresh one).
     #[serde(default)]
     pub run_id: Option<String>,
+    /// Idle milliseconds after each cell (`--sleep-between`).
+    #[serde(default)]
+    pub sleep_between_ms: u64,
+    /// Most milliseconds preconditioning may take (`--precondition-time`).
+    #[serde(default)]
+    pub precondition_time_ms: Option<u64>,
 }
 
 impl SuiteConfig {

@@ -127,6 +127,7 @@ pub fn plan_phases(
 /// Runs `hostmax verify`; returns the exit code.
 pub fn verify(args: &VerifyArgs) -> anyhow::Result<i32> {
     let (phases, set, json) = plan_phases(args)?;
+    let required = args.run.spec.consistency()?;
     let mut reports: Vec<HostReport> = Vec::new();
     let mut signal = 0;
     for (i, phase) in phases.iter().enumerate() {
@@ -151,7 +152,8 @@ pub fn verify(args: &VerifyArgs) -> anyhow::Result<i32> {
         }
     }
     let refs: Vec<&HostReport> = reports.iter().collect();
-    let verdict = judge(&set, &refs);
+    let mut verdict = judge(&set, &refs);
+    super::consistency::apply(&mut verdict, &set, &refs, required);
     let pass = verdict.pass;
     print_beside_json(
         &format!("\n{}", table::render_verdict(&verdict)),

@@ -90,7 +90,7 @@ pub fn resolve_steps(steps: Option<&[Step]>, total: usize) -> Result<Vec<usize>,
 }
 
 /// Checks before any I/O that the SVG can be written where asked.
-fn check_svg_dest(path: &Path) -> Result<(), BadInput> {
+pub(crate) fn check_svg_dest(path: &Path) -> Result<(), BadInput> {
     let shown = path.display();
     if path.is_dir() {
         return Err(BadInput(format!(

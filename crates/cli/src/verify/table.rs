@@ -178,6 +178,9 @@ pub fn render_verdict(v: &Verdict) -> String {
     for n in &v.not_judged {
         let _ = writeln!(out, "not judged: {n}");
     }
+    if let Some(c) = &v.consistency {
+        out += &super::consistency::render(c);
+    }
     let failures = v.failures();
     if v.pass {
         let _ = writeln!(
@@ -191,6 +194,14 @@ pub fn render_verdict(v: &Verdict) -> String {
             failures.join(", "),
             failures.len(),
             rows.len()
+                + v.consistency.as_ref().map_or(0, |c| {
+                    c.devices
+                        .iter()
+                        .map(|d| &d.series)
+                        .chain([&c.host])
+                        .filter(|s| s.share_held.is_some())
+                        .count()
+                })
         );
     }
     out
@@ -278,6 +289,7 @@ mod tests {
                 device("/dev/loop1", 3000.0, 1002.0, false),
             ],
             not_judged: vec!["volume MB/s: needs a run of 256k blocks or larger (--bs 1m)".into()],
+            consistency: None,
         };
         let text = render_verdict(&v);
         assert!(text.starts_with("verdict (tolerance 5%)\n"), "{text}");
