@@ -300,8 +300,8 @@ pub fn plan_run_with(args: &RunArgs, limits: &HostLimits) -> Result<RunPlan, Bad
                 .into(),
         ));
     }
-    let (mut targets, to_create) =
-        resolve_targets_creating(&expand_device_args(&devices)?, args.size)?;
+    let candidates = expand_device_args(&devices)?;
+    let (mut targets, to_create) = resolve_targets_creating(&candidates, args.size)?;
     crate::devices::check_overlaps(&targets, args.allow_overlap, Path::new("/sys"))?;
     check_open_files(targets.len(), limits.nofile)?;
     for target in &targets {
@@ -317,6 +317,10 @@ pub fn plan_run_with(args: &RunArgs, limits: &HostLimits) -> Result<RunPlan, Bad
         &limits.sources,
     )?;
     let fleet = crate::fleet::plan_fleet(&args.fleet, workload.runtime)?;
+    // Every check passed: now a word on the names dropped as repeats (a refusal stays one line).
+    for note in crate::devices::duplicate_notes(&candidates) {
+        eprintln!("hostmax: {note}");
+    }
     // Files hostmax makes itself hold nothing to lose: made last, once every check passed.
     if let (false, Some(size)) = (to_create.is_empty(), args.size) {
         for made in create_files(&to_create, size)? {

@@ -133,6 +133,34 @@ fn strip_zeros(digits: &[u8]) -> &[u8] {
     &digits[first..]
 }
 
+/// What to say of the names given literally that name a target given before (the same path
+/// twice, or a second view of one device such as a by-id link): one line each. Patterns
+/// overlap by design (`sd*` and `sd[b-c]`) and are not listed. Called once every check has
+/// passed, so a refusal stays one line.
+pub fn duplicate_notes(candidates: &[DeviceCandidate]) -> Vec<String> {
+    let key = |path: &Path| -> Option<Identity> {
+        let meta = std::fs::metadata(path).ok()?;
+        Some(if meta.file_type().is_block_device() {
+            Identity::Device(libc::major(meta.rdev()), libc::minor(meta.rdev()))
+        } else {
+            Identity::Inode(meta.dev(), meta.ino())
+        })
+    };
+    let mut first: Vec<(Identity, &Path)> = Vec::new();
+    let mut notes = Vec::new();
+    for cand in candidates {
+        let Some(id) = key(&cand.path) else { continue };
+        match first.iter().find(|(known, _)| *known == id) {
+            Some((_, earlier)) if cand.from_pattern.is_none() => {
+                notes.push(duplicate_note(&cand.path, earlier));
+            }
+            Some(_) => {}
+            None => first.push((id, &cand.path)),
+        }
+    }
+    notes
+}
+
 /// What is said of a target named again: `given` is the later name, `first` the name it was
 /// first given by.
 fn duplicate_note(given: &Path, first: &Path) -> String {
@@ -206,8 +234,6 @@ pub fn resolve_targets_creating(
     let mut to_create: Vec<PathBuf> = Vec::new();
     let mut seen_paths: HashSet<PathBuf> = HashSet::new();
     let mut seen_ids: HashSet<Identity> = HashSet::new();
-    // The name each kept target was first given by, to say which later names were dropped.
-    let mut first_named: Vec<(PathBuf, Option<Identity>, PathBuf)> = Vec::new();
     let mut targets = Vec::new();
     let mut usable_per_pattern: Vec<(&str, bool)> = Vec::new();
     for cand in candidates {
@@ -257,19 +283,8 @@ pub fn resolve_targets_creating(
         let id = identity(&info);
         let new_path = seen_paths.insert(info.path.clone());
         if !new_path || id.is_some_and(|id| !seen_ids.insert(id)) {
-            // Patterns overlap by design (sd* and sd[b-c]); a name given literally twice or a
-            // second view of one device (a by-id link) is worth a word.
-            if cand.from_pattern.is_none() {
-                if let Some((_, _, first)) = first_named
-                    .iter()
-                    .find(|(path, known, _)| *path == info.path || (id.is_some() && *known == id))
-                {
-                    eprintln!("hostmax: {}", duplicate_note(&cand.path, first));
-                }
-            }
             continue;
         }
-        first_named.push((info.path.clone(), id, cand.path.clone()));
         targets.push(info);
     }
     if let Some((pattern, _)) = usable_per_pattern.iter().find(|(_, usable)| !usable) {
