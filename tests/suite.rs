@@ -681,15 +681,9 @@ fn html_report_renders_every_chart_in_chromium() {
     }
 }
 
-/// Two same-size targets that swap names between a suite's start and its `--resume` (what two
-/// volumes do when they come back from a reboot as each other's /dev/sdX): the resume is
-/// refused, naming both and what each was, and nothing runs. Also a target that is gone.
-#[test]
-fn resume_refuses_when_a_path_now_leads_to_another_device() {
-    let dir = Scratch::new("swapped");
-    let (a, b) = (dir.file("a.img", 8 * MIB), dir.file("b.img", 8 * MIB));
-    let json = dir.path("s.json");
-    let devices = [a.display().to_string(), b.display().to_string()];
+/// A one-cell suite of 5 rounds of 200 ms on `devices` (files: no purge or preconditioning),
+/// its JSON to `json`; expects exit 0.
+fn run_tiny_suite(devices: &[String], json: &str) {
     let mut args: Vec<String> = vec!["suite".into(), "iops".into(), "--devices".into()];
     args.extend(devices.iter().cloned());
     args.extend(
@@ -707,12 +701,24 @@ fn resume_refuses_when_a_path_now_leads_to_another_device() {
             "--no-purge",
             "--no-precondition",
             "--json",
-            &json,
+            json,
         ]
         .map(String::from),
     );
     let out = run_hostmax(&args, None);
     assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+}
+
+/// Two same-size targets that swap names between a suite's start and its `--resume` (what two
+/// volumes do when they come back from a reboot as each other's /dev/sdX): the resume is
+/// refused, naming both and what each was, and nothing runs. Also a target that is gone.
+#[test]
+fn resume_refuses_when_a_path_now_leads_to_another_device() {
+    let dir = Scratch::new("swapped");
+    let (a, b) = (dir.file("a.img", 8 * MIB), dir.file("b.img", 8 * MIB));
+    let json = dir.path("s.json");
+    let devices = [a.display().to_string(), b.display().to_string()];
+    run_tiny_suite(&devices, &json);
     let report = read_json(&json);
     assert!(
         report["devices"][0]["identity"]["inode"].is_string(),
@@ -842,29 +848,7 @@ fn resume_follows_the_names_the_user_gave_when_kernel_names_swap() {
     std::os::unix::fs::symlink(&a, &la).unwrap();
     std::os::unix::fs::symlink(&b, &lb).unwrap();
     let json = dir.path("s.json");
-    let mut args: Vec<String> = vec!["suite".into(), "iops".into(), "--devices".into()];
-    args.extend([la.display().to_string(), lb.display().to_string()]);
-    args.extend(
-        [
-            "--block-sizes",
-            "4k",
-            "--mixes",
-            "100/0",
-            "--cell-time",
-            "200ms",
-            "--ramp",
-            "0s",
-            "--max-rounds",
-            "5",
-            "--no-purge",
-            "--no-precondition",
-            "--json",
-            &json,
-        ]
-        .map(String::from),
-    );
-    let out = run_hostmax(&args, None);
-    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    run_tiny_suite(&[la.display().to_string(), lb.display().to_string()], &json);
     let config: Value =
         serde_json::from_str(&fs::read_to_string(dir.0.join("s.state/suite.json")).unwrap())
             .unwrap();

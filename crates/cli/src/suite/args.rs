@@ -123,6 +123,11 @@ pub struct SuiteArgs {
     #[arg(long)]
     pub no_purge: bool,
 
+    /// Purge ATA disks by ATA secure erase first (hdparm sets this temporary security password
+    /// and erases the WHOLE disk with it), then discard, then zero fill: the first that works.
+    #[arg(long, value_name = "PASSWORD", conflicts_with = "no_purge")]
+    pub secure_erase_password: Option<String>,
+
     /// Write the suite's JSON report to PATH, or to stdout with '-'.
     #[arg(long, value_name = "PATH|-", allow_hyphen_values = true)]
     pub json: Option<PathBuf>,
@@ -130,6 +135,11 @@ pub struct SuiteArgs {
     /// Write a self-contained HTML report (tables and SVG charts) to PATH.
     #[arg(long, value_name = "PATH")]
     pub html: Option<PathBuf>,
+
+    /// Include a load-latency curve (the JSON of `hostmax curve --json`) in the HTML page:
+    /// its table and chart, with the SLO knee.
+    #[arg(long, value_name = "PATH", requires = "html")]
+    pub curve: Option<PathBuf>,
 
     /// Where the checkpoint goes [default: beside --json (or else --html), named after it
     /// with .state; with --json - and no --html, a new directory in the temporary directory;
@@ -149,7 +159,8 @@ pub struct SuiteArgs {
         "iodepth", "size", "no_precondition", "no_purge", "json", "html", "state_dir", "cpus", "seed",
         "expect_volume_iops", "expect_volume_mbps", "volume_spec", "profile", "spec_file",
         "expect_host_iops", "expect_host_mbps", "tolerance", "consistency", "active_range",
-        "numjobs", "sleep_between", "precondition_time", "fresh",
+        "numjobs", "sleep_between", "precondition_time", "secure_erase_password", "curve",
+        "fresh",
     ])]
     pub resume: Option<PathBuf>,
 

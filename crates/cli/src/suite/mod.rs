@@ -6,7 +6,7 @@
 //!   sets the suite up ([`SuiteConfig`]) and runs it.
 //! - [`matrix`]: the tests ([`SuiteTest`]), their cells ([`CellSpec`], keys like `4k_65_35`)
 //!   and each cell's engine [`hostmax_engine::Workload`].
-//! - [`runner`]: purge (discard, else zero fill), preconditioning (2 passes of sequential 128k
+//! - [`runner`]: purge (ATA secure erase when asked, else discard, else zero fill), preconditioning (2 passes of sequential 128k
 //!   writes), then rounds of every cell until steady state
 //!   ([`hostmax_aggregate::SteadyStateRule`]) or `--max-rounds`, with a progress bar and
 //!   signal handling.
@@ -133,10 +133,42 @@ fn emit(config: &SuiteConfig, report: &SuiteReport) -> anyhow::Result<()> {
         }
     }
     if let Some(path) = &config.html {
-        let page = html::render(report)?;
+        let mut page = html::render(report)?;
+        if let Some(curve) = &config.curve {
+            page = with_curve(page, &load_curve(curve)?)?;
+        }
         state::write_atomically(path, page.as_bytes())?;
     }
     Ok(())
+}
+
+/// Reads a `hostmax curve --json` report for `--curve`.
+fn load_curve(path: &Path) -> Result<hostmax_aggregate::CurveReport, BadInput> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| BadInput(format!("--curve {}: cannot read it: {e}", path.display())))?;
+    serde_json::from_str(&text).map_err(|e| {
+        BadInput(format!(
+            "--curve {}: not a 'hostmax curve --json' report ({e}); give the JSON hostmax curve wrote",
+            path.display()
+        ))
+    })
+}
+
+/// The page with the curve's table and chart added before its end.
+fn with_curve(page: String, curve: &hostmax_aggregate::CurveReport) -> anyhow::Result<String> {
+    let svg = crate::verify::curve::curve_chart(&curve.curve).to_svg()?;
+    let svg = html::inline_svg(&svg);
+    let table = html::esc(&crate::verify::curve::render_curve(
+        &curve.curve,
+        &curve.runs,
+    ));
+    let section = format!(
+        "<h2>Load-latency curve</h2>\n<pre>{table}</pre>\n<figure class=\"chart\" id=\"chart-curve\">{svg}<figcaption>Latency against IOPS, by queue depth</figcaption></figure>\n"
+    );
+    Ok(match page.rfind("</body>") {
+        Some(at) => format!("{}{section}{}", &page[..at], &page[at..]),
+        None => page + &section,
+    })
 }
 
 /// The main run's defaults, whatever fields it gains: a fresh parse of an empty command line.
@@ -363,7 +395,7 @@ fn start(
                 size: t.size,
                 logical_block_size: t.logical_block_size,
                 block_device: t.kind == TargetKind::BlockDevice,
-                identity: Some(crate::identity::identify(t)),
+                identity: Some(crate::identity::identify_with_signatures(t)),
             })
             .collect(),
         cells,
@@ -387,9 +419,17 @@ fn start(
         html,
         notes,
         promises: None,
-        run_id: Some(crate::fleet::provenance::new_run_id()),
         sleep_between_ms: args.sleep_between.as_millis() as u64,
         precondition_time_ms: args.precondition_time.map(|d| d.as_millis() as u64),
+        secure_erase_password: args.secure_erase_password.clone(),
+        curve: match &args.curve {
+            Some(path) => {
+                load_curve(path)?;
+                Some(std::fs::canonicalize(path).unwrap_or_else(|_| path.clone()))
+            }
+            None => None,
+        },
+        run_id: Some(crate::fleet::provenance::new_run_id()),
     };
     if config.iodepth > hostmax_engine::MAX_IODEPTH {
         return Err(BadInput(format!(
