@@ -46,7 +46,7 @@ pub fn terminal_width() -> Option<usize> {
 const DROPPED_TO_FIT: [&str; 5] = ["read p99.9", "write p99.9", "read p50", "write p50", "cpu"];
 
 /// [`render_table`] fitted to `width` columns (`None`: no limit): columns are left out in the
-/// order of `DROPPED_TO_FIT` until the rows fit, and a line says which.
+/// order p99.9, p50, cpu until the rows fit, and a line says which.
 pub fn render_table_fitting(report: &HostReport, width: Option<usize>) -> String {
     let w = &report.workload;
     let show_read = w.pattern.reads() || report.host.read.ios > 0;

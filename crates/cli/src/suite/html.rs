@@ -175,7 +175,7 @@ pub fn render(report: &SuiteReport) -> anyhow::Result<String> {
         write!(h, "<td>{:.1}</td>", metric.display_value(v))?;
     }
     h += "</tr></table>\n";
-    if !ss.window.is_empty() {
+    if ss.fitted {
         writeln!(
             h,
             "<p>Window rounds {}-{}: mean {:.1}, range {:.1} ({}), slope {:.2} per round ({}).</p>",
