@@ -72,6 +72,10 @@ known_failures=(
   "accuracy::per_device_ios_match_the_kernels_completions"
   "polling::sqpoll_counts_match_the_kernels"
   "polling::iopoll_counts_on_null_blk_poll_queues_match_the_kernels"
+  # Not another issue's: on null_blk in the 6.1 VM the kernel counts 35 reads between the
+  # baseline and the refusal (none on loop devices here, nor 43 in the count checks above,
+  # which look alike); open until it is found whether hostmax or the kernel's open issues them.
+  "polling::iopoll_on_devices_without_poll_queues_is_refused_before_any_io"
 )
 
 # Caps of the rate tests, scaled to what the emulated CPU reaches (tests/support: cap_scale).
