@@ -7,6 +7,9 @@
 //! - `offsets/*`: [`OffsetStream::next_offset`] random and sequential, and
 //!   [`OffsetStream::next_is_read`] for a 70/30 mix, as every submission does.
 //! - `report/summarize_32`: [`summarize`] of a 32-device result.
+//! - `write_data/*`: making one 4 KiB write buffer unique ([`BlockMaker::rekey`]: one XOR
+//!   pass over the slot with a fresh key), incompressible and 50% compressible, against a
+//!   plain 4 KiB copy for scale; what every write pays by default.
 //! - `engine/io_cycle_tmpfs_file`: whole submit-complete cycles through the engine (fill a
 //!   slot, submit in a batch, reap, account the completion, record its latency) on a file in
 //!   /dev/shm, per I/O: the completion-handling path end to end, kernel copy included. It is
@@ -23,8 +26,8 @@ use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughpu
 use hdrhistogram::Histogram;
 use hostmax_aggregate::{summarize, HostHistograms};
 use hostmax_engine::{
-    new_latency_histogram, record_latency, DeviceResult, ErrorLog, IoPattern, OffsetStream,
-    OpResult, RunConfig, RunResult, Workload,
+    new_latency_histogram, record_latency, BlockMaker, DeviceResult, ErrorLog, IoPattern,
+    OffsetStream, OpResult, RunConfig, RunResult, Workload, WriteData,
 };
 
 /// Devices in the synthetic run: the top of the 20-32 volume range hostmax is built for.
@@ -86,6 +89,7 @@ fn synthetic_result() -> RunResult {
                 },
                 errors: ErrorLog::default(),
                 failed: false,
+                ..Default::default()
             }
         })
         .collect();
@@ -94,6 +98,7 @@ fn synthetic_result() -> RunResult {
         measured: Duration::from_secs(10),
         stopped_early: false,
         workers: Vec::new(),
+        run_id: 0,
     }
 }
 
@@ -164,6 +169,37 @@ fn offset_benches(c: &mut Criterion) {
                 black_box(mixed.next_is_read());
             }
         })
+    });
+    group.finish();
+}
+
+fn write_data_benches(c: &mut Criterion) {
+    const BS: usize = 4096;
+    let mut group = c.benchmark_group("write_data");
+    group.throughput(Throughput::Bytes(BS as u64));
+    for (name, compress_percent) in [("rekey_4k", 0u8), ("rekey_4k_compress_50", 50)] {
+        let mut maker = BlockMaker::new(
+            WriteData {
+                compress_percent,
+                dedupe_percent: 0,
+            },
+            1,
+            0,
+        );
+        let mut buf = vec![0u8; BS];
+        maker.fill_base(&mut buf);
+        let mut key = 0;
+        group.bench_function(name, |b| {
+            b.iter(|| {
+                let next = maker.next_key();
+                maker.rekey(black_box(&mut buf), &mut key, next);
+            })
+        });
+    }
+    let src = vec![7u8; BS];
+    let mut dst = vec![0u8; BS];
+    group.bench_function("copy_4k", |b| {
+        b.iter(|| dst.copy_from_slice(black_box(&src)))
     });
     group.finish();
 }
@@ -249,6 +285,6 @@ fn quick() -> Criterion {
 criterion_group! {
     name = hot_paths;
     config = quick();
-    targets = histogram_benches, offset_benches, report_benches, engine_benches
+    targets = histogram_benches, offset_benches, write_data_benches, report_benches, engine_benches
 }
 criterion_main!(hot_paths);

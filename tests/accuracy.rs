@@ -8,18 +8,21 @@ use support::*;
 
 const MIB: u64 = 1 << 20;
 
-/// Reads the write-safety signature probe may issue per device before a write run (a few
-/// aligned reads of the head and the tail, split by the block layer).
-const SIGNATURE_PROBE_READS: u64 = 8;
-
-fn ios(report: &Value, device: usize, op: &str) -> u64 {
-    report["devices"][device][op]["ios"]
+fn count(report: &Value, device: usize, what: &str, op: &str) -> u64 {
+    report["devices"][device][what][op]
         .as_u64()
-        .unwrap_or_else(|| panic!("devices[{device}].{op}.ios missing in {report}"))
+        .unwrap_or_else(|| panic!("devices[{device}].{what}.{op} missing in {report}"))
 }
 
+fn ios(report: &Value, device: usize, op: &str) -> u64 {
+    count(report, device, op, "ios")
+}
+
+/// Every completion hostmax saw, ramp, window and drain, against the kernel's own count
+/// (merges included): they must be equal, with no slack. A read run, so that no write-safety
+/// probe reads the devices first.
 #[test]
-fn per_device_ios_match_the_kernels_completions() {
+fn per_device_counts_equal_the_kernels_completions() {
     require_root!();
     let _rate = rate_test_lock();
     let host = volumes(4, 64 * MIB);
@@ -28,41 +31,70 @@ fn per_device_ios_match_the_kernels_completions() {
     let mut args = vec!["--devices"];
     let paths = volume_paths(&host);
     args.extend(paths.iter().map(String::as_str));
-    args.extend([
-        "--rw",
-        "randrw",
-        "--rwmixread",
-        "60",
-        "--allow-write",
-        "--iodepth",
-        "16",
-        "--runtime",
-        "2s",
-        "--ramp",
-        "0s",
-    ]);
+    args.extend(["--iodepth", "16", "--runtime", "2s", "--ramp", "1s"]);
     let report = run_json_stdout(&args, None);
     for (i, name) in names.iter().enumerate() {
         let after = kernel_completions(name);
-        let kernel_reads = after.0 - before[i].0;
-        let kernel_writes = after.1 - before[i].1;
-        let (reads, writes) = (ios(&report, i, "read"), ios(&report, i, "write"));
-        assert!(
-            reads > 1000 && writes > 1000,
-            "{name}: too few I/Os: {reads}/{writes}"
+        let (kernel_reads, kernel_writes) = (after.0 - before[i].0, after.1 - before[i].1);
+        let ramp = count(&report, i, "ramp", "reads");
+        let measured = ios(&report, i, "read");
+        let drained = count(&report, i, "drained", "reads");
+        let errors = report["devices"][i]["errors"].as_u64().unwrap();
+        eprintln!(
+            "{name}: hostmax ramp {ramp} + measured {measured} + drained {drained} + errors {errors}, kernel {kernel_reads} reads"
         );
-        eprintln!("{name}: hostmax {reads}+{writes}, kernel {kernel_reads}+{kernel_writes}");
-        // The kernel also counts the I/Os drained after the window closed: at most one queue
-        // of them. Its reads also include the write-safety probe's few reads of the device's
-        // head and tail (before any write), so reads get that much more room.
-        let drained = (kernel_reads + kernel_writes).checked_sub(reads + writes);
-        assert!(
-            kernel_reads >= reads
-                && kernel_writes >= writes
-                && kernel_writes - writes <= 16
-                && drained.is_some_and(|d| d <= 16 + SIGNATURE_PROBE_READS),
-            "{name}: hostmax {reads} reads {writes} writes, kernel {kernel_reads} reads {kernel_writes} writes"
+        assert!(ramp > 100 && measured > 1000, "{name}: too few I/Os");
+        assert_eq!(kernel_reads, ramp + measured + drained + errors, "{name}");
+        assert_eq!(kernel_writes, 0, "{name}");
+        assert_eq!(
+            report["devices"][i]["write"]["ios"].as_u64(),
+            Some(0),
+            "{name}"
         );
+    }
+}
+
+/// The same equality for reads and writes of a mixed run, through the engine's API (the
+/// binary's write-safety probe would add reads of its own before the run).
+#[test]
+fn mixed_run_counts_equal_the_kernels_completions() {
+    require_root!();
+    let _rate = rate_test_lock();
+    let host = volumes(3, 64 * MIB);
+    let names = volume_kernel_names(&host);
+    let before: Vec<(u64, u64)> = names.iter().map(|n| kernel_completions(n)).collect();
+    let result = hostmax_engine::start(hostmax_engine::RunConfig {
+        targets: host.device_paths().to_vec(),
+        workload: hostmax_engine::Workload {
+            pattern: hostmax_engine::IoPattern::RandRw,
+            rwmixread: 60,
+            iodepth: 16,
+            runtime: std::time::Duration::from_secs(2),
+            ramp: std::time::Duration::from_secs(1),
+            ..Default::default()
+        },
+        cpus: None,
+        live: false,
+        layout: Default::default(),
+        on_error: Default::default(),
+        polling: Default::default(),
+    })
+    .unwrap()
+    .wait()
+    .unwrap();
+    for (i, name) in names.iter().enumerate() {
+        let after = kernel_completions(name);
+        let (kernel_reads, kernel_writes) = (after.0 - before[i].0, after.1 - before[i].1);
+        let d = &result.devices[i];
+        assert_eq!(d.errors.count, 0, "{name}: {:?}", d.errors);
+        let reads = d.ramp.reads + d.read.ios + d.drained.reads;
+        let writes = d.ramp.writes + d.write.ios + d.drained.writes;
+        eprintln!(
+            "{name}: hostmax {reads} reads {writes} writes (ramp {:?}, drained {:?}), kernel {kernel_reads} + {kernel_writes}",
+            d.ramp, d.drained
+        );
+        assert!(d.ramp.total() > 100 && d.read.ios > 500 && d.write.ios > 500);
+        assert_eq!((kernel_reads, kernel_writes), (reads, writes), "{name}");
     }
 }
 

@@ -644,3 +644,247 @@ fn io_uring_blocked_by_seccomp_is_named_before_any_device_is_opened() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(!stderr.contains("no-such-device"), "{stderr}");
 }
+
+/// Files, merge inputs, resume directories and spec files (issue 12): each case exits 2 with
+/// one line naming it, and nothing is written: the file of data keeps its bytes, no file is
+/// made, no merged report appears.
+#[test]
+fn files_merges_resume_dirs_and_spec_files_are_refused_writing_nothing() {
+    let dir = ScratchDir::new("bad-issue12");
+    let p = |name: &str| dir.join(name).display().to_string();
+    // A file of someone's data, and a filesystem image.
+    let data: Vec<u8> = (0..(1u32 << 20)).map(|i| (i % 251) as u8 | 1).collect();
+    fs::write(dir.join("data.ibd"), &data).unwrap();
+    let image = file_arg(&dir, "ext4.img", 16 << 20);
+    let mkfs = Command::new("mkfs.ext4")
+        .args(["-q", "-F", &image])
+        .status();
+    assert!(mkfs.is_ok_and(|s| s.success()), "mkfs.ext4 {image}");
+    let image_before = fs::read(&image).unwrap();
+    // A real report, and reports made from it.
+    let target = file_arg(&dir, "t.img", 8 << 20);
+    let report_path = p("r.json");
+    let out = run(&strings(&[
+        "--devices",
+        &target,
+        "--runtime",
+        "1s",
+        "--ramp",
+        "0s",
+        "--json",
+        &report_path,
+    ]));
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report: serde_json::Value =
+        serde_json::from_str(&fs::read_to_string(&report_path).unwrap()).unwrap();
+    let variant = |name: &str, edit: &dyn Fn(&mut serde_json::Value)| {
+        let mut v = report.clone();
+        edit(&mut v);
+        fs::write(dir.join(name), v.to_string()).unwrap();
+        p(name)
+    };
+    let set = |field: &'static str, value: serde_json::Value| {
+        move |v: &mut serde_json::Value| v[field] = value.clone()
+    };
+    let copy = variant("copy.json", &|_| {});
+    let later = variant("later.json", &|v| {
+        v["run_id"] = "0123456789abcdef0123456789abcdef".into();
+        v["started_at"] = "2031-01-01T00:00:00.000Z".into();
+        v["ended_at"] = "2031-01-01T00:00:01.000Z".into();
+    });
+    let not_a_time = variant("soon.json", &|v| {
+        v["run_id"] = "1".into();
+        v["started_at"] = "soon".into();
+    });
+    let backwards = variant("backwards.json", &|v| {
+        v["run_id"] = "2".into();
+        v["started_at"] = "2031-01-01T00:00:02Z".into();
+        v["ended_at"] = "2031-01-01T00:00:01Z".into();
+    });
+    let old = variant("old.json", &|v| {
+        let o = v.as_object_mut().unwrap();
+        for f in ["run_id", "started_at", "ended_at"] {
+            o.remove(f);
+        }
+    });
+    let verify_root = variant("verify.json", &|v| {
+        *v = serde_json::json!({"schema_version": 1, "verdict": {}, "phases": [v.clone()]});
+    });
+    let suite_root = variant("suite.json", &set("host", serde_json::Value::Null));
+    let fleet = p("fleet.json");
+    let merge = |files: &[&str], extra: &[&str]| {
+        let mut v = vec!["merge".to_string()];
+        v.extend(files.iter().map(|s| s.to_string()));
+        v.extend(["--json".to_string(), fleet.clone()]);
+        v.extend(extra.iter().map(|s| s.to_string()));
+        v
+    };
+    // Resume directories and spec files.
+    fs::write(dir.join("afile"), "x").unwrap();
+    fs::create_dir_all(dir.join("bad.state/rounds")).unwrap();
+    fs::write(dir.join("bad.state/suite.json"), "{").unwrap();
+    fs::write(dir.join("bad.toml"), "tolerance = [").unwrap();
+    fs::write(dir.join("bad2.toml"), "[host]\niops = \"many\"\n").unwrap();
+    let data_file = p("data.ibd");
+    let write = |dev: &str, extra: &[&str]| {
+        let mut v = strings(&["--devices", dev, "--rw", "randwrite", "--runtime", "1s"]);
+        v.extend(extra.iter().map(|s| s.to_string()));
+        v
+    };
+    let cases: Vec<(&str, Vec<String>, String)> = vec![
+        (
+            "file of data, randwrite",
+            write(&data_file, &[]),
+            format!("{data_file} needs --allow-write"),
+        ),
+        (
+            "file of data, randrw",
+            strings(&["--devices", &data_file, "--rw", "randrw"]),
+            "needs --allow-write".into(),
+        ),
+        (
+            "file of data, sequential write",
+            strings(&["--devices", &data_file, "--rw", "write"]),
+            "needs --allow-write".into(),
+        ),
+        (
+            "file of data through a second name",
+            write(&format!("{}/./data.ibd", dir.0.display()), &[]),
+            "needs --allow-write".into(),
+        ),
+        (
+            "filesystem image with --allow-write",
+            write(&image, &["--allow-write"]),
+            "carries an ext4 filesystem (use --force".into(),
+        ),
+        (
+            "suite on a file of data",
+            strings(&["suite", "iops", "--devices", &data_file, "--mixes", "0/100"]),
+            "needs --allow-write".into(),
+        ),
+        (
+            "missing file without --size",
+            write(&p("new.img"), &[]),
+            "--size".into(),
+        ),
+        (
+            "new file in a missing directory",
+            write(&p("nodir/new.img"), &["--size", "4m"]),
+            "nodir".into(),
+        ),
+        (
+            "new file, --size not whole blocks",
+            write(&p("new.img"), &["--size", "4m", "--bs", "3k"]),
+            "--bs".into(),
+        ),
+        (
+            "new file, --size 0",
+            write(&p("new.img"), &["--size", "0"]),
+            "--size 0".into(),
+        ),
+        (
+            "the same report twice",
+            merge(&[&report_path, &report_path], &[]),
+            "is the same run as".into(),
+        ),
+        (
+            "a copy of a report",
+            merge(&[&report_path, &copy], &[]),
+            "is the same run as".into(),
+        ),
+        (
+            "runs years apart",
+            merge(&[&report_path, &later], &[]),
+            "not measured together".into(),
+        ),
+        (
+            "started_at not a time",
+            merge(&[&report_path, &not_a_time], &[]),
+            "not an RFC 3339 time".into(),
+        ),
+        (
+            "window ends before it starts",
+            merge(&[&report_path, &backwards], &[]),
+            "ended_at is before started_at".into(),
+        ),
+        (
+            "old and new reports mixed",
+            merge(&[&report_path, &old], &[]),
+            "no started_at/ended_at".into(),
+        ),
+        (
+            "a verify root given to merge",
+            merge(&[&report_path, &verify_root], &[]),
+            "not a hostmax report".into(),
+        ),
+        (
+            "a report without host figures",
+            merge(&[&report_path, &suite_root], &[]),
+            "not a hostmax report".into(),
+        ),
+        (
+            "--min-overlap above 100",
+            merge(&[&report_path], &["--min-overlap", "150"]),
+            "--min-overlap".into(),
+        ),
+        (
+            "--min-overlap not a number",
+            merge(&[&report_path], &["--min-overlap", "most"]),
+            "--min-overlap".into(),
+        ),
+        (
+            "--resume of nothing",
+            strings(&["suite", "--resume", &p("nope.state")]),
+            "nope.state".into(),
+        ),
+        (
+            "--resume of a file",
+            strings(&["suite", "--resume", &p("afile")]),
+            "afile".into(),
+        ),
+        (
+            "--resume of a corrupt checkpoint",
+            strings(&["suite", "--resume", &p("bad.state")]),
+            "not a suite checkpoint".into(),
+        ),
+        (
+            "--spec-file missing",
+            strings(&["--devices", &target, "--spec-file", &p("nope.toml")]),
+            "nope.toml".into(),
+        ),
+        (
+            "--spec-file malformed",
+            strings(&["--devices", &target, "--spec-file", &p("bad.toml")]),
+            "not a valid spec file".into(),
+        ),
+        (
+            "--spec-file wrong type",
+            strings(&["--devices", &target, "--spec-file", &p("bad2.toml")]),
+            "not a valid spec file".into(),
+        ),
+    ];
+    assert!(cases.len() >= 20);
+    for (label, args, expected) in &cases {
+        let out = run(args);
+        assert_bad_input(label, args, &out, expected);
+    }
+    assert!(
+        fs::read(dir.join("data.ibd")).unwrap() == data,
+        "the file of data changed"
+    );
+    assert!(
+        fs::read(&image).unwrap() == image_before,
+        "the image changed"
+    );
+    assert!(!dir.join("new.img").exists(), "a refused run made a file");
+    assert!(
+        !dir.join("nodir").exists(),
+        "a refused run made a directory"
+    );
+    assert!(!Path::new(&fleet).exists(), "a refused merge wrote {fleet}");
+}

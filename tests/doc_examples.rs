@@ -26,7 +26,7 @@ vols=($DOC_VOLUMES)
 declare -A named
 out=()
 sub=""
-case "$1" in demo|suite|merge|verify|sweep) sub="$1";; esac
+case "$1" in demo|suite|merge|verify|sweep|curve|doctor) sub="$1";; esac
 have_runtime=0; have_ramp=0; have_cell_time=0; have_volumes=0; writes=0; resume=0
 while [ $# -gt 0 ]; do
   a="$1"; shift
@@ -58,7 +58,7 @@ case "$sub" in
       if [ $writes = 1 ]; then out+=(--mixes 100/0,0/100); else out+=(--mixes 100/0); fi
       [ $have_cell_time = 0 ] && out+=(--cell-time 200ms)
     fi;;
-  merge) ;;
+  merge|doctor) ;;
   *) [ $have_runtime = 0 ] && out+=(--runtime 1s); [ $have_ramp = 0 ] && out+=(--ramp 0s);;
 esac
 "$HOSTMAX_REAL" "${out[@]}"
@@ -228,15 +228,22 @@ fn help_examples_run_as_written() {
     let host = volumes(VOLUMES, 32 * MIB);
     let paths = volume_paths(&host);
     let mut ran = 0;
-    for sub in [
-        &[][..],
-        &["suite"],
-        &["verify"],
-        &["sweep"],
-        &["merge"],
-        &["demo"],
-    ] {
-        let mut argv: Vec<&str> = sub.to_vec();
+    let top = run_hostmax(&["--help"], None);
+    let top = String::from_utf8_lossy(&top.stdout).into_owned();
+    // Every subcommand the top-level help lists, so a new one's examples are tested too.
+    let subcommands: Vec<&str> = top
+        .lines()
+        .skip_while(|l| !l.starts_with("Commands:"))
+        .skip(1)
+        .take_while(|l| !l.trim().is_empty())
+        .filter_map(|l| l.split_whitespace().next())
+        .filter(|&name| name != "help")
+        .collect();
+    assert!(subcommands.contains(&"suite"), "{top}");
+    let mut commands: Vec<Vec<&str>> = vec![vec![]];
+    commands.extend(subcommands.iter().map(|&s| vec![s]));
+    for sub in &commands {
+        let mut argv: Vec<&str> = sub.clone();
         argv.push("--help");
         let help = run_hostmax(&argv, None);
         assert!(help.status.success(), "hostmax {argv:?} failed");

@@ -74,6 +74,29 @@ fn short_run(devices: &[String], json: &str, runtime: &str, extra: &[&str]) -> V
     args
 }
 
+/// Runs hostmax once per argument list, all at the same time, and expects exit 0 from each.
+fn together(runs: &[Vec<String>]) {
+    let children: Vec<_> = runs
+        .iter()
+        .map(|args| {
+            Command::new(hostmax_bin())
+                .args(args)
+                .stdout(Stdio::null())
+                .stderr(Stdio::piped())
+                .spawn()
+                .expect("spawn hostmax")
+        })
+        .collect();
+    for (child, args) in children.into_iter().zip(runs) {
+        let out = child.wait_with_output().unwrap();
+        assert!(
+            out.status.success(),
+            "hostmax {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
+
 fn read_json(path: &str) -> Value {
     let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{path}: {e}"));
     serde_json::from_str(&text).unwrap_or_else(|e| panic!("{path}: {e}"))
@@ -112,8 +135,11 @@ fn merged_report_adds_counts_exactly_and_takes_percentiles_from_added_histograms
     let lean = path_in(&scratch, "lean.json");
     {
         let _lock = rate_test_lock();
-        hostmax_ok(&short_run(&paths[..2], &a, "2s", &[]));
-        hostmax_ok(&short_run(&paths[2..], &b, "2s", &[]));
+        // Two "hosts" measured together, as --start-at makes them on real hosts.
+        together(&[
+            short_run(&paths[..2], &a, "2s", &["--start-at", "+2s"]),
+            short_run(&paths[2..], &b, "2s", &["--start-at", "+2s"]),
+        ]);
         hostmax_ok(&short_run(
             &paths[2..],
             &lean,
@@ -239,7 +265,7 @@ fn merge_refuses_other_workloads_and_files_that_are_not_reports() {
     let err = hostmax_refused(&merge(&[&a, &c]));
     assert!(
         err.contains(&format!(
-            "{c}: workload differs from {a} in block_size (--bs): 8192 vs 4096"
+            "{c}: workload differs from {a} in --bs: 8192 vs 4096"
         )),
         "{err}"
     );
@@ -262,6 +288,78 @@ fn merge_refuses_other_workloads_and_files_that_are_not_reports() {
     let err = hostmax_refused(&merge(&[&a, &path_in(&scratch, "absent.json")]));
     assert!(err.contains("cannot read it"), "{err}");
     assert!(!Path::new(&fleet).exists(), "a refused merge wrote {fleet}");
+}
+
+#[test]
+fn merge_refuses_the_same_run_twice_and_runs_not_measured_together() {
+    require_root!();
+    let scratch = ScratchDir::new("fleet-twice");
+    let host = volumes(2, 32 * MIB);
+    let paths = volume_paths(&host);
+    let (a, b) = (path_in(&scratch, "a.json"), path_in(&scratch, "b.json"));
+    {
+        let _lock = rate_test_lock();
+        hostmax_ok(&short_run(&paths[..1], &a, "1s", &[]));
+        hostmax_ok(&short_run(&paths[1..], &b, "1s", &["--seed", "7"]));
+    }
+    let report = read_json(&a);
+    let id = report["run_id"].as_str().expect("a run id");
+    assert_eq!(id.len(), 32, "{id}");
+    assert_ne!(Some(id), read_json(&b)["run_id"].as_str());
+    for field in ["started_at", "ended_at", "hostmax_version", "kernel"] {
+        assert!(report[field].is_string(), "{field}: {report}");
+    }
+    assert!(report["command_line"][0].is_string(), "{report}");
+    let fleet = path_in(&scratch, "fleet.json");
+    let merge = |files: &[&str], extra: &[&str]| -> Vec<String> {
+        let mut args = vec!["merge".to_string()];
+        args.extend(files.iter().map(|s| s.to_string()));
+        args.extend(["--json".to_string(), fleet.clone()]);
+        args.extend(extra.iter().map(|s| s.to_string()));
+        args
+    };
+    // The same file twice, and a copy of it under another name.
+    let copy = path_in(&scratch, "copy.json");
+    std::fs::copy(&a, &copy).unwrap();
+    for twice in [&a, &copy] {
+        let err = hostmax_refused(&merge(&[&a, twice], &[]));
+        assert!(
+            err.contains(&format!("{twice} is the same run as {a} (run_id {id})")),
+            "{err}"
+        );
+    }
+    // One run after the other: not measured together, and it says by how much.
+    let err = hostmax_refused(&merge(&[&a, &b], &[]));
+    assert!(
+        err.contains("the runs were not measured together: "),
+        "{err}"
+    );
+    assert!(err.contains("--min-overlap"), "{err}");
+    let err = hostmax_refused(&merge(&[&a, &b], &["--min-overlap", "101"]));
+    assert!(err.contains("--min-overlap"), "{err}");
+    assert!(!Path::new(&fleet).exists(), "a refused merge wrote {fleet}");
+    // A report of an older hostmax has no window: refused unless the check is turned off.
+    let mut old = read_json(&b);
+    for field in ["run_id", "started_at", "ended_at"] {
+        old.as_object_mut().unwrap().remove(field);
+    }
+    let old_path = path_in(&scratch, "old.json");
+    std::fs::write(&old_path, old.to_string()).unwrap();
+    let err = hostmax_refused(&merge(&[&a, &old_path], &[]));
+    assert!(
+        err.contains(&format!("{old_path}: no started_at/ended_at")),
+        "{err}"
+    );
+    // Turned off on purpose, the merge goes ahead and lists the differing seeds.
+    let out = hostmax_ok(&merge(&[&a, &b], &["--min-overlap", "0"]));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("different --seed values"), "{stderr}");
+    let merged = read_json(&fleet);
+    let hosts = merged["fleet"]["hosts"].as_array().unwrap();
+    assert_eq!(hosts[1]["seed"], 7, "{merged}");
+    assert_eq!(hosts[0]["run_id"], id, "{merged}");
+    assert_ne!(merged["run_id"], id, "the merge has its own run id");
+    assert_eq!(merged["started_at"], report["started_at"], "{merged}");
 }
 
 /// (tag, second) -> count of every interval in an interval log, and its StartTime.

@@ -566,6 +566,10 @@ fn a_file_hostmax_creates_needs_no_flag() {
     );
     assert_eq!(std::fs::metadata(&path).unwrap().len(), 4 * MIB);
     let report: Value = serde_json::from_slice(&out.stdout).expect("JSON on stdout");
+    // The report says what the device is: here a file, by its inode, and its size.
+    let identity = &report["devices"][0]["identity"];
+    assert!(identity["inode"].is_string(), "{identity}");
+    assert_eq!(identity["size"], 4 * MIB, "{identity}");
     assert!(
         report["devices"][0]["write"]["ios"].as_u64().unwrap() > 0,
         "{report}"

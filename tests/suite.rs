@@ -258,6 +258,12 @@ fn short_suite_on_capped_volumes_reaches_steady_state_at_round_5() {
         "5 rounds x 4 cells, each once"
     );
     assert!(fs::metadata(&html).unwrap().len() > 0);
+    let page = fs::read_to_string(&html).unwrap();
+    let run_id = report["run_id"].as_str().unwrap();
+    assert!(
+        page.contains(&format!("Run {run_id} on ")),
+        "the page lacks its provenance"
+    );
 }
 
 #[test]
@@ -299,6 +305,19 @@ fn resume_after_sigint_repeats_no_finished_cell() {
     let partial = read_json(&json);
     assert_eq!(partial["interrupted"], true);
     assert_eq!(partial["complete"], false);
+    // Provenance, under the names every report uses.
+    assert_eq!(partial["schema_version"], 1, "{partial}");
+    assert!(partial.get("schema").is_none());
+    let run_id = partial["run_id"].as_str().expect("run_id").to_string();
+    for field in [
+        "started_at",
+        "ended_at",
+        "hostname",
+        "kernel",
+        "hostmax_version",
+    ] {
+        assert!(partial[field].is_string(), "{field}");
+    }
     let snapshot = |dir: &Path| -> BTreeMap<String, String> {
         fs::read_dir(dir)
             .unwrap()
@@ -334,6 +353,10 @@ fn resume_after_sigint_repeats_no_finished_cell() {
     let rounds_run = report["steady_state"]["rounds_run"].as_u64().unwrap() as usize;
     assert!((5..=6).contains(&rounds_run), "{}", report["steady_state"]);
     assert_eq!(report["complete"], true);
+    // The resumed suite is the same run, and its window starts where the first one's did.
+    assert_eq!(report["run_id"], run_id.as_str());
+    assert_eq!(report["started_at"], partial["started_at"]);
+    assert!(report["ended_at"].as_str() > partial["ended_at"].as_str());
     // Every cell ran exactly once per round: one file each, nothing extra.
     assert_eq!(
         after.len(),
@@ -620,8 +643,12 @@ fn html_report_renders_every_chart_in_chromium() {
     }
     let figures = page.matches("<figure class=\"chart\"").count();
     assert_eq!(
-        figures, 4,
-        "IOPS and throughput by block size, steady state, IOPS per volume against the promise"
+        figures, 6,
+        "IOPS and throughput by block size, steady state, convergence at 64k and at 4k, IOPS per volume against the promise"
+    );
+    assert!(
+        page.contains("Convergence at 64k") && page.contains("Convergence at 4k"),
+        "one convergence plot per block size"
     );
     assert!(page.contains("PASS") && !page.contains("FAIL"));
     assert_eq!(page.matches("<svg").count(), figures);
@@ -644,4 +671,218 @@ fn html_report_renders_every_chart_in_chromium() {
     for (w, h) in sizes {
         assert!(w > 100.0 && h > 100.0, "a chart rendered at {w}x{h}");
     }
+}
+
+/// Two same-size targets that swap names between a suite's start and its `--resume` (what two
+/// volumes do when they come back from a reboot as each other's /dev/sdX): the resume is
+/// refused, naming both and what each was, and nothing runs. Also a target that is gone.
+#[test]
+fn resume_refuses_when_a_path_now_leads_to_another_device() {
+    let dir = Scratch::new("swapped");
+    let (a, b) = (dir.file("a.img", 8 * MIB), dir.file("b.img", 8 * MIB));
+    let json = dir.path("s.json");
+    let devices = [a.display().to_string(), b.display().to_string()];
+    let mut args: Vec<String> = vec!["suite".into(), "iops".into(), "--devices".into()];
+    args.extend(devices.iter().cloned());
+    args.extend(
+        [
+            "--block-sizes",
+            "4k",
+            "--mixes",
+            "100/0",
+            "--cell-time",
+            "200ms",
+            "--ramp",
+            "0s",
+            "--max-rounds",
+            "5",
+            "--no-purge",
+            "--no-precondition",
+            "--json",
+            &json,
+        ]
+        .map(String::from),
+    );
+    let out = run_hostmax(&args, None);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    let report = read_json(&json);
+    assert!(
+        report["devices"][0]["identity"]["inode"].is_string(),
+        "{}",
+        report["devices"]
+    );
+    let state = dir.path("s.state");
+    let resume = || run_hostmax(&["suite", "--resume", state.as_str()], None);
+    assert_eq!(resume().status.code(), Some(0), "the same devices resume");
+
+    let tmp = dir.0.join("tmp.img");
+    fs::rename(&a, &tmp).unwrap();
+    fs::rename(&b, &a).unwrap();
+    fs::rename(&tmp, &b).unwrap();
+    let before = fs::read_dir(dir.0.join("s.state/rounds")).unwrap().count();
+    let out = resume();
+    let err = stderr_of(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    for d in &devices {
+        assert!(err.contains(&format!("{d} was file ")), "{err}");
+    }
+    assert!(err.contains("started on other devices"), "{err}");
+    assert_eq!(
+        fs::read_dir(dir.0.join("s.state/rounds")).unwrap().count(),
+        before
+    );
+
+    fs::remove_file(&a).unwrap();
+    let out = resume();
+    let err = stderr_of(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains(&format!("{} of the suite in", devices[0])) && err.contains("is gone"),
+        "{err}"
+    );
+    assert!(!a.exists(), "a resume made a missing file anew");
+}
+
+// LOOP_CHANGE_FD (linux/loop.h): a read-only loop device takes another backing file of the
+// same size, in place; the device keeps its name and number.
+nix::ioctl_write_int_bad!(loop_change_fd, 0x4C06);
+
+/// The same on real loop devices: two read-only loop volumes whose backing files are swapped
+/// in place (`LOOP_CHANGE_FD`) after the suite ran; `--resume` names both by backing file.
+#[test]
+fn resume_refuses_loop_devices_whose_backing_files_were_swapped() {
+    require_root!();
+    use hostmax::simhost::{LoopDevice, LoopOptions};
+    use std::os::unix::io::AsRawFd;
+    let dir = Scratch::new("loopswap");
+    let (a, b) = (dir.file("a.img", 8 * MIB), dir.file("b.img", 8 * MIB));
+    let options = LoopOptions {
+        read_only: true,
+        ..LoopOptions::default()
+    };
+    let open = |p: &Path| OpenOptions::new().read(true).open(p).unwrap();
+    let (la, lb) = (
+        LoopDevice::attach(&open(&a), &options).expect("a loop device"),
+        LoopDevice::attach(&open(&b), &options).expect("a loop device"),
+    );
+    let devices = [
+        la.path().display().to_string(),
+        lb.path().display().to_string(),
+    ];
+    let json = dir.path("s.json");
+    let mut args: Vec<String> = vec!["suite".into(), "iops".into(), "--devices".into()];
+    args.extend(devices.iter().cloned());
+    args.extend(
+        [
+            "--block-sizes",
+            "4k",
+            "--cell-time",
+            "200ms",
+            "--ramp",
+            "0s",
+            "--max-rounds",
+            "5",
+            "--json",
+            &json,
+        ]
+        .map(String::from),
+    );
+    let out = run_hostmax(&args, None);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    let report = read_json(&json);
+    let recorded = report["devices"][0]["identity"]["backing_file"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(recorded.ends_with("a.img"), "{}", report["devices"]);
+
+    for (dev, file) in [(&la, &b), (&lb, &a)] {
+        let backing = open(file);
+        // SAFETY: LOOP_CHANGE_FD takes a file descriptor by value; both descriptors are open
+        // for the duration of the call, and the kernel takes its own reference to the file.
+        unsafe { loop_change_fd(dev.file().as_raw_fd(), backing.as_raw_fd()) }
+            .unwrap_or_else(|e| panic!("LOOP_CHANGE_FD on {}: {e}", dev.path().display()));
+    }
+    let state = dir.path("s.state");
+    let out = run_hostmax(&["suite", "--resume", state.as_str()], None);
+    let err = stderr_of(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.contains(&format!(
+            "{} was backing file {}, now backing file {}",
+            devices[0],
+            a.display(),
+            b.display()
+        )),
+        "{err}"
+    );
+    assert!(
+        err.contains(&format!("{} was backing file", devices[1])),
+        "{err}"
+    );
+}
+
+/// Named through links (as `/dev/disk/by-id/...` names a disk whatever its kernel name), the
+/// devices are found again after their kernel names swapped: `--resume` follows the names the
+/// user gave, checks each one is the device it was, and goes on.
+#[test]
+fn resume_follows_the_names_the_user_gave_when_kernel_names_swap() {
+    let dir = Scratch::new("byid");
+    let (a, b) = (dir.file("sdc", 8 * MIB), dir.file("sdd", 8 * MIB));
+    let (la, lb) = (dir.0.join("by-id-disk-A"), dir.0.join("by-id-disk-B"));
+    std::os::unix::fs::symlink(&a, &la).unwrap();
+    std::os::unix::fs::symlink(&b, &lb).unwrap();
+    let json = dir.path("s.json");
+    let mut args: Vec<String> = vec!["suite".into(), "iops".into(), "--devices".into()];
+    args.extend([la.display().to_string(), lb.display().to_string()]);
+    args.extend(
+        [
+            "--block-sizes",
+            "4k",
+            "--mixes",
+            "100/0",
+            "--cell-time",
+            "200ms",
+            "--ramp",
+            "0s",
+            "--max-rounds",
+            "5",
+            "--no-purge",
+            "--no-precondition",
+            "--json",
+            &json,
+        ]
+        .map(String::from),
+    );
+    let out = run_hostmax(&args, None);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    let config: Value =
+        serde_json::from_str(&fs::read_to_string(dir.0.join("s.state/suite.json")).unwrap())
+            .unwrap();
+    assert_eq!(
+        config["devices"][0]["given"],
+        la.display().to_string().as_str()
+    );
+    // "Reboot": the kernel names swap, the by-id names follow their disks.
+    let tmp = dir.0.join("tmp");
+    fs::rename(&a, &tmp).unwrap();
+    fs::rename(&b, &a).unwrap();
+    fs::rename(&tmp, &b).unwrap();
+    for (link, to) in [(&la, &b), (&lb, &a)] {
+        fs::remove_file(link).unwrap();
+        std::os::unix::fs::symlink(to, link).unwrap();
+    }
+    let out = run_hostmax(&["suite", "--resume", dir.path("s.state").as_str()], None);
+    let err = stderr_of(&out);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(
+        err.contains(&format!("{} now leads to {}", la.display(), b.display())),
+        "{err}"
+    );
+    let report = read_json(&json);
+    assert_eq!(
+        report["devices"][0]["path"],
+        b.display().to_string().as_str()
+    );
 }

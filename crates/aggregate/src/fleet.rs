@@ -40,6 +40,18 @@ pub struct FleetHost {
     pub bytes_per_sec: f64,
     /// Its failed I/Os.
     pub errors: u64,
+    /// Its run id (absent for reports of older versions).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run_id: Option<String>,
+    /// Its measured window's wall-clock start (RFC 3339).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub started_at: Option<String>,
+    /// Its measured window's wall-clock end (RFC 3339).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ended_at: Option<String>,
+    /// The seed of its random offsets (seeds may differ between hosts; each is listed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seed: Option<u64>,
 }
 
 /// What a merged report adds up: the `fleet` object of its JSON.
@@ -67,6 +79,16 @@ pub enum MergeError {
     /// Two reports ran different workloads.
     #[error("{0}")]
     WorkloadDiffers(Box<WorkloadDifference>),
+    /// The same run given twice (the same run id, also inside a merged report).
+    #[error("{label} is the same run as {first_label} (run_id {run_id}): each host's report counts once; give every report once")]
+    SameRun {
+        /// The report given second.
+        label: String,
+        /// The report that already holds the run.
+        first_label: String,
+        /// The run id they share.
+        run_id: String,
+    },
     /// A report without full histograms (written by an older hostmax).
     #[error("{label}: {what} has no histograms (written by an older hostmax?); re-run with this version to merge")]
     MissingHistograms {
@@ -90,7 +112,7 @@ pub enum MergeError {
 
 /// The first workload field in which a report differs from the first report.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{label}: workload differs from {first_label} in {field} ({option}): {found} vs {expected}; merge only runs of the same workload")]
+#[error("{label}: workload differs from {first_label} in {option}: {found} vs {expected}; merge only runs of the same workload")]
 pub struct WorkloadDifference {
     /// The report that differs.
     pub label: String,
@@ -115,8 +137,18 @@ fn workload_fields(r: &HostReport) -> [(&'static str, &'static str, String); 8] 
         ("iodepth", "--iodepth", w.iodepth.to_string()),
         ("rwmixread", "--rwmixread", w.rwmixread.to_string()),
         ("runtime_secs", "--runtime", w.runtime_secs.to_string()),
-        ("working_set", "--size", format!("{:?}", w.working_set)),
-        ("rate_iops", "--rate-iops", format!("{:?}", w.rate_iops)),
+        (
+            "working_set",
+            "--size",
+            w.working_set
+                .map_or_else(|| "the whole device".to_string(), |b| format!("{b} bytes")),
+        ),
+        (
+            "rate_iops",
+            "--rate-iops",
+            w.rate_iops
+                .map_or_else(|| "no cap".to_string(), |c| format!("{c} per device")),
+        ),
         (
             "record_latency",
             "--no-latency",
@@ -131,7 +163,9 @@ fn workload_fields(r: &HostReport) -> [(&'static str, &'static str, String); 8] 
 ///
 /// Refused: an empty list, a report of another schema version, workloads that differ in any
 /// of pattern, block size, iodepth, rwmixread, runtime, working set, rate cap or latency
-/// recording (seed and ramp may differ), and reports without full histograms.
+/// recording (seed and ramp may differ; each host's seed is listed), reports without full
+/// histograms, and the same run twice (by run id, also inside a merged report). Whether the
+/// runs' windows overlap is the caller's to check: the reports' times are text here.
 pub fn merge_reports(reports: &[(String, HostReport)]) -> Result<HostReport, MergeError> {
     let (first_label, first) = reports.first().ok_or(MergeError::NoReports)?;
     let expected = workload_fields(first);
@@ -155,6 +189,8 @@ pub fn merge_reports(reports: &[(String, HostReport)]) -> Result<HostReport, Mer
             }
         }
     }
+
+    refuse_repeated_runs(reports)?;
 
     let mut read = new_latency_histogram();
     let mut write = new_latency_histogram();
@@ -184,6 +220,10 @@ pub fn merge_reports(reports: &[(String, HostReport)]) -> Result<HostReport, Mer
                 iops: report.host.iops,
                 bytes_per_sec: report.host.bytes_per_sec,
                 errors: report.host.errors,
+                run_id: report.provenance.run_id.clone(),
+                started_at: report.provenance.started_at.clone(),
+                ended_at: report.provenance.ended_at.clone(),
+                seed: Some(report.workload.seed),
             }),
         }
     }
@@ -191,7 +231,7 @@ pub fn merge_reports(reports: &[(String, HostReport)]) -> Result<HostReport, Mer
     let host = Figures {
         // Encoding only fails for a count above i64::MAX.
         histograms: EncodedHistograms::encode(&read, &write).ok(),
-        ..Figures::new(
+        ..crate::report::sum_counts(reports.iter().map(|(_, r)| &r.host)).with_ops(
             sum_op(reports, |f| &f.read, &read),
             sum_op(reports, |f| &f.write, &write),
             reports.iter().map(|(_, r)| r.host.errors).sum(),
@@ -201,6 +241,8 @@ pub fn merge_reports(reports: &[(String, HostReport)]) -> Result<HostReport, Mer
         schema_version: SCHEMA_VERSION,
         hostname: None,
         fleet: Some(FleetSummary { hosts }),
+        // The caller gives the merge its own run id and window.
+        provenance: crate::report::Provenance::default(),
         workload: first.workload.clone(),
         measured_secs: reports
             .iter()
@@ -212,7 +254,39 @@ pub fn merge_reports(reports: &[(String, HostReport)]) -> Result<HostReport, Mer
         time_series: merge_series(reports),
         // Verdicts are per host and per spec; a fleet report carries none of its own.
         verdict: None,
+        // Each host's workers are in its own report.
+        load_generator: None,
     })
+}
+
+/// The run ids a report holds: its own, or for a merged report its hosts'.
+fn run_ids(report: &HostReport) -> Vec<&str> {
+    match &report.fleet {
+        Some(fleet) => fleet
+            .hosts
+            .iter()
+            .filter_map(|h| h.run_id.as_deref())
+            .collect(),
+        None => report.provenance.run_id.as_deref().into_iter().collect(),
+    }
+}
+
+/// Refuses a run that two reports hold (the same file twice, or a host's report beside a
+/// merged report that already holds it).
+fn refuse_repeated_runs(reports: &[(String, HostReport)]) -> Result<(), MergeError> {
+    let mut seen: BTreeMap<&str, &str> = BTreeMap::new();
+    for (label, report) in reports {
+        for id in run_ids(report) {
+            if let Some(first) = seen.insert(id, label) {
+                return Err(MergeError::SameRun {
+                    label: label.clone(),
+                    first_label: first.to_string(),
+                    run_id: id.to_string(),
+                });
+            }
+        }
+    }
+    Ok(())
 }
 
 fn decode(
@@ -375,11 +449,13 @@ mod tests {
                     write: op(seed + 10 + i as u64, 5000, scale * 2),
                     errors: ErrorLog::default(),
                     failed: false,
+                    ..Default::default()
                 })
                 .collect(),
             measured: Duration::from_millis(millis),
             stopped_early: false,
             workers: Vec::new(),
+            run_id: 0,
         };
         let points = (0..2)
             .map(|second| SecondPoint {
@@ -600,6 +676,29 @@ mod tests {
     }
 
     #[test]
+    fn a_refusal_says_sizes_and_caps_in_words() {
+        let a = host_report("alpha", 1, 3, 1000, &randrw());
+        let b = host_report(
+            "beta",
+            2,
+            3,
+            1000,
+            &Workload {
+                working_set: Some(64 << 20),
+                ..randrw()
+            },
+        );
+        let err = merge_reports(&[("a.json".into(), a), ("b.json".into(), b)])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("in --size: 67108864 bytes vs the whole device"),
+            "{err}"
+        );
+        assert!(!err.contains("Some(") && !err.contains("None"), "{err}");
+    }
+
+    #[test]
     fn different_workloads_are_refused_naming_the_field() {
         let a = host_report("alpha", 1, 3, 1000, &randrw());
         for (workload, field) in [
@@ -608,35 +707,35 @@ mod tests {
                     block_size: 8192,
                     ..randrw()
                 },
-                "block_size (--bs): 8192 vs 4096",
+                "--bs: 8192 vs 4096",
             ),
             (
                 Workload {
                     pattern: IoPattern::RandRead,
                     ..randrw()
                 },
-                "pattern (--rw)",
+                "in --rw: randread vs randrw",
             ),
             (
                 Workload {
                     iodepth: 1,
                     ..randrw()
                 },
-                "iodepth",
+                "in --iodepth",
             ),
             (
                 Workload {
                     rwmixread: 70,
                     ..randrw()
                 },
-                "rwmixread",
+                "in --rwmixread",
             ),
             (
                 Workload {
                     runtime: Duration::from_secs(60),
                     ..randrw()
                 },
-                "runtime_secs (--runtime)",
+                "in --runtime",
             ),
         ] {
             let b = host_report("beta", 2, 3, 1000, &workload);
@@ -648,6 +747,7 @@ mod tests {
                 "{err}"
             );
             assert!(err.contains(field), "{err}");
+            assert!(!err.contains('_'), "an internal field name: {err}");
         }
         // Seed and ramp may differ.
         let b = host_report(
@@ -692,5 +792,38 @@ mod tests {
             .to_string();
         assert!(err.starts_with("v2.json: schema_version 2"), "{err}");
         assert!(matches!(merge_reports(&[]), Err(MergeError::NoReports)));
+    }
+
+    #[test]
+    fn the_same_run_is_refused_twice_also_inside_a_merged_report() {
+        let w = randrw();
+        let with_id = |name: &str, seed: u64, id: &str| HostReport {
+            provenance: crate::report::Provenance {
+                run_id: Some(id.to_string()),
+                ..Default::default()
+            },
+            ..host_report(name, seed, 1, 2000, &w)
+        };
+        let a = with_id("a", 3, "aaaa");
+        let b = with_id("b", 5, "bbbb");
+        let err = merge_reports(&[
+            ("a.json".into(), a.clone()),
+            ("copy.json".into(), a.clone()),
+        ])
+        .unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "copy.json is the same run as a.json (run_id aaaa): each host's report counts once; give every report once"
+        );
+        let ab =
+            merge_reports(&[("a.json".into(), a.clone()), ("b.json".into(), b.clone())]).unwrap();
+        let hosts = &ab.fleet.as_ref().unwrap().hosts;
+        assert_eq!(hosts[0].run_id.as_deref(), Some("aaaa"));
+        assert_eq!((hosts[0].seed, hosts[1].seed), (Some(w.seed), Some(w.seed)));
+        let err = merge_reports(&[("ab.json".into(), ab), ("b.json".into(), b)]).unwrap_err();
+        assert!(
+            matches!(err, MergeError::SameRun { ref run_id, .. } if run_id == "bbbb"),
+            "{err}"
+        );
     }
 }

@@ -47,6 +47,9 @@ pub enum IdealSource {
     VolumeCaps,
     /// The first step's IOPS per volume, times the volumes.
     LinearFromFirst,
+    /// What each volume may do under the run's own `--rate-iops`: its promise or the cap,
+    /// the lower, summed (the cap alone when no spec gives promises).
+    RateCapped,
 }
 
 /// What a sweep found.
@@ -68,6 +71,9 @@ pub struct Sweep {
     pub ideal: Vec<IdealPoint>,
     /// Where the ideal line comes from.
     pub ideal_source: IdealSource,
+    /// The per-volume `--rate-iops` the steps ran with, when it held the ideal line down.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate_cap_iops: Option<f64>,
 }
 
 /// Finds the ceiling and the knee of `points` (any order; at least one).
@@ -131,8 +137,37 @@ impl Sweep {
         caps: Option<&[f64]>,
         tolerance: Tolerance,
     ) -> Option<Sweep> {
+        Sweep::with_rate_cap(points, caps, None, tolerance)
+    }
+
+    /// [`Sweep::new`] for steps run with `--rate-iops` (`rate_cap`, per volume): no volume can
+    /// give more than the cap, so the ideal line is each volume's promise or the cap, the
+    /// lower, and IOPS that follow it are held by the cap, not saturated.
+    pub fn with_rate_cap(
+        points: Vec<SweepPoint>,
+        caps: Option<&[f64]>,
+        rate_cap: Option<f64>,
+        tolerance: Tolerance,
+    ) -> Option<Sweep> {
+        let most = points.iter().map(|p| p.volumes).max().unwrap_or(0);
+        let held: Option<Vec<f64>> = rate_cap.map(|cap| match caps {
+            Some(promised) => promised.iter().map(|&p| p.min(cap)).collect(),
+            None => vec![cap; most],
+        });
+        // The cap matters only where it is below what the line would be without it.
+        let binding = match (rate_cap, caps) {
+            (Some(cap), Some(promised)) => promised.iter().any(|&p| cap < p),
+            (Some(_), None) => true,
+            (None, _) => false,
+        };
         let (ceiling_iops, knee_volumes, flat_after_knee) = find_knee(&points, tolerance)?;
-        let (ideal, ideal_source) = ideal_line(&points, caps)?;
+        let (ideal, ideal_source) = match held.as_deref() {
+            Some(held) if binding => {
+                let (line, _) = ideal_line(&points, Some(held))?;
+                (line, IdealSource::RateCapped)
+            }
+            _ => ideal_line(&points, caps)?,
+        };
         let mut points = points;
         points.sort_by_key(|p| p.volumes);
         // Saturated: more volumes than the knee gave nothing more, or the last step is short
@@ -148,6 +183,7 @@ impl Sweep {
             tolerance: tolerance.fraction(),
             ideal,
             ideal_source,
+            rate_cap_iops: rate_cap.filter(|_| binding),
         })
     }
 }
@@ -171,6 +207,13 @@ pub fn default_steps(total: usize) -> Vec<usize> {
 pub struct SweepReport {
     /// [`crate::SCHEMA_VERSION`].
     pub schema_version: u32,
+    /// The host that ran it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hostname: Option<String>,
+    /// Run id and the window from the first step's start to the last one's end, and the rest
+    /// of [`crate::Provenance`] (each step's report carries its own as well).
+    #[serde(flatten)]
+    pub provenance: crate::Provenance,
     /// The ceiling, the knee and the points.
     pub sweep: Sweep,
     /// One report per step, by volumes.
@@ -232,6 +275,30 @@ mod tests {
         assert_eq!(
             ideal_line(&pts, Some(&[2000.0])).unwrap().1,
             IdealSource::LinearFromFirst
+        );
+    }
+
+    #[test]
+    fn steps_held_by_rate_iops_follow_the_capped_line_and_are_not_saturated() {
+        // Volumes promising 2,500 IOPS run with --rate-iops 2000: each gives 2,000.
+        let pts = vec![p(1, 2000.0), p(2, 3998.0), p(4, 7995.0)];
+        let s = Sweep::with_rate_cap(pts.clone(), Some(&[2500.0; 4]), Some(2000.0), T).unwrap();
+        assert_eq!(s.ideal_source, IdealSource::RateCapped);
+        assert_eq!(s.ideal.last().unwrap().iops, 8000.0);
+        assert!(!s.saturated);
+        assert_eq!(s.rate_cap_iops, Some(2000.0));
+        // Without a spec the cap alone makes the line.
+        let s = Sweep::with_rate_cap(pts.clone(), None, Some(2000.0), T).unwrap();
+        assert_eq!(s.ideal.last().unwrap().iops, 8000.0);
+        // A host limit below the caps' sum still shows.
+        let short = vec![p(1, 2000.0), p(2, 3998.0), p(4, 5001.0)];
+        let s = Sweep::with_rate_cap(short, None, Some(2000.0), T).unwrap();
+        assert!(s.saturated);
+        // A cap above every promise holds nothing back.
+        let s = Sweep::with_rate_cap(pts, Some(&[1000.0; 4]), Some(2000.0), T).unwrap();
+        assert_eq!(
+            (s.ideal_source, s.rate_cap_iops),
+            (IdealSource::VolumeCaps, None)
         );
     }
 

@@ -22,10 +22,14 @@
 //! - [`spec`]: what volumes and hosts promise ([`VolumeSpec`], built-in [`PROFILES`],
 //!   [`HostSpec`], [`Tolerance`], the spec file); [`verdict`] judges reports against them
 //!   ([`judge`] gives a [`Verdict`] with the [`Bottleneck`]); [`knee`] finds the host's
-//!   ceiling and knee from a sweep over volume counts ([`Sweep`]).
+//!   ceiling and knee from a sweep over volume counts ([`Sweep`]); [`curve`] finds the
+//!   load-latency curve's SLO knee and saturation point ([`Curve`]); [`consistency`] judges
+//!   how many seconds of a run kept the promise.
 
 #![warn(missing_docs)]
 
+pub mod consistency;
+pub mod curve;
 mod fleet;
 mod histogram_codec;
 pub mod knee;
@@ -36,6 +40,7 @@ pub mod spec;
 mod steady_state;
 pub mod verdict;
 
+pub use curve::{Curve, CurveReport};
 pub use fleet::{merge_reports, FleetHost, FleetSummary, MergeError, WorkloadDifference};
 pub use histogram_codec::{
     decode_histogram, decode_latency_histogram, encode_histogram, EncodedHistograms,
@@ -44,8 +49,9 @@ pub use histogram_codec::{
 pub use knee::{Sweep, SweepPoint, SweepReport};
 pub use latency::{add_exact, LatencySummary};
 pub use report::{
-    summarize, summarize_with_histograms, DeviceReport, Figures, HostHistograms, HostReport,
-    OpSummary, WorkloadSummary, SCHEMA_VERSION,
+    summarize, summarize_with_histograms, DeviceIdentity, DeviceReport, Figures, HostHistograms,
+    HostReport, LoadGenerator, OpSummary, Provenance, WorkerReport, WorkloadSummary,
+    SCHEMA_VERSION,
 };
 pub use series::{SecondPoint, TimeSeries};
 pub use spec::{HostSpec, Tolerance, VolumeSpec, PROFILES};

@@ -2,7 +2,8 @@
 
 use hdrhistogram::Histogram;
 use hostmax_engine::{
-    new_latency_histogram, DeviceResult, ErrorLog, IoPattern, OpResult, RunResult, Workload,
+    new_latency_histogram, CpuUse, DeviceResult, ErrorLog, IoCounts, IoPattern, OpResult,
+    ReadSamples, RingFeatures, RunResult, WorkerSummary, Workload,
 };
 use serde::{Deserialize, Serialize};
 
@@ -72,6 +73,17 @@ pub struct Figures {
     /// which `hostmax merge` adds reports exactly; absent in reports of older versions.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub histograms: Option<EncodedHistograms>,
+    /// Successful I/Os that completed during the ramp (not in any rate).
+    #[serde(default)]
+    pub ramp: IoCounts,
+    /// Successful I/Os that completed after the measured window (drained; not in any rate).
+    /// The kernel's completions (`/sys/block/DEV/stat` fields 1+2 and 5+6) equal
+    /// `ramp + read.ios/write.ios + drained + errors` exactly.
+    #[serde(default)]
+    pub drained: IoCounts,
+    /// Sampled reads and how many of them were all zeros (blocks never written).
+    #[serde(default)]
+    pub read_samples: ReadSamples,
 }
 
 impl Figures {
@@ -83,12 +95,80 @@ impl Figures {
             read,
             write,
             histograms: None,
+            ramp: IoCounts::default(),
+            drained: IoCounts::default(),
+            read_samples: ReadSamples::default(),
         }
+    }
+
+    /// Every successful I/O of the run, ramp and drain included, plus the failed ones: what
+    /// the kernel completed.
+    pub fn all_ios(&self) -> u64 {
+        self.ramp.total() + self.ios() + self.drained.total() + self.errors
+    }
+
+    /// Whether reads were sampled and every one came back all zeros: the blocks were never
+    /// written, and a thin or cloud volume serves them without touching its media.
+    pub fn reads_all_zero(&self) -> bool {
+        self.read_samples.all_zero()
     }
 
     /// Successful reads plus writes in the measured window.
     pub fn ios(&self) -> u64 {
         self.read.ios + self.write.ios
+    }
+}
+
+/// What a device is, whatever its name today: the stable identity the kernel gives it where
+/// it has one, else its size (the CLI reads it; the aggregator only carries it). Two
+/// identities are compared by [`DeviceIdentity::differs`].
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DeviceIdentity {
+    /// The World Wide (Unique) Identifier (`/sys/class/block/DEV/wwid` or `device/wwid`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wwid: Option<String>,
+    /// The serial number (`serial` or `device/serial`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub serial: Option<String>,
+    /// The names under `/dev/disk/by-id` that lead to it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub by_id: Vec<String>,
+    /// A loop device's backing file (`loop/backing_file`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub backing_file: Option<String>,
+    /// A regular file's `device:inode`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub inode: Option<String>,
+    /// Size in bytes.
+    pub size: u64,
+    /// The on-disk signatures found when it was first seen (shown, not compared: a write test
+    /// changes them).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub signatures: Vec<String>,
+}
+
+impl DeviceIdentity {
+    /// Why `now` is not the device `self` recorded, naming the first stable trait both have
+    /// that differs (WWID, serial, backing file, inode, size); `None` when nothing tells them
+    /// apart.
+    pub fn differs(&self, now: &DeviceIdentity) -> Option<String> {
+        let pairs = [
+            ("WWID", &self.wwid, &now.wwid),
+            ("serial", &self.serial, &now.serial),
+            ("backing file", &self.backing_file, &now.backing_file),
+            ("file", &self.inode, &now.inode),
+        ];
+        for (what, then, today) in pairs {
+            if let (Some(a), Some(b)) = (then, today) {
+                if a != b {
+                    return Some(format!("{what} {a}, now {what} {b}"));
+                }
+                // A stable trait that matches settles it.
+                return (self.size != now.size)
+                    .then(|| format!("{} bytes, now {} bytes", self.size, now.size));
+            }
+        }
+        (self.size != now.size).then(|| format!("{} bytes, now {} bytes", self.size, now.size))
     }
 }
 
@@ -110,6 +190,101 @@ pub struct DeviceReport {
     /// Whether the device was taken out of the run after a failed I/O (`--on-error stop-device`).
     #[serde(default)]
     pub failed: bool,
+    /// What the device is (WWID, serial, by-id names, size...), set by the CLI.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub identity: Option<DeviceIdentity>,
+}
+
+/// One worker thread: where it ran, what io_uring gave it, and how much CPU it used.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WorkerReport {
+    /// The CPU it was pinned to.
+    pub cpu: usize,
+    /// Indices (in `devices`) of the devices it drove.
+    pub devices: Vec<usize>,
+    /// The io_uring features the kernel accepted for its ring.
+    pub ring: RingFeatures,
+    /// User CPU seconds of the worker thread over the run (ramp, window and drain).
+    pub user_secs: f64,
+    /// System CPU seconds of the worker thread (submitting and reaping).
+    pub system_secs: f64,
+    /// Share of the run's wall time the worker thread was on its CPU (0..1).
+    pub busy_share: f64,
+    /// Share of the time its CPU was busy with anything (the devices' kernel threads and
+    /// interrupts too), from `/proc/stat`; `null` where unreadable.
+    pub cpu_busy_share: Option<f64>,
+    /// Whether its CPU had no time to spare ([`hostmax_engine::CPU_SATURATED`] or more busy):
+    /// the load generator may be what limited the figures.
+    pub saturated: bool,
+}
+
+impl WorkerReport {
+    fn new(w: &WorkerSummary) -> WorkerReport {
+        let c: &CpuUse = &w.cpu_use;
+        WorkerReport {
+            cpu: w.cpu,
+            devices: w.devices.clone(),
+            ring: w.ring,
+            user_secs: c.user_ns as f64 / 1e9,
+            system_secs: c.system_ns as f64 / 1e9,
+            busy_share: c.busy_share(),
+            cpu_busy_share: c.cpu_busy_share(),
+            saturated: c.saturated(),
+        }
+    }
+}
+
+/// The load generator itself: its workers, and whether it was the limit.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct LoadGenerator {
+    /// Whether any worker's CPU was saturated: then the figures may be the load generator's
+    /// limit, not the storage's.
+    pub saturated: bool,
+    /// One entry per worker thread.
+    pub workers: Vec<WorkerReport>,
+}
+
+impl LoadGenerator {
+    /// The load generator of a run.
+    pub fn new(workers: &[WorkerSummary]) -> LoadGenerator {
+        let workers: Vec<WorkerReport> = workers.iter().map(WorkerReport::new).collect();
+        LoadGenerator {
+            saturated: workers.iter().any(|w| w.saturated),
+            workers,
+        }
+    }
+
+    /// The io_uring features every worker got, and the ones hostmax always tries that some
+    /// worker did not get (a fallback: e.g. fixed buffers refused by `RLIMIT_MEMLOCK`), as
+    /// `(got, fell_back)` lists of names. SQPOLL and IOPOLL are only tried when asked for,
+    /// and a ring the kernel refuses them is an error, never a fallback.
+    pub fn ring_features(&self) -> (Vec<&'static str>, Vec<&'static str>) {
+        type Has = fn(&RingFeatures) -> bool;
+        let sqpoll = self.workers.iter().any(|w| w.ring.sqpoll);
+        let features: [(&'static str, Has, bool); 5] = [
+            ("fixed buffers", |f| f.fixed_buffers, true),
+            ("registered files", |f| f.fixed_files, true),
+            // The kernel refuses DEFER_TASKRUN with SQPOLL, so it is not tried then.
+            (
+                "single issuer + defer taskrun",
+                |f| f.defer_taskrun,
+                !sqpoll,
+            ),
+            ("sqpoll", |f| f.sqpoll, false),
+            ("iopoll", |f| f.iopoll, false),
+        ];
+        let mut got = Vec::new();
+        let mut fell_back = Vec::new();
+        for (name, has, always_tried) in features {
+            let n = self.workers.iter().filter(|w| has(&w.ring)).count();
+            if n > 0 && n == self.workers.len() {
+                got.push(name);
+            } else if always_tried && !self.workers.is_empty() {
+                fell_back.push(name);
+            }
+        }
+        (got, fell_back)
+    }
 }
 
 /// The workload as the report records it: durations in seconds.
@@ -154,6 +329,32 @@ impl From<&Workload> for WorkloadSummary {
     }
 }
 
+/// Where a report came from (issue 13's "reports say where they came from", and what lets
+/// `hostmax merge` refuse the same run twice or runs that did not run together). Every field is
+/// optional: reports of older versions have none of them, and the aggregator does no I/O, so
+/// the CLI fills them in. Flattened into the report's root object.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Provenance {
+    /// A random 128-bit id of this run (32 hex digits), new for every run and every merge.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run_id: Option<String>,
+    /// Wall-clock start of the measured window (RFC 3339, UTC).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub started_at: Option<String>,
+    /// Wall-clock end of the measured window (RFC 3339, UTC).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ended_at: Option<String>,
+    /// The hostmax version that wrote the report.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hostmax_version: Option<String>,
+    /// The command line, one element per argument.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub command_line: Option<Vec<String>>,
+    /// The kernel release (`uname -r`) of the host that ran it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kernel: Option<String>,
+}
+
 /// Everything a run found, per device and for the host: the root of `--json`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct HostReport {
@@ -166,6 +367,9 @@ pub struct HostReport {
     /// In a merged report (`hostmax merge`): the hosts it adds up.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fleet: Option<FleetSummary>,
+    /// Run id, measured window's wall-clock start and end, version, command line, kernel.
+    #[serde(flatten)]
+    pub provenance: Provenance,
     /// What ran.
     pub workload: WorkloadSummary,
     /// Length of the measured window in seconds; every rate is per this.
@@ -182,6 +386,9 @@ pub struct HostReport {
     /// The verdict, when the run was judged against a spec.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub verdict: Option<crate::verdict::Verdict>,
+    /// The workers' CPU use and io_uring features; absent in merged reports and older ones.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub load_generator: Option<LoadGenerator>,
 }
 
 /// The host's read and write latency histograms: the bin-by-bin sum of every device's.
@@ -232,6 +439,9 @@ pub fn summarize_with_histograms(
             figures: Figures {
                 // Encoding only fails for a count above i64::MAX, which no run reaches.
                 histograms: EncodedHistograms::encode(&d.read.latency, &d.write.latency).ok(),
+                ramp: d.ramp,
+                drained: d.drained,
+                read_samples: d.read_samples,
                 ..Figures::new(
                     OpSummary::from_op(&d.read, secs),
                     OpSummary::from_op(&d.write, secs),
@@ -240,8 +450,9 @@ pub fn summarize_with_histograms(
             },
             error_detail: d.errors.clone(),
             failed: d.failed,
+            identity: None,
         })
-        .collect();
+        .collect::<Vec<_>>();
 
     let histograms = HostHistograms::merge(result);
     // (ios, bytes) of one kind of I/O summed over devices.
@@ -258,7 +469,7 @@ pub fn summarize_with_histograms(
     let (write_ios, write_bytes) = total(|d| &d.write);
     let host = Figures {
         histograms: EncodedHistograms::encode(&histograms.read, &histograms.write).ok(),
-        ..Figures::new(
+        ..sum_counts(devices.iter().map(|d| &d.figures)).with_ops(
             OpSummary::new(read_ios, read_bytes, &histograms.read, secs),
             OpSummary::new(write_ios, write_bytes, &histograms.write, secs),
             result.devices.iter().map(|d| d.errors.count).sum(),
@@ -269,6 +480,7 @@ pub fn summarize_with_histograms(
         schema_version: SCHEMA_VERSION,
         hostname: None,
         fleet: None,
+        provenance: Provenance::default(),
         workload: WorkloadSummary::from(workload),
         measured_secs: secs,
         interrupted: result.stopped_early,
@@ -276,8 +488,33 @@ pub fn summarize_with_histograms(
         devices,
         time_series: series,
         verdict: None,
+        load_generator: (!result.workers.is_empty()).then(|| LoadGenerator::new(&result.workers)),
     };
     (report, histograms)
+}
+
+/// Figures whose ramp, drained and read-sample counts are the sums of `parts`' (the rest is
+/// filled in by [`Figures::with_ops`]).
+pub(crate) fn sum_counts<'a>(parts: impl Iterator<Item = &'a Figures>) -> Figures {
+    let mut sum = Figures::default();
+    for f in parts {
+        sum.ramp.add(&f.ramp);
+        sum.drained.add(&f.drained);
+        sum.read_samples.add(&f.read_samples);
+    }
+    sum
+}
+
+impl Figures {
+    /// These counts with the given read and write summaries and error count.
+    pub(crate) fn with_ops(self, read: OpSummary, write: OpSummary, errors: u64) -> Figures {
+        Figures {
+            ramp: self.ramp,
+            drained: self.drained,
+            read_samples: self.read_samples,
+            ..Figures::new(read, write, errors)
+        }
+    }
 }
 
 #[cfg(test)]
@@ -305,6 +542,7 @@ mod tests {
             write,
             errors: ErrorLog::default(),
             failed: false,
+            ..Default::default()
         }
     }
 
@@ -328,6 +566,7 @@ mod tests {
             measured: Duration::from_secs(secs),
             stopped_early: false,
             workers: Vec::new(),
+            run_id: 0,
         }
     }
 
@@ -413,6 +652,7 @@ mod tests {
             measured: Duration::from_millis(1500),
             stopped_early: true,
             workers: Vec::new(),
+            run_id: 0,
         };
         let report = summarize(&result, &Workload::default(), vec![]);
         let a = &report.devices[0].figures;

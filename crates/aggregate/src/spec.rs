@@ -470,6 +470,8 @@ pub fn parse_provisioned_size(text: &str) -> Result<u64, SpecError> {
 pub struct SpecFileText {
     /// Tolerance, e.g. "5%".
     pub tolerance: Option<String>,
+    /// Share of seconds the promise must hold in, e.g. "99%".
+    pub consistency: Option<String>,
     /// The host's promise.
     pub host: Option<HostSpecText>,
     /// The default for devices not listed.
@@ -586,6 +588,8 @@ fn resolve_class(
 pub struct SpecFile {
     /// Tolerance, if given.
     pub tolerance: Option<Tolerance>,
+    /// Share of seconds the promise must hold in, if given.
+    pub consistency: Option<crate::consistency::Consistency>,
     /// The host's promise.
     pub host: HostSpec,
     /// The class of devices not listed, if given.
@@ -629,6 +633,7 @@ impl SpecFileText {
         }
         Ok(SpecFile {
             tolerance,
+            consistency: self.consistency.as_deref().map(str::parse).transpose()?,
             host,
             volume,
             devices,
@@ -789,6 +794,7 @@ mod tests {
     fn spec_file_values_are_checked() {
         let text = SpecFileText {
             tolerance: Some("10%".into()),
+            consistency: Some("99.9%".into()),
             host: Some(HostSpecText {
                 iops: Some(400_000.0),
                 mbps: Some(2100.0),
@@ -806,6 +812,7 @@ mod tests {
         };
         let file = text.resolve().unwrap();
         assert_eq!(file.tolerance.unwrap().fraction(), 0.1);
+        assert!((file.consistency.unwrap().fraction() - 0.999).abs() < 1e-12);
         assert_eq!(file.host.bytes_per_sec, Some(2.1e9));
         assert_eq!(file.volume.as_ref().unwrap().label, "oci-balanced");
         assert_eq!(file.devices[0].1.size, Some(1_000_000_000_000));
@@ -818,6 +825,13 @@ mod tests {
             err.contains("/dev/sdb") && err.contains("both profile and spec"),
             "{err}"
         );
+        let mut loose = text.clone();
+        loose.consistency = Some("120%".into());
+        assert!(loose
+            .resolve()
+            .unwrap_err()
+            .to_string()
+            .contains("e.g. 99%"));
         let mut twice = text.clone();
         twice.device.push(twice.device[0].clone());
         assert!(twice

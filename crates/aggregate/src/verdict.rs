@@ -123,6 +123,9 @@ pub enum Bottleneck {
     Volumes,
     /// The host: the short volumes are uniformly below their figures while the total is flat.
     Host,
+    /// The load generator: a worker's CPU was saturated, so the run cannot tell what the
+    /// storage could do (more CPUs, `--cpus`, or fewer volumes per host would).
+    LoadGenerator,
 }
 
 impl Bottleneck {
@@ -131,6 +134,7 @@ impl Bottleneck {
         match self {
             Bottleneck::Volumes => "volumes",
             Bottleneck::Host => "host",
+            Bottleneck::LoadGenerator => "load_generator",
         }
     }
 }
@@ -227,6 +231,14 @@ pub struct DeviceVerdict {
     pub expected_p95_ns: Option<u64>,
     /// p95 latency measured (the worse of reads and writes), ns.
     pub measured_p95_ns: Option<u64>,
+    /// IOPS the run's own `--rate-iops` allowed, when that is below the promise: the volume is
+    /// judged against this cap (it cannot show more), and reaching it is "capped", not a
+    /// failed promise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate_cap_iops: Option<f64>,
+    /// Bytes per second `--rate-iops` allowed (cap x block size), when below the promise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate_cap_bytes_per_sec: Option<f64>,
 }
 
 /// The host's verdict.
@@ -247,8 +259,16 @@ pub struct HostVerdict {
     /// What the volumes promise together, bytes per second.
     pub volumes_bytes_per_sec: Option<f64>,
     /// What kept the host below the volumes' sum (IOPS if judged, else throughput); `null`
-    /// when it reached it.
+    /// when it reached it, or reached what `--rate-iops` allowed.
     pub bottleneck: Option<Bottleneck>,
+    /// IOPS `--rate-iops` allowed the host (cap x devices), when below its promise or below
+    /// what its volumes promise together.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate_cap_iops: Option<f64>,
+    /// Bytes per second `--rate-iops` allowed the host, when below its promise or the
+    /// volumes' sum.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate_cap_bytes_per_sec: Option<f64>,
 }
 
 /// The verdict over one or more runs.
@@ -265,6 +285,10 @@ pub struct Verdict {
     /// Rules no run could judge, with what would judge them.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub not_judged: Vec<String>,
+    /// How often each volume and the host kept the promise, second by second
+    /// (`--consistency`); its failures fail the verdict too.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub consistency: Option<crate::consistency::ConsistencyVerdict>,
 }
 
 impl Verdict {
@@ -284,7 +308,25 @@ impl Verdict {
                 out.push(format!("host {name}"));
             }
         }
+        if let Some(c) = &self.consistency {
+            out.extend(c.failures());
+        }
         out
+    }
+}
+
+/// The figure a measurement must reach: the promise, or what `--rate-iops` allowed when that
+/// is lower (a capped run cannot show more).
+pub fn figure_to_reach(expected: f64, rate_cap: Option<f64>) -> f64 {
+    rate_cap.map_or(expected, |cap| cap.min(expected))
+}
+
+/// What `--rate-iops` allows when it keeps a run from showing `expected` (the cap is below it
+/// beyond the tolerance), else `None`.
+fn rate_cap_below(cap: Option<f64>, expected: Option<f64>, t: Tolerance) -> Option<f64> {
+    match (cap, expected) {
+        (Some(cap), Some(e)) if !t.reaches(cap, e) => Some(cap),
+        _ => None,
     }
 }
 
@@ -292,10 +334,11 @@ impl Verdict {
 fn device_checks(d: &DeviceVerdict, t: Tolerance) -> Vec<(&'static str, bool)> {
     let mut out = Vec::new();
     if let (Some(e), Some(m)) = (d.expected_iops, d.measured_iops) {
-        out.push(("IOPS", t.reaches(m, e)));
+        out.push(("IOPS", t.reaches(m, figure_to_reach(e, d.rate_cap_iops))));
     }
     if let (Some(e), Some(m)) = (d.expected_bytes_per_sec, d.measured_bytes_per_sec) {
-        out.push(("MB/s", t.reaches(m, e)));
+        let to_reach = figure_to_reach(e, d.rate_cap_bytes_per_sec);
+        out.push(("MB/s", t.reaches(m, to_reach)));
     }
     if let (Some(e), Some(m)) = (d.expected_p95_ns, d.measured_p95_ns) {
         out.push(("p95", t.stays_under(m as f64, e as f64)));
@@ -306,10 +349,11 @@ fn device_checks(d: &DeviceVerdict, t: Tolerance) -> Vec<(&'static str, bool)> {
 fn host_checks(h: &HostVerdict, t: Tolerance) -> Vec<(&'static str, bool)> {
     let mut out = Vec::new();
     if let (Some(e), Some(m)) = (h.expected_iops, h.measured_iops) {
-        out.push(("IOPS", t.reaches(m, e)));
+        out.push(("IOPS", t.reaches(m, figure_to_reach(e, h.rate_cap_iops))));
     }
     if let (Some(e), Some(m)) = (h.expected_bytes_per_sec, h.measured_bytes_per_sec) {
-        out.push(("MB/s", t.reaches(m, e)));
+        let to_reach = figure_to_reach(e, h.rate_cap_bytes_per_sec);
+        out.push(("MB/s", t.reaches(m, to_reach)));
     }
     out
 }
@@ -324,6 +368,16 @@ fn p95_ns(f: &Figures) -> u64 {
         worst = worst.max(f.write.latency_ns.p95);
     }
     worst
+}
+
+/// The per-device IOPS cap a run was given (`--rate-iops`).
+fn rate_cap_iops(run: &HostReport) -> Option<f64> {
+    run.workload.rate_iops.map(|c| c as f64)
+}
+
+/// The per-device throughput cap `--rate-iops` sets: cap x block size.
+fn rate_cap_bytes_per_sec(run: &HostReport) -> Option<f64> {
+    rate_cap_iops(run).map(|c| c * f64::from(run.workload.block_size))
 }
 
 /// Judges `reports` (one run, or the phases of `hostmax verify`) against `specs`.
@@ -372,6 +426,8 @@ pub fn judge(specs: &SpecSet, reports: &[&HostReport]) -> Verdict {
                 measured_bytes_per_sec: None,
                 expected_p95_ns: None,
                 measured_p95_ns: None,
+                rate_cap_iops: None,
+                rate_cap_bytes_per_sec: None,
             });
             continue;
         };
@@ -399,6 +455,12 @@ pub fn judge(specs: &SpecSet, reports: &[&HostReport]) -> Verdict {
             measured_bytes_per_sec: bw.as_ref().map(|f| f.bytes_per_sec),
             expected_p95_ns: e.p95_ns,
             measured_p95_ns: lat.as_ref().map(p95_ns),
+            rate_cap_iops: rate_cap_below(iops_run.and_then(rate_cap_iops), e.iops, t),
+            rate_cap_bytes_per_sec: rate_cap_below(
+                bw_run.and_then(rate_cap_bytes_per_sec),
+                e.bytes_per_sec,
+                t,
+            ),
         };
         v.pass = device_checks(&v, t).iter().all(|(_, ok)| *ok);
         devices.push(v);
@@ -430,13 +492,18 @@ pub fn judge(specs: &SpecSet, reports: &[&HostReport]) -> Verdict {
         note(RuleKind::Throughput, "host MB/s".into());
     }
 
-    let shares = |run: &HostReport, f: fn(&Expectation) -> Option<f64>, m: fn(&Figures) -> f64| {
+    // A volume held by the run's own --rate-iops can show no more than the cap: the
+    // bottleneck analysis weighs each volume against the lower of its promise and the cap.
+    let shares = |run: &HostReport,
+                  f: fn(&Expectation) -> Option<f64>,
+                  m: fn(&Figures) -> f64,
+                  cap: Option<f64>| {
         run.devices
             .iter()
             .filter_map(|d| {
                 let exp = specs.devices.iter().find(|x| x.path == d.path)?;
                 Some(VolumeShare {
-                    expected: f(&exp.expected())?,
+                    expected: figure_to_reach(f(&exp.expected())?, cap),
                     measured: m(&d.figures),
                 })
             })
@@ -445,7 +512,8 @@ pub fn judge(specs: &SpecSet, reports: &[&HostReport]) -> Verdict {
     let bottleneck_found = match (iops_run, volumes_iops, bw_run, volumes_bw) {
         (Some(run), Some(_), _, _) => {
             let per_second: Vec<f64> = run.time_series.iter().map(|p| p.iops as f64).collect();
-            bottleneck(&shares(run, |e| e.iops, |f| f.iops), &per_second, t)
+            let cap = rate_cap_iops(run);
+            bottleneck(&shares(run, |e| e.iops, |f| f.iops, cap), &per_second, t)
         }
         (_, _, Some(run), Some(_)) => {
             let per_second: Vec<f64> = run
@@ -453,13 +521,40 @@ pub fn judge(specs: &SpecSet, reports: &[&HostReport]) -> Verdict {
                 .iter()
                 .map(|p| p.bytes_per_sec as f64)
                 .collect();
+            let cap = rate_cap_bytes_per_sec(run);
             bottleneck(
-                &shares(run, |e| e.bytes_per_sec, |f| f.bytes_per_sec),
+                &shares(run, |e| e.bytes_per_sec, |f| f.bytes_per_sec, cap),
                 &per_second,
                 t,
             )
         }
         _ => None,
+    };
+    // Short of the volumes' sum on a run whose own CPUs were saturated: what limited it was
+    // the load generator, whatever the shape of the shortfall.
+    let judging_run = iops_run.filter(|_| volumes_iops.is_some()).or(bw_run);
+    let bottleneck_found = match bottleneck_found {
+        Some(_)
+            if judging_run
+                .and_then(|r| r.load_generator.as_ref())
+                .is_some_and(|g| g.saturated) =>
+        {
+            Some(Bottleneck::LoadGenerator)
+        }
+        found => found,
+    };
+    // The host's cap from --rate-iops: per device times devices, when it is below the host's
+    // promise or the volumes' sum (else it held nothing back).
+    let host_cap = |run: Option<&HostReport>,
+                    per_device: fn(&HostReport) -> Option<f64>,
+                    promises: [Option<f64>; 2]| {
+        let run = run?;
+        let cap = per_device(run)? * run.devices.len() as f64;
+        promises
+            .into_iter()
+            .flatten()
+            .any(|p| !t.reaches(cap, p))
+            .then_some(cap)
     };
     let mut host = HostVerdict {
         pass: true,
@@ -470,6 +565,12 @@ pub fn judge(specs: &SpecSet, reports: &[&HostReport]) -> Verdict {
         volumes_iops,
         volumes_bytes_per_sec: volumes_bw,
         bottleneck: bottleneck_found,
+        rate_cap_iops: host_cap(iops_run, rate_cap_iops, [specs.host.iops, volumes_iops]),
+        rate_cap_bytes_per_sec: host_cap(
+            bw_run,
+            rate_cap_bytes_per_sec,
+            [specs.host.bytes_per_sec, volumes_bw],
+        ),
     };
     host.pass = host_checks(&host, t).iter().all(|(_, ok)| *ok);
     Verdict {
@@ -478,6 +579,7 @@ pub fn judge(specs: &SpecSet, reports: &[&HostReport]) -> Verdict {
         host,
         devices,
         not_judged,
+        consistency: None,
     }
 }
 
@@ -486,6 +588,13 @@ pub fn judge(specs: &SpecSet, reports: &[&HostReport]) -> Verdict {
 pub struct VerifyReport {
     /// [`crate::SCHEMA_VERSION`].
     pub schema_version: u32,
+    /// The host that ran it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hostname: Option<String>,
+    /// Run id and the window from the first phase's start to the last one's end, and the rest
+    /// of [`crate::Provenance`] (each phase carries its own as well).
+    #[serde(flatten)]
+    pub provenance: crate::Provenance,
     /// The verdict over all phases.
     pub verdict: Verdict,
     /// One report per phase, in the order they ran.
@@ -587,7 +696,7 @@ mod tests {
                 },
             },
             write: OpSummary::default(),
-            histograms: None,
+            ..Default::default()
         }
     }
 
@@ -607,6 +716,7 @@ mod tests {
                 error_detail: Default::default(),
                 failed: false,
                 host: None,
+                identity: None,
             })
             .collect();
         let total: f64 = devices.iter().map(|d| d.1).sum();
@@ -614,6 +724,7 @@ mod tests {
             schema_version: SCHEMA_VERSION,
             hostname: None,
             fleet: None,
+            provenance: Default::default(),
             workload: WorkloadSummary::from(&w),
             measured_secs: seconds.len() as f64,
             interrupted: false,
@@ -639,6 +750,7 @@ mod tests {
                 })
                 .collect(),
             verdict: None,
+            load_generator: None,
         }
     }
 
@@ -655,6 +767,42 @@ mod tests {
                 label: label.into(),
             })
             .collect()
+    }
+
+    #[test]
+    fn a_volume_held_by_rate_iops_is_capped_not_failed_and_not_a_host_bottleneck() {
+        // The case: volumes promising 2,500 IOPS, run with --rate-iops 2000.
+        let specs = SpecSet {
+            devices: flat(2500.0, "flat", &["/dev/a", "/dev/b", "/dev/c"]),
+            host: HostSpec {
+                iops: Some(7000.0),
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        let mut run = report(
+            4096,
+            32,
+            &[("/dev/a", 1999.0), ("/dev/b", 2000.0), ("/dev/c", 1998.0)],
+            &[5997, 5998, 5996],
+        );
+        run.workload.rate_iops = Some(2000);
+        let v = judge(&specs, &[&run]);
+        assert!(v.pass, "{:?}", v.failures());
+        assert!(v.devices.iter().all(|d| d.rate_cap_iops == Some(2000.0)));
+        assert_eq!(v.host.rate_cap_iops, Some(6000.0));
+        assert_eq!(v.host.bottleneck, None, "the cap, not the host, held them");
+        // Short of the cap itself is still a failure, of that volume only.
+        run.devices[1].figures.iops = 1000.0;
+        let v = judge(&specs, &[&run]);
+        assert_eq!(v.failures(), vec!["/dev/b IOPS".to_string()]);
+        assert_eq!(v.host.bottleneck, Some(Bottleneck::Volumes));
+        // A cap above the promise holds nothing back: judged as usual.
+        run.workload.rate_iops = Some(5000);
+        let v = judge(&specs, &[&run]);
+        assert!(v.devices.iter().all(|d| d.rate_cap_iops.is_none()));
+        assert!(v.host.rate_cap_iops.is_none());
+        assert!(!v.pass);
     }
 
     #[test]
@@ -684,6 +832,53 @@ mod tests {
         assert!(v.pass);
         assert_eq!(v.devices[0].measured_iops, None);
         assert!(v.not_judged[0].contains("--bs 4k"), "{:?}", v.not_judged);
+    }
+
+    #[test]
+    fn a_short_host_on_saturated_workers_blames_the_load_generator() {
+        let specs = SpecSet {
+            devices: flat(2000.0, "x", &["/dev/a", "/dev/b"]),
+            host: HostSpec::default(),
+            tolerance: Tolerance::new(0.1).unwrap(),
+        };
+        let mut run = report(
+            4096,
+            32,
+            &[("/dev/a", 1250.0), ("/dev/b", 1260.0)],
+            &[2510; 4],
+        );
+        assert_eq!(
+            judge(&specs, &[&run]).host.bottleneck,
+            Some(Bottleneck::Host)
+        );
+        let worker = |saturated| crate::WorkerReport {
+            cpu: 0,
+            devices: vec![0, 1],
+            ring: Default::default(),
+            user_secs: 1.0,
+            system_secs: 2.0,
+            busy_share: 0.6,
+            cpu_busy_share: Some(if saturated { 0.99 } else { 0.5 }),
+            saturated,
+        };
+        run.load_generator = Some(crate::LoadGenerator {
+            saturated: false,
+            workers: vec![worker(false)],
+        });
+        assert_eq!(
+            judge(&specs, &[&run]).host.bottleneck,
+            Some(Bottleneck::Host)
+        );
+        run.load_generator = Some(crate::LoadGenerator {
+            saturated: true,
+            workers: vec![worker(true)],
+        });
+        let v = judge(&specs, &[&run]);
+        assert_eq!(v.host.bottleneck, Some(Bottleneck::LoadGenerator));
+        assert_eq!(
+            serde_json::to_value(&v).unwrap()["host"]["bottleneck"],
+            "load_generator"
+        );
     }
 
     #[test]

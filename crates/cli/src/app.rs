@@ -71,6 +71,8 @@ fn measure_keeping_log(
     Option<crate::fleet::hdr_log::HdrLogRecorder>,
 )> {
     let workload = plan.workload.clone();
+    // Before any I/O, so the signatures shown are those the devices carried.
+    let identities: Vec<_> = plan.targets.iter().map(crate::identity::identify).collect();
     let prepared = hostmax_engine::prepare(RunConfig {
         targets: plan.targets.iter().map(|t| t.path.clone()).collect(),
         workload: workload.clone(),
@@ -127,6 +129,10 @@ fn measure_keeping_log(
     view.finish();
     let mut report = summarize(&result, &workload, series.finish());
     report.hostname = crate::fleet::hostname();
+    crate::fleet::provenance::stamp_run(&mut report, result.measured);
+    for (device, identity) in report.devices.iter_mut().zip(identities) {
+        device.identity = Some(identity);
+    }
     drop(running);
     let sig = signals.signal();
     // Interrupted means a signal; a stop-all after an I/O error is reported by its errors.
@@ -136,7 +142,7 @@ fn measure_keeping_log(
 
 /// Prints the table (stdout, or stderr when the JSON goes to stdout) and writes the JSON.
 pub fn emit(report: &HostReport, json: Option<&JsonDest>) -> anyhow::Result<()> {
-    let table = output::table::render_table(report);
+    let table = output::table::render_table_fitting(report, output::table::terminal_width());
     match json {
         Some(JsonDest::Stdout) => eprint!("{table}"),
         _ => print!("{table}"),

@@ -86,6 +86,10 @@ pub enum Command {
     /// Read the host settings that hold a host-maximum test back (per device and for the
     /// host), most harmful first, each with why and the command that changes it. Read-only.
     Doctor(crate::doctor::DoctorArgs),
+    /// The load-latency curve by queue depth: IOPS and exact p50/p95/p99/p99.9 per step, per
+    /// volume and for the host; the most IOPS at which a latency promise holds (the SLO knee)
+    /// and the saturation point.
+    Curve(Box<crate::verify::curve::CurveArgs>),
 }
 
 /// A CPU list as given to `--cpus`, sorted and without repeats.
@@ -186,6 +190,17 @@ pub struct RunArgs {
     /// cost of a busy kernel thread per worker.
     #[arg(long)]
     pub sqpoll: bool,
+
+    /// Percent of each written block a compressor can remove (fio's
+    /// buffer_compress_percentage: each 512-byte chunk ends in that share of zeros).
+    /// Default 0: incompressible.
+    #[arg(long, value_name = "PERCENT", default_value_t = 0, value_parser = parse_percent, allow_hyphen_values = true)]
+    pub buffer_compress_percentage: u8,
+
+    /// Percent of written blocks that repeat an earlier block of the same device (fio's
+    /// dedupe_percentage). Default 0: every written block is unique.
+    #[arg(long, value_name = "PERCENT", default_value_t = 0, value_parser = parse_percent, allow_hyphen_values = true)]
+    pub dedupe_percentage: u8,
 
     /// Options for runs on many hosts.
     #[command(flatten)]
@@ -408,6 +423,10 @@ fn check_workload(args: &RunArgs) -> Result<Workload, BadInput> {
         rate_iops: args.rate_iops,
         record_latency: !args.no_latency,
         io_limit: None,
+        write_data: hostmax_engine::WriteData {
+            compress_percent: args.buffer_compress_percentage,
+            dedupe_percent: args.dedupe_percentage,
+        },
     })
 }
 

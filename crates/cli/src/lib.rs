@@ -23,6 +23,7 @@ pub mod chart;
 pub mod devices;
 pub mod doctor;
 pub mod fleet;
+pub mod identity;
 pub mod output;
 pub mod plan;
 pub mod safety;

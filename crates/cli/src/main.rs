@@ -48,6 +48,7 @@ fn main() -> ExitCode {
         Some(Command::Verify(args)) => hostmax::verify::command::verify(&args),
         Some(Command::Sweep(args)) => hostmax::verify::sweep::sweep(&args),
         Some(Command::Doctor(args)) => hostmax::doctor::run(&args),
+        Some(Command::Curve(args)) => hostmax::verify::curve::curve(&args),
         None => plan_run(&cli.run).and_then(|plan| hostmax::verify::run(plan, &cli.run.spec)),
     };
     match result {

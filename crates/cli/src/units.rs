@@ -1,5 +1,7 @@
 //! Parsers (and matching formatters) for the values users type: sizes (`4k`, `10g`),
-//! durations (`30s`, `500ms`), CPU lists (`0-3,6`) and percentages (`70`, `70%`).
+//! durations (`30s`, `500ms`), CPU lists (`0-3,6`) and percentages (`70`, `70%`); and the one
+//! place numbers are spelled for people: latencies ([`format_latency_ns`]), sizes
+//! ([`human_size`]) and throughput ([`format_mib_per_sec`]).
 //!
 //! Every parser returns a [`UnitError`] naming the input and what would be accepted; none of
 //! them panics on any input (they are fuzzed), and each overflow is an error, never a wrap.
@@ -396,6 +398,43 @@ pub fn parse_seed(input: &str) -> Result<u64, UnitError> {
     parsed.ok_or_else(|| invalid(input, WHAT, ACCEPTED))
 }
 
+// How numbers are spelled for people in tables, live lines and pages (one place for all).
+
+/// Bytes in a MiB: throughput is in MiB/s, as sizes on the command line are powers of 1024.
+pub const MIB: f64 = 1024.0 * 1024.0;
+
+/// A latency in nanoseconds with a unit and three significant figures: `850 ns`, `3.12 µs`,
+/// `310 µs`, `1.25 ms`, `2.00 s`; `-` for 0 (nothing recorded).
+pub fn format_latency_ns(ns: u64) -> String {
+    if ns == 0 {
+        return "-".to_string();
+    }
+    if ns < 1_000 {
+        return format!("{ns} ns");
+    }
+    // Three figures of 999,500 ns and up round to 1000 µs: spell those in the next unit
+    // (1.00 ms), so the unit never flips between neighbours such as "1000 µs" and "1.01 ms".
+    let (value, unit) = if ns < 999_500 {
+        (ns as f64 / 1e3, "µs")
+    } else if ns < 999_500_000 {
+        (ns as f64 / 1e6, "ms")
+    } else {
+        (ns as f64 / 1e9, "s")
+    };
+    if value < 9.995 {
+        format!("{value:.2} {unit}")
+    } else if value < 99.95 {
+        format!("{value:.1} {unit}")
+    } else {
+        format!("{value:.0} {unit}")
+    }
+}
+
+/// Bytes per second as MiB/s with one decimal, without the unit: `1610.7`.
+pub fn format_mib_per_sec(bytes_per_sec: f64) -> String {
+    format!("{:.1}", bytes_per_sec / MIB)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -720,5 +759,33 @@ mod tests {
             let _ = parse_count(&s);
             let _ = parse_seed(&s);
         }
+    }
+}
+
+#[cfg(test)]
+mod spelling_tests {
+    use super::*;
+
+    #[test]
+    fn latencies_get_a_unit_and_three_figures() {
+        assert_eq!(format_latency_ns(0), "-");
+        assert_eq!(format_latency_ns(850), "850 ns");
+        assert_eq!(format_latency_ns(3_123), "3.12 µs");
+        assert_eq!(format_latency_ns(31_250), "31.2 µs");
+        assert_eq!(format_latency_ns(310_400), "310 µs");
+        assert_eq!(format_latency_ns(1_254_000), "1.25 ms");
+        assert_eq!(format_latency_ns(2_000_000_000), "2.00 s");
+        // Never "1000 µs" beside "1.01 ms": the carry moves to the next unit.
+        assert_eq!(format_latency_ns(999_499), "999 µs");
+        assert_eq!(format_latency_ns(999_600), "1.00 ms");
+        assert_eq!(format_latency_ns(9_996), "10.0 µs");
+        assert_eq!(format_latency_ns(99_960), "100 µs");
+        assert_eq!(format_latency_ns(20_650_100), "20.7 ms");
+    }
+
+    #[test]
+    fn throughput_is_mib_per_second() {
+        assert_eq!(format_mib_per_sec(412_345.0 * 4096.0), "1610.7");
+        assert_eq!(format_mib_per_sec(0.0), "0.0");
     }
 }

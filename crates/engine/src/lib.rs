@@ -17,6 +17,8 @@
 #![warn(missing_docs)]
 
 mod availability;
+mod cpu_use;
+mod data;
 pub mod placement;
 mod result;
 mod ring;
@@ -26,10 +28,12 @@ mod worker;
 mod workload;
 
 pub use availability::{check_io_uring, IoUringUnavailable};
+pub use data::{BlockMaker, WriteData, COMPRESS_CHUNK};
 pub use placement::{Placement, ThreadLayout, WorkerPlan};
 pub use result::{
-    new_latency_histogram, record_latency, DeviceInterval, DeviceResult, ErrorLog, IoErrorSample,
-    OpKind, OpResult, RunResult, WorkerSummary, ERROR_SAMPLES, LATENCY_HIGHEST_NS, LATENCY_SIGFIG,
+    new_latency_histogram, record_latency, CpuUse, DeviceInterval, DeviceResult, ErrorLog,
+    IoCounts, IoErrorSample, OpKind, OpResult, ReadSamples, RunResult, WorkerSummary,
+    CPU_SATURATED, ERROR_SAMPLES, LATENCY_HIGHEST_NS, LATENCY_SIGFIG, READ_SAMPLE_EVERY,
 };
 pub use ring::{probe_kernel_ring, KernelRingSupport, Polling, RingFeatures};
 pub use run::{

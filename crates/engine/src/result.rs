@@ -113,8 +113,56 @@ impl ErrorLog {
     }
 }
 
+/// Successful reads and writes outside the measured window: the ramp before it, or drained
+/// after it. With the window's own I/Os and the errors they add up to every I/O the kernel
+/// completed for the device.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct IoCounts {
+    /// Reads whose result equalled the requested length.
+    pub reads: u64,
+    /// Writes whose result equalled the requested length.
+    pub writes: u64,
+}
+
+impl IoCounts {
+    /// Reads plus writes.
+    pub fn total(&self) -> u64 {
+        self.reads + self.writes
+    }
+
+    /// Adds another count to this one.
+    pub fn add(&mut self, other: &IoCounts) {
+        self.reads += other.reads;
+        self.writes += other.writes;
+    }
+}
+
+/// What the sampled reads of a device brought back: a read of a block that was never
+/// written returns zeros (thin and cloud volumes serve it from metadata, without touching
+/// media), so a run whose every sampled read was zeros measured nothing real.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReadSamples {
+    /// Successful reads checked (one in [`crate::READ_SAMPLE_EVERY`], ramp included).
+    pub sampled: u64,
+    /// Of those, the ones whose first and last 8 bytes were all zero.
+    pub zero: u64,
+}
+
+impl ReadSamples {
+    /// Whether reads were sampled and every one of them was zeros.
+    pub fn all_zero(&self) -> bool {
+        self.sampled > 0 && self.zero == self.sampled
+    }
+
+    /// Adds another device's samples.
+    pub fn add(&mut self, other: &ReadSamples) {
+        self.sampled += other.sampled;
+        self.zero += other.zero;
+    }
+}
+
 /// What one device did in a run.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct DeviceResult {
     /// The path the device was opened by (canonical).
     pub path: PathBuf,
@@ -128,6 +176,12 @@ pub struct DeviceResult {
     pub errors: ErrorLog,
     /// Whether the device was taken out of the run after a failure (`ErrorPolicy::StopDevice`).
     pub failed: bool,
+    /// Successful I/Os that completed during the ramp.
+    pub ramp: IoCounts,
+    /// Successful I/Os that completed after the measured window (drained, or after a stop).
+    pub drained: IoCounts,
+    /// Whether reads returned data or only zeros.
+    pub read_samples: ReadSamples,
 }
 
 /// What one worker thread was and ran with.
@@ -139,10 +193,60 @@ pub struct WorkerSummary {
     pub devices: Vec<usize>,
     /// The ring features the kernel accepted.
     pub ring: crate::RingFeatures,
+    /// The CPU time the worker used and how busy its CPU was.
+    pub cpu_use: CpuUse,
 }
 
+/// CPU use of one worker thread from its start signal to the end of its loop (ramp, window
+/// and drain): its own time (`getrusage(RUSAGE_THREAD)`), and how busy its CPU was with every
+/// task on it (`/proc/stat`: the devices' kernel threads and interrupts share the CPU).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CpuUse {
+    /// User time of the worker thread, in nanoseconds.
+    pub user_ns: u64,
+    /// System time of the worker thread (submitting and reaping I/O), in nanoseconds.
+    pub system_ns: u64,
+    /// Wall time over which both were measured, in nanoseconds.
+    pub wall_ns: u64,
+    /// Busy time of the whole CPU (all but idle and iowait) over the same span, in
+    /// nanoseconds; `None` when `/proc/stat` could not be read.
+    pub cpu_busy_ns: Option<u64>,
+    /// All time of the CPU (busy plus idle) over that span, in nanoseconds.
+    pub cpu_total_ns: Option<u64>,
+}
+
+impl CpuUse {
+    /// Share of the wall time the worker thread ran (user plus system), 0..=1.
+    pub fn busy_share(&self) -> f64 {
+        if self.wall_ns == 0 {
+            return 0.0;
+        }
+        ((self.user_ns + self.system_ns) as f64 / self.wall_ns as f64).min(1.0)
+    }
+
+    /// Share of its time the worker's CPU was busy with anything, 0..=1.
+    pub fn cpu_busy_share(&self) -> Option<f64> {
+        match (self.cpu_busy_ns, self.cpu_total_ns) {
+            (Some(busy), Some(total)) if total > 0 => Some((busy as f64 / total as f64).min(1.0)),
+            _ => None,
+        }
+    }
+
+    /// Whether the worker's CPU had no time to spare: then the load generator, not the
+    /// storage, may be what limits the figures.
+    pub fn saturated(&self) -> bool {
+        self.cpu_busy_share().unwrap_or_else(|| self.busy_share()) >= CPU_SATURATED
+    }
+}
+
+/// Busy share of a worker's CPU at or above which it counts as saturated.
+pub const CPU_SATURATED: f64 = 0.9;
+
+/// One in this many successful reads of a device has its buffer checked for zeros.
+pub const READ_SAMPLE_EVERY: u64 = 8;
+
 /// The result of a whole run.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct RunResult {
     /// One entry per target, in the order the targets were given.
     pub devices: Vec<DeviceResult>,
@@ -152,6 +256,8 @@ pub struct RunResult {
     pub stopped_early: bool,
     /// One entry per worker thread.
     pub workers: Vec<WorkerSummary>,
+    /// The run's random id, mixed into every written block.
+    pub run_id: u64,
 }
 
 /// One second of one device, sent while the run goes on (see [`crate::RunHandle::recv_interval`]).

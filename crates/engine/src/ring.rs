@@ -67,7 +67,7 @@ struct Arena {
 }
 
 impl Arena {
-    fn new(len: usize, fill_random: bool) -> io::Result<Arena> {
+    fn new(len: usize) -> io::Result<Arena> {
         let align = if len >= HUGE_PAGE {
             HUGE_PAGE
         } else {
@@ -94,18 +94,8 @@ impl Arena {
         }
         // SAFETY: `ptr` is valid for writes of `layout.size()` bytes and owned by us; zeroing
         // through the raw pointer initialises the memory before any reference to it exists.
+        // Write slots are filled by their owner (`data::BlockMaker`) before their first write.
         unsafe { std::ptr::write_bytes(ptr, 0, layout.size()) };
-        // SAFETY: `ptr` is valid for `layout.size()` initialised bytes, owned by us, not shared.
-        let bytes = unsafe { std::slice::from_raw_parts_mut(ptr, layout.size()) };
-        if fill_random {
-            // Writes carry incompressible bytes so that no device can dedupe or compress them.
-            let mut state = 0x9e37_79b9_7f4a_7c15u64;
-            for chunk in bytes.chunks_mut(8) {
-                state = crate::worker::splitmix64(&mut state);
-                let v = state.to_le_bytes();
-                chunk.copy_from_slice(&v[..chunk.len()]);
-            }
-        }
         Ok(Arena { ptr, layout })
     }
 }
@@ -134,6 +124,8 @@ pub(crate) struct UringIo {
     regions: Vec<Region>,
     features: RingFeatures,
     in_flight: usize,
+    /// Completions of the last [`UringIo::reap`], kept to reuse the allocation.
+    reaped: Vec<(u64, i32)>,
 }
 
 impl UringIo {
@@ -146,7 +138,6 @@ impl UringIo {
         files: Vec<File>,
         region_lens: &[usize],
         slots: usize,
-        fill_random: bool,
         polling: Polling,
     ) -> io::Result<UringIo> {
         let sq_entries = slots.next_power_of_two().clamp(8, 4096) as u32;
@@ -164,7 +155,7 @@ impl UringIo {
                 .checked_add(len)
                 .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "arena overflow"))?;
         }
-        let arena = Arena::new(total, fill_random)?;
+        let arena = Arena::new(total)?;
 
         let mut io = UringIo {
             ring,
@@ -179,6 +170,7 @@ impl UringIo {
                 ..RingFeatures::default()
             },
             in_flight: 0,
+            reaped: Vec::with_capacity(slots),
         };
 
         let fds: Vec<i32> = io.files.iter().map(|f| f.as_raw_fd()).collect();
@@ -222,6 +214,33 @@ impl UringIo {
         self.arena.as_ref().expect("arena lives until drop").ptr
     }
 
+    /// The arena bytes of `len` at `buf_offset` in file `file`'s region, checked like
+    /// [`UringIo::push`] checks them.
+    fn buffer_ptr(&self, file: usize, buf_offset: usize, len: usize) -> *mut u8 {
+        let region = self.regions[file];
+        assert!(buf_offset + len <= region.len, "buffer outside its region");
+        // SAFETY: the bounds were checked just above, so the pointer stays inside the arena.
+        unsafe { self.arena_ptr().add(region.offset + buf_offset) }
+    }
+
+    /// A buffer no I/O is using (the caller's slot is free or its completion was reaped), to
+    /// check what a read brought.
+    pub fn buffer(&self, file: usize, buf_offset: usize, len: usize) -> &[u8] {
+        let ptr = self.buffer_ptr(file, buf_offset, len);
+        // SAFETY: the range lies in the arena, which lives as long as `self`; the caller uses
+        // it only while no I/O names it, so the kernel does not write it meanwhile (other
+        // slots' I/O touches other bytes).
+        unsafe { std::slice::from_raw_parts(ptr, len) }
+    }
+
+    /// A buffer no I/O is using, to fill before it is written.
+    pub fn buffer_mut(&mut self, file: usize, buf_offset: usize, len: usize) -> &mut [u8] {
+        let ptr = self.buffer_ptr(file, buf_offset, len);
+        // SAFETY: as in `buffer`; `&mut self` makes this the only reference we hand out, and
+        // no in-flight I/O reads or writes these bytes (the caller's slot is free).
+        unsafe { std::slice::from_raw_parts_mut(ptr, len) }
+    }
+
     /// Queues one I/O of `len` bytes at byte `offset` of file `file`, using the buffer at
     /// `buf_offset` in that file's region. Returns `false` when the submission queue is full
     /// (nothing was queued). Panics if the buffer does not lie within the region: that is a bug
@@ -235,13 +254,7 @@ impl UringIo {
         len: u32,
         offset: u64,
     ) -> bool {
-        let region = self.regions[file];
-        assert!(
-            buf_offset + len as usize <= region.len,
-            "buffer outside its region"
-        );
-        // SAFETY: the bounds were checked just above, so the pointer stays inside the arena.
-        let buf = unsafe { self.arena_ptr().add(region.offset + buf_offset) };
+        let buf = self.buffer_ptr(file, buf_offset, len as usize);
         let entry = self.build_entry(op, file, buf, len, offset, file as u16);
         // SAFETY: `buf` points into the arena and the file is in `self.files`; both are owned
         // by `self` and released only after every queued I/O has completed (`Drop` drains).
@@ -317,14 +330,22 @@ impl UringIo {
         }
     }
 
-    /// Hands every available completion to `f` as (user_data, result).
-    pub fn reap(&mut self, mut f: impl FnMut(u64, i32)) {
+    /// Takes every available completion; [`UringIo::reaped`] lists them.
+    pub fn reap(&mut self) {
+        self.reaped.clear();
         let mut cq = self.ring.completion();
         cq.sync();
         for cqe in &mut cq {
-            self.in_flight -= 1;
-            f(cqe.user_data(), cqe.result());
+            self.reaped.push((cqe.user_data(), cqe.result()));
         }
+        drop(cq);
+        self.in_flight -= self.reaped.len();
+    }
+
+    /// The completions the last [`UringIo::reap`] took, as (user_data, result). The slots they
+    /// name are free again, so their buffers may be read ([`UringIo::buffer`]).
+    pub fn reaped(&self) -> &[(u64, i32)] {
+        &self.reaped
     }
 
     /// Waits until every queued or submitted I/O has completed, discarding the results.
@@ -341,7 +362,7 @@ impl UringIo {
                     return false;
                 }
             }
-            self.reap(|_, _| {});
+            self.reap();
         }
         true
     }
@@ -496,7 +517,7 @@ mod tests {
             );
             return;
         }
-        let arena = Arena::new(8 << 20, true).unwrap();
+        let arena = Arena::new(8 << 20).unwrap();
         assert_eq!(arena.ptr as usize % HUGE_PAGE, 0, "aligned to a huge page");
         let huge = anon_huge_bytes(arena.ptr as usize).expect("the arena's mapping is in smaps");
         assert!(
@@ -504,7 +525,7 @@ mod tests {
             "{huge} bytes on huge pages of an 8 MiB arena"
         );
         // Small arenas stay on ordinary pages: a 2 MiB page per worker would waste memory.
-        let small = Arena::new(64 << 10, false).unwrap();
+        let small = Arena::new(64 << 10).unwrap();
         assert_eq!(small.layout.align(), BUFFER_ALIGN);
         // SAFETY: the arena is 64 KiB of initialised bytes we own.
         let bytes = unsafe { std::slice::from_raw_parts(small.ptr, 64 << 10) };

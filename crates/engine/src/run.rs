@@ -128,7 +128,7 @@ impl Shared {
 /// The CPU and plan index of a spawned worker.
 type WorkerPlanRef = (usize, usize);
 
-type WorkerOutcome = Result<(crate::RingFeatures, Vec<DeviceResult>), EngineError>;
+type WorkerOutcome = Result<crate::worker::WorkerOutput, EngineError>;
 
 /// A running run.
 pub struct RunHandle {
@@ -139,6 +139,7 @@ pub struct RunHandle {
     start: Instant,
     workers: Vec<(WorkerPlanRef, JoinHandle<WorkerOutcome>)>,
     intervals: Option<Receiver<DeviceInterval>>,
+    run_id: u64,
 }
 
 /// A cheap, cloneable way to stop a run from another thread (a signal handler's task).
@@ -229,7 +230,7 @@ pub fn check_buffer_memory(workload: &Workload, targets: usize) -> Result<(), En
     };
     if need > available {
         return Err(EngineError::InvalidWorkload(format!(
-            "I/O buffers would need {:.1} GiB ({targets} targets x iodepth {} x {} bytes) but only {:.1} GiB of memory is available: lower --iodepth or --bs",
+            "I/O buffers would need {:.1} GiB ({targets} targets x iodepth {} x {} bytes, twice for mixed reads and writes) but only {:.1} GiB of memory is available: lower --iodepth or --bs",
             need as f64 / (1u64 << 30) as f64,
             workload.iodepth,
             workload.block_size,
@@ -265,9 +266,11 @@ pub fn check_poll_queues(targets: &[TargetInfo]) -> Result<(), EngineError> {
     )))
 }
 
-/// Bytes of I/O buffers a run allocates.
+/// Bytes of I/O buffers a run allocates: a read and a write buffer per queue slot when the
+/// pattern does both (a write never carries back what a read brought).
 pub fn buffer_bytes(workload: &Workload, targets: usize) -> u64 {
-    targets as u64 * workload.iodepth as u64 * workload.block_size as u64
+    let kinds = u64::from(workload.pattern.reads()) + u64::from(workload.pattern.writes());
+    targets as u64 * workload.iodepth as u64 * workload.block_size as u64 * kinds
 }
 
 fn mem_available(meminfo: &str) -> Option<u64> {
@@ -379,6 +382,7 @@ pub fn prepare(config: RunConfig) -> Result<PreparedRun, EngineError> {
     } else {
         (None, None)
     };
+    let run_id = crate::data::random_run_id();
     let mut workers = Vec::new();
     for (plan_index, plan) in placement.workers.iter().enumerate() {
         let devices = plan
@@ -400,6 +404,7 @@ pub fn prepare(config: RunConfig) -> Result<PreparedRun, EngineError> {
             polling: config.polling,
             shared: shared.clone(),
             intervals: tx.clone(),
+            run_id,
         };
         let handle = std::thread::Builder::new()
             .name(format!("hostmax-cpu{}", plan.cpu))
@@ -431,6 +436,7 @@ pub fn prepare(config: RunConfig) -> Result<PreparedRun, EngineError> {
             start: Instant::now(),
             workers,
             intervals: rx,
+            run_id,
         }),
     })
 }
@@ -496,11 +502,12 @@ impl RunHandle {
         }
         for ((cpu, plan_index), joined) in joined {
             match joined {
-                Ok(Ok((ring, results))) => {
+                Ok(Ok((ring, cpu_use, results))) => {
                     summaries.push(crate::WorkerSummary {
                         cpu,
                         devices: self.placement.workers[plan_index].devices.clone(),
                         ring,
+                        cpu_use,
                     });
                     for r in results {
                         let i = self
@@ -550,6 +557,7 @@ impl RunHandle {
             measured,
             stopped_early,
             workers: summaries,
+            run_id: self.run_id,
         })
     }
 }

@@ -14,12 +14,14 @@ use std::time::{Duration, Instant};
 
 use hdrhistogram::Histogram;
 
+use crate::cpu_use::CpuClock;
+use crate::data::BlockMaker;
 use crate::ring::{Polling, RingFeatures, UringIo};
 use crate::run::Shared;
 use crate::workload::ErrorPolicy;
 use crate::{
-    new_latency_histogram, DeviceInterval, DeviceResult, EngineError, ErrorLog, IoErrorSample,
-    OpKind, OpResult, TargetInfo, Workload,
+    new_latency_histogram, CpuUse, DeviceInterval, DeviceResult, EngineError, ErrorLog, IoCounts,
+    IoErrorSample, OpKind, OpResult, ReadSamples, TargetInfo, Workload, READ_SAMPLE_EVERY,
 };
 
 /// One step of SplitMix64: a fast, well-mixed 64-bit generator.
@@ -117,6 +119,30 @@ struct DeviceState {
     errors: ErrorLog,
     /// Taken out of the run after a failure: no more submissions.
     failed: bool,
+    /// Where the read and the write buffers start in the device's region: separate, so
+    /// that no write ever carries back what a read brought.
+    read_base: usize,
+    write_base: usize,
+    /// Makes what each write carries; `write_keys[slot]` is the key its buffer holds now.
+    maker: BlockMaker,
+    write_keys: Vec<u64>,
+    ramp: IoCounts,
+    drained: IoCounts,
+    /// Successful reads so far, to sample one in [`READ_SAMPLE_EVERY`].
+    reads_done: u64,
+    read_samples: ReadSamples,
+}
+
+impl DeviceState {
+    /// Byte offset in the device's region of the buffer of `slot` for `op`.
+    #[inline]
+    fn buffer_offset(&self, slot: u32, op: OpKind) -> usize {
+        let base = match op {
+            OpKind::Read => self.read_base,
+            OpKind::Write => self.write_base,
+        };
+        base + (slot % self.iodepth) as usize * self.block_size as usize
+    }
 }
 
 /// One I/O in flight.
@@ -138,11 +164,16 @@ pub(crate) struct WorkerTask {
     pub polling: Polling,
     pub shared: Arc<Shared>,
     pub intervals: Option<Sender<DeviceInterval>>,
+    /// The run's random id (see [`crate::RunResult::run_id`]).
+    pub run_id: u64,
 }
+
+/// What a worker hands back: the ring features it got, its CPU use and its devices' results.
+pub(crate) type WorkerOutput = (RingFeatures, CpuUse, Vec<DeviceResult>);
 
 impl WorkerTask {
     /// Pins the thread, builds the ring, waits for the start signal and runs to the end.
-    pub fn run(self) -> Result<(RingFeatures, Vec<DeviceResult>), EngineError> {
+    pub fn run(self) -> Result<WorkerOutput, EngineError> {
         let cpu = self.cpu;
         let paths = self.devices_paths();
         let setup = self.setup();
@@ -158,8 +189,9 @@ impl WorkerTask {
             }
         };
         let Some(start) = self.shared.gate.wait_go() else {
-            return Ok((RingFeatures::default(), Vec::new()));
+            return Ok((RingFeatures::default(), CpuUse::default(), Vec::new()));
         };
+        let clock = CpuClock::start(cpu);
         let mut run = WorkerLoop {
             io,
             devices,
@@ -187,8 +219,10 @@ impl WorkerTask {
             message: format!("io_uring_enter failed: {e}"),
         })?;
         let features = run.io.features();
+        let cpu_use = clock.stop();
         Ok((
             features,
+            cpu_use,
             run.devices
                 .into_iter()
                 .map(|d| DeviceResult {
@@ -198,6 +232,9 @@ impl WorkerTask {
                     write: d.write,
                     errors: d.errors,
                     failed: d.failed,
+                    ramp: d.ramp,
+                    drained: d.drained,
+                    read_samples: d.read_samples,
                 })
                 .collect(),
         ))
@@ -230,15 +267,28 @@ impl WorkerTask {
                 cpu: self.cpu,
                 message: format!("cannot duplicate a target's file descriptor: {e}"),
             })?;
-        let region_len = w.block_size as usize * w.iodepth as usize;
+        let slots_len = w.block_size as usize * w.iodepth as usize;
+        let (reads, writes) = (w.pattern.reads(), w.pattern.writes());
+        let region_len = slots_len * (usize::from(reads) + usize::from(writes));
         let regions = vec![region_len; files.len()];
         let slots = files.len() * w.iodepth as usize;
-        let io = UringIo::new(files, &regions, slots, w.pattern.writes(), self.polling)
-            .map_err(EngineError::Ring)?;
+        let mut io =
+            UringIo::new(files, &regions, slots, self.polling).map_err(EngineError::Ring)?;
         let mut states = Vec::new();
         let mut next_slot = 0u32;
-        for (index, info, _) in &self.devices {
+        for (file, (index, info, _)) in self.devices.iter().enumerate() {
             let working_set = w.working_set.unwrap_or(info.size);
+            let maker = BlockMaker::new(w.write_data, self.run_id, *index);
+            let write_base = if reads { slots_len } else { 0 };
+            if writes {
+                let bs = w.block_size as usize;
+                maker.fill_base(io.buffer_mut(file, write_base, bs));
+                let base = io.buffer(file, write_base, bs).to_vec();
+                for slot in 1..w.iodepth as usize {
+                    io.buffer_mut(file, write_base + slot * bs, bs)
+                        .copy_from_slice(&base);
+                }
+            }
             states.push(DeviceState {
                 index: *index,
                 block_size: w.block_size,
@@ -257,6 +307,14 @@ impl WorkerTask {
                 write: OpResult::default(),
                 errors: ErrorLog::default(),
                 failed: false,
+                read_base: 0,
+                write_base,
+                maker,
+                write_keys: vec![0; if writes { w.iodepth as usize } else { 0 }],
+                ramp: IoCounts::default(),
+                drained: IoCounts::default(),
+                reads_done: 0,
+                read_samples: ReadSamples::default(),
             });
             next_slot += w.iodepth;
         }
@@ -335,18 +393,34 @@ impl WorkerLoop {
             let reap_ns = now.saturating_duration_since(self.start).as_nanos() as u64;
             let counted = now < self.end;
             let errors_counted = now >= self.ramp_end && now < self.end;
-            let (devices, slots) = (&mut self.devices, &self.slots);
             let on_error = self.on_error;
             let mut stop_all = false;
-            self.io.reap(|user_data, result| {
-                let slot = slots[user_data as usize];
-                let dev = &mut devices[slot.device as usize];
+            self.io.reap();
+            for &(user_data, result) in self.io.reaped() {
+                let slot = self.slots[user_data as usize];
+                let dev = &mut self.devices[slot.device as usize];
                 dev.in_flight -= 1;
                 dev.free_slots.push(user_data as u32);
                 let len = dev.block_size;
                 if result == len as i32 {
+                    if slot.op == OpKind::Read {
+                        dev.reads_done += 1;
+                        if dev.reads_done % READ_SAMPLE_EVERY == 1 {
+                            let offset = dev.buffer_offset(user_data as u32, OpKind::Read);
+                            let buf = self.io.buffer(slot.device as usize, offset, len as usize);
+                            dev.read_samples.sampled += 1;
+                            if is_zero_at_both_ends(buf) {
+                                dev.read_samples.zero += 1;
+                            }
+                        }
+                    }
                     if !counted {
-                        return; // drained after the window: done, not counted
+                        // Drained after the window: done, counted apart from the window.
+                        match slot.op {
+                            OpKind::Read => dev.drained.reads += 1,
+                            OpKind::Write => dev.drained.writes += 1,
+                        }
+                        continue;
                     }
                     let lat = if record_latency {
                         reap_ns.saturating_sub(slot.submitted_ns)
@@ -394,7 +468,7 @@ impl WorkerLoop {
                         }
                     }
                 }
-            });
+            }
             if stop_all {
                 self.shared.stop();
             }
@@ -465,7 +539,15 @@ impl WorkerLoop {
                     OpKind::Write
                 };
                 let offset = dev.offsets.next_offset();
-                let buf_offset = (slot_id % dev.iodepth) as usize * dev.block_size as usize;
+                let buf_offset = dev.buffer_offset(slot_id, op);
+                if op == OpKind::Write {
+                    let key = dev.maker.next_key();
+                    let buf = self
+                        .io
+                        .buffer_mut(file, buf_offset, dev.block_size as usize);
+                    let slot_key = &mut dev.write_keys[(slot_id % dev.iodepth) as usize];
+                    dev.maker.rekey(buf, slot_key, key);
+                }
                 if !self
                     .io
                     .push(slot_id as u64, op, file, buf_offset, dev.block_size, offset)
@@ -501,7 +583,10 @@ impl WorkerLoop {
     fn flush_second(&mut self, second: i64) {
         for dev in &mut self.devices {
             let counts = std::mem::take(&mut dev.interval);
-            if second >= 0 {
+            if second < 0 {
+                dev.ramp.reads += counts.read_ios;
+                dev.ramp.writes += counts.write_ios;
+            } else {
                 dev.read.ios += counts.read_ios;
                 dev.read.bytes += counts.read_bytes;
                 dev.write.ios += counts.write_ios;
@@ -539,6 +624,14 @@ impl WorkerLoop {
             .seconds_done
             .fetch_max(second, Ordering::Relaxed);
     }
+}
+
+/// Whether a buffer's first and last 8 bytes are zeros: a cheap sign of a block never
+/// written (a written one carries data at both ends with overwhelming probability).
+#[inline]
+fn is_zero_at_both_ends(buf: &[u8]) -> bool {
+    let n = buf.len();
+    buf[..8.min(n)].iter().all(|&b| b == 0) && buf[n.saturating_sub(8)..].iter().all(|&b| b == 0)
 }
 
 #[cfg(test)]

@@ -136,6 +136,9 @@ pub struct Workload {
     /// runtime is over, whichever is first). `None` is no limit.
     #[serde(default)]
     pub io_limit: Option<u64>,
+    /// What written blocks contain: unique and incompressible unless asked otherwise.
+    #[serde(default)]
+    pub write_data: crate::WriteData,
 }
 
 impl Default for Workload {
@@ -152,6 +155,7 @@ impl Default for Workload {
             rate_iops: None,
             record_latency: true,
             io_limit: None,
+            write_data: crate::WriteData::default(),
         }
     }
 }

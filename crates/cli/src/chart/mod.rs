@@ -82,6 +82,9 @@ pub struct LineChart {
     pub legend: LegendCorner,
     /// Size in pixels (width, height).
     pub size: (u32, u32),
+    /// Names of the x positions 1, 2, ... on a [`TickFormat::Count`] axis (volumes by name):
+    /// the tick at i reads `x_names[i - 1]`. Empty: the numbers.
+    pub x_names: Vec<String>,
 }
 
 /// The corner of the plot the legend is drawn in.
@@ -96,6 +99,8 @@ pub enum LegendCorner {
     LowerLeft,
     /// Bottom right.
     LowerRight,
+    /// Right, halfway up (for lines that keep to the top and the bottom).
+    MiddleRight,
 }
 
 impl Default for LineChart {
@@ -112,6 +117,7 @@ impl Default for LineChart {
             bands: Vec::new(),
             legend: LegendCorner::UpperLeft,
             size: (800, 500),
+            x_names: Vec::new(),
         }
     }
 }
@@ -144,6 +150,19 @@ pub enum ChartError {
     /// plotters failed (it should not with an in-memory SVG).
     #[error("drawing the chart failed: {0}")]
     Draw(String),
+}
+
+/// Font sizes given to plotters, which writes them at 0.806 of the size asked (its SVG backend
+/// scales text); these come out at 12.9 px and larger at the chart's own width.
+const LABEL_FONT: u32 = 16;
+const DESC_FONT: u32 = 17;
+const CAPTION_FONT: u32 = 22;
+
+/// The colour series number `index` is drawn in, as (r, g, b): for tests and pages that check
+/// what was drawn.
+pub fn series_color(index: usize) -> (u8, u8, u8) {
+    let c = PALETTE[index % PALETTE.len()];
+    (c.0, c.1, c.2)
 }
 
 /// The colours series are drawn in, in order (repeating).
@@ -206,6 +225,57 @@ impl LineChart {
     /// The axes' ranges: the data's extent with a margin; a linear y axis starts at 0 when
     /// every value is non-negative (rates are read against zero).
     fn ranges(&self) -> (std::ops::Range<f64>, std::ops::Range<f64>) {
+        let (x_range, y_range) = self.data_ranges();
+        // Counts sit half a step in from the edges, so every whole number has room.
+        let x_range = if self.x_ticks == TickFormat::Count && !self.x_log {
+            let (lo, hi) = self.x_extent();
+            (lo - 0.5)..(hi + 0.5)
+        } else {
+            x_range
+        };
+        (x_range, y_range)
+    }
+
+    fn x_extent(&self) -> (f64, f64) {
+        extent(
+            self.series
+                .iter()
+                .flat_map(|s| s.points.iter().map(|p| p.0)),
+        )
+    }
+
+    /// For each series, the earlier series it lies on (same x values, y within 2% of the y
+    /// span, or of the value on a log axis), which would hide it.
+    pub fn overlaps(&self) -> Vec<Option<usize>> {
+        let (y0, y1) = extent(
+            self.series
+                .iter()
+                .flat_map(|s| s.points.iter().map(|p| p.1)),
+        );
+        let close = |a: f64, b: f64| {
+            if self.y_log {
+                (a / b - 1.0).abs() <= 0.02
+            } else {
+                (a - b).abs() <= 0.02 * (y1 - y0).max(f64::MIN_POSITIVE)
+            }
+        };
+        self.series
+            .iter()
+            .enumerate()
+            .map(|(i, s)| {
+                self.series[..i].iter().position(|earlier| {
+                    earlier.points.len() == s.points.len()
+                        && earlier
+                            .points
+                            .iter()
+                            .zip(&s.points)
+                            .all(|(a, b)| a.0 == b.0 && close(a.1, b.1))
+                })
+            })
+            .collect()
+    }
+
+    fn data_ranges(&self) -> (std::ops::Range<f64>, std::ops::Range<f64>) {
         let xs = self
             .series
             .iter()
@@ -234,22 +304,44 @@ impl LineChart {
             let root = SVGBackend::with_string(&mut svg, self.size).into_drawing_area();
             root.fill(&WHITE).map_err(draw_err)?;
             let mut chart = ChartBuilder::on(&root)
-                .caption(&self.title, ("sans-serif", 20))
+                .caption(&self.title, ("sans-serif", CAPTION_FONT))
                 .margin(12)
-                .x_label_area_size(44)
-                .y_label_area_size(72)
+                .x_label_area_size(52)
+                .y_label_area_size(84)
                 .build_cartesian_2d(x, y)
                 .map_err(draw_err)?;
             let x_ticks = self.x_ticks;
             let y_ticks = self.y_ticks;
-            let x_fmt = move |v: &f64| format_tick(*v, x_ticks);
-            let y_fmt = move |v: &f64| format_tick(*v, y_ticks);
+            let names = self.x_names.clone();
+            let x_fmt = move |v: &f64| match names.get((v.round() as usize).wrapping_sub(1)) {
+                Some(name) if x_ticks == TickFormat::Count && *v == v.round() => name.clone(),
+                _ => format_tick(*v, x_ticks),
+            };
+            // On a count axis, a label at every whole number while they fit.
+            let x_label_count = if x_ticks == TickFormat::Count && !self.x_log {
+                let (lo, hi) = self.x_extent();
+                ((hi - lo) as usize + 1).clamp(2, 12)
+            } else {
+                10
+            };
+            let y_log = self.y_log;
+            let y_fmt = move |v: &f64| {
+                if y_log && !is_round_on_log_axis(*v) {
+                    // Every tick between decades labelled crowds them; 1, 2 and 5 read well.
+                    String::new()
+                } else {
+                    format_tick(*v, y_ticks)
+                }
+            };
             chart
                 .configure_mesh()
                 .x_desc(self.x_label.as_str())
                 .y_desc(self.y_label.as_str())
                 .x_label_formatter(&x_fmt)
                 .y_label_formatter(&y_fmt)
+                .x_labels(x_label_count)
+                .label_style(("sans-serif", LABEL_FONT))
+                .axis_desc_style(("sans-serif", DESC_FONT))
                 .light_line_style(RGBColor(235, 235, 235))
                 .draw()
                 .map_err(draw_err)?;
@@ -271,32 +363,68 @@ impl LineChart {
                         Rectangle::new([(x, y - 5), (x + 18, y + 5)], color.mix(0.3).filled())
                     });
             }
+            // A series lying on an earlier one is drawn dashed with hollow marks over it and
+            // says so in the legend, so neither hides the other.
+            let overlaps = self.overlaps();
             for (i, series) in self.series.iter().enumerate() {
                 let color = PALETTE[i % PALETTE.len()];
                 let line = color.stroke_width(2);
                 let points = series.points.clone();
-                let drawn = match series.style {
+                let on_top_of = overlaps[i];
+                let marker = Marker::for_series(i);
+                let style = match (series.style, on_top_of) {
+                    (SeriesStyle::Solid, Some(_)) => SeriesStyle::Dashed,
+                    (style, _) => style,
+                };
+                let filled = |size: i32| {
+                    move |p: (f64, f64)| {
+                        EmptyElement::at(p)
+                            + Polygon::new(marker.outline((0, 0), size), color.filled())
+                    }
+                };
+                let drawn = match style {
                     SeriesStyle::Solid => {
                         chart
-                            .draw_series(points.iter().map(|&p| Circle::new(p, 3, color.filled())))
+                            .draw_series(points.iter().copied().map(filled(4)))
                             .map_err(draw_err)?;
                         chart
                             .draw_series(LineSeries::new(points, line))
                             .map_err(draw_err)?
                     }
-                    SeriesStyle::Dashed => chart
-                        .draw_series(DashedLineSeries::new(points, 8, 5, line))
-                        .map_err(draw_err)?,
+                    SeriesStyle::Dashed => {
+                        if on_top_of.is_some() {
+                            let hollow = |p: (f64, f64)| {
+                                EmptyElement::at(p)
+                                    + PathElement::new(marker.outline((0, 0), 7), line)
+                            };
+                            chart
+                                .draw_series(points.iter().copied().map(hollow))
+                                .map_err(draw_err)?;
+                        }
+                        let (dash, gap) = if on_top_of.is_some() { (4, 6) } else { (8, 5) };
+                        chart
+                            .draw_series(DashedLineSeries::new(points, dash, gap, line))
+                            .map_err(draw_err)?
+                    }
                     SeriesStyle::Points => chart
-                        .draw_series(
-                            points
-                                .into_iter()
-                                .map(|p| Circle::new(p, 4, color.filled())),
-                        )
+                        .draw_series(points.into_iter().map(filled(5)))
                         .map_err(draw_err)?,
                 };
-                drawn.label(series.name.as_str()).legend(move |(x, y)| {
-                    PathElement::new(vec![(x, y), (x + 18, y)], color.stroke_width(2))
+                let name = match on_top_of {
+                    Some(j) => format!("{} (same as {})", series.name, self.series[j].name),
+                    None => series.name.clone(),
+                };
+                let mark = style != SeriesStyle::Dashed || on_top_of.is_some();
+                drawn.label(name).legend(move |(x, y)| {
+                    // Offsets from the anchor (x, y).
+                    let outline = if mark {
+                        marker.outline((11, 0), 4)
+                    } else {
+                        Vec::new()
+                    };
+                    EmptyElement::at((x, y))
+                        + PathElement::new(vec![(0, 0), (22, 0)], color.stroke_width(2))
+                        + PathElement::new(outline, color.stroke_width(2))
                 });
             }
             chart
@@ -306,7 +434,9 @@ impl LineChart {
                     LegendCorner::UpperRight => SeriesLabelPosition::UpperRight,
                     LegendCorner::LowerLeft => SeriesLabelPosition::LowerLeft,
                     LegendCorner::LowerRight => SeriesLabelPosition::LowerRight,
+                    LegendCorner::MiddleRight => SeriesLabelPosition::MiddleRight,
                 })
+                .label_font(("sans-serif", LABEL_FONT))
                 .background_style(WHITE.mix(0.85))
                 .border_style(BLACK.mix(0.4))
                 .draw()
@@ -315,6 +445,70 @@ impl LineChart {
         }
         Ok(svg)
     }
+}
+
+/// The mark drawn on each point of a series; series take them in turn, so lines that cross or
+/// meet stay told apart without colour.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Marker {
+    Circle,
+    Square,
+    Triangle,
+    Diamond,
+}
+
+impl Marker {
+    fn for_series(index: usize) -> Marker {
+        [
+            Marker::Circle,
+            Marker::Square,
+            Marker::Triangle,
+            Marker::Diamond,
+        ][index % 4]
+    }
+
+    /// The mark's outline around `(x, y)`, `size` pixels from its centre to its edge, as a
+    /// closed path (a circle is a 12-gon), so every mark is one element type.
+    fn outline(self, (x, y): (i32, i32), size: i32) -> Vec<(i32, i32)> {
+        let s = size;
+        let mut points = match self {
+            Marker::Circle => (0..12)
+                .map(|k| {
+                    let a = f64::from(k) * std::f64::consts::PI / 6.0;
+                    (
+                        x + (f64::from(s) * a.cos()).round() as i32,
+                        y + (f64::from(s) * a.sin()).round() as i32,
+                    )
+                })
+                .collect(),
+            Marker::Square => vec![
+                (x - s, y - s),
+                (x + s, y - s),
+                (x + s, y + s),
+                (x - s, y + s),
+            ],
+            Marker::Triangle => vec![(x, y - s - 1), (x + s + 1, y + s), (x - s - 1, y + s)],
+            Marker::Diamond => vec![
+                (x, y - s - 1),
+                (x + s + 1, y),
+                (x, y + s + 1),
+                (x - s - 1, y),
+            ],
+        };
+        points.push(points[0]);
+        points
+    }
+}
+
+/// Whether `v` is 1, 2 or 5 times a power of ten (a label worth writing on a log axis).
+fn is_round_on_log_axis(v: f64) -> bool {
+    if v <= 0.0 || !v.is_finite() {
+        return false;
+    }
+    let mantissa = v / 10f64.powf(v.log10().floor());
+    [1.0, 2.0, 5.0, 10.0]
+        .iter()
+        .any(|m| (mantissa - m).abs() < 1e-6 * m)
 }
 
 fn log_base(format: TickFormat) -> f64 {
@@ -562,5 +756,30 @@ mod tests {
         assert_eq!(format_tick(512.0, TickFormat::Bytes), "512");
         assert_eq!(format_tick(3.0, TickFormat::Count), "3");
         assert_eq!(format_tick(2.5, TickFormat::Count), "");
+        for round in [1.0, 2.0, 5.0, 10.0, 20_000.0, 500_000.0] {
+            assert!(is_round_on_log_axis(round), "{round}");
+        }
+        for other in [3.0, 70_000.0, 0.0, -1.0] {
+            assert!(!is_round_on_log_axis(other), "{other}");
+        }
+    }
+
+    #[test]
+    fn volumes_by_name_on_a_count_axis_and_overlaps_found() {
+        let mut chart = sweep_chart();
+        chart.x_ticks = TickFormat::Count;
+        chart.x_names = ["sdb", "sdc", "sdd", "sde"].map(String::from).to_vec();
+        let svg = chart.to_svg().unwrap();
+        for name in ["sdb", "sdc", "sde"] {
+            assert!(svg.contains(&format!(">\n{name}\n<")), "no tick {name}");
+        }
+        assert!(!svg.contains(">\n1.5\n<") && !svg.contains(">\n2.5\n<"));
+        assert_eq!(chart.overlaps(), vec![None, None]);
+        chart.series[1].points = chart.series[0].points.clone();
+        assert_eq!(chart.overlaps(), vec![None, Some(0)]);
+        assert!(chart
+            .to_svg()
+            .unwrap()
+            .contains("ideal (sum of caps) (same as measured)"));
     }
 }

@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 
 use hostmax_aggregate::{merge_reports, HostReport, SCHEMA_VERSION};
 
+use super::provenance;
 use crate::plan::{BadInput, JsonDest};
 
 /// `hostmax merge`'s arguments.
@@ -17,6 +18,11 @@ pub struct MergeArgs {
     /// Write the fleet report to PATH, or to stdout with '-' (then nothing else goes there).
     #[arg(long, value_name = "PATH|-", allow_hyphen_values = true)]
     pub json: Option<PathBuf>,
+
+    /// The share of the runs' span that all of them must have measured together (0 skips
+    /// the check, e.g. for reports of older versions that have no window).
+    #[arg(long, value_name = "PERCENT", default_value = "50%", value_parser = crate::units::parse_percent)]
+    pub min_overlap: u8,
 }
 
 /// Reads one report file, refusing (as [`BadInput`]) anything that is not a hostmax report of
@@ -66,9 +72,60 @@ pub fn run_merge(args: &MergeArgs) -> anyhow::Result<i32> {
         .iter()
         .map(|p| Ok((p.display().to_string(), load_report(p)?)))
         .collect::<Result<Vec<_>, BadInput>>()?;
-    let merged = merge_reports(&reports).map_err(|e| BadInput(e.to_string()))?;
+    // Every report's window; with --min-overlap 0 a report without one is let through, and
+    // the merged report then has no window either.
+    let mut windows = Vec::new();
+    let mut all_windows = true;
+    for (label, report) in &reports {
+        match provenance::windows_of(label, report) {
+            Ok(w) => windows.extend(w),
+            Err(e) if args.min_overlap > 0 => return Err(e.into()),
+            Err(_) => all_windows = false,
+        }
+    }
+    let mut merged = merge_reports(&reports).map_err(|e| BadInput(e.to_string()))?;
+    if args.min_overlap > 0 {
+        provenance::check_overlap(&windows, f64::from(args.min_overlap) / 100.0)?;
+    }
+    if let Some((share, _, _)) = provenance::overlap(&windows).filter(|o| o.0 < 0.99) {
+        eprintln!(
+            "note: the runs' measured windows overlap {:.1}% of their span; rates add as if they ran together",
+            share * 100.0
+        );
+    }
+    let now = std::time::SystemTime::now();
+    let first_start = windows.iter().map(|w| w.start).min().unwrap_or(now);
+    let last_end = windows.iter().map(|w| w.end).max().unwrap_or(now);
+    merged.provenance = provenance::for_window(first_start, last_end);
+    if !all_windows || windows.is_empty() {
+        merged.provenance.started_at = None;
+        merged.provenance.ended_at = None;
+    }
+    if let Some(note) = seeds_note(&merged) {
+        eprintln!("{note}");
+    }
     crate::app::emit(&merged, json.as_ref())?;
     Ok(0)
+}
+
+/// A note listing the hosts' seeds when they differ (the merged workload shows the first).
+fn seeds_note(merged: &HostReport) -> Option<String> {
+    let hosts = &merged.fleet.as_ref()?.hosts;
+    let first = hosts.first()?.seed;
+    if hosts.iter().all(|h| h.seed == first) {
+        return None;
+    }
+    let list: Vec<String> = hosts
+        .iter()
+        .map(|h| match h.seed {
+            Some(seed) => format!("{} {seed}", h.hostname),
+            None => format!("{} unknown", h.hostname),
+        })
+        .collect();
+    Some(format!(
+        "note: the hosts ran with different --seed values ({}); each is in fleet.hosts[].seed",
+        list.join(", ")
+    ))
 }
 
 #[cfg(test)]

@@ -10,9 +10,12 @@
 //! - [`merge`]: `hostmax merge a.json b.json ...`, one exact fleet report
 //!   ([`hostmax_aggregate::merge_reports`]).
 //! - [`hostname`]: the name each report records.
+//! - [`provenance`]: each report's run id, window, version, command line and kernel, and the
+//!   check that merged runs were measured together.
 
 pub mod hdr_log;
 pub mod merge;
+pub mod provenance;
 pub mod start_at;
 
 use std::path::PathBuf;

@@ -86,7 +86,7 @@ mod tests {
 
     #[test]
     fn atomic_write_leaves_exactly_the_valid_report() {
-        let scratch = ScratchDir::new("atomic");
+        let scratch = ScratchDir::new("json-atomic");
         let path = scratch.0.join("report.json");
         fs::write(&path, "{ half a report").unwrap();
         let report = sample_report();

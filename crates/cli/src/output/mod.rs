@@ -59,6 +59,7 @@ pub(crate) mod tests_support {
                     write: op(1000, 1_500_000, 4096),
                     errors: ErrorLog::default(),
                     failed: false,
+                    ..Default::default()
                 },
                 DeviceResult {
                     path: PathBuf::from("/dev/loop11"),
@@ -67,11 +68,13 @@ pub(crate) mod tests_support {
                     write: OpResult::default(),
                     errors,
                     failed: false,
+                    ..Default::default()
                 },
             ],
             measured: Duration::from_secs(2),
             stopped_early: false,
             workers: Vec::new(),
+            run_id: 0,
         };
         let workload = Workload {
             pattern: IoPattern::RandRw,

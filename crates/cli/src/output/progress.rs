@@ -6,7 +6,7 @@ use std::time::Duration;
 use hostmax_aggregate::SecondPoint;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
-use super::units::{format_latency_ns, format_mib_per_sec};
+use crate::units::{format_latency_ns, format_mib_per_sec};
 
 /// How the live view draws.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

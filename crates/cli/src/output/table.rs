@@ -4,21 +4,60 @@ use std::fmt::Write as _;
 
 use hostmax_aggregate::{Figures, HostReport};
 
-use super::units::{format_latency_ns, format_mib_per_sec};
+use crate::units::{format_latency_ns, format_mib_per_sec};
 
 /// Renders `report` as a plain-text table for people: a heading line with the workload, one
-/// row per device (path, CPU, IOPS, MiB/s, p50/p99/p99.9 latency of each kind of I/O the
-/// run did, errors), a rule, the host row, and one line per device that had errors.
+/// row per device (path, CPU, IOPS, and read and write IOPS apart when the run did both, as
+/// fio does, MiB/s, p50/p99/p99.9 latency of each kind of I/O the run did, errors), a rule,
+/// the host row, and one line per device that had errors.
 ///
 /// Column widths follow the widest cell. The string ends with a newline; the caller prints it.
 pub fn render_table(report: &HostReport) -> String {
+    render_table_fitting(report, None)
+}
+
+/// The width tables are fitted to: `COLUMNS` when set, else the terminal's when stdout is one;
+/// `None` (no limit) when output goes to a file or a pipe.
+pub fn terminal_width() -> Option<usize> {
+    use std::io::IsTerminal;
+    if let Some(columns) = std::env::var("COLUMNS")
+        .ok()
+        .and_then(|c| c.trim().parse().ok())
+    {
+        return Some(columns);
+    }
+    if !std::io::stdout().is_terminal() {
+        return None;
+    }
+    let mut size = libc::winsize {
+        ws_row: 0,
+        ws_col: 0,
+        ws_xpixel: 0,
+        ws_ypixel: 0,
+    };
+    // SAFETY: TIOCGWINSZ writes one `winsize` through the pointer, which is valid and writable
+    // for the call; stdout's descriptor stays open.
+    let ok = unsafe { libc::ioctl(libc::STDOUT_FILENO, libc::TIOCGWINSZ, &mut size) } == 0;
+    (ok && size.ws_col > 0).then_some(usize::from(size.ws_col))
+}
+
+/// Columns left out, in this order, while a table is wider than the terminal: the tails and
+/// medians stay readable in 80 columns, and `--json` keeps everything.
+const DROPPED_TO_FIT: [&str; 5] = ["read p99.9", "write p99.9", "read p50", "write p50", "cpu"];
+
+/// [`render_table`] fitted to `width` columns (`None`: no limit): columns are left out in the
+/// order of `DROPPED_TO_FIT` until the rows fit, and a line says which.
+pub fn render_table_fitting(report: &HostReport, width: Option<usize>) -> String {
     let w = &report.workload;
     let show_read = w.pattern.reads() || report.host.read.ios > 0;
     let show_write = w.pattern.writes() || report.host.write.ios > 0;
+    let mixed = show_read && show_write;
 
-    let mut header: Vec<String> = ["device", "cpu", "IOPS", "MiB/s"]
-        .map(String::from)
-        .to_vec();
+    let mut header: Vec<String> = ["device", "cpu", "IOPS"].map(String::from).to_vec();
+    if mixed {
+        header.extend(["read IOPS", "write IOPS"].map(String::from));
+    }
+    header.push("MiB/s".to_string());
     for (shown, kind) in [(show_read, "read"), (show_write, "write")] {
         if shown {
             for p in ["p50", "p99", "p99.9"] {
@@ -29,12 +68,12 @@ pub fn render_table(report: &HostReport) -> String {
     header.push("errors".to_string());
 
     let row = |name: String, cpu: String, f: &Figures| -> Vec<String> {
-        let mut cells = vec![
-            name,
-            cpu,
-            format!("{:.0}", f.iops),
-            format_mib_per_sec(f.bytes_per_sec),
-        ];
+        let mut cells = vec![name, cpu, format!("{:.0}", f.iops)];
+        if mixed {
+            cells.push(format!("{:.0}", f.read.iops));
+            cells.push(format!("{:.0}", f.write.iops));
+        }
+        cells.push(format_mib_per_sec(f.bytes_per_sec));
         for (shown, op) in [(show_read, &f.read), (show_write, &f.write)] {
             if shown {
                 let l = &op.latency_ns;
@@ -65,12 +104,53 @@ pub fn render_table(report: &HostReport) -> String {
         ),
         None => format!("host ({} device{plural})", report.devices.len()),
     };
-    let host = row(host_name, "-".to_string(), &report.host);
+    let mut host = row(host_name, "-".to_string(), &report.host);
+    let mut devices = devices;
 
-    let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
-    for cells in devices.iter().chain([&host]) {
-        for (w, c) in widths.iter_mut().zip(cells) {
-            *w = (*w).max(c.chars().count());
+    let widths_of = |header: &[String], devices: &[Vec<String>], host: &[String]| {
+        let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
+        for cells in devices.iter().map(Vec::as_slice).chain([host]) {
+            for (w, c) in widths.iter_mut().zip(cells) {
+                *w = (*w).max(c.chars().count());
+            }
+        }
+        widths
+    };
+    let total = |widths: &[usize]| widths.iter().sum::<usize>() + 2 * (widths.len() - 1);
+    let mut widths = widths_of(&header, &devices, &host);
+    let mut dropped = Vec::new();
+    for name in DROPPED_TO_FIT {
+        if width.is_none_or(|limit| total(&widths) <= limit) {
+            break;
+        }
+        if let Some(i) = header.iter().position(|h| h == name) {
+            header.remove(i);
+            host.remove(i);
+            for cells in &mut devices {
+                cells.remove(i);
+            }
+            dropped.push(name);
+            widths = widths_of(&header, &devices, &host);
+        }
+    }
+    // Still too wide: long device names (by-id paths) keep their distinctive end.
+    if let Some(limit) = width {
+        let excess = total(&widths).saturating_sub(limit);
+        if excess > 0 {
+            let keep = widths[0].saturating_sub(excess).max(12);
+            for cells in devices.iter_mut() {
+                cells[0] = keep_tail(&cells[0], keep);
+            }
+            // The heading line already counts the devices.
+            if host[0].chars().count() > keep {
+                host[0] = if report.fleet.is_some() {
+                    "fleet"
+                } else {
+                    "host"
+                }
+                .to_string();
+            }
+            widths = widths_of(&header, &devices, &host);
         }
     }
     let line = |cells: &[String]| -> String {
@@ -108,14 +188,34 @@ pub fn render_table(report: &HostReport) -> String {
         out.push_str(" (interrupted)");
     }
     out.push('\n');
+    if let Some(generator) = &report.load_generator {
+        out.push_str(&ring_features_line(generator));
+    }
     out.push_str(&line(&header));
     for cells in &devices {
         out.push_str(&line(cells));
     }
-    let total_width = widths.iter().sum::<usize>() + 2 * (widths.len() - 1);
-    out.push_str(&"-".repeat(total_width));
+    out.push_str(&"-".repeat(total(&widths)));
     out.push('\n');
     out.push_str(&line(&host));
+    if !dropped.is_empty() {
+        // "read p50" and "write p50" are one thing left out.
+        let mut names: Vec<&str> = Vec::new();
+        for name in &dropped {
+            let short = name
+                .trim_start_matches("read ")
+                .trim_start_matches("write ");
+            if !names.contains(&short) {
+                names.push(short);
+            }
+        }
+        let _ = writeln!(
+            out,
+            "(fitted to {} columns: {} left out; --json has them)",
+            width.unwrap_or_default(),
+            names.join(", ")
+        );
+    }
 
     for d in report.devices.iter().filter(|d| d.error_detail.count > 0) {
         let kinds: Vec<String> = d
@@ -134,7 +234,79 @@ pub fn render_table(report: &HostReport) -> String {
         }
         out.push('\n');
     }
+    if let Some(generator) = &report.load_generator {
+        out.push_str(&worker_lines(generator));
+    }
+    for d in report.devices.iter().filter(|d| d.figures.reads_all_zero()) {
+        let _ = writeln!(
+            out,
+            "every sampled read of {} returned zeros: its blocks were probably never written, and a thin or cloud volume serves those from metadata without touching its media. Write the range first (e.g. hostmax --devices {} --rw write --bs 1m --allow-write, run long enough to pass over the whole --size once), then measure reads",
+            d.path, d.path
+        );
+    }
     out
+}
+
+/// `io_uring: fixed buffers, registered files, ...`, and what some worker fell back from.
+fn ring_features_line(generator: &hostmax_aggregate::LoadGenerator) -> String {
+    let (got, fell_back) = generator.ring_features();
+    let mut s = format!(
+        "io_uring: {}",
+        if got.is_empty() {
+            "no optional features".to_string()
+        } else {
+            got.join(", ")
+        }
+    );
+    if !fell_back.is_empty() {
+        let _ = write!(
+            s,
+            "; FELL BACK without {} (fixed buffers need RLIMIT_MEMLOCK room, registered files and defer taskrun a newer kernel)",
+            fell_back.join(", ")
+        );
+    }
+    s.push('\n');
+    s
+}
+
+/// One line per worker: its CPU time and how busy its CPU was; a warning when saturated.
+fn worker_lines(generator: &hostmax_aggregate::LoadGenerator) -> String {
+    let mut s = String::new();
+    for w in &generator.workers {
+        let _ = write!(
+            s,
+            "worker on CPU {}: {} device{}, thread {:.0}% busy (user {:.2} s, system {:.2} s)",
+            w.cpu,
+            w.devices.len(),
+            if w.devices.len() == 1 { "" } else { "s" },
+            100.0 * w.busy_share,
+            w.user_secs,
+            w.system_secs
+        );
+        if let Some(cpu) = w.cpu_busy_share {
+            let _ = write!(s, ", CPU {} {:.0}% busy", w.cpu, 100.0 * cpu);
+        }
+        if w.saturated {
+            s.push_str(" (saturated)");
+        }
+        s.push('\n');
+    }
+    if generator.saturated {
+        s.push_str(
+            "the load generator's CPUs were saturated: these figures may be hostmax's limit rather than the storage's; give it more CPUs (--cpus) or fewer volumes per host\n",
+        );
+    }
+    s
+}
+
+/// `text` cut to its last `keep` characters, the cut marked with `…`.
+fn keep_tail(text: &str, keep: usize) -> String {
+    let count = text.chars().count();
+    if count <= keep {
+        return text.to_string();
+    }
+    let tail: String = text.chars().skip(count - keep + 1).collect();
+    format!("…{tail}")
 }
 
 /// `4096` -> `4 KiB`, `1048576` -> `1 MiB`, `1536` -> `1536 B`.
@@ -187,7 +359,10 @@ mod tests {
         let cells0: Vec<&str> = lines[2].split_whitespace().collect();
         assert_eq!(cells0[1], "0");
         assert_eq!(cells0[2], "2000");
-        assert_eq!(cells0[3], format!("{:.1}", 2000.0 * 4096.0 / 1048576.0));
+        // Reads and writes apart for a mixed run, as fio shows them.
+        assert!(header.contains("read IOPS") && header.contains("write IOPS"));
+        assert_eq!((cells0[3], cells0[4]), ("1500", "500"));
+        assert_eq!(cells0[5], format!("{:.1}", 2000.0 * 4096.0 / 1048576.0));
         let host: Vec<&str> = lines[5].split_whitespace().collect();
         assert_eq!(host[4], "2500");
         assert_eq!(host.last(), Some(&"2"));
@@ -212,6 +387,51 @@ mod tests {
     }
 
     #[test]
+    fn workers_ring_features_and_zero_reads_are_said() {
+        let mut report = sample_report();
+        let worker = |cpu, fixed_buffers, saturated| hostmax_aggregate::WorkerReport {
+            cpu,
+            devices: vec![cpu],
+            ring: hostmax_engine::RingFeatures {
+                fixed_buffers,
+                fixed_files: true,
+                defer_taskrun: true,
+                ..Default::default()
+            },
+            user_secs: 0.5,
+            system_secs: 1.25,
+            busy_share: 0.875,
+            cpu_busy_share: Some(if saturated { 0.97 } else { 0.5 }),
+            saturated,
+        };
+        report.load_generator = Some(hostmax_aggregate::LoadGenerator {
+            saturated: true,
+            workers: vec![worker(0, true, false), worker(1, false, true)],
+        });
+        report.devices[1].figures.read_samples = hostmax_engine::ReadSamples {
+            sampled: 10,
+            zero: 10,
+        };
+        let text = render_table(&report);
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(
+            lines[1],
+            "io_uring: registered files, single issuer + defer taskrun; FELL BACK without fixed buffers (fixed buffers need RLIMIT_MEMLOCK room, registered files and defer taskrun a newer kernel)"
+        );
+        assert!(lines[2].starts_with("device"), "{}", lines[2]);
+        assert!(
+            text.contains("worker on CPU 1: 1 device, thread 88% busy (user 0.50 s, system 1.25 s), CPU 1 97% busy (saturated)"),
+            "{text}"
+        );
+        assert!(text.contains("CPUs were saturated"), "{text}");
+        assert!(
+            text.contains("every sampled read of /dev/loop11 returned zeros"),
+            "{text}"
+        );
+        assert!(!text.contains("read of /dev/loop0 returned"), "{text}");
+    }
+
+    #[test]
     fn columns_line_up() {
         let text = render_table(&sample_report());
         let lines: Vec<&str> = text.lines().skip(1).take(5).collect();
@@ -220,6 +440,39 @@ mod tests {
         for l in [lines[1], lines[2], lines[4]] {
             assert_eq!(l.chars().count(), end, "misaligned: {l:?}");
         }
+    }
+
+    #[test]
+    fn a_mixed_run_fits_80_columns_and_says_what_it_left_out() {
+        let mut report = sample_report();
+        for d in &mut report.devices {
+            d.path = format!("/dev/disk/by-id/nvme-Example{}", d.path);
+        }
+        let full = render_table(&report);
+        assert!(full.lines().any(|l| l.chars().count() > 80), "{full}");
+        let fitted = render_table_fitting(&report, Some(80));
+        // Every line but the heading and the per-device error details, which name whole paths.
+        for line in fitted
+            .lines()
+            .skip(1)
+            .filter(|l| !l.starts_with("errors on"))
+        {
+            assert!(
+                line.chars().count() <= 80,
+                "{} wide: {line}",
+                line.chars().count()
+            );
+        }
+        let header = fitted.lines().nth(1).unwrap();
+        for kept in ["read IOPS", "write IOPS", "read p99", "write p99", "errors"] {
+            assert!(header.contains(kept), "{header}");
+        }
+        assert!(!header.contains("p99.9"), "{header}");
+        assert!(
+            fitted.contains("(fitted to 80 columns: p99.9, p50, cpu left out; --json has them)"),
+            "{fitted}"
+        );
+        assert_eq!(render_table_fitting(&report, Some(500)), full);
     }
 
     #[test]

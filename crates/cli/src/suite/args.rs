@@ -10,6 +10,15 @@ use super::matrix::{parse_mix, Mix, SuiteTest};
 use crate::args::CpuList;
 use crate::units::{parse_cpu_list, parse_duration, parse_seed, parse_size, UnitError};
 
+fn percent_arg(s: &str) -> Result<u8, String> {
+    match s.trim().trim_end_matches('%').trim().parse::<u8>() {
+        Ok(p) if (1..=100).contains(&p) => Ok(p),
+        _ => Err(format!(
+            "'{s}' is not a share of the device; give 1% to 100%, e.g. 50%"
+        )),
+    }
+}
+
 fn cpu_list_arg(s: &str) -> Result<CpuList, UnitError> {
     parse_cpu_list(s).map(CpuList)
 }
@@ -72,6 +81,28 @@ pub struct SuiteArgs {
     #[arg(long, value_name = "SIZE", value_parser = parse_size)]
     pub size: Option<u64>,
 
+    /// Test only this share of each device, from its start (CloudHarmony's active range;
+    /// fio writes it size=50%): the smallest device's size x PERCENT, rounded down to MiB.
+    #[arg(long, value_name = "PERCENT", value_parser = percent_arg, conflicts_with = "size")]
+    pub active_range: Option<u8>,
+
+    /// Jobs per device as fio counts them: every device keeps numjobs x iodepth I/Os in
+    /// flight (CloudHarmony runs up to 8 jobs of depth 64 on hosts with many CPUs). hostmax
+    /// keeps one ring per CPU, not a process per job.
+    #[arg(long, value_name = "N", default_value_t = 1,
+          value_parser = clap::value_parser!(u32).range(1..=64))]
+    pub numjobs: u32,
+
+    /// Idle time after each cell (volumes with burst credits earn them back; the cell after
+    /// it then starts from the same state).
+    #[arg(long, value_name = "DURATION", default_value = "0s", value_parser = parse_duration)]
+    pub sleep_between: Duration,
+
+    /// Most time preconditioning may take; it stops there (recorded) even if its 2 passes are
+    /// not done [default: no limit].
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub precondition_time: Option<Duration>,
+
     /// Allow writing to block devices (destroys their data): purge, preconditioning and every
     /// mix with writes. Mounted, held or swap devices are refused anyway.
     #[arg(long)]
@@ -109,7 +140,8 @@ pub struct SuiteArgs {
         "test", "devices", "block_sizes", "skip_bs", "mixes", "cell_time", "ramp", "max_rounds",
         "iodepth", "size", "no_precondition", "no_purge", "json", "html", "state_dir", "cpus", "seed",
         "expect_volume_iops", "expect_volume_mbps", "volume_spec", "profile", "spec_file",
-        "expect_host_iops", "expect_host_mbps", "tolerance",
+        "expect_host_iops", "expect_host_mbps", "tolerance", "consistency", "active_range",
+        "numjobs", "sleep_between", "precondition_time",
     ])]
     pub resume: Option<PathBuf>,
 

@@ -42,6 +42,19 @@ pub fn render(report: &SuiteReport) -> anyhow::Result<String> {
         esc(&title),
         esc(&title)
     )?;
+    let pv = &report.provenance;
+    let or_unknown = |v: &Option<String>| v.clone().unwrap_or_else(|| "unknown".into());
+    writeln!(
+        h,
+        "<p class=\"note\">Run {} on {} (kernel {}), hostmax {}, measured {} to {}; command: <code>{}</code></p>",
+        esc(&or_unknown(&pv.run_id)),
+        esc(&or_unknown(&report.hostname)),
+        esc(&or_unknown(&pv.kernel)),
+        esc(&or_unknown(&pv.hostmax_version)),
+        esc(&or_unknown(&pv.started_at)),
+        esc(&or_unknown(&pv.ended_at)),
+        esc(&pv.command_line.as_deref().unwrap_or_default().join(" "))
+    )?;
     let class = if ss.reached { "ok" } else { "no" };
     writeln!(
         h,
@@ -123,6 +136,8 @@ pub fn render(report: &SuiteReport) -> anyhow::Result<String> {
         h += "<h3>MiB/s</h3>\n";
         h += &matrix_table(report, TrackedMetric::BytesPerSec);
     }
+
+    h += &latency_table(report);
 
     h += "<h2>Charts</h2>\n";
     for (i, chart) in charts(report)?.iter().enumerate() {
@@ -218,6 +233,62 @@ fn matrix_table(report: &SuiteReport, metric: TrackedMetric) -> String {
     h + "</table>\n"
 }
 
+/// Each cell's latency percentiles, reads and writes on rows of their own (as fio reports them),
+/// from the cell's exactly merged histograms.
+fn latency_table(report: &SuiteReport) -> String {
+    use crate::units::format_latency_ns;
+    let mut h = String::from(
+        "<h2>Latency by read/write mix and block size</h2>\n<p class=\"note\">p50 / p99 / p99.9 \
+         of every device together, over the window's rounds.</p>\n<table class=\"latency\"><tr>\
+         <th class=\"l\">mix</th><th class=\"l\">I/O</th>",
+    );
+    for s in &report.settings.block_sizes {
+        h += &format!("<th>{}</th>", esc(s));
+    }
+    h += "</tr>\n";
+    for mix in &report.settings.mixes {
+        let read_percent: u8 = mix
+            .split('/')
+            .next()
+            .and_then(|r| r.trim().parse().ok())
+            .unwrap_or(100);
+        let ops = [("read", read_percent > 0), ("write", read_percent < 100)];
+        for (op, _) in ops.iter().filter(|(_, present)| *present) {
+            h += &format!(
+                "<tr><th class=\"l\">{}</th><th class=\"l\">{op}</th>",
+                esc(mix)
+            );
+            for s in &report.settings.block_sizes {
+                let key = format!("{s}_{}", mix.replace('/', "_"));
+                let latency = report
+                    .cells
+                    .get(&key)
+                    .filter(|c| !c.rounds.is_empty())
+                    .map(|c| {
+                        if *op == "read" {
+                            &c.read_latency_ns
+                        } else {
+                            &c.write_latency_ns
+                        }
+                    });
+                match latency {
+                    Some(l) if l.p50 > 0 => {
+                        h += &format!(
+                            "<td>{} / {} / {}</td>",
+                            esc(&format_latency_ns(l.p50)),
+                            esc(&format_latency_ns(l.p99)),
+                            esc(&format_latency_ns(l.p99_9))
+                        );
+                    }
+                    _ => h += "<td>&ndash;</td>",
+                }
+            }
+            h += "</tr>\n";
+        }
+    }
+    h + "</table>\n"
+}
+
 fn device_table(report: &SuiteReport) -> anyhow::Result<String> {
     let ss = &report.steady_state;
     let Some(cell) = report.cells.get(&ss.tracked) else {
@@ -237,8 +308,8 @@ fn device_table(report: &SuiteReport) -> anyhow::Result<String> {
             d.read_iops,
             d.write_iops,
             d.bytes_per_sec / f64::from(1u32 << 20),
-            esc(&crate::output::units::format_latency_ns(d.read_latency_ns.p99)),
-            esc(&crate::output::units::format_latency_ns(d.write_latency_ns.p99)),
+            esc(&crate::units::format_latency_ns(d.read_latency_ns.p99)),
+            esc(&crate::units::format_latency_ns(d.write_latency_ns.p99)),
             d.errors
         )?;
     }
@@ -268,7 +339,7 @@ fn spec_table(report: &SuiteReport) -> anyhow::Result<String> {
                 "<tr><td class=\"l\">{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td><td>{}</td><td>{}</td><td class=\"l\">{verdict}</td></tr>",
                 esc(&v.path),
                 esc(&v.label),
-                esc(&c.figure),
+                esc(super::table::figure_name(&c.figure)),
                 super::table::figure_text(&c.figure, c.expected),
                 c.measured.map_or("-".into(), |m| super::table::figure_text(&c.figure, m))
             )?;

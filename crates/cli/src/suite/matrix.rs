@@ -298,6 +298,7 @@ impl CellSettings {
             rate_iops: None,
             record_latency: true,
             io_limit: None,
+            write_data: Default::default(),
         }
     }
 }

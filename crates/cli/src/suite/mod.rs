@@ -99,6 +99,7 @@ pub fn run(args: &SuiteArgs) -> anyhow::Result<i32> {
             .chain(&s.host)
             .flat_map(|v| &v.checks)
             .any(|c| c.pass == Some(false))
+            || s.consistency.as_ref().is_some_and(|c| !c.pass)
     });
     Ok(if errors > 0 {
         crate::app::EXIT_IO_ERRORS
@@ -220,9 +221,18 @@ fn start(
         .map(|t| t.size)
         .min()
         .expect("plan_run gives targets");
-    let range = match args.size {
-        Some(size) => size,
-        None => {
+    let range = match (args.size, args.active_range) {
+        (Some(size), _) => size,
+        (None, Some(percent)) => {
+            let share = (u128::from(smallest) * u128::from(percent) / 100) as u64 / RANGE_ALIGN
+                * RANGE_ALIGN;
+            notes.push(format!(
+                "active range {percent}%: each device is tested over its first {}",
+                human_size(share)
+            ));
+            share
+        }
+        (None, None) => {
             if targets
                 .iter()
                 .any(|t| t.size / RANGE_ALIGN != smallest / RANGE_ALIGN)
@@ -309,16 +319,18 @@ fn start(
             .iter()
             .map(|t| DeviceRecord {
                 path: t.path.clone(),
+                given: given_name(&args.devices, &t.path),
                 size: t.size,
                 logical_block_size: t.logical_block_size,
                 block_device: t.kind == TargetKind::BlockDevice,
+                identity: Some(crate::identity::identify(t)),
             })
             .collect(),
         cells,
         tracked,
         metric: test.metric(),
         random: test.random(),
-        iodepth: args.iodepth.unwrap_or(test.default_iodepth()),
+        iodepth: args.iodepth.unwrap_or(test.default_iodepth()) * args.numjobs,
         range,
         cell_time_ms: args.cell_time.as_millis() as u64,
         ramp_ms: args.ramp.as_millis() as u64,
@@ -335,7 +347,20 @@ fn start(
         html,
         notes,
         promises: None,
+        run_id: Some(crate::fleet::provenance::new_run_id()),
+        sleep_between_ms: args.sleep_between.as_millis() as u64,
+        precondition_time_ms: args.precondition_time.map(|d| d.as_millis() as u64),
     };
+    if config.iodepth > hostmax_engine::MAX_IODEPTH {
+        return Err(BadInput(format!(
+            "--numjobs {} x --iodepth {} = {} I/Os per device, above the most hostmax keeps in flight ({}); lower one of them",
+            args.numjobs,
+            config.iodepth / args.numjobs,
+            config.iodepth,
+            hostmax_engine::MAX_IODEPTH
+        ))
+        .into());
+    }
     if config.cell_time_ms == 0 {
         return Err(BadInput(
             "--cell-time 0: each cell needs a measured time; give e.g. --cell-time 60s".into(),
@@ -347,12 +372,25 @@ fn start(
     Ok((config, state, targets))
 }
 
+/// The first literal `--devices` path, made absolute, that is another name (a symlink such as
+/// `/dev/disk/by-id/...`) for the target at `canonical`.
+fn given_name(devices: &[std::ffi::OsString], canonical: &Path) -> Option<PathBuf> {
+    devices.iter().map(PathBuf::from).find_map(|given| {
+        if crate::devices::is_pattern(&given.to_string_lossy()) || given == canonical {
+            return None;
+        }
+        let absolute = std::path::absolute(&given).ok()?;
+        (std::fs::canonicalize(&absolute).ok()? == canonical && absolute != canonical)
+            .then_some(absolute)
+    })
+}
+
 /// Reopens a checkpoint, checks that its devices are the same ones, and rechecks write safety.
 fn resume(
     dir: &Path,
     args: &SuiteArgs,
 ) -> anyhow::Result<(SuiteConfig, StateDir, Vec<hostmax_engine::TargetInfo>)> {
-    let (state, config) = StateDir::open(dir)?;
+    let (state, mut config) = StateDir::open(dir)?;
     if config.writes_block_devices && !args.allow_write {
         return Err(BadInput(format!(
             "the suite in {} writes to block devices: resume it with --resume {} --allow-write",
@@ -361,11 +399,22 @@ fn resume(
         ))
         .into());
     }
+    // A device or file that is gone is not made anew (planning with --size would make a
+    // missing file).
+    let name_of = |d: &DeviceRecord| d.given.clone().unwrap_or_else(|| d.path.clone());
+    if let Some(gone) = config.devices.iter().find(|d| !name_of(d).exists()) {
+        return Err(BadInput(format!(
+            "{} of the suite in {} is gone; put it back, or start a new suite",
+            name_of(gone).display(),
+            dir.display()
+        ))
+        .into());
+    }
     let mut run_args = default_run_args();
     run_args.devices = config
         .devices
         .iter()
-        .map(|d| d.path.clone().into_os_string())
+        .map(|d| name_of(d).into_os_string())
         .collect();
     run_args.bs = u64::from(
         config
@@ -388,7 +437,8 @@ fn resume(
     }
     for (t, d) in targets.iter().zip(&config.devices) {
         let kind_same = (t.kind == TargetKind::BlockDevice) == d.block_device;
-        if t.path != d.path
+        // A name the user gave may lead to a new kernel name; the identity check below decides.
+        if (d.given.is_none() && t.path != d.path)
             || t.size != d.size
             || t.logical_block_size != d.logical_block_size
             || !kind_same
@@ -402,6 +452,37 @@ fn resume(
                 d.logical_block_size
             ))
             .into());
+        }
+    }
+    // The same path and size can lead to another device (two same-size volumes that swapped
+    // names after a reboot): compare what the kernel says each one is.
+    let swapped: Vec<String> = targets
+        .iter()
+        .zip(&config.devices)
+        .filter_map(|(t, d)| {
+            let then = d.identity.as_ref()?;
+            let why = then.differs(&crate::identity::identify(t))?;
+            Some(format!("{} was {why}", d.path.display()))
+        })
+        .collect();
+    if !swapped.is_empty() {
+        return Err(BadInput(format!(
+            "the suite in {} started on other devices: {}; give the suite its own devices back, or start a new suite",
+            dir.display(),
+            swapped.join("; ")
+        ))
+        .into());
+    }
+    // Followed names: the devices are where their given names lead now.
+    for (t, d) in targets.iter().zip(config.devices.iter_mut()) {
+        if d.path != t.path {
+            eprintln!(
+                "hostmax suite: {} now leads to {} (was {}); the same device, resuming on it",
+                name_of(d).display(),
+                t.path.display(),
+                d.path.display()
+            );
+            d.path = t.path.clone();
         }
     }
     check_suite_writes(

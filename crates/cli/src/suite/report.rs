@@ -14,14 +14,22 @@ use serde::{Deserialize, Serialize};
 use super::matrix::{size_label, CellSpec, SuiteTest, TrackedMetric};
 use super::state::{CellRound, DeviceRecord, PrepRecord, SuiteConfig};
 
-/// Version of the suite report's JSON layout.
-pub const SUITE_SCHEMA: &str = "hostmax-suite/1";
+/// Version of the suite report's JSON layout (`schema_version`, under the name every hostmax
+/// report uses; before it was `"schema": "hostmax-suite/1"`).
+pub const SUITE_SCHEMA_VERSION: u32 = 1;
 
 /// The suite's findings: the JSON root.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SuiteReport {
-    /// [`SUITE_SCHEMA`].
-    pub schema: String,
+    /// [`SUITE_SCHEMA_VERSION`].
+    pub schema_version: u32,
+    /// The host that ran it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hostname: Option<String>,
+    /// Run id (kept through `--resume`), the window from the first measured cell's start to
+    /// the last one's end, version, command line (of the last invocation), kernel.
+    #[serde(flatten)]
+    pub provenance: hostmax_aggregate::Provenance,
     /// The test that ran.
     pub test: SuiteTest,
     /// Whether the suite ended (steady state or the last round) rather than being interrupted.
@@ -62,6 +70,9 @@ impl SuiteReport {
 /// The settings a suite ran with.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SuiteSettings {
+    /// Idle seconds after each cell (`--sleep-between`).
+    #[serde(default)]
+    pub sleep_between_secs: f64,
     /// Measured seconds per cell.
     pub cell_secs: f64,
     /// Unmeasured seconds before each cell.
@@ -255,6 +266,32 @@ pub fn steady_state(config: &SuiteConfig, records: &Records, rounds: u32) -> Ste
     SteadyStateRule::default().evaluate(&series, config.max_rounds)
 }
 
+/// The suite's provenance: its run id and the window its cells were measured in (each cell's
+/// end less its measured time, to the last cell's end).
+fn suite_provenance(config: &SuiteConfig, records: &Records) -> hostmax_aggregate::Provenance {
+    use std::time::{Duration, SystemTime};
+    let at = |ms: u64| SystemTime::UNIX_EPOCH + Duration::from_millis(ms);
+    let ends = records.values().map(|r| at(r.finished_unix_ms));
+    let starts = records.values().map(|r| {
+        at(r.finished_unix_ms)
+            .checked_sub(Duration::from_secs_f64(r.report.measured_secs.max(0.0)))
+            .unwrap_or(SystemTime::UNIX_EPOCH)
+    });
+    let now = SystemTime::now();
+    let mut provenance = crate::fleet::provenance::for_window(
+        starts.min().unwrap_or(now),
+        ends.max().unwrap_or(now),
+    );
+    if records.is_empty() {
+        provenance.started_at = None;
+        provenance.ended_at = None;
+    }
+    if let Some(id) = &config.run_id {
+        provenance.run_id = Some(id.clone());
+    }
+    provenance
+}
+
 /// Builds the report from the settings, the preparation records and the cell records.
 pub fn build(
     config: &SuiteConfig,
@@ -316,13 +353,16 @@ pub fn build(
         );
     }
     let mut report = SuiteReport {
-        schema: SUITE_SCHEMA.to_string(),
+        schema_version: SUITE_SCHEMA_VERSION,
+        hostname: crate::fleet::hostname(),
+        provenance: suite_provenance(config, records),
         test: config.test,
         complete: !interrupted,
         interrupted,
         read_only: config.read_only,
         notes: config.notes.clone(),
         settings: SuiteSettings {
+            sleep_between_secs: config.sleep_between_ms as f64 / 1000.0,
             cell_secs: config.cell_time_ms as f64 / 1000.0,
             ramp_secs: config.ramp_ms as f64 / 1000.0,
             iodepth: config.iodepth,
@@ -356,6 +396,18 @@ pub fn build(
         .promises
         .as_ref()
         .map(|p| super::spec::compare(p, &report));
+    if let (Some(spec), Some(promises)) = (report.spec.as_mut(), config.promises.as_ref()) {
+        let in_window: Vec<&CellRound> = records
+            .values()
+            .filter(|r| (window_rounds[0]..=window_rounds[1]).contains(&r.round))
+            .collect();
+        let paths: Vec<String> = report
+            .devices
+            .iter()
+            .map(|d| d.path.to_string_lossy().into_owned())
+            .collect();
+        spec.consistency = super::spec::judge_consistency(promises, &in_window, &paths);
+    }
     Ok(report)
 }
 

@@ -10,7 +10,7 @@ use std::io::IsTerminal;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use anyhow::Context;
-use hostmax_aggregate::summarize;
+use hostmax_aggregate::{summarize, SecondPoint, TimeSeries};
 use hostmax_engine::{IoPattern, RunConfig, RunResult, TargetInfo, Workload};
 use indicatif::{ProgressBar, ProgressStyle};
 
@@ -256,20 +256,24 @@ impl SuiteRunner {
             block_size: PRECONDITION_BLOCK,
             iodepth: self.config.iodepth.clamp(16, 64),
             working_set: Some(self.config.range),
-            // The I/O limit ends it; the runtime is only a backstop.
-            runtime: Duration::from_secs(30 * 24 * 3600),
+            // The I/O limit ends it; the runtime is a backstop, or --precondition-time.
+            runtime: self
+                .config
+                .precondition_time_ms
+                .map_or(Duration::from_secs(30 * 24 * 3600), Duration::from_millis),
             ramp: Duration::ZERO,
             seed: self.config.seed,
             rate_iops: None,
             record_latency: false,
             io_limit: Some(PRECONDITION_PASSES * self.config.range),
+            write_data: Default::default(),
         };
         self.progress.phase(&format!(
             "preconditioning: {PRECONDITION_PASSES} passes of sequential 128k writes over {} of {} device(s)",
             human_size(self.config.range),
             self.targets.len()
         ));
-        let Some(result) = self.engine_run(&self.targets, &workload, 0)? else {
+        let Some((result, _)) = self.engine_run(&self.targets, &workload, 0)? else {
             return Ok(None);
         };
         let written: u64 = result.devices.iter().map(|d| d.write.bytes).sum();
@@ -283,12 +287,24 @@ impl SuiteRunner {
             method: self
                 .targets
                 .iter()
-                .map(|t| {
-                    format!(
-                        "{}: {PRECONDITION_PASSES} x sequential 128k writes over {}",
-                        t.path.display(),
-                        human_size(self.config.range)
-                    )
+                .zip(&result.devices)
+                .map(|(t, d)| {
+                    let planned = PRECONDITION_PASSES * self.config.range;
+                    if d.write.bytes < planned {
+                        // --precondition-time ended it first.
+                        format!(
+                            "{}: sequential 128k writes over {}, {:.2} of {PRECONDITION_PASSES} passes (stopped by --precondition-time)",
+                            t.path.display(),
+                            human_size(self.config.range),
+                            d.write.bytes as f64 / self.config.range as f64
+                        )
+                    } else {
+                        format!(
+                            "{}: {PRECONDITION_PASSES} x sequential 128k writes over {}",
+                            t.path.display(),
+                            human_size(self.config.range)
+                        )
+                    }
                 })
                 .collect(),
             secs: started.elapsed().as_secs_f64(),
@@ -299,6 +315,18 @@ impl SuiteRunner {
             record.secs
         ));
         Ok(Some(record))
+    }
+
+    /// Idles `--sleep-between` after a cell; false when a signal came meanwhile.
+    fn sleep_between(&self) -> bool {
+        let until = Instant::now() + Duration::from_millis(self.config.sleep_between_ms);
+        while Instant::now() < until {
+            if self.signals.signal() != 0 {
+                return false;
+            }
+            std::thread::sleep(Duration::from_millis(100).min(until - Instant::now()));
+        }
+        self.signals.signal() == 0
     }
 
     /// Planned milliseconds of one cell.
@@ -353,6 +381,9 @@ impl SuiteRunner {
                 ));
                 records.insert((round, cell.key()), record);
                 position += cell_ms;
+                if !self.sleep_between() {
+                    return Ok(());
+                }
             }
             let now = report::steady_state(&self.config, records, round);
             if let Some(w) = &now.window {
@@ -379,24 +410,26 @@ impl SuiteRunner {
         position: u64,
     ) -> anyhow::Result<Option<CellRound>> {
         let workload = self.config.cell_settings().workload(cell, round);
-        let result = if self.config.test.one_device_at_a_time() {
+        // One device at a time has no common seconds: no series (the latency test judges
+        // p95, not per-second consistency).
+        let (result, series) = if self.config.test.one_device_at_a_time() {
             let mut parts = Vec::new();
             let per_run = self.config.cell_time_ms + self.config.ramp_ms;
             for (i, t) in self.targets.iter().enumerate() {
                 let at = position + per_run * i as u64;
                 match self.engine_run(std::slice::from_ref(t), &workload, at)? {
-                    Some(r) => parts.push(r),
+                    Some((r, _)) => parts.push(r),
                     None => return Ok(None),
                 }
             }
-            merge_results(parts)
+            (merge_results(parts), Vec::new())
         } else {
             match self.engine_run(&self.targets, &workload, position)? {
                 Some(r) => r,
                 None => return Ok(None),
             }
         };
-        let report = summarize(&result, &workload, Vec::new());
+        let report = summarize(&result, &workload, series);
         Ok(Some(CellRound {
             round,
             cell: *cell,
@@ -416,15 +449,21 @@ impl SuiteRunner {
         targets: &[TargetInfo],
         workload: &Workload,
         position: u64,
-    ) -> anyhow::Result<Option<RunResult>> {
+    ) -> anyhow::Result<Option<(RunResult, Vec<SecondPoint>)>> {
         if self.signals.signal() != 0 {
             return Ok(None);
         }
+        // Per-second figures only where --consistency judges them (they grow the checkpoint).
+        let live = self
+            .config
+            .promises
+            .as_ref()
+            .is_some_and(|p| p.consistency.is_some());
         let prepared = hostmax_engine::prepare(RunConfig {
             targets: targets.iter().map(|t| t.path.clone()).collect(),
             workload: workload.clone(),
             cpus: self.config.cpus.clone(),
-            live: false,
+            live,
             layout: Default::default(),
             on_error: Default::default(),
             polling: Default::default(),
@@ -439,14 +478,25 @@ impl SuiteRunner {
         let handle = prepared.start();
         // A signal stops this run, also one that came before it started.
         let running = self.signals.watch.running(handle.stopper());
+        let mut series = TimeSeries::new(targets.len()).keep_histograms(false);
         while !handle.is_finished() {
-            std::thread::sleep(Duration::from_millis(200));
+            if live {
+                if let Some(interval) = handle.recv_interval(Duration::from_millis(200)) {
+                    series.push(interval);
+                    continue;
+                }
+            } else {
+                std::thread::sleep(Duration::from_millis(200));
+            }
             self.progress
                 .position(position + handle.started().elapsed().as_millis() as u64);
         }
+        while let Some(interval) = handle.recv_interval(Duration::ZERO) {
+            series.push(interval);
+        }
         drop(running);
         let result = handle.wait().context("an engine run of the suite failed")?;
-        Ok((!result.stopped_early).then_some(result))
+        Ok((!result.stopped_early).then_some((result, series.finish())))
     }
 }
 
@@ -456,6 +506,7 @@ fn merge_results(parts: Vec<RunResult>) -> RunResult {
     let stopped_early = parts.iter().any(|p| p.stopped_early);
     let mut devices = Vec::new();
     let mut workers = Vec::new();
+    let run_id = parts.first().map_or(0, |p| p.run_id);
     for p in parts {
         devices.extend(p.devices);
         workers.extend(p.workers);
@@ -465,6 +516,7 @@ fn merge_results(parts: Vec<RunResult>) -> RunResult {
         measured,
         stopped_early,
         workers,
+        run_id,
     }
 }
 
@@ -472,10 +524,12 @@ fn merge_results(parts: Vec<RunResult>) -> RunResult {
 fn describe(metric: TrackedMetric, record: &CellRound) -> String {
     let host = &record.report.host;
     format!(
-        "{:.0} IOPS  {:.1} MiB/s  mean {:.1} µs  errors {}{}",
+        "{:.0} IOPS  {} MiB/s  mean {}  errors {}{}",
         host.iops,
-        host.bytes_per_sec / f64::from(1u32 << 20),
-        metric_value(TrackedMetric::MeanLatencyNs, record) / 1000.0,
+        crate::units::format_mib_per_sec(host.bytes_per_sec),
+        crate::units::format_latency_ns(
+            metric_value(TrackedMetric::MeanLatencyNs, record).round() as u64
+        ),
         host.errors,
         if metric == TrackedMetric::Iops {
             String::new()

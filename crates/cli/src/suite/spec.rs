@@ -28,6 +28,9 @@ pub struct Promises {
     pub host: HostSpec,
     /// Each volume's, in device order (a device without one is left out).
     pub volumes: Vec<VolumePromise>,
+    /// The share of seconds the promises must hold in (`--consistency`), if judged.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub consistency: Option<hostmax_aggregate::consistency::Consistency>,
 }
 
 /// One volume's promise.
@@ -44,9 +47,11 @@ pub struct VolumePromise {
 /// Resolves the spec options for the targets; `None` when none was given.
 pub fn promises(args: &SpecArgs, targets: &[TargetInfo]) -> Result<Option<Promises>, BadInput> {
     let Some(set) = args.spec_set(targets)? else {
+        args.consistency()?;
         return Ok(None);
     };
     Ok(Some(Promises {
+        consistency: args.consistency()?,
         tolerance: set.tolerance.fraction(),
         host: set.host,
         volumes: set
@@ -96,6 +101,11 @@ pub struct SpecComparison {
     pub volumes: Vec<PromiseCheck>,
     /// The host, when it promises anything.
     pub host: Option<PromiseCheck>,
+    /// With `--consistency`: how often each volume and the host kept its IOPS (else
+    /// throughput) promise, over every second of the cells that judge it, in the rounds the
+    /// figures are averaged over.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub consistency: Option<hostmax_aggregate::consistency::ConsistencyVerdict>,
 }
 
 /// Compares the report's cells with the promises. `device` picks a device's figures from a
@@ -200,6 +210,7 @@ pub fn compare(promises: &Promises, report: &SuiteReport) -> SpecComparison {
     .flatten()
     .collect();
     SpecComparison {
+        consistency: None,
         tolerance: promises.tolerance,
         volumes,
         host: (!host_checks.is_empty()).then(|| PromiseCheck {
@@ -216,4 +227,96 @@ fn p95(histograms: &hostmax_aggregate::EncodedHistograms) -> Option<f64> {
     let (mut all, write) = histograms.decode().ok()?;
     hostmax_aggregate::add_exact(&mut all, &write);
     (!all.is_empty()).then(|| all.value_at_quantile(0.95) as f64)
+}
+
+/// Judges `--consistency` over the seconds of the cells that judge the IOPS promises (4k),
+/// else the throughput ones (256k and up), in rounds `rounds` (the averaging window). `None`
+/// without a required share, a promise of that figure, or any such second.
+pub fn judge_consistency(
+    promises: &Promises,
+    records: &[&super::state::CellRound],
+    paths: &[String],
+) -> Option<hostmax_aggregate::consistency::ConsistencyVerdict> {
+    use hostmax_aggregate::consistency::{judge_series, SecondFigure};
+    let required = promises.consistency?;
+    let any_iops =
+        promises.host.iops.is_some() || promises.volumes.iter().any(|v| v.expected.iops.is_some());
+    let by_bytes = !any_iops;
+    let judged: Vec<&super::state::CellRound> = records
+        .iter()
+        .copied()
+        .filter(|r| {
+            if by_bytes {
+                r.cell.block_size >= THROUGHPUT_BLOCK_MIN
+            } else {
+                r.cell.block_size == IOPS_BLOCK
+            }
+        })
+        .collect();
+    let seconds =
+        |value: &dyn Fn(&hostmax_aggregate::SecondPoint, u32) -> f64| -> Vec<SecondFigure> {
+            judged
+                .iter()
+                .flat_map(|r| {
+                    let label = format!("{} round {}", r.cell.key(), r.round);
+                    r.report
+                        .time_series
+                        .iter()
+                        .filter(|p| !p.partial)
+                        .map(move |p| SecondFigure {
+                            second: p.second,
+                            value: value(p, r.cell.block_size),
+                            run: Some(label.clone()),
+                        })
+                })
+                .collect()
+        };
+    let devices: Vec<(String, Vec<SecondFigure>, Option<f64>)> = paths
+        .iter()
+        .enumerate()
+        .map(|(i, path)| {
+            let per_second = seconds(&|p, bs| {
+                let ios = p.devices.get(i).copied().unwrap_or(0) as f64;
+                if by_bytes {
+                    ios * f64::from(bs)
+                } else {
+                    ios
+                }
+            });
+            let expected = promises
+                .volumes
+                .iter()
+                .find(|v| &v.path == path)
+                .and_then(|v| {
+                    if by_bytes {
+                        v.expected.bytes_per_sec
+                    } else {
+                        v.expected.iops
+                    }
+                });
+            (path.clone(), per_second, expected)
+        })
+        .collect();
+    let host = seconds(&|p, _| {
+        if by_bytes {
+            p.bytes_per_sec as f64
+        } else {
+            p.iops as f64
+        }
+    });
+    if host.is_empty() {
+        return None;
+    }
+    let host_expected = if by_bytes {
+        promises.host.bytes_per_sec
+    } else {
+        promises.host.iops
+    };
+    Some(judge_series(
+        devices,
+        (host, host_expected),
+        promises.tolerance,
+        required,
+        by_bytes,
+    ))
 }

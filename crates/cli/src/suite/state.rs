@@ -28,12 +28,20 @@ pub const STATE_FORMAT: u32 = 1;
 pub struct DeviceRecord {
     /// Canonical path.
     pub path: PathBuf,
+    /// The path the user gave when it is another name for it (a `/dev/disk/by-id/...` link):
+    /// `--resume` follows this name, which stays with the device when kernel names change.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub given: Option<PathBuf>,
     /// Size in bytes.
     pub size: u64,
     /// Logical block size.
     pub logical_block_size: u32,
     /// Whether it is a block device (else a regular file).
     pub block_device: bool,
+    /// What it is (WWID, serial, by-id names, backing file or inode, size), so that `--resume`
+    /// can tell when its path now leads to another device (absent in older checkpoints).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub identity: Option<hostmax_aggregate::DeviceIdentity>,
 }
 
 /// Everything a suite was started with: `suite.json`. A resumed suite runs from this alone.
@@ -84,6 +92,16 @@ pub struct SuiteConfig {
     /// What the volumes and the host promise, if spec options were given.
     #[serde(default)]
     pub promises: Option<super::spec::Promises>,
+    /// The suite's run id, made when it starts and kept through `--resume` (absent in
+    /// checkpoints of older versions: their report gets a fresh one).
+    #[serde(default)]
+    pub run_id: Option<String>,
+    /// Idle milliseconds after each cell (`--sleep-between`).
+    #[serde(default)]
+    pub sleep_between_ms: u64,
+    /// Most milliseconds preconditioning may take (`--precondition-time`).
+    #[serde(default)]
+    pub precondition_time_ms: Option<u64>,
 }
 
 impl SuiteConfig {

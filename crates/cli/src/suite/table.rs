@@ -13,12 +13,23 @@ pub fn cell_figure(metric: TrackedMetric, cell: &CellReport) -> f64 {
     }
 }
 
-/// A promised or measured figure in its unit: IOPS, MiB/s, or a latency.
+/// A promised or measured figure in its unit: IOPS, MB/s (10^6 bytes, as promises are stated
+/// and as `hostmax verify` judges them), or a latency.
 pub fn figure_text(figure: &str, value: f64) -> String {
     match figure {
         "iops" => format!("{value:.0} IOPS"),
-        "bytes_per_sec" => format!("{:.1} MiB/s", value / f64::from(1u32 << 20)),
-        _ => crate::output::units::format_latency_ns(value as u64),
+        "bytes_per_sec" => format!("{:.1} MB/s", value / 1e6),
+        _ => crate::units::format_latency_ns(value as u64),
+    }
+}
+
+/// A figure's name for people (`bytes_per_sec` is the JSON's key, not a word).
+pub fn figure_name(figure: &str) -> &str {
+    match figure {
+        "iops" => "IOPS",
+        "bytes_per_sec" => "throughput",
+        "p95_ns" => "p95 latency",
+        other => other,
     }
 }
 
@@ -89,7 +100,7 @@ pub fn render(report: &SuiteReport) -> String {
                 out += &format!(
                     "  {:<16} {:<14} expected {:>12}  measured {:>12}  {}\n",
                     v.path,
-                    c.figure,
+                    figure_name(&c.figure),
                     figure_text(&c.figure, c.expected),
                     c.measured.map_or("-".into(), |m| figure_text(&c.figure, m)),
                     match c.pass {
@@ -100,6 +111,9 @@ pub fn render(report: &SuiteReport) -> String {
                 );
             }
         }
+    }
+    if let Some(c) = report.spec.as_ref().and_then(|s| s.consistency.as_ref()) {
+        out += &crate::verify::consistency::render(c);
     }
     if report.interrupted {
         out += "interrupted: the figures cover the rounds finished so far\n";

@@ -127,6 +127,7 @@ pub fn plan_phases(
 /// Runs `hostmax verify`; returns the exit code.
 pub fn verify(args: &VerifyArgs) -> anyhow::Result<i32> {
     let (phases, set, json) = plan_phases(args)?;
+    let required = args.run.spec.consistency()?;
     let mut reports: Vec<HostReport> = Vec::new();
     let mut signal = 0;
     for (i, phase) in phases.iter().enumerate() {
@@ -137,7 +138,13 @@ pub fn verify(args: &VerifyArgs) -> anyhow::Result<i32> {
             phase.describe()
         );
         let (report, sig) = app::measure(&phase.plan)?;
-        print_beside_json(&crate::output::table::render_table(&report), json.as_ref());
+        print_beside_json(
+            &crate::output::table::render_table_fitting(
+                &report,
+                crate::output::table::terminal_width(),
+            ),
+            json.as_ref(),
+        );
         reports.push(report);
         if sig != 0 {
             signal = sig;
@@ -145,7 +152,8 @@ pub fn verify(args: &VerifyArgs) -> anyhow::Result<i32> {
         }
     }
     let refs: Vec<&HostReport> = reports.iter().collect();
-    let verdict = judge(&set, &refs);
+    let mut verdict = judge(&set, &refs);
+    super::consistency::apply(&mut verdict, &set, &refs, required);
     let pass = verdict.pass;
     print_beside_json(
         &format!("\n{}", table::render_verdict(&verdict)),
@@ -155,6 +163,8 @@ pub fn verify(args: &VerifyArgs) -> anyhow::Result<i32> {
     if let Some(dest) = &json {
         let root = VerifyReport {
             schema_version: SCHEMA_VERSION,
+            hostname: crate::fleet::hostname(),
+            provenance: crate::fleet::provenance::spanning(&reports),
             verdict,
             phases: reports,
         };

@@ -11,6 +11,8 @@
 //! enough to judge a promise by), 1 when a verdict failed, 0 when everything passed.
 
 pub mod command;
+pub mod consistency;
+pub mod curve;
 pub mod sweep;
 pub mod table;
 
@@ -86,6 +88,12 @@ pub struct SpecArgs {
     /// spec file's].
     #[arg(long, value_name = "PERCENT", value_parser = tolerance_arg, allow_hyphen_values = true)]
     pub tolerance: Option<Tolerance>,
+
+    /// The share of one-second intervals in which each volume and the host must reach
+    /// (1 - tolerance) x its promise, e.g. 99% or 99.9% [default: the spec file's, else not
+    /// judged].
+    #[arg(long, value_name = "PERCENT", value_parser = consistency::consistency_arg)]
+    pub consistency: Option<hostmax_aggregate::consistency::Consistency>,
 }
 
 impl SpecArgs {
@@ -98,6 +106,25 @@ impl SpecArgs {
             || self.spec_file.is_some()
             || self.expect_host_iops.is_some()
             || self.expect_host_mbps.is_some()
+    }
+
+    /// The required consistency: `--consistency`, else the spec file's. Refused without a
+    /// promise to hold.
+    pub fn consistency(
+        &self,
+    ) -> Result<Option<hostmax_aggregate::consistency::Consistency>, BadInput> {
+        if self.consistency.is_some() && !self.is_given() {
+            return Err(BadInput(
+                "--consistency needs a promise to hold: add --expect-volume-iops, --profile, --volume-spec, --expect-host-iops or --spec-file".into(),
+            ));
+        }
+        if self.consistency.is_some() {
+            return Ok(self.consistency);
+        }
+        match &self.spec_file {
+            Some(path) => Ok(read_spec_file(path)?.consistency),
+            None => Ok(None),
+        }
     }
 
     /// The class the options give every volume (`None` when they give none).
@@ -277,11 +304,15 @@ pub fn run(plan: RunPlan, specs: &SpecArgs) -> anyhow::Result<i32> {
 
 fn run_judged(plan: RunPlan, specs: &SpecArgs) -> anyhow::Result<i32> {
     let Some(set) = specs.spec_set(&plan.targets)? else {
+        specs.consistency()?;
         return app::run(plan);
     };
     check_judgeable(&set, &plan)?;
+    let required = specs.consistency()?;
     let (report, signal) = app::run_and_emit(&plan, |report| {
-        report.verdict = Some(judge(&set, &[report]));
+        let mut verdict = judge(&set, &[report]);
+        consistency::apply(&mut verdict, &set, &[report], required);
+        report.verdict = Some(verdict);
     })?;
     let verdict = report.verdict.as_ref().expect("set just above");
     print_beside_json(

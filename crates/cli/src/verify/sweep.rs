@@ -12,8 +12,8 @@ use super::print_beside_json;
 use crate::app;
 use crate::args::{plan_run, RunArgs};
 use crate::chart::{Band, LegendCorner, LineChart, Series, SeriesStyle, TickFormat};
-use crate::output::units::format_mib_per_sec;
 use crate::plan::BadInput;
+use crate::units::format_mib_per_sec;
 
 /// One entry of `--steps`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -90,7 +90,7 @@ pub fn resolve_steps(steps: Option<&[Step]>, total: usize) -> Result<Vec<usize>,
 }
 
 /// Checks before any I/O that the SVG can be written where asked.
-fn check_svg_dest(path: &Path) -> Result<(), BadInput> {
+pub(crate) fn check_svg_dest(path: &Path) -> Result<(), BadInput> {
     let shown = path.display();
     if path.is_dir() {
         return Err(BadInput(format!(
@@ -127,6 +127,7 @@ pub fn render_sweep(sweep: &Sweep, reports: &[HostReport]) -> String {
     let ideal_name = match sweep.ideal_source {
         IdealSource::VolumeCaps => "ideal (caps)",
         IdealSource::LinearFromFirst => "ideal (linear)",
+        IdealSource::RateCapped => "ideal (capped)",
     };
     out += &format!(
         "{:>7}  {:>10}  {:>9}  {:>14}  {:>8}\n",
@@ -147,15 +148,29 @@ pub fn render_sweep(sweep: &Sweep, reports: &[HostReport]) -> String {
             share
         );
     }
-    out += &format!(
-        "ceiling {:.0} IOPS; knee at {} volume{} (the fewest reaching the ceiling within {}%)\n",
-        sweep.ceiling_iops,
-        sweep.knee_volumes,
-        if sweep.knee_volumes == 1 { "" } else { "s" },
-        (sweep.tolerance * 100.0 * 1e6).round() / 1e6
-    );
-    if !sweep.saturated {
-        out += "not saturated: IOPS still grew as the volumes promise; the host's ceiling is higher than this (add volumes or depth)\n";
+    if sweep.saturated {
+        out += &format!(
+            "ceiling {:.0} IOPS; knee at {} volume{} (the fewest reaching the ceiling within {}%)\n",
+            sweep.ceiling_iops,
+            sweep.knee_volumes,
+            if sweep.knee_volumes == 1 { "" } else { "s" },
+            (sweep.tolerance * 100.0 * 1e6).round() / 1e6
+        );
+    } else {
+        // No knee without saturation: the highest figure only bounds the ceiling from below.
+        out += &format!(
+            "highest {:.0} IOPS, at {} volume{}\n",
+            sweep.ceiling_iops,
+            sweep.knee_volumes,
+            if sweep.knee_volumes == 1 { "" } else { "s" }
+        );
+    }
+    match (sweep.saturated, sweep.rate_cap_iops) {
+        (false, Some(cap)) => out += &format!(
+            "not saturated: every step gave what --rate-iops {cap:.0} allows per volume; the host's ceiling is above this (run without --rate-iops to find it)\n"
+        ),
+        (false, None) => out += "not saturated: IOPS still grew as the volumes promise; the host's ceiling is higher than this (add volumes or depth)\n",
+        (true, _) => {}
     }
     out
 }
@@ -182,6 +197,9 @@ pub fn sweep_chart(sweep: &Sweep) -> LineChart {
                 name: match sweep.ideal_source {
                     IdealSource::VolumeCaps => "ideal: sum of the volumes' promised IOPS".into(),
                     IdealSource::LinearFromFirst => "ideal: first step scaled linearly".into(),
+                    IdealSource::RateCapped => {
+                        "ideal: the volumes' promises held to --rate-iops".into()
+                    }
                 },
                 points: sweep
                     .ideal
@@ -191,11 +209,22 @@ pub fn sweep_chart(sweep: &Sweep) -> LineChart {
                 style: SeriesStyle::Dashed,
             },
         ],
+        // The knee is a property of a saturated host; an unsaturated sweep has only its
+        // highest figure, a lower bound of the ceiling.
         bands: vec![Band {
-            name: format!(
-                "ceiling {:.0} IOPS, knee at {} volumes",
-                sweep.ceiling_iops, sweep.knee_volumes
-            ),
+            name: if sweep.saturated {
+                format!(
+                    "ceiling {:.0} IOPS, knee at {} volume{}",
+                    sweep.ceiling_iops,
+                    sweep.knee_volumes,
+                    if sweep.knee_volumes == 1 { "" } else { "s" }
+                )
+            } else {
+                format!(
+                    "highest {:.0} IOPS: not saturated, no knee",
+                    sweep.ceiling_iops
+                )
+            },
             lower: sweep.ceiling_iops * (1.0 - t),
             upper: sweep.ceiling_iops,
         }],
@@ -259,7 +288,8 @@ pub fn sweep(args: &SweepArgs) -> anyhow::Result<i32> {
         }
     }
     let points: Vec<SweepPoint> = reports.iter().map(SweepPoint::from_report).collect();
-    let Some(found) = Sweep::new(points, caps.as_deref(), tolerance) else {
+    let rate_cap = base.workload.rate_iops.map(|c| c as f64);
+    let Some(found) = Sweep::with_rate_cap(points, caps.as_deref(), rate_cap, tolerance) else {
         anyhow::bail!("the sweep measured nothing (stopped before its first step ended)");
     };
     print_beside_json(
@@ -281,6 +311,8 @@ pub fn sweep(args: &SweepArgs) -> anyhow::Result<i32> {
     if let Some(dest) = &base.json {
         let root = SweepReport {
             schema_version: SCHEMA_VERSION,
+            hostname: crate::fleet::hostname(),
+            provenance: crate::fleet::provenance::spanning(&reports),
             sweep: found,
             runs: reports,
         };
@@ -333,6 +365,27 @@ mod tests {
         assert!(!text.contains("not saturated"));
         let svg = sweep_chart(&s).to_svg().unwrap();
         assert!(svg.contains("measured") && svg.contains("sum of the volumes"));
+        assert!(
+            svg.contains("knee at 4 volumes"),
+            "a saturated host has its knee drawn"
+        );
+        // Still growing with the volumes: no knee drawn, the highest figure named as such.
+        let growing = [(1, 2000.0), (2, 3998.0), (4, 7990.0)]
+            .map(|(volumes, iops)| SweepPoint {
+                volumes,
+                iops,
+                bytes_per_sec: iops * 4096.0,
+            })
+            .to_vec();
+        let s = Sweep::new(growing, Some(&[2000.0; 4]), Tolerance::DEFAULT).unwrap();
+        assert!(!s.saturated);
+        let svg = sweep_chart(&s).to_svg().unwrap();
+        assert!(!svg.contains("knee at") && svg.contains("not saturated, no knee"));
+        let text = render_sweep(&s, &[]);
+        assert!(
+            !text.contains("knee") && text.contains("highest 7990 IOPS"),
+            "{text}"
+        );
         assert!(check_svg_dest(Path::new("/nonexistent-dir/x.svg")).is_err());
         assert!(check_svg_dest(Path::new("/tmp")).is_err());
     }

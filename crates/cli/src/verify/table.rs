@@ -6,22 +6,32 @@
 
 use std::fmt::Write as _;
 
+use hostmax_aggregate::verdict::figure_to_reach;
 use hostmax_aggregate::{Bottleneck, Tolerance, Verdict};
 
-use crate::output::units::format_latency_ns;
+use crate::units::format_latency_ns;
 
 /// One row: target, spec, check, expected, measured, ratio, result.
 type Row = [String; 7];
 
+/// A rate row. `capped`: what `--rate-iops` allowed when below the promise; reaching it shows
+/// CAPPED (the run could show no more), falling short of it FAIL.
+#[allow(clippy::too_many_arguments)]
 fn rate_row(
     target: &str,
     spec: &str,
     check: &str,
     expected: f64,
     measured: f64,
-    ok: bool,
+    capped: Option<f64>,
+    t: Tolerance,
     unit_scale: f64,
 ) -> Row {
+    let ok = t.reaches(measured, figure_to_reach(expected, capped));
+    let word = match (capped, ok) {
+        (Some(_), true) => "CAPPED",
+        _ => verdict_word(ok),
+    };
     let fmt = |v: f64| {
         if unit_scale == 1.0 {
             format!("{v:.0}")
@@ -36,7 +46,7 @@ fn rate_row(
         fmt(expected),
         fmt(measured),
         ratio(measured, expected),
-        verdict_word(ok).to_string(),
+        word.to_string(),
     ]
 }
 
@@ -73,10 +83,28 @@ pub fn render_verdict(v: &Verdict) -> String {
             _ => d.spec.clone(),
         };
         if let (Some(e), Some(m)) = (d.expected_iops, d.measured_iops) {
-            rows.push(rate_row(&d.path, &spec, "IOPS", e, m, t.reaches(m, e), 1.0));
+            rows.push(rate_row(
+                &d.path,
+                &spec,
+                "IOPS",
+                e,
+                m,
+                d.rate_cap_iops,
+                t,
+                1.0,
+            ));
         }
         if let (Some(e), Some(m)) = (d.expected_bytes_per_sec, d.measured_bytes_per_sec) {
-            rows.push(rate_row(&d.path, &spec, "MB/s", e, m, t.reaches(m, e), 1e6));
+            rows.push(rate_row(
+                &d.path,
+                &spec,
+                "MB/s",
+                e,
+                m,
+                d.rate_cap_bytes_per_sec,
+                t,
+                1e6,
+            ));
         }
         if let (Some(e), Some(m)) = (d.expected_p95_ns, d.measured_p95_ns) {
             rows.push([
@@ -92,10 +120,11 @@ pub fn render_verdict(v: &Verdict) -> String {
     }
     let h = &v.host;
     if let (Some(e), Some(m)) = (h.expected_iops, h.measured_iops) {
-        rows.push(rate_row("host", "", "IOPS", e, m, t.reaches(m, e), 1.0));
+        rows.push(rate_row("host", "", "IOPS", e, m, h.rate_cap_iops, t, 1.0));
     }
     if let (Some(e), Some(m)) = (h.expected_bytes_per_sec, h.measured_bytes_per_sec) {
-        rows.push(rate_row("host", "", "MB/s", e, m, t.reaches(m, e), 1e6));
+        let cap = h.rate_cap_bytes_per_sec;
+        rows.push(rate_row("host", "", "MB/s", e, m, cap, t, 1e6));
     }
 
     let header: Row = [
@@ -126,6 +155,10 @@ pub fn render_verdict(v: &Verdict) -> String {
     };
 
     let mut out = format!("verdict (tolerance {t})\n");
+    if rows.iter().any(|r| r[2] == "MB/s") {
+        // The report tables above count MiB/s (2^20), as sizes on the command line do.
+        out += "MB/s here are 10^6 bytes per second, as promises are stated (the tables above show MiB/s, 2^20)\n";
+    }
     out += &line(&header);
     for r in &rows {
         out += &line(r);
@@ -134,12 +167,19 @@ pub fn render_verdict(v: &Verdict) -> String {
         out += "  (nothing judged)\n";
     }
     if let (Some(sum), Some(m)) = (h.volumes_iops, h.measured_iops) {
-        out += &sum_line("IOPS", sum, m, h.bottleneck, 1.0);
+        out += &sum_line("IOPS", sum, m, h.bottleneck, h.rate_cap_iops, 1.0);
     } else if let (Some(sum), Some(m)) = (h.volumes_bytes_per_sec, h.measured_bytes_per_sec) {
-        out += &sum_line("MB/s", sum, m, h.bottleneck, 1e6);
+        let cap = h.rate_cap_bytes_per_sec;
+        out += &sum_line("MB/s", sum, m, h.bottleneck, cap, 1e6);
+    }
+    if rows.iter().any(|r| r[6] == "CAPPED") {
+        out += "CAPPED: held by this run's own --rate-iops below the promise, so the promise is not judged; run without --rate-iops to judge it\n";
     }
     for n in &v.not_judged {
         let _ = writeln!(out, "not judged: {n}");
+    }
+    if let Some(c) = &v.consistency {
+        out += &super::consistency::render(c);
     }
     let failures = v.failures();
     if v.pass {
@@ -154,6 +194,14 @@ pub fn render_verdict(v: &Verdict) -> String {
             failures.join(", "),
             failures.len(),
             rows.len()
+                + v.consistency.as_ref().map_or(0, |c| {
+                    c.devices
+                        .iter()
+                        .map(|d| &d.series)
+                        .chain([&c.host])
+                        .filter(|s| s.share_held.is_some())
+                        .count()
+                })
         );
     }
     out
@@ -164,15 +212,22 @@ fn sum_line(
     sum: f64,
     measured: f64,
     bottleneck: Option<Bottleneck>,
+    rate_cap: Option<f64>,
     scale: f64,
 ) -> String {
-    let why = match bottleneck {
-        None => "the host delivers what its volumes promise".to_string(),
-        Some(Bottleneck::Host) => {
+    let why = match (bottleneck, rate_cap) {
+        (None, Some(_)) => {
+            "held by --rate-iops, not by the host or the volumes".to_string()
+        }
+        (None, None) => "the host delivers what its volumes promise".to_string(),
+        (Some(Bottleneck::Host), _) => {
             "bottleneck: host (the short volumes are uniformly below their promises while the total is flat)".to_string()
         }
-        Some(Bottleneck::Volumes) => {
+        (Some(Bottleneck::Volumes), _) => {
             "bottleneck: volumes (the short volumes each stopped at a limit of their own)".to_string()
+        }
+        (Some(Bottleneck::LoadGenerator), _) => {
+            "bottleneck: load generator (CPU): hostmax's workers' CPUs were saturated, so this run cannot tell what the host could do; give it more CPUs (--cpus) or fewer volumes".to_string()
         }
     };
     let fmt = |v: f64| {
@@ -207,6 +262,8 @@ mod tests {
             measured_bytes_per_sec: None,
             expected_p95_ns: None,
             measured_p95_ns: None,
+            rate_cap_iops: None,
+            rate_cap_bytes_per_sec: None,
         }
     }
 
@@ -224,12 +281,15 @@ mod tests {
                 volumes_iops: Some(6000.0),
                 volumes_bytes_per_sec: None,
                 bottleneck: Some(Bottleneck::Volumes),
+                rate_cap_iops: None,
+                rate_cap_bytes_per_sec: None,
             },
             devices: vec![
                 device("/dev/loop0", 3000.0, 2999.0, true),
                 device("/dev/loop1", 3000.0, 1002.0, false),
             ],
             not_judged: vec!["volume MB/s: needs a run of 256k blocks or larger (--bs 1m)".into()],
+            consistency: None,
         };
         let text = render_verdict(&v);
         assert!(text.starts_with("verdict (tolerance 5%)\n"), "{text}");

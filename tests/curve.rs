@@ -1,0 +1,103 @@
+//! `hostmax curve` on the simulated host: volumes capped by a throttle answer at depth d in
+//! d / cap (Little's law), so each point's latency and the SLO knee are known in advance.
+
+mod support;
+
+use serde_json::Value;
+use support::*;
+
+const MIB: u64 = 1 << 20;
+
+fn f(v: &Value) -> f64 {
+    v.as_f64().unwrap_or_else(|| panic!("not a number: {v}"))
+}
+
+#[test]
+fn the_knee_is_where_depth_over_cap_crosses_the_promise() {
+    require_root!();
+    let _rate = rate_test_lock();
+    let caps = [2000u64, 4000];
+    let spec = SimHostSpec {
+        volume_iops: caps.iter().map(|&c| Some(c)).collect(),
+        ..SimHostSpec::new(caps.len(), 64 * MIB)
+    };
+    let host = SimulatedHost::build_loop_devices(&spec).expect("simulated host");
+    let dir = ScratchDir::new("curve");
+    let svg = dir.join("curve.svg");
+    let mut args = vec!["curve".to_string(), "--devices".into()];
+    args.extend(volume_paths(&host));
+    args.extend(
+        [
+            "--depths",
+            "1,2,4,8,16",
+            "--mean-max",
+            "2800us",
+            "--runtime",
+            "3s",
+            "--ramp",
+            "1s",
+            "--svg",
+        ]
+        .map(String::from),
+    );
+    args.push(svg.display().to_string());
+    // Consistency at the knee: the 2,000-IOPS volume never reaches a 3,000 promise.
+    args.extend(
+        [
+            "--expect-volume-iops",
+            "3000",
+            "--consistency",
+            "90%",
+            "--json",
+            "-",
+        ]
+        .map(String::from),
+    );
+    let out = run_hostmax(&args, host.throttle());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    let json: Value = serde_json::from_slice(&out.stdout).expect("only the report on stdout");
+    let c = &json["consistency"];
+    assert_eq!(c["pass"], false, "{c:#}");
+    assert_eq!(c["devices"][0]["seconds_held"], 0, "{c:#}");
+    assert_eq!(c["devices"][1]["pass"], true, "{c:#}");
+    assert!(stderr.contains("consistency (each second"), "{stderr}");
+    let curve = &json["curve"];
+    let points = curve["points"].as_array().unwrap();
+    assert_eq!(points.len(), 5);
+    for p in points {
+        let depth = f(&p["iodepth"]);
+        for (v, cap) in p["volumes"].as_array().unwrap().iter().zip(caps) {
+            let cap = cap as f64;
+            let iops = f(&v["iops"]);
+            assert!(iops <= cap * 1.06, "{v}");
+            // Little's law: mean latency = depth / IOPS (the cap, give or take the throttle's
+            // bursts and this shared machine's stalls).
+            let expected_ns = depth / iops * 1e9;
+            let mean = f(&v["latency_ns"]["mean"]);
+            assert!(
+                (mean - expected_ns).abs() < 0.1 * expected_ns,
+                "depth {depth}, cap {cap}: mean {mean} ns, expected {expected_ns}"
+            );
+        }
+    }
+    let vols = curve["volumes"].as_array().unwrap();
+    for (v, (cap, held_to, broken_at)) in vols.iter().zip([(2000.0, 4, 8), (4000.0, 8, 16)]) {
+        // 2000 IOPS: 4 / 2000 = 2 ms keeps 2.8 ms, 8 / 2000 = 4 ms does not; 4000 IOPS: 8
+        // and 16. The knee is a point where the promise held, at the cap (within noise).
+        assert_eq!(v["broken_from"], broken_at, "{v:#}");
+        let knee = &v["knee"];
+        assert!(
+            f(&knee["iodepth"]) <= f(&serde_json::json!(held_to)),
+            "{v:#}"
+        );
+        assert!(f(&knee["latency_ns"]["mean"]) <= 2_800_000.0, "{v:#}");
+        // (blk-throttle on this shared machine: within 15% of the cap.)
+        assert!((f(&knee["iops"]) - cap).abs() < 0.15 * cap, "{v:#}");
+    }
+    // blk-throttle releases I/Os in bursts: at depth 1 a volume already runs near its cap.
+    assert!(f(&vols[0]["saturation"]["iodepth"]) <= 2.0, "{curve:#}");
+    assert_eq!(curve["host"]["held_everywhere"], false);
+    let svg = std::fs::read_to_string(&svg).expect("the SVG");
+    assert!(svg.contains("SLO knee") && svg.contains("promise: mean"));
+}

@@ -1,0 +1,202 @@
+//! What hostmax writes: read the devices back after a run. By default every written block is
+//! unique and incompressible and no write carries back what a read brought;
+//! `--buffer-compress-percentage` and `--dedupe-percentage` make the shares asked for.
+
+mod support;
+
+use std::collections::HashSet;
+use std::io::{Read, Seek, SeekFrom, Write};
+
+use support::*;
+
+const MIB: u64 = 1 << 20;
+const BLOCK: usize = 4096;
+/// The first 8 bytes of every block before the run: this tag plus the block's index.
+const PREFILL_TAG: u64 = 0xfeed_f111_0000_0000;
+
+/// Writes every block of `dev` with its prefill tag (then zeros), so a block the run did not
+/// write, and a block that got another block's old contents, can both be told.
+fn prefill(dev: &str, size: u64) {
+    let mut f = std::fs::OpenOptions::new().write(true).open(dev).unwrap();
+    let mut image = vec![0u8; size as usize];
+    for (i, block) in image.chunks_mut(BLOCK).enumerate() {
+        block[..8].copy_from_slice(&(PREFILL_TAG | i as u64).to_le_bytes());
+    }
+    f.write_all(&image).unwrap();
+    f.sync_all().unwrap();
+}
+
+fn read_back(dev: &str, size: u64) -> Vec<u8> {
+    let mut f = std::fs::File::open(dev).unwrap();
+    f.seek(SeekFrom::Start(0)).unwrap();
+    let mut image = vec![0u8; size as usize];
+    f.read_exact(&mut image).unwrap();
+    image
+}
+
+/// What the device holds after a run: blocks the run wrote, how many of them are distinct,
+/// and how much deflate (default level) saves on them compressed one by one, as storage does.
+struct Contents {
+    written: usize,
+    distinct: usize,
+    compressed_share_saved: f64,
+    image_share_saved: f64,
+}
+
+fn deflated_len(data: &[u8]) -> usize {
+    let mut e = flate2::write::DeflateEncoder::new(Vec::new(), flate2::Compression::default());
+    e.write_all(data).unwrap();
+    e.finish().unwrap().len()
+}
+
+fn contents(image: &[u8]) -> Contents {
+    let mut seen = HashSet::new();
+    let (mut written, mut raw, mut packed) = (0usize, 0usize, 0usize);
+    let mut written_image = Vec::new();
+    for (i, block) in image.chunks(BLOCK).enumerate() {
+        let head = u64::from_le_bytes(block[..8].try_into().unwrap());
+        if head & 0xffff_ffff_0000_0000 == PREFILL_TAG {
+            assert_eq!(
+                head,
+                PREFILL_TAG | i as u64,
+                "block {i} holds block {}'s old contents: a write carried back what a read brought",
+                head & 0xffff_ffff
+            );
+            continue;
+        }
+        written += 1;
+        seen.insert(block.to_vec());
+        raw += block.len();
+        packed += deflated_len(block);
+        written_image.extend_from_slice(block);
+    }
+    assert!(written > 0, "the run wrote nothing");
+    Contents {
+        written,
+        distinct: seen.len(),
+        compressed_share_saved: 1.0 - packed as f64 / raw as f64,
+        image_share_saved: 1.0 - deflated_len(&written_image) as f64 / raw as f64,
+    }
+}
+
+fn run_writes(dev: &str, size: u64, extra: &[&str]) -> Contents {
+    prefill(dev, size);
+    let mut args = vec![
+        "--devices",
+        dev,
+        "--allow-write",
+        "--iodepth",
+        "16",
+        "--runtime",
+        "2s",
+        "--ramp",
+        "0s",
+    ];
+    args.extend_from_slice(extra);
+    run_json_stdout(&args, None);
+    contents(&read_back(dev, size))
+}
+
+#[test]
+fn written_blocks_are_unique_and_incompressible_and_never_what_was_read() {
+    require_root!();
+    let size = 16 * MIB;
+    let host = volumes(1, size);
+    let dev = volume_paths(&host)[0].clone();
+    // A mixed run: reads of prefilled blocks must never come back as writes elsewhere.
+    let c = run_writes(&dev, size, &["--rw", "randrw"]);
+    let distinct = c.distinct as f64 / c.written as f64;
+    eprintln!(
+        "{} blocks written, {:.3}% distinct, deflate saves {:.3}% per block and {:.3}% over the image",
+        c.written,
+        100.0 * distinct,
+        100.0 * c.compressed_share_saved,
+        100.0 * c.image_share_saved
+    );
+    assert!(c.written > 1000, "only {} blocks written", c.written);
+    assert!(distinct >= 0.99, "{:.3}% distinct", 100.0 * distinct);
+    assert!(c.compressed_share_saved < 0.01);
+    assert!(c.image_share_saved < 0.01);
+}
+
+#[test]
+fn compress_and_dedupe_percentages_give_those_shares() {
+    require_root!();
+    let size = 16 * MIB;
+    let host = volumes(1, size);
+    let dev = volume_paths(&host)[0].clone();
+    let c = run_writes(
+        &dev,
+        size,
+        &[
+            "--rw",
+            "randwrite",
+            "--buffer-compress-percentage",
+            "50",
+            "--dedupe-percentage",
+            "50",
+        ],
+    );
+    let duplicated = 1.0 - c.distinct as f64 / c.written as f64;
+    eprintln!(
+        "{} blocks written, {:.2}% duplicates, deflate saves {:.2}% per block",
+        c.written,
+        100.0 * duplicated,
+        100.0 * c.compressed_share_saved
+    );
+    assert!(c.written > 1000, "only {} blocks written", c.written);
+    assert!((0.45..=0.55).contains(&duplicated), "{duplicated}");
+    assert!(
+        (0.45..=0.55).contains(&c.compressed_share_saved),
+        "{}",
+        c.compressed_share_saved
+    );
+}
+
+/// A read run over blocks never written is said to measure nothing real; once the blocks
+/// were written it is not. The report also names each worker's io_uring features and CPU use.
+#[test]
+fn reads_of_never_written_blocks_are_called_out() {
+    require_root!();
+    let size = 16 * MIB;
+    let host = volumes(1, size);
+    let dev = volume_paths(&host)[0].clone();
+    let read = |dev: &str| {
+        let all = [
+            "--devices",
+            dev,
+            "--runtime",
+            "1s",
+            "--ramp",
+            "0s",
+            "--json",
+            "-",
+        ];
+        let out = run_hostmax(&all, None);
+        assert_eq!(out.status.code(), Some(0));
+        let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        (report, String::from_utf8_lossy(&out.stderr).into_owned())
+    };
+    let (fresh, stderr) = read(&dev);
+    let samples = &fresh["devices"][0]["read_samples"];
+    assert!(samples["sampled"].as_u64().unwrap() > 10, "{samples}");
+    assert_eq!(samples["zero"], samples["sampled"]);
+    assert!(
+        stderr.contains("returned zeros") && stderr.contains("--rw write"),
+        "{stderr}"
+    );
+    let workers = fresh["load_generator"]["workers"].as_array().unwrap();
+    assert!(!workers.is_empty());
+    for w in workers {
+        assert!(w["ring"]["fixed_buffers"].is_boolean(), "{w}");
+        assert!(w["busy_share"].as_f64().unwrap() > 0.0, "{w}");
+        assert!(w["system_secs"].as_f64().unwrap() > 0.0, "{w}");
+    }
+    assert!(stderr.contains("io_uring: "), "{stderr}");
+    assert!(stderr.contains("worker on CPU "), "{stderr}");
+
+    prefill(&dev, size);
+    let (written, stderr) = read(&dev);
+    assert_eq!(written["devices"][0]["read_samples"]["zero"], 0);
+    assert!(!stderr.contains("returned zeros"), "{stderr}");
+}
