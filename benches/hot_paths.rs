@@ -182,6 +182,7 @@ fn write_data_benches(c: &mut Criterion) {
             WriteData {
                 compress_percent,
                 dedupe_percent: 0,
+                verify: false,
             },
             1,
             0,

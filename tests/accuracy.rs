@@ -63,22 +63,18 @@ fn mixed_run_counts_equal_the_kernels_completions() {
     let host = volumes(3, 64 * MIB);
     let names = volume_kernel_names(&host);
     let before: Vec<(u64, u64)> = names.iter().map(|n| kernel_completions(n)).collect();
-    let result = hostmax_engine::start(hostmax_engine::RunConfig {
-        targets: host.device_paths().to_vec(),
-        workload: hostmax_engine::Workload {
-            pattern: hostmax_engine::IoPattern::RandRw,
-            rwmixread: 60,
-            iodepth: 16,
-            runtime: std::time::Duration::from_secs(2),
-            ramp: std::time::Duration::from_secs(1),
-            ..Default::default()
-        },
-        cpus: None,
-        live: false,
-        layout: Default::default(),
-        on_error: Default::default(),
-        polling: Default::default(),
-    })
+    let workload = hostmax_engine::Workload {
+        pattern: hostmax_engine::IoPattern::RandRw,
+        rwmixread: 60,
+        iodepth: 16,
+        runtime: std::time::Duration::from_secs(2),
+        ramp: std::time::Duration::from_secs(1),
+        ..Default::default()
+    };
+    let result = hostmax_engine::start(hostmax_engine::RunConfig::new(
+        host.device_paths().to_vec(),
+        workload,
+    ))
     .unwrap()
     .wait()
     .unwrap();

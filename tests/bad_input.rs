@@ -888,3 +888,65 @@ fn files_merges_resume_dirs_and_spec_files_are_refused_writing_nothing() {
     );
     assert!(!Path::new(&fleet).exists(), "a refused merge wrote {fleet}");
 }
+
+#[test]
+fn slips_of_fio_users_get_a_hint_and_errors_point_to_the_subcommands_help() {
+    let cases: &[(&str, &[&str], &str)] = &[
+        (
+            "a positional device",
+            &["/dev/sdb"],
+            "name devices with --devices (hostmax --devices /dev/sdb ...)",
+        ),
+        (
+            "a suite option misspelt",
+            &["suite", "iops", "--bogus"],
+            "see 'hostmax suite --help'",
+        ),
+        (
+            "a sweep value",
+            &["sweep", "--steps", "x"],
+            "see 'hostmax sweep --help'",
+        ),
+        (
+            "a suite without its test",
+            &["suite", "--devices", "/dev/null"],
+            "which test? give iops, throughput or latency",
+        ),
+    ];
+    for (label, argv, expected) in cases {
+        let args = strings(argv);
+        assert_bad_input(label, &args, &run(&args), expected);
+    }
+}
+
+#[test]
+fn every_enum_option_lists_its_values_in_help() {
+    let help = String::from_utf8_lossy(&run(&strings(&["--help"])).stdout).into_owned();
+    // The option's entry: its line and, when clap puts the text below it, the lines up to the
+    // next option.
+    let line = |option: &str| {
+        let mut lines = help
+            .lines()
+            .skip_while(|l| !l.trim_start().starts_with(option));
+        let first = lines
+            .next()
+            .unwrap_or_else(|| panic!("no {option} in --help"));
+        let rest: Vec<&str> = lines
+            .take_while(|l| !l.trim_start().starts_with('-'))
+            .collect();
+        format!("{first} {}", rest.join(" "))
+    };
+    for (option, values) in [
+        ("--on-error", &["continue", "stop-device", "stop-all"][..]),
+        (
+            "--rw",
+            &["randread", "randwrite", "randrw", "read", "write"][..],
+        ),
+    ] {
+        let text = line(option);
+        for value in values {
+            assert!(text.contains(value), "{option} help lacks {value}: {text}");
+        }
+    }
+    assert!(line("--filename").contains("colon-separated"));
+}

@@ -82,6 +82,30 @@ fn a_device_named_twice_or_through_a_symlink_is_measured_once() {
     let devices = report["devices"].as_array().unwrap();
     assert_eq!(devices.len(), 1, "{devices:?}");
     assert_eq!(devices[0]["path"], dev.as_str());
+    // Each dropped name is listed, with the one it repeats.
+    let link = link.display().to_string();
+    let out = run_hostmax(
+        &[
+            "--devices",
+            &dev,
+            &dev,
+            &link,
+            "--runtime",
+            "1s",
+            "--ramp",
+            "0s",
+        ],
+        None,
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(&format!("{dev} given twice: measured once")),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains(&format!("{link} is the same device as {dev}")),
+        "{stderr}"
+    );
 }
 
 #[test]

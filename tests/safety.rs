@@ -461,6 +461,12 @@ fn data_bytes(n: usize) -> Vec<u8> {
         .collect()
 }
 
+/// Asserts the exit code, showing stderr otherwise.
+fn assert_exit(out: &Output, code: i32) {
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(code), "{stderr}");
+}
+
 fn file_args(path: &Path, extra: &[&str]) -> Vec<String> {
     let mut v = vec!["--devices".to_string(), path.display().to_string()];
     v.extend(SHORT_WRITE.iter().chain(extra).map(|s| s.to_string()));
@@ -492,22 +498,12 @@ fn a_file_of_data_survives_byte_for_byte_without_allow_write() {
     assert_refused(&a, &run_hostmax(&a, None), &["needs --allow-write"]);
     let a = mixed("randread");
     let out = run_hostmax(&a, None);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_exit(&out, 0);
     assert!(std::fs::read(&path).unwrap() == data, "the file changed");
     // With the flag, the user's consent, it is written.
     let a = file_args(&path, &["--allow-write"]);
     let out = run_hostmax(&a, None);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_exit(&out, 0);
     assert!(
         std::fs::read(&path).unwrap() != data,
         "--allow-write wrote nothing"
@@ -535,21 +531,11 @@ fn a_filesystem_image_file_needs_force_and_a_sparse_file_nothing() {
     );
     let a = file_args(&image, &["--allow-write", "--force"]);
     let out = run_hostmax(&a, None);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_exit(&out, 0);
     // A sparse file holds no data: nothing to lose, no flag needed.
     let sparse = dir.file("sparse.img", 8 * MIB);
     let out = run_hostmax(&file_args(&sparse, &[]), None);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_exit(&out, 0);
 }
 
 #[test]
@@ -558,12 +544,7 @@ fn a_file_hostmax_creates_needs_no_flag() {
     let path = dir.join("new.img");
     let a = file_args(&path, &["--size", "4m", "--json", "-"]);
     let out = run_hostmax(&a, None);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_exit(&out, 0);
     assert_eq!(std::fs::metadata(&path).unwrap().len(), 4 * MIB);
     let report: Value = serde_json::from_slice(&out.stdout).expect("JSON on stdout");
     // The report says what the device is: here a file, by its inode, and its size.
@@ -588,11 +569,6 @@ fn a_file_hostmax_creates_needs_no_flag() {
     let later = dir.join("later.img");
     let a = file_args(&later, &["--size", "4m", "--bs", "3k"]);
     let out = run_hostmax(&a, None);
-    assert_eq!(
-        out.status.code(),
-        Some(2),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_exit(&out, 2);
     assert!(!later.exists(), "a refused run made a file");
 }

@@ -305,6 +305,14 @@ fn resume_after_sigint_repeats_no_finished_cell() {
     let partial = read_json(&json);
     assert_eq!(partial["interrupted"], true);
     assert_eq!(partial["complete"], false);
+    // The stop reason says what happened, not a window verdict it never had.
+    let status = partial["steady_state"]["status"].as_str().unwrap();
+    assert!(
+        status.starts_with("stopped after ")
+            && status.ends_with("before the 5-round window (interrupted)"),
+        "{status}"
+    );
+    assert_eq!(partial["steady_state"]["fitted"], false);
     // Provenance, under the names every report uses.
     assert_eq!(partial["schema_version"], 1, "{partial}");
     assert!(partial.get("schema").is_none());
@@ -673,15 +681,9 @@ fn html_report_renders_every_chart_in_chromium() {
     }
 }
 
-/// Two same-size targets that swap names between a suite's start and its `--resume` (what two
-/// volumes do when they come back from a reboot as each other's /dev/sdX): the resume is
-/// refused, naming both and what each was, and nothing runs. Also a target that is gone.
-#[test]
-fn resume_refuses_when_a_path_now_leads_to_another_device() {
-    let dir = Scratch::new("swapped");
-    let (a, b) = (dir.file("a.img", 8 * MIB), dir.file("b.img", 8 * MIB));
-    let json = dir.path("s.json");
-    let devices = [a.display().to_string(), b.display().to_string()];
+/// A one-cell suite of 5 rounds of 200 ms on `devices` (files: no purge or preconditioning),
+/// its JSON to `json`; expects exit 0.
+fn run_tiny_suite(devices: &[String], json: &str) {
     let mut args: Vec<String> = vec!["suite".into(), "iops".into(), "--devices".into()];
     args.extend(devices.iter().cloned());
     args.extend(
@@ -699,12 +701,24 @@ fn resume_refuses_when_a_path_now_leads_to_another_device() {
             "--no-purge",
             "--no-precondition",
             "--json",
-            &json,
+            json,
         ]
         .map(String::from),
     );
     let out = run_hostmax(&args, None);
     assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+}
+
+/// Two same-size targets that swap names between a suite's start and its `--resume` (what two
+/// volumes do when they come back from a reboot as each other's /dev/sdX): the resume is
+/// refused, naming both and what each was, and nothing runs. Also a target that is gone.
+#[test]
+fn resume_refuses_when_a_path_now_leads_to_another_device() {
+    let dir = Scratch::new("swapped");
+    let (a, b) = (dir.file("a.img", 8 * MIB), dir.file("b.img", 8 * MIB));
+    let json = dir.path("s.json");
+    let devices = [a.display().to_string(), b.display().to_string()];
+    run_tiny_suite(&devices, &json);
     let report = read_json(&json);
     assert!(
         report["devices"][0]["identity"]["inode"].is_string(),
@@ -834,29 +848,7 @@ fn resume_follows_the_names_the_user_gave_when_kernel_names_swap() {
     std::os::unix::fs::symlink(&a, &la).unwrap();
     std::os::unix::fs::symlink(&b, &lb).unwrap();
     let json = dir.path("s.json");
-    let mut args: Vec<String> = vec!["suite".into(), "iops".into(), "--devices".into()];
-    args.extend([la.display().to_string(), lb.display().to_string()]);
-    args.extend(
-        [
-            "--block-sizes",
-            "4k",
-            "--mixes",
-            "100/0",
-            "--cell-time",
-            "200ms",
-            "--ramp",
-            "0s",
-            "--max-rounds",
-            "5",
-            "--no-purge",
-            "--no-precondition",
-            "--json",
-            &json,
-        ]
-        .map(String::from),
-    );
-    let out = run_hostmax(&args, None);
-    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    run_tiny_suite(&[la.display().to_string(), lb.display().to_string()], &json);
     let config: Value =
         serde_json::from_str(&fs::read_to_string(dir.0.join("s.state/suite.json")).unwrap())
             .unwrap();
@@ -884,5 +876,70 @@ fn resume_follows_the_names_the_user_gave_when_kernel_names_swap() {
     assert_eq!(
         report["devices"][0]["path"],
         b.display().to_string().as_str()
+    );
+}
+
+#[test]
+fn a_finished_suite_runs_again_only_with_fresh_and_json_to_stdout_keeps_state_out_of_the_cwd() {
+    let dir = Scratch::new("fresh");
+    let file = dir.file("vol", 8 * MIB).display().to_string();
+    let run_in_dir = |extra: &[&str]| {
+        let mut args: Vec<&str> = vec!["suite", "iops", "--devices", &file];
+        args.extend([
+            "--block-sizes",
+            "4k",
+            "--mixes",
+            "100/0",
+            "--cell-time",
+            "50ms",
+            "--max-rounds",
+            "5",
+            "--allow-write",
+        ]);
+        args.extend(extra);
+        Command::new(hostmax_bin())
+            .args(&args)
+            .current_dir(&dir.0)
+            .output()
+            .unwrap()
+    };
+    // --json -: the state goes to a temporary directory, and the run says where.
+    let out = run_in_dir(&["--json", "-"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    let err = stderr_of(&out);
+    let temp = std::env::temp_dir().display().to_string();
+    let said = err
+        .lines()
+        .find_map(|l| l.split("checkpoint in ").nth(1))
+        .unwrap_or_else(|| panic!("no checkpoint line: {err}"));
+    assert!(said.starts_with(&temp), "{said}");
+    let _ = fs::remove_dir_all(said);
+    assert!(
+        fs::read_dir(&dir.0).unwrap().all(|e| !e
+            .unwrap()
+            .file_name()
+            .to_string_lossy()
+            .ends_with(".state")),
+        "a state directory in the working directory"
+    );
+    // A finished suite in the same state directory: refused with the ways on, then --fresh.
+    assert_eq!(run_in_dir(&["--json", "r.json"]).status.code(), Some(0));
+    let again = run_in_dir(&["--json", "r.json"]);
+    assert_eq!(again.status.code(), Some(2));
+    assert!(
+        stderr_of(&again).contains("--fresh"),
+        "{}",
+        stderr_of(&again)
+    );
+    let fresh = run_in_dir(&["--json", "r.json", "--fresh"]);
+    assert_eq!(fresh.status.code(), Some(0), "{}", stderr_of(&fresh));
+    assert!(
+        stderr_of(&fresh)
+            .contains("r.state holds an earlier suite (kept); running afresh in r.state.2"),
+        "{}",
+        stderr_of(&fresh)
+    );
+    assert!(
+        dir.0.join("r.state/suite.json").exists() && dir.0.join("r.state.2/suite.json").exists()
     );
 }

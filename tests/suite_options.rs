@@ -102,3 +102,160 @@ fn active_range_numjobs_sleep_and_precondition_limit_shape_the_suite() {
         assert!(stderr.contains(needle), "{extra:?}: {stderr}");
     }
 }
+
+#[test]
+fn purge_escalates_and_the_suite_stops_when_no_purge_worked() {
+    require_root!();
+    let host = loop_volumes(1, 16 * MIB);
+    let device = volume_paths(&host).remove(0);
+    let dir = ScratchDir::new("suite-purge");
+    let json_path = dir.path("suite.json");
+    let args = |json: &str| -> Vec<String> {
+        [
+            "suite",
+            "iops",
+            "--devices",
+            &device,
+            "--block-sizes",
+            "4k",
+            "--mixes",
+            "0/100",
+            "--cell-time",
+            "200ms",
+            "--max-rounds",
+            "5",
+            "--allow-write",
+            "--no-precondition",
+            "--secure-erase-password",
+            "hostmax",
+            "--json",
+            json,
+        ]
+        .map(String::from)
+        .to_vec()
+    };
+    // A loop device is no ATA disk: the purge falls through to discard, and says so.
+    let out = run_hostmax(&args(&json_path), None);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let json: Value = serde_json::from_str(&std::fs::read_to_string(&json_path).unwrap()).unwrap();
+    let method = json["preparation"]["purge"]["record"]["method"][0]
+        .as_str()
+        .unwrap();
+    assert!(
+        method.ends_with("discard (after ATA secure erase: not an ATA disk)"),
+        "{method}"
+    );
+
+    // Read-only: discard and zero fill both fail, and the suite stops before any cell.
+    let status = std::process::Command::new("blockdev")
+        .args(["--setro", &device])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let out = run_hostmax(&args(&dir.path("ro.json")), None);
+    let _ = std::process::Command::new("blockdev")
+        .args(["--setrw", &device])
+        .status();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_ne!(out.status.code(), Some(0), "{stderr}");
+    assert!(
+        stderr.contains("failed every way")
+            && stderr.contains("discard:")
+            && stderr.contains("zero fill:"),
+        "{stderr}"
+    );
+    assert!(
+        !dir.join("ro.json").exists(),
+        "no report of a suite that never ran"
+    );
+}
+
+#[test]
+fn the_suite_page_includes_a_curve() {
+    let dir = ScratchDir::new("suite-curve");
+    let file = dir.file("vol", 8 * MIB).display().to_string();
+    let curve_json = dir.path("curve.json");
+    let out = run_hostmax(
+        &[
+            "curve",
+            "--devices",
+            &file,
+            "--depths",
+            "1,4",
+            "--p99-max",
+            "10ms",
+            "--runtime",
+            "1s",
+            "--ramp",
+            "0s",
+            "--json",
+            &curve_json,
+        ],
+        None,
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let html = dir.path("suite.html");
+    let suite = |curve: &str| {
+        run_hostmax(
+            &[
+                "suite",
+                "iops",
+                "--devices",
+                &file,
+                "--block-sizes",
+                "4k",
+                "--mixes",
+                "100/0",
+                "--cell-time",
+                "200ms",
+                "--max-rounds",
+                "5",
+                "--allow-write",
+                "--html",
+                &html,
+                "--state-dir",
+                &dir.path(&format!("state-{}", curve.rsplit('/').next().unwrap())),
+                "--curve",
+                curve,
+            ],
+            None,
+        )
+    };
+    let out = suite(&curve_json);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(
+        page.contains("<h2>Load-latency curve</h2>"),
+        "no curve section"
+    );
+    assert!(page.contains("id=\"chart-curve\"") && page.contains("promise: p99"));
+    assert!(
+        !page.contains("<?xml"),
+        "an XML declaration inside the page"
+    );
+    // Something that is not a curve report is refused before any I/O.
+    let other = dir.path("other.json");
+    std::fs::write(&other, "{\"schema_version\": 1}").unwrap();
+    let out = suite(&other);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("not a 'hostmax curve --json' report"),
+        "{stderr}"
+    );
+}

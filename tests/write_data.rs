@@ -88,7 +88,7 @@ fn run_writes(dev: &str, size: u64, extra: &[&str]) -> Contents {
         "--iodepth",
         "16",
         "--runtime",
-        "2s",
+        "3s",
         "--ramp",
         "0s",
     ];
@@ -113,7 +113,7 @@ fn written_blocks_are_unique_and_incompressible_and_never_what_was_read() {
         100.0 * c.compressed_share_saved,
         100.0 * c.image_share_saved
     );
-    assert!(c.written > 1000, "only {} blocks written", c.written);
+    assert!(c.written > 300, "only {} blocks written", c.written);
     assert!(distinct >= 0.99, "{:.3}% distinct", 100.0 * distinct);
     assert!(c.compressed_share_saved < 0.01);
     assert!(c.image_share_saved < 0.01);
@@ -144,6 +144,8 @@ fn compress_and_dedupe_percentages_give_those_shares() {
         100.0 * duplicated,
         100.0 * c.compressed_share_saved
     );
+    // Each block's last write was a duplicate or not, 50/50: 1000 blocks put 5 points at
+    // more than 3 standard deviations.
     assert!(c.written > 1000, "only {} blocks written", c.written);
     assert!((0.45..=0.55).contains(&duplicated), "{duplicated}");
     assert!(

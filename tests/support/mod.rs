@@ -193,6 +193,21 @@ pub fn loop_volumes(count: usize, size: u64) -> SimulatedHost {
         .unwrap_or_else(|err| panic!("could not build {count} loop volumes: {err}"))
 }
 
+/// Loop volumes of `size` bytes, each capped at its own IOPS by a throttle (root only).
+pub fn capped_loop_volumes(caps: &[u64], size: u64) -> SimulatedHost {
+    let spec = SimHostSpec {
+        volume_iops: caps.iter().map(|&c| Some(c)).collect(),
+        ..SimHostSpec::new(caps.len(), size)
+    };
+    SimulatedHost::build_loop_devices(&spec)
+        .unwrap_or_else(|err| panic!("could not build volumes capped at {caps:?}: {err}"))
+}
+
+/// A JSON number as f64, or a panic naming what it was.
+pub fn number(v: &serde_json::Value) -> f64 {
+    v.as_f64().unwrap_or_else(|| panic!("not a number: {v}"))
+}
+
 /// Chooses the backend of [`volumes`]: `loop`, `null_blk`, or unset for null_blk where available.
 pub const BACKEND_ENV: &str = "HOSTMAX_TEST_BACKEND";
 

@@ -256,6 +256,7 @@ pub fn merge_reports(reports: &[(String, HostReport)]) -> Result<HostReport, Mer
         verdict: None,
         // Each host's workers are in its own report.
         load_generator: None,
+        verify: crate::report::sum_verify(reports.iter().map(|(_, r)| r.verify.as_ref())),
     })
 }
 

@@ -190,6 +190,9 @@ pub struct DeviceReport {
     /// Whether the device was taken out of the run after a failed I/O (`--on-error stop-device`).
     #[serde(default)]
     pub failed: bool,
+    /// `--verify`'s checks of this device; absent without it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verify: Option<hostmax_engine::VerifyLog>,
     /// What the device is (WWID, serial, by-id names, size...), set by the CLI.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub identity: Option<DeviceIdentity>,
@@ -389,6 +392,27 @@ pub struct HostReport {
     /// The workers' CPU use and io_uring features; absent in merged reports and older ones.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub load_generator: Option<LoadGenerator>,
+    /// `--verify`'s checks over every device (a failed check exits 5); absent without it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verify: Option<hostmax_engine::VerifyLog>,
+}
+
+impl HostReport {
+    /// Whether `--verify` found any block wrong.
+    pub fn verify_failed(&self) -> bool {
+        self.verify.as_ref().is_some_and(|v| v.mismatches > 0)
+    }
+}
+
+/// The sum of the devices' `--verify` logs, if any device has one.
+pub(crate) fn sum_verify<'a>(
+    logs: impl Iterator<Item = Option<&'a hostmax_engine::VerifyLog>>,
+) -> Option<hostmax_engine::VerifyLog> {
+    let mut sum: Option<hostmax_engine::VerifyLog> = None;
+    for log in logs.flatten() {
+        sum.get_or_insert_with(Default::default).add(log);
+    }
+    sum
 }
 
 /// The host's read and write latency histograms: the bin-by-bin sum of every device's.
@@ -450,6 +474,7 @@ pub fn summarize_with_histograms(
             },
             error_detail: d.errors.clone(),
             failed: d.failed,
+            verify: d.verify.clone(),
             identity: None,
         })
         .collect::<Vec<_>>();
@@ -489,6 +514,7 @@ pub fn summarize_with_histograms(
         time_series: series,
         verdict: None,
         load_generator: (!result.workers.is_empty()).then(|| LoadGenerator::new(&result.workers)),
+        verify: sum_verify(result.devices.iter().map(|d| d.verify.as_ref())),
     };
     (report, histograms)
 }

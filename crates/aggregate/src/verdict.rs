@@ -716,6 +716,7 @@ mod tests {
                 error_detail: Default::default(),
                 failed: false,
                 host: None,
+                verify: None,
                 identity: None,
             })
             .collect();
@@ -751,6 +752,7 @@ mod tests {
                 .collect(),
             verdict: None,
             load_generator: None,
+            verify: None,
         }
     }
 

@@ -17,6 +17,8 @@ use crate::simhost::{SimHostMode, SimHostSpec, SimulatedHost};
 
 /// Exit code when the run finished but I/O errors happened.
 pub const EXIT_IO_ERRORS: i32 = 3;
+/// Exit code when `--verify` found a block that was not what was written.
+pub const EXIT_VERIFY_FAILED: i32 = 5;
 
 /// Runs the host-max test a plan describes and prints/writes its report. Returns the exit code.
 pub fn run(plan: RunPlan) -> anyhow::Result<i32> {
@@ -44,6 +46,8 @@ pub fn run_and_emit(
 pub fn exit_code(report: &HostReport, interrupted_by: i32) -> i32 {
     if interrupted_by != 0 {
         128 + interrupted_by
+    } else if report.verify_failed() {
+        EXIT_VERIFY_FAILED
     } else if report.host.errors > 0 {
         EXIT_IO_ERRORS
     } else {

@@ -55,7 +55,7 @@ pub fn exit_code_for(err: &anyhow::Error) -> u8 {
     version,
     about = "Find and verify the maximum storage performance of a host across many block volumes",
     args_conflicts_with_subcommands = true,
-    after_help = "Examples:\n  hostmax --devices '/dev/sd[b-u]'                 4k random reads on 20 volumes\n  hostmax --devices /dev/nvme*n1 --rw randrw --rwmixread 70 --allow-write --json report.json\n  hostmax demo                                     a simulated host of throttled loop volumes\n  hostmax demo --volumes 4 --runtime 3s            a smaller, shorter one\n\nExit codes: 0 ok, 1 failed verdict, 2 bad input or refused, 3 I/O errors, 4 other failure"
+    after_help = "Examples:\n  hostmax --devices '/dev/sd[b-u]'                 4k random reads on 20 volumes\n  hostmax --devices /dev/nvme*n1 --rw randrw --rwmixread 70 --allow-write --json report.json\n  hostmax demo                                     a simulated host of throttled loop volumes\n  hostmax demo --volumes 4 --runtime 3s            a smaller, shorter one\n\nExit codes: 0 ok, 1 failed verdict, 2 bad input or refused, 3 I/O errors, 4 other failure, 5 --verify found bad data"
 )]
 pub struct Cli {
     /// A subcommand; without one, runs the host-max test on `--devices`.
@@ -112,6 +112,11 @@ pub struct RunArgs {
     #[arg(long, value_name = "PATH|PATTERN", num_args = 1.., action = clap::ArgAction::Append)]
     pub devices: Vec<OsString>,
 
+    /// fio's way to name devices: one colon-separated list (/dev/sdb:/dev/sdc; '\:' is a colon
+    /// inside a name), added to --devices.
+    #[arg(long, value_name = "PATH[:PATH...]", action = clap::ArgAction::Append)]
+    pub filename: Vec<String>,
+
     /// Access pattern: randread, randwrite, randrw, read or write.
     #[arg(long, value_name = "PATTERN", default_value = "randread", value_parser = pattern_arg, allow_hyphen_values = true)]
     pub rw: IoPattern,
@@ -163,6 +168,10 @@ pub struct RunArgs {
     #[arg(long)]
     pub allow_write: bool,
 
+    /// Measure a partition beside its own disk (the same blocks twice); refused without it.
+    #[arg(long)]
+    pub allow_overlap: bool,
+
     /// With --allow-write: also write devices that carry a partition table, filesystem, RAID,
     /// LVM, LUKS, ZFS or swap signature, or have partitions (destroys them). Mounted, held,
     /// active-swap devices and the root device are refused anyway.
@@ -173,7 +182,8 @@ pub struct RunArgs {
     #[arg(long)]
     pub no_latency: bool,
 
-    /// What to do when a device fails an I/O: keep going, stop that device, or stop the run.
+    /// What to do when a device fails an I/O: continue (keep going), stop-device (take that
+    /// device out, the others go on) or stop-all (end the run).
     #[arg(long, value_name = "POLICY", default_value = "stop-device", value_parser = parse_error_policy)]
     pub on_error: hostmax_engine::ErrorPolicy,
 
@@ -201,6 +211,12 @@ pub struct RunArgs {
     /// dedupe_percentage). Default 0: every written block is unique.
     #[arg(long, value_name = "PERCENT", default_value_t = 0, value_parser = parse_percent, allow_hyphen_values = true)]
     pub dedupe_percentage: u8,
+
+    /// Check the data (fio's verify): every written block carries its offset, device, write
+    /// generation and run id and a checksum; reads of blocks written in this run are checked
+    /// during it, and every written block is read back and checked once after it.
+    #[arg(long)]
+    pub verify: bool,
 
     /// Options for runs on many hosts.
     #[command(flatten)]
@@ -283,14 +299,16 @@ pub fn plan_run_with(args: &RunArgs, limits: &HostLimits) -> Result<RunPlan, Bad
         Some(path) => Some(check_json_dest(path)?),
         None => None,
     };
-    if args.devices.is_empty() {
+    let devices = device_args(args);
+    if devices.is_empty() {
         return Err(BadInput(
             "no devices given: add --devices <PATH|PATTERN>... (e.g. --devices '/dev/sd[b-u]'), or run 'hostmax demo'"
                 .into(),
         ));
     }
-    let (mut targets, to_create) =
-        resolve_targets_creating(&expand_device_args(&args.devices)?, args.size)?;
+    let candidates = expand_device_args(&devices)?;
+    let (mut targets, to_create) = resolve_targets_creating(&candidates, args.size)?;
+    crate::devices::check_overlaps(&targets, args.allow_overlap, Path::new("/sys"))?;
     check_open_files(targets.len(), limits.nofile)?;
     for target in &targets {
         check_fits(&workload, target)?;
@@ -305,6 +323,10 @@ pub fn plan_run_with(args: &RunArgs, limits: &HostLimits) -> Result<RunPlan, Bad
         &limits.sources,
     )?;
     let fleet = crate::fleet::plan_fleet(&args.fleet, workload.runtime)?;
+    // Every check passed: now a word on the names dropped as repeats (a refusal stays one line).
+    for note in crate::devices::duplicate_notes(&candidates) {
+        eprintln!("hostmax: {note}");
+    }
     // Files hostmax makes itself hold nothing to lose: made last, once every check passed.
     if let (false, Some(size)) = (to_create.is_empty(), args.size) {
         for made in create_files(&to_create, size)? {
@@ -331,6 +353,34 @@ pub fn plan_run_with(args: &RunArgs, limits: &HostLimits) -> Result<RunPlan, Bad
             sqpoll: args.sqpoll,
         },
     })
+}
+
+/// `--devices` and the names of fio's colon-separated `--filename` lists, in that order.
+pub fn device_args(args: &RunArgs) -> Vec<OsString> {
+    let mut out = args.devices.clone();
+    for list in &args.filename {
+        out.extend(split_fio_filename(list).into_iter().map(OsString::from));
+    }
+    out
+}
+
+/// Splits fio's `--filename` list at colons; `\:` is a colon inside a name (fio's escape, for
+/// names such as `/dev/disk/by-path/pci-0000\:00\:1f.2-ata-1`).
+pub fn split_fio_filename(list: &str) -> Vec<String> {
+    let mut names = vec![String::new()];
+    let mut chars = list.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' if chars.peek() == Some(&':') => {
+                chars.next();
+                names.last_mut().expect("never empty").push(':');
+            }
+            ':' => names.push(String::new()),
+            c => names.last_mut().expect("never empty").push(c),
+        }
+    }
+    names.retain(|n| !n.is_empty());
+    names
 }
 
 fn parse_error_policy(s: &str) -> Result<hostmax_engine::ErrorPolicy, String> {
@@ -426,6 +476,7 @@ fn check_workload(args: &RunArgs) -> Result<Workload, BadInput> {
         write_data: hostmax_engine::WriteData {
             compress_percent: args.buffer_compress_percentage,
             dedupe_percent: args.dedupe_percentage,
+            verify: args.verify,
         },
     })
 }
@@ -728,6 +779,24 @@ mod tests {
             Cli::try_parse_from(["hostmax", "demo"]).unwrap().command,
             Some(Command::Demo(_))
         ));
+    }
+
+    #[test]
+    fn fio_filename_lists_add_to_devices() {
+        assert_eq!(
+            split_fio_filename("/dev/sdb:/dev/sdc::/dev/sdd"),
+            ["/dev/sdb", "/dev/sdc", "/dev/sdd"]
+        );
+        assert_eq!(
+            split_fio_filename("/dev/disk/by-path/pci-0000\\:00\\:1f.2-ata-1"),
+            ["/dev/disk/by-path/pci-0000:00:1f.2-ata-1"]
+        );
+        let dir = ScratchDir::new("filename");
+        let a = dir.file("a", 1 << 20).display().to_string();
+        let b = dir.file("b", 1 << 20).display().to_string();
+        let list = format!("--filename={a}:{b}");
+        let got = plan(&[list.as_str()]).unwrap();
+        assert_eq!(got.targets.len(), 2);
     }
 
     #[test]

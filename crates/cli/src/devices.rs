@@ -133,12 +133,61 @@ fn strip_zeros(digits: &[u8]) -> &[u8] {
     &digits[first..]
 }
 
+/// What to say of the names given literally that name a target given before (the same path
+/// twice, or a second view of one device such as a by-id link): one line each. Patterns
+/// overlap by design (`sd*` and `sd[b-c]`) and are not listed. Called once every check has
+/// passed, so a refusal stays one line.
+pub fn duplicate_notes(candidates: &[DeviceCandidate]) -> Vec<String> {
+    let key = |path: &Path| -> Option<Identity> {
+        let meta = std::fs::metadata(path).ok()?;
+        Some(if meta.file_type().is_block_device() {
+            Identity::Device(libc::major(meta.rdev()), libc::minor(meta.rdev()))
+        } else {
+            Identity::Inode(meta.dev(), meta.ino())
+        })
+    };
+    let mut first: Vec<(Identity, &Path)> = Vec::new();
+    let mut notes = Vec::new();
+    for cand in candidates {
+        let Some(id) = key(&cand.path) else { continue };
+        match first.iter().find(|(known, _)| *known == id) {
+            Some((_, earlier)) if cand.from_pattern.is_none() => {
+                notes.push(duplicate_note(&cand.path, earlier));
+            }
+            Some(_) => {}
+            None => first.push((id, &cand.path)),
+        }
+    }
+    notes
+}
+
+/// What is said of a target named again: `given` is the later name, `first` the name it was
+/// first given by.
+fn duplicate_note(given: &Path, first: &Path) -> String {
+    if given == first {
+        format!("{} given twice: measured once", given.display())
+    } else {
+        format!(
+            "{} is the same device as {}: measured once, as {}",
+            given.display(),
+            first.display(),
+            first.display()
+        )
+    }
+}
+
 /// Turns an engine probe error into a one-line message naming the path and the fix.
 pub fn probe_error_message(path: &Path, err: &EngineError) -> String {
     match err {
         EngineError::Open { source, .. } => match source.kind() {
             std::io::ErrorKind::NotFound => format!(
                 "{} does not exist; give an existing block device or regular file, or add --size to have hostmax create a file of that size",
+                path.display()
+            ),
+            // As root, the refusal comes from something root does not override.
+            std::io::ErrorKind::PermissionDenied if nix::unistd::geteuid().is_root() => format!(
+                "{}: permission denied although hostmax runs as root: likely the container's device rules (the cgroup devices list; run it with --device {} or privileged) or a security module (SELinux, AppArmor: see the audit log or dmesg)",
+                path.display(),
                 path.display()
             ),
             std::io::ErrorKind::PermissionDenied => format!(
@@ -231,13 +280,10 @@ pub fn resolve_targets_creating(
                 entry.1 = true;
             }
         }
-        if !seen_paths.insert(info.path.clone()) {
+        let id = identity(&info);
+        let new_path = seen_paths.insert(info.path.clone());
+        if !new_path || id.is_some_and(|id| !seen_ids.insert(id)) {
             continue;
-        }
-        if let Some(id) = identity(&info) {
-            if !seen_ids.insert(id) {
-                continue;
-            }
         }
         targets.push(info);
     }
@@ -339,6 +385,53 @@ fn create_one(path: &Path, size: u64) -> Result<TargetInfo, BadInput> {
     probed
 }
 
+/// Refuses targets that overlap on one medium: a partition given beside its own disk (the same
+/// blocks measured twice, and their sum counted as two devices), unless `allow` (the user's
+/// `--allow-overlap`). `sys_root` is `/sys` (a stand-in in tests).
+pub fn check_overlaps(
+    targets: &[TargetInfo],
+    allow: bool,
+    sys_root: &Path,
+) -> Result<(), BadInput> {
+    if allow {
+        return Ok(());
+    }
+    let devices: Vec<(&TargetInfo, (u32, u32))> = targets
+        .iter()
+        .filter_map(|t| match identity(t) {
+            Some(Identity::Device(major, minor)) => Some((t, (major, minor))),
+            _ => None,
+        })
+        .collect();
+    for (part, (major, minor)) in &devices {
+        let Some(disk) = parent_disk(sys_root, *major, *minor) else {
+            continue;
+        };
+        if let Some((whole, _)) = devices.iter().find(|(_, dev)| *dev == disk) {
+            return Err(BadInput(format!(
+                "{} is a partition of {}, also given: the same blocks would be measured twice; drop one, or add --allow-overlap to measure both",
+                part.path.display(),
+                whole.path.display()
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// The (major, minor) of the disk that block device `major:minor` is a partition of, from
+/// sysfs (`/sys/dev/block/M:N` of a partition is a directory inside its disk's, with a
+/// `partition` file); `None` for a whole disk or when sysfs does not say.
+fn parent_disk(sys_root: &Path, major: u32, minor: u32) -> Option<(u32, u32)> {
+    let node = sys_root.join(format!("dev/block/{major}:{minor}"));
+    if !node.join("partition").exists() {
+        return None;
+    }
+    let disk = std::fs::canonicalize(&node).ok()?.parent()?.join("dev");
+    let text = std::fs::read_to_string(disk).ok()?;
+    let (maj, min) = text.trim().split_once(':')?;
+    Some((maj.parse().ok()?, min.parse().ok()?))
+}
+
 fn identity(info: &TargetInfo) -> Option<Identity> {
     match (info.kind, info.rdev) {
         (TargetKind::BlockDevice, Some((major, minor))) => Some(Identity::Device(major, minor)),
@@ -356,6 +449,67 @@ fn identity(info: &TargetInfo) -> Option<Identity> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_partition_beside_its_disk_is_refused_unless_allowed() {
+        use std::os::unix::fs::symlink;
+        // A stand-in sysfs: disk 8:0 (sda) with partition 8:1 (sda1), and disk 8:16 (sdb).
+        let sys = ScratchDir::new("overlap-sys");
+        let block = sys.0.join("devices/block");
+        for (dir, dev) in [("sda", "8:0"), ("sda/sda1", "8:1"), ("sdb", "8:16")] {
+            std::fs::create_dir_all(block.join(dir)).unwrap();
+            std::fs::write(block.join(dir).join("dev"), format!("{dev}\n")).unwrap();
+        }
+        std::fs::write(block.join("sda/sda1/partition"), "1\n").unwrap();
+        std::fs::create_dir_all(sys.0.join("dev/block")).unwrap();
+        for (dev, dir) in [("8:0", "sda"), ("8:1", "sda/sda1"), ("8:16", "sdb")] {
+            symlink(block.join(dir), sys.0.join("dev/block").join(dev)).unwrap();
+        }
+        let target = |path: &str, rdev: (u32, u32)| TargetInfo {
+            path: PathBuf::from(path),
+            kind: TargetKind::BlockDevice,
+            rdev: Some(rdev),
+            ..planned_file(Path::new("/tmp/x"), 1 << 20).unwrap()
+        };
+        let (sda, sda1, sdb) = (
+            target("/dev/sda", (8, 0)),
+            target("/dev/sda1", (8, 1)),
+            target("/dev/sdb", (8, 16)),
+        );
+        let err = check_overlaps(&[sda.clone(), sdb.clone(), sda1.clone()], false, &sys.0)
+            .unwrap_err()
+            .0;
+        assert!(
+            err.contains("/dev/sda1 is a partition of /dev/sda") && err.contains("--allow-overlap"),
+            "{err}"
+        );
+        check_overlaps(&[sda.clone(), sda1.clone()], true, &sys.0).unwrap();
+        check_overlaps(&[sda1, sdb.clone()], false, &sys.0).unwrap();
+        check_overlaps(&[sda, sdb], false, &sys.0).unwrap();
+    }
+
+    #[test]
+    fn permission_denied_names_the_likely_cause_for_root_and_the_fix_for_others() {
+        let err = EngineError::Open {
+            path: PathBuf::from("/dev/sdz"),
+            source: std::io::Error::from_raw_os_error(libc::EPERM),
+        };
+        let said = probe_error_message(Path::new("/dev/sdz"), &err);
+        if nix::unistd::geteuid().is_root() {
+            assert!(
+                said.contains("although hostmax runs as root")
+                    && said.contains("device rules")
+                    && said.contains("SELinux, AppArmor"),
+                "{said}"
+            );
+        } else {
+            assert!(said.contains("run as root"), "{said}");
+        }
+        assert_eq!(
+            duplicate_note(Path::new("/dev/disk/by-id/x"), Path::new("/dev/sdb")),
+            "/dev/disk/by-id/x is the same device as /dev/sdb: measured once, as /dev/sdb"
+        );
+    }
     use crate::test_support::ScratchDir;
     use std::cmp::Ordering;
     use std::fs;

@@ -1,8 +1,8 @@
 //! What a target is, whatever it is called today ([`identify`]): the kernel's stable traits of
 //! a block device (WWID, serial, the `/dev/disk/by-id` names that lead to it, a loop device's
-//! backing file), a regular file's inode, and the size, plus the signatures found on it. The
-//! suite's checkpoint records it and `--resume` refuses a path that now leads elsewhere;
-//! reports carry it per device.
+//! backing file), a regular file's inode, and the size, plus (for the suite's checkpoint) the
+//! signatures found on it. The suite's checkpoint records it and `--resume` refuses a path
+//! that now leads elsewhere; reports carry it per device.
 
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;
@@ -31,14 +31,12 @@ fn by_id_names(device: &Path) -> Vec<String> {
     names
 }
 
-/// Reads `target`'s identity (read-only; sysfs, `/dev/disk/by-id` and the signature areas).
+/// Reads `target`'s identity from sysfs and `/dev/disk/by-id` alone: no I/O on the device, so
+/// a run's report costs the device nothing beyond the safety checks (its I/O counts stay
+/// comparable with the kernel's).
 pub fn identify(target: &TargetInfo) -> DeviceIdentity {
-    let signatures = crate::signature::probe_device(&target.path)
-        .map(|found| found.iter().map(ToString::to_string).collect())
-        .unwrap_or_default();
     let mut id = DeviceIdentity {
         size: target.size,
-        signatures,
         ..DeviceIdentity::default()
     };
     match target.kind {
@@ -59,6 +57,17 @@ pub fn identify(target: &TargetInfo) -> DeviceIdentity {
         }
     }
     id
+}
+
+/// [`identify`] plus the signatures on the device (read-only reads of its signature areas):
+/// what the suite's checkpoint records when it starts, before anything is written.
+pub fn identify_with_signatures(target: &TargetInfo) -> DeviceIdentity {
+    DeviceIdentity {
+        signatures: crate::signature::probe_device(&target.path)
+            .map(|found| found.iter().map(ToString::to_string).collect())
+            .unwrap_or_default(),
+        ..identify(target)
+    }
 }
 
 #[cfg(test)]

@@ -105,6 +105,34 @@ fn clap_exit(err: clap::Error) -> ExitCode {
         .collect();
     let text = one_line(&kept.join("; "));
     let text = text.strip_prefix("error: ").unwrap_or(&text);
-    eprintln!("hostmax: {text}; see 'hostmax --help'");
+    let argv: Vec<String> = std::env::args().skip(1).collect();
+    // A device where a subcommand or option was expected: the likely slip of a fio user.
+    let stray = err
+        .get(clap::error::ContextKind::InvalidSubcommand)
+        .or_else(|| err.get(clap::error::ContextKind::InvalidArg))
+        .map(|v| v.to_string())
+        .filter(|v| v.starts_with("/dev/") || std::path::Path::new(v).exists());
+    if let Some(path) = stray {
+        eprintln!(
+            "hostmax: '{path}' is not a subcommand or option: name devices with --devices (hostmax --devices {path} ...); see 'hostmax --help'"
+        );
+        return ExitCode::from(EXIT_BAD_INPUT);
+    }
+    eprintln!("hostmax: {text}; see '{}'", help_command(&argv));
     ExitCode::from(EXIT_BAD_INPUT)
+}
+
+/// The help that fits the command line: the subcommand's (`hostmax suite --help`) when one
+/// was given, else the top level's.
+fn help_command(argv: &[String]) -> String {
+    use clap::CommandFactory;
+    let cli = Cli::command();
+    let sub = argv
+        .iter()
+        .find(|a| !a.starts_with('-'))
+        .filter(|a| cli.get_subcommands().any(|s| s.get_name() == a.as_str()));
+    match sub {
+        Some(name) => format!("hostmax {name} --help"),
+        None => "hostmax --help".to_string(),
+    }
 }

@@ -4,12 +4,12 @@
 //! meaning) make a chosen share compressible or repeated.
 //!
 //! Filling 4 KiB from a generator on every write would cost about as much CPU as the I/O
-//! itself, so each device's write slots start as one random block `R` (made once, at setup),
-//! and a write turns its slot from `R ^ k_old` into `R ^ k_new` by XOR-ing the slot's words
-//! with `k_old ^ k_new`, where `k_new` is a fresh 64-bit key from a per-device stream seeded
-//! by the run's random id. That is one vectorised pass over the buffer, at memory speed.
-//! Two blocks of one device differ by a constant word pattern, which no block-level
-//! deduplication and no LZ-family compressor can use.
+//! itself, so each device has one random base block `R` (made once, at setup), and a write
+//! carries `R ^ k`, where `k` is a fresh 64-bit key from a per-device stream seeded by the
+//! run's random id: one vectorised XOR pass into a scratch block that stays in cache
+//! ([`BlockMaker::make`]), then one copy into the write slot. Two blocks of one device differ
+//! by a constant word pattern, which no block-level deduplication and no LZ-family compressor
+//! can use. ([`BlockMaker::rekey`] does the same in place, for tests and benches.)
 
 use serde::{Deserialize, Serialize};
 
@@ -22,6 +22,10 @@ pub const COMPRESS_CHUNK: usize = 512;
 /// What written blocks contain.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct WriteData {
+    /// `--verify`: every written block carries a header and a checksum, reads of blocks this
+    /// run wrote are checked, and every written block is read back and checked after the run.
+    #[serde(default)]
+    pub verify: bool,
     /// Percent of every block a compressor can remove (fio's `buffer_compress_percentage`):
     /// each 512-byte chunk ends in that share of zeros. 0 is incompressible.
     pub compress_percent: u8,
@@ -36,6 +40,181 @@ impl WriteData {
         let random = COMPRESS_CHUNK * (100 - usize::from(self.compress_percent.min(100))) / 100;
         random / 8 * 8
     }
+}
+
+/// Bytes of the `--verify` header at the start of every written block: offset, run id,
+/// generation, device index, checksum.
+pub const VERIFY_HEADER: usize = 32;
+
+/// Generation tags a block's verify state cycles through (1..=253); 0 is "not written in this
+/// run", [`STATE_UNKNOWN`] and [`STATE_WRITING`] the other two states of its one byte.
+const TAGS: u64 = 253;
+/// A block whose content cannot be predicted (a write failed, or two overlapped): not checked.
+pub(crate) const STATE_UNKNOWN: u8 = 254;
+/// A block with a write in flight: reads of it are not checked.
+pub(crate) const STATE_WRITING: u8 = 255;
+
+/// The one-byte tag of write generation `generation` (1-based).
+#[inline]
+pub(crate) fn generation_tag(generation: u64) -> u8 {
+    (generation % TAGS + 1) as u8
+}
+
+/// What a `--verify` check found wrong with a block.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MismatchKind {
+    /// The checksum does not match the contents: the data was damaged.
+    Corruption,
+    /// A sound block that belongs elsewhere (another offset or device): a write landed at
+    /// the wrong place.
+    Misdirected,
+    /// A sound block of this place, but an older write (an earlier generation, another run,
+    /// or zeros): the last write was lost.
+    LostWrite,
+}
+
+/// One block that failed verification.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct VerifyMismatch {
+    /// Byte offset on the device.
+    pub offset: u64,
+    /// What was wrong.
+    pub kind: MismatchKind,
+    /// Whether it was found by a read during the run (else by the read-back after it).
+    pub during_run: bool,
+    /// The generation tag (1..=253) the block should carry.
+    pub expected_tag: u8,
+    /// The offset the block's header names.
+    pub found_offset: u64,
+    /// The generation tag of the write the block's header names.
+    pub found_tag: u8,
+    /// Whether the header names this run (else another run's data, or none).
+    pub found_this_run: bool,
+}
+
+/// A device's `--verify` results.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct VerifyLog {
+    /// Reads checked during the run (of blocks this run wrote, with no write in flight).
+    pub checked_during_run: u64,
+    /// Blocks read back and checked after the run (every block this run wrote, once).
+    pub checked_after_run: u64,
+    /// Blocks whose content could not be predicted (a failed write, or overlapping writes to
+    /// one block) and so were not checked.
+    pub unknown: u64,
+    /// Checks that failed, in all.
+    pub mismatches: u64,
+    /// Failed checks by kind.
+    pub corruption: u64,
+    /// See [`MismatchKind::Misdirected`].
+    pub misdirected: u64,
+    /// See [`MismatchKind::LostWrite`].
+    pub lost_write: u64,
+    /// The first [`crate::ERROR_SAMPLES`] failures.
+    pub first: Vec<VerifyMismatch>,
+}
+
+impl VerifyLog {
+    /// Counts one failure, keeping it as an example while there is room.
+    pub fn record(&mut self, m: VerifyMismatch) {
+        self.mismatches += 1;
+        match m.kind {
+            MismatchKind::Corruption => self.corruption += 1,
+            MismatchKind::Misdirected => self.misdirected += 1,
+            MismatchKind::LostWrite => self.lost_write += 1,
+        }
+        if self.first.len() < crate::ERROR_SAMPLES {
+            self.first.push(m);
+        }
+    }
+
+    /// Adds another device's results (keeping the first examples).
+    pub fn add(&mut self, other: &VerifyLog) {
+        self.checked_during_run += other.checked_during_run;
+        self.checked_after_run += other.checked_after_run;
+        self.unknown += other.unknown;
+        self.mismatches += other.mismatches;
+        self.corruption += other.corruption;
+        self.misdirected += other.misdirected;
+        self.lost_write += other.lost_write;
+        for m in &other.first {
+            if self.first.len() < crate::ERROR_SAMPLES {
+                self.first.push(m.clone());
+            }
+        }
+    }
+}
+
+/// Who wrote a block: what its `--verify` header says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct BlockIdentity {
+    pub offset: u64,
+    pub run_id: u64,
+    pub generation: u64,
+    pub device: u32,
+}
+
+fn checksum(block: &[u8]) -> u32 {
+    let mut h = crc32fast::Hasher::new();
+    h.update(&block[..VERIFY_HEADER - 4]);
+    h.update(&block[VERIFY_HEADER..]);
+    h.finalize()
+}
+
+/// Writes the verify header of `id` into `block` and its checksum over the whole block.
+pub(crate) fn stamp(block: &mut [u8], id: BlockIdentity) {
+    block[0..8].copy_from_slice(&id.offset.to_le_bytes());
+    block[8..16].copy_from_slice(&id.run_id.to_le_bytes());
+    block[16..24].copy_from_slice(&id.generation.to_le_bytes());
+    block[24..28].copy_from_slice(&id.device.to_le_bytes());
+    let sum = checksum(block);
+    block[28..32].copy_from_slice(&sum.to_le_bytes());
+}
+
+/// Checks a block read back at `expected.offset` against what this run last wrote there
+/// (generation tag `tag`); `None` when it is right.
+pub(crate) fn check(block: &[u8], expected: BlockIdentity, tag: u8) -> Option<VerifyMismatch> {
+    let word = |r: std::ops::Range<usize>| {
+        let mut b = [0u8; 8];
+        b[..r.len()].copy_from_slice(&block[r]);
+        u64::from_le_bytes(b)
+    };
+    let found = BlockIdentity {
+        offset: word(0..8),
+        run_id: word(8..16),
+        generation: word(16..24),
+        device: word(24..28) as u32,
+    };
+    let sound = word(28..32) as u32 == checksum(block);
+    let kind = if !sound {
+        if block.iter().all(|&b| b == 0) {
+            MismatchKind::LostWrite
+        } else {
+            MismatchKind::Corruption
+        }
+    } else if found.run_id == expected.run_id
+        && (found.offset != expected.offset || found.device != expected.device)
+    {
+        MismatchKind::Misdirected
+    } else if found.run_id != expected.run_id || generation_tag(found.generation) != tag {
+        MismatchKind::LostWrite
+    } else {
+        return None;
+    };
+    Some(VerifyMismatch {
+        offset: expected.offset,
+        kind,
+        during_run: false,
+        expected_tag: tag,
+        found_offset: found.offset,
+        found_tag: if sound {
+            generation_tag(found.generation)
+        } else {
+            0
+        },
+        found_this_run: sound && found.run_id == expected.run_id,
+    })
 }
 
 /// Makes one device's write buffers; see the module overview. Public for the benches.
@@ -115,6 +294,37 @@ impl BlockMaker {
     }
 }
 
+impl BlockMaker {
+    /// Writes `base ^ key` over the random parts of `out` (its zero parts stay as they are:
+    /// zeros, when `out` started zeroed). `base` is the device's base block
+    /// ([`BlockMaker::fill_base`]); `out` a small buffer that stays in cache, copied to the
+    /// write slot afterwards: a plain copy of whole cache lines can skip reading the slot's old
+    /// contents from memory, which XOR-ing the slot in place cannot.
+    #[inline]
+    pub fn make(&self, base: &[u8], out: &mut [u8], key: u64) {
+        if self.random_per_chunk == COMPRESS_CHUNK {
+            xor_words_into(out, base, key);
+        } else {
+            for (o, b) in out
+                .chunks_mut(COMPRESS_CHUNK)
+                .zip(base.chunks(COMPRESS_CHUNK))
+            {
+                let end = self.random_per_chunk.min(o.len());
+                xor_words_into(&mut o[..end], &b[..end], key);
+            }
+        }
+    }
+}
+
+/// `out = src ^ delta`, word by word (vectorised by the compiler).
+#[inline]
+fn xor_words_into(out: &mut [u8], src: &[u8], delta: u64) {
+    for (o, s) in out.chunks_exact_mut(8).zip(src.chunks_exact(8)) {
+        let v = u64::from_ne_bytes([s[0], s[1], s[2], s[3], s[4], s[5], s[6], s[7]]) ^ delta;
+        o.copy_from_slice(&v.to_ne_bytes());
+    }
+}
+
 /// XORs every whole 8-byte word of `buf` with `delta` (the compiler vectorises this loop).
 #[inline]
 fn xor_words(buf: &mut [u8], delta: u64) {
@@ -164,6 +374,23 @@ mod tests {
     }
 
     #[test]
+    fn making_from_the_base_equals_rekeying_the_slot() {
+        for compress_percent in [0, 50] {
+            let data = WriteData {
+                compress_percent,
+                ..WriteData::default()
+            };
+            let m = BlockMaker::new(data, 5, 1);
+            let mut base = vec![0u8; 4096];
+            m.fill_base(&mut base);
+            let mut out = vec![0u8; 4096];
+            m.make(&base, &mut out, 0x77);
+            m.make(&base, &mut out, 0x99);
+            assert_eq!(out, block(&m, 0x99));
+        }
+    }
+
+    #[test]
     fn devices_and_runs_start_from_different_blocks() {
         let a = block(&BlockMaker::new(WriteData::default(), 1, 0), 0);
         let b = block(&BlockMaker::new(WriteData::default(), 1, 1), 0);
@@ -177,6 +404,7 @@ mod tests {
         let data = WriteData {
             compress_percent: 50,
             dedupe_percent: 0,
+            verify: false,
         };
         assert_eq!(data.random_bytes_per_chunk(), 256);
         let m = BlockMaker::new(data, 3, 0);
@@ -188,7 +416,8 @@ mod tests {
         assert_eq!(
             WriteData {
                 compress_percent: 100,
-                dedupe_percent: 0
+                dedupe_percent: 0,
+                verify: false,
             }
             .random_bytes_per_chunk(),
             0
@@ -201,6 +430,7 @@ mod tests {
             WriteData {
                 compress_percent: 0,
                 dedupe_percent: 30,
+                verify: false,
             },
             9,
             2,
@@ -218,5 +448,54 @@ mod tests {
     #[test]
     fn run_ids_differ() {
         assert_ne!(random_run_id(), random_run_id());
+    }
+
+    #[test]
+    fn verify_finds_and_classifies_what_went_wrong() {
+        let id = |offset, generation| BlockIdentity {
+            offset,
+            run_id: 77,
+            generation,
+            device: 3,
+        };
+        let m = BlockMaker::new(WriteData::default(), 77, 3);
+        let mut good = block(&m, 5);
+        stamp(&mut good, id(8192, 10));
+        let tag = generation_tag(10);
+        assert_eq!(check(&good, id(8192, 10), tag), None);
+
+        let mut corrupt = good.clone();
+        corrupt[1000] ^= 1;
+        assert_eq!(
+            check(&corrupt, id(8192, 10), tag).map(|m| m.kind),
+            Some(MismatchKind::Corruption)
+        );
+        let mut elsewhere = block(&m, 6);
+        stamp(&mut elsewhere, id(4096, 11));
+        let found = check(&elsewhere, id(8192, 10), tag).unwrap();
+        assert_eq!(found.kind, MismatchKind::Misdirected);
+        assert_eq!(found.found_offset, 4096);
+        let mut older = block(&m, 7);
+        stamp(&mut older, id(8192, 9));
+        assert_eq!(
+            check(&older, id(8192, 10), tag).map(|m| m.kind),
+            Some(MismatchKind::LostWrite)
+        );
+        let mut other_run = good.clone();
+        stamp(
+            &mut other_run,
+            BlockIdentity {
+                run_id: 1,
+                ..id(8192, 10)
+            },
+        );
+        assert_eq!(
+            check(&other_run, id(8192, 10), tag).map(|m| m.kind),
+            Some(MismatchKind::LostWrite)
+        );
+        assert_eq!(
+            check(&vec![0u8; 4096], id(8192, 10), tag).map(|m| m.kind),
+            Some(MismatchKind::LostWrite)
+        );
     }
 }

@@ -28,7 +28,9 @@ mod worker;
 mod workload;
 
 pub use availability::{check_io_uring, IoUringUnavailable};
-pub use data::{BlockMaker, WriteData, COMPRESS_CHUNK};
+pub use data::{
+    BlockMaker, MismatchKind, VerifyLog, VerifyMismatch, WriteData, COMPRESS_CHUNK, VERIFY_HEADER,
+};
 pub use placement::{Placement, ThreadLayout, WorkerPlan};
 pub use result::{
     new_latency_histogram, record_latency, CpuUse, DeviceInterval, DeviceResult, ErrorLog,
@@ -37,8 +39,8 @@ pub use result::{
 };
 pub use ring::{probe_kernel_ring, KernelRingSupport, Polling, RingFeatures};
 pub use run::{
-    buffer_bytes, check_buffer_memory, check_poll_queues, prepare, start, validate, PreparedRun,
-    RunConfig, RunHandle, StopHandle,
+    buffer_bytes, check_buffer_memory, check_poll_queues, check_verify_memory, prepare, start,
+    validate, verify_state_bytes, PreparedRun, RunConfig, RunHandle, StopHandle,
 };
 pub use target::{TargetInfo, TargetKind};
 pub use worker::OffsetStream;

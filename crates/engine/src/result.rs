@@ -182,6 +182,8 @@ pub struct DeviceResult {
     pub drained: IoCounts,
     /// Whether reads returned data or only zeros.
     pub read_samples: ReadSamples,
+    /// `--verify`'s checks; `None` without it.
+    pub verify: Option<crate::VerifyLog>,
 }
 
 /// What one worker thread was and ran with.
@@ -232,15 +234,51 @@ impl CpuUse {
         }
     }
 
-    /// Whether the worker's CPU had no time to spare: then the load generator, not the
-    /// storage, may be what limits the figures.
+    /// Whether the worker's CPU had no time to spare while the worker had work for it: then
+    /// the load generator, not the storage, may be what limits the figures. A worker that
+    /// mostly slept (a rate cap, a slow device) is not limited by a CPU other tasks kept busy.
     pub fn saturated(&self) -> bool {
-        self.cpu_busy_share().unwrap_or_else(|| self.busy_share()) >= CPU_SATURATED
+        match self.cpu_busy_share() {
+            Some(cpu) => cpu >= CPU_SATURATED && self.busy_share() >= WORKER_BUSY_FLOOR,
+            None => self.busy_share() >= CPU_SATURATED,
+        }
     }
 }
 
+/// Share of the run a worker thread must have been on its CPU for a saturated CPU to count as
+/// the load generator's limit.
+pub const WORKER_BUSY_FLOOR: f64 = 0.1;
+
 /// Busy share of a worker's CPU at or above which it counts as saturated.
 pub const CPU_SATURATED: f64 = 0.9;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_busy_cpu_saturates_only_a_worker_that_had_work() {
+        let used = |thread_ms: u64, cpu_busy_ms: u64| CpuUse {
+            user_ns: thread_ms * 500_000,
+            system_ns: thread_ms * 500_000,
+            wall_ns: 1_000_000_000,
+            cpu_busy_ns: Some(cpu_busy_ms * 1_000_000),
+            cpu_total_ns: Some(1_000_000_000),
+        };
+        assert!(used(400, 990).saturated());
+        assert!(
+            !used(20, 1000).saturated(),
+            "a rate-capped worker on a busy CPU"
+        );
+        assert!(!used(400, 700).saturated());
+        let no_proc = CpuUse {
+            cpu_busy_ns: None,
+            cpu_total_ns: None,
+            ..used(950, 0)
+        };
+        assert!(no_proc.saturated());
+    }
+}
 
 /// One in this many successful reads of a device has its buffer checked for zeros.
 pub const READ_SAMPLE_EVERY: u64 = 8;

@@ -35,6 +35,22 @@ pub struct RunConfig {
     pub polling: Polling,
 }
 
+impl RunConfig {
+    /// `workload` on `targets` with every other choice at its default: all allowed CPUs, no
+    /// live intervals, one thread per CPU, `stop-device` on errors, no polling.
+    pub fn new(targets: Vec<PathBuf>, workload: Workload) -> RunConfig {
+        RunConfig {
+            targets,
+            workload,
+            cpus: None,
+            live: false,
+            layout: ThreadLayout::default(),
+            on_error: ErrorPolicy::default(),
+            polling: Polling::default(),
+        }
+    }
+}
+
 /// The start gate: workers report readiness, then wait for the common start instant (or an
 /// abort when another worker failed to set up).
 pub(crate) struct StartGate {
@@ -190,6 +206,22 @@ pub fn validate(workload: &Workload, targets: &[TargetInfo]) -> Result<(), Engin
     if w.rate_iops == Some(0) {
         return bad("rate of 0 IOPS would never submit: give a positive --rate-iops".into());
     }
+    let data = &w.write_data;
+    if data.compress_percent > 100 || data.dedupe_percent > 100 {
+        return bad(format!(
+            "compress {}% / dedupe {}%: use 0 to 100 (--buffer-compress-percentage, --dedupe-percentage)",
+            data.compress_percent, data.dedupe_percent
+        ));
+    }
+    if data.verify && !w.pattern.writes() {
+        return bad(format!(
+            "--verify checks what this run writes, and {} writes nothing: use randwrite, randrw or write",
+            w.pattern
+        ));
+    }
+    if data.verify && data.dedupe_percent > 0 {
+        return bad("--verify gives every block its own header, so no block can repeat another: drop --dedupe-percentage or --verify".into());
+    }
     if targets.is_empty() {
         return bad("no targets: give at least one device (--devices)".into());
     }
@@ -234,6 +266,44 @@ pub fn check_buffer_memory(workload: &Workload, targets: usize) -> Result<(), En
             need as f64 / (1u64 << 30) as f64,
             workload.iodepth,
             workload.block_size,
+            available as f64 / (1u64 << 30) as f64
+        )));
+    }
+    Ok(())
+}
+
+/// Bytes of `--verify` state a run keeps: one per block of every target's working set.
+pub fn verify_state_bytes(workload: &Workload, targets: &[TargetInfo]) -> u64 {
+    if !workload.write_data.verify {
+        return 0;
+    }
+    targets
+        .iter()
+        .map(|t| workload.working_set.unwrap_or(t.size) / u64::from(workload.block_size))
+        .sum()
+}
+
+/// Refuses a `--verify` run whose state (one byte per block) and I/O buffers together would
+/// not fit in the memory available now, before anything is allocated.
+pub fn check_verify_memory(workload: &Workload, targets: &[TargetInfo]) -> Result<(), EngineError> {
+    let state = verify_state_bytes(workload, targets);
+    if state == 0 {
+        return Ok(());
+    }
+    let Some(available) = std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|m| mem_available(&m))
+    else {
+        return Ok(());
+    };
+    let need = state + buffer_bytes(workload, targets.len());
+    if need > available {
+        return Err(EngineError::InvalidWorkload(format!(
+            "--verify keeps one byte per block: {:.1} GiB for {} targets at --bs {}, with the I/O buffers {:.1} GiB, but only {:.1} GiB of memory is available: use a larger --bs or a smaller --size",
+            state as f64 / (1u64 << 30) as f64,
+            targets.len(),
+            workload.block_size,
+            need as f64 / (1u64 << 30) as f64,
             available as f64 / (1u64 << 30) as f64
         )));
     }
@@ -358,6 +428,7 @@ pub fn prepare(config: RunConfig) -> Result<PreparedRun, EngineError> {
         None => online,
     };
     check_buffer_memory(&config.workload, targets.len())?;
+    check_verify_memory(&config.workload, &targets)?;
     if config.polling.iopoll {
         check_poll_queues(&targets)?;
     }
@@ -588,5 +659,46 @@ mod tests {
         let err = check_buffer_memory(&huge, 32).unwrap_err().to_string();
         assert!(err.contains("lower --iodepth or --bs"), "{err}");
         assert!(check_buffer_memory(&Workload::default(), 32).is_ok());
+    }
+
+    #[test]
+    fn verify_is_refused_where_it_cannot_work() {
+        let target = TargetInfo {
+            path: "/dev/x".into(),
+            kind: crate::TargetKind::BlockDevice,
+            size: 1 << 30,
+            logical_block_size: 512,
+            rdev: None,
+            kernel_name: None,
+        };
+        let with = |pattern, dedupe_percent| Workload {
+            pattern,
+            write_data: crate::WriteData {
+                verify: true,
+                dedupe_percent,
+                ..Default::default()
+            },
+            ..Workload::default()
+        };
+        let err = validate(
+            &with(crate::IoPattern::RandRead, 0),
+            std::slice::from_ref(&target),
+        );
+        assert!(err.unwrap_err().to_string().contains("writes nothing"));
+        let err = validate(
+            &with(crate::IoPattern::RandRw, 50),
+            std::slice::from_ref(&target),
+        );
+        assert!(err.unwrap_err().to_string().contains("--dedupe-percentage"));
+        assert!(validate(
+            &with(crate::IoPattern::RandRw, 0),
+            std::slice::from_ref(&target)
+        )
+        .is_ok());
+        // One byte per 4 KiB block: 262,144 bytes for 1 GiB.
+        assert_eq!(
+            verify_state_bytes(&with(crate::IoPattern::RandRw, 0), &[target]),
+            1 << 18
+        );
     }
 }

@@ -15,13 +15,14 @@ use std::time::{Duration, Instant};
 use hdrhistogram::Histogram;
 
 use crate::cpu_use::CpuClock;
-use crate::data::BlockMaker;
+use crate::data::{self, BlockIdentity, BlockMaker, STATE_UNKNOWN, STATE_WRITING};
 use crate::ring::{Polling, RingFeatures, UringIo};
 use crate::run::Shared;
 use crate::workload::ErrorPolicy;
 use crate::{
     new_latency_histogram, CpuUse, DeviceInterval, DeviceResult, EngineError, ErrorLog, IoCounts,
-    IoErrorSample, OpKind, OpResult, ReadSamples, TargetInfo, Workload, READ_SAMPLE_EVERY,
+    IoErrorSample, OpKind, OpResult, ReadSamples, TargetInfo, VerifyLog, Workload,
+    READ_SAMPLE_EVERY,
 };
 
 /// One step of SplitMix64: a fast, well-mixed 64-bit generator.
@@ -123,14 +124,21 @@ struct DeviceState {
     /// that no write ever carries back what a read brought.
     read_base: usize,
     write_base: usize,
-    /// Makes what each write carries; `write_keys[slot]` is the key its buffer holds now.
+    /// Makes what each write carries from the device's base block; `write_keys[slot]` is the
+    /// key the slot's buffer holds (a write with the same key, a duplicate, costs nothing).
     maker: BlockMaker,
+    base: Vec<u8>,
     write_keys: Vec<u64>,
     ramp: IoCounts,
     drained: IoCounts,
     /// Successful reads so far, to sample one in [`READ_SAMPLE_EVERY`].
     reads_done: u64,
     read_samples: ReadSamples,
+    /// `--verify`: one byte per block of the working set (0 not written in this run, a
+    /// generation tag, `STATE_UNKNOWN` or `STATE_WRITING`), and what the checks found.
+    verify_state: Vec<u8>,
+    verify: Option<VerifyLog>,
+    writes_submitted: u64,
 }
 
 impl DeviceState {
@@ -153,6 +161,9 @@ struct Slot {
     offset: u64,
     /// Submit time in nanoseconds after the run's start (set only when timing I/Os).
     submitted_ns: u64,
+    /// `--verify`: a write's generation tag, or the tag a read's block had when the read was
+    /// submitted (0: the read is not checked).
+    tag: u8,
 }
 
 /// The plan one worker thread carries out.
@@ -200,6 +211,8 @@ impl WorkerTask {
             on_error: self.on_error,
             shared: self.shared.clone(),
             intervals: self.intervals,
+            run_id: self.run_id,
+            scratch: vec![0; self.workload.block_size as usize],
             start,
             ramp_end: start + self.workload.ramp,
             end: start + self.workload.ramp + self.workload.runtime,
@@ -211,13 +224,16 @@ impl WorkerTask {
                 op: OpKind::Read,
                 offset: 0,
                 submitted_ns: 0,
+                tag: 0,
             };
             run.devices.iter().map(|d| d.iodepth as usize).sum()
         ];
-        run.run_loop().map_err(|e| EngineError::Worker {
-            cpu,
-            message: format!("io_uring_enter failed: {e}"),
-        })?;
+        run.run_loop()
+            .and_then(|()| run.read_back())
+            .map_err(|e| EngineError::Worker {
+                cpu,
+                message: format!("io_uring_enter failed: {e}"),
+            })?;
         let features = run.io.features();
         let cpu_use = clock.stop();
         Ok((
@@ -235,6 +251,7 @@ impl WorkerTask {
                     ramp: d.ramp,
                     drained: d.drained,
                     read_samples: d.read_samples,
+                    verify: d.verify,
                 })
                 .collect(),
         ))
@@ -269,7 +286,9 @@ impl WorkerTask {
             })?;
         let slots_len = w.block_size as usize * w.iodepth as usize;
         let (reads, writes) = (w.pattern.reads(), w.pattern.writes());
-        let region_len = slots_len * (usize::from(reads) + usize::from(writes));
+        let verify = w.write_data.verify && writes;
+        // --verify reads every written block back after the run: it needs read buffers.
+        let region_len = slots_len * (usize::from(reads || verify) + usize::from(writes));
         let regions = vec![region_len; files.len()];
         let slots = files.len() * w.iodepth as usize;
         let mut io =
@@ -279,12 +298,14 @@ impl WorkerTask {
         for (file, (index, info, _)) in self.devices.iter().enumerate() {
             let working_set = w.working_set.unwrap_or(info.size);
             let maker = BlockMaker::new(w.write_data, self.run_id, *index);
-            let write_base = if reads { slots_len } else { 0 };
+            let write_base = if reads || verify { slots_len } else { 0 };
+            let mut base = Vec::new();
             if writes {
                 let bs = w.block_size as usize;
-                maker.fill_base(io.buffer_mut(file, write_base, bs));
-                let base = io.buffer(file, write_base, bs).to_vec();
-                for slot in 1..w.iodepth as usize {
+                base = vec![0u8; bs];
+                maker.fill_base(&mut base);
+                // Every write slot starts as the base block: key 0.
+                for slot in 0..w.iodepth as usize {
                     io.buffer_mut(file, write_base + slot * bs, bs)
                         .copy_from_slice(&base);
                 }
@@ -310,11 +331,19 @@ impl WorkerTask {
                 read_base: 0,
                 write_base,
                 maker,
+                base,
                 write_keys: vec![0; if writes { w.iodepth as usize } else { 0 }],
                 ramp: IoCounts::default(),
                 drained: IoCounts::default(),
                 reads_done: 0,
                 read_samples: ReadSamples::default(),
+                verify_state: if verify {
+                    vec![0; (working_set / u64::from(w.block_size)) as usize]
+                } else {
+                    Vec::new()
+                },
+                verify: verify.then(VerifyLog::default),
+                writes_submitted: 0,
             });
             next_slot += w.iodepth;
         }
@@ -330,6 +359,10 @@ struct WorkerLoop {
     on_error: ErrorPolicy,
     shared: Arc<Shared>,
     intervals: Option<Sender<DeviceInterval>>,
+    run_id: u64,
+    /// One block, kept in cache, in which each write's contents are made before being copied
+    /// to its slot (its zero parts stay zero).
+    scratch: Vec<u8>,
     start: Instant,
     ramp_end: Instant,
     end: Instant,
@@ -402,6 +435,33 @@ impl WorkerLoop {
                 dev.in_flight -= 1;
                 dev.free_slots.push(user_data as u32);
                 let len = dev.block_size;
+                if let Some(log) = dev.verify.as_mut() {
+                    let state = &mut dev.verify_state[(slot.offset / u64::from(len)) as usize];
+                    let whole = result == len as i32;
+                    match slot.op {
+                        OpKind::Write if *state == STATE_WRITING => {
+                            *state = if whole { slot.tag } else { STATE_UNKNOWN };
+                        }
+                        // Checked only if no write to the block came and went meanwhile.
+                        OpKind::Read if whole && slot.tag != 0 && *state == slot.tag => {
+                            let offset = dev.read_base
+                                + (user_data as u32 % dev.iodepth) as usize * len as usize;
+                            let buf = self.io.buffer(slot.device as usize, offset, len as usize);
+                            log.checked_during_run += 1;
+                            let expected = BlockIdentity {
+                                offset: slot.offset,
+                                run_id: self.run_id,
+                                generation: 0,
+                                device: dev.index as u32,
+                            };
+                            if let Some(mut m) = data::check(buf, expected, slot.tag) {
+                                m.during_run = true;
+                                log.record(m);
+                            }
+                        }
+                        _ => {}
+                    }
+                }
                 if result == len as i32 {
                     if slot.op == OpKind::Read {
                         dev.reads_done += 1;
@@ -482,6 +542,91 @@ impl WorkerLoop {
         Ok(())
     }
 
+    /// `--verify`: reads back every block this run wrote, once, and checks it. Uses each
+    /// device's read buffers at its queue depth; these reads count in no figure (a failed one
+    /// is an error of the device).
+    fn read_back(&mut self) -> std::io::Result<()> {
+        for file in 0..self.devices.len() {
+            let dev = &self.devices[file];
+            if dev.verify.is_none() {
+                continue;
+            }
+            let (bs, depth, base) = (dev.block_size, dev.iodepth, dev.read_base);
+            let blocks: Vec<(u64, u8)> = dev
+                .verify_state
+                .iter()
+                .enumerate()
+                .filter(|(_, &s)| s != 0)
+                .map(|(b, &s)| (b as u64, s))
+                .collect();
+            let mut next = 0;
+            let mut slot_blocks: Vec<(u64, u8)> = vec![(0, 0); depth as usize];
+            let mut free: Vec<u32> = (0..depth).rev().collect();
+            while next < blocks.len() || self.io.in_flight() > 0 {
+                while let (Some(&slot), Some(&(block, state))) = (free.last(), blocks.get(next)) {
+                    if state == STATE_UNKNOWN || state == STATE_WRITING {
+                        if let Some(log) = self.devices[file].verify.as_mut() {
+                            log.unknown += 1;
+                        }
+                        next += 1;
+                        continue;
+                    }
+                    let buf = base + slot as usize * bs as usize;
+                    let offset = block * u64::from(bs);
+                    if !self
+                        .io
+                        .push(u64::from(slot), OpKind::Read, file, buf, bs, offset)
+                    {
+                        break;
+                    }
+                    free.pop();
+                    slot_blocks[slot as usize] = (block, state);
+                    next += 1;
+                }
+                if self.io.in_flight() == 0 {
+                    continue;
+                }
+                self.io
+                    .submit_and_wait(1, Some(Duration::from_millis(100)))?;
+                self.io.reap();
+                let dev = &mut self.devices[file];
+                for &(user_data, result) in self.io.reaped() {
+                    let slot = user_data as u32;
+                    free.push(slot);
+                    let (block, tag) = slot_blocks[slot as usize];
+                    let offset = block * u64::from(bs);
+                    if result != bs as i32 {
+                        dev.errors.record(IoErrorSample {
+                            op: OpKind::Read,
+                            offset,
+                            len: bs,
+                            errno: (-result).max(0),
+                            transferred: result.max(0) as u32,
+                        });
+                        continue;
+                    }
+                    let buf = self
+                        .io
+                        .buffer(file, base + slot as usize * bs as usize, bs as usize);
+                    let expected = BlockIdentity {
+                        offset,
+                        run_id: self.run_id,
+                        generation: 0,
+                        device: dev.index as u32,
+                    };
+                    let Some(log) = dev.verify.as_mut() else {
+                        continue;
+                    };
+                    log.checked_after_run += 1;
+                    if let Some(m) = data::check(buf, expected, tag) {
+                        log.record(m);
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// Whether every device has used up its I/O limit (or was taken out after a failure), so
     /// nothing more will be submitted. Always false without a limit.
     fn all_exhausted(&self) -> bool {
@@ -540,13 +685,44 @@ impl WorkerLoop {
                 };
                 let offset = dev.offsets.next_offset();
                 let buf_offset = dev.buffer_offset(slot_id, op);
+                let mut tag = 0;
                 if op == OpKind::Write {
                     let key = dev.maker.next_key();
                     let buf = self
                         .io
                         .buffer_mut(file, buf_offset, dev.block_size as usize);
                     let slot_key = &mut dev.write_keys[(slot_id % dev.iodepth) as usize];
-                    dev.maker.rekey(buf, slot_key, key);
+                    if *slot_key != key {
+                        dev.maker.make(&dev.base, &mut self.scratch, key);
+                        buf.copy_from_slice(&self.scratch);
+                        *slot_key = key;
+                    }
+                    if dev.verify.is_some() {
+                        dev.writes_submitted += 1;
+                        tag = data::generation_tag(dev.writes_submitted);
+                        data::stamp(
+                            buf,
+                            BlockIdentity {
+                                offset,
+                                run_id: self.run_id,
+                                generation: dev.writes_submitted,
+                                device: dev.index as u32,
+                            },
+                        );
+                        let block = (offset / u64::from(dev.block_size)) as usize;
+                        let state = &mut dev.verify_state[block];
+                        // Two writes in flight to one block may land in either order.
+                        *state = if *state == STATE_WRITING || *state == STATE_UNKNOWN {
+                            STATE_UNKNOWN
+                        } else {
+                            STATE_WRITING
+                        };
+                    }
+                } else if dev.verify.is_some() {
+                    let state = dev.verify_state[(offset / u64::from(dev.block_size)) as usize];
+                    if (1..STATE_UNKNOWN).contains(&state) {
+                        tag = state;
+                    }
                 }
                 if !self
                     .io
@@ -560,6 +736,7 @@ impl WorkerLoop {
                     op,
                     offset,
                     submitted_ns: 0,
+                    tag,
                 };
                 dev.in_flight += 1;
                 dev.submitted += 1;

@@ -101,6 +101,8 @@ pub enum LegendCorner {
     LowerRight,
     /// Right, halfway up (for lines that keep to the top and the bottom).
     MiddleRight,
+    /// The corner with the fewest points under it, chosen when drawing.
+    Auto,
 }
 
 impl Default for LineChart {
@@ -234,6 +236,61 @@ impl LineChart {
             x_range
         };
         (x_range, y_range)
+    }
+
+    /// Where the legend goes: the corner asked for, or for [`LegendCorner::Auto`] the corner
+    /// whose box (45% of the width, 35% of the height, on the axes' own scales) holds the
+    /// fewest points, so the legend hides no data where it can help it.
+    pub fn legend_corner(&self) -> LegendCorner {
+        if self.legend != LegendCorner::Auto {
+            return self.legend;
+        }
+        let scale = |v: f64, log: bool| {
+            if log {
+                v.max(f64::MIN_POSITIVE).log10()
+            } else {
+                v
+            }
+        };
+        let (x_range, y_range) = self.ranges();
+        let (x0, x1) = (
+            scale(x_range.start, self.x_log),
+            scale(x_range.end, self.x_log),
+        );
+        let (y0, y1) = (
+            scale(y_range.start, self.y_log),
+            scale(y_range.end, self.y_log),
+        );
+        let unit = |v: f64, lo: f64, hi: f64| if hi > lo { (v - lo) / (hi - lo) } else { 0.5 };
+        let points: Vec<(f64, f64)> = self
+            .series
+            .iter()
+            .flat_map(|s| s.points.iter())
+            .map(|&(x, y)| {
+                (
+                    unit(scale(x, self.x_log), x0, x1),
+                    unit(scale(y, self.y_log), y0, y1),
+                )
+            })
+            .collect();
+        let count = |right: bool, top: bool| {
+            points
+                .iter()
+                .filter(|(x, y)| {
+                    (if right { *x >= 0.55 } else { *x <= 0.45 })
+                        && (if top { *y >= 0.65 } else { *y <= 0.35 })
+                })
+                .count()
+        };
+        [
+            (LegendCorner::UpperRight, count(true, true)),
+            (LegendCorner::UpperLeft, count(false, true)),
+            (LegendCorner::LowerRight, count(true, false)),
+            (LegendCorner::LowerLeft, count(false, false)),
+        ]
+        .into_iter()
+        .min_by_key(|&(_, n)| n)
+        .map_or(LegendCorner::UpperRight, |(corner, _)| corner)
     }
 
     fn x_extent(&self) -> (f64, f64) {
@@ -429,12 +486,14 @@ impl LineChart {
             }
             chart
                 .configure_series_labels()
-                .position(match self.legend {
+                .position(match self.legend_corner() {
                     LegendCorner::UpperLeft => SeriesLabelPosition::UpperLeft,
                     LegendCorner::UpperRight => SeriesLabelPosition::UpperRight,
                     LegendCorner::LowerLeft => SeriesLabelPosition::LowerLeft,
                     LegendCorner::LowerRight => SeriesLabelPosition::LowerRight,
-                    LegendCorner::MiddleRight => SeriesLabelPosition::MiddleRight,
+                    LegendCorner::MiddleRight | LegendCorner::Auto => {
+                        SeriesLabelPosition::MiddleRight
+                    }
                 })
                 .label_font(("sans-serif", LABEL_FONT))
                 .background_style(WHITE.mix(0.85))
@@ -762,6 +821,25 @@ mod tests {
         for other in [3.0, 70_000.0, 0.0, -1.0] {
             assert!(!is_round_on_log_axis(other), "{other}");
         }
+    }
+
+    #[test]
+    fn an_auto_legend_goes_where_the_points_are_not() {
+        let mut chart = sweep_chart();
+        chart.legend = LegendCorner::Auto;
+        // Rising lines: the upper left and lower right are empty, the other two are not.
+        assert!(matches!(
+            chart.legend_corner(),
+            LegendCorner::UpperLeft | LegendCorner::LowerRight
+        ));
+        // Falling lines (IOPS against block size): the upper right is empty.
+        for s in &mut chart.series {
+            for p in &mut s.points {
+                p.1 = 9000.0 - p.1;
+            }
+        }
+        chart.bands.clear();
+        assert_eq!(chart.legend_corner(), LegendCorner::UpperRight);
     }
 
     #[test]

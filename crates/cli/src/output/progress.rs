@@ -129,8 +129,10 @@ impl Drop for LiveView {
     }
 }
 
+/// The bar takes what the terminal's width leaves beside the figures (`wide_bar`), so an
+/// 80-column terminal gets a short bar and no wrapped line.
 fn measuring_style() -> ProgressStyle {
-    ProgressStyle::with_template("[{bar:30}] {pos:>3}/{len} s  {msg}")
+    ProgressStyle::with_template("[{wide_bar}] {pos:>3}/{len} s  {msg}")
         .expect("constant template is valid")
         .progress_chars("=> ")
 }

@@ -46,7 +46,7 @@ pub fn terminal_width() -> Option<usize> {
 const DROPPED_TO_FIT: [&str; 5] = ["read p99.9", "write p99.9", "read p50", "write p50", "cpu"];
 
 /// [`render_table`] fitted to `width` columns (`None`: no limit): columns are left out in the
-/// order of `DROPPED_TO_FIT` until the rows fit, and a line says which.
+/// order p99.9, p50, cpu until the rows fit, and a line says which.
 pub fn render_table_fitting(report: &HostReport, width: Option<usize>) -> String {
     let w = &report.workload;
     let show_read = w.pattern.reads() || report.host.read.ios > 0;
@@ -237,6 +237,7 @@ pub fn render_table_fitting(report: &HostReport, width: Option<usize>) -> String
     if let Some(generator) = &report.load_generator {
         out.push_str(&worker_lines(generator));
     }
+    out.push_str(&verify_lines(report));
     for d in report.devices.iter().filter(|d| d.figures.reads_all_zero()) {
         let _ = writeln!(
             out,
@@ -245,6 +246,65 @@ pub fn render_table_fitting(report: &HostReport, width: Option<usize>) -> String
         );
     }
     out
+}
+
+/// `--verify`'s outcome: what was checked, and every bad block kept as an example.
+fn verify_lines(report: &HostReport) -> String {
+    let Some(total) = &report.verify else {
+        return String::new();
+    };
+    let mut s = format!(
+        "verify: {} reads checked during the run, {} written blocks read back after it, {} bad ({} corrupted, {} misdirected, {} lost writes)",
+        total.checked_during_run,
+        total.checked_after_run,
+        total.mismatches,
+        total.corruption,
+        total.misdirected,
+        total.lost_write
+    );
+    if total.unknown > 0 {
+        let _ = write!(
+            s,
+            "; {} blocks not checkable (a failed or overlapping write)",
+            total.unknown
+        );
+    }
+    s.push('\n');
+    for d in &report.devices {
+        let Some(log) = &d.verify else { continue };
+        for m in &log.first {
+            let kind = match m.kind {
+                hostmax_engine::MismatchKind::Corruption => "corrupted (bad checksum)",
+                hostmax_engine::MismatchKind::Misdirected => "misdirected (holds another block)",
+                hostmax_engine::MismatchKind::LostWrite => "lost write (holds older data)",
+            };
+            let found = if m.found_this_run {
+                format!("offset {} generation tag {}", m.found_offset, m.found_tag)
+            } else if m.found_tag != 0 {
+                format!("offset {} from another run", m.found_offset)
+            } else {
+                "no valid header".to_string()
+            };
+            let _ =
+                writeln!(
+                s,
+                "BAD DATA on {} at offset {}: {kind}; expected generation tag {}, found {found}{}",
+                d.path,
+                m.offset,
+                m.expected_tag,
+                if m.during_run { " (during the run)" } else { "" }
+            );
+        }
+        if log.mismatches > log.first.len() as u64 {
+            let _ = writeln!(
+                s,
+                "... and {} more bad blocks on {}",
+                log.mismatches - log.first.len() as u64,
+                d.path
+            );
+        }
+    }
+    s
 }
 
 /// `io_uring: fixed buffers, registered files, ...`, and what some worker fell back from.

@@ -36,7 +36,9 @@ fn cpu_list_arg(s: &str) -> Result<CpuList, UnitError> {
 pub struct SuiteArgs {
     /// The test: iops (random, 1m..512b x 7 mixes), throughput (sequential 1m and 128k),
     /// latency (random, queue depth 1, one device at a time).
-    #[arg(value_enum, required_unless_present = "resume")]
+    // Not required by clap: `--devices A B iops` gives it to --devices, and
+    // `take_test_from_devices` takes it back.
+    #[arg(value_enum)]
     pub test: Option<SuiteTest>,
 
     /// Block devices or regular files; paths or quoted glob patterns. All run at once
@@ -121,6 +123,11 @@ pub struct SuiteArgs {
     #[arg(long)]
     pub no_purge: bool,
 
+    /// Purge ATA disks by ATA secure erase first (hdparm sets this temporary security password
+    /// and erases the WHOLE disk with it), then discard, then zero fill: the first that works.
+    #[arg(long, value_name = "PASSWORD", conflicts_with = "no_purge")]
+    pub secure_erase_password: Option<String>,
+
     /// Write the suite's JSON report to PATH, or to stdout with '-'.
     #[arg(long, value_name = "PATH|-", allow_hyphen_values = true)]
     pub json: Option<PathBuf>,
@@ -129,10 +136,21 @@ pub struct SuiteArgs {
     #[arg(long, value_name = "PATH")]
     pub html: Option<PathBuf>,
 
+    /// Include a load-latency curve (the JSON of `hostmax curve --json`) in the HTML page:
+    /// its table and chart, with the SLO knee.
+    #[arg(long, value_name = "PATH", requires = "html")]
+    pub curve: Option<PathBuf>,
+
     /// Where the checkpoint goes [default: beside --json (or else --html), named after it
-    /// with .state; else ./hostmax-suite-TEST.state].
+    /// with .state; with --json - and no --html, a new directory in the temporary directory;
+    /// else ./hostmax-suite-TEST.state].
     #[arg(long, value_name = "DIR")]
     pub state_dir: Option<PathBuf>,
+
+    /// Run afresh although the state directory already holds a suite (finished or not): the
+    /// old one is kept, and the new run takes the first free DIR.2, DIR.3, ... beside it.
+    #[arg(long)]
+    pub fresh: bool,
 
     /// Continue the suite whose checkpoint is in DIR; its settings come from DIR/suite.json
     /// (give --allow-write again if it writes to block devices).
@@ -141,7 +159,8 @@ pub struct SuiteArgs {
         "iodepth", "size", "no_precondition", "no_purge", "json", "html", "state_dir", "cpus", "seed",
         "expect_volume_iops", "expect_volume_mbps", "volume_spec", "profile", "spec_file",
         "expect_host_iops", "expect_host_mbps", "tolerance", "consistency", "active_range",
-        "numjobs", "sleep_between", "precondition_time",
+        "numjobs", "sleep_between", "precondition_time", "secure_erase_password", "curve",
+        "fresh",
     ])]
     pub resume: Option<PathBuf>,
 

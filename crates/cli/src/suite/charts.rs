@@ -250,11 +250,9 @@ fn by_block_size(report: &SuiteReport, metric: TrackedMetric) -> Option<LineChar
         y_ticks: TickFormat::Decimal,
         series,
         bands: Vec::new(),
-        legend: match metric {
-            // IOPS fall as blocks grow; throughput and latency rise.
-            TrackedMetric::Iops => LegendCorner::LowerLeft,
-            _ => LegendCorner::UpperLeft,
-        },
+        // Where the lines are not (IOPS fall as blocks grow, throughput rises, and a slow mix
+        // can sit anywhere).
+        legend: LegendCorner::Auto,
         size: (820, 480),
         x_names: Vec::new(),
     })
@@ -335,7 +333,8 @@ fn convergence(report: &SuiteReport) -> Option<LineChart> {
     }];
     let mut bands = Vec::new();
     let [first, last] = ss.window_rounds;
-    if !ss.window.is_empty() && first > 0 {
+    // Fewer rounds than the window: nothing was fitted, so no window, band or slope to draw.
+    if ss.fitted && !ss.window.is_empty() && first > 0 {
         let (a, b) = (f64::from(first), f64::from(last));
         series.push(Series {
             name: format!("window, rounds {first}-{last}"),

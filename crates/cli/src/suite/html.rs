@@ -20,8 +20,18 @@ th{background:#f3f3f3}td.l,th.l{text-align:left}
 figcaption{color:#555;font-size:.9em}
 ";
 
+/// An SVG document as an element inside HTML: without the XML declaration plotters writes
+/// (not allowed inside HTML).
+pub(crate) fn inline_svg(svg: &str) -> &str {
+    svg.trim_start()
+        .strip_prefix("<?xml")
+        .and_then(|rest| rest.split_once("?>").map(|(_, svg)| svg))
+        .unwrap_or(svg)
+        .trim()
+}
+
 /// Escapes text for HTML.
-fn esc(text: &str) -> String {
+pub(crate) fn esc(text: &str) -> String {
     text.replace('&', "&amp;")
         .replace('<', "&lt;")
         .replace('>', "&gt;")
@@ -141,17 +151,10 @@ pub fn render(report: &SuiteReport) -> anyhow::Result<String> {
 
     h += "<h2>Charts</h2>\n";
     for (i, chart) in charts(report)?.iter().enumerate() {
-        // The XML declaration plotters writes is not allowed inside HTML.
-        let svg = chart
-            .svg
-            .trim_start()
-            .strip_prefix("<?xml")
-            .and_then(|rest| rest.split_once("?>").map(|(_, svg)| svg))
-            .unwrap_or(&chart.svg);
         writeln!(
             h,
             "<figure class=\"chart\" id=\"chart-{i}\">{}<figcaption>{}</figcaption></figure>",
-            svg.trim(),
+            inline_svg(&chart.svg),
             esc(&chart.title)
         )?;
     }
@@ -172,7 +175,7 @@ pub fn render(report: &SuiteReport) -> anyhow::Result<String> {
         write!(h, "<td>{:.1}</td>", metric.display_value(v))?;
     }
     h += "</tr></table>\n";
-    if !ss.window.is_empty() {
+    if ss.fitted {
         writeln!(
             h,
             "<p>Window rounds {}-{}: mean {:.1}, range {:.1} ({}), slope {:.2} per round ({}).</p>",

@@ -6,7 +6,7 @@
 //!   sets the suite up ([`SuiteConfig`]) and runs it.
 //! - [`matrix`]: the tests ([`SuiteTest`]), their cells ([`CellSpec`], keys like `4k_65_35`)
 //!   and each cell's engine [`hostmax_engine::Workload`].
-//! - [`runner`]: purge (discard, else zero fill), preconditioning (2 passes of sequential 128k
+//! - [`runner`]: purge (ATA secure erase when asked, else discard, else zero fill), preconditioning (2 passes of sequential 128k
 //!   writes), then rounds of every cell until steady state
 //!   ([`hostmax_aggregate::SteadyStateRule`]) or `--max-rounds`, with a progress bar and
 //!   signal handling.
@@ -54,6 +54,7 @@ const RANGE_ALIGN: u64 = 1 << 20;
 /// 1 when a promised figure (spec options) was not met, 3 when I/O errors happened, 128+N
 /// when signal N stopped it.
 pub fn run(args: &SuiteArgs) -> anyhow::Result<i32> {
+    let args = &take_test_from_devices(args)?;
     let (config, state, targets) = match &args.resume {
         Some(dir) => resume(dir, args)?,
         None => start(args)?,
@@ -132,10 +133,42 @@ fn emit(config: &SuiteConfig, report: &SuiteReport) -> anyhow::Result<()> {
         }
     }
     if let Some(path) = &config.html {
-        let page = html::render(report)?;
+        let mut page = html::render(report)?;
+        if let Some(curve) = &config.curve {
+            page = with_curve(page, &load_curve(curve)?)?;
+        }
         state::write_atomically(path, page.as_bytes())?;
     }
     Ok(())
+}
+
+/// Reads a `hostmax curve --json` report for `--curve`.
+fn load_curve(path: &Path) -> Result<hostmax_aggregate::CurveReport, BadInput> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| BadInput(format!("--curve {}: cannot read it: {e}", path.display())))?;
+    serde_json::from_str(&text).map_err(|e| {
+        BadInput(format!(
+            "--curve {}: not a 'hostmax curve --json' report ({e}); give the JSON hostmax curve wrote",
+            path.display()
+        ))
+    })
+}
+
+/// The page with the curve's table and chart added before its end.
+fn with_curve(page: String, curve: &hostmax_aggregate::CurveReport) -> anyhow::Result<String> {
+    let svg = crate::verify::curve::curve_chart(&curve.curve).to_svg()?;
+    let svg = html::inline_svg(&svg);
+    let table = html::esc(&crate::verify::curve::render_curve(
+        &curve.curve,
+        &curve.runs,
+    ));
+    let section = format!(
+        "<h2>Load-latency curve</h2>\n<pre>{table}</pre>\n<figure class=\"chart\" id=\"chart-curve\">{svg}<figcaption>Latency against IOPS, by queue depth</figcaption></figure>\n"
+    );
+    Ok(match page.rfind("</body>") {
+        Some(at) => format!("{}{section}{}", &page[..at], &page[at..]),
+        None => page + &section,
+    })
 }
 
 /// The main run's defaults, whatever fields it gains: a fresh parse of an empty command line.
@@ -145,11 +178,41 @@ fn default_run_args() -> crate::args::RunArgs {
         .run
 }
 
+/// `hostmax suite --devices /dev/sdb iops` gives `iops` to `--devices` (it takes several
+/// values): a last device that names a test and is no file is the test. Without a test (and
+/// without `--resume`) the error names the three.
+pub fn take_test_from_devices(args: &SuiteArgs) -> Result<SuiteArgs, BadInput> {
+    use clap::ValueEnum;
+    let mut args = args.clone();
+    if args.test.is_some() || args.resume.is_some() {
+        return Ok(args);
+    }
+    let named = args
+        .devices
+        .last()
+        .and_then(|d| d.to_str())
+        .filter(|d| !std::path::Path::new(d).exists())
+        .and_then(|d| SuiteTest::from_str(d, true).ok());
+    match named {
+        Some(test) => {
+            args.devices.pop();
+            args.test = Some(test);
+            Ok(args)
+        }
+        None => Err(BadInput(
+            "which test? give iops, throughput or latency before --devices (hostmax suite iops --devices ...), or --resume DIR; see 'hostmax suite --help'"
+                .into(),
+        )),
+    }
+}
+
 /// Checks a fresh suite's options, resolves its devices and makes its checkpoint directory.
 fn start(
     args: &SuiteArgs,
 ) -> anyhow::Result<(SuiteConfig, StateDir, Vec<hostmax_engine::TargetInfo>)> {
-    let test = args.test.expect("clap requires a test unless --resume");
+    let test = take_test_from_devices(args)?
+        .test
+        .expect("take_test_from_devices gives a test unless --resume");
     let mut notes = Vec::new();
     let block_sizes = choose_block_sizes(test, args)?;
     let explicit_mixes = !args.mixes.is_empty();
@@ -300,17 +363,26 @@ fn start(
             ));
         }
     }
-    let state_dir = match &args.state_dir {
+    let mut state_dir = match &args.state_dir {
         Some(dir) => dir.clone(),
         None => default_state_dir(test, args.json.as_deref(), args.html.as_deref()),
     };
     if state_dir.join("suite.json").exists() {
-        return Err(BadInput(format!(
-            "{} already holds a suite's state: continue it with --resume {}, or remove it, or choose --state-dir",
-            state_dir.display(),
+        if !args.fresh {
+            return Err(BadInput(format!(
+                "{} already holds a suite's state: continue it (or show a finished one again) with --resume {}, run afresh beside it with --fresh, or choose --state-dir",
+                state_dir.display(),
+                state_dir.display()
+            ))
+            .into());
+        }
+        let taken = state_dir.clone();
+        state_dir = fresh_state_dir(&taken);
+        notes.push(format!(
+            "{} holds an earlier suite (kept); running afresh in {} (--fresh)",
+            taken.display(),
             state_dir.display()
-        ))
-        .into());
+        ));
     }
     let mut config = SuiteConfig {
         format: STATE_FORMAT,
@@ -323,7 +395,7 @@ fn start(
                 size: t.size,
                 logical_block_size: t.logical_block_size,
                 block_device: t.kind == TargetKind::BlockDevice,
-                identity: Some(crate::identity::identify(t)),
+                identity: Some(crate::identity::identify_with_signatures(t)),
             })
             .collect(),
         cells,
@@ -347,9 +419,17 @@ fn start(
         html,
         notes,
         promises: None,
-        run_id: Some(crate::fleet::provenance::new_run_id()),
         sleep_between_ms: args.sleep_between.as_millis() as u64,
         precondition_time_ms: args.precondition_time.map(|d| d.as_millis() as u64),
+        secure_erase_password: args.secure_erase_password.clone(),
+        curve: match &args.curve {
+            Some(path) => {
+                load_curve(path)?;
+                Some(std::fs::canonicalize(path).unwrap_or_else(|_| path.clone()))
+            }
+            None => None,
+        },
+        run_id: Some(crate::fleet::provenance::new_run_id()),
     };
     if config.iodepth > hostmax_engine::MAX_IODEPTH {
         return Err(BadInput(format!(
@@ -514,14 +594,34 @@ fn check_dest(flag: &str, path: &Path) -> Result<PathBuf, BadInput> {
     Ok(std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf()))
 }
 
-/// `iops.json` -> `iops.state`; else `iops.html` -> `iops.state`; else
-/// `./hostmax-suite-TEST.state`.
+/// `iops.json` -> `iops.state`; else `iops.html` -> `iops.state`; with `--json -` alone a new
+/// directory in the temporary directory (the report goes to stdout, so nothing should appear
+/// in the working directory); else `./hostmax-suite-TEST.state`.
 fn default_state_dir(test: SuiteTest, json: Option<&Path>, html: Option<&Path>) -> PathBuf {
     match (json, html) {
         (Some(p), _) if p.as_os_str() != "-" => p.with_extension("state"),
         (_, Some(p)) => p.with_extension("state"),
-        _ => PathBuf::from(format!("hostmax-suite-{test}.state")),
+        (Some(_), None) => fresh_state_dir(
+            &std::env::temp_dir()
+                .join(format!("hostmax-suite-{test}-{}.state", std::process::id())),
+        ),
+        (None, None) => PathBuf::from(format!("hostmax-suite-{test}.state")),
     }
+}
+
+/// `dir` if nothing is there yet, else the first of `dir.2`, `dir.3`, ... that is free.
+fn fresh_state_dir(dir: &Path) -> PathBuf {
+    if !dir.exists() {
+        return dir.to_path_buf();
+    }
+    (2u32..)
+        .map(|n| {
+            let mut name = dir.as_os_str().to_owned();
+            name.push(format!(".{n}"));
+            PathBuf::from(name)
+        })
+        .find(|candidate| !candidate.exists())
+        .expect("some number is free")
 }
 
 fn dedupe<T: PartialEq>(items: Vec<T>) -> Vec<T> {
@@ -593,4 +693,35 @@ fn check_suite_writes(
         )?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn suite_args(argv: &[&str]) -> SuiteArgs {
+        let argv = ["hostmax", "suite"].iter().chain(argv).copied();
+        match <Cli as clap::Parser>::try_parse_from(argv).unwrap().command {
+            Some(crate::args::Command::Suite(args)) => *args,
+            other => panic!("not a suite: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_test_given_after_the_devices_is_the_test() {
+        let got = take_test_from_devices(&suite_args(&[
+            "--devices",
+            "/nonexistent/a",
+            "/nonexistent/b",
+            "throughput",
+        ]))
+        .unwrap();
+        assert_eq!(got.test, Some(SuiteTest::Throughput));
+        assert_eq!(got.devices.len(), 2);
+        // Before the devices, as documented, nothing changes.
+        let got = take_test_from_devices(&suite_args(&["iops", "--devices", "/x"])).unwrap();
+        assert_eq!((got.test, got.devices.len()), (Some(SuiteTest::Iops), 1));
+        let err = take_test_from_devices(&suite_args(&["--devices", "/x"])).unwrap_err();
+        assert!(err.0.contains("which test?"), "{}", err.0);
+    }
 }

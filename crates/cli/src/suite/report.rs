@@ -147,8 +147,14 @@ pub struct SteadyStateReport {
     pub rounds_run: u32,
     /// Most rounds allowed.
     pub max_rounds: u32,
-    /// "steady state reached at round N" or "steady state not achieved".
+    /// What happened, for people: "steady state reached at round N", "steady state not
+    /// achieved in N rounds (--max-rounds N)", or "stopped after N rounds, before the 5-round
+    /// window" (then nothing was fitted: no range or slope verdict).
     pub status: String,
+    /// Whether a 5-round window was fitted (false when fewer rounds ran): only then do
+    /// `range_ok` and `slope_ok` say anything.
+    #[serde(default)]
+    pub fitted: bool,
 }
 
 /// One cell: its figure of every round, and averages over the reported window's rounds.
@@ -324,9 +330,25 @@ pub fn build(
         None if !window.is_empty() => window.iter().sum::<f64>() / window.len() as f64,
         None => 0.0,
     };
-    let status = match steady.round {
-        Some(r) => format!("steady state reached at round {r}"),
-        None => "steady state not achieved".to_string(),
+    let window_len = SteadyStateRule::default().window;
+    let rounds = |n: u32| format!("{n} round{}", if n == 1 { "" } else { "s" });
+    let status = match (steady.round, fit) {
+        (Some(r), _) => format!("steady state reached at round {r}"),
+        (None, None) => format!(
+            "stopped after {}, before the {window_len}-round window{}",
+            rounds(rounds_run),
+            if interrupted { " (interrupted)" } else { "" }
+        ),
+        (None, Some(_)) if rounds_run >= config.max_rounds => format!(
+            "steady state not achieved in {} (--max-rounds {})",
+            rounds(rounds_run),
+            config.max_rounds
+        ),
+        (None, Some(_)) => format!(
+            "stopped after {}, steady state not reached yet{}",
+            rounds(rounds_run),
+            if interrupted { " (interrupted)" } else { "" }
+        ),
     };
     let steady_report = SteadyStateReport {
         reached: steady.reached,
@@ -344,6 +366,7 @@ pub fn build(
         rounds_run,
         max_rounds: config.max_rounds,
         status,
+        fitted: fit.is_some(),
     };
     let mut cells = BTreeMap::new();
     for cell in &config.cells {

@@ -211,29 +211,50 @@ impl SuiteRunner {
                 return Ok(None);
             }
             let range = 0..self.config.range;
-            self.progress.phase(&format!(
-                "purge: discarding {} of {}",
-                human_size(self.config.range),
-                t.path.display()
-            ));
-            let done = match hostmax_engine::target::discard(t, range.clone()) {
-                Ok(()) => "discard",
-                Err(hostmax_engine::EngineError::Clear { source, .. })
-                    if matches!(
-                        source.raw_os_error(),
-                        Some(libc::EOPNOTSUPP) | Some(libc::ENOTTY) | Some(libc::EINVAL)
-                    ) =>
-                {
-                    self.progress.phase(&format!(
-                        "purge: {} cannot discard; zero-filling {}",
-                        t.path.display(),
-                        human_size(self.config.range)
-                    ));
-                    hostmax_engine::target::zero_out(t, range)
-                        .map_err(crate::app::refusal_or_error)?;
-                    "zero fill"
+            // Escalate: ATA secure erase (when asked), discard, zero fill; the first that works.
+            let mut failed: Vec<String> = Vec::new();
+            let mut done = None;
+            if let Some(password) = &self.config.secure_erase_password {
+                self.progress
+                    .phase(&format!("purge: ATA secure erase of {}", t.path.display()));
+                match ata_secure_erase(t, password) {
+                    Ok(()) => done = Some("ATA secure erase"),
+                    Err(why) => failed.push(format!("ATA secure erase: {why}")),
                 }
-                Err(e) => return Err(crate::app::refusal_or_error(e)),
+            }
+            if done.is_none() {
+                self.progress.phase(&format!(
+                    "purge: discarding {} of {}",
+                    human_size(self.config.range),
+                    t.path.display()
+                ));
+                match hostmax_engine::target::discard(t, range.clone()) {
+                    Ok(()) => done = Some("discard"),
+                    Err(e) => failed.push(format!("discard: {e}")),
+                }
+            }
+            if done.is_none() {
+                self.progress.phase(&format!(
+                    "purge: zero-filling {} of {}",
+                    human_size(self.config.range),
+                    t.path.display()
+                ));
+                match hostmax_engine::target::zero_out(t, range) {
+                    Ok(()) => done = Some("zero fill"),
+                    Err(e) => failed.push(format!("zero fill: {e}")),
+                }
+            }
+            let Some(done) = done else {
+                anyhow::bail!(
+                    "purge of {} failed every way ({}): the suite stops, since its figures would show what the device held before; fix the device or give --no-purge",
+                    t.path.display(),
+                    failed.join("; ")
+                );
+            };
+            let done = if failed.is_empty() {
+                done.to_string()
+            } else {
+                format!("{done} (after {})", failed.join("; "))
             };
             method.push(format!("{}: {done}", t.path.display()));
         }
@@ -498,6 +519,45 @@ impl SuiteRunner {
         let result = handle.wait().context("an engine run of the suite failed")?;
         Ok((!result.stopped_early).then_some((result, series.finish())))
     }
+}
+
+/// ATA secure erase of the whole disk `t` with hdparm: sets `password` as the user security
+/// password, then erases with it (which also clears it). Only ATA disks that are not frozen.
+fn ata_secure_erase(t: &TargetInfo, password: &str) -> Result<(), String> {
+    let disk = t
+        .sys_block_disk()
+        .ok_or_else(|| "not a block device".to_string())?;
+    if t.kernel_name.as_deref() != Some(disk.as_str()) {
+        return Err("a partition: secure erase takes the whole disk".into());
+    }
+    let vendor =
+        std::fs::read_to_string(format!("/sys/block/{disk}/device/vendor")).unwrap_or_default();
+    if vendor.trim() != "ATA" {
+        return Err("not an ATA disk".into());
+    }
+    let hdparm = |args: &[&str]| -> Result<String, String> {
+        let out = std::process::Command::new("hdparm")
+            .args(args)
+            .arg(&t.path)
+            .output()
+            .map_err(|e| format!("cannot run hdparm ({e}); install it (apt-get install hdparm)"))?;
+        let text = String::from_utf8_lossy(&out.stdout).into_owned()
+            + &String::from_utf8_lossy(&out.stderr);
+        if out.status.success() {
+            Ok(text)
+        } else {
+            Err(format!("hdparm {}: {}", args.join(" "), text.trim()))
+        }
+    };
+    let identity = hdparm(&["-I"])?;
+    if identity.lines().any(|l| l.trim() == "frozen") {
+        return Err(
+            "the disk's security is frozen (suspend and resume the host, then retry)".into(),
+        );
+    }
+    hdparm(&["--user-master", "u", "--security-set-pass", password])?;
+    hdparm(&["--user-master", "u", "--security-erase", password])?;
+    Ok(())
 }
 
 /// The results of runs of one device each, as one run.

@@ -102,6 +102,12 @@ pub struct SuiteConfig {
     /// Most milliseconds preconditioning may take (`--precondition-time`).
     #[serde(default)]
     pub precondition_time_ms: Option<u64>,
+    /// The temporary ATA security password of `--secure-erase-password` (the erase clears it).
+    #[serde(default)]
+    pub secure_erase_password: Option<String>,
+    /// Absolute path of a `hostmax curve --json` report to include in the HTML page.
+    #[serde(default)]
+    pub curve: Option<PathBuf>,
 }
 
 impl SuiteConfig {

@@ -71,7 +71,7 @@ pub fn render(report: &SuiteReport) -> String {
         ss.rounds_run,
         ss.max_rounds
     );
-    if !ss.window.is_empty() {
+    if ss.fitted {
         out += &format!(
             "; window rounds {}-{}, mean {:.1}, range {}, slope {}",
             ss.window_rounds[0],

@@ -281,6 +281,8 @@ pub fn check_judgeable(set: &SpecSet, plan: &RunPlan) -> Result<(), BadInput> {
 pub fn judged_exit_code(reports: &[&HostReport], signal: i32, pass: bool) -> i32 {
     if signal != 0 {
         128 + signal
+    } else if reports.iter().any(|r| r.verify_failed()) {
+        app::EXIT_VERIFY_FAILED
     } else if reports.iter().any(|r| r.host.errors > 0) {
         app::EXIT_IO_ERRORS
     } else if !pass {

@@ -1,0 +1,124 @@
+#!/usr/bin/env bash
+# What hostmax's honesty costs, in alternated pairs on the same loop volumes on tmpfs (issue 11):
+#   - unique, incompressible write data (the default) against constant buffers
+#     (--dedupe-percentage 100: every write repeats one block, no per-I/O work), 4k randwrite;
+#   - --verify against the same 4k randrw 50/50 run without it;
+#   - hostmax against a bare io_uring loop (examples/bare_uring.rs), 4k randread.
+# Prints each pair and the median ratio. Release builds only.
+#
+# Usage (as root):  benches/data_cost.sh
+#   PAIRS=5 RUNTIME=6 VOLUMES=20 VOLUME_MIB=128 IODEPTH=32
+#   COMPARE="data verify bare"   which of the three comparisons to run
+#   HOSTMAX=... BARE=...     binaries to use instead of building them
+# Every loop device and file it makes is removed on exit, Ctrl-C or kill.
+
+set -euo pipefail
+
+REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+PAIRS=${PAIRS:-5}
+RUNTIME=${RUNTIME:-6}
+VOLUMES=${VOLUMES:-20}
+VOLUME_MIB=${VOLUME_MIB:-128}
+IODEPTH=${IODEPTH:-32}
+COMPARE=${COMPARE:-"data verify bare"}
+
+die() {
+    echo "data_cost: $*" >&2
+    exit 2
+}
+[[ $(id -u) == 0 ]] || die "run as root (it makes loop devices)"
+command -v python3 >/dev/null || die "python3 is needed to read the JSON reports"
+
+target=$(cd "$REPO" && cargo metadata --format-version 1 --no-deps |
+    python3 -c 'import json, sys; print(json.load(sys.stdin)["target_directory"])')
+if [[ -z ${HOSTMAX:-} || -z ${BARE:-} ]]; then
+    (cd "$REPO" && cargo build --release -p hostmax --bin hostmax --example bare_uring >&2)
+fi
+HOSTMAX=${HOSTMAX:-$target/release/hostmax}
+BARE=${BARE:-$target/release/examples/bare_uring}
+
+WORK=$(mktemp -d /dev/shm/hostmax-datacost.XXXXXX)
+LOOPS=()
+cleanup() {
+    trap - EXIT INT TERM
+    for dev in "${LOOPS[@]}"; do losetup -d "$dev" 2>/dev/null || echo "data_cost: could not detach $dev" >&2; done
+    rm -rf "$WORK"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+for i in $(seq 1 "$VOLUMES"); do
+    img=$WORK/vol$i.img
+    truncate -s "${VOLUME_MIB}M" "$img"
+    LOOPS+=("$(losetup -f --show --direct-io=on "$img")")
+done
+# Every volume written once first: a first write to a tmpfs page costs more than a rewrite.
+for dev in "${LOOPS[@]}"; do
+    dd if=/dev/zero of="$dev" bs=1M count="$VOLUME_MIB" oflag=direct status=none
+done
+CPUS=$(python3 -c 'import os; print(",".join(str(c) for c in sorted(os.sched_getaffinity(0))))')
+
+# Runs a command and prints the CPU seconds (user + system) it and its children used.
+cpu_of() {
+    python3 - "$@" <<'PY'
+import resource, subprocess, sys
+out = subprocess.run(sys.argv[1:], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+if out.returncode != 0:
+    sys.exit(f"data_cost: {sys.argv[1:]} exited {out.returncode}")
+r = resource.getrusage(resource.RUSAGE_CHILDREN)
+sys.stderr.write(out.stdout.decode())
+print(r.ru_utime + r.ru_stime)
+PY
+}
+
+# Prints "IOPS CPU-microseconds-per-I/O" of one hostmax run (every I/O it did: ramp, window,
+# drain and --verify's read-back).
+hostmax_iops() {
+    local cpu
+    cpu=$(cpu_of "$HOSTMAX" --devices "${LOOPS[@]}" --iodepth "$IODEPTH" --runtime "${RUNTIME}s" \
+        --ramp 1s --json "$WORK/r.json" "$@" 2>/dev/null) || die "hostmax $* failed"
+    python3 - "$WORK/r.json" "$cpu" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+h = r["host"]
+ios = h["read"]["ios"] + h["write"]["ios"] + sum(h[k]["reads"] + h[k]["writes"] for k in ("ramp", "drained"))
+ios += (r.get("verify") or {}).get("checked_after_run", 0)
+print(round(h["iops"]), f"{float(sys.argv[2]) * 1e6 / ios:.2f}")
+PY
+}
+bare_iops() {
+    local cpu iops
+    cpu=$(cpu_of "$BARE" "$RUNTIME" "$IODEPTH" 4096 "$CPUS" "${LOOPS[@]}" 2>"$WORK/bare.out")
+    iops=$(awk '/^IOPS/ {print $2}' "$WORK/bare.out")
+    python3 -c "print($iops, f'{$cpu * 1e6 / ($iops * $RUNTIME):.2f}')"
+}
+
+# pair NAME A-COMMAND B-COMMAND: PAIRS alternated runs (A first on odd pairs), then the
+# medians of A/B for IOPS and for CPU per I/O (which contention on a shared machine moves
+# less than IOPS).
+pair() {
+    local name=$1 a=$2 b=$3 ratios=() cpu_ratios=() va vb
+    echo "== $name ($PAIRS pairs, alternated): IOPS, CPU-us per I/O"
+    for p in $(seq 1 "$PAIRS"); do
+        if ((p % 2)); then va=$(eval "$a"); vb=$(eval "$b"); else vb=$(eval "$b"); va=$(eval "$a"); fi
+        read -r ia ca <<<"$va"
+        read -r ib cb <<<"$vb"
+        ratios+=("$(python3 -c "print(f'{$ia/$ib:.3f}')")")
+        cpu_ratios+=("$(python3 -c "print(f'{$ca/$cb:.3f}')")")
+        echo "pair $p: IOPS $ia / $ib = ${ratios[-1]}; CPU-us/IO $ca / $cb = ${cpu_ratios[-1]}"
+    done
+    python3 -c "import statistics,sys; r=sorted(map(float,sys.argv[1:])); print(f'median IOPS ratio {statistics.median(r):.3f} (range {r[0]:.3f}-{r[-1]:.3f})')" "${ratios[@]}"
+    python3 -c "import statistics,sys; r=sorted(map(float,sys.argv[1:])); print(f'median CPU-per-I/O ratio {statistics.median(r):.3f} (range {r[0]:.3f}-{r[-1]:.3f})')" "${cpu_ratios[@]}"
+}
+
+[[ " $COMPARE " == *" data "* ]] && pair "4k randwrite: unique data / constant buffers (--dedupe-percentage 100)" \
+    'hostmax_iops --rw randwrite --allow-write' \
+    'hostmax_iops --rw randwrite --allow-write --dedupe-percentage 100'
+[[ " $COMPARE " == *" verify "* ]] && pair "4k randrw: --verify / without" \
+    'hostmax_iops --rw randrw --allow-write --verify' \
+    'hostmax_iops --rw randrw --allow-write'
+[[ " $COMPARE " == *" bare "* ]] && pair "4k randread: hostmax / bare io_uring loop" \
+    'hostmax_iops --rw randread' \
+    'bare_iops'
+exit 0
