@@ -27,9 +27,9 @@ fn per_device_counts_equal_the_kernels_completions() {
     let _rate = rate_test_lock();
     let host = volumes(4, 64 * MIB);
     let names = volume_kernel_names(&host);
-    let before: Vec<(u64, u64)> = names.iter().map(|n| kernel_completions(n)).collect();
-    let mut args = vec!["--devices"];
     let paths = volume_paths(&host);
+    let before = baseline_completions(&paths, &names);
+    let mut args = vec!["--devices"];
     args.extend(paths.iter().map(String::as_str));
     args.extend(["--iodepth", "16", "--runtime", "2s", "--ramp", "1s"]);
     let report = run_json_stdout(&args, None);
@@ -62,7 +62,7 @@ fn mixed_run_counts_equal_the_kernels_completions() {
     let _rate = rate_test_lock();
     let host = volumes(3, 64 * MIB);
     let names = volume_kernel_names(&host);
-    let before: Vec<(u64, u64)> = names.iter().map(|n| kernel_completions(n)).collect();
+    let before = baseline_completions(&volume_paths(&host), &names);
     let workload = hostmax_engine::Workload {
         pattern: hostmax_engine::IoPattern::RandRw,
         rwmixread: 60,

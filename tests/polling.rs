@@ -37,12 +37,7 @@ fn iopoll_on_devices_without_poll_queues_is_refused_before_any_io() {
         let io_poll = std::fs::read_to_string(format!("/sys/block/{name}/queue/io_poll"));
         assert_eq!(io_poll.unwrap().trim(), "0", "{name} has poll queues");
     }
-    // The kernel reads a new disk's partition table on its first open: let that happen
-    // before the baseline, so that the only reads after it could be hostmax's.
-    for device in &devices {
-        drop(std::fs::File::open(device).unwrap());
-    }
-    let before: Vec<(u64, u64)> = names.iter().map(|n| kernel_completions(n)).collect();
+    let before = baseline_completions(&devices, &names);
     let mut args = vec!["--devices".to_string()];
     args.extend(devices.iter().cloned());
     args.extend(["--iopoll", "--runtime", "1s", "--json", "-"].map(String::from));
@@ -84,27 +79,26 @@ fn iopoll_counts_on_null_blk_poll_queues_match_the_kernels() {
 }
 
 /// Runs a 1 s read of `paths` (kernel names `names`) with `polling` (`--iopoll`, `--sqpoll`)
-/// and asserts each device's read count against the kernel's, within a queue (8) of I/Os
-/// drained after the window.
+/// and asserts each device's reads, ramp, window and drain, equal the kernel's count exactly.
 fn polled_reads_match_the_kernels(polling: &str, paths: &[String], names: &[String]) {
-    // The kernel reads a new disk's partition table on its first open: let that happen
-    // before the baseline, so that the only reads after it are hostmax's.
-    for path in paths {
-        drop(std::fs::File::open(path).unwrap());
-    }
-    let before: Vec<(u64, u64)> = names.iter().map(|n| kernel_completions(n)).collect();
+    let before = baseline_completions(paths, names);
     let mut args = vec!["--devices".to_string()];
     args.extend(paths.iter().cloned());
     args.extend([polling, "--iodepth", "8", "--runtime", "1s", "--ramp", "0s"].map(String::from));
     let report = run_json_stdout(&args, None);
     assert_eq!(report["host"]["errors"], 0);
     for (i, name) in names.iter().enumerate() {
-        let reads = report["devices"][i]["read"]["ios"].as_u64().unwrap();
+        let device = &report["devices"][i];
+        let reads = device["read"]["ios"].as_u64().unwrap();
+        let all = reads
+            + device["ramp"]["reads"].as_u64().unwrap()
+            + device["drained"]["reads"].as_u64().unwrap()
+            + device["errors"].as_u64().unwrap();
         let kernel = kernel_completions(name).0 - before[i].0;
         assert!(reads > 0, "{name}: no reads counted");
-        assert!(
-            kernel >= reads && kernel - reads <= 8,
-            "{name}: hostmax {reads}, kernel {kernel}"
+        assert_eq!(
+            kernel, all,
+            "{name}: hostmax {all} (window {reads}), kernel {kernel}"
         );
     }
 }

@@ -56,7 +56,7 @@ cd "$(dirname "$executables")"
 # checks and file targets stay out (they depend on no kernel feature these kernels differ in).
 selection=(
   "simhost loop_volumes_appear host_cap_volumes_are_slices null_blk_volumes_appear throttle_members sigkilled_owner capped_volumes_read host_cap_bounds"
-  "accuracy per_device_ios read_share throttled_volumes a_host_cap_below"
+  "accuracy per_device_counts mixed_run_counts read_share throttled_volumes a_host_cap_below"
   "polling iopoll sqpoll"
   "demo demo_measures demo_without_a_usable_cgroup"
   "faults read_only_mid_run sigint_gives sigterm_gives a_second_signal a_signal_as_soon"
@@ -66,18 +66,8 @@ selection=(
 )
 
 # Failures owned by another open issue: reported as KNOWN (not failing the matrix) until fixed
-# there; a PASS line says the entry can go.
-#   issue 11 (exact per-device accounting): the kernel counts a few more I/Os than hostmax.
-known_failures=(
-  "accuracy::per_device_ios_match_the_kernels_completions"
-  "polling::sqpoll_counts_match_the_kernels"
-  "polling::iopoll_counts_on_null_blk_poll_queues_match_the_kernels"
-  # Not another issue's: on null_blk in the 6.1 VM the kernel counts 35 reads between the
-  # baseline and the refusal (none on this machine's loop devices). The two count checks above
-  # are 43 reads apart every time, maybe the same cause: whether hostmax or the kernel's
-  # handling of its open issues them is still to be found (issue 9's report).
-  "polling::iopoll_on_devices_without_poll_queues_is_refused_before_any_io"
-)
+# there; a PASS line says the entry can go. None today: every count check is exact.
+known_failures=()
 
 # Caps of the rate tests, scaled to what the emulated CPU reaches (tests/support: cap_scale).
 export HOSTMAX_TEST_CAP_SCALE=${HOSTMAX_TEST_CAP_SCALE:-0.05}

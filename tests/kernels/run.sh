@@ -85,8 +85,10 @@ export PATH=$venv/bin:$PATH
 
 # --- the test executables, built here --------------------------------------------------------
 # Every integration test binary the guest runs, by name; their paths come from cargo. Optimised:
-# under emulation a debug build's own CPU time, not the kernel, would limit the tests.
-cargo test --workspace --locked --release --no-run --message-format=json-render-diagnostics \
+# under emulation a debug build's own CPU time, not the kernel, would limit the tests. The
+# `matrix` profile (Cargo.toml) is release without LTO and with more codegen units: optimised
+# code at a fraction of the release profile's build time on two cores.
+cargo test --workspace --locked --profile matrix --no-run --message-format=json-render-diagnostics \
   >"$work/build.json"
 python3 - "$work/build.json" >"$work/executables" <<'PY'
 import json, sys
@@ -96,7 +98,7 @@ for line in open(sys.argv[1]):
             and msg["target"]["kind"] == ["test"]:
         print(msg["target"]["name"], msg["executable"])
 PY
-hostmax=$target/release/hostmax
+hostmax=$target/matrix/hostmax
 [[ -x $hostmax ]] || die "no $hostmax after the build"
 
 # --- one VM per kernel, one after the other --------------------------------------------------

@@ -170,6 +170,17 @@ pub fn kernel_completions(kernel_name: &str) -> (u64, u64) {
     last
 }
 
+/// The baseline [`kernel_completions`] of each device before a counted run: opens each path
+/// once first, since the kernel reads a new disk's partition table on its first open (a loop
+/// device attached with partscan, a fresh null_blk disk), so that the only I/Os counted after
+/// the baseline are the run's.
+pub fn baseline_completions(paths: &[String], names: &[String]) -> Vec<(u64, u64)> {
+    for path in paths {
+        drop(File::open(path).unwrap_or_else(|err| panic!("open {path}: {err}")));
+    }
+    names.iter().map(|n| kernel_completions(n)).collect()
+}
+
 fn read_kernel_completions(kernel_name: &str) -> (u64, u64) {
     let path = Path::new("/sys/block").join(kernel_name).join("stat");
     let text = std::fs::read_to_string(&path)
