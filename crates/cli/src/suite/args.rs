@@ -19,6 +19,25 @@ fn percent_arg(s: &str) -> Result<u8, String> {
     }
 }
 
+/// `--size`: whole bytes (`8g`) or, as fio writes it, a share of each device (`50%`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SuiteSize {
+    /// This many bytes of each device, from its start.
+    Bytes(u64),
+    /// This percentage of the smallest device (CloudHarmony's active range).
+    Share(u8),
+}
+
+fn suite_size_arg(s: &str) -> Result<SuiteSize, String> {
+    if s.trim().ends_with('%') {
+        percent_arg(s).map(SuiteSize::Share)
+    } else {
+        parse_size(s)
+            .map(SuiteSize::Bytes)
+            .map_err(|e| e.to_string())
+    }
+}
+
 fn cpu_list_arg(s: &str) -> Result<CpuList, UnitError> {
     parse_cpu_list(s).map(CpuList)
 }
@@ -78,13 +97,15 @@ pub struct SuiteArgs {
           value_parser = clap::value_parser!(u32).range(1..=i64::from(hostmax_engine::MAX_IODEPTH)))]
     pub iodepth: Option<u32>,
 
-    /// The tested range of each device, from its start, whole MiB [default: the whole of the
-    /// smallest device, rounded down to whole MiB].
-    #[arg(long, value_name = "SIZE", value_parser = parse_size)]
-    pub size: Option<u64>,
+    /// The tested range of each device, from its start, whole MiB, or a share of it as fio
+    /// writes it (`50%`, the same as --active-range 50) [default: the whole of the smallest
+    /// device, rounded down to whole MiB].
+    #[arg(long, value_name = "SIZE|PERCENT%", value_parser = suite_size_arg)]
+    pub size: Option<SuiteSize>,
 
     /// Test only this share of each device, from its start (CloudHarmony's active range;
-    /// fio writes it size=50%): the smallest device's size x PERCENT, rounded down to MiB.
+    /// fio writes it --size 50%, which hostmax takes too): the smallest device's size x
+    /// PERCENT, rounded down to MiB.
     #[arg(long, value_name = "PERCENT", value_parser = percent_arg, conflicts_with = "size")]
     pub active_range: Option<u8>,
 

@@ -35,7 +35,7 @@ use std::path::{Path, PathBuf};
 
 use hostmax_engine::{IoPattern, TargetKind};
 
-pub use args::SuiteArgs;
+pub use args::{SuiteArgs, SuiteSize};
 pub use matrix::{CellSpec, Mix, SuiteTest};
 pub use report::SuiteReport;
 pub use state::{StateDir, SuiteConfig};
@@ -229,7 +229,13 @@ fn start(
             .into());
         }
     }
-    if let Some(size) = args.size {
+    // fio's --size 50% is the active range.
+    let (size, active_range) = match args.size {
+        Some(SuiteSize::Bytes(bytes)) => (Some(bytes), args.active_range),
+        Some(SuiteSize::Share(percent)) => (None, Some(percent)),
+        None => (None, args.active_range),
+    };
+    if let Some(size) = size {
         if size == 0 || !size.is_multiple_of(RANGE_ALIGN) {
             return Err(BadInput(format!(
                 "--size {}: the tested range must be whole MiB (at least 1m); use e.g. {}",
@@ -260,7 +266,7 @@ fn start(
     let mut run_args = default_run_args();
     run_args.devices = args.devices.clone();
     run_args.bs = u64::from(*block_sizes.iter().max().expect("at least one block size"));
-    run_args.size = args.size;
+    run_args.size = size;
     run_args.allow_write = args.allow_write;
     run_args.force = args.force;
     run_args.cpus = args.cpus.clone();
@@ -284,7 +290,7 @@ fn start(
         .map(|t| t.size)
         .min()
         .expect("plan_run gives targets");
-    let range = match (args.size, args.active_range) {
+    let range = match (size, active_range) {
         (Some(size), _) => size,
         (None, Some(percent)) => {
             let share = (u128::from(smallest) * u128::from(percent) / 100) as u64 / RANGE_ALIGN
@@ -723,5 +729,23 @@ mod tests {
         assert_eq!((got.test, got.devices.len()), (Some(SuiteTest::Iops), 1));
         let err = take_test_from_devices(&suite_args(&["--devices", "/x"])).unwrap_err();
         assert!(err.0.contains("which test?"), "{}", err.0);
+    }
+
+    #[test]
+    fn size_takes_bytes_or_fios_share_of_the_device() {
+        let size = |v: &str| suite_args(&["iops", "--devices", "/x", "--size", v]).size;
+        assert_eq!(size("8m"), Some(SuiteSize::Bytes(8 << 20)));
+        assert_eq!(size("50%"), Some(SuiteSize::Share(50)));
+        let argv = [
+            "hostmax",
+            "suite",
+            "iops",
+            "--devices",
+            "/x",
+            "--size",
+            "0%",
+        ];
+        let err = <Cli as clap::Parser>::try_parse_from(argv).unwrap_err();
+        assert!(err.to_string().contains("e.g. 50%"), "{err}");
     }
 }
