@@ -73,18 +73,7 @@ pub fn identify_with_signatures(target: &TargetInfo) -> DeviceIdentity {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::test_support::ScratchDir;
-
-    fn file_target(path: &Path, size: u64) -> TargetInfo {
-        TargetInfo {
-            path: path.to_path_buf(),
-            kind: TargetKind::RegularFile,
-            size,
-            logical_block_size: 512,
-            rdev: None,
-            kernel_name: None,
-        }
-    }
+    use crate::test_support::{file_target, ScratchDir};
 
     #[test]
     fn a_file_swapped_for_another_of_the_same_size_is_told_apart() {

@@ -342,7 +342,6 @@ pub fn phases_for(set: &SpecSet) -> Vec<RuleKind> {
 mod tests {
     use super::*;
     use clap::Parser;
-    use hostmax_engine::target::TargetKind;
 
     #[derive(Parser)]
     struct Wrapper {
@@ -355,14 +354,7 @@ mod tests {
     }
 
     fn target(path: &str, size: u64) -> TargetInfo {
-        TargetInfo {
-            path: PathBuf::from(path),
-            kind: TargetKind::RegularFile,
-            size,
-            logical_block_size: 512,
-            rdev: None,
-            kernel_name: None,
-        }
+        crate::test_support::file_target(path, size)
     }
 
     #[test]
