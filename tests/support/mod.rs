@@ -170,13 +170,20 @@ pub fn kernel_completions(kernel_name: &str) -> (u64, u64) {
     last
 }
 
-/// The baseline [`kernel_completions`] of each device before a counted run: opens each path
-/// once first, since the kernel reads a new disk's partition table on its first open (a loop
-/// device attached with partscan, a fresh null_blk disk), so that the only I/Os counted after
-/// the baseline are the run's.
+/// The baseline [`kernel_completions`] of each device before a counted run, once nothing but
+/// the run will read it: opens each path once first, since the kernel reads a new disk's
+/// partition table on its first open (a loop device attached with partscan, a fresh null_blk
+/// disk), and waits for udev, where it runs, to finish probing new devices (its blkid reads
+/// a fresh disk's head and tail: 35 reads of a null_blk device in the kernel matrix's VMs).
 pub fn baseline_completions(paths: &[String], names: &[String]) -> Vec<(u64, u64)> {
     for path in paths {
         drop(File::open(path).unwrap_or_else(|err| panic!("open {path}: {err}")));
+    }
+    if let Some(udevadm) = find_on_path("udevadm") {
+        // Without a running udevd this returns at once; its status does not matter.
+        let _ = Command::new(udevadm)
+            .args(["settle", "--timeout=30"])
+            .output();
     }
     names.iter().map(|n| kernel_completions(n)).collect()
 }
