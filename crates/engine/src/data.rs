@@ -6,8 +6,8 @@
 //! Filling 4 KiB from a generator on every write would cost about as much CPU as the I/O
 //! itself, so each device has one random base block `R` (made once, at setup), and a write
 //! carries `R ^ k`, where `k` is a fresh 64-bit key from a per-device stream seeded by the
-//! run's random id: one vectorised XOR pass into a scratch block that stays in cache
-//! ([`BlockMaker::make`]), then one copy into the write slot. Two blocks of one device differ
+//! run's random id: one vectorised pass that reads `R` and writes the write slot
+//! ([`BlockMaker::make`]). Two blocks of one device differ
 //! by a constant word pattern, which no block-level deduplication and no LZ-family compressor
 //! can use. ([`BlockMaker::rekey`] does the same in place, for tests and benches.)
 
@@ -296,10 +296,10 @@ impl BlockMaker {
 
 impl BlockMaker {
     /// Writes `base ^ key` over the random parts of `out` (its zero parts stay as they are:
-    /// zeros, when `out` started zeroed). `base` is the device's base block
-    /// ([`BlockMaker::fill_base`]); `out` a small buffer that stays in cache, copied to the
-    /// write slot afterwards: a plain copy of whole cache lines can skip reading the slot's old
-    /// contents from memory, which XOR-ing the slot in place cannot.
+    /// zeros, since every write slot starts as a copy of `base`). `base` is the device's base
+    /// block ([`BlockMaker::fill_base`]); `out` is the write slot itself: `out` is only
+    /// written, never read, so one pass does it (making it in a cached scratch block and
+    /// copying that to the slot measured no better, for a second pass over the block).
     #[inline]
     pub fn make(&self, base: &[u8], out: &mut [u8], key: u64) {
         if self.random_per_chunk == COMPRESS_CHUNK {

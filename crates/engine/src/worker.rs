@@ -212,7 +212,6 @@ impl WorkerTask {
             shared: self.shared.clone(),
             intervals: self.intervals,
             run_id: self.run_id,
-            scratch: vec![0; self.workload.block_size as usize],
             start,
             ramp_end: start + self.workload.ramp,
             end: start + self.workload.ramp + self.workload.runtime,
@@ -360,9 +359,6 @@ struct WorkerLoop {
     shared: Arc<Shared>,
     intervals: Option<Sender<DeviceInterval>>,
     run_id: u64,
-    /// One block, kept in cache, in which each write's contents are made before being copied
-    /// to its slot (its zero parts stay zero).
-    scratch: Vec<u8>,
     start: Instant,
     ramp_end: Instant,
     end: Instant,
@@ -693,8 +689,7 @@ impl WorkerLoop {
                         .buffer_mut(file, buf_offset, dev.block_size as usize);
                     let slot_key = &mut dev.write_keys[(slot_id % dev.iodepth) as usize];
                     if *slot_key != key {
-                        dev.maker.make(&dev.base, &mut self.scratch, key);
-                        buf.copy_from_slice(&self.scratch);
+                        dev.maker.make(&dev.base, buf, key);
                         *slot_key = key;
                     }
                     if dev.verify.is_some() {
