@@ -40,15 +40,10 @@ pub struct FleetHost {
     pub bytes_per_sec: f64,
     /// Its failed I/Os.
     pub errors: u64,
-    /// Its run id (absent for reports of older versions).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub run_id: Option<String>,
-    /// Its measured window's wall-clock start (RFC 3339).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub started_at: Option<String>,
-    /// Its measured window's wall-clock end (RFC 3339).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub ended_at: Option<String>,
+    /// Where its report came from: run id, measured window, version, command line, kernel
+    /// (absent in reports of older versions). Flattened: the same keys as a report's root.
+    #[serde(flatten)]
+    pub provenance: crate::report::Provenance,
     /// The seed of its random offsets (seeds may differ between hosts; each is listed).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub seed: Option<u64>,
@@ -220,9 +215,7 @@ pub fn merge_reports(reports: &[(String, HostReport)]) -> Result<HostReport, Mer
                 iops: report.host.iops,
                 bytes_per_sec: report.host.bytes_per_sec,
                 errors: report.host.errors,
-                run_id: report.provenance.run_id.clone(),
-                started_at: report.provenance.started_at.clone(),
-                ended_at: report.provenance.ended_at.clone(),
+                provenance: report.provenance.clone(),
                 seed: Some(report.workload.seed),
             }),
         }
@@ -266,7 +259,7 @@ fn run_ids(report: &HostReport) -> Vec<&str> {
         Some(fleet) => fleet
             .hosts
             .iter()
-            .filter_map(|h| h.run_id.as_deref())
+            .filter_map(|h| h.provenance.run_id.as_deref())
             .collect(),
         None => report.provenance.run_id.as_deref().into_iter().collect(),
     }
@@ -819,7 +812,7 @@ mod tests {
         let ab =
             merge_reports(&[("a.json".into(), a.clone()), ("b.json".into(), b.clone())]).unwrap();
         let hosts = &ab.fleet.as_ref().unwrap().hosts;
-        assert_eq!(hosts[0].run_id.as_deref(), Some("aaaa"));
+        assert_eq!(hosts[0].provenance.run_id.as_deref(), Some("aaaa"));
         assert_eq!((hosts[0].seed, hosts[1].seed), (Some(w.seed), Some(w.seed)));
         let err = merge_reports(&[("ab.json".into(), ab), ("b.json".into(), b)]).unwrap_err();
         assert!(

@@ -95,8 +95,8 @@ pub fn windows_of(label: &str, report: &HostReport) -> Result<Vec<Window>, BadIn
             .map(|h| {
                 parse(
                     format!("{label} (host {})", h.hostname),
-                    &h.started_at,
-                    &h.ended_at,
+                    &h.provenance.started_at,
+                    &h.provenance.ended_at,
                 )
             })
             .collect(),
