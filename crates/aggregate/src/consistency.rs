@@ -204,7 +204,7 @@ pub fn judge_consistency(
                 .iter()
                 .map(|p| SecondFigure {
                     second: p.second,
-                    value: p.devices.get(i).copied().unwrap_or(0) as f64 * scale,
+                    value: p.devices.get(i).map_or(0.0, |d| d.iops) * scale,
                     run: None,
                 })
                 .collect();
@@ -227,11 +227,7 @@ pub fn judge_consistency(
         .iter()
         .map(|p| SecondFigure {
             second: p.second,
-            value: if by_bytes {
-                p.bytes_per_sec as f64
-            } else {
-                p.iops as f64
-            },
+            value: if by_bytes { p.bytes_per_sec } else { p.iops },
             run: None,
         })
         .collect();

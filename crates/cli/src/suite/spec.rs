@@ -276,7 +276,7 @@ pub fn judge_consistency(
         .enumerate()
         .map(|(i, path)| {
             let per_second = seconds(&|p, bs| {
-                let ios = p.devices.get(i).copied().unwrap_or(0) as f64;
+                let ios = p.devices.get(i).map_or(0.0, |d| d.iops);
                 if by_bytes {
                     ios * f64::from(bs)
                 } else {
@@ -299,9 +299,9 @@ pub fn judge_consistency(
         .collect();
     let host = seconds(&|p, _| {
         if by_bytes {
-            p.bytes_per_sec as f64
+            p.bytes_per_sec
         } else {
-            p.iops as f64
+            p.iops
         }
     });
     if host.is_empty() {
