@@ -292,7 +292,7 @@ fn on_error_continue_keeps_counting_errors() {
 #[test]
 fn on_error_stop_all_ends_the_run_early() {
     require_root!();
-    let (code, report, wall, _, _) = run_with_setro("stop-all");
+    let (code, report, wall, _, table) = run_with_setro("stop-all");
     assert_eq!(code, Some(3), "exit code: {report}");
     assert_eq!(report["devices"][1]["failed"], true);
     assert_failed_with(&report["devices"][1], libc::EPERM as i64);
@@ -302,6 +302,15 @@ fn on_error_stop_all_ends_the_run_early() {
         "stop-all ran {measured} s of a 4 s run after a failure at ~1 s"
     );
     assert!(wall < Duration::from_millis(3500), "took {wall:?}");
+    let stopped_at = number(&report["devices"][1]["stopped_at_secs"]);
+    assert!(stopped_at <= measured, "{report}");
+    let path = report["devices"][1]["path"].as_str().unwrap();
+    assert!(
+        table.contains(&format!(
+            "{path} stopped at {stopped_at:.1} s, after a failed I/O, and the run with it"
+        )),
+        "{table}"
+    );
     // The others were stopped, not failed.
     assert_eq!(report["devices"][0]["failed"], false);
     assert_eq!(report["devices"][2]["failed"], false);

@@ -223,7 +223,7 @@ pub fn render_table_fitting(report: &HostReport, width: Option<usize>) -> String
     }
 
     for d in &report.devices {
-        out.push_str(&stopped_line(d, report.measured_secs));
+        out.push_str(&stopped_line(d, report));
     }
     for d in report.devices.iter().filter(|d| d.error_detail.count > 0) {
         let kinds: Vec<String> = d
@@ -278,15 +278,19 @@ fn device_label(d: &DeviceReport) -> String {
 
 /// When a device taken out of the run stopped, and what its rates are over; empty for a
 /// device that ran to the end.
-fn stopped_line(d: &DeviceReport, window_secs: f64) -> String {
+fn stopped_line(d: &DeviceReport, report: &HostReport) -> String {
     let Some(at) = d.stopped_at_secs else {
         return String::new();
     };
     let name = device_label(d);
+    let window_secs = report.measured_secs;
+    // The run ended early, right after this device stopped (--on-error stop-all: the whole
+    // run stops moments after the failure): the window is the device's own time.
+    let ended_with_it =
+        window_secs < report.workload.runtime_secs && window_secs - at < STOPPED_WITH_RUN_SECS;
     if at <= 0.0 {
         format!("{name} stopped during the ramp, after a failed I/O: no measured I/O\n")
-    } else if at >= window_secs {
-        // Stopped with the whole run (--on-error stop-all): the window is its own time.
+    } else if at >= window_secs || ended_with_it {
         format!("{name} stopped at {at:.1} s, after a failed I/O, and the run with it\n")
     } else {
         format!(
@@ -294,6 +298,9 @@ fn stopped_line(d: &DeviceReport, window_secs: f64) -> String {
         )
     }
 }
+
+/// How soon after a device's stop the run must have ended to count as ending with it.
+const STOPPED_WITH_RUN_SECS: f64 = 0.05;
 
 /// `text` with every line longer than `width` broken at spaces and continued on lines
 /// indented by two (a word longer than a line is cut): table rows already fit, this is for
@@ -740,7 +747,9 @@ mod tests {
         report.devices[1].stopped_at_secs = Some(-0.5);
         assert!(render_table(&report)
             .contains("/dev/loop11 stopped during the ramp, after a failed I/O: no measured I/O"));
-        report.devices[1].stopped_at_secs = Some(2.0);
+        // --on-error stop-all: the run ended moments after the device stopped.
+        report.workload.runtime_secs = 30.0;
+        report.devices[1].stopped_at_secs = Some(1.99);
         assert!(render_table(&report)
             .contains("/dev/loop11 stopped at 2.0 s, after a failed I/O, and the run with it"));
     }
