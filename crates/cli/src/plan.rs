@@ -3,7 +3,7 @@
 use std::fmt;
 use std::path::PathBuf;
 
-use hostmax_engine::{TargetInfo, Workload};
+use hostmax_engine::{Setting, SettingError, TargetInfo, Workload};
 
 /// Input the user can fix: exit code 2, shown as one line naming the thing and the fix.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -16,6 +16,35 @@ impl fmt::Display for BadInput {
 }
 
 impl std::error::Error for BadInput {}
+
+/// The option of `hostmax` that sets an engine [`Setting`] (`None` for one no option sets):
+/// the libraries name their own settings, the command line names its flags.
+pub fn option_for(setting: Setting) -> Option<&'static str> {
+    Some(match setting {
+        Setting::Pattern => "--rw",
+        Setting::BlockSize => "--bs",
+        Setting::Iodepth => "--iodepth",
+        Setting::Rwmixread => "--rwmixread",
+        Setting::Runtime => "--runtime",
+        Setting::IoLimit => return None,
+        Setting::RateIops => "--rate-iops",
+        Setting::WorkingSet => "--size",
+        Setting::RecordLatency => "--no-latency",
+        Setting::CompressPercent => "--buffer-compress-percentage",
+        Setting::DedupePercent => "--dedupe-percentage",
+        Setting::Verify => "--verify",
+        Setting::Targets => "--devices",
+        Setting::Cpus => "--cpus",
+        Setting::Polling => "--iopoll",
+    })
+}
+
+impl From<&SettingError> for BadInput {
+    /// The engine's refusal, naming the options to change.
+    fn from(e: &SettingError) -> Self {
+        BadInput(e.naming(option_for))
+    }
+}
 
 /// Returns early with a [`BadInput`] made from a format string.
 #[macro_export]
