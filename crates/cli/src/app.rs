@@ -131,6 +131,9 @@ fn measure_keeping_log(
     for (device, identity) in report.devices.iter_mut().zip(identities) {
         device.identity = Some(identity);
     }
+    for (device, given) in report.devices.iter_mut().zip(&plan.given_names) {
+        device.given = given.as_ref().map(|p| p.to_string_lossy().into_owned());
+    }
     drop(running);
     let sig = signals.signal();
     // Interrupted means a signal; a stop-all after an I/O error is reported by its errors.
@@ -140,10 +143,15 @@ fn measure_keeping_log(
 
 /// Prints the table (stdout, or stderr when the JSON goes to stdout) and writes the JSON.
 pub fn emit(report: &HostReport, json: Option<&JsonDest>) -> anyhow::Result<()> {
-    let table = output::table::render_table_fitting(report, output::table::terminal_width());
     match json {
-        Some(JsonDest::Stdout) => eprint!("{table}"),
-        _ => print!("{table}"),
+        Some(JsonDest::Stdout) => eprint!(
+            "{}",
+            output::table::render_table_fitting(report, output::table::stderr_width())
+        ),
+        _ => print!(
+            "{}",
+            output::table::render_table_fitting(report, output::table::terminal_width())
+        ),
     }
     if let Some(dest) = json {
         output::json::write_json(report, dest)?;
@@ -243,6 +251,7 @@ pub fn demo(args: &DemoArgs) -> anyhow::Result<i32> {
         .runtime
         .unwrap_or(Duration::from_secs(if capped { 10 } else { 5 }));
     let plan = RunPlan {
+        given_names: Vec::new(),
         targets,
         workload: hostmax_engine::Workload {
             runtime,

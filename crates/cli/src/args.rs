@@ -315,6 +315,10 @@ pub fn plan_run_with(args: &RunArgs, limits: &HostLimits) -> Result<RunPlan, Bad
         }
     }
     Ok(RunPlan {
+        given_names: targets
+            .iter()
+            .map(|t| crate::devices::given_name(&devices, &t.path))
+            .collect(),
         targets,
         workload,
         cpus,

@@ -68,6 +68,9 @@ pub enum JsonDest {
 pub struct RunPlan {
     /// Probed, de-duplicated targets, in the order given.
     pub targets: Vec<TargetInfo>,
+    /// For each target, the name the user gave it when that is another name for its
+    /// canonical path (a `/dev/disk/by-id/...` link): shown beside it in the report.
+    pub given_names: Vec<Option<PathBuf>>,
     /// The validated workload.
     pub workload: Workload,
     /// CPUs the workers may use; `None` is every allowed CPU.
