@@ -243,7 +243,15 @@ pub fn judge_runs(
         .iter()
         .enumerate()
         .map(|(i, d)| {
-            let per_second = seconds(&|p, scale| p.devices.get(i).map_or(0.0, |e| e.iops) * scale);
+            // By name (merged reports list hosts' devices side by side), by place in older
+            // reports whose per-second entries carry no name.
+            let per_second = seconds(&|p, _| {
+                p.devices
+                    .iter()
+                    .find(|s| s.path == d.path && s.host == d.host)
+                    .or_else(|| p.devices.get(i).filter(|s| s.path.is_empty()))
+                    .map_or(0.0, |s| if by_bytes { s.bytes_per_sec } else { s.iops })
+            });
             let expected = volumes
                 .iter()
                 .find(|(path, _)| *path == d.path)
