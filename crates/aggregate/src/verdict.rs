@@ -481,6 +481,9 @@ pub fn coefficient_of_variation(values: &[f64]) -> f64 {
 pub struct DeviceVerdict {
     /// The device.
     pub path: String,
+    /// The name the user gave it, when another (`devices[].given`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub given: Option<String>,
     /// Every judged figure passed (true when nothing was judged).
     pub pass: bool,
     /// Where its rules came from; empty when it has none.
@@ -680,6 +683,13 @@ pub fn judge(specs: &SpecSet, reports: &[&HostReport]) -> Verdict {
         .first()
         .map(|r| r.devices.iter().map(|d| d.path.clone()).collect())
         .unwrap_or_default();
+    let given = |path: &String| {
+        reports
+            .iter()
+            .flat_map(|r| &r.devices)
+            .find(|d| &d.path == path)
+            .and_then(|d| d.given.clone())
+    };
     let mut devices = Vec::new();
     let mut not_judged = Vec::new();
     let mut note = |checks: &[FigureCheck], whose: &str| {
@@ -699,6 +709,7 @@ pub fn judge(specs: &SpecSet, reports: &[&HostReport]) -> Verdict {
         let Some(exp) = specs.devices.iter().find(|d| &d.path == path) else {
             devices.push(DeviceVerdict {
                 path: path.clone(),
+                given: given(path),
                 pass: true,
                 spec: String::new(),
                 size_bytes: None,
@@ -722,6 +733,7 @@ pub fn judge(specs: &SpecSet, reports: &[&HostReport]) -> Verdict {
         let measured = |f: Figure| check(f).and_then(|c| c.measured);
         let mut v = DeviceVerdict {
             path: path.clone(),
+            given: given(path),
             pass: true,
             spec: exp.label.clone(),
             size_bytes: exp.spec.scales_with_size().then_some(exp.size_bytes),
