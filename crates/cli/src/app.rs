@@ -76,7 +76,11 @@ fn measure_keeping_log(
 )> {
     let workload = plan.workload.clone();
     // Before any I/O, so the signatures shown are those the devices carried.
-    let identities: Vec<_> = plan.targets.iter().map(crate::identity::identify).collect();
+    let identities: Vec<_> = plan
+        .targets
+        .iter()
+        .map(hostmax_engine::identity::identify)
+        .collect();
     let prepared = hostmax_engine::prepare(RunConfig {
         targets: plan.targets.iter().map(|t| t.path.clone()).collect(),
         workload: workload.clone(),
@@ -88,12 +92,13 @@ fn measure_keeping_log(
     })
     .map_err(refusal_or_error)?;
     // Written devices are now held with O_EXCL; check once more right before the first write.
-    crate::safety::recheck_while_held(
+    hostmax_engine::safety::recheck_while_held(
         prepared.targets(),
         workload.pattern,
         plan.allow_write,
-        &crate::safety::SystemSources::default(),
-    )?;
+        &hostmax_engine::safety::SystemSources::default(),
+    )
+    .map_err(BadInput::from)?;
     let prepared = crate::fleet::start_at::wait_for_start(prepared, plan.fleet.start_at)?;
     let mut hdr_log =
         crate::fleet::hdr_log::HdrLogRecorder::for_run(&plan.fleet, prepared.targets(), &workload)?;

@@ -17,11 +17,11 @@ use hostmax_engine::{
 
 use crate::devices::{create_files, expand_device_args, resolve_targets_creating};
 use crate::plan::{BadInput, JsonDest, RunPlan};
-use crate::safety::{check_write_safety, SystemSources, WriteFlags};
 use crate::units::{
     format_cpu_list, format_size, human_size, parse_count, parse_cpu_list, parse_duration,
     parse_percent, parse_seed, parse_size, UnitError,
 };
+use hostmax_engine::safety::{check_write_safety, SystemSources, WriteSafety};
 
 /// Exit code: the run finished and every check passed.
 pub const EXIT_OK: u8 = 0;
@@ -316,7 +316,7 @@ pub fn plan_run_with(args: &RunArgs, limits: &HostLimits) -> Result<RunPlan, Bad
     check_write_safety(
         &targets,
         workload.pattern,
-        WriteFlags {
+        WriteSafety {
             allow_write: args.allow_write,
             force: args.force,
         },

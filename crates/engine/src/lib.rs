@@ -12,6 +12,11 @@
 //! [`RunResult`] with per-device [`OpResult`]s and exact HDR latency histograms
 //! ([`new_latency_histogram`] gives the bin layout every histogram shares).
 //!
+//! Before a workload writes, [`safety`] decides which targets it must not touch (mounted, held,
+//! swap, the root filesystem, or carrying data without consent: [`safety::WriteSafety`]),
+//! reading on-disk [`signature`]s; [`identity`] reads what each target is (WWID, serial,
+//! by-id names, inode) whatever it is called today.
+//!
 //! All `unsafe` io_uring code lives in the private `ring` module.
 
 #![warn(missing_docs)]
@@ -19,10 +24,13 @@
 mod availability;
 mod cpu_use;
 mod data;
+pub mod identity;
 pub mod placement;
 mod result;
 mod ring;
 mod run;
+pub mod safety;
+pub mod signature;
 pub mod target;
 mod worker;
 mod workload;

@@ -17,7 +17,6 @@ use indicatif::{ProgressBar, ProgressStyle};
 use super::matrix::{CellSpec, TrackedMetric};
 use super::report::{self, metric_value, Records};
 use super::state::{CellRound, PrepRecord, StateDir, SuiteConfig};
-use crate::safety::SystemSources;
 use crate::units::human_size;
 
 /// Block size of the preconditioning writes (SNIA PTS, CloudHarmony).
@@ -490,12 +489,13 @@ impl SuiteRunner {
             polling: Default::default(),
         })
         .map_err(crate::app::refusal_or_error)?;
-        crate::safety::recheck_while_held(
+        hostmax_engine::safety::recheck_while_held(
             prepared.targets(),
             workload.pattern,
             self.allow_write,
-            &SystemSources::default(),
-        )?;
+            &hostmax_engine::safety::SystemSources::default(),
+        )
+        .map_err(crate::plan::BadInput::from)?;
         let handle = prepared.start();
         // A signal stops this run, also one that came before it started.
         let running = self.signals.watch.running(handle.stopper());
