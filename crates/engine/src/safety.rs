@@ -11,7 +11,7 @@
 //! [`WriteRefused`] listing each refused target with its [`RefusalReason`]s; its message names
 //! the consents by [`ConsentWords`] (a tool passes its own option names, the CLI its flags).
 //!
-//! The engine's `measure` runs these checks for a library user; a tool that measures the same
+//! [`crate::measure()`] runs these checks for a library user; a tool that measures the same
 //! devices several times (the CLI's phases, sweep steps, suite cells) checks once up front and
 //! lets each run re-check while it holds the devices ([`recheck_while_held`]).
 //!
