@@ -37,7 +37,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let request = MeasureRequest::new(targets, workload.clone());
     let result = hostmax_engine::measure(request, &mut |interval: DeviceInterval| {
         if let Some(point) = series.push(interval) {
-            println!("second {}: {} IOPS", point.second, point.iops);
+            println!("second {}: {:.0} IOPS", point.second, point.iops);
         }
     })?;
     let report = summarize(&result, &workload, series.finish());

@@ -116,7 +116,12 @@ fn written_blocks_are_unique_and_incompressible_and_never_what_was_read() {
     assert!(c.written > 300, "only {} blocks written", c.written);
     assert!(distinct >= 0.99, "{:.3}% distinct", 100.0 * distinct);
     assert!(c.compressed_share_saved < 0.01);
-    assert!(c.image_share_saved < 0.01);
+    // Blocks side by side come from different pool blocks: nothing for deflate's window.
+    assert!(
+        c.image_share_saved < 0.002,
+        "{:.3}% saved over the image",
+        100.0 * c.image_share_saved
+    );
 }
 
 #[test]
@@ -195,7 +200,7 @@ fn reads_of_never_written_blocks_are_called_out() {
         assert!(w["system_secs"].as_f64().unwrap() > 0.0, "{w}");
     }
     assert!(stderr.contains("io_uring: "), "{stderr}");
-    assert!(stderr.contains("worker on CPU "), "{stderr}");
+    assert!(stderr.contains("worker CPU  devices"), "{stderr}");
 
     prefill(&dev, size);
     let (written, stderr) = read(&dev);

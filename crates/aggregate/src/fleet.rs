@@ -13,13 +13,13 @@
 use std::collections::BTreeMap;
 
 use hdrhistogram::Histogram;
-use hostmax_engine::new_latency_histogram;
+use hostmax_engine::{new_latency_histogram, Setting};
 use serde::{Deserialize, Serialize};
 
 use crate::histogram_codec::{EncodedHistograms, HistogramCodecError};
 use crate::latency::{add_exact, LatencySummary};
 use crate::report::{DeviceReport, Figures, HostReport, OpSummary, SCHEMA_VERSION};
-use crate::series::SecondPoint;
+use crate::series::{DeviceSecond, SecondPoint};
 
 /// One host of a merged report.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -107,7 +107,7 @@ pub enum MergeError {
 
 /// The first workload field in which a report differs from the first report.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{label}: workload differs from {first_label} in {option}: {found} vs {expected}; merge only runs of the same workload")]
+#[error("{}", self.describe(self.field))]
 pub struct WorkloadDifference {
     /// The report that differs.
     pub label: String,
@@ -115,38 +115,49 @@ pub struct WorkloadDifference {
     pub first_label: String,
     /// The field of `workload` that differs.
     pub field: &'static str,
-    /// The command-line option that sets it.
-    pub option: &'static str,
+    /// The run setting behind it (a front end names its own option for it).
+    pub setting: Setting,
     /// Its value in the first report.
     pub expected: String,
     /// Its value in this one.
     pub found: String,
 }
 
-/// The workload fields that must match, with the option that sets each, and how to show it.
-fn workload_fields(r: &HostReport) -> [(&'static str, &'static str, String); 8] {
+impl WorkloadDifference {
+    /// The refusal, naming the differing setting `setting_name` (the field's name, or a front
+    /// end's option for [`WorkloadDifference::setting`]).
+    pub fn describe(&self, setting_name: &str) -> String {
+        format!(
+            "{}: workload differs from {} in {setting_name}: {} vs {}; merge only runs of the same workload",
+            self.label, self.first_label, self.found, self.expected
+        )
+    }
+}
+
+/// The workload fields that must match, with the setting behind each, and how to show it.
+fn workload_fields(r: &HostReport) -> [(&'static str, Setting, String); 8] {
     let w = &r.workload;
     [
-        ("pattern", "--rw", w.pattern.to_string()),
-        ("block_size", "--bs", w.block_size.to_string()),
-        ("iodepth", "--iodepth", w.iodepth.to_string()),
-        ("rwmixread", "--rwmixread", w.rwmixread.to_string()),
-        ("runtime_secs", "--runtime", w.runtime_secs.to_string()),
+        ("pattern", Setting::Pattern, w.pattern.to_string()),
+        ("block_size", Setting::BlockSize, w.block_size.to_string()),
+        ("iodepth", Setting::Iodepth, w.iodepth.to_string()),
+        ("rwmixread", Setting::Rwmixread, w.rwmixread.to_string()),
+        ("runtime_secs", Setting::Runtime, w.runtime_secs.to_string()),
         (
             "working_set",
-            "--size",
+            Setting::WorkingSet,
             w.working_set
                 .map_or_else(|| "the whole device".to_string(), |b| format!("{b} bytes")),
         ),
         (
             "rate_iops",
-            "--rate-iops",
+            Setting::RateIops,
             w.rate_iops
                 .map_or_else(|| "no cap".to_string(), |c| format!("{c} per device")),
         ),
         (
             "record_latency",
-            "--no-latency",
+            Setting::RecordLatency,
             w.record_latency.to_string(),
         ),
     ]
@@ -171,13 +182,13 @@ pub fn merge_reports(reports: &[(String, HostReport)]) -> Result<HostReport, Mer
                 found: report.schema_version,
             });
         }
-        for ((field, option, want), (_, _, got)) in expected.iter().zip(workload_fields(report)) {
+        for ((field, setting, want), (_, _, got)) in expected.iter().zip(workload_fields(report)) {
             if *want != got {
                 return Err(MergeError::WorkloadDiffers(Box::new(WorkloadDifference {
                     label: label.clone(),
                     first_label: first_label.clone(),
                     field,
-                    option,
+                    setting: *setting,
                     expected: want.clone(),
                     found: got,
                 })));
@@ -322,6 +333,7 @@ fn sum_op(
 }
 
 /// The hosts' per-second points matched by second index (the hosts started together).
+/// Each device's entry keeps its name and gets its host, as `devices[]` does.
 fn merge_series(reports: &[(String, HostReport)]) -> Vec<SecondPoint> {
     let mut by_second: BTreeMap<i64, Vec<Option<&SecondPoint>>> = BTreeMap::new();
     for (i, (_, r)) in reports.iter().enumerate() {
@@ -336,10 +348,10 @@ fn merge_series(reports: &[(String, HostReport)]) -> Vec<SecondPoint> {
         .map(|(second, points)| {
             let mut merged = SecondPoint {
                 second,
-                iops: 0,
-                read_iops: 0,
-                write_iops: 0,
-                bytes_per_sec: 0,
+                iops: 0.0,
+                read_iops: 0.0,
+                write_iops: 0.0,
+                bytes_per_sec: 0.0,
                 errors: 0,
                 read_p50_ns: 0,
                 read_p99_ns: 0,
@@ -352,13 +364,14 @@ fn merge_series(reports: &[(String, HostReport)]) -> Vec<SecondPoint> {
             // Exact when every host logged this second's histograms (reports of this version);
             // else each percentile is the worst host's, an upper bound.
             let exact = exact_second_latency(&points);
-            for (p, (_, r)) in points.iter().zip(reports) {
+            for (p, (label, r)) in points.iter().zip(reports) {
+                let hostname = r.hostname.as_deref().unwrap_or(label);
                 let Some(p) = p else {
-                    // This host has no such second: its devices show 0.
+                    // This host has no such second: its devices show zeros.
                     merged.partial = true;
-                    merged
-                        .devices
-                        .extend(std::iter::repeat_n(0, r.devices.len()));
+                    merged.devices.extend(r.devices.iter().map(|d| {
+                        DeviceSecond::idle(&d.path, d.host.as_deref().or(Some(hostname)))
+                    }));
                     continue;
                 };
                 merged.iops += p.iops;
@@ -370,7 +383,13 @@ fn merge_series(reports: &[(String, HostReport)]) -> Vec<SecondPoint> {
                 merged.read_p99_ns = merged.read_p99_ns.max(p.read_p99_ns);
                 merged.write_p50_ns = merged.write_p50_ns.max(p.write_p50_ns);
                 merged.write_p99_ns = merged.write_p99_ns.max(p.write_p99_ns);
-                merged.devices.extend_from_slice(&p.devices);
+                // A device of a merged report keeps the host it already names.
+                merged
+                    .devices
+                    .extend(p.devices.iter().map(|d| DeviceSecond {
+                        host: d.host.clone().or_else(|| Some(hostname.to_string())),
+                        ..d.clone()
+                    }));
                 merged.partial |= p.partial;
             }
             if let Some((read, write)) = exact {
@@ -452,26 +471,42 @@ mod tests {
             run_id: 0,
         };
         let points = (0..2)
-            .map(|second| SecondPoint {
-                second,
-                iops: 100 * seed,
-                read_iops: 60 * seed,
-                write_iops: 40 * seed,
-                bytes_per_sec: 4096 * 100 * seed,
-                errors: 0,
-                read_p50_ns: 1000 * seed,
-                read_p99_ns: 2000 * seed,
-                write_p50_ns: 3000,
-                write_p99_ns: 4000,
-                devices: vec![50 * seed, 50 * seed],
-                partial: false,
-                histograms: None,
+            .map(|second| {
+                // The two devices run at different rates, so a name on the wrong figures shows.
+                let device = |share: u64| DeviceSecond {
+                    iops: (share * seed) as f64,
+                    read_iops: (share * seed) as f64,
+                    ..Default::default()
+                };
+                SecondPoint {
+                    second,
+                    iops: (100 * seed) as f64,
+                    read_iops: (60 * seed) as f64,
+                    write_iops: (40 * seed) as f64,
+                    bytes_per_sec: (4096 * 100 * seed) as f64,
+                    errors: 0,
+                    read_p50_ns: 1000 * seed,
+                    read_p99_ns: 2000 * seed,
+                    write_p50_ns: 3000,
+                    write_p99_ns: 4000,
+                    devices: vec![device(30), device(70)],
+                    partial: false,
+                    histograms: None,
+                }
             })
             .collect();
         HostReport {
             hostname: Some(name.to_string()),
             ..summarize(&result, workload, points)
         }
+    }
+
+    /// Each device entry of a second as (host, path, IOPS).
+    fn named(p: &SecondPoint) -> Vec<(Option<&str>, &str, f64)> {
+        p.devices
+            .iter()
+            .map(|d| (d.host.as_deref(), d.path.as_str(), d.iops))
+            .collect()
     }
 
     /// Recorded bins as (value, count): growing histograms that hold the same counts may
@@ -536,8 +571,16 @@ mod tests {
         assert_eq!(fleet.hosts[1].ios, b.host.ios());
 
         let p = &merged.time_series[1];
-        assert_eq!(p.iops, 300);
-        assert_eq!(p.devices, vec![50, 50, 100, 100]);
+        assert_eq!(p.iops, 300.0);
+        assert_eq!(
+            named(p),
+            [
+                (Some("alpha"), "/dev/loop0", 30.0),
+                (Some("alpha"), "/dev/loop1", 70.0),
+                (Some("beta"), "/dev/loop0", 60.0),
+                (Some("beta"), "/dev/loop1", 140.0),
+            ]
+        );
         assert_eq!(p.read_p99_ns, 4000);
         assert!(!p.partial);
     }
@@ -655,6 +698,13 @@ mod tests {
         assert_eq!(names, ["alpha", "beta", "gamma"]);
         assert_eq!(all.devices[1].host.as_deref(), Some("alpha"));
         assert_eq!(all.host.read.ios, ab.host.read.ios + c.host.read.ios);
+        // Each second's entries keep the hosts the first merge gave them.
+        let hosts: Vec<&str> = all.time_series[0]
+            .devices
+            .iter()
+            .filter_map(|d| d.host.as_deref())
+            .collect();
+        assert_eq!(hosts, ["alpha", "alpha", "beta", "beta", "gamma", "gamma"]);
     }
 
     #[test]
@@ -666,7 +716,15 @@ mod tests {
         let merged = merge_reports(&[("a".into(), a), ("b".into(), b)]).unwrap();
         assert!(!merged.time_series[0].partial);
         assert!(merged.time_series[1].partial);
-        assert_eq!(merged.time_series[1].devices, vec![50, 50, 0, 0]);
+        assert_eq!(
+            named(&merged.time_series[1]),
+            [
+                (Some("alpha"), "/dev/loop0", 30.0),
+                (Some("alpha"), "/dev/loop1", 70.0),
+                (Some("beta"), "/dev/loop0", 0.0),
+                (Some("beta"), "/dev/loop1", 0.0),
+            ]
+        );
     }
 
     #[test]
@@ -686,7 +744,7 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(
-            err.contains("in --size: 67108864 bytes vs the whole device"),
+            err.contains("in working_set: 67108864 bytes vs the whole device"),
             "{err}"
         );
         assert!(!err.contains("Some(") && !err.contains("None"), "{err}");
@@ -701,35 +759,35 @@ mod tests {
                     block_size: 8192,
                     ..randrw()
                 },
-                "--bs: 8192 vs 4096",
+                "in block_size: 8192 vs 4096",
             ),
             (
                 Workload {
                     pattern: IoPattern::RandRead,
                     ..randrw()
                 },
-                "in --rw: randread vs randrw",
+                "in pattern: randread vs randrw",
             ),
             (
                 Workload {
                     iodepth: 1,
                     ..randrw()
                 },
-                "in --iodepth",
+                "in iodepth",
             ),
             (
                 Workload {
                     rwmixread: 70,
                     ..randrw()
                 },
-                "in --rwmixread",
+                "in rwmixread",
             ),
             (
                 Workload {
                     runtime: Duration::from_secs(60),
                     ..randrw()
                 },
-                "in --runtime",
+                "in runtime_secs",
             ),
         ] {
             let b = host_report("beta", 2, 3, 1000, &workload);
@@ -740,8 +798,8 @@ mod tests {
                 err.starts_with("b.json: workload differs from a.json in "),
                 "{err}"
             );
+            // The report's own field names: a front end names its options instead.
             assert!(err.contains(field), "{err}");
-            assert!(!err.contains('_'), "an internal field name: {err}");
         }
         // Seed and ramp may differ.
         let b = host_report(
@@ -779,12 +837,12 @@ mod tests {
             Err(MergeError::BadHistogram { .. })
         ));
 
-        let mut v2 = host_report("beta", 2, 3, 1000, &w);
-        v2.schema_version = 2;
-        let err = merge_reports(&[("a".into(), a), ("v2.json".into(), v2)])
+        let mut v3 = host_report("beta", 2, 3, 1000, &w);
+        v3.schema_version = 3;
+        let err = merge_reports(&[("a".into(), a), ("v3.json".into(), v3)])
             .unwrap_err()
             .to_string();
-        assert!(err.starts_with("v2.json: schema_version 2"), "{err}");
+        assert!(err.starts_with("v3.json: schema_version 3"), "{err}");
         assert!(matches!(merge_reports(&[]), Err(MergeError::NoReports)));
     }
 

@@ -17,16 +17,12 @@ use hostmax_engine::{
     SafetyCheck,
 };
 
+use crate::exit_code;
 use crate::fleet::hdr_log::HdrLogRecorder;
 use crate::output::{self, progress::LiveView};
 use crate::plan::{BadInput, JsonDest, RunPlan};
 use crate::signals::RunningGuard;
 use crate::simhost::{SimHostMode, SimHostSpec, SimulatedHost};
-
-/// Exit code when the run finished but I/O errors happened.
-pub const EXIT_IO_ERRORS: i32 = 3;
-/// Exit code when `--verify` found a block that was not what was written.
-pub const EXIT_VERIFY_FAILED: i32 = 5;
 
 /// Runs the host-max test a plan describes and prints/writes its report. Returns the exit code.
 pub fn run(plan: RunPlan) -> anyhow::Result<i32> {
@@ -52,15 +48,13 @@ pub fn run_and_emit(
 
 /// The exit code a finished run earns.
 pub fn exit_code(report: &HostReport, interrupted_by: i32) -> i32 {
-    if interrupted_by != 0 {
-        128 + interrupted_by
-    } else if report.verify_failed() {
-        EXIT_VERIFY_FAILED
-    } else if report.host.errors > 0 {
-        EXIT_IO_ERRORS
-    } else {
-        0
+    exit_code::Outcome {
+        signal: interrupted_by,
+        bad_data: report.verify_failed(),
+        io_errors: report.host.errors > 0,
+        verdict_failed: false,
     }
+    .code()
 }
 
 /// Runs the plan with a live view and signal handling; returns the report and the signal
@@ -205,6 +199,9 @@ fn measure_keeping_log(
     for (device, identity) in report.devices.iter_mut().zip(identities) {
         device.identity = Some(identity);
     }
+    for (device, given) in report.devices.iter_mut().zip(&plan.given_names) {
+        device.given = given.as_ref().map(|p| p.to_string_lossy().into_owned());
+    }
     drop(running);
     let sig = crate::signals::watch().signal();
     // Interrupted means a signal; a stop-all after an I/O error is reported by its errors.
@@ -214,10 +211,15 @@ fn measure_keeping_log(
 
 /// Prints the table (stdout, or stderr when the JSON goes to stdout) and writes the JSON.
 pub fn emit(report: &HostReport, json: Option<&JsonDest>) -> anyhow::Result<()> {
-    let table = output::table::render_table_fitting(report, output::table::terminal_width());
     match json {
-        Some(JsonDest::Stdout) => eprint!("{table}"),
-        _ => print!("{table}"),
+        Some(JsonDest::Stdout) => eprint!(
+            "{}",
+            output::table::render_table_fitting(report, output::table::stderr_width())
+        ),
+        _ => print!(
+            "{}",
+            output::table::render_table_fitting(report, output::table::terminal_width())
+        ),
     }
     if let Some(dest) = json {
         output::json::write_json(report, dest)?;
@@ -239,10 +241,10 @@ pub fn refusal_or_error(e: EngineError, failed: &'static str) -> anyhow::Error {
             ))
             .into()
         }
-        EngineError::Open { .. }
-        | EngineError::NotATarget { .. }
-        | EngineError::InvalidWorkload(_)
-        | EngineError::InvalidCpus(_) => BadInput(e.to_string()).into(),
+        EngineError::InvalidWorkload(refusal) | EngineError::InvalidCpus(refusal) => {
+            BadInput::from(refusal).into()
+        }
+        EngineError::Open { .. } | EngineError::NotATarget { .. } => BadInput(e.to_string()).into(),
         _ => anyhow::Error::from(e).context(failed),
     }
 }
@@ -321,6 +323,7 @@ pub fn demo(args: &DemoArgs) -> anyhow::Result<i32> {
         .runtime
         .unwrap_or(Duration::from_secs(if capped { 10 } else { 5 }));
     let plan = RunPlan {
+        given_names: Vec::new(),
         targets,
         workload: hostmax_engine::Workload {
             runtime,

@@ -4,7 +4,7 @@
 //! Syntax errors (a size that is not a size) come from clap's value parsers, which use
 //! [`crate::units`]; everything that needs the targets or the host (a block size that does
 //! not fit a device, a CPU that is not online) is a [`BadInput`] from [`plan_run`]. Both exit
-//! with [`EXIT_BAD_INPUT`].
+//! with [`crate::exit_code::BAD_INPUT`].
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -18,35 +18,13 @@ use hostmax_engine::{
 use crate::devices::{create_files, expand_device_args, resolve_targets_creating};
 use crate::plan::{BadInput, JsonDest, RunPlan};
 use crate::units::{
-    format_cpu_list, format_size, human_size, parse_count, parse_cpu_list, parse_duration,
-    parse_percent, parse_seed, parse_size, UnitError,
+    format_size, human_size, parse_count, parse_duration, parse_percent, parse_seed, parse_size,
 };
+use hostmax_engine::placement::{format_cpu_list, parse_cpu_list, CpuListError};
 use hostmax_engine::safety::{check_write_safety, SystemSources, WriteSafety};
-
-/// Exit code: the run finished and every check passed.
-pub const EXIT_OK: u8 = 0;
-/// Exit code reserved for a failed verdict (a later issue).
-pub const EXIT_VERDICT_FAILED: u8 = 1;
-/// Exit code: bad input or a refused target ([`BadInput`] anywhere in the error chain,
-/// clap's usage errors too).
-pub const EXIT_BAD_INPUT: u8 = 2;
-/// Exit code: the run finished but I/O errors happened.
-pub const EXIT_IO_ERRORS: u8 = 3;
-/// Exit code: any other failure (runtime or internal error).
-pub const EXIT_FAILURE: u8 = 4;
 
 /// Open files a run needs besides one per target (stdio, rings, eventfds, the report).
 pub const RESERVED_FDS: u64 = 32;
-
-/// The exit code for an error: [`EXIT_BAD_INPUT`] if a [`BadInput`] is anywhere in its chain,
-/// else [`EXIT_FAILURE`].
-pub fn exit_code_for(err: &anyhow::Error) -> u8 {
-    if err.chain().any(|e| e.is::<BadInput>()) {
-        EXIT_BAD_INPUT
-    } else {
-        EXIT_FAILURE
-    }
-}
 
 /// `hostmax`: find and verify the maximum storage performance of a host.
 #[derive(Debug, Parser)]
@@ -96,7 +74,8 @@ pub enum Command {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CpuList(pub Vec<usize>);
 
-fn cpu_list_arg(s: &str) -> Result<CpuList, UnitError> {
+/// Parses `--cpus`.
+pub(crate) fn cpu_list_arg(s: &str) -> Result<CpuList, CpuListError> {
     parse_cpu_list(s).map(CpuList)
 }
 
@@ -336,6 +315,10 @@ pub fn plan_run_with(args: &RunArgs, limits: &HostLimits) -> Result<RunPlan, Bad
         }
     }
     Ok(RunPlan {
+        given_names: targets
+            .iter()
+            .map(|t| crate::devices::given_name(&devices, &t.path))
+            .collect(),
         targets,
         workload,
         cpus,
@@ -797,19 +780,5 @@ mod tests {
         let list = format!("--filename={a}:{b}");
         let got = plan(&[list.as_str()]).unwrap();
         assert_eq!(got.targets.len(), 2);
-    }
-
-    #[test]
-    fn bad_input_anywhere_in_the_chain_exits_2() {
-        let bad: anyhow::Error = BadInput("x".into()).into();
-        assert_eq!(exit_code_for(&bad), EXIT_BAD_INPUT);
-        assert_eq!(
-            exit_code_for(&bad.context("while planning")),
-            EXIT_BAD_INPUT
-        );
-        assert_eq!(
-            exit_code_for(&anyhow::anyhow!("disk on fire")),
-            EXIT_FAILURE
-        );
     }
 }

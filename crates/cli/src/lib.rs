@@ -22,6 +22,7 @@ pub mod args;
 pub mod chart;
 pub mod devices;
 pub mod doctor;
+pub mod exit_code;
 pub mod fleet;
 pub mod output;
 pub mod plan;

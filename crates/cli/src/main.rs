@@ -1,13 +1,7 @@
 //! The `hostmax` binary: parses the command line, checks it all ([`hostmax::args::plan_run`])
 //! and runs the host-max test or the demo.
 //!
-//! Exit codes:
-//! - 0: success (also `--help` and `--version`);
-//! - 1: reserved for a failed verdict (a later issue);
-//! - 2: bad input or a refused target: clap's usage errors and any error whose chain holds a
-//!   [`hostmax::plan::BadInput`];
-//! - 3: the run finished but I/O errors happened (returned by [`hostmax::app::run`]);
-//! - 4: any other failure (a runtime or internal error).
+//! Exit codes: [`hostmax::exit_code`] (`--help` and `--version` exit 0, clap's usage errors 2).
 //!
 //! Every error is printed as ONE line on stderr, `hostmax: <message>`, and nothing goes to
 //! stdout.
@@ -15,7 +9,8 @@
 use std::process::ExitCode;
 
 use clap::Parser;
-use hostmax::args::{exit_code_for, plan_run, Cli, Command, EXIT_BAD_INPUT, EXIT_FAILURE};
+use hostmax::args::{plan_run, Cli, Command};
+use hostmax::exit_code;
 
 fn main() -> ExitCode {
     // A panic is a bug; still, say so on one line like every other error.
@@ -38,7 +33,7 @@ fn main() -> ExitCode {
         // device's error.
         if let Err(why) = hostmax_engine::check_io_uring() {
             eprintln!("hostmax: {}", one_line(&why.to_string()));
-            return ExitCode::from(EXIT_BAD_INPUT);
+            return exit_code::status(exit_code::BAD_INPUT);
         }
     }
     let result = match cli.command {
@@ -52,10 +47,10 @@ fn main() -> ExitCode {
         None => plan_run(&cli.run).and_then(|plan| hostmax::verify::run(plan, &cli.run.spec)),
     };
     match result {
-        Ok(code) => ExitCode::from(u8::try_from(code).unwrap_or(EXIT_FAILURE)),
+        Ok(code) => exit_code::status(code),
         Err(err) => {
             eprintln!("hostmax: {}", error_line(&err));
-            ExitCode::from(exit_code_for(&err))
+            exit_code::status(exit_code::for_error(&err))
         }
     }
 }
@@ -116,10 +111,10 @@ fn clap_exit(err: clap::Error) -> ExitCode {
         eprintln!(
             "hostmax: '{path}' is not a subcommand or option: name devices with --devices (hostmax --devices {path} ...); see 'hostmax --help'"
         );
-        return ExitCode::from(EXIT_BAD_INPUT);
+        return exit_code::status(exit_code::BAD_INPUT);
     }
     eprintln!("hostmax: {text}; see '{}'", help_command(&argv));
-    ExitCode::from(EXIT_BAD_INPUT)
+    exit_code::status(exit_code::BAD_INPUT)
 }
 
 /// The help that fits the command line: the subcommand's (`hostmax suite --help`) when one

@@ -4,7 +4,7 @@ use std::fmt;
 use std::path::PathBuf;
 
 use hostmax_engine::safety::{ConsentWords, WriteRefused};
-use hostmax_engine::{TargetInfo, Workload};
+use hostmax_engine::{Setting, SettingError, TargetInfo, Workload};
 
 /// Input the user can fix: exit code 2, shown as one line naming the thing and the fix.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -32,6 +32,35 @@ impl From<WriteRefused> for BadInput {
     }
 }
 
+/// The option of `hostmax` that sets an engine [`Setting`] (`None` for one no option sets):
+/// the libraries name their own settings, the command line names its flags.
+pub fn option_for(setting: Setting) -> Option<&'static str> {
+    Some(match setting {
+        Setting::Pattern => "--rw",
+        Setting::BlockSize => "--bs",
+        Setting::Iodepth => "--iodepth",
+        Setting::Rwmixread => "--rwmixread",
+        Setting::Runtime => "--runtime",
+        Setting::IoLimit => return None,
+        Setting::RateIops => "--rate-iops",
+        Setting::WorkingSet => "--size",
+        Setting::RecordLatency => "--no-latency",
+        Setting::CompressPercent => "--buffer-compress-percentage",
+        Setting::DedupePercent => "--dedupe-percentage",
+        Setting::Verify => "--verify",
+        Setting::Targets => "--devices",
+        Setting::Cpus => "--cpus",
+        Setting::Polling => "--iopoll",
+    })
+}
+
+impl From<&SettingError> for BadInput {
+    /// The engine's refusal, naming the options to change.
+    fn from(e: &SettingError) -> Self {
+        BadInput(e.naming(option_for))
+    }
+}
+
 /// Returns early with a [`BadInput`] made from a format string.
 #[macro_export]
 macro_rules! bad_input {
@@ -54,6 +83,9 @@ pub enum JsonDest {
 pub struct RunPlan {
     /// Probed, de-duplicated targets, in the order given.
     pub targets: Vec<TargetInfo>,
+    /// For each target, the name the user gave it when that is another name for its
+    /// canonical path (a `/dev/disk/by-id/...` link): shown beside it in the report.
+    pub given_names: Vec<Option<PathBuf>>,
     /// The validated workload.
     pub workload: Workload,
     /// CPUs the workers may use; `None` is every allowed CPU.

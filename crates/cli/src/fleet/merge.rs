@@ -3,10 +3,10 @@
 
 use std::path::{Path, PathBuf};
 
-use hostmax_aggregate::{merge_reports, HostReport, SCHEMA_VERSION};
+use hostmax_aggregate::{merge_reports, HostReport, MergeError, SCHEMA_VERSION};
 
 use super::provenance;
-use crate::plan::{BadInput, JsonDest};
+use crate::plan::{option_for, BadInput, JsonDest};
 
 /// `hostmax merge`'s arguments.
 #[derive(Debug, Clone, clap::Args)]
@@ -47,8 +47,15 @@ pub fn load_report(path: &Path) -> Result<HostReport, BadInput> {
         .and_then(serde_json::Value::as_u64)
         .ok_or_else(|| not_a_report("no schema_version".into()))?;
     if version != u64::from(SCHEMA_VERSION) {
+        // Schema 1 (before per-second device entries were named, with floats) is not
+        // converted: its per-second figures of each device are unnamed integers.
+        let age = if version < u64::from(SCHEMA_VERSION) {
+            "an older"
+        } else {
+            "a newer"
+        };
         return Err(BadInput(format!(
-            "{shown}: schema_version {version}, this hostmax reads {SCHEMA_VERSION}; merge reports written by the same hostmax version"
+            "{shown}: schema_version {version} (written by {age} hostmax), this hostmax reads {SCHEMA_VERSION}; merge reports written by the same hostmax version"
         )));
     }
     serde_json::from_value(value).map_err(|e| not_a_report(e.to_string()))
@@ -83,7 +90,12 @@ pub fn run_merge(args: &MergeArgs) -> anyhow::Result<i32> {
             Err(_) => all_windows = false,
         }
     }
-    let mut merged = merge_reports(&reports).map_err(|e| BadInput(e.to_string()))?;
+    let mut merged = merge_reports(&reports).map_err(|e| match e {
+        MergeError::WorkloadDiffers(d) => {
+            BadInput(d.describe(option_for(d.setting).unwrap_or(d.field)))
+        }
+        e => BadInput(e.to_string()),
+    })?;
     if args.min_overlap > 0 {
         provenance::check_overlap(&windows, f64::from(args.min_overlap) / 100.0)?;
     }
@@ -143,11 +155,16 @@ mod tests {
             (
                 "v9.json",
                 r#"{"schema_version":9}"#,
-                "schema_version 9, this hostmax reads 1",
+                "schema_version 9 (written by a newer hostmax), this hostmax reads 2",
+            ),
+            (
+                "v1.json",
+                r#"{"schema_version":1,"time_series":[{"devices":[700]}]}"#,
+                "schema_version 1 (written by an older hostmax), this hostmax reads 2; merge reports written by the same hostmax version",
             ),
             (
                 "partial.json",
-                r#"{"schema_version":1,"host":{}}"#,
+                r#"{"schema_version":2,"host":{}}"#,
                 "not a hostmax report (missing field",
             ),
         ] {

@@ -7,13 +7,13 @@
 //! - [`table::render_table`]: the final per-device and host table, as a `String`.
 //! - [`json::write_json`] and [`json::check_json_dest`]: the `--json` report, written
 //!   atomically to a file or to stdout, and the check that runs before any I/O.
-//! - [`units`]: how latencies and throughputs are spelled (µs/ms/s, MiB/s).
+//!
+//! How latencies and throughputs are spelled (µs/ms/s, MiB/s) is [`crate::units`].
 
 pub mod atomic;
 pub mod json;
 pub mod progress;
 pub mod table;
-pub mod units;
 
 #[cfg(test)]
 pub(crate) mod tests_support {

@@ -91,7 +91,7 @@ pub fn run(args: &SuiteArgs) -> anyhow::Result<i32> {
                 ""
             }
         );
-        return Ok(128 + outcome.signal);
+        return Ok(crate::exit_code::interrupted(outcome.signal));
     }
     let errors: u64 = report.cells.values().map(|c| c.errors).sum();
     let promise_failed = report.spec.as_ref().is_some_and(|s| {
@@ -102,13 +102,12 @@ pub fn run(args: &SuiteArgs) -> anyhow::Result<i32> {
             .any(|c| c.pass == Some(false))
             || s.consistency.as_ref().is_some_and(|c| !c.pass)
     });
-    Ok(if errors > 0 {
-        crate::app::EXIT_IO_ERRORS
-    } else if promise_failed {
-        i32::from(crate::args::EXIT_VERDICT_FAILED)
-    } else {
-        0
-    })
+    Ok(crate::exit_code::Outcome {
+        io_errors: errors > 0,
+        verdict_failed: promise_failed,
+        ..Default::default()
+    }
+    .code())
 }
 
 /// Prints the table (stdout, or stderr when the JSON goes there) and writes JSON and HTML.
@@ -397,7 +396,7 @@ fn start(
             .iter()
             .map(|t| DeviceRecord {
                 path: t.path.clone(),
-                given: given_name(&args.devices, &t.path),
+                given: crate::devices::given_name(&args.devices, &t.path),
                 size: t.size,
                 logical_block_size: t.logical_block_size,
                 block_device: t.kind == TargetKind::BlockDevice,
@@ -456,19 +455,6 @@ fn start(
     config.promises = spec::promises(&args.spec, &targets)?;
     let state = StateDir::create(&state_dir, &config)?;
     Ok((config, state, targets))
-}
-
-/// The first literal `--devices` path, made absolute, that is another name (a symlink such as
-/// `/dev/disk/by-id/...`) for the target at `canonical`.
-fn given_name(devices: &[std::ffi::OsString], canonical: &Path) -> Option<PathBuf> {
-    devices.iter().map(PathBuf::from).find_map(|given| {
-        if crate::devices::is_pattern(&given.to_string_lossy()) || given == canonical {
-            return None;
-        }
-        let absolute = std::path::absolute(&given).ok()?;
-        (std::fs::canonicalize(&absolute).ok()? == canonical && absolute != canonical)
-            .then_some(absolute)
-    })
 }
 
 /// Reopens a checkpoint, checks that its devices are the same ones, and rechecks write safety.

@@ -4,7 +4,7 @@
 use hostmax_aggregate::consistency::{judge_consistency, Consistency, ConsistencyVerdict};
 use hostmax_aggregate::{HostReport, SpecSet, Verdict};
 
-use crate::output::units::format_mib_per_sec;
+use crate::units::format_mib_per_sec;
 
 /// Parses `--consistency` (`99%`, `99.9%`).
 pub fn consistency_arg(s: &str) -> Result<Consistency, String> {

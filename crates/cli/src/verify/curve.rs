@@ -14,8 +14,8 @@ use super::print_beside_json;
 use crate::app;
 use crate::args::{plan_run, RunArgs};
 use crate::chart::{LegendCorner, LineChart, Series, SeriesStyle, TickFormat};
-use crate::output::units::{format_latency_ns, format_mib_per_sec};
 use crate::plan::BadInput;
+use crate::units::{format_latency_ns, format_mib_per_sec};
 
 /// Parses a latency such as `1ms`, `500us`, `0.8ms` or `2s` into nanoseconds.
 pub fn parse_latency(s: &str) -> Result<u64, String> {
@@ -359,15 +359,13 @@ pub fn curve(args: &CurveArgs) -> anyhow::Result<i32> {
             anyhow::anyhow!("--svg {}: cannot write it: {}", path.display(), e.source)
         })?;
     }
-    let code = if signal != 0 {
-        128 + signal
-    } else if reports.iter().any(|r| r.host.errors > 0) {
-        app::EXIT_IO_ERRORS
-    } else if consistency.as_ref().is_some_and(|c| !c.pass) {
-        i32::from(crate::args::EXIT_VERDICT_FAILED)
-    } else {
-        0
-    };
+    let code = crate::exit_code::Outcome {
+        signal,
+        bad_data: false,
+        io_errors: reports.iter().any(|r| r.host.errors > 0),
+        verdict_failed: consistency.as_ref().is_some_and(|c| !c.pass),
+    }
+    .code();
     if let Some(dest) = &base.json {
         let root = CurveReport {
             schema_version: SCHEMA_VERSION,

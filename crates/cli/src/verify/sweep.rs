@@ -301,13 +301,12 @@ pub fn sweep(args: &SweepArgs) -> anyhow::Result<i32> {
         std::fs::write(path, svg)
             .map_err(|e| anyhow::anyhow!("--svg {}: cannot write it: {e}", path.display()))?;
     }
-    let code = if signal != 0 {
-        128 + signal
-    } else if reports.iter().any(|r| r.host.errors > 0) {
-        app::EXIT_IO_ERRORS
-    } else {
-        0
-    };
+    let code = crate::exit_code::Outcome {
+        signal,
+        io_errors: reports.iter().any(|r| r.host.errors > 0),
+        ..Default::default()
+    }
+    .code();
     if let Some(dest) = &base.json {
         let root = SweepReport {
             schema_version: SCHEMA_VERSION,
