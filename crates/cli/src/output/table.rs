@@ -103,8 +103,9 @@ pub fn render_table_fitting(report: &HostReport, width: Option<usize>) -> String
     let plural = if report.devices.len() == 1 { "" } else { "s" };
     let host_name = match &report.fleet {
         Some(fleet) => format!(
-            "fleet ({} hosts, {} device{plural})",
+            "fleet ({} host{}, {} device{plural})",
             fleet.hosts.len(),
+            if fleet.hosts.len() == 1 { "" } else { "s" },
             report.devices.len()
         ),
         None => format!("host ({} device{plural})", report.devices.len()),

@@ -271,6 +271,7 @@ mod tests {
             measured_write_p95_ns: None,
             rate_cap_iops: None,
             rate_cap_bytes_per_sec: None,
+            stopped_at_secs: None,
         }
     }
 
