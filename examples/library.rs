@@ -1,5 +1,5 @@
-//! Using hostmax as a library: drive some targets with the engine, merge their histograms
-//! with the aggregator, and print per-device and host figures.
+//! Using hostmax as a library: measure some targets with the engine (write safety included),
+//! merge their histograms with the aggregator, and print per-device and host figures.
 //!
 //! `cargo run --release --example library -- /dev/loop0 /dev/loop1`
 //! With no arguments it makes a 64 MiB file in the temporary directory and reads that
@@ -8,7 +8,7 @@
 use std::time::Duration;
 
 use hostmax_aggregate::{summarize, TimeSeries};
-use hostmax_engine::{IoPattern, RunConfig, Workload};
+use hostmax_engine::{DeviceInterval, IoPattern, MeasureRequest, Workload};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut targets: Vec<std::path::PathBuf> =
@@ -30,29 +30,16 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         ramp: Duration::from_millis(500),
         ..Workload::default()
     };
-    let device_count = targets.len();
-    let run = hostmax_engine::start(RunConfig {
-        targets,
-        workload: workload.clone(),
-        cpus: None,
-        live: true,
-        layout: Default::default(),
-        on_error: Default::default(),
-        polling: Default::default(),
-    })?;
     // One host point per second, merged from every device's interval histograms.
-    let mut series = TimeSeries::new(device_count);
-    while !run.is_finished() {
-        if let Some(interval) = run.recv_interval(Duration::from_millis(200)) {
-            if let Some(point) = series.push(interval) {
-                println!("second {}: {:.0} IOPS", point.second, point.iops);
-            }
+    let mut series = TimeSeries::new(targets.len());
+    // A writing workload would be refused on devices in use or without consent
+    // (`.with_consent(WriteSafety { allow_write: true, .. })`), as the CLI refuses them.
+    let request = MeasureRequest::new(targets, workload.clone());
+    let result = hostmax_engine::measure(request, &mut |interval: DeviceInterval| {
+        if let Some(point) = series.push(interval) {
+            println!("second {}: {:.0} IOPS", point.second, point.iops);
         }
-    }
-    while let Some(interval) = run.recv_interval(Duration::ZERO) {
-        series.push(interval);
-    }
-    let result = run.wait()?;
+    })?;
     let report = summarize(&result, &workload, series.finish());
     for d in &report.devices {
         println!(

@@ -102,3 +102,74 @@ fn an_exclusive_open_waits_out_a_brief_claim_but_not_a_lasting_one() {
         "{err:?}"
     );
 }
+
+/// A library user's measurement refuses a write to a device that is in use (another program
+/// holds it `O_EXCL`) or that nobody consented to write, with the engine's own error type and
+/// without writing a block; once the device is free and consent given, the same call runs.
+#[test]
+fn measure_refuses_a_device_in_use_with_the_library_error() {
+    require_root!();
+    use hostmax_engine::safety::{RefusalReason, WriteSafety};
+    use hostmax_engine::{DeviceInterval, EngineError, MeasureRequest};
+    use std::os::unix::fs::OpenOptionsExt;
+    let host = volumes(1, 16 << 20);
+    let dev = host.device_paths()[0].clone();
+    let name = volume_kernel_names(&host)[0].clone();
+    let workload = write_config(dev.clone(), Duration::from_millis(1500)).workload;
+    let request = || MeasureRequest::new(vec![dev.clone()], workload.clone());
+    let consent = WriteSafety {
+        allow_write: true,
+        force: true,
+    };
+    let writes_before = kernel_completions(&name).1;
+    let intervals = std::cell::Cell::new(0);
+    let mut count = |_: DeviceInterval| intervals.set(intervals.get() + 1);
+
+    // No consent: refused, and the message says which setting grants it.
+    let err = hostmax_engine::measure(request(), &mut count).expect_err("written without consent");
+    let EngineError::WriteRefused(refused) = &err else {
+        panic!("not a write refusal: {err:?}");
+    };
+    assert_eq!(refused.refusals[0].path, dev);
+    assert_eq!(
+        refused.refusals[0].reasons,
+        vec![RefusalReason::NeedsAllowWrite]
+    );
+    assert!(
+        err.to_string().contains("WriteSafety::allow_write"),
+        "{err}"
+    );
+
+    // Held by another program: refused whatever the consent.
+    let held = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_EXCL)
+        .open(&dev)
+        .expect("claim the device");
+    let err = hostmax_engine::measure(request().with_consent(consent), &mut count)
+        .expect_err("a device held by another program was written");
+    let EngineError::WriteRefused(refused) = &err else {
+        panic!("not a write refusal: {err:?}");
+    };
+    assert!(
+        refused.refusals[0].reasons.contains(&RefusalReason::Busy),
+        "{err}"
+    );
+    assert!(
+        err.to_string().contains(&dev.display().to_string()),
+        "{err}"
+    );
+    assert_eq!(
+        kernel_completions(&name).1,
+        writes_before,
+        "a refused measurement wrote"
+    );
+    assert_eq!(intervals.get(), 0);
+
+    // Free and consented: it measures, and the observer hears every second.
+    drop(held);
+    let result = hostmax_engine::measure(request().with_consent(consent), &mut count)
+        .expect("a free device with consent is measured");
+    assert!(result.devices[0].write.ios > 0);
+    assert!(intervals.get() > 0, "no interval reached the observer");
+}

@@ -413,8 +413,9 @@ fn active_swap_is_refused_even_with_force() {
 fn the_root_device_is_refused_even_with_force() {
     // The checks alone, on this host's real state: nothing is opened for writing, so this is
     // safe against the real root disk (which a sandbox may not even let us open).
-    use hostmax::safety::{
-        check_write_safety, parse_mountinfo, root_device_names, SystemSources, WriteFlags,
+    use hostmax::plan::FLAG_WORDS;
+    use hostmax_engine::safety::{
+        check_write_safety, parse_mountinfo, root_device_names, SystemSources, WriteSafety,
     };
     use hostmax_engine::{IoPattern, TargetInfo, TargetKind};
     let sys = Path::new("/sys/class/block");
@@ -435,7 +436,7 @@ fn the_root_device_is_refused_even_with_force() {
             rdev: Some((major.parse().unwrap(), minor.parse().unwrap())),
             kernel_name: Some(name.clone()),
         };
-        let flags = WriteFlags {
+        let flags = WriteSafety {
             allow_write: true,
             force: true,
         };
@@ -445,11 +446,12 @@ fn the_root_device_is_refused_even_with_force() {
             flags,
             &SystemSources::default(),
         )
-        .expect_err("the root device was accepted");
-        assert!(err.0.contains("holds the root filesystem /"), "{err}");
-        assert!(!err.0.contains("use --force"), "{err}");
+        .expect_err("the root device was accepted")
+        .message(&FLAG_WORDS);
+        assert!(err.contains("holds the root filesystem /"), "{err}");
+        assert!(!err.contains("use --force"), "{err}");
         if name == root {
-            assert!(err.0.contains("is mounted at /"), "{err}");
+            assert!(err.contains("is mounted at /"), "{err}");
         }
     }
 }

@@ -121,58 +121,9 @@ impl Figures {
     }
 }
 
-/// What a device is, whatever its name today: the stable identity the kernel gives it where
-/// it has one, else its size (the CLI reads it; the aggregator only carries it). Two
-/// identities are compared by [`DeviceIdentity::differs`].
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct DeviceIdentity {
-    /// The World Wide (Unique) Identifier (`/sys/class/block/DEV/wwid` or `device/wwid`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub wwid: Option<String>,
-    /// The serial number (`serial` or `device/serial`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub serial: Option<String>,
-    /// The names under `/dev/disk/by-id` that lead to it.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub by_id: Vec<String>,
-    /// A loop device's backing file (`loop/backing_file`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub backing_file: Option<String>,
-    /// A regular file's `device:inode`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub inode: Option<String>,
-    /// Size in bytes.
-    pub size: u64,
-    /// The on-disk signatures found when it was first seen (shown, not compared: a write test
-    /// changes them).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub signatures: Vec<String>,
-}
-
-impl DeviceIdentity {
-    /// Why `now` is not the device `self` recorded, naming the first stable trait both have
-    /// that differs (WWID, serial, backing file, inode, size); `None` when nothing tells them
-    /// apart.
-    pub fn differs(&self, now: &DeviceIdentity) -> Option<String> {
-        let pairs = [
-            ("WWID", &self.wwid, &now.wwid),
-            ("serial", &self.serial, &now.serial),
-            ("backing file", &self.backing_file, &now.backing_file),
-            ("file", &self.inode, &now.inode),
-        ];
-        for (what, then, today) in pairs {
-            if let (Some(a), Some(b)) = (then, today) {
-                if a != b {
-                    return Some(format!("{what} {a}, now {what} {b}"));
-                }
-                // A stable trait that matches settles it.
-                return (self.size != now.size)
-                    .then(|| format!("{} bytes, now {} bytes", self.size, now.size));
-            }
-        }
-        (self.size != now.size).then(|| format!("{} bytes, now {} bytes", self.size, now.size))
-    }
-}
+/// What a device is (WWID, serial, by-id names, size...): the engine reads it
+/// ([`hostmax_engine::identity::identify`]); the aggregator only carries it.
+pub use hostmax_engine::identity::DeviceIdentity;
 
 /// One device's figures.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

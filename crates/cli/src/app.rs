@@ -5,15 +5,23 @@
 //! [`crate::signals`] (the first stops the run and the report is still written, marked
 //! interrupted; a second exits at once).
 
+use std::ops::ControlFlow;
 use std::time::Duration;
 
 use anyhow::Context;
 use hostmax_aggregate::{summarize, HostReport, TimeSeries};
-use hostmax_engine::{EngineError, RunConfig};
+use hostmax_engine::identity::identify;
+use hostmax_engine::safety::{SystemSources, WriteSafety};
+use hostmax_engine::{
+    DeviceInterval, EngineError, MeasureRequest, Observer, PreparedRun, RunConfig, RunHandle,
+    SafetyCheck,
+};
 
 use crate::exit_code;
+use crate::fleet::hdr_log::HdrLogRecorder;
 use crate::output::{self, progress::LiveView};
 use crate::plan::{BadInput, JsonDest, RunPlan};
+use crate::signals::RunningGuard;
 use crate::simhost::{SimHostMode, SimHostSpec, SimulatedHost};
 
 /// Runs the host-max test a plan describes and prints/writes its report. Returns the exit code.
@@ -59,73 +67,133 @@ pub fn measure(plan: &RunPlan) -> anyhow::Result<(HostReport, i32)> {
     Ok((report, signal))
 }
 
+/// What the CLI does while the engine measures a plan: waits for `--start-at`, opens the
+/// `--hdr-log`, registers the run with the signal watch, and feeds the live view and the log.
+struct LiveRun<'a> {
+    plan: &'a RunPlan,
+    series: TimeSeries,
+    /// Made when the run starts: it speaks at once (the ramp notice), and nothing may come
+    /// before `--start-at`'s "starting at" line.
+    view: Option<LiveView>,
+    hdr_log: Option<HdrLogRecorder>,
+    /// Why the run was called off before it started (the `--hdr-log` could not be made).
+    failed: Option<anyhow::Error>,
+    /// The signal that came while waiting for `--start-at`.
+    interrupted: Option<i32>,
+    running: Option<RunningGuard<'static>>,
+}
+
+impl Observer for LiveRun<'_> {
+    fn before_start(&mut self, prepared: &PreparedRun) -> ControlFlow<()> {
+        let plan = self.plan;
+        let ready = crate::fleet::start_at::wait_for_start(plan.fleet.start_at).and_then(|sig| {
+            self.interrupted = sig;
+            match sig {
+                Some(_) => Ok(None),
+                None => HdrLogRecorder::for_run(&plan.fleet, prepared.targets(), &plan.workload),
+            }
+        });
+        match ready {
+            Ok(log) if self.interrupted.is_none() => {
+                self.hdr_log = log;
+                ControlFlow::Continue(())
+            }
+            Ok(_) => ControlFlow::Break(()),
+            Err(e) => {
+                self.failed = Some(e);
+                ControlFlow::Break(())
+            }
+        }
+    }
+
+    fn started(&mut self, run: &RunHandle) {
+        self.running = Some(crate::signals::watch().running(run.stopper()));
+        let workload = &self.plan.workload;
+        self.view = Some(LiveView::new(
+            workload.runtime.as_secs(),
+            workload.ramp.as_secs(),
+        ));
+    }
+
+    fn interval(&mut self, interval: DeviceInterval) {
+        if let Some(log) = &mut self.hdr_log {
+            log.push(&interval);
+        }
+        if let Some(point) = self.series.push(interval) {
+            if let Some(view) = &mut self.view {
+                view.update(&point);
+            }
+        }
+    }
+}
+
+/// The engine's measurement of a plan. Its targets passed every write-safety check when it
+/// was planned, before anything touched them, so each run (of a command's several) only
+/// re-checks while it holds them.
+fn measure_request(plan: &RunPlan) -> MeasureRequest {
+    MeasureRequest {
+        run: RunConfig {
+            targets: plan.targets.iter().map(|t| t.path.clone()).collect(),
+            workload: plan.workload.clone(),
+            cpus: plan.cpus.clone(),
+            live: true,
+            layout: plan.layout,
+            on_error: plan.on_error,
+            polling: plan.polling,
+        },
+        safety: SafetyCheck::CheckedBefore(WriteSafety {
+            allow_write: plan.allow_write,
+            ..WriteSafety::default()
+        }),
+        sources: SystemSources::default(),
+    }
+}
+
 /// [`measure`], leaving the `--hdr-log` recorder to the caller to finish (after the report is
 /// safe).
 fn measure_keeping_log(
     plan: &RunPlan,
-) -> anyhow::Result<(
-    HostReport,
-    i32,
-    Option<crate::fleet::hdr_log::HdrLogRecorder>,
-)> {
-    let workload = plan.workload.clone();
+) -> anyhow::Result<(HostReport, i32, Option<HdrLogRecorder>)> {
+    let workload = &plan.workload;
     // Before any I/O, so the signatures shown are those the devices carried.
-    let identities: Vec<_> = plan.targets.iter().map(crate::identity::identify).collect();
-    let prepared = hostmax_engine::prepare(RunConfig {
-        targets: plan.targets.iter().map(|t| t.path.clone()).collect(),
-        workload: workload.clone(),
-        cpus: plan.cpus.clone(),
-        live: true,
-        layout: plan.layout,
-        on_error: plan.on_error,
-        polling: plan.polling,
-    })
-    .map_err(refusal_or_error)?;
-    // Written devices are now held with O_EXCL; check once more right before the first write.
-    crate::safety::recheck_while_held(
-        prepared.targets(),
-        workload.pattern,
-        plan.allow_write,
-        &crate::safety::SystemSources::default(),
-    )?;
-    let prepared = crate::fleet::start_at::wait_for_start(prepared, plan.fleet.start_at)?;
-    let mut hdr_log =
-        crate::fleet::hdr_log::HdrLogRecorder::for_run(&plan.fleet, prepared.targets(), &workload)?;
-    let handle = prepared.start();
-    let signals = crate::signals::watch();
-    let running = signals.running(handle.stopper());
-
-    let mut series =
-        TimeSeries::new(plan.targets.len()).keep_histograms(plan.fleet.series_histograms);
-    let mut view = LiveView::new(workload.runtime.as_secs(), workload.ramp.as_secs());
-    loop {
-        match handle.recv_interval(Duration::from_millis(250)) {
-            Some(interval) => {
-                if let Some(log) = &mut hdr_log {
-                    log.push(&interval);
-                }
-                if let Some(point) = series.push(interval) {
-                    view.update(&point);
-                }
+    let identities: Vec<_> = plan.targets.iter().map(identify).collect();
+    let mut live = LiveRun {
+        plan,
+        series: TimeSeries::new(plan.targets.len()).keep_histograms(plan.fleet.series_histograms),
+        view: None,
+        hdr_log: None,
+        failed: None,
+        interrupted: None,
+        running: None,
+    };
+    let measured = hostmax_engine::measure(measure_request(plan), &mut live);
+    let LiveRun {
+        series,
+        view,
+        mut hdr_log,
+        failed,
+        interrupted,
+        running,
+        ..
+    } = live;
+    let result = match measured {
+        Ok(result) => result,
+        // The prepared run was released without any I/O.
+        Err(EngineError::CalledOff) => match (interrupted, failed) {
+            (Some(sig), _) => std::process::exit(128 + sig),
+            (None, failed) => {
+                return Err(failed.unwrap_or_else(|| anyhow::anyhow!("the run was called off")))
             }
-            None if handle.is_finished() => break,
-            None => {}
-        }
-    }
-    while let Some(interval) = handle.recv_interval(Duration::ZERO) {
-        if let Some(log) = &mut hdr_log {
-            log.push(&interval);
-        }
-        if let Some(point) = series.push(interval) {
-            view.update(&point);
-        }
-    }
-    let result = handle.wait().context("the run failed")?;
+        },
+        Err(e) => return Err(refusal_or_error(e, "the run failed")),
+    };
     if let Some(log) = &mut hdr_log {
         log.run_ended_after(result.measured);
     }
-    view.finish();
-    let mut report = summarize(&result, &workload, series.finish());
+    if let Some(view) = view {
+        view.finish();
+    }
+    let mut report = summarize(&result, workload, series.finish());
     report.hostname = crate::fleet::hostname();
     crate::fleet::provenance::stamp_run(&mut report, result.measured);
     for (device, identity) in report.devices.iter_mut().zip(identities) {
@@ -135,7 +203,7 @@ fn measure_keeping_log(
         device.given = given.as_ref().map(|p| p.to_string_lossy().into_owned());
     }
     drop(running);
-    let sig = signals.signal();
+    let sig = crate::signals::watch().signal();
     // Interrupted means a signal; a stop-all after an I/O error is reported by its errors.
     report.interrupted = sig != 0;
     Ok((report, sig, hdr_log))
@@ -159,8 +227,12 @@ pub fn emit(report: &HostReport, json: Option<&JsonDest>) -> anyhow::Result<()> 
     Ok(())
 }
 
-/// Turns an engine error into a refusal (exit 2) where the user can fix it.
-pub fn refusal_or_error(e: EngineError) -> anyhow::Error {
+/// Turns an engine error into a refusal (exit 2) where the user can fix it, else into an
+/// error saying what `failed`.
+pub fn refusal_or_error(e: EngineError, failed: &'static str) -> anyhow::Error {
+    if let EngineError::WriteRefused(refused) = e {
+        return BadInput::from(refused).into();
+    }
     match &e {
         EngineError::Open { path, source } if source.raw_os_error() == Some(libc::EBUSY) => {
             BadInput(format!(
@@ -173,7 +245,7 @@ pub fn refusal_or_error(e: EngineError) -> anyhow::Error {
             BadInput::from(refusal).into()
         }
         EngineError::Open { .. } | EngineError::NotATarget { .. } => BadInput(e.to_string()).into(),
-        _ => e.into(),
+        _ => anyhow::Error::from(e).context(failed),
     }
 }
 

@@ -17,11 +17,11 @@ use hostmax_engine::{
 
 use crate::devices::{create_files, expand_device_args, resolve_targets_creating};
 use crate::plan::{BadInput, JsonDest, RunPlan};
-use crate::safety::{check_write_safety, SystemSources, WriteFlags};
 use crate::units::{
     format_size, human_size, parse_count, parse_duration, parse_percent, parse_seed, parse_size,
 };
 use hostmax_engine::placement::{format_cpu_list, parse_cpu_list, CpuListError};
+use hostmax_engine::safety::{check_write_safety, SystemSources, WriteSafety};
 
 /// Open files a run needs besides one per target (stdio, rings, eventfds, the report).
 pub const RESERVED_FDS: u64 = 32;
@@ -295,7 +295,7 @@ pub fn plan_run_with(args: &RunArgs, limits: &HostLimits) -> Result<RunPlan, Bad
     check_write_safety(
         &targets,
         workload.pattern,
-        WriteFlags {
+        WriteSafety {
             allow_write: args.allow_write,
             force: args.force,
         },

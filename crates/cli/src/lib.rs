@@ -7,8 +7,8 @@
 //! - [`output`]: the live view, the final table and the `--json` report.
 //! - [`args`]: the command line ([`args::Cli`]) and [`args::plan_run`], which checks it all
 //!   before any I/O; [`units`] parses sizes, durations, CPU lists; [`devices`] expands and
-//!   de-duplicates `--devices`; [`safety`] refuses writes to devices in use or carrying
-//!   data, which [`signature`] finds by its on-disk magic numbers.
+//!   de-duplicates `--devices`; write safety is the engine's (`hostmax_engine::safety`),
+//!   its refusals worded with this tool's flags ([`plan::FLAG_WORDS`]).
 //! - [`fleet`]: runs on many hosts: `--start-at`, `--hdr-log` and `hostmax merge`.
 //! - [`verify`]: spec options and verdicts of the main run, `hostmax verify` and `hostmax
 //!   sweep`; [`chart`] draws SVG charts.
@@ -24,12 +24,9 @@ pub mod devices;
 pub mod doctor;
 pub mod exit_code;
 pub mod fleet;
-pub mod identity;
 pub mod output;
 pub mod plan;
-pub mod safety;
 pub mod signals;
-pub mod signature;
 pub mod simhost;
 pub mod suite;
 pub mod units;

@@ -3,6 +3,7 @@
 use std::fmt;
 use std::path::PathBuf;
 
+use hostmax_engine::safety::{ConsentWords, WriteRefused};
 use hostmax_engine::{Setting, SettingError, TargetInfo, Workload};
 
 /// Input the user can fix: exit code 2, shown as one line naming the thing and the fix.
@@ -16,6 +17,20 @@ impl fmt::Display for BadInput {
 }
 
 impl std::error::Error for BadInput {}
+
+/// The engine's write-safety consents as this tool's flags say them.
+pub const FLAG_WORDS: ConsentWords = ConsentWords {
+    allow_write: "--allow-write",
+    force: "--force",
+    both: "--allow-write --force",
+};
+
+/// A write refusal is bad input, worded with the flags that grant consent.
+impl From<WriteRefused> for BadInput {
+    fn from(refused: WriteRefused) -> BadInput {
+        BadInput(refused.message(&FLAG_WORDS))
+    }
+}
 
 /// The option of `hostmax` that sets an engine [`Setting`] (`None` for one no option sets):
 /// the libraries name their own settings, the command line names its flags.

@@ -1,8 +1,10 @@
 //! hostmax-engine drives many block volumes at once with io_uring and measures every I/O.
 //!
-//! A run ([`start`]) probes its targets ([`target::probe`], [`TargetInfo`]), places them on
-//! CPUs from their blk-mq maps ([`placement::Placement`]), and starts one OS thread per used
-//! CPU. Each worker pins itself, builds its own io_uring inside itself, registers its files
+//! [`measure`] is the one call that runs a measurement: write safety, [`prepare`], a last
+//! safety check while the written targets are held, start, every interval to an
+//! [`Observer`], the result. Underneath, a run ([`start`]) probes its targets
+//! ([`target::probe`], [`TargetInfo`]), places them on CPUs from their blk-mq maps
+//! ([`placement::Placement`]), and starts one OS thread per used CPU. Each worker pins itself, builds its own io_uring inside itself, registers its files
 //! and one aligned buffer arena, and keeps every device's queue full with the [`Workload`]'s
 //! I/O. A completion counts only when its result equals the requested length; anything else
 //! goes to the device's [`ErrorLog`].
@@ -12,6 +14,11 @@
 //! [`RunResult`] with per-device [`OpResult`]s and exact HDR latency histograms
 //! ([`new_latency_histogram`] gives the bin layout every histogram shares).
 //!
+//! Before a workload writes, [`safety`] decides which targets it must not touch (mounted, held,
+//! swap, the root filesystem, or carrying data without consent: [`safety::WriteSafety`]),
+//! reading on-disk [`signature`]s; [`identity`] reads what each target is (WWID, serial,
+//! by-id names, inode) whatever it is called today.
+//!
 //! All `unsafe` io_uring code lives in the private `ring` module.
 
 #![warn(missing_docs)]
@@ -19,11 +26,15 @@
 mod availability;
 mod cpu_use;
 mod data;
+pub mod identity;
+mod measure;
 pub mod placement;
 mod result;
 mod ring;
 mod run;
+pub mod safety;
 mod setting;
+pub mod signature;
 pub mod target;
 mod worker;
 mod workload;
@@ -32,6 +43,7 @@ pub use availability::{check_io_uring, IoUringUnavailable};
 pub use data::{
     BlockMaker, MismatchKind, VerifyLog, VerifyMismatch, WriteData, COMPRESS_CHUNK, VERIFY_HEADER,
 };
+pub use measure::{measure, MeasureRequest, Observer, SafetyCheck, TICK};
 pub use placement::{Placement, ThreadLayout, WorkerPlan};
 pub use result::{
     new_latency_histogram, record_latency, CpuUse, DeviceInterval, DeviceResult, ErrorLog,
@@ -93,6 +105,12 @@ pub enum EngineError {
         #[source]
         source: std::io::Error,
     },
+    /// A write workload would touch a target it must not ([`safety`]); nothing was written.
+    #[error(transparent)]
+    WriteRefused(#[from] safety::WriteRefused),
+    /// The [`Observer`] called the run off before its first I/O.
+    #[error("the run was called off before it started")]
+    CalledOff,
     /// A worker thread could not be started or pinned, or panicked.
     #[error("worker on CPU {cpu}: {message}")]
     Worker {

@@ -7,8 +7,6 @@
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use hostmax_engine::PreparedRun;
-
 use crate::plan::BadInput;
 use crate::units::parse_duration;
 
@@ -219,17 +217,14 @@ pub fn wait_until(at: SystemTime, armed: impl FnOnce()) -> std::io::Result<Start
     }
 }
 
-/// Holds a prepared run until `at` (if given) and hands it back to be started.
+/// Waits for `at` (if given) while a prepared run holds its targets, before its first I/O.
 ///
-/// A SIGINT or SIGTERM while waiting releases the workers without any I/O and exits the
-/// process with 128 + the signal, saying that nothing was measured. A start more than 100 ms
-/// late (the preparation outlasted the start time) is said on stderr.
-pub fn wait_for_start(
-    prepared: PreparedRun,
-    at: Option<SystemTime>,
-) -> anyhow::Result<PreparedRun> {
+/// `Some(signal)` when SIGINT or SIGTERM came first: the caller releases the run without any
+/// I/O and exits with 128 + the signal (nothing was measured, as this says on stderr). A start
+/// more than 100 ms late (the preparation outlasted the start time) is said on stderr.
+pub fn wait_for_start(at: Option<SystemTime>) -> anyhow::Result<Option<i32>> {
     let Some(at) = at else {
-        return Ok(prepared);
+        return Ok(None);
     };
     let announce = || {
         if let Ok(ahead) = at.duration_since(SystemTime::now()) {
@@ -249,13 +244,11 @@ pub fn wait_for_start(
                     format_rfc3339(at)
                 );
             }
-            Ok(prepared)
+            Ok(None)
         }
         StartWait::Interrupted(sig) => {
-            // Dropping the prepared run releases its workers without any I/O.
-            drop(prepared);
             eprintln!("hostmax: interrupted while waiting for --start-at; nothing was measured");
-            std::process::exit(128 + sig);
+            Ok(Some(sig))
         }
     }
 }

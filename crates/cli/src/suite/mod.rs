@@ -2,7 +2,7 @@
 //! natively, resumably, with SNIA PTS steady state.
 //!
 //! - [`SuiteArgs`]: the command line; [`run`] checks it (device resolution and write safety
-//!   are the main run's: [`crate::args::plan_run`], [`crate::safety::check_write_safety`]),
+//!   are the main run's: [`crate::args::plan_run`], [`hostmax_engine::safety::check_write_safety`]),
 //!   sets the suite up ([`SuiteConfig`]) and runs it.
 //! - [`matrix`]: the tests ([`SuiteTest`]), their cells ([`CellSpec`], keys like `4k_65_35`)
 //!   and each cell's engine [`hostmax_engine::Workload`].
@@ -42,8 +42,8 @@ pub use state::{StateDir, SuiteConfig};
 
 use crate::args::{plan_run, Cli};
 use crate::plan::{BadInput, JsonDest};
-use crate::safety::{check_write_safety, SystemSources, WriteFlags};
 use crate::units::{format_size, human_size};
+use hostmax_engine::safety::{check_write_safety, SystemSources, WriteSafety};
 use runner::SuiteRunner;
 use state::{DeviceRecord, STATE_FORMAT};
 
@@ -400,7 +400,7 @@ fn start(
                 size: t.size,
                 logical_block_size: t.logical_block_size,
                 block_device: t.kind == TargetKind::BlockDevice,
-                identity: Some(crate::identity::identify_with_signatures(t)),
+                identity: Some(hostmax_engine::identity::identify_with_signatures(t)),
             })
             .collect(),
         cells,
@@ -533,7 +533,7 @@ fn resume(
         .zip(&config.devices)
         .filter_map(|(t, d)| {
             let then = d.identity.as_ref()?;
-            let why = then.differs(&crate::identity::identify(t))?;
+            let why = then.differs(&hostmax_engine::identity::identify(t))?;
             Some(format!("{} was {why}", d.path.display()))
         })
         .collect();
@@ -680,9 +680,10 @@ fn check_suite_writes(
         check_write_safety(
             targets,
             IoPattern::RandWrite,
-            WriteFlags { allow_write, force },
+            WriteSafety { allow_write, force },
             &SystemSources::default(),
-        )?;
+        )
+        .map_err(BadInput::from)?;
     }
     Ok(())
 }

@@ -9,15 +9,18 @@
 use std::io::IsTerminal;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use anyhow::Context;
 use hostmax_aggregate::{summarize, SecondPoint, TimeSeries};
-use hostmax_engine::{IoPattern, RunConfig, RunResult, TargetInfo, Workload};
+use hostmax_engine::safety::{SystemSources, WriteSafety};
+use hostmax_engine::{
+    DeviceInterval, IoPattern, MeasureRequest, Observer, RunConfig, RunHandle, RunResult,
+    SafetyCheck, TargetInfo, Workload,
+};
 use indicatif::{ProgressBar, ProgressStyle};
 
 use super::matrix::{CellSpec, TrackedMetric};
 use super::report::{self, metric_value, Records};
 use super::state::{CellRound, PrepRecord, StateDir, SuiteConfig};
-use crate::safety::SystemSources;
+use crate::signals::RunningGuard;
 use crate::units::human_size;
 
 /// Block size of the preconditioning writes (SNIA PTS, CloudHarmony).
@@ -466,8 +469,8 @@ impl SuiteRunner {
         }))
     }
 
-    /// One engine run over `targets`: opened (written ones held `O_EXCL`), safety rechecked
-    /// while held, started, waited for. `None` when a signal stopped it early. `position` is
+    /// One engine measurement over `targets` (written ones re-checked while held: the suite
+    /// checked them all before it began). `None` when a signal stopped it early. `position` is
     /// where the round's progress bar stood when it started.
     fn engine_run(
         &self,
@@ -484,44 +487,55 @@ impl SuiteRunner {
             .promises
             .as_ref()
             .is_some_and(|p| p.consistency.is_some());
-        let prepared = hostmax_engine::prepare(RunConfig {
-            targets: targets.iter().map(|t| t.path.clone()).collect(),
-            workload: workload.clone(),
-            cpus: self.config.cpus.clone(),
-            live,
-            layout: Default::default(),
-            on_error: Default::default(),
-            polling: Default::default(),
-        })
-        .map_err(crate::app::refusal_or_error)?;
-        crate::safety::recheck_while_held(
-            prepared.targets(),
-            workload.pattern,
-            self.allow_write,
-            &SystemSources::default(),
-        )?;
-        let handle = prepared.start();
-        // A signal stops this run, also one that came before it started.
-        let running = self.signals.watch.running(handle.stopper());
-        let mut series = TimeSeries::new(targets.len()).keep_histograms(false);
-        while !handle.is_finished() {
-            if live {
-                if let Some(interval) = handle.recv_interval(Duration::from_millis(200)) {
-                    series.push(interval);
-                    continue;
-                }
-            } else {
-                std::thread::sleep(Duration::from_millis(200));
-            }
-            self.progress
-                .position(position + handle.started().elapsed().as_millis() as u64);
-        }
-        while let Some(interval) = handle.recv_interval(Duration::ZERO) {
-            series.push(interval);
-        }
-        drop(running);
-        let result = handle.wait().context("an engine run of the suite failed")?;
-        Ok((!result.stopped_early).then_some((result, series.finish())))
+        let request = MeasureRequest {
+            run: RunConfig {
+                cpus: self.config.cpus.clone(),
+                live,
+                ..RunConfig::new(
+                    targets.iter().map(|t| t.path.clone()).collect(),
+                    workload.clone(),
+                )
+            },
+            safety: SafetyCheck::CheckedBefore(WriteSafety {
+                allow_write: self.allow_write,
+                ..WriteSafety::default()
+            }),
+            sources: SystemSources::default(),
+        };
+        let mut cell = CellRun {
+            runner: self,
+            position,
+            series: TimeSeries::new(targets.len()).keep_histograms(false),
+            running: None,
+        };
+        let result = hostmax_engine::measure(request, &mut cell)
+            .map_err(|e| crate::app::refusal_or_error(e, "an engine run of the suite failed"))?;
+        Ok((!result.stopped_early).then_some((result, cell.series.finish())))
+    }
+}
+
+/// What the suite does while one of its measurements runs: a signal stops it (also one that
+/// came before it started), the progress bar moves, intervals make the cell's series.
+struct CellRun<'a> {
+    runner: &'a SuiteRunner,
+    position: u64,
+    series: TimeSeries,
+    running: Option<RunningGuard<'static>>,
+}
+
+impl Observer for CellRun<'_> {
+    fn started(&mut self, run: &RunHandle) {
+        self.running = Some(self.runner.signals.watch.running(run.stopper()));
+    }
+
+    fn interval(&mut self, interval: DeviceInterval) {
+        self.series.push(interval);
+    }
+
+    fn tick(&mut self, run: &RunHandle) {
+        self.runner
+            .progress
+            .position(self.position + run.started().elapsed().as_millis() as u64);
     }
 }
 

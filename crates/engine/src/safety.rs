@@ -1,30 +1,33 @@
 //! Write safety: which targets a write workload must not touch, decided before any I/O.
 //!
 //! A write to a block device, or to a regular file that holds data (any data extent: a file
-//! hostmax makes, or a sparse one, holds none), needs `--allow-write`. A target that carries data (an
-//! on-disk [`Signature`]: partition table, filesystem, RAID, LVM, LUKS, ZFS, swap) or has
-//! partitions also needs `--force`. Whatever the flags, a block device that is mounted (or
-//! has a mounted partition), has holders (device-mapper, md, ...), is active swap (itself or a
-//! partition), holds the root filesystem (or is its parent disk), or cannot be opened
-//! exclusively is refused, and so is a regular file that is an active swap file.
-//! [`check_write_safety`] checks every target and returns ONE [`BadInput`] listing each
-//! refused target with its [`RefusalReason`]s.
+//! hostmax makes, or a sparse one, holds none), needs [`WriteSafety::allow_write`]. A target
+//! that carries data (an on-disk [`Signature`]: partition table, filesystem, RAID, LVM, LUKS,
+//! ZFS, swap) or has partitions also needs [`WriteSafety::force`]. Whatever the consent, a
+//! block device that is mounted (or has a mounted partition), has holders (device-mapper, md,
+//! ...), is active swap (itself or a partition), holds the root filesystem (or is its parent
+//! disk), or cannot be opened exclusively is refused, and so is a regular file that is an
+//! active swap file. [`check_write_safety`] checks every target and returns ONE
+//! [`WriteRefused`] listing each refused target with its [`RefusalReason`]s; its message names
+//! the consents by [`ConsentWords`] (a tool passes its own option names, the CLI its flags).
+//!
+//! [`crate::measure()`] runs these checks for a library user; a tool that measures the same
+//! devices several times (the CLI's phases, sweep steps, suite cells) checks once up front and
+//! lets each run re-check while it holds the devices ([`recheck_while_held`]).
 //!
 //! The checks are split so tests can feed synthetic system state: [`parse_mountinfo`] and
 //! [`parse_swaps`] read the text of `/proc/self/mountinfo` and `/proc/swaps`,
 //! [`read_family`] reads a device and its partitions from a `/sys/class/block`-shaped
 //! directory, [`root_device_names`] finds the devices under `/`, and [`write_refusals`]
-//! decides from those alone ([`WriteFlags`] are the user's consent). [`SystemSources`] names
+//! decides from those alone ([`WriteSafety`] is the user's consent). [`SystemSources`] names
 //! where the real files are.
 
 use std::fmt;
 use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
-use hostmax_engine::{IoPattern, TargetInfo, TargetKind};
-
-use crate::plan::BadInput;
 use crate::signature::{probe_with_blkid, Signature};
+use crate::{IoPattern, TargetInfo, TargetKind};
 
 /// Where the system state the checks read comes from.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -216,7 +219,8 @@ pub fn read_family(sys_class_block: &Path, name: &str, dev: (u32, u32)) -> Devic
 /// Why a target is refused for writing.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum RefusalReason {
-    /// A block device, or a regular file that holds data, to be written without `--allow-write`.
+    /// A block device, or a regular file that holds data, to be written without
+    /// [`WriteSafety::allow_write`].
     NeedsAllowWrite,
     /// The device (`partition: None`) or one of its partitions is mounted.
     Mounted {
@@ -246,16 +250,16 @@ pub enum RefusalReason {
     },
     /// The state could not be read, so safety cannot be shown.
     Unknown(String),
-    /// An on-disk signature: the device carries data (`--force` overrides).
+    /// An on-disk signature: the device carries data ([`WriteSafety::force`] overrides).
     Signature(Signature),
-    /// The kernel lists partitions of the device (`--force` overrides).
+    /// The kernel lists partitions of the device ([`WriteSafety::force`] overrides).
     Partitions(Vec<String>),
-    /// The signature areas could not be read (`--force` overrides).
+    /// The signature areas could not be read ([`WriteSafety::force`] overrides).
     Unprobed(String),
 }
 
 impl RefusalReason {
-    /// Whether `--force` (with `--allow-write`) overrides this reason: the device only
+    /// Whether [`WriteSafety::force`] (with `allow_write`) overrides this reason: the device only
     /// carries data, nothing on this host is using it.
     pub fn is_forceable(&self) -> bool {
         matches!(
@@ -264,9 +268,19 @@ impl RefusalReason {
         )
     }
 
-    /// Whether nothing but a flag stands in the way (`--allow-write`, `--force`).
+    /// Whether nothing but consent stands in the way (`allow_write`, `force`).
     fn needs_only_flags(&self) -> bool {
         self.is_forceable() || *self == RefusalReason::NeedsAllowWrite
+    }
+
+    /// The reason in words, naming the consent it needs by `words`.
+    pub fn describe(&self, words: &ConsentWords) -> String {
+        match self {
+            RefusalReason::NeedsAllowWrite => {
+                format!("needs {} (writing destroys its data)", words.allow_write)
+            }
+            other => other.to_string(),
+        }
     }
 }
 
@@ -280,9 +294,7 @@ fn on_partition(partition: &Option<String>) -> String {
 impl fmt::Display for RefusalReason {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            RefusalReason::NeedsAllowWrite => {
-                f.write_str("needs --allow-write (writing destroys its data)")
-            }
+            RefusalReason::NeedsAllowWrite => f.write_str(&self.describe(&ConsentWords::LIBRARY)),
             RefusalReason::Mounted {
                 partition,
                 mount_points,
@@ -384,7 +396,7 @@ pub struct Refusal {
 
 /// One refused target's part of the message: its reasons (signatures merged into one "carries
 /// A, B and C"), then the flags that would let it be written when only flags stand in the way.
-fn describe_refusal(r: &Refusal) -> String {
+fn describe_refusal(r: &Refusal, words: &ConsentWords) -> String {
     let mut parts: Vec<String> = Vec::new();
     let mut carried: Vec<String> = Vec::new();
     let mut carried_at = None;
@@ -394,7 +406,7 @@ fn describe_refusal(r: &Refusal) -> String {
                 carried_at.get_or_insert(parts.len());
                 carried.push(sig.to_string());
             }
-            other => parts.push(other.to_string()),
+            other => parts.push(other.describe(words)),
         }
     }
     if let Some(at) = carried_at {
@@ -409,24 +421,32 @@ fn describe_refusal(r: &Refusal) -> String {
         && r.reasons.iter().any(RefusalReason::is_forceable)
     {
         if r.reasons.contains(&RefusalReason::NeedsAllowWrite) {
-            text.push_str(" (use --allow-write --force to overwrite it)");
+            text.push_str(&format!(" (use {} to overwrite it)", words.both));
         } else {
-            text.push_str(" (use --force to overwrite it)");
+            text.push_str(&format!(" (use {} to overwrite it)", words.force));
         }
     }
     text
 }
 
-/// The one-line message for a list of refusals, naming each target, its reasons, and the fix.
-pub fn refusal_message(refusals: &[Refusal]) -> String {
-    let listed: Vec<String> = refusals.iter().map(describe_refusal).collect();
-    let mut fixes = Vec::new();
+/// The one-line message for a list of refusals, naming each target, its reasons, and the fix
+/// (the consents by `words`).
+pub fn refusal_message(refusals: &[Refusal], words: &ConsentWords) -> String {
+    let listed: Vec<String> = refusals
+        .iter()
+        .map(|r| describe_refusal(r, words))
+        .collect();
+    let add_allow_write = format!(
+        "add {} only if their data may be destroyed",
+        words.allow_write
+    );
+    let mut fixes: Vec<&str> = Vec::new();
     let all = || refusals.iter().flat_map(|r| r.reasons.iter());
     if all().any(|x| !x.needs_only_flags()) {
         fixes.push("unmount them, swapoff them or release their holders, or pick other devices");
     }
     if all().any(|x| *x == RefusalReason::NeedsAllowWrite) {
-        fixes.push("add --allow-write only if their data may be destroyed");
+        fixes.push(&add_allow_write);
     }
     let mut fix = fixes.join("; ");
     if let Some(first) = fix.get(..1) {
@@ -439,13 +459,54 @@ pub fn refusal_message(refusals: &[Refusal]) -> String {
     }
 }
 
-/// The user's consent to writing.
+/// The user's consent to writing (the CLI's `--allow-write` and `--force`). The default
+/// consents to nothing: a write workload may then only touch regular files that hold no data.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct WriteFlags {
-    /// `--allow-write`: block devices may be written.
+pub struct WriteSafety {
+    /// Block devices (and regular files that hold data) may be written.
     pub allow_write: bool,
-    /// `--force`: devices that only carry data (signatures, partitions) may be written too.
+    /// Targets that only carry data (signatures, partitions) may be written too; nothing
+    /// overrides a mount, holders, swap, the root filesystem or another exclusive claim.
     pub force: bool,
+}
+
+/// How a refusal's message names the consents of [`WriteSafety`]: a tool says its own
+/// option names (the CLI passes `--allow-write` and `--force`), a library user gets
+/// [`ConsentWords::LIBRARY`] (the field names), which [`WriteRefused`]'s `Display` uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ConsentWords {
+    /// What grants [`WriteSafety::allow_write`].
+    pub allow_write: &'static str,
+    /// What grants [`WriteSafety::force`].
+    pub force: &'static str,
+    /// What grants both at once.
+    pub both: &'static str,
+}
+
+impl ConsentWords {
+    /// The field names of [`WriteSafety`].
+    pub const LIBRARY: ConsentWords = ConsentWords {
+        allow_write: "WriteSafety::allow_write",
+        force: "WriteSafety::force",
+        both: "WriteSafety { allow_write: true, force: true }",
+    };
+}
+
+/// A write workload was refused: every refused target with every reason, in the order the
+/// targets were given. `Display` is one line naming the consents by [`ConsentWords::LIBRARY`];
+/// [`WriteRefused::message`] names them as a tool's options.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{}", refusal_message(&self.refusals, &ConsentWords::LIBRARY))]
+pub struct WriteRefused {
+    /// The refused targets.
+    pub refusals: Vec<Refusal>,
+}
+
+impl WriteRefused {
+    /// The one-line message, naming the consents by `words`.
+    pub fn message(&self, words: &ConsentWords) -> String {
+        refusal_message(&self.refusals, words)
+    }
 }
 
 /// The kernel names of the block devices under `/`: the device mounted there (the last
@@ -510,7 +571,7 @@ pub fn root_device_names(mounts: &[MountEntry], sys_class_block: &Path) -> Vec<S
 pub fn write_refusals(
     targets: &[TargetInfo],
     families: &[Option<DeviceFamily>],
-    flags: WriteFlags,
+    flags: WriteSafety,
     mounts: &[MountEntry],
     swaps: &[SwapEntry],
     root: &[String],
@@ -572,7 +633,7 @@ fn exclusive_open_busy(path: &Path) -> bool {
     options
         .read(true)
         .custom_flags(libc::O_EXCL | libc::O_CLOEXEC);
-    let opened = hostmax_engine::target::open_exclusive(&options, path);
+    let opened = crate::target::open_exclusive(&options, path);
     matches!(opened, Err(e) if e.raw_os_error() == Some(libc::EBUSY))
 }
 
@@ -601,29 +662,29 @@ pub fn file_holds_data(path: &Path) -> bool {
 }
 
 /// Checks every target of a run before any I/O: a workload that writes must not touch a
-/// refused target. Reads the real system state from `sources`, and (without `--force`) the
+/// refused target. Reads the real system state from `sources`, and (without `force`) the
 /// signature areas of every block device. A read-only workload passes without reading anything.
 pub fn check_write_safety(
     targets: &[TargetInfo],
     pattern: IoPattern,
-    flags: WriteFlags,
+    flags: WriteSafety,
     sources: &SystemSources,
-) -> Result<(), BadInput> {
+) -> Result<(), WriteRefused> {
     write_safety(targets, pattern, flags, sources, true)
 }
 
 /// The same checks again right before the first write, while this process already holds every
 /// written device open with `O_EXCL` (so the exclusive-open probe is skipped: it would find our
 /// own claim). Catches a mount or swapon that slipped in between planning and opening; the
-/// reasons `--force` overrides (signatures, partitions) were settled by [`check_write_safety`]
+/// reasons `force` overrides (signatures, partitions) were settled by [`check_write_safety`]
 /// and are not looked at again.
 pub fn recheck_while_held(
     targets: &[TargetInfo],
     pattern: IoPattern,
     allow_write: bool,
     sources: &SystemSources,
-) -> Result<(), BadInput> {
-    let flags = WriteFlags {
+) -> Result<(), WriteRefused> {
+    let flags = WriteSafety {
         allow_write,
         force: true,
     };
@@ -633,10 +694,10 @@ pub fn recheck_while_held(
 fn write_safety(
     targets: &[TargetInfo],
     pattern: IoPattern,
-    flags: WriteFlags,
+    flags: WriteSafety,
     sources: &SystemSources,
     first_check: bool,
-) -> Result<(), BadInput> {
+) -> Result<(), WriteRefused> {
     if !pattern.writes() {
         return Ok(());
     }
@@ -738,7 +799,7 @@ fn write_safety(
     }
     // Keep the user's order of targets in the message.
     refusals.sort_by_key(|r| targets.iter().position(|t| t.path == r.path));
-    Err(BadInput(refusal_message(&refusals)))
+    Err(WriteRefused { refusals })
 }
 
 #[cfg(test)]
@@ -757,11 +818,18 @@ mod tests {
 garbage line
 ";
 
-    const ALLOW: WriteFlags = WriteFlags {
+    /// The CLI's words, as its messages say them.
+    const FLAGS: ConsentWords = ConsentWords {
+        allow_write: "--allow-write",
+        force: "--force",
+        both: "--allow-write --force",
+    };
+
+    const ALLOW: WriteSafety = WriteSafety {
         allow_write: true,
         force: false,
     };
-    const NO_FLAGS: WriteFlags = WriteFlags {
+    const NO_FLAGS: WriteSafety = WriteSafety {
         allow_write: false,
         force: false,
     };
@@ -846,7 +914,7 @@ Filename\t\t\t\tType\t\tSize\t\tUsed\t\tPriority
                 mount_points: vec![PathBuf::from("/mnt/x"), PathBuf::from("/srv/bind")]
             }]
         );
-        let msg = refusal_message(&r);
+        let msg = refusal_message(&r, &FLAGS);
         assert!(
             msg.contains("/dev/loop3 is mounted at /mnt/x (and 1 more)"),
             "{msg}"
@@ -933,7 +1001,7 @@ Filename\t\t\t\tType\t\tSize\t\tUsed\t\tPriority
             }),
         ];
         let with_flag = write_refusals(&targets, &families, ALLOW, &mounts, &[], &[]);
-        let msg = refusal_message(&with_flag);
+        let msg = refusal_message(&with_flag, &FLAGS);
         assert_eq!(
             msg,
             "refusing to write: /dev/loop3 is mounted at /mnt/x (and 1 more); /dev/loop4 has holders dm-0. \
@@ -941,7 +1009,7 @@ Filename\t\t\t\tType\t\tSize\t\tUsed\t\tPriority
         );
         let without_flag = write_refusals(&targets, &families, NO_FLAGS, &mounts, &[], &[]);
         assert_eq!(without_flag.len(), 3);
-        let msg = refusal_message(&without_flag);
+        let msg = refusal_message(&without_flag, &FLAGS);
         assert!(msg.contains("/dev/loop1 needs --allow-write"), "{msg}");
         assert!(
             msg.contains(
@@ -1024,7 +1092,7 @@ Filename\t\t\t\tType\t\tSize\t\tUsed\t\tPriority
         assert!(check_write_safety(&targets, IoPattern::RandRead, NO_FLAGS, &sources).is_ok());
         // Writes fail closed when the mount table cannot be read.
         let err = check_write_safety(&targets, IoPattern::RandWrite, ALLOW, &sources).unwrap_err();
-        assert!(err.0.contains("cannot be checked"), "{err}");
+        assert!(err.to_string().contains("cannot be checked"), "{err}");
     }
 
     fn refusal(name: &str, reasons: Vec<RefusalReason>) -> Refusal {
@@ -1042,21 +1110,24 @@ Filename\t\t\t\tType\t\tSize\t\tUsed\t\tPriority
             sector_size: 512,
             backup_only: false,
         });
-        let msg = refusal_message(&[refusal("loop5", vec![ext4.clone()])]);
+        let msg = refusal_message(&[refusal("loop5", vec![ext4.clone()])], &FLAGS);
         assert_eq!(
             msg,
             "refusing to write: /dev/loop5 carries an ext4 filesystem (use --force to overwrite it)"
         );
         // Several signatures read as one list; without --allow-write both flags are named.
-        let msg = refusal_message(&[refusal(
-            "loop6",
-            vec![
-                RefusalReason::NeedsAllowWrite,
-                gpt.clone(),
-                ext4.clone(),
-                RefusalReason::Signature(Signature::Swap { page_size: 4096 }),
-            ],
-        )]);
+        let msg = refusal_message(
+            &[refusal(
+                "loop6",
+                vec![
+                    RefusalReason::NeedsAllowWrite,
+                    gpt.clone(),
+                    ext4.clone(),
+                    RefusalReason::Signature(Signature::Swap { page_size: 4096 }),
+                ],
+            )],
+            &FLAGS,
+        );
         assert!(
             msg.contains(
                 "/dev/loop6 needs --allow-write (writing destroys its data) and carries a GPT partition table \
@@ -1069,13 +1140,16 @@ Filename\t\t\t\tType\t\tSize\t\tUsed\t\tPriority
             partition: None,
             mount_points: vec![PathBuf::from("/mnt")],
         };
-        let msg = refusal_message(&[
-            refusal("loop7", vec![mounted, ext4.clone()]),
-            refusal(
-                "loop8",
-                vec![RefusalReason::Partitions(vec!["loop8p1".into()])],
-            ),
-        ]);
+        let msg = refusal_message(
+            &[
+                refusal("loop7", vec![mounted, ext4.clone()]),
+                refusal(
+                    "loop8",
+                    vec![RefusalReason::Partitions(vec!["loop8p1".into()])],
+                ),
+            ],
+            &FLAGS,
+        );
         assert_eq!(
             msg,
             "refusing to write: /dev/loop7 is mounted at /mnt and carries an ext4 filesystem; \
@@ -1100,7 +1174,7 @@ Filename\t\t\t\tType\t\tSize\t\tUsed\t\tPriority
             r[0].reasons,
             vec![RefusalReason::Partitions(vec!["loop9p1".into()])]
         );
-        let force = WriteFlags {
+        let force = WriteSafety {
             allow_write: true,
             force: true,
         };
@@ -1115,7 +1189,7 @@ Filename\t\t\t\tType\t\tSize\t\tUsed\t\tPriority
             }]
         );
         assert_eq!(
-            refusal_message(&r),
+            refusal_message(&r, &FLAGS),
             "refusing to write: /dev/loop9 holds the root filesystem / (through loop9p1). \
              Unmount them, swapoff them or release their holders, or pick other devices"
         );

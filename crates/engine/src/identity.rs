@@ -1,14 +1,69 @@
 //! What a target is, whatever it is called today ([`identify`]): the kernel's stable traits of
 //! a block device (WWID, serial, the `/dev/disk/by-id` names that lead to it, a loop device's
 //! backing file), a regular file's inode, and the size, plus (for the suite's checkpoint) the
-//! signatures found on it. The suite's checkpoint records it and `--resume` refuses a path
-//! that now leads elsewhere; reports carry it per device.
+//! signatures found on it ([`identify_with_signatures`]). The CLI's suite checkpoint records
+//! it and `--resume` refuses a path that now leads elsewhere; reports carry it per device
+//! (`hostmax_aggregate` re-exports [`DeviceIdentity`] and only carries it).
 
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 
-use hostmax_aggregate::DeviceIdentity;
-use hostmax_engine::{TargetInfo, TargetKind};
+use serde::{Deserialize, Serialize};
+
+use crate::{TargetInfo, TargetKind};
+
+/// What a device is, whatever its name today: the stable identity the kernel gives it where
+/// it has one, else its size ([`identify`] reads it). Two identities are compared by
+/// [`DeviceIdentity::differs`].
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DeviceIdentity {
+    /// The World Wide (Unique) Identifier (`/sys/class/block/DEV/wwid` or `device/wwid`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wwid: Option<String>,
+    /// The serial number (`serial` or `device/serial`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub serial: Option<String>,
+    /// The names under `/dev/disk/by-id` that lead to it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub by_id: Vec<String>,
+    /// A loop device's backing file (`loop/backing_file`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub backing_file: Option<String>,
+    /// A regular file's `device:inode`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub inode: Option<String>,
+    /// Size in bytes.
+    pub size: u64,
+    /// The on-disk signatures found when it was first seen (shown, not compared: a write test
+    /// changes them).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub signatures: Vec<String>,
+}
+
+impl DeviceIdentity {
+    /// Why `now` is not the device `self` recorded, naming the first stable trait both have
+    /// that differs (WWID, serial, backing file, inode, size); `None` when nothing tells them
+    /// apart.
+    pub fn differs(&self, now: &DeviceIdentity) -> Option<String> {
+        let pairs = [
+            ("WWID", &self.wwid, &now.wwid),
+            ("serial", &self.serial, &now.serial),
+            ("backing file", &self.backing_file, &now.backing_file),
+            ("file", &self.inode, &now.inode),
+        ];
+        for (what, then, today) in pairs {
+            if let (Some(a), Some(b)) = (then, today) {
+                if a != b {
+                    return Some(format!("{what} {a}, now {what} {b}"));
+                }
+                // A stable trait that matches settles it.
+                return (self.size != now.size)
+                    .then(|| format!("{} bytes, now {} bytes", self.size, now.size));
+            }
+        }
+        (self.size != now.size).then(|| format!("{} bytes, now {} bytes", self.size, now.size))
+    }
+}
 
 /// The first non-empty line of a sysfs attribute.
 fn sysfs_text(path: &Path) -> Option<String> {
@@ -73,16 +128,23 @@ pub fn identify_with_signatures(target: &TargetInfo) -> DeviceIdentity {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::test_support::{file_target, ScratchDir};
 
     #[test]
     fn a_file_swapped_for_another_of_the_same_size_is_told_apart() {
-        let dir = ScratchDir::new("identity");
-        let a = dir.file("a", 1 << 20);
-        let b = dir.file("b", 1 << 20);
-        let then = identify(&file_target(&a, 1 << 20));
-        assert!(then.differs(&identify(&file_target(&a, 1 << 20))).is_none());
-        let other = identify(&file_target(&b, 1 << 20));
+        let dir = std::env::temp_dir().join(format!("hostmax-identity-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = |name: &str| {
+            let path = dir.join(name);
+            std::fs::File::create(&path)
+                .and_then(|f| f.set_len(1 << 20))
+                .unwrap();
+            crate::target::probe(&path).unwrap()
+        };
+        let (a, b) = (file("a"), file("b"));
+        let then = identify(&a);
+        assert!(then.differs(&identify(&a)).is_none());
+        let other = identify(&b);
+        std::fs::remove_dir_all(&dir).unwrap();
         let why = then.differs(&other).expect("another file");
         assert!(
             why.starts_with("file ") && why.contains(", now file "),

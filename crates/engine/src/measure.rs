@@ -1,0 +1,167 @@
+//! One measurement, start to end: write safety, prepare, the re-check while the targets are
+//! held, start, every interval to the caller, the result.
+//!
+//! This is the one way a run is driven: the CLI's commands (a plain run, verify's phases,
+//! sweep and curve steps, suite cells, the demo) and other Rust tools alike call [`measure`],
+//! so a write to a device in use is refused the same way everywhere. The caller watches the
+//! run through an [`Observer`] (a closure taking each [`DeviceInterval`] is one) and turns
+//! the [`RunResult`] into figures (`hostmax_aggregate::summarize`: the aggregator does no I/O,
+//! so the measurement stays here and the summary there).
+
+use std::ops::ControlFlow;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use crate::safety::{check_write_safety, recheck_while_held, SystemSources, WriteSafety};
+use crate::{
+    target, DeviceInterval, EngineError, PreparedRun, RunConfig, RunHandle, RunResult, Workload,
+};
+
+/// How often [`Observer::tick`] is called while a run goes on (and how long a run without
+/// live intervals is polled for its end).
+pub const TICK: Duration = Duration::from_millis(200);
+
+/// How much of the write-safety checking [`measure`] does itself.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SafetyCheck {
+    /// Every check ([`check_write_safety`]) before anything is opened, then the re-check
+    /// while the targets are held ([`recheck_while_held`]): a measurement on its own.
+    Full(WriteSafety),
+    /// Only the re-check while held: the caller ran [`check_write_safety`] on these targets
+    /// before its first run touched them. For a series of runs on the same targets (phases,
+    /// steps, cells), whose own writes must not count against the next run (a file this
+    /// series wrote holds data now, but not someone else's).
+    CheckedBefore(WriteSafety),
+}
+
+impl SafetyCheck {
+    /// The consent given.
+    pub fn consent(&self) -> WriteSafety {
+        match *self {
+            SafetyCheck::Full(consent) | SafetyCheck::CheckedBefore(consent) => consent,
+        }
+    }
+}
+
+/// What [`measure`] runs, and how safely.
+#[derive(Debug, Clone)]
+pub struct MeasureRequest {
+    /// Targets, workload, CPUs and the rest of the run's shape.
+    pub run: RunConfig,
+    /// The write-safety checks and the consent they allow.
+    pub safety: SafetyCheck,
+    /// Where the system state the safety checks read comes from (the real `/proc` and `/sys`
+    /// by default).
+    pub sources: SystemSources,
+}
+
+impl MeasureRequest {
+    /// `workload` on `targets` with live one-second intervals, every other run choice at its
+    /// default ([`RunConfig::new`]), and every write-safety check with no consent: a writing
+    /// workload may then only touch regular files that hold no data (give consent with
+    /// [`MeasureRequest::with_consent`]).
+    pub fn new(targets: Vec<PathBuf>, workload: Workload) -> MeasureRequest {
+        MeasureRequest {
+            run: RunConfig {
+                live: true,
+                ..RunConfig::new(targets, workload)
+            },
+            safety: SafetyCheck::Full(WriteSafety::default()),
+            sources: SystemSources::default(),
+        }
+    }
+
+    /// The same request with every check, allowing what `consent` allows.
+    pub fn with_consent(self, consent: WriteSafety) -> MeasureRequest {
+        MeasureRequest {
+            safety: SafetyCheck::Full(consent),
+            ..self
+        }
+    }
+}
+
+/// What a caller of [`measure`] hears while the run goes on. Every method has a default that
+/// does nothing; a closure taking a [`DeviceInterval`] is an observer of intervals.
+pub trait Observer {
+    /// The targets are open (written ones held `O_EXCL`) and passed every check; no I/O yet.
+    /// The last moment to wait (for a start time) or to call the run off
+    /// ([`ControlFlow::Break`]: [`measure`] then ends without any I/O and returns
+    /// [`EngineError::CalledOff`]).
+    fn before_start(&mut self, _prepared: &PreparedRun) -> ControlFlow<()> {
+        ControlFlow::Continue(())
+    }
+
+    /// The clock started: the run can now be stopped ([`RunHandle::stopper`]).
+    fn started(&mut self, _run: &RunHandle) {}
+
+    /// One device's one-second interval (runs with [`RunConfig::live`]), as it arrives.
+    fn interval(&mut self, _interval: DeviceInterval) {}
+
+    /// About every [`TICK`] while the run goes on (progress without live intervals).
+    fn tick(&mut self, _run: &RunHandle) {}
+}
+
+impl<F: FnMut(DeviceInterval)> Observer for F {
+    fn interval(&mut self, interval: DeviceInterval) {
+        self(interval)
+    }
+}
+
+/// Measures: checks write safety (as [`MeasureRequest::safety`] says), prepares the run
+/// ([`crate::prepare`]), checks again while the written targets are held `O_EXCL` (a mount or
+/// swapon that slipped in meanwhile is refused), starts it, hands every interval to
+/// `observer`, and returns the result once every ring is drained and every claim released.
+///
+/// A refused write is [`EngineError::WriteRefused`], before any I/O; a target that cannot be
+/// opened exclusively (held or mounted) is [`EngineError::Open`] with `EBUSY`.
+pub fn measure<O: Observer + ?Sized>(
+    request: MeasureRequest,
+    observer: &mut O,
+) -> Result<RunResult, EngineError> {
+    let MeasureRequest {
+        run,
+        safety,
+        sources,
+    } = request;
+    let pattern = run.workload.pattern;
+    let live = run.live;
+    if let (SafetyCheck::Full(consent), true) = (safety, pattern.writes()) {
+        let targets = run
+            .targets
+            .iter()
+            .map(|p| target::probe(p))
+            .collect::<Result<Vec<_>, _>>()?;
+        check_write_safety(&targets, pattern, consent, &sources)?;
+    }
+    let prepared = crate::prepare(run)?;
+    recheck_while_held(
+        prepared.targets(),
+        pattern,
+        safety.consent().allow_write,
+        &sources,
+    )?;
+    if observer.before_start(&prepared).is_break() {
+        // Dropping the prepared run releases its workers without any I/O.
+        return Err(EngineError::CalledOff);
+    }
+    let handle = prepared.start();
+    observer.started(&handle);
+    let mut last_tick = Instant::now();
+    while !handle.is_finished() {
+        if live {
+            if let Some(interval) = handle.recv_interval(TICK) {
+                observer.interval(interval);
+            }
+        } else {
+            std::thread::sleep(TICK / 4);
+        }
+        if last_tick.elapsed() >= TICK {
+            observer.tick(&handle);
+            last_tick = Instant::now();
+        }
+    }
+    while let Some(interval) = handle.recv_interval(Duration::ZERO) {
+        observer.interval(interval);
+    }
+    handle.wait()
+}
