@@ -11,6 +11,7 @@ use anyhow::Context;
 use hostmax_aggregate::{summarize, HostReport, TimeSeries};
 use hostmax_engine::{EngineError, RunConfig};
 
+use crate::args::demo::DemoArgs;
 use crate::output::{self, progress::LiveView};
 use crate::plan::{BadInput, JsonDest, RunPlan};
 use crate::simhost::{SimHostMode, SimHostSpec, SimulatedHost};
@@ -101,37 +102,30 @@ fn measure_keeping_log(
     let signals = crate::signals::watch();
     let running = signals.running(handle.stopper());
 
-    let mut series =
-        TimeSeries::new(plan.targets.len()).keep_histograms(plan.fleet.series_histograms);
+    let mut series = TimeSeries::new(plan.targets.len())
+        .keep_histograms(plan.fleet.series_histograms)
+        .hand_over_histograms(hdr_log.is_some());
     let mut view = LiveView::new(workload.runtime.as_secs(), workload.ramp.as_secs());
     loop {
         match handle.recv_interval(Duration::from_millis(250)) {
-            Some(interval) => {
-                if let Some(log) = &mut hdr_log {
-                    log.push(&interval);
-                }
-                if let Some(point) = series.push(interval) {
-                    view.update(&point);
-                }
-            }
+            Some(interval) => take_interval(interval, &mut series, &mut view, &mut hdr_log),
             None if handle.is_finished() => break,
             None => {}
         }
     }
     while let Some(interval) = handle.recv_interval(Duration::ZERO) {
-        if let Some(log) = &mut hdr_log {
-            log.push(&interval);
-        }
-        if let Some(point) = series.push(interval) {
-            view.update(&point);
-        }
+        take_interval(interval, &mut series, &mut view, &mut hdr_log);
     }
     let result = handle.wait().context("the run failed")?;
+    let (points, partial_seconds) = series.finish_with_histograms();
     if let Some(log) = &mut hdr_log {
         log.run_ended_after(result.measured);
+        for host in &partial_seconds {
+            log.push_host(host);
+        }
     }
     view.finish();
-    let mut report = summarize(&result, &workload, series.finish());
+    let mut report = summarize(&result, &workload, points);
     report.hostname = crate::fleet::hostname();
     crate::fleet::provenance::stamp_run(&mut report, result.measured);
     for (device, identity) in report.devices.iter_mut().zip(identities) {
@@ -142,6 +136,28 @@ fn measure_keeping_log(
     // Interrupted means a signal; a stop-all after an I/O error is reported by its errors.
     report.interrupted = sig != 0;
     Ok((report, sig, hdr_log))
+}
+
+/// One device's second: its `--hdr-log` lines, the time series (the live view gets the host's
+/// second once every device reported it) and the host's lines of the seconds that completed,
+/// from the series' merged histograms (each second is merged once, for the report and the log).
+fn take_interval(
+    interval: hostmax_engine::DeviceInterval,
+    series: &mut TimeSeries,
+    view: &mut LiveView,
+    hdr_log: &mut Option<crate::fleet::hdr_log::HdrLogRecorder>,
+) {
+    if let Some(log) = hdr_log.as_mut() {
+        log.push(&interval);
+    }
+    if let Some(point) = series.push(interval) {
+        view.update(&point);
+    }
+    if let Some(log) = hdr_log.as_mut() {
+        for host in series.take_histograms() {
+            log.push_host(&host);
+        }
+    }
 }
 
 /// Prints the table (stdout, or stderr when the JSON goes to stdout) and writes the JSON.
@@ -182,22 +198,6 @@ const DEMO_VOLUME_IOPS: [u64; 8] = [1000, 1500, 2000, 2500, 3000, 3500, 4000, 45
 const DEMO_HOST_IOPS: u64 = 15_000;
 /// Size of each demo volume (sparse on tmpfs: only what is written takes memory).
 const DEMO_VOLUME_SIZE: u64 = 256 << 20;
-/// Most volumes a demo builds (loop devices are a shared, finite resource).
-pub const DEMO_MAX_VOLUMES: usize = 32;
-
-/// Options of `hostmax demo`.
-#[derive(Debug, Clone, Default, clap::Args)]
-pub struct DemoArgs {
-    /// Volumes of the simulated host, 1 to 32 [default: 8, capped at 1,000 to 4,500 IOPS
-    /// behind a 15,000 IOPS host].
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=DEMO_MAX_VOLUMES as i64))]
-    pub volumes: Option<u32>,
-    /// Measured time [default: 10s, 5s without caps]; the ramp before it is 2 s, or the
-    /// runtime when that is shorter.
-    #[arg(long, value_name = "DURATION", value_parser = crate::units::parse_duration)]
-    pub runtime: Option<Duration>,
-}
-
 /// The demo host's caps for `volumes` volumes: the volumes' caps cycle through
 /// [`DEMO_VOLUME_IOPS`], and the host's is [`DEMO_HOST_IOPS`] scaled to the volumes' sum
 /// (15/22 of it, whole hundreds), so the host stays the bottleneck at any count.

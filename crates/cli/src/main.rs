@@ -1,13 +1,15 @@
-//! The `hostmax` binary: parses the command line, checks it all ([`hostmax::args::plan_run`])
-//! and runs the host-max test or the demo.
+//! The `hostmax` binary: watches signals, parses the command line and runs it
+//! ([`hostmax::run`]), then maps the outcome to an exit code.
 //!
 //! Exit codes:
 //! - 0: success (also `--help` and `--version`);
-//! - 1: reserved for a failed verdict (a later issue);
+//! - 1: a verdict failed (some volume or the host fell short of its promise);
 //! - 2: bad input or a refused target: clap's usage errors and any error whose chain holds a
 //!   [`hostmax::plan::BadInput`];
 //! - 3: the run finished but I/O errors happened (returned by [`hostmax::app::run`]);
-//! - 4: any other failure (a runtime or internal error).
+//! - 4: any other failure (a runtime or internal error);
+//! - 5: `--verify` found a block that was not what was written;
+//! - 128 + N: interrupted by signal N (the report is still written, marked interrupted).
 //!
 //! Every error is printed as ONE line on stderr, `hostmax: <message>`, and nothing goes to
 //! stdout.
@@ -15,7 +17,7 @@
 use std::process::ExitCode;
 
 use clap::Parser;
-use hostmax::args::{exit_code_for, plan_run, Cli, Command, EXIT_BAD_INPUT, EXIT_FAILURE};
+use hostmax::args::{exit_code_for, Cli, EXIT_BAD_INPUT, EXIT_FAILURE};
 
 fn main() -> ExitCode {
     // A panic is a bug; still, say so on one line like every other error.
@@ -25,33 +27,20 @@ fn main() -> ExitCode {
             one_line(&info.to_string())
         );
     }));
+    // From here to the last byte of output a SIGINT or SIGTERM is caught: it stops the run in
+    // progress (or the next one, which still reports), never the default kill mid-check or
+    // mid-write; a second one exits at once.
+    let signals = hostmax::signals::watch();
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(err) => return clap_exit(err),
     };
-    if !matches!(cli.command, Some(Command::Merge(_) | Command::Doctor(_))) {
-        // Every command but merge and doctor (which reports io_uring's state itself) runs the
-        // engine: from here on a SIGINT or SIGTERM is caught
-        // (it stops the run, or the next one, which still reports), never the default kill.
-        hostmax::signals::watch();
-        // Before any device is opened: a machine without io_uring gets its cause, not a
-        // device's error.
-        if let Err(why) = hostmax_engine::check_io_uring() {
-            eprintln!("hostmax: {}", one_line(&why.to_string()));
-            return ExitCode::from(EXIT_BAD_INPUT);
+    match hostmax::run(cli) {
+        // A command that ran no engine (merge, doctor) finished its output; it still ends as
+        // interrupted.
+        Ok(0) if signals.signal() != 0 => {
+            ExitCode::from(u8::try_from(128 + signals.signal()).unwrap_or(EXIT_FAILURE))
         }
-    }
-    let result = match cli.command {
-        Some(Command::Demo(args)) => hostmax::app::demo(&args),
-        Some(Command::Suite(args)) => hostmax::suite::run(&args),
-        Some(Command::Merge(args)) => hostmax::fleet::merge::run_merge(&args),
-        Some(Command::Verify(args)) => hostmax::verify::command::verify(&args),
-        Some(Command::Sweep(args)) => hostmax::verify::sweep::sweep(&args),
-        Some(Command::Doctor(args)) => hostmax::doctor::run(&args),
-        Some(Command::Curve(args)) => hostmax::verify::curve::curve(&args),
-        None => plan_run(&cli.run).and_then(|plan| hostmax::verify::run(plan, &cli.run.spec)),
-    };
-    match result {
         Ok(code) => ExitCode::from(u8::try_from(code).unwrap_or(EXIT_FAILURE)),
         Err(err) => {
             eprintln!("hostmax: {}", error_line(&err));
