@@ -1,9 +1,13 @@
 //! hostmax, the command-line tool, as a library: the pieces the `hostmax` binary is made of.
+//! [`run`] runs a parsed command line. The commands (`app`, `suite`, `verify`, `doctor`) are
+//! private; what is public is what another crate needs: the command line for the binary and
+//! the fuzzers, the planner, and the parsers, probes, charts and simulated host the tests and
+//! fuzzers drive directly.
 //!
 //! - [`plan`]: [`plan::plan_run`] checks a plain [`plan::PlanRequest`] against the targets
 //!   and the host before any I/O into a [`plan::RunPlan`]; [`plan::BadInput`] is the error
 //!   that maps to exit code 2.
-//! - [`app`]: runs a plan: starts the engine, shows the live view, handles signals, and
+//! - `app`: runs a plan: starts the engine, shows the live view, handles signals, and
 //!   hands the result to the aggregator and the output.
 //! - [`output`]: the live view, the final table, the `--json` report, and every output
 //!   file's destination (checked once, written atomically).
@@ -12,29 +16,29 @@
 //!   de-duplicates `--devices`; [`safety`] refuses writes to devices in use or carrying
 //!   data, which [`signature`] finds by its on-disk magic numbers.
 //! - [`fleet`]: runs on many hosts: `--start-at`, `--hdr-log` and `hostmax merge`.
-//! - [`verify`]: spec options and verdicts of the main run, `hostmax verify` and `hostmax
+//! - `verify`: spec options and verdicts of the main run, `hostmax verify` and `hostmax
 //!   sweep`; [`chart`] draws SVG charts.
 //! - [`simhost`]: the simulated host of throttled loop volumes on tmpfs that `hostmax demo`
 //!   and the tests run against.
-//! - [`suite`]: `hostmax suite`, the CloudHarmony-style block size x mix matrix with
+//! - `suite`: `hostmax suite`, the CloudHarmony-style block size x mix matrix with
 //!   preconditioning, SNIA steady state, checkpoints and reports.
 
-pub mod app;
+mod app;
 pub mod args;
 pub mod chart;
 pub mod devices;
-pub mod doctor;
+mod doctor;
 pub mod fleet;
-pub mod identity;
+mod identity;
 pub mod output;
 pub mod plan;
 pub mod safety;
 pub mod signals;
 pub mod signature;
 pub mod simhost;
-pub mod suite;
+mod suite;
 pub mod units;
-pub mod verify;
+mod verify;
 
 #[cfg(test)]
 pub(crate) mod test_support;

@@ -6,7 +6,7 @@
 //! - 1: a verdict failed (some volume or the host fell short of its promise);
 //! - 2: bad input or a refused target: clap's usage errors and any error whose chain holds a
 //!   [`hostmax::plan::BadInput`];
-//! - 3: the run finished but I/O errors happened (returned by [`hostmax::app::run`]);
+//! - 3: the run finished but I/O errors happened (a run with I/O errors);
 //! - 4: any other failure (a runtime or internal error);
 //! - 5: `--verify` found a block that was not what was written;
 //! - 128 + N: interrupted by signal N (the report is still written, marked interrupted).

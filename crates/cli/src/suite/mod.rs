@@ -4,7 +4,7 @@
 //! - [`crate::args::suite::SuiteArgs`]: the command line; [`run`] checks it (device resolution and write safety
 //!   are the main run's: [`crate::plan::plan_run`], [`crate::safety::check_write_safety`]),
 //!   sets the suite up ([`SuiteConfig`]) and runs it.
-//! - [`matrix`]: the tests ([`SuiteTest`]), their cells ([`CellSpec`], keys like `4k_65_35`)
+//! - [`matrix`]: the tests ([`SuiteTest`]), their cells ([`matrix::CellSpec`], keys like `4k_65_35`)
 //!   and each cell's engine [`hostmax_engine::Workload`].
 //! - [`runner`]: purge (ATA secure erase when asked, else discard, else zero fill), preconditioning (2 passes of sequential 128k
 //!   writes), then rounds of every cell until steady state
@@ -35,7 +35,7 @@ use std::path::{Path, PathBuf};
 use hostmax_engine::{IoPattern, TargetKind};
 
 use crate::args::suite::{SuiteArgs, SuiteSize};
-pub use matrix::{CellSpec, Mix, SuiteTest};
+pub use matrix::{Mix, SuiteTest};
 pub use report::SuiteReport;
 pub use state::{StateDir, SuiteConfig};
 
