@@ -12,8 +12,9 @@ use hostmax_aggregate::{summarize, HostReport, TimeSeries};
 use hostmax_engine::{EngineError, RunConfig};
 
 use crate::args::demo::DemoArgs;
+use crate::output::destination::Destination;
 use crate::output::{self, progress::LiveView};
-use crate::plan::{BadInput, JsonDest, RunPlan};
+use crate::plan::{BadInput, RunPlan};
 use crate::simhost::{SimHostMode, SimHostSpec, SimulatedHost};
 
 /// Exit code when the run finished but I/O errors happened.
@@ -161,10 +162,10 @@ fn take_interval(
 }
 
 /// Prints the table (stdout, or stderr when the JSON goes to stdout) and writes the JSON.
-pub fn emit(report: &HostReport, json: Option<&JsonDest>) -> anyhow::Result<()> {
+pub fn emit(report: &HostReport, json: Option<&Destination>) -> anyhow::Result<()> {
     let table = output::table::render_table_fitting(report, output::table::terminal_width());
     match json {
-        Some(JsonDest::Stdout) => eprint!("{table}"),
+        Some(Destination::Stdout) => eprint!("{table}"),
         _ => print!("{table}"),
     }
     if let Some(dest) = json {

@@ -14,6 +14,7 @@ use hostmax_engine::{
 };
 
 use crate::devices::{create_files, expand_device_args, resolve_targets_creating};
+use crate::output::destination::Destination;
 use crate::safety::{check_write_safety, SystemSources, WriteFlags};
 use crate::units::{format_cpu_list, format_size, human_size, parse_cpu_list};
 
@@ -38,15 +39,6 @@ macro_rules! bad_input {
     ($($arg:tt)*) => {
         return Err($crate::plan::BadInput(format!($($arg)*)).into())
     };
-}
-
-/// Where the JSON report goes.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum JsonDest {
-    /// `--json -`: standard output, and nothing else goes there.
-    Stdout,
-    /// `--json PATH`: written to a temporary file beside it and renamed into place.
-    File(PathBuf),
 }
 
 /// What to plan, as plain values; messages name the main run's options (`--bs`), which
@@ -144,7 +136,7 @@ pub struct RunPlan {
     /// CPUs the workers may use; `None` is every allowed CPU.
     pub cpus: Option<Vec<usize>>,
     /// Where the JSON report goes, if anywhere.
-    pub json: Option<JsonDest>,
+    pub json: Option<Destination>,
     /// `--allow-write` was given (and the write safety checks passed).
     pub allow_write: bool,
     /// Threads per CPU (default) or per device (`--thread-per-device`, for comparisons).
@@ -163,7 +155,7 @@ impl RunPlan {
     /// ([`crate::output::destination::check_apart`]).
     pub fn check_outputs_apart(&self, extra: &[(&str, &Path)]) -> Result<(), BadInput> {
         let mut outputs = extra.to_vec();
-        if let Some(JsonDest::File(path)) = &self.json {
+        if let Some(Destination::File(path)) = &self.json {
             outputs.push(("--json", path));
         }
         if let Some(path) = &self.fleet.hdr_log {
@@ -568,9 +560,9 @@ mod tests {
         assert_eq!((w.seed, w.rate_iops), (16, Some(5000)));
         assert!(!w.record_latency && got.allow_write);
         assert_eq!(got.cpus, Some(vec![0, 1, 2]));
-        assert_eq!(got.json, Some(JsonDest::File(json)));
+        assert_eq!(got.json, Some(Destination::File(json)));
         let stdout = plan(&["--devices", &a, "--json", "-"]).unwrap();
-        assert_eq!(stdout.json, Some(JsonDest::Stdout));
+        assert_eq!(stdout.json, Some(Destination::Stdout));
     }
 
     #[test]

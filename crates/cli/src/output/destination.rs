@@ -11,7 +11,16 @@ use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
 use super::atomic::{parent_dir, write_atomically};
-use crate::plan::{BadInput, JsonDest};
+use crate::plan::BadInput;
+
+/// Where a checked output goes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Destination {
+    /// `-`: standard output, and nothing else goes there (JSON only).
+    Stdout,
+    /// A file, written to a temporary file beside it and renamed into place.
+    File(PathBuf),
+}
 
 /// An option that names an output file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -57,7 +66,7 @@ impl OutputFile {
     /// with a small probe file, since permission bits alone do not tell (a read-only mount,
     /// root, sysfs). A file is given back absolute, so a later change of directory cannot move
     /// it. Every refusal is one line naming the option, the path and the fix.
-    pub fn check(&self, path: &Path) -> Result<JsonDest, BadInput> {
+    pub fn check(&self, path: &Path) -> Result<Destination, BadInput> {
         let option = self.option;
         let example = self.example;
         let shown = path.display();
@@ -68,7 +77,7 @@ impl OutputFile {
         };
         if path.as_os_str() == "-" {
             return if self.stdout {
-                Ok(JsonDest::Stdout)
+                Ok(Destination::Stdout)
             } else {
                 Err(BadInput(format!(
                     "{option} -: this output goes to a file, not standard output; give a path such as {example}"
@@ -131,7 +140,7 @@ impl OutputFile {
                 )))
             }
         }
-        Ok(JsonDest::File(
+        Ok(Destination::File(
             std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf()),
         ))
     }
@@ -139,8 +148,8 @@ impl OutputFile {
     /// [`OutputFile::check`] for an output that is always a file (`-` is refused).
     pub fn check_file(&self, path: &Path) -> Result<PathBuf, BadInput> {
         match self.check(path)? {
-            JsonDest::File(path) => Ok(path),
-            JsonDest::Stdout => Err(BadInput(format!(
+            Destination::File(path) => Ok(path),
+            Destination::Stdout => Err(BadInput(format!(
                 "{} -: this output goes to a file; give a path such as {}",
                 self.option, self.example
             ))),
@@ -211,9 +220,13 @@ pub enum OutputError {
 
 /// Writes `bytes` to a checked destination of `output`: a file whole or not at all, or
 /// standard output.
-pub fn write_output(output: &OutputFile, dest: &JsonDest, bytes: &[u8]) -> Result<(), OutputError> {
+pub fn write_output(
+    output: &OutputFile,
+    dest: &Destination,
+    bytes: &[u8],
+) -> Result<(), OutputError> {
     match dest {
-        JsonDest::Stdout => {
+        Destination::Stdout => {
             let mut out = io::stdout().lock();
             out.write_all(bytes)
                 .and_then(|()| out.flush())
@@ -222,7 +235,7 @@ pub fn write_output(output: &OutputFile, dest: &JsonDest, bytes: &[u8]) -> Resul
                     source,
                 })
         }
-        JsonDest::File(path) => write_atomically(path, bytes).map_err(|e| OutputError::File {
+        Destination::File(path) => write_atomically(path, bytes).map_err(|e| OutputError::File {
             option: output.option,
             path: path.clone(),
             source: e.source,
@@ -247,7 +260,7 @@ mod tests {
 
     #[test]
     fn dash_is_stdout_only_where_that_makes_sense() {
-        assert_eq!(JSON.check(Path::new("-")).unwrap(), JsonDest::Stdout);
+        assert_eq!(JSON.check(Path::new("-")).unwrap(), Destination::Stdout);
         for output in [HDR_LOG, SVG, HTML] {
             let err = output.check(Path::new("-")).unwrap_err();
             assert!(err.0.contains("goes to a file"), "{err}");
@@ -299,7 +312,7 @@ mod tests {
     fn a_good_path_is_given_back_and_leaves_no_probe_behind() {
         let scratch = ScratchDir::new("probe");
         let path = scratch.0.join("r.json");
-        assert_eq!(JSON.check(&path).unwrap(), JsonDest::File(path.clone()));
+        assert_eq!(JSON.check(&path).unwrap(), Destination::File(path.clone()));
         assert!(scratch.entries().is_empty());
         let dotted = scratch.0.join(".").join("x.svg");
         assert_eq!(SVG.check_file(&dotted).unwrap(), scratch.0.join("x.svg"));
@@ -331,11 +344,11 @@ mod tests {
     fn a_failed_write_names_the_option_and_leaves_no_file() {
         let scratch = ScratchDir::new("write");
         let path = scratch.0.join("gone/x.svg");
-        let err = write_output(&SVG, &JsonDest::File(path), b"<svg/>").unwrap_err();
+        let err = write_output(&SVG, &Destination::File(path), b"<svg/>").unwrap_err();
         assert!(err.to_string().starts_with("--svg "), "{err}");
         assert!(scratch.entries().is_empty());
         let ok = scratch.0.join("x.svg");
-        write_output(&SVG, &JsonDest::File(ok.clone()), b"<svg/>").unwrap();
+        write_output(&SVG, &Destination::File(ok.clone()), b"<svg/>").unwrap();
         assert_eq!(fs::read(&ok).unwrap(), b"<svg/>");
         assert_eq!(scratch.entries(), vec!["x.svg"]);
     }

@@ -1,8 +1,7 @@
 //! The `--json` report: its destination is checked before the run
 //! ([`super::destination::JSON`]), and it is written whole after it.
 
-use super::destination::{write_output, OutputError, JSON};
-use crate::plan::JsonDest;
+use super::destination::{write_output, Destination, OutputError, JSON};
 
 /// Why the JSON report could not be written.
 #[derive(Debug, thiserror::Error)]
@@ -31,7 +30,7 @@ pub fn report_json<R: serde::Serialize + ?Sized>(report: &R) -> Result<String, s
 /// stdout, the JSON is the only thing written there.
 pub fn write_json<R: serde::Serialize + ?Sized>(
     report: &R,
-    dest: &JsonDest,
+    dest: &Destination,
 ) -> Result<(), JsonWriteError> {
     let text = report_json(report)?;
     Ok(write_output(&JSON, dest, text.as_bytes())?)
@@ -51,7 +50,7 @@ mod tests {
         let path = scratch.0.join("report.json");
         fs::write(&path, "{ half a report").unwrap();
         let report = sample_report();
-        let dest = JsonDest::File(path.clone());
+        let dest = Destination::File(path.clone());
         assert_eq!(JSON.check(&path).unwrap(), dest);
         write_json(&report, &dest).unwrap();
 
@@ -72,7 +71,7 @@ mod tests {
         let link = scratch.0.join("link.json");
         fs::write(&real, "old").unwrap();
         std::os::unix::fs::symlink(&real, &link).unwrap();
-        write_json(&sample_report(), &JsonDest::File(link.clone())).unwrap();
+        write_json(&sample_report(), &Destination::File(link.clone())).unwrap();
         assert!(fs::symlink_metadata(&link)
             .unwrap()
             .file_type()

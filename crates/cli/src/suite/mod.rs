@@ -39,8 +39,8 @@ pub use matrix::{Mix, SuiteTest};
 pub use report::SuiteReport;
 pub use state::{StateDir, SuiteConfig};
 
-use crate::output::destination;
-use crate::plan::{plan_run, BadInput, JsonDest, PlanRequest};
+use crate::output::destination::{self, Destination};
+use crate::plan::{plan_run, BadInput, PlanRequest};
 use crate::safety::{check_write_safety, SystemSources, WriteFlags};
 use crate::units::{format_size, human_size};
 use runner::SuiteRunner;
@@ -125,7 +125,7 @@ fn emit(config: &SuiteConfig, report: &SuiteReport) -> anyhow::Result<()> {
         }
         destination::write_output(
             &destination::HTML,
-            &JsonDest::File(path.clone()),
+            &Destination::File(path.clone()),
             page.as_bytes(),
         )?;
     }
@@ -589,17 +589,17 @@ fn resume(
 /// the checkpoint keeps it (`-` stays `-`).
 fn check_dest(output: &destination::OutputFile, path: &Path) -> Result<PathBuf, BadInput> {
     Ok(match output.check(path)? {
-        JsonDest::Stdout => path.to_path_buf(),
-        JsonDest::File(path) => path,
+        Destination::Stdout => path.to_path_buf(),
+        Destination::File(path) => path,
     })
 }
 
 /// The JSON destination the checkpoint keeps (`-` is standard output).
-fn json_dest(path: &Path) -> JsonDest {
+fn json_dest(path: &Path) -> Destination {
     if path.as_os_str() == "-" {
-        JsonDest::Stdout
+        Destination::Stdout
     } else {
-        JsonDest::File(path.to_path_buf())
+        Destination::File(path.to_path_buf())
     }
 }
 

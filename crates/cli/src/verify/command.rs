@@ -12,7 +12,8 @@ use hostmax_engine::IoPattern;
 use super::{judged_exit_code, print_beside_json, table};
 use crate::app;
 use crate::args::verify::VerifyArgs;
-use crate::plan::{plan_run, BadInput, JsonDest, PlanRequest, RunPlan};
+use crate::output::destination::Destination;
+use crate::plan::{plan_run, BadInput, PlanRequest, RunPlan};
 
 /// One phase: what it judges and the options it runs with.
 #[derive(Debug, Clone)]
@@ -71,7 +72,7 @@ pub fn phase_request(base: &PlanRequest, kind: RuleKind, throughput_bs: u64) -> 
 /// Checks every phase (and the spec) before any I/O; also gives the JSON destination.
 pub fn plan_phases(
     args: &VerifyArgs,
-) -> anyhow::Result<(Vec<Phase>, hostmax_aggregate::SpecSet, Option<JsonDest>)> {
+) -> anyhow::Result<(Vec<Phase>, hostmax_aggregate::SpecSet, Option<Destination>)> {
     let request = args.run.request();
     let base = plan_run(&request)?;
     let Some(set) = args.run.spec.spec_set(&base.targets)? else {

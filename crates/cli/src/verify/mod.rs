@@ -258,9 +258,12 @@ fn run_judged(plan: RunPlan, specs: &SpecArgs) -> anyhow::Result<i32> {
 }
 
 /// Prints to stdout, or to stderr when the JSON goes to stdout.
-pub(crate) fn print_beside_json(text: &str, json: Option<&crate::plan::JsonDest>) {
+pub(crate) fn print_beside_json(
+    text: &str,
+    json: Option<&crate::output::destination::Destination>,
+) {
     match json {
-        Some(crate::plan::JsonDest::Stdout) => eprint!("{text}"),
+        Some(crate::output::destination::Destination::Stdout) => eprint!("{text}"),
         _ => print!("{text}"),
     }
 }

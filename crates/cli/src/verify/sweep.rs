@@ -11,8 +11,8 @@ use super::print_beside_json;
 use crate::app;
 use crate::args::verify::{Step, SweepArgs};
 use crate::chart::{Band, LegendCorner, LineChart, Series, SeriesStyle, TickFormat};
-use crate::output::destination;
-use crate::plan::{plan_run, BadInput, JsonDest, RunPlan};
+use crate::output::destination::{self, Destination};
+use crate::plan::{plan_run, BadInput, RunPlan};
 use crate::units::format_mib_per_sec;
 
 /// The sorted, de-duplicated counts `steps` gives for `total` devices.
@@ -162,13 +162,16 @@ pub fn sweep_chart(sweep: &Sweep) -> LineChart {
 }
 
 /// Checks `--svg` (a file, apart from the run's other outputs and its devices) before any I/O.
-pub(crate) fn check_svg(base: &RunPlan, svg: Option<&Path>) -> Result<Option<JsonDest>, BadInput> {
+pub(crate) fn check_svg(
+    base: &RunPlan,
+    svg: Option<&Path>,
+) -> Result<Option<Destination>, BadInput> {
     let Some(path) = svg else {
         return Ok(None);
     };
     let path = destination::SVG.check_file(path)?;
     base.check_outputs_apart(&[("--svg", &path)])?;
-    Ok(Some(JsonDest::File(path)))
+    Ok(Some(Destination::File(path)))
 }
 
 /// Runs `hostmax sweep`; returns the exit code.
