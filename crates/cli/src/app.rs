@@ -164,10 +164,7 @@ fn take_interval(
 /// Prints the table (stdout, or stderr when the JSON goes to stdout) and writes the JSON.
 pub fn emit(report: &HostReport, json: Option<&Destination>) -> anyhow::Result<()> {
     let table = output::table::render_table_fitting(report, output::table::terminal_width());
-    match json {
-        Some(Destination::Stdout) => eprint!("{table}"),
-        _ => print!("{table}"),
-    }
+    output::destination::print_beside_json(&table, json);
     if let Some(dest) = json {
         output::json::write_json(report, dest)?;
     }

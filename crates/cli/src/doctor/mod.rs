@@ -282,7 +282,7 @@ pub fn run(args: &DoctorArgs) -> anyhow::Result<i32> {
         .transpose()?;
     let disks = disks_of(&root, &args.devices)?;
     let findings = diagnose(&root, &disks, &shape(args.iodepth, 4096, None));
-    crate::verify::print_beside_json(&render(&findings, &disks), json.as_ref());
+    crate::output::destination::print_beside_json(&render(&findings, &disks), json.as_ref());
     if let Some(dest) = &json {
         let report = DoctorReport {
             schema_version: hostmax_aggregate::SCHEMA_VERSION,

@@ -243,6 +243,15 @@ pub fn write_output(
     }
 }
 
+/// Prints text for people to stdout, or to stderr when the JSON report goes to stdout (which
+/// then holds the JSON alone).
+pub fn print_beside_json(text: &str, json: Option<&Destination>) {
+    match json {
+        Some(Destination::Stdout) => eprint!("{text}"),
+        _ => print!("{text}"),
+    }
+}
+
 fn one_line(e: &io::Error) -> String {
     e.to_string().replace('\n', " ")
 }

@@ -114,7 +114,7 @@ pub fn run(args: &SuiteArgs) -> anyhow::Result<i32> {
 fn emit(config: &SuiteConfig, report: &SuiteReport) -> anyhow::Result<()> {
     let table = table::render(report);
     let json = config.json.as_deref().map(json_dest);
-    crate::verify::print_beside_json(&table, json.as_ref());
+    destination::print_beside_json(&table, json.as_ref());
     if let Some(dest) = &json {
         crate::output::json::write_json(report, dest)?;
     }

@@ -9,10 +9,10 @@ use hostmax_aggregate::verdict::RuleKind;
 use hostmax_aggregate::{judge, HostReport, VerifyReport, SCHEMA_VERSION};
 use hostmax_engine::IoPattern;
 
-use super::{judged_exit_code, print_beside_json, table};
+use super::{judged_exit_code, table};
 use crate::app;
 use crate::args::verify::VerifyArgs;
-use crate::output::destination::Destination;
+use crate::output::destination::{print_beside_json, Destination};
 use crate::plan::{plan_run, BadInput, PlanRequest, RunPlan};
 
 /// One phase: what it judges and the options it runs with.

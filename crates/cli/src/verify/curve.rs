@@ -7,10 +7,10 @@ use hostmax_aggregate::consistency::judge_consistency;
 use hostmax_aggregate::curve::{CurveAnswer, CurvePoint, LatencyPromise, LatencyStat};
 use hostmax_aggregate::{Curve, CurveReport, HostReport, SCHEMA_VERSION};
 
-use super::print_beside_json;
 use crate::app;
 use crate::args::verify::CurveArgs;
 use crate::chart::{LegendCorner, LineChart, Series, SeriesStyle, TickFormat};
+use crate::output::destination::print_beside_json;
 use crate::output::units::{format_latency_ns, format_mib_per_sec};
 use crate::plan::{plan_run, BadInput};
 

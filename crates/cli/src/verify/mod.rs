@@ -250,22 +250,11 @@ fn run_judged(plan: RunPlan, specs: &SpecArgs) -> anyhow::Result<i32> {
         report.verdict = Some(verdict);
     })?;
     let verdict = report.verdict.as_ref().expect("set just above");
-    print_beside_json(
+    crate::output::destination::print_beside_json(
         &format!("\n{}", table::render_verdict(verdict)),
         plan.json.as_ref(),
     );
     Ok(judged_exit_code(&[&report], signal, verdict.pass))
-}
-
-/// Prints to stdout, or to stderr when the JSON goes to stdout.
-pub(crate) fn print_beside_json(
-    text: &str,
-    json: Option<&crate::output::destination::Destination>,
-) {
-    match json {
-        Some(crate::output::destination::Destination::Stdout) => eprint!("{text}"),
-        _ => print!("{text}"),
-    }
 }
 
 /// The phases `hostmax verify` runs for a spec set: 4k for IOPS, 1m for throughput, 4k at

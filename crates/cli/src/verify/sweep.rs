@@ -7,11 +7,10 @@ use std::path::Path;
 use hostmax_aggregate::knee::{default_steps, IdealSource, Sweep, SweepPoint};
 use hostmax_aggregate::{HostReport, SweepReport, SCHEMA_VERSION};
 
-use super::print_beside_json;
 use crate::app;
 use crate::args::verify::{Step, SweepArgs};
 use crate::chart::{Band, LegendCorner, LineChart, Series, SeriesStyle, TickFormat};
-use crate::output::destination::{self, Destination};
+use crate::output::destination::{self, print_beside_json, Destination};
 use crate::plan::{plan_run, BadInput, RunPlan};
 use crate::units::format_mib_per_sec;
 
