@@ -7,8 +7,8 @@
 //! - `offsets/*`: [`OffsetStream::next_offset`] random and sequential, and
 //!   [`OffsetStream::next_is_read`] for a 70/30 mix, as every submission does.
 //! - `report/summarize_32`: [`summarize`] of a 32-device result.
-//! - `write_data/*`: making one 4 KiB write buffer unique ([`BlockMaker::rekey`]: one XOR
-//!   pass over the slot with a fresh key), incompressible and 50% compressible, against a
+//! - `write_data/*`: making one 4 KiB pool block unique ([`BlockMaker::stamp_unique`]: a
+//!   fresh word in each 512-byte chunk), incompressible and 50% compressible, against a
 //!   plain 4 KiB copy for scale; what every write pays by default.
 //! - `engine/io_cycle_tmpfs_file`: whole submit-complete cycles through the engine (fill a
 //!   slot, submit in a batch, reap, account the completion, record its latency) on a file in
@@ -177,7 +177,7 @@ fn write_data_benches(c: &mut Criterion) {
     const BS: usize = 4096;
     let mut group = c.benchmark_group("write_data");
     group.throughput(Throughput::Bytes(BS as u64));
-    for (name, compress_percent) in [("rekey_4k", 0u8), ("rekey_4k_compress_50", 50)] {
+    for (name, compress_percent) in [("stamp_4k", 0u8), ("stamp_4k_compress_50", 50)] {
         let mut maker = BlockMaker::new(
             WriteData {
                 compress_percent,
@@ -188,12 +188,11 @@ fn write_data_benches(c: &mut Criterion) {
             0,
         );
         let mut buf = vec![0u8; BS];
-        maker.fill_base(&mut buf);
-        let mut key = 0;
+        maker.fill_pool(&mut buf);
         group.bench_function(name, |b| {
             b.iter(|| {
-                let next = maker.next_key();
-                maker.rekey(black_box(&mut buf), &mut key, next);
+                let key = maker.next_key().unwrap_or_default();
+                maker.stamp_unique(black_box(&mut buf), key);
             })
         });
     }

@@ -655,7 +655,8 @@ fn buffers_larger_than_memory_are_refused_before_starting() {
         &out,
         "I/O buffers would need 1024.0 GiB",
     );
-    assert!(String::from_utf8_lossy(&out.stderr).contains("lower --iodepth or --bs"));
+    assert!(String::from_utf8_lossy(&out.stderr)
+        .contains("lower the queue depth or the block size (--iodepth, --bs)"));
     // Refused before any I/O: every file is still all holes and zeros.
     for f in &files {
         let meta = fs::metadata(f).unwrap();

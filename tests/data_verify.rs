@@ -76,8 +76,16 @@ fn a_clean_mixed_run_checks_reads_and_reads_back_every_written_block() {
     let host_verify = &report["verify"];
     eprintln!("{host_verify}");
     assert!(host_verify["checked_during_run"].as_u64().unwrap() > 100);
-    // 512 blocks per device in the working set, nearly all written in 2 s.
-    assert!(host_verify["checked_after_run"].as_u64().unwrap() > 800);
+    // 512 blocks per device in the working set, nearly all written in 2 s; a block that two
+    // writes ever overlapped on stays unknown (its content cannot be predicted): not checked.
+    let (after, unknown) = (
+        host_verify["checked_after_run"].as_u64().unwrap(),
+        host_verify["unknown"].as_u64().unwrap(),
+    );
+    assert!(
+        after + unknown > 800 && after > 400,
+        "{after} checked, {unknown} unknown"
+    );
     assert_eq!(host_verify["mismatches"], 0);
     assert!(
         report["devices"][0]["verify"]["checked_after_run"]

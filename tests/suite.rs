@@ -245,7 +245,7 @@ fn short_suite_on_capped_volumes_reaches_steady_state_at_round_5() {
         let check = &v["checks"][0];
         assert_eq!(check["figure"], "iops");
         assert_eq!(check["expected"], 500.0);
-        assert_eq!(check["cells"], serde_json::json!(["4k_100_0", "4k_0_100"]));
+        assert_eq!(check["runs"], serde_json::json!(["4k_100_0", "4k_0_100"]));
         let measured = check["measured"].as_f64().unwrap();
         assert!((measured - CAP as f64).abs() <= 0.15 * CAP as f64, "{v}");
         assert_eq!(check["pass"], false, "{v}");

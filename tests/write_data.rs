@@ -116,7 +116,12 @@ fn written_blocks_are_unique_and_incompressible_and_never_what_was_read() {
     assert!(c.written > 300, "only {} blocks written", c.written);
     assert!(distinct >= 0.99, "{:.3}% distinct", 100.0 * distinct);
     assert!(c.compressed_share_saved < 0.01);
-    assert!(c.image_share_saved < 0.01);
+    // Blocks side by side come from different pool blocks: nothing for deflate's window.
+    assert!(
+        c.image_share_saved < 0.002,
+        "{:.3}% saved over the image",
+        100.0 * c.image_share_saved
+    );
 }
 
 #[test]

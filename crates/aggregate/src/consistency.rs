@@ -2,18 +2,19 @@
 //! of the time"; a run's average can meet the figure while some seconds fall far short.
 //!
 //! [`Consistency`] is the share of one-second intervals that must be at or above
-//! (1 - tolerance) x the promise; [`judge_consistency`] judges each volume and the host on the
-//! run that judges IOPS (else the one that judges throughput), lists the worst seconds, and
-//! gives each volume's per-second coefficient of variation.
+//! (1 - tolerance) x the promise; [`judge_runs`] (for `hostmax verify`, [`judge_consistency`];
+//! for the suite, its cells' rounds) judges each volume and the host over every second of the
+//! runs that judge IOPS (or, when nothing promises IOPS, throughput) by the verdict's rules,
+//! lists the worst seconds, and gives each volume's per-second coefficient of variation.
 
 use std::fmt;
 use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
 
-use crate::spec::SpecError;
+use crate::spec::{Expectation, SpecError};
 use crate::verdict::{coefficient_of_variation, RuleKind, SpecSet};
-use crate::HostReport;
+use crate::{HostReport, SecondPoint};
 
 /// How many of the lowest seconds a verdict lists.
 pub const WORST_SECONDS: usize = 5;
@@ -170,80 +171,97 @@ impl ConsistencyVerdict {
     }
 }
 
-/// Judges how often each volume and the host kept its promise in `reports` (the run that
-/// judges IOPS, else the one that judges throughput; `None` when neither is among them).
-/// Seconds some device did not report (`partial`) are left out.
+/// Judges how often each volume and the host kept its promise in `reports` (the runs of one
+/// command, unnamed), as [`judge_runs`] does.
 pub fn judge_consistency(
     specs: &SpecSet,
     reports: &[&HostReport],
     required: Consistency,
 ) -> Option<ConsistencyVerdict> {
-    let t = specs.tolerance.fraction();
-    let iops_run = reports
+    let volumes: Vec<(String, Expectation)> = specs
+        .devices
         .iter()
-        .copied()
-        .find(|r| RuleKind::Iops.judged_by(&r.workload));
-    let bw_run = reports
-        .iter()
-        .copied()
-        .find(|r| RuleKind::Throughput.judged_by(&r.workload));
-    let (run, by_bytes) = match (iops_run, bw_run) {
-        (Some(r), _) => (r, false),
-        (None, Some(r)) => (r, true),
-        (None, None) => return None,
+        .map(|d| (d.path.clone(), d.expected()))
+        .collect();
+    let runs: Vec<(Option<String>, &HostReport)> = reports.iter().map(|r| (None, *r)).collect();
+    let host = specs.host.expected();
+    judge_runs(&volumes, &host, &runs, specs.tolerance.fraction(), required)
+}
+
+/// Judges how often each volume (its promise by path in `volumes`) and the host kept its
+/// promise, over every whole second of the `runs` (each with the name its seconds carry)
+/// that judge the figure: IOPS when anything promises IOPS, else throughput, on the runs
+/// [`RuleKind::judges`] picks for it. `None` when no run judges it or none has a second.
+/// Seconds some device did not report (`partial`) are left out; devices are taken in the
+/// first judged run's order.
+pub fn judge_runs(
+    volumes: &[(String, Expectation)],
+    host: &Expectation,
+    runs: &[(Option<String>, &HostReport)],
+    tolerance: f64,
+    required: Consistency,
+) -> Option<ConsistencyVerdict> {
+    let any_iops = host.iops.is_some() || volumes.iter().any(|(_, e)| e.iops.is_some());
+    let (rule, by_bytes) = if any_iops {
+        (RuleKind::Iops, false)
+    } else {
+        (RuleKind::Throughput, true)
     };
-    let block = f64::from(run.workload.block_size);
-    let seconds: Vec<_> = run.time_series.iter().filter(|p| !p.partial).collect();
-    let scale = if by_bytes { block } else { 1.0 };
-    let devices = run
+    let promise = |e: &Expectation| if by_bytes { e.bytes_per_sec } else { e.iops };
+    let judged: Vec<&(Option<String>, &HostReport)> = runs
+        .iter()
+        .filter(|(_, r)| rule.judged_by(&r.workload))
+        .collect();
+    let first = judged.first()?.1;
+    // Every whole second of the judged runs, `value` picking its figure.
+    let seconds = |value: &dyn Fn(&SecondPoint, f64) -> f64| -> Vec<SecondFigure> {
+        judged
+            .iter()
+            .flat_map(|(label, r)| {
+                let scale = if by_bytes {
+                    f64::from(r.workload.block_size)
+                } else {
+                    1.0
+                };
+                r.time_series
+                    .iter()
+                    .filter(|p| !p.partial)
+                    .map(move |p| SecondFigure {
+                        second: p.second,
+                        value: value(p, scale),
+                        run: label.clone(),
+                    })
+            })
+            .collect()
+    };
+    let host_seconds = seconds(&|p, _| {
+        if by_bytes {
+            p.bytes_per_sec as f64
+        } else {
+            p.iops as f64
+        }
+    });
+    if host_seconds.is_empty() {
+        return None;
+    }
+    let devices = first
         .devices
         .iter()
         .enumerate()
         .map(|(i, d)| {
-            let per_second: Vec<SecondFigure> = seconds
+            let per_second =
+                seconds(&|p, scale| p.devices.get(i).copied().unwrap_or(0) as f64 * scale);
+            let expected = volumes
                 .iter()
-                .map(|p| SecondFigure {
-                    second: p.second,
-                    value: p.devices.get(i).copied().unwrap_or(0) as f64 * scale,
-                    run: None,
-                })
-                .collect();
-            let expected = specs
-                .devices
-                .iter()
-                .find(|e| e.path == d.path)
-                .and_then(|e| {
-                    let x = e.expected();
-                    if by_bytes {
-                        x.bytes_per_sec
-                    } else {
-                        x.iops
-                    }
-                });
+                .find(|(path, _)| *path == d.path)
+                .and_then(|(_, e)| promise(e));
             (d.path.clone(), per_second, expected)
         })
-        .collect::<Vec<_>>();
-    let host_seconds: Vec<SecondFigure> = seconds
-        .iter()
-        .map(|p| SecondFigure {
-            second: p.second,
-            value: if by_bytes {
-                p.bytes_per_sec as f64
-            } else {
-                p.iops as f64
-            },
-            run: None,
-        })
         .collect();
-    let host_expected = if by_bytes {
-        specs.host.bytes_per_sec
-    } else {
-        specs.host.iops
-    };
     Some(judge_series(
         devices,
-        (host_seconds, host_expected),
-        t,
+        (host_seconds, promise(host)),
+        tolerance,
         required,
         by_bytes,
     ))
@@ -251,7 +269,7 @@ pub fn judge_consistency(
 
 /// Judges already gathered per-second figures: each volume's `(path, seconds, promise)` and
 /// the host's `(seconds, promise)` (bytes per second when `by_bytes`, else IOPS).
-pub fn judge_series(
+fn judge_series(
     devices: Vec<(String, Vec<SecondFigure>, Option<f64>)>,
     host: (Vec<SecondFigure>, Option<f64>),
     tolerance: f64,

@@ -350,6 +350,15 @@ impl HostSpec {
     pub fn is_empty(&self) -> bool {
         self.iops.is_none() && self.bytes_per_sec.is_none()
     }
+
+    /// What the host is expected to deliver (a host promises no latency).
+    pub fn expected(&self) -> Expectation {
+        Expectation {
+            iops: self.iops,
+            bytes_per_sec: self.bytes_per_sec,
+            p95_ns: None,
+        }
+    }
 }
 
 /// How far below its figure a measurement may be and still pass: a fraction in [0, 1).

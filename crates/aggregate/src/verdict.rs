@@ -3,20 +3,28 @@
 //! device and for the host, measured against expected, pass or fail, and, when the host falls
 //! short of what its volumes promise together, the [`Bottleneck`].
 //!
-//! Which run judges which rule (the providers' own conditions):
-//! - IOPS on runs of 4 KiB blocks or smaller: the published IOPS are "at 4K", and a larger
-//!   block can meet the throughput cap first (a 50 GB OCI volume: 3,000 x 8 KiB = 24.6 MB/s,
-//!   above its 24 MB/s);
+//! The rules, the one place both `hostmax verify` (its phases, through [`judge`]) and the
+//! suite (its cells, through [`check_promise`]) judge a promise by:
+//! - IOPS on runs of 4 KiB blocks or smaller: the published IOPS are "at 4K" (OCI; AWS counts
+//!   an SSD volume's IOPS on small I/O too), and a larger block can meet the throughput cap
+//!   first (a 50 GB OCI volume: 3,000 x 8 KiB = 24.6 MB/s, above its 24 MB/s); a 512-byte run
+//!   moves less data per I/O, so it must show the IOPS as well;
 //! - throughput on runs of 256 KiB blocks and larger ("256k or larger block sizes should be
 //!   used" to show throughput limits);
-//! - p95 latency on 4 KiB runs at queue depth 1: at depth N a volume capped at C IOPS answers
-//!   in about N/C seconds (Little's law), so a sub-millisecond promise means one I/O at a time.
+//! - IOPS and throughput only on runs with more than one I/O in flight: at depth 1 a volume
+//!   delivers 1/latency I/Os a second whatever its cap, which shows its latency, not its rate;
+//! - p95 latency on runs of 4 KiB blocks or smaller at queue depth 1: at depth N a volume
+//!   capped at C IOPS answers in about N/C seconds (Little's law), so a sub-millisecond promise
+//!   means one I/O at a time. Reads and writes are judged apart, each from its own histogram,
+//!   and each must keep the promise: a few slow writes in a mostly-read mix would hide in a
+//!   p95 of both together.
 //!
-//! When several reports qualify for a rule the first one judges it.
+//! A promise must hold on every run that can show it: the worst of those runs' figures (the
+//! lowest rate, the highest p95) is the one compared.
 
 use serde::{Deserialize, Serialize};
 
-use crate::report::{DeviceReport, Figures, HostReport, WorkloadSummary};
+use crate::report::{Figures, HostReport, WorkloadSummary};
 use crate::spec::{Expectation, HostSpec, Tolerance, VolumeSpec};
 
 /// Largest block size whose runs judge IOPS rules.
@@ -60,36 +68,296 @@ pub struct SpecSet {
 /// What kind of rule a run can judge.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RuleKind {
-    /// IOPS (4 KiB runs).
+    /// IOPS (runs of 4 KiB blocks or smaller, more than one I/O in flight).
     Iops,
-    /// Throughput (256 KiB+ runs).
+    /// Throughput (runs of 256 KiB blocks or larger, more than one I/O in flight).
     Throughput,
-    /// p95 latency (4 KiB runs at depth 1).
+    /// p95 latency (runs of 4 KiB blocks or smaller at queue depth 1).
     Latency,
 }
 
+/// What of a run decides which rules it judges.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RunShape {
+    /// Bytes per I/O.
+    pub block_size: u32,
+    /// I/Os in flight per device.
+    pub iodepth: u32,
+    /// Whether latencies were recorded.
+    pub record_latency: bool,
+}
+
+impl From<&WorkloadSummary> for RunShape {
+    fn from(w: &WorkloadSummary) -> Self {
+        RunShape {
+            block_size: w.block_size,
+            iodepth: w.iodepth,
+            record_latency: w.record_latency,
+        }
+    }
+}
+
 impl RuleKind {
-    /// Whether a run of `workload` judges this kind of rule.
-    pub fn judged_by(self, workload: &WorkloadSummary) -> bool {
+    /// Whether a run of this shape judges this kind of rule (the module docs say why).
+    pub fn judges(self, run: RunShape) -> bool {
+        let loaded = run.iodepth > 1;
         match self {
-            RuleKind::Iops => workload.block_size <= IOPS_BLOCK_MAX,
-            RuleKind::Throughput => workload.block_size >= THROUGHPUT_BLOCK_MIN,
+            RuleKind::Iops => run.block_size <= IOPS_BLOCK_MAX && loaded,
+            RuleKind::Throughput => run.block_size >= THROUGHPUT_BLOCK_MIN && loaded,
             RuleKind::Latency => {
-                workload.block_size <= IOPS_BLOCK_MAX
-                    && workload.iodepth == 1
-                    && workload.record_latency
+                run.block_size <= IOPS_BLOCK_MAX && run.iodepth == 1 && run.record_latency
             }
         }
     }
 
-    /// What a run needs to judge this kind, for people.
+    /// Whether a run of `workload` judges this kind of rule.
+    pub fn judged_by(self, workload: &WorkloadSummary) -> bool {
+        self.judges(workload.into())
+    }
+
+    /// What a run needs to judge this kind, for people (in the workload's terms; a command
+    /// line tool adds its own options).
     pub fn needs(self) -> &'static str {
         match self {
-            RuleKind::Iops => "a run of 4k blocks (--bs 4k)",
-            RuleKind::Throughput => "a run of 256k blocks or larger (--bs 1m)",
-            RuleKind::Latency => "a 4k run at queue depth 1 (--bs 4k --iodepth 1)",
+            RuleKind::Iops => "a run of 4 KiB blocks or smaller at a queue depth above 1",
+            RuleKind::Throughput => "a run of 256 KiB blocks or larger at a queue depth above 1",
+            RuleKind::Latency => "a run of 4 KiB blocks or smaller at queue depth 1",
         }
     }
+}
+
+/// A figure a promise names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Figure {
+    /// Read plus write IOPS, at least.
+    Iops,
+    /// Bytes per second, at least.
+    BytesPerSec,
+    /// The reads' 95th percentile latency, at most, ns.
+    ReadP95Ns,
+    /// The writes' 95th percentile latency, at most, ns.
+    WriteP95Ns,
+}
+
+impl Figure {
+    /// The JSON name (`iops`, `bytes_per_sec`, `read_p95_ns`, `write_p95_ns`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Figure::Iops => "iops",
+            Figure::BytesPerSec => "bytes_per_sec",
+            Figure::ReadP95Ns => "read_p95_ns",
+            Figure::WriteP95Ns => "write_p95_ns",
+        }
+    }
+
+    /// The kind of rule that judges it.
+    pub fn rule(self) -> RuleKind {
+        match self {
+            Figure::Iops => RuleKind::Iops,
+            Figure::BytesPerSec => RuleKind::Throughput,
+            Figure::ReadP95Ns | Figure::WriteP95Ns => RuleKind::Latency,
+        }
+    }
+
+    /// Whether the promise is a ceiling (latency) rather than a floor (rates).
+    pub fn is_ceiling(self) -> bool {
+        self.rule() == RuleKind::Latency
+    }
+
+    /// This figure of `m`; `None` when the run did no I/O of that direction.
+    pub fn of(self, m: &MeasuredFigures) -> Option<f64> {
+        match self {
+            Figure::Iops => Some(m.iops),
+            Figure::BytesPerSec => Some(m.bytes_per_sec),
+            Figure::ReadP95Ns => m.read_p95_ns.map(|n| n as f64),
+            Figure::WriteP95Ns => m.write_p95_ns.map(|n| n as f64),
+        }
+    }
+}
+
+/// The figures of a device (or the host) in one run that promises are compared with.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct MeasuredFigures {
+    /// Read plus write IOPS.
+    pub iops: f64,
+    /// Bytes per second.
+    pub bytes_per_sec: f64,
+    /// The reads' p95 latency, ns; `None` without reads.
+    pub read_p95_ns: Option<u64>,
+    /// The writes' p95 latency, ns; `None` without writes.
+    pub write_p95_ns: Option<u64>,
+}
+
+impl From<&Figures> for MeasuredFigures {
+    fn from(f: &Figures) -> Self {
+        MeasuredFigures {
+            iops: f.iops,
+            bytes_per_sec: f.bytes_per_sec,
+            read_p95_ns: (f.read.ios > 0).then_some(f.read.latency_ns.p95),
+            write_p95_ns: (f.write.ios > 0).then_some(f.write.latency_ns.p95),
+        }
+    }
+}
+
+/// One run as the rules see it: a phase of `hostmax verify`, a main run, a suite cell.
+#[derive(Debug, Clone, PartialEq)]
+pub struct JudgedRun {
+    /// How a check names it (a suite cell's key, `4k_100_0`).
+    pub label: String,
+    /// Which rules it judges.
+    pub shape: RunShape,
+    /// The per-device IOPS cap it ran with, if any: a capped run cannot show more.
+    pub rate_iops: Option<u64>,
+    /// The host's figures.
+    pub host: MeasuredFigures,
+    /// Each device's, by path.
+    pub devices: Vec<(String, MeasuredFigures)>,
+}
+
+impl JudgedRun {
+    /// The run of `report`, named `label`.
+    pub fn from_report(label: impl Into<String>, report: &HostReport) -> JudgedRun {
+        JudgedRun {
+            label: label.into(),
+            shape: RunShape::from(&report.workload),
+            rate_iops: report.workload.rate_iops,
+            host: MeasuredFigures::from(&report.host),
+            devices: report
+                .devices
+                .iter()
+                .map(|d| (d.path.clone(), MeasuredFigures::from(&d.figures)))
+                .collect(),
+        }
+    }
+
+    /// The figures of the device at `path`, or the host's for `None`.
+    fn figures(&self, device: Option<&str>) -> Option<&MeasuredFigures> {
+        match device {
+            None => Some(&self.host),
+            Some(path) => self.devices.iter().find(|(p, _)| p == path).map(|(_, f)| f),
+        }
+    }
+
+    /// What its `rate_iops` allows of `figure`, per device (`None` uncapped or for latency).
+    fn rate_cap(&self, figure: Figure) -> Option<f64> {
+        let cap = self.rate_iops? as f64;
+        match figure {
+            Figure::Iops => Some(cap),
+            Figure::BytesPerSec => Some(cap * f64::from(self.shape.block_size)),
+            Figure::ReadP95Ns | Figure::WriteP95Ns => None,
+        }
+    }
+}
+
+/// One promised figure against the runs that can show it (the suite's JSON `spec` lists them).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FigureCheck {
+    /// The figure.
+    pub figure: Figure,
+    /// The promise.
+    pub expected: f64,
+    /// The worst figure across the runs that judge it (`None` when none can).
+    pub measured: Option<f64>,
+    /// Those runs' labels (a suite's cell keys), in the order given.
+    pub runs: Vec<String>,
+    /// What the runs' own IOPS cap allowed, when that is below the promise (beyond the
+    /// tolerance): the figure is judged against the cap and reaching it is "capped".
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate_cap: Option<f64>,
+    /// Whether it holds within the tolerance (`None` when not judged).
+    pub pass: Option<bool>,
+}
+
+/// Whether `measured` keeps the promise of `figure`: a rate reaches `expected` (or the lower
+/// `rate_cap`), a latency stays under it, both within `t`.
+pub fn keeps(
+    figure: Figure,
+    expected: f64,
+    measured: f64,
+    rate_cap: Option<f64>,
+    t: Tolerance,
+) -> bool {
+    if figure.is_ceiling() {
+        t.stays_under(measured, expected)
+    } else {
+        t.reaches(measured, figure_to_reach(expected, rate_cap))
+    }
+}
+
+/// Checks one promised figure of the device at `device` (the host for `None`) on every run
+/// that judges it.
+pub fn check_figure(
+    figure: Figure,
+    expected: f64,
+    runs: &[JudgedRun],
+    device: Option<&str>,
+    t: Tolerance,
+) -> FigureCheck {
+    let judged: Vec<(&JudgedRun, f64)> = runs
+        .iter()
+        .filter(|r| figure.rule().judges(r.shape))
+        .filter_map(|r| Some((r, figure.of(r.figures(device)?)?)))
+        .collect();
+    let values = judged.iter().map(|(_, v)| *v);
+    let measured = if figure.is_ceiling() {
+        values.reduce(f64::max)
+    } else {
+        values.reduce(f64::min)
+    };
+    // The host may do what every device's cap allows together.
+    let devices = |r: &JudgedRun| {
+        if device.is_some() {
+            1.0
+        } else {
+            r.devices.len() as f64
+        }
+    };
+    let cap = judged
+        .iter()
+        .filter_map(|(r, _)| r.rate_cap(figure).map(|c| c * devices(r)))
+        .reduce(f64::min);
+    let rate_cap = rate_cap_below(cap, Some(expected), t);
+    FigureCheck {
+        figure,
+        expected,
+        measured,
+        runs: judged.iter().map(|(r, _)| r.label.clone()).collect(),
+        rate_cap,
+        pass: measured.map(|m| keeps(figure, expected, m, rate_cap, t)),
+    }
+}
+
+/// Checks every figure `expected` promises of the device at `device` (the host for `None`):
+/// IOPS, throughput, and a p95 promise once for reads and once for writes. A latency check
+/// is left out for a direction no latency run did while the other was judged (a read-only
+/// run promises nothing of writes); with neither judged both are given, unjudged.
+pub fn check_promise(
+    expected: &Expectation,
+    runs: &[JudgedRun],
+    device: Option<&str>,
+    t: Tolerance,
+) -> Vec<FigureCheck> {
+    let mut checks = Vec::new();
+    let rates = [
+        (Figure::Iops, expected.iops),
+        (Figure::BytesPerSec, expected.bytes_per_sec),
+    ];
+    for (figure, promise) in rates {
+        if let Some(e) = promise {
+            checks.push(check_figure(figure, e, runs, device, t));
+        }
+    }
+    if let Some(p95) = expected.p95_ns {
+        let both = [Figure::ReadP95Ns, Figure::WriteP95Ns]
+            .map(|f| check_figure(f, p95 as f64, runs, device, t));
+        let any_judged = both.iter().any(|c| c.measured.is_some());
+        checks.extend(
+            both.into_iter()
+                .filter(|c| !any_judged || c.measured.is_some()),
+        );
+    }
+    checks
 }
 
 impl SpecSet {
@@ -227,10 +495,12 @@ pub struct DeviceVerdict {
     pub expected_bytes_per_sec: Option<f64>,
     /// Bytes per second measured.
     pub measured_bytes_per_sec: Option<f64>,
-    /// p95 latency promised (at most), ns.
+    /// p95 latency promised (at most), ns: reads and writes must each keep it.
     pub expected_p95_ns: Option<u64>,
-    /// p95 latency measured (the worse of reads and writes), ns.
-    pub measured_p95_ns: Option<u64>,
+    /// The reads' p95 latency measured, ns (`null` when the latency run did no reads).
+    pub measured_read_p95_ns: Option<u64>,
+    /// The writes' p95 latency measured, ns (`null` when the latency run did no writes).
+    pub measured_write_p95_ns: Option<u64>,
     /// IOPS the run's own `--rate-iops` allowed, when that is below the promise: the volume is
     /// judged against this cap (it cannot show more), and reaching it is "capped", not a
     /// failed promise.
@@ -334,14 +604,20 @@ fn rate_cap_below(cap: Option<f64>, expected: Option<f64>, t: Tolerance) -> Opti
 fn device_checks(d: &DeviceVerdict, t: Tolerance) -> Vec<(&'static str, bool)> {
     let mut out = Vec::new();
     if let (Some(e), Some(m)) = (d.expected_iops, d.measured_iops) {
-        out.push(("IOPS", t.reaches(m, figure_to_reach(e, d.rate_cap_iops))));
+        out.push(("IOPS", keeps(Figure::Iops, e, m, d.rate_cap_iops, t)));
     }
     if let (Some(e), Some(m)) = (d.expected_bytes_per_sec, d.measured_bytes_per_sec) {
-        let to_reach = figure_to_reach(e, d.rate_cap_bytes_per_sec);
-        out.push(("MB/s", t.reaches(m, to_reach)));
+        let cap = d.rate_cap_bytes_per_sec;
+        out.push(("MB/s", keeps(Figure::BytesPerSec, e, m, cap, t)));
     }
-    if let (Some(e), Some(m)) = (d.expected_p95_ns, d.measured_p95_ns) {
-        out.push(("p95", t.stays_under(m as f64, e as f64)));
+    let p95 = [
+        ("read p95", Figure::ReadP95Ns, d.measured_read_p95_ns),
+        ("write p95", Figure::WriteP95Ns, d.measured_write_p95_ns),
+    ];
+    for (name, figure, measured) in p95 {
+        if let (Some(e), Some(m)) = (d.expected_p95_ns, measured) {
+            out.push((name, keeps(figure, e as f64, m as f64, None, t)));
+        }
     }
     out
 }
@@ -349,25 +625,13 @@ fn device_checks(d: &DeviceVerdict, t: Tolerance) -> Vec<(&'static str, bool)> {
 fn host_checks(h: &HostVerdict, t: Tolerance) -> Vec<(&'static str, bool)> {
     let mut out = Vec::new();
     if let (Some(e), Some(m)) = (h.expected_iops, h.measured_iops) {
-        out.push(("IOPS", t.reaches(m, figure_to_reach(e, h.rate_cap_iops))));
+        out.push(("IOPS", keeps(Figure::Iops, e, m, h.rate_cap_iops, t)));
     }
     if let (Some(e), Some(m)) = (h.expected_bytes_per_sec, h.measured_bytes_per_sec) {
-        let to_reach = figure_to_reach(e, h.rate_cap_bytes_per_sec);
-        out.push(("MB/s", t.reaches(m, to_reach)));
+        let cap = h.rate_cap_bytes_per_sec;
+        out.push(("MB/s", keeps(Figure::BytesPerSec, e, m, cap, t)));
     }
     out
-}
-
-/// The worse p95 of the kinds of I/O a device did, ns.
-fn p95_ns(f: &Figures) -> u64 {
-    let mut worst = 0;
-    if f.read.ios > 0 {
-        worst = worst.max(f.read.latency_ns.p95);
-    }
-    if f.write.ios > 0 {
-        worst = worst.max(f.write.latency_ns.p95);
-    }
-    worst
 }
 
 /// The per-device IOPS cap a run was given (`--rate-iops`).
@@ -387,19 +651,22 @@ fn rate_cap_bytes_per_sec(run: &HostReport) -> Option<f64> {
 /// fail the verdict.
 pub fn judge(specs: &SpecSet, reports: &[&HostReport]) -> Verdict {
     let t = specs.tolerance;
-    let pick = |kind: RuleKind| {
+    let runs: Vec<JudgedRun> = reports
+        .iter()
+        .enumerate()
+        .map(|(i, r)| JudgedRun::from_report(format!("run {}", i + 1), r))
+        .collect();
+    // The bottleneck is read off one run: of those that judge the figure, the one whose host
+    // total is lowest (the one the host's check compares).
+    let worst_run = |kind: RuleKind, figure: fn(&Figures) -> f64| {
         reports
             .iter()
             .copied()
-            .find(|r| kind.judged_by(&r.workload))
+            .filter(|r| kind.judged_by(&r.workload))
+            .min_by(|a, b| figure(&a.host).total_cmp(&figure(&b.host)))
     };
-    let iops_run = pick(RuleKind::Iops);
-    let bw_run = pick(RuleKind::Throughput);
-    let lat_run = pick(RuleKind::Latency);
-    let find = |run: Option<&HostReport>, path: &str| -> Option<Figures> {
-        run.and_then(|r| r.devices.iter().find(|d| d.path == path))
-            .map(|d: &DeviceReport| d.figures.clone())
-    };
+    let iops_run = worst_run(RuleKind::Iops, |f| f.iops);
+    let bw_run = worst_run(RuleKind::Throughput, |f| f.bytes_per_sec);
 
     let paths: Vec<String> = reports
         .first()
@@ -407,10 +674,17 @@ pub fn judge(specs: &SpecSet, reports: &[&HostReport]) -> Verdict {
         .unwrap_or_default();
     let mut devices = Vec::new();
     let mut not_judged = Vec::new();
-    let mut note = |kind: RuleKind, what: String| {
-        let line = format!("{what}: needs {}", kind.needs());
-        if !not_judged.contains(&line) {
-            not_judged.push(line);
+    let mut note = |checks: &[FigureCheck], whose: &str| {
+        for c in checks.iter().filter(|c| c.measured.is_none()) {
+            let what = match c.figure.rule() {
+                RuleKind::Iops => "IOPS",
+                RuleKind::Throughput => "MB/s",
+                RuleKind::Latency => "p95 latency",
+            };
+            let line = format!("{whose} {what}: needs {}", c.figure.rule().needs());
+            if !not_judged.contains(&line) {
+                not_judged.push(line);
+            }
         }
     };
     for path in &paths {
@@ -425,46 +699,38 @@ pub fn judge(specs: &SpecSet, reports: &[&HostReport]) -> Verdict {
                 expected_bytes_per_sec: None,
                 measured_bytes_per_sec: None,
                 expected_p95_ns: None,
-                measured_p95_ns: None,
+                measured_read_p95_ns: None,
+                measured_write_p95_ns: None,
                 rate_cap_iops: None,
                 rate_cap_bytes_per_sec: None,
             });
             continue;
         };
         let e = exp.expected();
-        let iops = find(iops_run, path);
-        let bw = find(bw_run, path);
-        let lat = find(lat_run, path);
-        if e.iops.is_some() && iops.is_none() {
-            note(RuleKind::Iops, "volume IOPS".into());
-        }
-        if e.bytes_per_sec.is_some() && bw.is_none() {
-            note(RuleKind::Throughput, "volume MB/s".into());
-        }
-        if e.p95_ns.is_some() && lat.is_none() {
-            note(RuleKind::Latency, "volume p95 latency".into());
-        }
+        let checks = check_promise(&e, &runs, Some(path), t);
+        note(&checks, "volume");
+        let check = |f: Figure| checks.iter().find(|c| c.figure == f);
+        let measured = |f: Figure| check(f).and_then(|c| c.measured);
         let mut v = DeviceVerdict {
             path: path.clone(),
             pass: true,
             spec: exp.label.clone(),
             size_bytes: exp.spec.scales_with_size().then_some(exp.size_bytes),
             expected_iops: e.iops,
-            measured_iops: iops.as_ref().map(|f| f.iops),
+            measured_iops: measured(Figure::Iops),
             expected_bytes_per_sec: e.bytes_per_sec,
-            measured_bytes_per_sec: bw.as_ref().map(|f| f.bytes_per_sec),
+            measured_bytes_per_sec: measured(Figure::BytesPerSec),
             expected_p95_ns: e.p95_ns,
-            measured_p95_ns: lat.as_ref().map(p95_ns),
-            rate_cap_iops: rate_cap_below(iops_run.and_then(rate_cap_iops), e.iops, t),
-            rate_cap_bytes_per_sec: rate_cap_below(
-                bw_run.and_then(rate_cap_bytes_per_sec),
-                e.bytes_per_sec,
-                t,
-            ),
+            measured_read_p95_ns: measured(Figure::ReadP95Ns).map(|n| n as u64),
+            measured_write_p95_ns: measured(Figure::WriteP95Ns).map(|n| n as u64),
+            rate_cap_iops: check(Figure::Iops).and_then(|c| c.rate_cap),
+            rate_cap_bytes_per_sec: check(Figure::BytesPerSec).and_then(|c| c.rate_cap),
         };
         v.pass = device_checks(&v, t).iter().all(|(_, ok)| *ok);
         devices.push(v);
     }
+    let host_promise_checks = check_promise(&specs.host.expected(), &runs, None, t);
+    note(&host_promise_checks, "host");
 
     // What the volumes promise together: only when every device has that kind of rule
     // (a sum over some of them says nothing about the host).
@@ -485,12 +751,6 @@ pub fn judge(specs: &SpecSet, reports: &[&HostReport]) -> Verdict {
     };
     let volumes_iops = all_have(|e| e.iops);
     let volumes_bw = all_have(|e| e.bytes_per_sec);
-    if specs.host.iops.is_some() && iops_run.is_none() {
-        note(RuleKind::Iops, "host IOPS".into());
-    }
-    if specs.host.bytes_per_sec.is_some() && bw_run.is_none() {
-        note(RuleKind::Throughput, "host MB/s".into());
-    }
 
     // A volume held by the run's own --rate-iops can show no more than the cap: the
     // bottleneck analysis weighs each volume against the lower of its promise and the cap.
@@ -604,7 +864,7 @@ pub struct VerifyReport {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::{OpSummary, SCHEMA_VERSION};
+    use crate::report::{DeviceReport, OpSummary, SCHEMA_VERSION};
     use crate::series::SecondPoint;
     use crate::spec::Scaled;
     use hostmax_engine::{IoPattern, Workload};
@@ -833,7 +1093,11 @@ mod tests {
         let v = judge(&specs, &[&big]);
         assert!(v.pass);
         assert_eq!(v.devices[0].measured_iops, None);
-        assert!(v.not_judged[0].contains("--bs 4k"), "{:?}", v.not_judged);
+        assert!(
+            v.not_judged[0].contains("4 KiB blocks or smaller"),
+            "{:?}",
+            v.not_judged
+        );
     }
 
     #[test]
@@ -919,20 +1183,24 @@ mod tests {
         let d = &v.devices[0];
         assert_eq!(d.measured_bytes_per_sec, Some(100.0 * 1048576.0));
         // p95 0.6 ms against 0.5 ms (+10%): fails; IOPS 1250 of 2000: fails; MB/s passes.
-        assert_eq!(d.measured_p95_ns, Some(600_000));
+        assert_eq!(d.measured_read_p95_ns, Some(600_000));
+        assert_eq!(d.measured_write_p95_ns, None, "a read-only run");
         assert_eq!(
             v.failures(),
             vec![
                 "/dev/a IOPS",
-                "/dev/a p95",
+                "/dev/a read p95",
                 "/dev/b IOPS",
-                "/dev/b p95",
+                "/dev/b read p95",
                 "host IOPS"
             ]
         );
         // The 4k depth-32 run does not judge latency: only the depth-1 run does.
         let v = judge(&specs, &[&small, &large]);
-        assert!(v.not_judged.iter().any(|n| n.contains("--iodepth 1")));
+        assert!(v
+            .not_judged
+            .iter()
+            .any(|n| n.contains("p95 latency: needs") && n.contains("queue depth 1")));
     }
 
     #[test]
@@ -956,5 +1224,156 @@ mod tests {
         assert_eq!(json["devices"][0]["expected_iops"], 2000.0);
         assert_eq!(json["devices"][0]["measured_iops"], 1990.0);
         assert_eq!(json["devices"][0]["pass"], true);
+    }
+
+    fn shape(block_size: u32, iodepth: u32) -> RunShape {
+        RunShape {
+            block_size,
+            iodepth,
+            record_latency: true,
+        }
+    }
+
+    #[test]
+    fn which_block_sizes_and_depths_judge_which_rules() {
+        // IOPS: 4 KiB blocks and smaller, more than one I/O in flight.
+        assert!(RuleKind::Iops.judges(shape(4096, 32)));
+        assert!(RuleKind::Iops.judges(shape(512, 2)));
+        assert!(
+            !RuleKind::Iops.judges(shape(8192, 32)),
+            "8k can hit the MB/s cap first"
+        );
+        assert!(
+            !RuleKind::Iops.judges(shape(4096, 1)),
+            "depth 1 shows latency"
+        );
+        // Throughput: 256 KiB blocks and larger, more than one I/O in flight.
+        assert!(RuleKind::Throughput.judges(shape(256 << 10, 32)));
+        assert!(!RuleKind::Throughput.judges(shape(128 << 10, 32)));
+        assert!(!RuleKind::Throughput.judges(shape(1 << 20, 1)));
+        // Latency: 4 KiB blocks and smaller, one at a time, timed.
+        assert!(RuleKind::Latency.judges(shape(4096, 1)));
+        assert!(RuleKind::Latency.judges(shape(512, 1)));
+        assert!(!RuleKind::Latency.judges(shape(8192, 1)));
+        assert!(!RuleKind::Latency.judges(shape(4096, 2)));
+        let untimed = RunShape {
+            record_latency: false,
+            ..shape(4096, 1)
+        };
+        assert!(!RuleKind::Latency.judges(untimed));
+    }
+
+    fn one_device_run(label: &str, shape: RunShape, figures: MeasuredFigures) -> JudgedRun {
+        JudgedRun {
+            label: label.into(),
+            shape,
+            rate_iops: None,
+            host: figures,
+            devices: vec![("/dev/a".into(), figures)],
+        }
+    }
+
+    fn rate(iops: f64, block_size: u32) -> MeasuredFigures {
+        MeasuredFigures {
+            iops,
+            bytes_per_sec: iops * f64::from(block_size),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn the_worst_run_that_can_show_a_promise_judges_it() {
+        let expected = Expectation {
+            iops: Some(3000.0),
+            ..Default::default()
+        };
+        let runs = [
+            one_device_run("4k_100_0", shape(4096, 32), rate(3100.0, 4096)),
+            one_device_run("4k_0_100", shape(4096, 32), rate(2000.0, 4096)),
+            one_device_run("512b_100_0", shape(512, 32), rate(3050.0, 512)),
+            // 8k runs and depth-1 runs judge no IOPS, however low.
+            one_device_run("8k_100_0", shape(8192, 32), rate(100.0, 8192)),
+            one_device_run("4k_qd1", shape(4096, 1), rate(900.0, 4096)),
+        ];
+        let checks = check_promise(&expected, &runs, Some("/dev/a"), T);
+        assert_eq!(checks.len(), 1);
+        let c = &checks[0];
+        assert_eq!(c.figure, Figure::Iops);
+        assert_eq!(c.measured, Some(2000.0));
+        assert_eq!(c.runs, ["4k_100_0", "4k_0_100", "512b_100_0"]);
+        assert_eq!(c.pass, Some(false));
+        // Without the write-heavy run every run that judges keeps it: 3050 is the worst.
+        let kept_runs = [runs[0].clone(), runs[2].clone(), runs[3].clone()];
+        let kept = check_figure(Figure::Iops, 3000.0, &kept_runs, Some("/dev/a"), T);
+        assert_eq!((kept.measured, kept.pass), (Some(3050.0), Some(true)));
+        // A device no run measured is not judged.
+        let none = check_figure(Figure::Iops, 3000.0, &runs, Some("/dev/x"), T);
+        assert_eq!((none.measured, none.pass), (None, None));
+        assert!(none.runs.is_empty());
+    }
+
+    #[test]
+    fn p95_is_judged_for_reads_and_writes_apart() {
+        let expected = Expectation {
+            p95_ns: Some(1_000_000),
+            ..Default::default()
+        };
+        // A 96/4 mix at depth 1: reads at 0.4 ms, writes at 1.5 ms. The p95 of both together
+        // would be 0.4 ms (writes are under 5% of the I/Os) and hide the slow writes.
+        let mixed = MeasuredFigures {
+            iops: 2000.0,
+            bytes_per_sec: 2000.0 * 4096.0,
+            read_p95_ns: Some(400_000),
+            write_p95_ns: Some(1_500_000),
+        };
+        let runs = [one_device_run("4k_96_4", shape(4096, 1), mixed)];
+        let got: Vec<_> = check_promise(&expected, &runs, Some("/dev/a"), T)
+            .iter()
+            .map(|c| (c.figure, c.measured, c.pass))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                (Figure::ReadP95Ns, Some(400_000.0), Some(true)),
+                (Figure::WriteP95Ns, Some(1_500_000.0), Some(false)),
+            ]
+        );
+        // A read-only latency run promises nothing of writes: no write check.
+        let reads = MeasuredFigures {
+            write_p95_ns: None,
+            ..mixed
+        };
+        let runs = [one_device_run("4k_100_0", shape(4096, 1), reads)];
+        let checks = check_promise(&expected, &runs, Some("/dev/a"), T);
+        assert_eq!(checks.len(), 1);
+        assert_eq!(checks[0].figure, Figure::ReadP95Ns);
+        // No latency run at all: both directions listed, unjudged.
+        let runs = [one_device_run("4k_100_0", shape(4096, 32), mixed)];
+        let checks = check_promise(&expected, &runs, Some("/dev/a"), T);
+        assert_eq!(checks.len(), 2);
+        assert!(checks.iter().all(|c| c.pass.is_none()));
+
+        // Through judge(): the verdict names the direction that failed.
+        let mut devices = flat(2000.0, "x", &["/dev/a"]);
+        devices[0].spec.iops = None;
+        devices[0].spec.p95_ms = Some(1.0);
+        let specs = SpecSet {
+            devices,
+            ..Default::default()
+        };
+        let mut qd1 = report(4096, 1, &[("/dev/a", 2000.0)], &[2000; 3]);
+        qd1.devices[0].figures.read.latency_ns.p95 = 400_000;
+        qd1.devices[0].figures.write = OpSummary {
+            ios: 80,
+            latency_ns: crate::LatencySummary {
+                p95: 1_500_000,
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        let v = judge(&specs, &[&qd1]);
+        assert_eq!(v.devices[0].measured_read_p95_ns, Some(400_000));
+        assert_eq!(v.devices[0].measured_write_p95_ns, Some(1_500_000));
+        assert_eq!(v.failures(), vec!["/dev/a write p95".to_string()]);
     }
 }

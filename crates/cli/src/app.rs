@@ -12,15 +12,11 @@ use hostmax_aggregate::{summarize, HostReport, TimeSeries};
 use hostmax_engine::{EngineError, RunConfig};
 
 use crate::args::demo::DemoArgs;
+use crate::exit_code;
 use crate::output::destination::Destination;
 use crate::output::{self, progress::LiveView};
 use crate::plan::{BadInput, RunPlan};
 use crate::simhost::{SimHostMode, SimHostSpec, SimulatedHost};
-
-/// Exit code when the run finished but I/O errors happened.
-pub const EXIT_IO_ERRORS: i32 = 3;
-/// Exit code when `--verify` found a block that was not what was written.
-pub const EXIT_VERIFY_FAILED: i32 = 5;
 
 /// Runs the host-max test a plan describes and prints/writes its report. Returns the exit code.
 pub fn run(plan: RunPlan) -> anyhow::Result<i32> {
@@ -46,15 +42,13 @@ pub fn run_and_emit(
 
 /// The exit code a finished run earns.
 pub fn exit_code(report: &HostReport, interrupted_by: i32) -> i32 {
-    if interrupted_by != 0 {
-        128 + interrupted_by
-    } else if report.verify_failed() {
-        EXIT_VERIFY_FAILED
-    } else if report.host.errors > 0 {
-        EXIT_IO_ERRORS
-    } else {
-        0
+    exit_code::Outcome {
+        signal: interrupted_by,
+        bad_data: report.verify_failed(),
+        io_errors: report.host.errors > 0,
+        verdict_failed: false,
     }
+    .code()
 }
 
 /// Runs the plan with a live view and signal handling; returns the report and the signal
@@ -181,10 +175,10 @@ pub fn refusal_or_error(e: EngineError) -> anyhow::Error {
             ))
             .into()
         }
-        EngineError::Open { .. }
-        | EngineError::NotATarget { .. }
-        | EngineError::InvalidWorkload(_)
-        | EngineError::InvalidCpus(_) => BadInput(e.to_string()).into(),
+        EngineError::InvalidWorkload(refusal) | EngineError::InvalidCpus(refusal) => {
+            BadInput::from(refusal).into()
+        }
+        EngineError::Open { .. } | EngineError::NotATarget { .. } => BadInput(e.to_string()).into(),
         _ => e.into(),
     }
 }

@@ -7,17 +7,19 @@
 //!
 //! Syntax errors (a size that is not a size) come from clap's value parsers, which use
 //! [`crate::units`]; everything that needs the targets or the host (a block size that does
-//! not fit a device, a CPU that is not online) is a [`BadInput`] from the planner. Both exit
-//! with [`EXIT_BAD_INPUT`].
+//! not fit a device, a CPU that is not online) is a [`crate::plan::BadInput`] from the planner. Both exit
+//! with [`crate::exit_code::BAD_INPUT`].
 
 use std::ffi::OsString;
 use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
+use hostmax_engine::placement::{parse_cpu_list, CpuListError};
 use hostmax_engine::{IoPattern, MAX_IODEPTH};
 
-use crate::plan::{BadInput, PlanRequest};
+use crate::plan::PlanRequest;
+use crate::units::{parse_count, parse_duration, parse_percent, parse_seed, parse_size};
 
 pub mod demo;
 pub mod doctor;
@@ -25,31 +27,6 @@ pub mod fleet;
 pub mod spec;
 pub mod suite;
 pub mod verify;
-use crate::units::{
-    parse_count, parse_cpu_list, parse_duration, parse_percent, parse_seed, parse_size, UnitError,
-};
-
-/// Exit code: the run finished and every check passed.
-pub const EXIT_OK: u8 = 0;
-/// Exit code reserved for a failed verdict (a later issue).
-pub const EXIT_VERDICT_FAILED: u8 = 1;
-/// Exit code: bad input or a refused target ([`BadInput`] anywhere in the error chain,
-/// clap's usage errors too).
-pub const EXIT_BAD_INPUT: u8 = 2;
-/// Exit code: the run finished but I/O errors happened.
-pub const EXIT_IO_ERRORS: u8 = 3;
-/// Exit code: any other failure (runtime or internal error).
-pub const EXIT_FAILURE: u8 = 4;
-
-/// The exit code for an error: [`EXIT_BAD_INPUT`] if a [`BadInput`] is anywhere in its chain,
-/// else [`EXIT_FAILURE`].
-pub fn exit_code_for(err: &anyhow::Error) -> u8 {
-    if err.chain().any(|e| e.is::<BadInput>()) {
-        EXIT_BAD_INPUT
-    } else {
-        EXIT_FAILURE
-    }
-}
 
 /// `hostmax`: find and verify the maximum storage performance of a host.
 #[derive(Debug, Parser)]
@@ -99,7 +76,8 @@ pub enum Command {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CpuList(pub Vec<usize>);
 
-fn cpu_list_arg(s: &str) -> Result<CpuList, UnitError> {
+/// Parses `--cpus`.
+pub(crate) fn cpu_list_arg(s: &str) -> Result<CpuList, CpuListError> {
     parse_cpu_list(s).map(CpuList)
 }
 
@@ -356,19 +334,5 @@ mod tests {
             .unwrap()
             .request();
         assert_eq!(got.devices, ["/dev/x", "/dev/a", "/dev/b"]);
-    }
-
-    #[test]
-    fn bad_input_anywhere_in_the_chain_exits_2() {
-        let bad: anyhow::Error = BadInput("x".into()).into();
-        assert_eq!(exit_code_for(&bad), EXIT_BAD_INPUT);
-        assert_eq!(
-            exit_code_for(&bad.context("while planning")),
-            EXIT_BAD_INPUT
-        );
-        assert_eq!(
-            exit_code_for(&anyhow::anyhow!("disk on fire")),
-            EXIT_FAILURE
-        );
     }
 }

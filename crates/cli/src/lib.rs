@@ -28,6 +28,7 @@ pub mod args;
 pub mod chart;
 pub mod devices;
 mod doctor;
+pub mod exit_code;
 pub mod fleet;
 mod identity;
 pub mod output;
@@ -44,7 +45,7 @@ mod verify;
 pub(crate) mod test_support;
 
 /// Runs the command `cli` names (the host-max test when it names none) and returns its exit
-/// code; an error maps to one with [`args::exit_code_for`]. The caller installs the signal
+/// code; an error maps to one with [`exit_code::for_error`]. The caller installs the signal
 /// watch first ([`signals::watch`]).
 pub fn run(cli: args::Cli) -> anyhow::Result<i32> {
     use args::Command;

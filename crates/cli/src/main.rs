@@ -1,15 +1,9 @@
 //! The `hostmax` binary: watches signals, parses the command line and runs it
 //! ([`hostmax::run`]), then maps the outcome to an exit code.
 //!
-//! Exit codes:
-//! - 0: success (also `--help` and `--version`);
-//! - 1: a verdict failed (some volume or the host fell short of its promise);
-//! - 2: bad input or a refused target: clap's usage errors and any error whose chain holds a
-//!   [`hostmax::plan::BadInput`];
-//! - 3: the run finished but I/O errors happened (a run with I/O errors);
-//! - 4: any other failure (a runtime or internal error);
-//! - 5: `--verify` found a block that was not what was written;
-//! - 128 + N: interrupted by signal N (the report is still written, marked interrupted).
+//! Exit codes: [`hostmax::exit_code`] (`--help` and `--version` exit 0, clap's usage errors 2;
+//! a command that ran no engine, merge or doctor, exits 128 + N after its output when signal
+//! N came).
 //!
 //! Every error is printed as ONE line on stderr, `hostmax: <message>`, and nothing goes to
 //! stdout.
@@ -17,7 +11,8 @@
 use std::process::ExitCode;
 
 use clap::Parser;
-use hostmax::args::{exit_code_for, Cli, EXIT_BAD_INPUT, EXIT_FAILURE};
+use hostmax::args::Cli;
+use hostmax::exit_code;
 
 fn main() -> ExitCode {
     // A panic is a bug; still, say so on one line like every other error.
@@ -38,13 +33,13 @@ fn main() -> ExitCode {
     match hostmax::run(cli) {
         // A command that ran no engine (merge, doctor) finished its output; it still ends as
         // interrupted.
-        Ok(0) if signals.signal() != 0 => {
-            ExitCode::from(u8::try_from(128 + signals.signal()).unwrap_or(EXIT_FAILURE))
+        Ok(exit_code::OK) if signals.signal() != 0 => {
+            exit_code::status(exit_code::interrupted(signals.signal()))
         }
-        Ok(code) => ExitCode::from(u8::try_from(code).unwrap_or(EXIT_FAILURE)),
+        Ok(code) => exit_code::status(code),
         Err(err) => {
             eprintln!("hostmax: {}", error_line(&err));
-            ExitCode::from(exit_code_for(&err))
+            exit_code::status(exit_code::for_error(&err))
         }
     }
 }
@@ -105,10 +100,10 @@ fn clap_exit(err: clap::Error) -> ExitCode {
         eprintln!(
             "hostmax: '{path}' is not a subcommand or option: name devices with --devices (hostmax --devices {path} ...); see 'hostmax --help'"
         );
-        return ExitCode::from(EXIT_BAD_INPUT);
+        return exit_code::status(exit_code::BAD_INPUT);
     }
     eprintln!("hostmax: {text}; see '{}'", help_command(&argv));
-    ExitCode::from(EXIT_BAD_INPUT)
+    exit_code::status(exit_code::BAD_INPUT)
 }
 
 /// The help that fits the command line: the subcommand's (`hostmax suite --help`) when one

@@ -8,15 +8,16 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
+use hostmax_engine::placement::{format_cpu_list, parse_cpu_list};
 use hostmax_engine::{
-    ErrorPolicy, IoPattern, Polling, TargetInfo, ThreadLayout, Workload, WriteData, MAX_BLOCK_SIZE,
-    MAX_IODEPTH, MIN_BLOCK_SIZE,
+    ErrorPolicy, IoPattern, Polling, Setting, SettingError, TargetInfo, ThreadLayout, Workload,
+    WriteData, MAX_BLOCK_SIZE, MAX_IODEPTH, MIN_BLOCK_SIZE,
 };
 
 use crate::devices::{create_files, expand_device_args, resolve_targets_creating};
 use crate::output::destination::Destination;
 use crate::safety::{check_write_safety, SystemSources, WriteFlags};
-use crate::units::{format_cpu_list, format_size, human_size, parse_cpu_list};
+use crate::units::{format_size, human_size};
 
 /// Open files a run needs besides one per target (stdio, rings, eventfds, the report).
 pub const RESERVED_FDS: u64 = 32;
@@ -32,6 +33,35 @@ impl fmt::Display for BadInput {
 }
 
 impl std::error::Error for BadInput {}
+
+/// The option of `hostmax` that sets an engine [`Setting`] (`None` for one no option sets):
+/// the libraries name their own settings, the command line names its flags.
+pub fn option_for(setting: Setting) -> Option<&'static str> {
+    Some(match setting {
+        Setting::Pattern => "--rw",
+        Setting::BlockSize => "--bs",
+        Setting::Iodepth => "--iodepth",
+        Setting::Rwmixread => "--rwmixread",
+        Setting::Runtime => "--runtime",
+        Setting::IoLimit => return None,
+        Setting::RateIops => "--rate-iops",
+        Setting::WorkingSet => "--size",
+        Setting::RecordLatency => "--no-latency",
+        Setting::CompressPercent => "--buffer-compress-percentage",
+        Setting::DedupePercent => "--dedupe-percentage",
+        Setting::Verify => "--verify",
+        Setting::Targets => "--devices",
+        Setting::Cpus => "--cpus",
+        Setting::Polling => "--iopoll",
+    })
+}
+
+impl From<&SettingError> for BadInput {
+    /// The engine's refusal, naming the options to change.
+    fn from(e: &SettingError) -> Self {
+        BadInput(e.naming(option_for))
+    }
+}
 
 /// Returns early with a [`BadInput`] made from a format string.
 #[macro_export]

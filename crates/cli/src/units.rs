@@ -1,5 +1,6 @@
 //! Parsers (and matching formatters) for the values users type: sizes (`4k`, `10g`),
-//! durations (`30s`, `500ms`), CPU lists (`0-3,6`) and percentages (`70`, `70%`); and the one
+//! durations (`30s`, `500ms`) and percentages (`70`, `70%`) (CPU lists are the engine's:
+//! [`hostmax_engine::placement::parse_cpu_list`]); and the one
 //! place numbers are spelled for people: latencies ([`format_latency_ns`]), sizes
 //! ([`human_size`]) and throughput ([`format_mib_per_sec`]).
 //!
@@ -7,10 +8,6 @@
 //! them panics on any input (they are fuzzed), and each overflow is an error, never a wrap.
 
 use std::time::Duration;
-
-/// Largest CPU number a CPU list may name. Far above any real machine, and it keeps a range
-/// such as `0-4000000000` from allocating a huge list.
-pub const MAX_CPU: usize = 65_535;
 
 /// Why a value could not be parsed. Shown after the option's name, so it reads as a sentence.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -215,96 +212,6 @@ pub fn format_duration(d: Duration) -> String {
     } else {
         format!("{secs}s")
     }
-}
-
-const CPUS_ACCEPTED: &str = "use CPU numbers and ranges separated by commas, e.g. 0-3,6,8-9";
-
-/// Parses a CPU list in the kernel's format (`0-3,6,8-9`, as in
-/// `/sys/devices/system/cpu/online` and `taskset -c`). Returns the CPUs sorted, each once.
-/// CPUs above [`MAX_CPU`] and reversed ranges (`5-2`) are errors.
-pub fn parse_cpu_list(input: &str) -> Result<Vec<usize>, UnitError> {
-    const WHAT: &str = "CPU list";
-    let trimmed = input.trim();
-    if trimmed.is_empty() {
-        return Err(UnitError::Empty {
-            what: WHAT,
-            example: "0-3,6",
-        });
-    }
-    let cpu = |part: &str| -> Result<usize, UnitError> {
-        let part = part.trim();
-        if part.is_empty() {
-            return Err(invalid(
-                input,
-                WHAT,
-                format!("a CPU number is missing; {CPUS_ACCEPTED}"),
-            ));
-        }
-        if part.starts_with('-') {
-            return Err(invalid(input, WHAT, "negative CPU number"));
-        }
-        if !part.bytes().all(|b| b.is_ascii_digit()) {
-            return Err(invalid(
-                input,
-                WHAT,
-                format!("'{part}' is not a CPU number; {CPUS_ACCEPTED}"),
-            ));
-        }
-        match part.parse::<usize>() {
-            Ok(n) if n <= MAX_CPU => Ok(n),
-            _ => Err(invalid(
-                input,
-                WHAT,
-                format!("CPU {part} is beyond the largest possible CPU number {MAX_CPU}"),
-            )),
-        }
-    };
-    let mut cpus = Vec::new();
-    for item in trimmed.split(',') {
-        // A '-' after the first character separates a range; a leading one is a sign.
-        match item.trim().get(1..).and_then(|rest| rest.find('-')) {
-            Some(dash) => {
-                let item = item.trim();
-                let (first, last) = (cpu(&item[..dash + 1])?, cpu(&item[dash + 2..])?);
-                if first > last {
-                    return Err(invalid(
-                        input,
-                        WHAT,
-                        format!("range {first}-{last} runs backwards; write {last}-{first}"),
-                    ));
-                }
-                cpus.extend(first..=last);
-            }
-            None => cpus.push(cpu(item)?),
-        }
-    }
-    cpus.sort_unstable();
-    cpus.dedup();
-    Ok(cpus)
-}
-
-/// Formats CPUs in the kernel's list format, merging runs into ranges (`[0,1,2,5]` -> `0-2,5`).
-pub fn format_cpu_list(cpus: &[usize]) -> String {
-    let mut sorted = cpus.to_vec();
-    sorted.sort_unstable();
-    sorted.dedup();
-    let mut parts = Vec::new();
-    let mut i = 0;
-    while i < sorted.len() {
-        let start = sorted[i];
-        let mut end = start;
-        while i + 1 < sorted.len() && sorted[i + 1] == end + 1 {
-            end += 1;
-            i += 1;
-        }
-        parts.push(if start == end {
-            start.to_string()
-        } else {
-            format!("{start}-{end}")
-        });
-        i += 1;
-    }
-    parts.join(",")
 }
 
 /// Parses a percentage, 0 to 100, with or without a trailing `%` (`70`, `70%`).
@@ -618,62 +525,6 @@ mod tests {
     }
 
     #[test]
-    fn cpu_lists_follow_the_kernel_format() {
-        assert_eq!(parse_cpu_list("0"), Ok(vec![0]));
-        assert_eq!(parse_cpu_list("0-3,6,8-9"), Ok(vec![0, 1, 2, 3, 6, 8, 9]));
-        assert_eq!(parse_cpu_list("3,1,2,1"), Ok(vec![1, 2, 3]));
-        assert_eq!(parse_cpu_list(" 0 - 1 , 5 "), Ok(vec![0, 1, 5]));
-        assert_eq!(parse_cpu_list("4-4"), Ok(vec![4]));
-        assert_eq!(parse_cpu_list("65535"), Ok(vec![65535]));
-        for bad in [
-            "",
-            "1-",
-            "-1",
-            "a",
-            "1,,2",
-            "1,",
-            ",1",
-            "3-1",
-            "1-2-3",
-            "0x1",
-            "1.5",
-            "65536",
-            "0-4000000000",
-            "99999999999999999999999",
-            "1 2",
-            "--1",
-            "1--2",
-            "-",
-        ] {
-            let err = parse_cpu_list(bad).expect_err(bad);
-            assert!(!err.to_string().contains('\n'));
-        }
-        assert!(parse_cpu_list("3-1")
-            .unwrap_err()
-            .to_string()
-            .contains("1-3"));
-        assert!(parse_cpu_list("a").unwrap_err().to_string().contains("'a'"));
-    }
-
-    #[test]
-    fn cpu_lists_round_trip_through_formatting() {
-        let mut rng = Rng(0xc0ff_eec0_ffee_0001);
-        for _ in 0..5_000 {
-            let mut cpus: Vec<usize> = (0..rng.below(40))
-                .map(|_| rng.below(256) as usize)
-                .collect();
-            cpus.sort_unstable();
-            cpus.dedup();
-            if cpus.is_empty() {
-                continue;
-            }
-            let text = format_cpu_list(&cpus);
-            assert_eq!(parse_cpu_list(&text), Ok(cpus.clone()), "{text}");
-        }
-        assert_eq!(format_cpu_list(&[5, 0, 1, 2]), "0-2,5");
-    }
-
-    #[test]
     fn percentages_are_0_to_100() {
         assert_eq!(parse_percent("0"), Ok(0));
         assert_eq!(parse_percent("70"), Ok(70));
@@ -749,9 +600,10 @@ mod tests {
             if let Ok(d) = parse_duration(&s) {
                 assert_eq!(parse_duration(&format_duration(d)), Ok(d));
             }
-            if let Ok(cpus) = parse_cpu_list(&s) {
+            if let Ok(cpus) = hostmax_engine::placement::parse_cpu_list(&s) {
                 assert!(!cpus.is_empty());
-                assert_eq!(parse_cpu_list(&format_cpu_list(&cpus)), Ok(cpus));
+                let text = hostmax_engine::placement::format_cpu_list(&cpus);
+                assert_eq!(hostmax_engine::placement::parse_cpu_list(&text), Ok(cpus));
             }
             if let Ok(p) = parse_percent(&s) {
                 assert!(p <= 100);

@@ -3,13 +3,13 @@
 //! write figure; `--buffer-compress-percentage` and `--dedupe-percentage` (fio's names and
 //! meaning) make a chosen share compressible or repeated.
 //!
-//! Filling 4 KiB from a generator on every write would cost about as much CPU as the I/O
-//! itself, so each device has one random base block `R` (made once, at setup), and a write
-//! carries `R ^ k`, where `k` is a fresh 64-bit key from a per-device stream seeded by the
-//! run's random id: one vectorised pass that reads `R` and writes the write slot
-//! ([`BlockMaker::make`]). Two blocks of one device differ
-//! by a constant word pattern, which no block-level deduplication and no LZ-family compressor
-//! can use. ([`BlockMaker::rekey`] does the same in place, for tests and benches.)
+//! Rewriting every byte of every write costs as much CPU as a loop volume's I/O itself, so
+//! each device gets a pool of random blocks (made once, at setup, seeded by the run's random
+//! id: [`WRITE_POOL_BYTES`]), a write takes the pool block its device block number selects
+//! (modulo the pool; the next free one when a write in flight holds it), and
+//! [`BlockMaker::stamp_unique`] puts a fresh word at the start of each 512-byte chunk: every
+//! block written is unique (down to 512-byte granularity) and random, and blocks side by side
+//! on the device (a compressor's window, a storage chunk) come from different pool blocks.
 
 use serde::{Deserialize, Serialize};
 
@@ -217,15 +217,19 @@ pub(crate) fn check(block: &[u8], expected: BlockIdentity, tag: u8) -> Option<Ve
     })
 }
 
-/// Makes one device's write buffers; see the module overview. Public for the benches.
+/// Bytes of write pool each device gets (at least `iodepth + 1` blocks): far more than any
+/// compressor's window (deflate: 32 KiB) or storage chunk, small enough for memory (4 MiB a
+/// device).
+pub const WRITE_POOL_BYTES: usize = 4 << 20;
+
+/// Makes one device's write data; see the module overview. Public for the benches.
 #[derive(Debug, Clone)]
 pub struct BlockMaker {
     random_per_chunk: usize,
     key_state: u64,
     dedupe_state: u64,
     dedupe_percent: u8,
-    /// The key every duplicate block carries: all duplicates of a device are the same bytes.
-    duplicate_key: u64,
+    pool_seed: u64,
 }
 
 impl BlockMaker {
@@ -239,20 +243,21 @@ impl BlockMaker {
             key_state,
             dedupe_state,
             dedupe_percent: data.dedupe_percent.min(100),
-            duplicate_key: splitmix64(&mut base) | 1,
+            pool_seed: splitmix64(&mut base),
         }
     }
 
-    /// Seed of the device's base block `R` (differs per run and device).
-    fn base_seed(&self) -> u64 {
-        self.key_state.rotate_left(17) ^ self.duplicate_key
+    /// Blocks in a device's write pool for this block size and depth; the region holds one
+    /// more, the block every duplicate write carries.
+    pub fn pool_blocks(block_size: usize, iodepth: usize) -> usize {
+        (WRITE_POOL_BYTES / block_size.max(1)).max(iodepth + 1)
     }
 
-    /// Writes the device's base block `R` into `buf` (one slot, key 0): random bytes at the
-    /// start of every chunk, zeros in the rest.
-    pub fn fill_base(&self, buf: &mut [u8]) {
-        let mut state = self.base_seed();
-        for chunk in buf.chunks_mut(COMPRESS_CHUNK) {
+    /// Fills a device's pool region (`pool_blocks + 1` blocks): random bytes at the start of
+    /// every [`COMPRESS_CHUNK`], zeros in the rest.
+    pub fn fill_pool(&self, pool: &mut [u8]) {
+        let mut state = self.pool_seed;
+        for chunk in pool.chunks_mut(COMPRESS_CHUNK) {
             let (random, zeros) = chunk.split_at_mut(self.random_per_chunk.min(chunk.len()));
             for word in random.chunks_mut(8) {
                 let v = splitmix64(&mut state).to_le_bytes();
@@ -262,77 +267,34 @@ impl BlockMaker {
         }
     }
 
-    /// The key of the next block written: fresh, or the duplicate key for the share of
-    /// blocks `dedupe_percent` asks to repeat.
+    /// The next write's key: `Some` for a unique block, `None` for one of the share of
+    /// writes `dedupe_percent` asks to repeat the device's duplicate block.
     #[inline]
-    pub fn next_key(&mut self) -> u64 {
+    pub fn next_key(&mut self) -> Option<u64> {
         let key = splitmix64(&mut self.key_state);
         if self.dedupe_percent > 0
             && splitmix64(&mut self.dedupe_state) % 100 < u64::from(self.dedupe_percent)
         {
-            return self.duplicate_key;
+            return None;
         }
-        key
+        Some(key)
     }
 
-    /// Turns a slot holding `R ^ *slot_key` into `R ^ key` and remembers `key`.
+    /// Makes a pool block unique for one write: a word derived from `key` at the start of
+    /// every [`COMPRESS_CHUNK`] (fio's `scramble_buffers` place), distinct per chunk so the
+    /// block holds no repeated word a compressor could use. A few stores instead of a pass
+    /// over the block: rewriting every byte of each write cost 20% of the IOPS on loop
+    /// volumes, this costs none measurable (benches/data_cost.sh). With no random part
+    /// (`--buffer-compress-percentage 100`) the block stays zeros, as fio's does.
     #[inline]
-    pub fn rekey(&self, buf: &mut [u8], slot_key: &mut u64, key: u64) {
-        let delta = *slot_key ^ key;
-        *slot_key = key;
-        if delta == 0 || self.random_per_chunk == 0 {
+    pub fn stamp_unique(&self, block: &mut [u8], key: u64) {
+        if self.random_per_chunk < 8 {
             return;
         }
-        if self.random_per_chunk == COMPRESS_CHUNK {
-            xor_words(buf, delta);
-        } else {
-            for chunk in buf.chunks_mut(COMPRESS_CHUNK) {
-                let end = self.random_per_chunk.min(chunk.len());
-                xor_words(&mut chunk[..end], delta);
-            }
+        let mut state = key;
+        for chunk in block.chunks_exact_mut(COMPRESS_CHUNK) {
+            chunk[..8].copy_from_slice(&splitmix64(&mut state).to_le_bytes());
         }
-    }
-}
-
-impl BlockMaker {
-    /// Writes `base ^ key` over the random parts of `out` (its zero parts stay as they are:
-    /// zeros, since every write slot starts as a copy of `base`). `base` is the device's base
-    /// block ([`BlockMaker::fill_base`]); `out` is the write slot itself: `out` is only
-    /// written, never read, so one pass does it (making it in a cached scratch block and
-    /// copying that to the slot measured no better, for a second pass over the block).
-    #[inline]
-    pub fn make(&self, base: &[u8], out: &mut [u8], key: u64) {
-        if self.random_per_chunk == COMPRESS_CHUNK {
-            xor_words_into(out, base, key);
-        } else {
-            for (o, b) in out
-                .chunks_mut(COMPRESS_CHUNK)
-                .zip(base.chunks(COMPRESS_CHUNK))
-            {
-                let end = self.random_per_chunk.min(o.len());
-                xor_words_into(&mut o[..end], &b[..end], key);
-            }
-        }
-    }
-}
-
-/// `out = src ^ delta`, word by word (vectorised by the compiler).
-#[inline]
-fn xor_words_into(out: &mut [u8], src: &[u8], delta: u64) {
-    for (o, s) in out.chunks_exact_mut(8).zip(src.chunks_exact(8)) {
-        let v = u64::from_ne_bytes([s[0], s[1], s[2], s[3], s[4], s[5], s[6], s[7]]) ^ delta;
-        o.copy_from_slice(&v.to_ne_bytes());
-    }
-}
-
-/// XORs every whole 8-byte word of `buf` with `delta` (the compiler vectorises this loop).
-#[inline]
-fn xor_words(buf: &mut [u8], delta: u64) {
-    for word in buf.chunks_exact_mut(8) {
-        let v = u64::from_ne_bytes([
-            word[0], word[1], word[2], word[3], word[4], word[5], word[6], word[7],
-        ]) ^ delta;
-        word.copy_from_slice(&v.to_ne_bytes());
     }
 }
 
@@ -354,40 +316,35 @@ pub(crate) fn random_run_id() -> u64 {
 mod tests {
     use super::*;
 
+    /// Pool block 0 of `maker`'s device, made unique with `key`.
     fn block(maker: &BlockMaker, key: u64) -> Vec<u8> {
-        let mut b = vec![0u8; 4096];
-        maker.fill_base(&mut b);
-        let mut k = 0;
-        maker.rekey(&mut b, &mut k, key);
-        b
+        let mut pool = vec![0u8; 2 * 4096];
+        maker.fill_pool(&mut pool);
+        pool.truncate(4096);
+        maker.stamp_unique(&mut pool, key);
+        pool
     }
 
     #[test]
-    fn rekeying_in_place_equals_making_the_block_afresh() {
+    fn stamping_changes_the_first_word_of_every_chunk_only() {
         let m = BlockMaker::new(WriteData::default(), 7, 0);
-        let mut slot = block(&m, 0);
-        let mut key = 0;
-        m.rekey(&mut slot, &mut key, 0x1234);
-        m.rekey(&mut slot, &mut key, 0xabcd_ef01);
-        assert_eq!(slot, block(&m, 0xabcd_ef01));
-        assert_ne!(slot, block(&m, 0x1234));
+        let (a, b) = (block(&m, 0x1234), block(&m, 0xabcd_ef01));
+        assert_ne!(a, b);
+        for (ca, cb) in a.chunks(COMPRESS_CHUNK).zip(b.chunks(COMPRESS_CHUNK)) {
+            assert_ne!(ca[..8], cb[..8]);
+            assert_eq!(ca[8..], cb[8..]);
+        }
+        // Distinct words in every chunk: nothing repeated within the block for a compressor.
+        let mut words: Vec<&[u8]> = a.chunks(COMPRESS_CHUNK).map(|c| &c[..8]).collect();
+        words.sort_unstable();
+        words.dedup();
+        assert_eq!(words.len(), 4096 / COMPRESS_CHUNK);
     }
 
     #[test]
-    fn making_from_the_base_equals_rekeying_the_slot() {
-        for compress_percent in [0, 50] {
-            let data = WriteData {
-                compress_percent,
-                ..WriteData::default()
-            };
-            let m = BlockMaker::new(data, 5, 1);
-            let mut base = vec![0u8; 4096];
-            m.fill_base(&mut base);
-            let mut out = vec![0u8; 4096];
-            m.make(&base, &mut out, 0x77);
-            m.make(&base, &mut out, 0x99);
-            assert_eq!(out, block(&m, 0x99));
-        }
+    fn pools_hold_enough_blocks_for_every_write_in_flight() {
+        assert_eq!(BlockMaker::pool_blocks(4096, 32), 1024);
+        assert_eq!(BlockMaker::pool_blocks(1 << 20, 32), 33);
     }
 
     #[test]
@@ -435,11 +392,11 @@ mod tests {
             9,
             2,
         );
-        let keys: Vec<u64> = (0..100_000).map(|_| m.next_key()).collect();
-        let dup = keys.iter().filter(|&&k| k == m.duplicate_key).count();
+        let keys: Vec<Option<u64>> = (0..100_000).map(|_| m.next_key()).collect();
+        let dup = keys.iter().filter(|k| k.is_none()).count();
         assert!((29_000..31_000).contains(&dup), "{dup}");
         let mut unique = BlockMaker::new(WriteData::default(), 9, 2);
-        let mut seen: Vec<u64> = (0..100_000).map(|_| unique.next_key()).collect();
+        let mut seen: Vec<u64> = (0..100_000).filter_map(|_| unique.next_key()).collect();
         seen.sort_unstable();
         seen.dedup();
         assert_eq!(seen.len(), 100_000);

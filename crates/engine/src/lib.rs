@@ -23,6 +23,7 @@ pub mod placement;
 mod result;
 mod ring;
 mod run;
+mod setting;
 pub mod target;
 mod worker;
 mod workload;
@@ -42,6 +43,7 @@ pub use run::{
     buffer_bytes, check_buffer_memory, check_poll_queues, check_verify_memory, prepare, start,
     validate, verify_state_bytes, PreparedRun, RunConfig, RunHandle, StopHandle,
 };
+pub use setting::{Setting, SettingError};
 pub use target::{TargetInfo, TargetKind};
 pub use worker::OffsetStream;
 pub use workload::{
@@ -72,10 +74,10 @@ pub enum EngineError {
     },
     /// The workload does not fit a target or is out of range.
     #[error("{0}")]
-    InvalidWorkload(String),
+    InvalidWorkload(SettingError),
     /// The CPU set is empty or names CPUs that are not online.
     #[error("{0}")]
-    InvalidCpus(String),
+    InvalidCpus(SettingError),
     /// io_uring could not be set up (kernel too old, disabled, or out of memory).
     #[error("io_uring setup failed: {0}")]
     Ring(std::io::Error),

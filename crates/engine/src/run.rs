@@ -12,8 +12,8 @@ use crate::ring::Polling;
 use crate::worker::WorkerTask;
 use crate::workload::ErrorPolicy;
 use crate::{
-    target, DeviceInterval, DeviceResult, EngineError, RunResult, TargetInfo, Workload,
-    MAX_BLOCK_SIZE, MAX_IODEPTH, MIN_BLOCK_SIZE,
+    target, DeviceInterval, DeviceResult, EngineError, RunResult, Setting, SettingError,
+    TargetInfo, Workload, MAX_BLOCK_SIZE, MAX_IODEPTH, MIN_BLOCK_SIZE,
 };
 
 /// What to run where.
@@ -173,78 +173,114 @@ impl std::fmt::Debug for StopHandle {
 /// Checks a workload against the engine's limits and every target.
 pub fn validate(workload: &Workload, targets: &[TargetInfo]) -> Result<(), EngineError> {
     let w = workload;
-    let bad = |m: String| Err(EngineError::InvalidWorkload(m));
+    use Setting::*;
+    let bad = |m: String, settings: &[Setting]| {
+        Err(EngineError::InvalidWorkload(SettingError::new(m, settings)))
+    };
     if !(MIN_BLOCK_SIZE..=MAX_BLOCK_SIZE).contains(&w.block_size) {
-        return bad(format!(
-            "block size {} is out of range: use 512 B to 8 MiB (--bs)",
-            w.block_size
-        ));
+        return bad(
+            format!(
+                "block size {} is out of range: use 512 B to 8 MiB",
+                w.block_size
+            ),
+            &[BlockSize],
+        );
     }
     if w.iodepth == 0 || w.iodepth > MAX_IODEPTH {
-        return bad(format!(
-            "queue depth {} is out of range: use 1 to {MAX_IODEPTH} (--iodepth)",
-            w.iodepth
-        ));
+        return bad(
+            format!(
+                "queue depth {} is out of range: use 1 to {MAX_IODEPTH}",
+                w.iodepth
+            ),
+            &[Iodepth],
+        );
     }
     if w.rwmixread > 100 {
-        return bad(format!(
-            "read share {}% is over 100%: use 0 to 100 (--rwmixread)",
-            w.rwmixread
-        ));
+        return bad(
+            format!("read share {}% is over 100%: use 0 to 100", w.rwmixread),
+            &[Rwmixread],
+        );
     }
     if w.runtime.is_zero() {
-        return bad("runtime is zero: give a positive --runtime".into());
+        return bad(
+            "runtime is zero: give a positive runtime".into(),
+            &[Runtime],
+        );
     }
     if let Some(limit) = w.io_limit {
         if limit < u64::from(w.block_size) {
-            return bad(format!(
-                "I/O limit of {limit} bytes is less than one block of {} bytes: give a larger limit",
-                w.block_size
-            ));
+            return bad(
+                format!(
+                    "I/O limit of {limit} bytes is less than one block of {} bytes: give a larger limit",
+                    w.block_size
+                ),
+                &[IoLimit],
+            );
         }
     }
     if w.rate_iops == Some(0) {
-        return bad("rate of 0 IOPS would never submit: give a positive --rate-iops".into());
+        return bad(
+            "rate of 0 IOPS would never submit: give a positive rate".into(),
+            &[RateIops],
+        );
     }
     let data = &w.write_data;
     if data.compress_percent > 100 || data.dedupe_percent > 100 {
-        return bad(format!(
-            "compress {}% / dedupe {}%: use 0 to 100 (--buffer-compress-percentage, --dedupe-percentage)",
-            data.compress_percent, data.dedupe_percent
-        ));
+        return bad(
+            format!(
+                "compress {}% / dedupe {}%: use 0 to 100",
+                data.compress_percent, data.dedupe_percent
+            ),
+            &[CompressPercent, DedupePercent],
+        );
     }
     if data.verify && !w.pattern.writes() {
-        return bad(format!(
-            "--verify checks what this run writes, and {} writes nothing: use randwrite, randrw or write",
-            w.pattern
-        ));
+        return bad(
+            format!(
+                "data verification checks what this run writes, and {} writes nothing: use randwrite, randrw or write",
+                w.pattern
+            ),
+            &[Verify, Pattern],
+        );
     }
     if data.verify && data.dedupe_percent > 0 {
-        return bad("--verify gives every block its own header, so no block can repeat another: drop --dedupe-percentage or --verify".into());
+        return bad(
+            "data verification gives every block its own header, so no block can repeat another: drop deduplication or verification".into(),
+            &[DedupePercent, Verify],
+        );
     }
     if targets.is_empty() {
-        return bad("no targets: give at least one device (--devices)".into());
+        return bad("no targets: give at least one device".into(), &[Targets]);
     }
     for t in targets {
         let p = t.path.display();
         if !w.block_size.is_multiple_of(t.logical_block_size) {
-            return bad(format!(
-                "{p}: block size {} is not a multiple of its logical block size {}: use a multiple of {} (--bs)",
-                w.block_size, t.logical_block_size, t.logical_block_size
-            ));
+            return bad(
+                format!(
+                    "{p}: block size {} is not a multiple of its logical block size {}: use a multiple of {}",
+                    w.block_size, t.logical_block_size, t.logical_block_size
+                ),
+                &[BlockSize],
+            );
         }
         let working_set = w.working_set.unwrap_or(t.size);
         if working_set > t.size {
-            return bad(format!(
-                "{p}: working set of {working_set} bytes is larger than the target ({} bytes): give a smaller --size",
-                t.size
-            ));
+            return bad(
+                format!(
+                    "{p}: working set of {working_set} bytes is larger than the target ({} bytes): give a smaller working set",
+                    t.size
+                ),
+                &[WorkingSet],
+            );
         }
         if working_set < w.block_size as u64 {
-            return bad(format!(
-                "{p}: working set of {working_set} bytes is smaller than one block of {} bytes: give a larger --size or a smaller --bs",
-                w.block_size
-            ));
+            return bad(
+                format!(
+                    "{p}: working set of {working_set} bytes is smaller than one block of {} bytes: give a larger working set or a smaller block size",
+                    w.block_size
+                ),
+                &[WorkingSet, BlockSize],
+            );
         }
     }
     Ok(())
@@ -261,12 +297,15 @@ pub fn check_buffer_memory(workload: &Workload, targets: usize) -> Result<(), En
         return Ok(());
     };
     if need > available {
-        return Err(EngineError::InvalidWorkload(format!(
-            "I/O buffers would need {:.1} GiB ({targets} targets x iodepth {} x {} bytes, twice for mixed reads and writes) but only {:.1} GiB of memory is available: lower --iodepth or --bs",
-            need as f64 / (1u64 << 30) as f64,
-            workload.iodepth,
-            workload.block_size,
-            available as f64 / (1u64 << 30) as f64
+        return Err(EngineError::InvalidWorkload(SettingError::new(
+            format!(
+                "I/O buffers would need {:.1} GiB ({targets} targets x iodepth {} x {} bytes, twice for mixed reads and writes) but only {:.1} GiB of memory is available: lower the queue depth or the block size",
+                need as f64 / (1u64 << 30) as f64,
+                workload.iodepth,
+                workload.block_size,
+                available as f64 / (1u64 << 30) as f64
+            ),
+            &[Setting::Iodepth, Setting::BlockSize],
         )));
     }
     Ok(())
@@ -298,13 +337,16 @@ pub fn check_verify_memory(workload: &Workload, targets: &[TargetInfo]) -> Resul
     };
     let need = state + buffer_bytes(workload, targets.len());
     if need > available {
-        return Err(EngineError::InvalidWorkload(format!(
-            "--verify keeps one byte per block: {:.1} GiB for {} targets at --bs {}, with the I/O buffers {:.1} GiB, but only {:.1} GiB of memory is available: use a larger --bs or a smaller --size",
-            state as f64 / (1u64 << 30) as f64,
-            targets.len(),
-            workload.block_size,
-            need as f64 / (1u64 << 30) as f64,
-            available as f64 / (1u64 << 30) as f64
+        return Err(EngineError::InvalidWorkload(SettingError::new(
+            format!(
+                "data verification keeps one byte per block: {:.1} GiB for {} targets at block size {}, with the I/O buffers {:.1} GiB, but only {:.1} GiB of memory is available: use a larger block size or a smaller working set",
+                state as f64 / (1u64 << 30) as f64,
+                targets.len(),
+                workload.block_size,
+                need as f64 / (1u64 << 30) as f64,
+                available as f64 / (1u64 << 30) as f64
+            ),
+            &[Setting::BlockSize, Setting::WorkingSet],
         )));
     }
     Ok(())
@@ -329,10 +371,13 @@ pub fn check_poll_queues(targets: &[TargetInfo]) -> Result<(), EngineError> {
     if unpollable.is_empty() {
         return Ok(());
     }
-    Err(EngineError::InvalidWorkload(format!(
-        "--iopoll needs devices with poll queues (queue/io_poll = 1), and {} {} none (loop devices, regular files and most virtual disks never do; NVMe needs the nvme poll_queues parameter): drop --iopoll",
-        unpollable.join(", "),
-        if unpollable.len() == 1 { "has" } else { "have" }
+    Err(EngineError::InvalidWorkload(SettingError::new(
+        format!(
+            "polling for completions needs devices with poll queues (queue/io_poll = 1), and {} {} none (loop devices, regular files and most virtual disks never do; NVMe needs the nvme poll_queues parameter): turn polling off",
+            unpollable.join(", "),
+            if unpollable.len() == 1 { "has" } else { "have" }
+        ),
+        &[Setting::Polling],
     )))
 }
 
@@ -419,8 +464,11 @@ pub fn prepare(config: RunConfig) -> Result<PreparedRun, EngineError> {
     let allowed = match &config.cpus {
         Some(cpus) => {
             if let Some(bad) = cpus.iter().find(|c| !online.contains(c)) {
-                return Err(EngineError::InvalidCpus(format!(
-                    "CPU {bad} is not one this process may run on (allowed: {online:?}): fix --cpus"
+                return Err(EngineError::InvalidCpus(SettingError::new(
+                    format!(
+                        "CPU {bad} is not one this process may run on (allowed: {online:?}): pick from those"
+                    ),
+                    &[Setting::Cpus],
                 )));
             }
             cpus.clone()
@@ -657,7 +705,10 @@ mod tests {
         };
         assert_eq!(buffer_bytes(&huge, 32), 32 * 4096 * (8 << 20));
         let err = check_buffer_memory(&huge, 32).unwrap_err().to_string();
-        assert!(err.contains("lower --iodepth or --bs"), "{err}");
+        assert!(
+            err.contains("lower the queue depth or the block size (iodepth, block_size)"),
+            "{err}"
+        );
         assert!(check_buffer_memory(&Workload::default(), 32).is_ok());
     }
 
@@ -689,7 +740,12 @@ mod tests {
             &with(crate::IoPattern::RandRw, 50),
             std::slice::from_ref(&target),
         );
-        assert!(err.unwrap_err().to_string().contains("--dedupe-percentage"));
+        match err {
+            Err(EngineError::InvalidWorkload(e)) => {
+                assert_eq!(e.settings, [Setting::DedupePercent, Setting::Verify])
+            }
+            other => panic!("{other:?}"),
+        }
         assert!(validate(
             &with(crate::IoPattern::RandRw, 0),
             std::slice::from_ref(&target)

@@ -124,11 +124,13 @@ struct DeviceState {
     /// that no write ever carries back what a read brought.
     read_base: usize,
     write_base: usize,
-    /// Makes what each write carries from the device's base block; `write_keys[slot]` is the
-    /// key the slot's buffer holds (a write with the same key, a duplicate, costs nothing).
+    /// Makes what each write carries: writes take blocks of the device's write pool
+    /// (`pool_blocks` random blocks at `write_base`, then the duplicate block), chosen by
+    /// offset and held while in flight (`pool_busy`), made unique by
+    /// [`BlockMaker::stamp_unique`].
     maker: BlockMaker,
-    base: Vec<u8>,
-    write_keys: Vec<u64>,
+    pool_blocks: usize,
+    pool_busy: Vec<bool>,
     ramp: IoCounts,
     drained: IoCounts,
     /// Successful reads so far, to sample one in [`READ_SAMPLE_EVERY`].
@@ -142,14 +144,39 @@ struct DeviceState {
 }
 
 impl DeviceState {
-    /// Byte offset in the device's region of the buffer of `slot` for `op`.
+    /// Byte offset in the device's region of the read buffer of `slot`.
     #[inline]
-    fn buffer_offset(&self, slot: u32, op: OpKind) -> usize {
-        let base = match op {
-            OpKind::Read => self.read_base,
-            OpKind::Write => self.write_base,
-        };
-        base + (slot % self.iodepth) as usize * self.block_size as usize
+    fn read_buffer_offset(&self, slot: u32) -> usize {
+        self.read_base + (slot % self.iodepth) as usize * self.block_size as usize
+    }
+
+    /// Byte offset in the device's region of write pool block `block` (`pool_blocks` is the
+    /// duplicate block).
+    #[inline]
+    fn pool_block_offset(&self, block: usize) -> usize {
+        self.write_base + block * self.block_size as usize
+    }
+
+    /// Takes the pool block for a write at device offset `offset`: the device block number
+    /// modulo the pool, so blocks side by side on the device (what a compressor's window or
+    /// a storage chunk holds together) never share a pool block. If a write in flight holds
+    /// it, the first free one from half a pool away (the neighbours' blocks are the next
+    /// ones). There are more pool blocks than I/Os in flight, so one is always free.
+    #[inline]
+    fn take_pool_block(&mut self, offset: u64) -> usize {
+        let mut block = ((offset / u64::from(self.block_size)) % self.pool_blocks as u64) as usize;
+        if self.pool_busy[block] {
+            block = (block + self.pool_blocks / 2) % self.pool_blocks;
+        }
+        while self.pool_busy[block] {
+            block = if block + 1 == self.pool_blocks {
+                0
+            } else {
+                block + 1
+            };
+        }
+        self.pool_busy[block] = true;
+        block
     }
 }
 
@@ -164,7 +191,13 @@ struct Slot {
     /// `--verify`: a write's generation tag, or the tag a read's block had when the read was
     /// submitted (0: the read is not checked).
     tag: u8,
+    /// A write's pool block while it is in flight ([`NO_POOL_BLOCK`] for reads and
+    /// duplicates, which hold none).
+    pool_block: u32,
 }
+
+/// [`Slot::pool_block`] of an I/O that holds no pool block.
+const NO_POOL_BLOCK: u32 = u32::MAX;
 
 /// The plan one worker thread carries out.
 pub(crate) struct WorkerTask {
@@ -224,6 +257,7 @@ impl WorkerTask {
                 offset: 0,
                 submitted_ns: 0,
                 tag: 0,
+                pool_block: NO_POOL_BLOCK,
             };
             run.devices.iter().map(|d| d.iodepth as usize).sum()
         ];
@@ -287,7 +321,9 @@ impl WorkerTask {
         let (reads, writes) = (w.pattern.reads(), w.pattern.writes());
         let verify = w.write_data.verify && writes;
         // --verify reads every written block back after the run: it needs read buffers.
-        let region_len = slots_len * (usize::from(reads || verify) + usize::from(writes));
+        let pool_blocks = BlockMaker::pool_blocks(w.block_size as usize, w.iodepth as usize);
+        let pool_len = (pool_blocks + 1) * w.block_size as usize;
+        let region_len = slots_len * usize::from(reads || verify) + pool_len * usize::from(writes);
         let regions = vec![region_len; files.len()];
         let slots = files.len() * w.iodepth as usize;
         let mut io =
@@ -298,16 +334,8 @@ impl WorkerTask {
             let working_set = w.working_set.unwrap_or(info.size);
             let maker = BlockMaker::new(w.write_data, self.run_id, *index);
             let write_base = if reads || verify { slots_len } else { 0 };
-            let mut base = Vec::new();
             if writes {
-                let bs = w.block_size as usize;
-                base = vec![0u8; bs];
-                maker.fill_base(&mut base);
-                // Every write slot starts as the base block: key 0.
-                for slot in 0..w.iodepth as usize {
-                    io.buffer_mut(file, write_base + slot * bs, bs)
-                        .copy_from_slice(&base);
-                }
+                maker.fill_pool(io.buffer_mut(file, write_base, pool_len));
             }
             states.push(DeviceState {
                 index: *index,
@@ -330,8 +358,8 @@ impl WorkerTask {
                 read_base: 0,
                 write_base,
                 maker,
-                base,
-                write_keys: vec![0; if writes { w.iodepth as usize } else { 0 }],
+                pool_blocks,
+                pool_busy: vec![false; if writes { pool_blocks } else { 0 }],
                 ramp: IoCounts::default(),
                 drained: IoCounts::default(),
                 reads_done: 0,
@@ -430,7 +458,11 @@ impl WorkerLoop {
                 let dev = &mut self.devices[slot.device as usize];
                 dev.in_flight -= 1;
                 dev.free_slots.push(user_data as u32);
+                if slot.pool_block != NO_POOL_BLOCK {
+                    dev.pool_busy[slot.pool_block as usize] = false;
+                }
                 let len = dev.block_size;
+                let read_offset = dev.read_buffer_offset(user_data as u32);
                 if let Some(log) = dev.verify.as_mut() {
                     let state = &mut dev.verify_state[(slot.offset / u64::from(len)) as usize];
                     let whole = result == len as i32;
@@ -440,9 +472,9 @@ impl WorkerLoop {
                         }
                         // Checked only if no write to the block came and went meanwhile.
                         OpKind::Read if whole && slot.tag != 0 && *state == slot.tag => {
-                            let offset = dev.read_base
-                                + (user_data as u32 % dev.iodepth) as usize * len as usize;
-                            let buf = self.io.buffer(slot.device as usize, offset, len as usize);
+                            let buf =
+                                self.io
+                                    .buffer(slot.device as usize, read_offset, len as usize);
                             log.checked_during_run += 1;
                             let expected = BlockIdentity {
                                 offset: slot.offset,
@@ -462,8 +494,9 @@ impl WorkerLoop {
                     if slot.op == OpKind::Read {
                         dev.reads_done += 1;
                         if dev.reads_done % READ_SAMPLE_EVERY == 1 {
-                            let offset = dev.buffer_offset(user_data as u32, OpKind::Read);
-                            let buf = self.io.buffer(slot.device as usize, offset, len as usize);
+                            let buf =
+                                self.io
+                                    .buffer(slot.device as usize, read_offset, len as usize);
                             dev.read_samples.sampled += 1;
                             if is_zero_at_both_ends(buf) {
                                 dev.read_samples.zero += 1;
@@ -680,19 +713,27 @@ impl WorkerLoop {
                     OpKind::Write
                 };
                 let offset = dev.offsets.next_offset();
-                let buf_offset = dev.buffer_offset(slot_id, op);
+                let mut buf_offset = dev.read_buffer_offset(slot_id);
                 let mut tag = 0;
+                let mut pool_block = NO_POOL_BLOCK;
                 if op == OpKind::Write {
+                    let bs = dev.block_size as usize;
                     let key = dev.maker.next_key();
-                    let buf = self
-                        .io
-                        .buffer_mut(file, buf_offset, dev.block_size as usize);
-                    let slot_key = &mut dev.write_keys[(slot_id % dev.iodepth) as usize];
-                    if *slot_key != key {
-                        dev.maker.make(&dev.base, buf, key);
-                        *slot_key = key;
+                    // A duplicate carries the duplicate block as it is, shared by every
+                    // duplicate in flight (only read); `prepare` refuses --verify with
+                    // duplicates, which would have to stamp it.
+                    match key {
+                        Some(key) => {
+                            let block = dev.take_pool_block(offset);
+                            pool_block = block as u32;
+                            buf_offset = dev.pool_block_offset(block);
+                            let buf = self.io.buffer_mut(file, buf_offset, bs);
+                            dev.maker.stamp_unique(buf, key);
+                        }
+                        None => buf_offset = dev.pool_block_offset(dev.pool_blocks),
                     }
                     if dev.verify.is_some() {
+                        let buf = self.io.buffer_mut(file, buf_offset, bs);
                         dev.writes_submitted += 1;
                         tag = data::generation_tag(dev.writes_submitted);
                         data::stamp(
@@ -724,6 +765,9 @@ impl WorkerLoop {
                     .push(slot_id as u64, op, file, buf_offset, dev.block_size, offset)
                 {
                     dev.free_slots.push(slot_id);
+                    if pool_block != NO_POOL_BLOCK {
+                        dev.pool_busy[pool_block as usize] = false;
+                    }
                     break;
                 }
                 self.slots[slot_id as usize] = Slot {
@@ -732,6 +776,7 @@ impl WorkerLoop {
                     offset,
                     submitted_ns: 0,
                     tag,
+                    pool_block,
                 };
                 dev.in_flight += 1;
                 dev.submitted += 1;

@@ -6,9 +6,9 @@ use std::time::Duration;
 
 use clap::Args;
 
-use super::CpuList;
+use super::{cpu_list_arg, CpuList};
 use crate::suite::matrix::{parse_mix, Mix, SuiteTest};
-use crate::units::{parse_cpu_list, parse_duration, parse_seed, parse_size, UnitError};
+use crate::units::{parse_duration, parse_seed, parse_size};
 
 fn percent_arg(s: &str) -> Result<u8, String> {
     match s.trim().trim_end_matches('%').trim().parse::<u8>() {
@@ -36,10 +36,6 @@ fn suite_size_arg(s: &str) -> Result<SuiteSize, String> {
             .map(SuiteSize::Bytes)
             .map_err(|e| e.to_string())
     }
-}
-
-fn cpu_list_arg(s: &str) -> Result<CpuList, UnitError> {
-    parse_cpu_list(s).map(CpuList)
 }
 
 /// Options of `hostmax suite`.

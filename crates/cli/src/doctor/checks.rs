@@ -4,10 +4,10 @@
 
 use std::path::{Path, PathBuf};
 
-use hostmax_engine::placement::parse_cpu_list;
+use hostmax_engine::placement::{format_cpu_list, parse_cpu_list};
 
 use super::{Finding, Severity};
-use crate::units::{format_cpu_list, human_size};
+use crate::units::human_size;
 
 /// Where the kernel's settings are read: `/` on a real host, a stand-in tree in tests
 /// (holding `sys/...` and `proc/...` laid out as the kernel does).
@@ -280,7 +280,7 @@ fn queue_map(root: &SysRoot, disk: &str) -> Vec<(usize, Vec<usize>)> {
         .filter_map(|e| e.ok())
         .filter_map(|e| {
             let index: usize = e.file_name().to_str()?.parse().ok()?;
-            let cpus = parse_cpu_list(&read_trimmed(&e.path().join("cpu_list"))?)?;
+            let cpus = parse_cpu_list(&read_trimmed(&e.path().join("cpu_list"))?).ok()?;
             Some((index, cpus))
         })
         .collect();
@@ -341,7 +341,7 @@ fn irq_findings(root: &SysRoot, disk: &str) -> Vec<Finding> {
         let affinity = root
             .read(&format!("proc/irq/{irq}/effective_affinity_list"))
             .or_else(|| root.read(&format!("proc/irq/{irq}/smp_affinity_list")))
-            .and_then(|t| parse_cpu_list(&t));
+            .and_then(|t| parse_cpu_list(&t).ok());
         let Some(affinity) = affinity else { continue };
         matched += 1;
         if !affinity.iter().all(|c| queue_cpus.contains(c)) {
@@ -397,7 +397,7 @@ fn numa_findings(root: &SysRoot, disk: &str, shape: &RunShape) -> Vec<Finding> {
     };
     let Some(node_cpus) = root
         .read(&format!("sys/devices/system/node/node{node}/cpulist"))
-        .and_then(|t| parse_cpu_list(&t))
+        .and_then(|t| parse_cpu_list(&t).ok())
     else {
         return Vec::new();
     };

@@ -3,12 +3,12 @@
 
 use std::path::Path;
 
-use hostmax_aggregate::{merge_reports, HostReport, SCHEMA_VERSION};
+use hostmax_aggregate::{merge_reports, HostReport, MergeError, SCHEMA_VERSION};
 
 use super::provenance;
 use crate::args::fleet::MergeArgs;
 use crate::output::destination;
-use crate::plan::BadInput;
+use crate::plan::{option_for, BadInput};
 
 /// Reads one report file, refusing (as [`BadInput`]) anything that is not a hostmax report of
 /// this schema version.
@@ -72,7 +72,12 @@ pub fn run_merge(args: &MergeArgs) -> anyhow::Result<i32> {
             Err(_) => all_windows = false,
         }
     }
-    let mut merged = merge_reports(&reports).map_err(|e| BadInput(e.to_string()))?;
+    let mut merged = merge_reports(&reports).map_err(|e| match e {
+        MergeError::WorkloadDiffers(d) => {
+            BadInput(d.describe(option_for(d.setting).unwrap_or(d.field)))
+        }
+        e => BadInput(e.to_string()),
+    })?;
     if args.min_overlap > 0 {
         provenance::check_overlap(&windows, f64::from(args.min_overlap) / 100.0)?;
     }

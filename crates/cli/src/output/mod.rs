@@ -9,14 +9,14 @@
 //!   `--html`), checked once before any I/O and written whole ([`atomic`]); `-` is stdout for
 //!   JSON and refused elsewhere.
 //! - [`json::write_json`]: the `--json` report, written atomically to a file or to stdout.
-//! - [`units`]: how latencies and throughputs are spelled (µs/ms/s, MiB/s).
+//!
+//! How latencies and throughputs are spelled (µs/ms/s, MiB/s) is [`crate::units`].
 
 pub mod atomic;
 pub mod destination;
 pub mod json;
 pub mod progress;
 pub mod table;
-pub mod units;
 
 #[cfg(test)]
 pub(crate) mod tests_support {

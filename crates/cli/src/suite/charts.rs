@@ -5,6 +5,8 @@
 //! per block size (each mix round by round), and, when spec
 //! options were given, each volume's IOPS and throughput beside what it promises.
 
+use hostmax_aggregate::verdict::{Figure, FigureCheck};
+
 use crate::chart::{Band, LegendCorner, LineChart, Series, SeriesStyle, TickFormat};
 
 use super::matrix::TrackedMetric;
@@ -41,8 +43,8 @@ pub fn charts(report: &SuiteReport) -> anyhow::Result<Vec<SuiteChart>> {
     for chart in convergence_by_block_size(report) {
         push(Some(chart))?;
     }
-    push(per_volume(report, "iops"))?;
-    push(per_volume(report, "bytes_per_sec"))?;
+    push(per_volume(report, Figure::Iops))?;
+    push(per_volume(report, Figure::BytesPerSec))?;
     Ok(out)
 }
 
@@ -91,12 +93,12 @@ fn spans_decade(series: &[Series]) -> bool {
     lo > 0.0 && hi >= 10.0 * lo
 }
 
-/// Each volume's figure, by name, in the cells that judge a promise (`iops`: the 4k cells;
-/// `bytes_per_sec`: 256k and up), beside what it promises, and the host's total beside the
+/// Each volume's figure in the cells that judge a promise of it (IOPS: 4k and smaller;
+/// throughput: 256k and up), beside what it promises, and the host's total beside the
 /// host's promise at the right; `None` without such a promise.
-fn per_volume(report: &SuiteReport, figure: &str) -> Option<LineChart> {
+fn per_volume(report: &SuiteReport, figure: Figure) -> Option<LineChart> {
     let spec = report.spec.as_ref()?;
-    let checks: Vec<(usize, &super::spec::FigureCheck)> = spec
+    let checks: Vec<(usize, &FigureCheck)> = spec
         .volumes
         .iter()
         .filter_map(|v| {
@@ -113,12 +115,12 @@ fn per_volume(report: &SuiteReport, figure: &str) -> Option<LineChart> {
         .and_then(|h| h.checks.iter().find(|c| c.figure == figure));
     let cells = checks
         .first()
-        .map(|c| &c.1.cells)
-        .or(host_check.map(|c| &c.cells))?;
+        .map(|c| &c.1.runs)
+        .or(host_check.map(|c| &c.runs))?;
     // Promises are in MB/s (10^6 bytes), so the chart is too.
-    let scale = if figure == "iops" { 1.0 } else { 1e6 };
+    let scale = if figure == Figure::Iops { 1.0 } else { 1e6 };
     let value = |iops: f64, bytes_per_sec: f64| {
-        if figure == "iops" {
+        if figure == Figure::Iops {
             iops
         } else {
             bytes_per_sec / scale
@@ -150,7 +152,11 @@ fn per_volume(report: &SuiteReport, figure: &str) -> Option<LineChart> {
         .collect();
     if let Some((_, first)) = checks.first() {
         let same = checks.iter().all(|(_, c)| c.expected == first.expected);
-        let unit = if figure == "iops" { "IOPS" } else { "MB/s" };
+        let unit = if figure == Figure::Iops {
+            "IOPS"
+        } else {
+            "MB/s"
+        };
         series.push(Series {
             // One figure for all is worth reading off the legend (a log axis may not label it).
             name: if same {
@@ -184,14 +190,19 @@ fn per_volume(report: &SuiteReport, figure: &str) -> Option<LineChart> {
     Some(LineChart {
         title: format!(
             "{} per volume against the promise",
-            if figure == "iops" {
+            if figure == Figure::Iops {
                 "IOPS"
             } else {
                 "Throughput"
             }
         ),
         x_label: "volume".into(),
-        y_label: if figure == "iops" { "IOPS" } else { "MB/s" }.into(),
+        y_label: if figure == Figure::Iops {
+            "IOPS"
+        } else {
+            "MB/s"
+        }
+        .into(),
         x_log: false,
         y_log,
         x_ticks: TickFormat::Count,

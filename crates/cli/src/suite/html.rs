@@ -342,9 +342,9 @@ fn spec_table(report: &SuiteReport) -> anyhow::Result<String> {
                 "<tr><td class=\"l\">{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td><td>{}</td><td>{}</td><td class=\"l\">{verdict}</td></tr>",
                 esc(&v.path),
                 esc(&v.label),
-                esc(super::table::figure_name(&c.figure)),
-                super::table::figure_text(&c.figure, c.expected),
-                c.measured.map_or("-".into(), |m| super::table::figure_text(&c.figure, m))
+                esc(super::table::figure_name(c.figure)),
+                super::table::figure_text(c.figure, c.expected),
+                c.measured.map_or("-".into(), |m| super::table::figure_text(c.figure, m))
             )?;
         }
     }

@@ -90,7 +90,7 @@ pub fn run(args: &SuiteArgs) -> anyhow::Result<i32> {
                 ""
             }
         );
-        return Ok(128 + outcome.signal);
+        return Ok(crate::exit_code::interrupted(outcome.signal));
     }
     let errors: u64 = report.cells.values().map(|c| c.errors).sum();
     let promise_failed = report.spec.as_ref().is_some_and(|s| {
@@ -101,13 +101,12 @@ pub fn run(args: &SuiteArgs) -> anyhow::Result<i32> {
             .any(|c| c.pass == Some(false))
             || s.consistency.as_ref().is_some_and(|c| !c.pass)
     });
-    Ok(if errors > 0 {
-        crate::app::EXIT_IO_ERRORS
-    } else if promise_failed {
-        i32::from(crate::args::EXIT_VERDICT_FAILED)
-    } else {
-        0
-    })
+    Ok(crate::exit_code::Outcome {
+        io_errors: errors > 0,
+        verdict_failed: promise_failed,
+        ..Default::default()
+    }
+    .code())
 }
 
 /// Prints the table (stdout, or stderr when the JSON goes there) and writes JSON and HTML.

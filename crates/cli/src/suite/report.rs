@@ -424,12 +424,7 @@ pub fn build(
             .values()
             .filter(|r| (window_rounds[0]..=window_rounds[1]).contains(&r.round))
             .collect();
-        let paths: Vec<String> = report
-            .devices
-            .iter()
-            .map(|d| d.path.to_string_lossy().into_owned())
-            .collect();
-        spec.consistency = super::spec::judge_consistency(promises, &in_window, &paths);
+        spec.consistency = super::spec::judge_consistency(promises, &in_window);
     }
     Ok(report)
 }

@@ -1,22 +1,18 @@
 //! The suite's figures against what each volume and the host promise (the spec options of the
-//! main run, [`crate::verify::SpecArgs`]).
-//!
-//! A promise is judged on every cell that can show it, and must hold in each: IOPS on the 4k
-//! cells (the providers' "at 4K"), throughput on cells of 256k blocks and up, p95 latency on
-//! 4k cells at queue depth 1 (the latency test). The lowest IOPS or throughput (the highest
-//! p95) across those cells is what is compared, so "pass" means every mix delivered it.
+//! main run, [`crate::verify::SpecArgs`]), judged by the rules `hostmax verify` uses
+//! ([`hostmax_aggregate::verdict`]): each cell is a run of its block size at the suite's queue
+//! depth, its figures averaged over the reported rounds. A promise is judged on every cell that
+//! can show it and must hold in each, so "pass" means every mix delivered it.
 
 use hostmax_aggregate::spec::{Expectation, HostSpec, Tolerance};
-use hostmax_aggregate::verdict::THROUGHPUT_BLOCK_MIN;
+use hostmax_aggregate::verdict::{self, FigureCheck, JudgedRun, MeasuredFigures, RunShape};
+use hostmax_aggregate::LatencySummary;
 use hostmax_engine::TargetInfo;
 use serde::{Deserialize, Serialize};
 
-use super::report::{CellReport, SuiteReport};
+use super::report::SuiteReport;
 use crate::plan::BadInput;
 use crate::verify::SpecArgs;
-
-/// The block size whose cells judge IOPS promises.
-const IOPS_BLOCK: u32 = 4096;
 
 /// What the volumes and the host promise, resolved for the suite's devices (kept in
 /// `suite.json`, so a resumed suite judges against the same figures).
@@ -66,21 +62,6 @@ pub fn promises(args: &SpecArgs, targets: &[TargetInfo]) -> Result<Option<Promis
     }))
 }
 
-/// One promised figure against the suite's.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct FigureCheck {
-    /// `iops`, `bytes_per_sec` or `p95_ns`.
-    pub figure: String,
-    /// The promise.
-    pub expected: f64,
-    /// The worst figure across the cells that judge it (`null` when no cell can).
-    pub measured: Option<f64>,
-    /// Those cells.
-    pub cells: Vec<String>,
-    /// Whether it holds within the tolerance (`null` when not judged).
-    pub pass: Option<bool>,
-}
-
 /// A volume's (or the host's) checks.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PromiseCheck {
@@ -88,7 +69,7 @@ pub struct PromiseCheck {
     pub path: String,
     /// Where the promise came from.
     pub label: String,
-    /// Each promised figure.
+    /// Each promised figure; its `runs` are the cells that judge it.
     pub checks: Vec<FigureCheck>,
 }
 
@@ -108,107 +89,66 @@ pub struct SpecComparison {
     pub consistency: Option<hostmax_aggregate::consistency::ConsistencyVerdict>,
 }
 
-/// Compares the report's cells with the promises. `device` picks a device's figures from a
-/// cell (by index), `None` the host's.
-pub fn compare(promises: &Promises, report: &SuiteReport) -> SpecComparison {
-    let tolerance = Tolerance::new(promises.tolerance).unwrap_or_default();
-    let cells: Vec<(&String, &CellReport)> = report
+/// The cells of `report` that ran, as the verdict's rules see runs (named by their keys).
+fn judged_runs(report: &SuiteReport) -> Vec<JudgedRun> {
+    let p95 = |ios: f64, latency: &LatencySummary| (ios > 0.0).then_some(latency.p95);
+    report
         .cell_order
         .iter()
         .filter_map(|k| report.cells.get(k).map(|c| (k, c)))
         .filter(|(_, c)| !c.rounds.is_empty())
-        .collect();
-    let iodepth_one = report.settings.iodepth == 1;
-    let check = |figure: &str,
-                 expected: Option<f64>,
-                 judges: &dyn Fn(&CellReport) -> bool,
-                 value: &dyn Fn(&CellReport) -> Option<f64>,
-                 ceiling: bool|
-     -> Option<FigureCheck> {
-        let expected = expected?;
-        let judged: Vec<(&String, f64)> = cells
-            .iter()
-            .filter(|(_, c)| judges(c))
-            .filter_map(|(k, c)| value(c).map(|v| (*k, v)))
-            .collect();
-        let worst =
-            judged
-                .iter()
-                .map(|(_, v)| *v)
-                .reduce(if ceiling { f64::max } else { f64::min });
-        Some(FigureCheck {
-            figure: figure.to_string(),
-            expected,
-            measured: worst,
-            cells: judged.iter().map(|(k, _)| (*k).clone()).collect(),
-            pass: worst.map(|m| {
-                if ceiling {
-                    tolerance.stays_under(m, expected)
-                } else {
-                    tolerance.reaches(m, expected)
-                }
-            }),
+        .map(|(key, c)| {
+            let reads = f64::from(c.read_percent);
+            JudgedRun {
+                label: key.clone(),
+                shape: RunShape {
+                    block_size: c.block_size,
+                    iodepth: report.settings.iodepth,
+                    record_latency: true,
+                },
+                rate_iops: None,
+                host: MeasuredFigures {
+                    iops: c.iops,
+                    bytes_per_sec: c.bytes_per_sec,
+                    read_p95_ns: p95(reads, &c.read_latency_ns),
+                    write_p95_ns: p95(100.0 - reads, &c.write_latency_ns),
+                },
+                devices: c
+                    .devices
+                    .iter()
+                    .map(|d| {
+                        let figures = MeasuredFigures {
+                            iops: d.iops,
+                            bytes_per_sec: d.bytes_per_sec,
+                            read_p95_ns: p95(d.read_iops, &d.read_latency_ns),
+                            write_p95_ns: p95(d.write_iops, &d.write_latency_ns),
+                        };
+                        (d.path.clone(), figures)
+                    })
+                    .collect(),
+            }
         })
+        .collect()
+}
+
+/// Compares the report's cells with the promises.
+pub fn compare(promises: &Promises, report: &SuiteReport) -> SpecComparison {
+    let tolerance = Tolerance::new(promises.tolerance).unwrap_or_default();
+    let runs = judged_runs(report);
+    let checks = |expected: &Expectation, device: Option<&str>| {
+        verdict::check_promise(expected, &runs, device, tolerance)
     };
-    let is_iops_cell = |c: &CellReport| c.block_size == IOPS_BLOCK;
-    let is_tp_cell = |c: &CellReport| c.block_size >= THROUGHPUT_BLOCK_MIN;
-    let is_latency_cell = |c: &CellReport| c.block_size == IOPS_BLOCK && iodepth_one;
     let volumes = promises
         .volumes
         .iter()
-        .filter_map(|v| {
-            let index = report.device_index(&v.path)?;
-            let dev = |c: &CellReport| c.devices.get(index).cloned();
-            let e = &v.expected;
-            let checks = [
-                check(
-                    "iops",
-                    e.iops,
-                    &is_iops_cell,
-                    &|c| dev(c).map(|d| d.iops),
-                    false,
-                ),
-                check(
-                    "bytes_per_sec",
-                    e.bytes_per_sec,
-                    &is_tp_cell,
-                    &|c| dev(c).map(|d| d.bytes_per_sec),
-                    false,
-                ),
-                check(
-                    "p95_ns",
-                    e.p95_ns.map(|n| n as f64),
-                    &is_latency_cell,
-                    &|c| dev(c).and_then(|d| p95(&d.histograms)),
-                    true,
-                ),
-            ];
-            Some(PromiseCheck {
-                path: v.path.clone(),
-                label: v.label.clone(),
-                checks: checks.into_iter().flatten().collect(),
-            })
+        .filter(|v| report.device_index(&v.path).is_some())
+        .map(|v| PromiseCheck {
+            path: v.path.clone(),
+            label: v.label.clone(),
+            checks: checks(&v.expected, Some(&v.path)),
         })
         .collect();
-    let host_checks: Vec<FigureCheck> = [
-        check(
-            "iops",
-            promises.host.iops,
-            &is_iops_cell,
-            &|c| Some(c.iops),
-            false,
-        ),
-        check(
-            "bytes_per_sec",
-            promises.host.bytes_per_sec,
-            &is_tp_cell,
-            &|c| Some(c.bytes_per_sec),
-            false,
-        ),
-    ]
-    .into_iter()
-    .flatten()
-    .collect();
+    let host_checks = checks(&promises.host.expected(), None);
     SpecComparison {
         consistency: None,
         tolerance: promises.tolerance,
@@ -221,102 +161,28 @@ pub fn compare(promises: &Promises, report: &SuiteReport) -> SpecComparison {
     }
 }
 
-/// The 95th percentile of all of a device's I/Os in the cell (reads and writes together),
-/// from its merged histograms.
-fn p95(histograms: &hostmax_aggregate::EncodedHistograms) -> Option<f64> {
-    let (mut all, write) = histograms.decode().ok()?;
-    hostmax_aggregate::add_exact(&mut all, &write);
-    (!all.is_empty()).then(|| all.value_at_quantile(0.95) as f64)
-}
-
-/// Judges `--consistency` over the seconds of the cells that judge the IOPS promises (4k),
-/// else the throughput ones (256k and up), in rounds `rounds` (the averaging window). `None`
-/// without a required share, a promise of that figure, or any such second.
+/// Judges `--consistency` over every second of the cells' rounds `rounds` (the averaging
+/// window) that judge the IOPS promises (else the throughput ones), by the rules `hostmax
+/// verify` uses. `None` without a required share or any such second.
 pub fn judge_consistency(
     promises: &Promises,
     records: &[&super::state::CellRound],
-    paths: &[String],
 ) -> Option<hostmax_aggregate::consistency::ConsistencyVerdict> {
-    use hostmax_aggregate::consistency::{judge_series, SecondFigure};
     let required = promises.consistency?;
-    let any_iops =
-        promises.host.iops.is_some() || promises.volumes.iter().any(|v| v.expected.iops.is_some());
-    let by_bytes = !any_iops;
-    let judged: Vec<&super::state::CellRound> = records
+    let volumes: Vec<(String, Expectation)> = promises
+        .volumes
         .iter()
-        .copied()
-        .filter(|r| {
-            if by_bytes {
-                r.cell.block_size >= THROUGHPUT_BLOCK_MIN
-            } else {
-                r.cell.block_size == IOPS_BLOCK
-            }
+        .map(|v| (v.path.clone(), v.expected))
+        .collect();
+    let host = promises.host.expected();
+    let runs: Vec<(Option<String>, &hostmax_aggregate::HostReport)> = records
+        .iter()
+        .map(|r| {
+            (
+                Some(format!("{} round {}", r.cell.key(), r.round)),
+                &r.report,
+            )
         })
         .collect();
-    let seconds =
-        |value: &dyn Fn(&hostmax_aggregate::SecondPoint, u32) -> f64| -> Vec<SecondFigure> {
-            judged
-                .iter()
-                .flat_map(|r| {
-                    let label = format!("{} round {}", r.cell.key(), r.round);
-                    r.report
-                        .time_series
-                        .iter()
-                        .filter(|p| !p.partial)
-                        .map(move |p| SecondFigure {
-                            second: p.second,
-                            value: value(p, r.cell.block_size),
-                            run: Some(label.clone()),
-                        })
-                })
-                .collect()
-        };
-    let devices: Vec<(String, Vec<SecondFigure>, Option<f64>)> = paths
-        .iter()
-        .enumerate()
-        .map(|(i, path)| {
-            let per_second = seconds(&|p, bs| {
-                let ios = p.devices.get(i).copied().unwrap_or(0) as f64;
-                if by_bytes {
-                    ios * f64::from(bs)
-                } else {
-                    ios
-                }
-            });
-            let expected = promises
-                .volumes
-                .iter()
-                .find(|v| &v.path == path)
-                .and_then(|v| {
-                    if by_bytes {
-                        v.expected.bytes_per_sec
-                    } else {
-                        v.expected.iops
-                    }
-                });
-            (path.clone(), per_second, expected)
-        })
-        .collect();
-    let host = seconds(&|p, _| {
-        if by_bytes {
-            p.bytes_per_sec as f64
-        } else {
-            p.iops as f64
-        }
-    });
-    if host.is_empty() {
-        return None;
-    }
-    let host_expected = if by_bytes {
-        promises.host.bytes_per_sec
-    } else {
-        promises.host.iops
-    };
-    Some(judge_series(
-        devices,
-        (host, host_expected),
-        promises.tolerance,
-        required,
-        by_bytes,
-    ))
+    hostmax_aggregate::consistency::judge_runs(&volumes, &host, &runs, promises.tolerance, required)
 }

@@ -1,6 +1,8 @@
 //! The suite's text table: one row per mix, one column per block size, as CloudHarmony lays
 //! out its bs x mix table, followed by the steady-state verdict.
 
+use hostmax_aggregate::verdict::Figure;
+
 use super::matrix::TrackedMetric;
 use super::report::{CellReport, SuiteReport};
 
@@ -15,21 +17,21 @@ pub fn cell_figure(metric: TrackedMetric, cell: &CellReport) -> f64 {
 
 /// A promised or measured figure in its unit: IOPS, MB/s (10^6 bytes, as promises are stated
 /// and as `hostmax verify` judges them), or a latency.
-pub fn figure_text(figure: &str, value: f64) -> String {
+pub fn figure_text(figure: Figure, value: f64) -> String {
     match figure {
-        "iops" => format!("{value:.0} IOPS"),
-        "bytes_per_sec" => format!("{:.1} MB/s", value / 1e6),
-        _ => crate::units::format_latency_ns(value as u64),
+        Figure::Iops => format!("{value:.0} IOPS"),
+        Figure::BytesPerSec => format!("{:.1} MB/s", value / 1e6),
+        Figure::ReadP95Ns | Figure::WriteP95Ns => crate::units::format_latency_ns(value as u64),
     }
 }
 
 /// A figure's name for people (`bytes_per_sec` is the JSON's key, not a word).
-pub fn figure_name(figure: &str) -> &str {
+pub fn figure_name(figure: Figure) -> &'static str {
     match figure {
-        "iops" => "IOPS",
-        "bytes_per_sec" => "throughput",
-        "p95_ns" => "p95 latency",
-        other => other,
+        Figure::Iops => "IOPS",
+        Figure::BytesPerSec => "throughput",
+        Figure::ReadP95Ns => "read p95 latency",
+        Figure::WriteP95Ns => "write p95 latency",
     }
 }
 
@@ -100,9 +102,9 @@ pub fn render(report: &SuiteReport) -> String {
                 out += &format!(
                     "  {:<16} {:<14} expected {:>12}  measured {:>12}  {}\n",
                     v.path,
-                    figure_name(&c.figure),
-                    figure_text(&c.figure, c.expected),
-                    c.measured.map_or("-".into(), |m| figure_text(&c.figure, m)),
+                    figure_name(c.figure),
+                    figure_text(c.figure, c.expected),
+                    c.measured.map_or("-".into(), |m| figure_text(c.figure, m)),
                     match c.pass {
                         Some(true) => "PASS",
                         Some(false) => "FAIL",

@@ -4,7 +4,7 @@
 use hostmax_aggregate::consistency::{judge_consistency, Consistency, ConsistencyVerdict};
 use hostmax_aggregate::{HostReport, SpecSet, Verdict};
 
-use crate::output::units::format_mib_per_sec;
+use crate::units::format_mib_per_sec;
 
 /// Adds the consistency verdict over `reports` to `verdict` (its failures fail it) when a
 /// share is required and a run judges IOPS or throughput.

@@ -11,8 +11,8 @@ use crate::app;
 use crate::args::verify::CurveArgs;
 use crate::chart::{LegendCorner, LineChart, Series, SeriesStyle, TickFormat};
 use crate::output::destination::print_beside_json;
-use crate::output::units::{format_latency_ns, format_mib_per_sec};
 use crate::plan::{plan_run, BadInput};
+use crate::units::{format_latency_ns, format_mib_per_sec};
 
 /// The depths a curve runs by default: light load to well past where most volumes saturate.
 pub const DEFAULT_DEPTHS: [u32; 8] = [1, 2, 4, 8, 16, 32, 64, 128];
@@ -274,15 +274,13 @@ pub fn curve(args: &CurveArgs) -> anyhow::Result<i32> {
             chart.as_bytes(),
         )?;
     }
-    let code = if signal != 0 {
-        128 + signal
-    } else if reports.iter().any(|r| r.host.errors > 0) {
-        app::EXIT_IO_ERRORS
-    } else if consistency.as_ref().is_some_and(|c| !c.pass) {
-        i32::from(crate::args::EXIT_VERDICT_FAILED)
-    } else {
-        0
-    };
+    let code = crate::exit_code::Outcome {
+        signal,
+        bad_data: false,
+        io_errors: reports.iter().any(|r| r.host.errors > 0),
+        verdict_failed: consistency.as_ref().is_some_and(|c| !c.pass),
+    }
+    .code();
     if let Some(dest) = &base.json {
         let root = CurveReport {
             schema_version: SCHEMA_VERSION,

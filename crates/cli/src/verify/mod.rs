@@ -26,7 +26,7 @@ use hostmax_engine::TargetInfo;
 
 use crate::app;
 pub use crate::args::spec::SpecArgs;
-use crate::args::EXIT_VERDICT_FAILED;
+use crate::exit_code;
 use crate::plan::{BadInput, RunPlan};
 
 impl SpecArgs {
@@ -201,7 +201,10 @@ pub fn check_judgeable(set: &SpecSet, plan: &RunPlan) -> Result<(), BadInput> {
     if kinds.iter().any(|k| k.judged_by(&summary)) {
         return Ok(());
     }
-    let needs: Vec<&str> = kinds.iter().map(|k| k.needs()).collect();
+    let needs: Vec<String> = kinds
+        .iter()
+        .map(|&k| format!("{} ({})", k.needs(), rule_options(k)))
+        .collect();
     Err(BadInput(format!(
         "this run (--bs {}, --iodepth {}) cannot judge the spec: it needs {}; change the options or run 'hostmax verify', which runs each phase the spec needs",
         crate::units::format_size(plan.workload.block_size.into()),
@@ -210,19 +213,36 @@ pub fn check_judgeable(set: &SpecSet, plan: &RunPlan) -> Result<(), BadInput> {
     )))
 }
 
+/// The options of a run that judges `kind` (the library names the rule in the workload's
+/// terms; the default depth of 32 is above 1).
+pub fn rule_options(kind: RuleKind) -> &'static str {
+    match kind {
+        RuleKind::Iops => "--bs 4k",
+        RuleKind::Throughput => "--bs 1m",
+        RuleKind::Latency => "--bs 4k --iodepth 1",
+    }
+}
+
+/// A verdict's "not judged" line with the options that would judge it added.
+pub fn not_judged_line(line: &str) -> String {
+    [RuleKind::Iops, RuleKind::Throughput, RuleKind::Latency]
+        .into_iter()
+        .find(|k| line.ends_with(k.needs()))
+        .map_or_else(
+            || line.to_string(),
+            |k| format!("{line} ({})", rule_options(k)),
+        )
+}
+
 /// The exit code of a judged run (see the module docs for the precedence).
 pub fn judged_exit_code(reports: &[&HostReport], signal: i32, pass: bool) -> i32 {
-    if signal != 0 {
-        128 + signal
-    } else if reports.iter().any(|r| r.verify_failed()) {
-        app::EXIT_VERIFY_FAILED
-    } else if reports.iter().any(|r| r.host.errors > 0) {
-        app::EXIT_IO_ERRORS
-    } else if !pass {
-        i32::from(EXIT_VERDICT_FAILED)
-    } else {
-        0
+    exit_code::Outcome {
+        signal,
+        bad_data: reports.iter().any(|r| r.verify_failed()),
+        io_errors: reports.iter().any(|r| r.host.errors > 0),
+        verdict_failed: !pass,
     }
+    .code()
 }
 
 /// The main run: as [`app::run`], then, when spec options were given, the verdict table and

@@ -238,13 +238,12 @@ pub fn sweep(args: &SweepArgs) -> anyhow::Result<i32> {
         let chart = sweep_chart(&found).to_svg()?;
         destination::write_output(&destination::SVG, dest, chart.as_bytes())?;
     }
-    let code = if signal != 0 {
-        128 + signal
-    } else if reports.iter().any(|r| r.host.errors > 0) {
-        app::EXIT_IO_ERRORS
-    } else {
-        0
-    };
+    let code = crate::exit_code::Outcome {
+        signal,
+        io_errors: reports.iter().any(|r| r.host.errors > 0),
+        ..Default::default()
+    }
+    .code();
     if let Some(dest) = &base.json {
         let root = SweepReport {
             schema_version: SCHEMA_VERSION,

@@ -6,7 +6,7 @@
 
 use std::fmt::Write as _;
 
-use hostmax_aggregate::verdict::figure_to_reach;
+use hostmax_aggregate::verdict::{figure_to_reach, keeps, Figure};
 use hostmax_aggregate::{Bottleneck, Tolerance, Verdict};
 
 use crate::units::format_latency_ns;
@@ -106,16 +106,22 @@ pub fn render_verdict(v: &Verdict) -> String {
                 1e6,
             ));
         }
-        if let (Some(e), Some(m)) = (d.expected_p95_ns, d.measured_p95_ns) {
-            rows.push([
-                d.path.clone(),
-                spec.clone(),
-                "p95 <=".into(),
-                format_latency_ns(e),
-                format_latency_ns(m),
-                ratio(m as f64, e as f64),
-                verdict_word(t.stays_under(m as f64, e as f64)).into(),
-            ]);
+        let p95 = [
+            (Figure::ReadP95Ns, "read p95 <=", d.measured_read_p95_ns),
+            (Figure::WriteP95Ns, "write p95 <=", d.measured_write_p95_ns),
+        ];
+        for (figure, check, measured) in p95 {
+            if let (Some(e), Some(m)) = (d.expected_p95_ns, measured) {
+                rows.push([
+                    d.path.clone(),
+                    spec.clone(),
+                    check.into(),
+                    format_latency_ns(e),
+                    format_latency_ns(m),
+                    ratio(m as f64, e as f64),
+                    verdict_word(keeps(figure, e as f64, m as f64, None, t)).into(),
+                ]);
+            }
         }
     }
     let h = &v.host;
@@ -176,7 +182,7 @@ pub fn render_verdict(v: &Verdict) -> String {
         out += "CAPPED: held by this run's own --rate-iops below the promise, so the promise is not judged; run without --rate-iops to judge it\n";
     }
     for n in &v.not_judged {
-        let _ = writeln!(out, "not judged: {n}");
+        let _ = writeln!(out, "not judged: {}", super::not_judged_line(n));
     }
     if let Some(c) = &v.consistency {
         out += &super::consistency::render(c);
@@ -261,7 +267,8 @@ mod tests {
             expected_bytes_per_sec: None,
             measured_bytes_per_sec: None,
             expected_p95_ns: None,
-            measured_p95_ns: None,
+            measured_read_p95_ns: None,
+            measured_write_p95_ns: None,
             rate_cap_iops: None,
             rate_cap_bytes_per_sec: None,
         }
@@ -288,7 +295,10 @@ mod tests {
                 device("/dev/loop0", 3000.0, 2999.0, true),
                 device("/dev/loop1", 3000.0, 1002.0, false),
             ],
-            not_judged: vec!["volume MB/s: needs a run of 256k blocks or larger (--bs 1m)".into()],
+            not_judged: vec![
+                "volume MB/s: needs a run of 256 KiB blocks or larger at a queue depth above 1"
+                    .into(),
+            ],
             consistency: None,
         };
         let text = render_verdict(&v);
@@ -305,7 +315,10 @@ mod tests {
         let host = text.lines().find(|l| l.starts_with("host ")).unwrap();
         assert!(host.ends_with("FAIL"), "{host}");
         assert!(text.contains("4001 IOPS of the 6000 IOPS the volumes promise together (0.667): bottleneck: volumes"), "{text}");
-        assert!(text.contains("not judged: volume MB/s"));
+        assert!(
+            text.contains("not judged: volume MB/s: needs a run of 256 KiB blocks or larger at a queue depth above 1 (--bs 1m)"),
+            "{text}"
+        );
         assert!(
             text.trim_end()
                 .ends_with("FAIL: /dev/loop1 IOPS, host IOPS (2 of 3 checks)"),
