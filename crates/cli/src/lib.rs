@@ -33,6 +33,7 @@ pub mod fleet;
 mod identity;
 pub mod output;
 pub mod plan;
+mod rfc3339;
 pub mod safety;
 pub mod signals;
 pub mod signature;

@@ -3,20 +3,20 @@
 //!
 //! - [`plan_fleet`]: the main run's `--start-at`, `--hdr-log` and `--no-series-histograms`
 //!   ([`crate::args::fleet::FleetRunArgs`]) checked into a [`FleetPlan`].
-//! - [`start_at`]: parsing `--start-at` (RFC 3339 or `+30s`) and waiting for it after the engine
+//! - `start_at`: checking `--start-at` and waiting for it after the engine
 //!   is prepared, so that runs on many hosts begin together.
-//! - [`hdr_log::HdrLogRecorder`]: the `--hdr-log` file of per-second interval histograms in
+//! - `hdr_log::HdrLogRecorder`: the `--hdr-log` file of per-second interval histograms in
 //!   HdrHistogram's interval-log format.
-//! - [`merge`]: `hostmax merge a.json b.json ...`, one exact fleet report
+//! - `merge`: `hostmax merge a.json b.json ...`, one exact fleet report
 //!   ([`hostmax_aggregate::merge_reports`]).
 //! - [`hostname`]: the name each report records.
 //! - [`provenance`]: each report's run id, window, version, command line and kernel, and the
 //!   check that merged runs were measured together.
 
-pub mod hdr_log;
-pub mod merge;
+pub(crate) mod hdr_log;
+pub(crate) mod merge;
 pub mod provenance;
-pub mod start_at;
+pub(crate) mod start_at;
 
 use std::path::PathBuf;
 use std::time::SystemTime;
@@ -38,7 +38,7 @@ pub struct FleetPlan {
 /// held in memory until the report is written); longer runs keep per-second percentiles only.
 pub const SERIES_HISTOGRAMS_MAX_RUNTIME: std::time::Duration = std::time::Duration::from_secs(3600);
 
-/// Checks `--start-at` (not in the past, by more than [`start_at::PAST_GRACE`]) and that the
+/// Checks `--start-at` (not in the past, by more than `start_at::PAST_GRACE`) and that the
 /// `--hdr-log` file can be created (`-` is refused), for a run measuring `runtime`.
 pub fn plan_fleet(
     args: &crate::plan::PlanRequest,
