@@ -45,7 +45,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     while !run.is_finished() {
         if let Some(interval) = run.recv_interval(Duration::from_millis(200)) {
             if let Some(point) = series.push(interval) {
-                println!("second {}: {} IOPS", point.second, point.iops);
+                println!("second {}: {:.0} IOPS", point.second, point.iops);
             }
         }
     }

@@ -819,7 +819,8 @@ fn files_merges_resume_dirs_and_spec_files_are_refused_writing_nothing() {
         }
     });
     let verify_root = variant("verify.json", &|v| {
-        *v = serde_json::json!({"schema_version": 1, "verdict": {}, "phases": [v.clone()]});
+        let version = v["schema_version"].clone();
+        *v = serde_json::json!({"schema_version": version, "verdict": {}, "phases": [v.clone()]});
     });
     let suite_root = variant("suite.json", &set("host", serde_json::Value::Null));
     let fleet = p("fleet.json");

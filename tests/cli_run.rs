@@ -29,7 +29,7 @@ fn json_to_stdout_has_the_documented_shape_and_nothing_else() {
         .map(|p| p.display().to_string())
         .collect();
     let report = short_run(&paths);
-    assert_eq!(report["schema_version"], 1);
+    assert_eq!(report["schema_version"], 2);
     for scope in [
         &report["host"],
         &report["devices"][0],
@@ -142,4 +142,76 @@ fn regular_files_are_targets_too() {
     let report = short_run(&[file.display().to_string()]);
     assert!(report["host"]["read"]["ios"].as_u64().unwrap() > 0);
     assert_eq!(report["host"]["errors"], 0);
+}
+
+#[test]
+fn a_device_named_through_a_symlink_keeps_that_name_beside_the_kernel_name() {
+    require_root!();
+    let host = volumes(1, 32 * MIB);
+    let dev = host.device_paths()[0].display().to_string();
+    let node = dev.strip_prefix("/dev/").unwrap().to_string();
+    let dir = ScratchDir::new("given-name");
+    let link = dir
+        .0
+        .join("nvme-Vendor_Model_SERIAL42")
+        .display()
+        .to_string();
+    symlink(&dev, &link).unwrap();
+    let args = ["--devices", &link, "--runtime", "1s", "--ramp", "0s"];
+    let report = short_run(std::slice::from_ref(&link));
+    let device = &report["devices"][0];
+    // `path` keeps its meaning (the canonical path it was opened by); `given` is the user's.
+    assert_eq!(device["path"], dev.as_str(), "{device}");
+    assert_eq!(device["given"], link.as_str(), "{device}");
+    let out = run_hostmax(&args, None);
+    let table = String::from_utf8_lossy(&out.stdout);
+    assert!(table.contains(&format!("{link} ({node}) ")), "{table}");
+    // Named by its kernel name, there is no other name to show.
+    let report = short_run(std::slice::from_ref(&dev));
+    assert!(report["devices"][0].get("given").is_none(), "{report}");
+}
+
+#[test]
+fn each_second_names_its_devices_and_carries_float_rates() {
+    require_root!();
+    let _rate = rate_test_lock();
+    // Different rates, and given slow first then fast: a name on the wrong figures shows.
+    let caps = [scaled_cap(500), scaled_cap(2000)];
+    let host = capped_loop_volumes(&caps, 32 * MIB);
+    let paths = volume_paths(&host);
+    let mut args = vec!["--devices".to_string()];
+    args.extend(paths.iter().cloned());
+    args.extend(["--runtime", "3s", "--ramp", "1s"].map(String::from));
+    let report = run_json_stdout(&args, host.throttle());
+    let seconds = report["time_series"].as_array().unwrap();
+    assert!(seconds.len() >= 3, "{}", report["time_series"]);
+    for point in seconds.iter().filter(|p| p["partial"] == false) {
+        for key in ["iops", "read_iops", "write_iops", "bytes_per_sec"] {
+            assert!(point[key].is_f64(), "{key} is not a float: {point}");
+        }
+        let entries = point["devices"].as_array().unwrap();
+        assert_eq!(entries.len(), 2, "{point}");
+        for (entry, (path, cap)) in entries.iter().zip(paths.iter().zip(caps)) {
+            assert_eq!(entry["path"], path.as_str(), "{point}");
+            assert!(entry["iops"].is_f64() && entry["bytes_per_sec"].is_f64());
+            let iops = number(&entry["iops"]);
+            // The throttle holds each at its cap (a stall of this shared machine may cost some).
+            assert!(
+                iops <= cap as f64 * 1.25,
+                "{path} at {iops} over its cap {cap}"
+            );
+            assert_eq!(number(&entry["read_iops"]), iops);
+            assert_eq!(number(&entry["bytes_per_sec"]), iops * 4096.0);
+        }
+        let sum: f64 = entries.iter().map(|e| number(&e["iops"])).sum();
+        assert_eq!(sum, number(&point["iops"]), "{point}");
+    }
+    // Over the run, the fast one did more than twice what the slow one did, second by second.
+    let total = |j: usize| -> f64 {
+        seconds
+            .iter()
+            .map(|p| number(&p["devices"][j]["iops"]))
+            .sum()
+    };
+    assert!(total(1) > 2.0 * total(0), "{}", report["time_series"]);
 }

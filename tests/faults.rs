@@ -163,9 +163,9 @@ fn assert_failed_with(device: &Value, errno: i64) {
 }
 
 /// Runs a 4 s randwrite on three loop volumes, turns the middle one read-only about 1 s in,
-/// and returns the exit code, the report, the wall time, and each device's kernel-counted
-/// write completions during the run.
-fn run_with_setro(on_error: &str) -> (Option<i32>, Value, Duration, Vec<u64>) {
+/// and returns the exit code, the report, the wall time, each device's kernel-counted write
+/// completions during the run, and the table.
+fn run_with_setro(on_error: &str) -> (Option<i32>, Value, Duration, Vec<u64>, String) {
     let scratch = ScratchDir::new(&format!("setro-{on_error}"));
     let host = loop_volumes(3, 64 * MIB);
     let devs = devices(&host);
@@ -213,7 +213,8 @@ fn run_with_setro(on_error: &str) -> (Option<i32>, Value, Duration, Vec<u64>) {
         );
     }
     let deltas = after.iter().zip(&before).map(|(a, b)| a - b).collect();
-    (out.status.code(), report, wall, deltas)
+    let table = String::from_utf8_lossy(&out.stdout).into_owned();
+    (out.status.code(), report, wall, deltas, table)
 }
 
 /// The neighbours of the read-only device: not failed, no errors, and `ios` equal to the
@@ -236,13 +237,34 @@ fn assert_neighbours_exact(report: &Value, deltas: &[u64]) {
 #[test]
 fn a_device_turned_read_only_mid_run_fails_alone() {
     require_root!();
-    let (code, report, _, deltas) = run_with_setro("stop-device");
+    let (code, report, _, deltas, table) = run_with_setro("stop-device");
     assert_eq!(code, Some(3), "exit code: {report}");
     let failed = &report["devices"][1];
     assert_eq!(failed["failed"], true, "{failed}");
     assert_failed_with(failed, libc::EPERM as i64);
     // It was written before it turned read-only.
-    assert!(failed["write"]["ios"].as_u64().unwrap() > 0, "{failed}");
+    let ios = failed["write"]["ios"].as_u64().unwrap();
+    assert!(ios > 0, "{failed}");
+    // It says when it stopped (it was made read-only 0.5 s after its first write, well
+    // before the 4 s window ended), and its rate is over those seconds, not the window's.
+    let stopped_at = number(&failed["stopped_at_secs"]);
+    assert!((0.4..3.9).contains(&stopped_at), "{failed}");
+    let rate = number(&failed["write"]["iops"]);
+    assert!(
+        (rate * stopped_at - ios as f64).abs() <= 1e-6 * ios as f64,
+        "{rate} IOPS over {stopped_at} s for {ios} writes"
+    );
+    assert_eq!(number(&failed["iops"]), rate);
+    for i in [0, 2] {
+        assert!(report["devices"][i].get("stopped_at_secs").is_none());
+    }
+    let path = report["devices"][1]["path"].as_str().unwrap();
+    assert!(
+        table.contains(&format!(
+            "{path} stopped at {stopped_at:.1} s, after a failed I/O: its rates are over those {stopped_at:.1} s"
+        )),
+        "{table}"
+    );
     assert_neighbours_exact(&report, &deltas);
     assert_eq!(report["interrupted"], false);
     assert!(report["measured_secs"].as_f64().unwrap() >= 3.9, "{report}");
@@ -252,7 +274,7 @@ fn a_device_turned_read_only_mid_run_fails_alone() {
 #[test]
 fn on_error_continue_keeps_counting_errors() {
     require_root!();
-    let (code, report, _, deltas) = run_with_setro("continue");
+    let (code, report, _, deltas, _) = run_with_setro("continue");
     assert_eq!(code, Some(3), "exit code: {report}");
     let dev = &report["devices"][1];
     // Not taken out: it kept being tried, and every try failed.
@@ -270,7 +292,7 @@ fn on_error_continue_keeps_counting_errors() {
 #[test]
 fn on_error_stop_all_ends_the_run_early() {
     require_root!();
-    let (code, report, wall, _) = run_with_setro("stop-all");
+    let (code, report, wall, _, table) = run_with_setro("stop-all");
     assert_eq!(code, Some(3), "exit code: {report}");
     assert_eq!(report["devices"][1]["failed"], true);
     assert_failed_with(&report["devices"][1], libc::EPERM as i64);
@@ -280,6 +302,15 @@ fn on_error_stop_all_ends_the_run_early() {
         "stop-all ran {measured} s of a 4 s run after a failure at ~1 s"
     );
     assert!(wall < Duration::from_millis(3500), "took {wall:?}");
+    let stopped_at = number(&report["devices"][1]["stopped_at_secs"]);
+    assert!(stopped_at <= measured, "{report}");
+    let path = report["devices"][1]["path"].as_str().unwrap();
+    assert!(
+        table.contains(&format!(
+            "{path} stopped at {stopped_at:.1} s, after a failed I/O, and the run with it"
+        )),
+        "{table}"
+    );
     // The others were stopped, not failed.
     assert_eq!(report["devices"][0]["failed"], false);
     assert_eq!(report["devices"][2]["failed"], false);
@@ -366,7 +397,7 @@ fn interrupt_run(sig: i32) {
     );
     let report = read_report(&json, &out);
     assert_eq!(report["interrupted"], true);
-    assert_eq!(report["schema_version"], 1);
+    assert_eq!(report["schema_version"], 2);
     let measured = report["measured_secs"].as_f64().unwrap();
     assert!(measured > 0.5 && measured < 10.0, "measured {measured} s");
     assert_eq!(report["devices"].as_array().unwrap().len(), 2);

@@ -165,7 +165,7 @@ fn merged_report_adds_counts_exactly_and_takes_percentiles_from_added_histograms
         .into_owned();
     assert_eq!(ra["hostname"], hostname.as_str());
     assert!(rf.get("hostname").is_none());
-    assert_eq!(rf["schema_version"], 1);
+    assert_eq!(rf["schema_version"], 2);
 
     // Counts are exact sums; rates add (the hosts ran concurrently).
     for op in ["read", "write"] {
@@ -209,7 +209,7 @@ fn merged_report_adds_counts_exactly_and_takes_percentiles_from_added_histograms
         by_hand
             .add(histogram(&series(&rb)[second], "read"))
             .unwrap();
-        assert_eq!(merged["read_iops"].as_u64(), Some(by_hand.len()));
+        assert_eq!(merged["read_iops"].as_f64(), Some(by_hand.len() as f64));
         let want = LatencySummary::from_histogram(&by_hand);
         assert_eq!(merged["read_p99_ns"].as_u64(), Some(want.p99), "{second}");
         assert_eq!(merged["read_p50_ns"].as_u64(), Some(want.p50), "{second}");
@@ -228,6 +228,15 @@ fn merged_report_adds_counts_exactly_and_takes_percentiles_from_added_histograms
         assert_eq!(d["host"], hostname.as_str());
         assert_eq!(d["path"], source["path"]);
         assert_eq!(d["read"], source["read"]);
+    }
+    // Each second's device entries keep their names and gain their host, as `devices` does.
+    for point in series(&rf) {
+        let entries = point["devices"].as_array().unwrap();
+        assert_eq!(entries.len(), devices.len(), "{point}");
+        for (entry, d) in entries.iter().zip(devices) {
+            assert_eq!((&entry["path"], &entry["host"]), (&d["path"], &d["host"]));
+            assert!(entry["iops"].is_f64(), "{entry}");
+        }
     }
     let hosts = rf["fleet"]["hosts"].as_array().unwrap();
     assert_eq!(hosts.len(), 2);
@@ -278,12 +287,37 @@ fn merge_refuses_other_workloads_and_files_that_are_not_reports() {
         "{err}"
     );
 
-    let mut v2 = read_json(&a);
-    v2["schema_version"] = 2.into();
-    let newer = path_in(&scratch, "v2.json");
-    std::fs::write(&newer, v2.to_string()).unwrap();
+    let mut v3 = read_json(&a);
+    v3["schema_version"] = 3.into();
+    let newer = path_in(&scratch, "v3.json");
+    std::fs::write(&newer, v3.to_string()).unwrap();
     let err = hostmax_refused(&merge(&[&a, &newer]));
-    assert!(err.contains(&format!("{newer}: schema_version 2")), "{err}");
+    assert!(err.contains(&format!("{newer}: schema_version 3")), "{err}");
+
+    // A report as hostmax wrote it before schema 2: integer rates, unnamed device counts.
+    let mut v1 = read_json(&a);
+    v1["schema_version"] = 1.into();
+    for point in v1["time_series"].as_array_mut().unwrap() {
+        let counts: Vec<Value> = point["devices"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|d| (d["iops"].as_f64().unwrap() as u64).into())
+            .collect();
+        point["devices"] = counts.into();
+        for key in ["iops", "read_iops", "write_iops", "bytes_per_sec"] {
+            point[key] = (point[key].as_f64().unwrap() as u64).into();
+        }
+    }
+    let older = path_in(&scratch, "v1.json");
+    std::fs::write(&older, v1.to_string()).unwrap();
+    let err = hostmax_refused(&merge(&[&a, &older]));
+    assert!(
+        err.contains(&format!(
+            "{older}: schema_version 1 (written by an older hostmax), this hostmax reads 2; "
+        )),
+        "{err}"
+    );
 
     let err = hostmax_refused(&merge(&[&a, &path_in(&scratch, "absent.json")]));
     assert!(err.contains("cannot read it"), "{err}");

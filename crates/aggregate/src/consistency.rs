@@ -234,13 +234,7 @@ pub fn judge_runs(
             })
             .collect()
     };
-    let host_seconds = seconds(&|p, _| {
-        if by_bytes {
-            p.bytes_per_sec as f64
-        } else {
-            p.iops as f64
-        }
-    });
+    let host_seconds = seconds(&|p, _| if by_bytes { p.bytes_per_sec } else { p.iops });
     if host_seconds.is_empty() {
         return None;
     }
@@ -249,8 +243,15 @@ pub fn judge_runs(
         .iter()
         .enumerate()
         .map(|(i, d)| {
-            let per_second =
-                seconds(&|p, scale| p.devices.get(i).copied().unwrap_or(0) as f64 * scale);
+            // By name (merged reports list hosts' devices side by side), by place in older
+            // reports whose per-second entries carry no name.
+            let per_second = seconds(&|p, _| {
+                p.devices
+                    .iter()
+                    .find(|s| s.path == d.path && s.host == d.host)
+                    .or_else(|| p.devices.get(i).filter(|s| s.path.is_empty()))
+                    .map_or(0.0, |s| if by_bytes { s.bytes_per_sec } else { s.iops })
+            });
             let expected = volumes
                 .iter()
                 .find(|(path, _)| *path == d.path)

@@ -19,7 +19,7 @@ use serde::{Deserialize, Serialize};
 use crate::histogram_codec::{EncodedHistograms, HistogramCodecError};
 use crate::latency::{add_exact, LatencySummary};
 use crate::report::{DeviceReport, Figures, HostReport, OpSummary, SCHEMA_VERSION};
-use crate::series::SecondPoint;
+use crate::series::{DeviceSecond, SecondPoint};
 
 /// One host of a merged report.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -333,6 +333,7 @@ fn sum_op(
 }
 
 /// The hosts' per-second points matched by second index (the hosts started together).
+/// Each device's entry keeps its name and gets its host, as `devices[]` does.
 fn merge_series(reports: &[(String, HostReport)]) -> Vec<SecondPoint> {
     let mut by_second: BTreeMap<i64, Vec<Option<&SecondPoint>>> = BTreeMap::new();
     for (i, (_, r)) in reports.iter().enumerate() {
@@ -347,10 +348,10 @@ fn merge_series(reports: &[(String, HostReport)]) -> Vec<SecondPoint> {
         .map(|(second, points)| {
             let mut merged = SecondPoint {
                 second,
-                iops: 0,
-                read_iops: 0,
-                write_iops: 0,
-                bytes_per_sec: 0,
+                iops: 0.0,
+                read_iops: 0.0,
+                write_iops: 0.0,
+                bytes_per_sec: 0.0,
                 errors: 0,
                 read_p50_ns: 0,
                 read_p99_ns: 0,
@@ -363,13 +364,14 @@ fn merge_series(reports: &[(String, HostReport)]) -> Vec<SecondPoint> {
             // Exact when every host logged this second's histograms (reports of this version);
             // else each percentile is the worst host's, an upper bound.
             let exact = exact_second_latency(&points);
-            for (p, (_, r)) in points.iter().zip(reports) {
+            for (p, (label, r)) in points.iter().zip(reports) {
+                let hostname = r.hostname.as_deref().unwrap_or(label);
                 let Some(p) = p else {
-                    // This host has no such second: its devices show 0.
+                    // This host has no such second: its devices show zeros.
                     merged.partial = true;
-                    merged
-                        .devices
-                        .extend(std::iter::repeat_n(0, r.devices.len()));
+                    merged.devices.extend(r.devices.iter().map(|d| {
+                        DeviceSecond::idle(&d.path, d.host.as_deref().or(Some(hostname)))
+                    }));
                     continue;
                 };
                 merged.iops += p.iops;
@@ -381,7 +383,13 @@ fn merge_series(reports: &[(String, HostReport)]) -> Vec<SecondPoint> {
                 merged.read_p99_ns = merged.read_p99_ns.max(p.read_p99_ns);
                 merged.write_p50_ns = merged.write_p50_ns.max(p.write_p50_ns);
                 merged.write_p99_ns = merged.write_p99_ns.max(p.write_p99_ns);
-                merged.devices.extend_from_slice(&p.devices);
+                // A device of a merged report keeps the host it already names.
+                merged
+                    .devices
+                    .extend(p.devices.iter().map(|d| DeviceSecond {
+                        host: d.host.clone().or_else(|| Some(hostname.to_string())),
+                        ..d.clone()
+                    }));
                 merged.partial |= p.partial;
             }
             if let Some((read, write)) = exact {
@@ -463,26 +471,42 @@ mod tests {
             run_id: 0,
         };
         let points = (0..2)
-            .map(|second| SecondPoint {
-                second,
-                iops: 100 * seed,
-                read_iops: 60 * seed,
-                write_iops: 40 * seed,
-                bytes_per_sec: 4096 * 100 * seed,
-                errors: 0,
-                read_p50_ns: 1000 * seed,
-                read_p99_ns: 2000 * seed,
-                write_p50_ns: 3000,
-                write_p99_ns: 4000,
-                devices: vec![50 * seed, 50 * seed],
-                partial: false,
-                histograms: None,
+            .map(|second| {
+                // The two devices run at different rates, so a name on the wrong figures shows.
+                let device = |share: u64| DeviceSecond {
+                    iops: (share * seed) as f64,
+                    read_iops: (share * seed) as f64,
+                    ..Default::default()
+                };
+                SecondPoint {
+                    second,
+                    iops: (100 * seed) as f64,
+                    read_iops: (60 * seed) as f64,
+                    write_iops: (40 * seed) as f64,
+                    bytes_per_sec: (4096 * 100 * seed) as f64,
+                    errors: 0,
+                    read_p50_ns: 1000 * seed,
+                    read_p99_ns: 2000 * seed,
+                    write_p50_ns: 3000,
+                    write_p99_ns: 4000,
+                    devices: vec![device(30), device(70)],
+                    partial: false,
+                    histograms: None,
+                }
             })
             .collect();
         HostReport {
             hostname: Some(name.to_string()),
             ..summarize(&result, workload, points)
         }
+    }
+
+    /// Each device entry of a second as (host, path, IOPS).
+    fn named(p: &SecondPoint) -> Vec<(Option<&str>, &str, f64)> {
+        p.devices
+            .iter()
+            .map(|d| (d.host.as_deref(), d.path.as_str(), d.iops))
+            .collect()
     }
 
     /// Recorded bins as (value, count): growing histograms that hold the same counts may
@@ -547,8 +571,16 @@ mod tests {
         assert_eq!(fleet.hosts[1].ios, b.host.ios());
 
         let p = &merged.time_series[1];
-        assert_eq!(p.iops, 300);
-        assert_eq!(p.devices, vec![50, 50, 100, 100]);
+        assert_eq!(p.iops, 300.0);
+        assert_eq!(
+            named(p),
+            [
+                (Some("alpha"), "/dev/loop0", 30.0),
+                (Some("alpha"), "/dev/loop1", 70.0),
+                (Some("beta"), "/dev/loop0", 60.0),
+                (Some("beta"), "/dev/loop1", 140.0),
+            ]
+        );
         assert_eq!(p.read_p99_ns, 4000);
         assert!(!p.partial);
     }
@@ -666,6 +698,13 @@ mod tests {
         assert_eq!(names, ["alpha", "beta", "gamma"]);
         assert_eq!(all.devices[1].host.as_deref(), Some("alpha"));
         assert_eq!(all.host.read.ios, ab.host.read.ios + c.host.read.ios);
+        // Each second's entries keep the hosts the first merge gave them.
+        let hosts: Vec<&str> = all.time_series[0]
+            .devices
+            .iter()
+            .filter_map(|d| d.host.as_deref())
+            .collect();
+        assert_eq!(hosts, ["alpha", "alpha", "beta", "beta", "gamma", "gamma"]);
     }
 
     #[test]
@@ -677,7 +716,15 @@ mod tests {
         let merged = merge_reports(&[("a".into(), a), ("b".into(), b)]).unwrap();
         assert!(!merged.time_series[0].partial);
         assert!(merged.time_series[1].partial);
-        assert_eq!(merged.time_series[1].devices, vec![50, 50, 0, 0]);
+        assert_eq!(
+            named(&merged.time_series[1]),
+            [
+                (Some("alpha"), "/dev/loop0", 30.0),
+                (Some("alpha"), "/dev/loop1", 70.0),
+                (Some("beta"), "/dev/loop0", 0.0),
+                (Some("beta"), "/dev/loop1", 0.0),
+            ]
+        );
     }
 
     #[test]
@@ -790,12 +837,12 @@ mod tests {
             Err(MergeError::BadHistogram { .. })
         ));
 
-        let mut v2 = host_report("beta", 2, 3, 1000, &w);
-        v2.schema_version = 2;
-        let err = merge_reports(&[("a".into(), a), ("v2.json".into(), v2)])
+        let mut v3 = host_report("beta", 2, 3, 1000, &w);
+        v3.schema_version = 3;
+        let err = merge_reports(&[("a".into(), a), ("v3.json".into(), v3)])
             .unwrap_err()
             .to_string();
-        assert!(err.starts_with("v2.json: schema_version 2"), "{err}");
+        assert!(err.starts_with("v3.json: schema_version 3"), "{err}");
         assert!(matches!(merge_reports(&[]), Err(MergeError::NoReports)));
     }
 

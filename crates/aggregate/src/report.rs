@@ -12,8 +12,10 @@ use crate::histogram_codec::EncodedHistograms;
 use crate::latency::{add_exact, LatencySummary};
 use crate::series::SecondPoint;
 
-/// Version of the JSON layout of [`HostReport`]; bumped when a field changes meaning or goes.
-pub const SCHEMA_VERSION: u32 = 1;
+/// Version of the JSON layout of [`HostReport`]; bumped when a field changes meaning, type or
+/// shape, or goes. 2: `time_series` rates are floats and each second's `devices` entries are
+/// objects naming their device (they were bare integers matched to `devices` by position).
+pub const SCHEMA_VERSION: u32 = 2;
 
 /// Counts, rates and latency of one kind of I/O (read or write) over the measured window.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -175,8 +177,12 @@ impl DeviceIdentity {
 /// One device's figures.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct DeviceReport {
-    /// The path the device was opened by (lossy if it is not UTF-8).
+    /// The path the device was opened by, canonical (lossy if it is not UTF-8).
     pub path: String,
+    /// The name the user gave it, when that is another name for `path` (a
+    /// `/dev/disk/by-id/...` link, say); set by the CLI, absent when it is `path` itself.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub given: Option<String>,
     /// The host the device is on; set in merged (fleet) reports, absent in a single host's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub host: Option<String>,
@@ -190,6 +196,11 @@ pub struct DeviceReport {
     /// Whether the device was taken out of the run after a failed I/O (`--on-error stop-device`).
     #[serde(default)]
     pub failed: bool,
+    /// When it was taken out, in seconds from the start of the measured window (negative:
+    /// during the ramp); absent when it ran to the end. Its rates are then over its own
+    /// active time (from the window's start to this, within the window), not the window's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stopped_at_secs: Option<f64>,
     /// `--verify`'s checks of this device; absent without it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub verify: Option<hostmax_engine::VerifyLog>,
@@ -375,7 +386,8 @@ pub struct HostReport {
     pub provenance: Provenance,
     /// What ran.
     pub workload: WorkloadSummary,
-    /// Length of the measured window in seconds; every rate is per this.
+    /// Length of the measured window in seconds; every rate is per this (a device taken out
+    /// early: per its own active time, see [`DeviceReport::stopped_at_secs`]).
     pub measured_secs: f64,
     /// Whether the run was stopped before its planned runtime.
     #[serde(default)]
@@ -450,32 +462,48 @@ pub fn summarize(result: &RunResult, workload: &Workload, series: Vec<SecondPoin
 pub fn summarize_with_histograms(
     result: &RunResult,
     workload: &Workload,
-    series: Vec<SecondPoint>,
+    mut series: Vec<SecondPoint>,
 ) -> (HostReport, HostHistograms) {
+    // The series knows devices by index only: name each second's entries like `devices`.
+    for point in &mut series {
+        for (entry, device) in point.devices.iter_mut().zip(&result.devices) {
+            if entry.path.is_empty() {
+                entry.path = device.path.to_string_lossy().into_owned();
+            }
+        }
+    }
     let secs = result.measured.as_secs_f64();
+    let ramp = workload.ramp.as_secs_f64();
     let devices = result
         .devices
         .iter()
-        .map(|d| DeviceReport {
-            path: d.path.to_string_lossy().into_owned(),
-            host: None,
-            cpu: d.cpu,
-            figures: Figures {
-                // Encoding only fails for a count above i64::MAX, which no run reaches.
-                histograms: EncodedHistograms::encode(&d.read.latency, &d.write.latency).ok(),
-                ramp: d.ramp,
-                drained: d.drained,
-                read_samples: d.read_samples,
-                ..Figures::new(
-                    OpSummary::from_op(&d.read, secs),
-                    OpSummary::from_op(&d.write, secs),
-                    d.errors.count,
-                )
-            },
-            error_detail: d.errors.clone(),
-            failed: d.failed,
-            verify: d.verify.clone(),
-            identity: None,
+        .map(|d| {
+            let stopped_at_secs = d.stopped_after.map(|t| t.as_secs_f64() - ramp);
+            // A device taken out early is rated over the part of the window it ran in.
+            let active_secs = stopped_at_secs.map_or(secs, |t| t.clamp(0.0, secs));
+            DeviceReport {
+                path: d.path.to_string_lossy().into_owned(),
+                given: None,
+                host: None,
+                cpu: d.cpu,
+                figures: Figures {
+                    // Encoding only fails for a count above i64::MAX, which no run reaches.
+                    histograms: EncodedHistograms::encode(&d.read.latency, &d.write.latency).ok(),
+                    ramp: d.ramp,
+                    drained: d.drained,
+                    read_samples: d.read_samples,
+                    ..Figures::new(
+                        OpSummary::from_op(&d.read, active_secs),
+                        OpSummary::from_op(&d.write, active_secs),
+                        d.errors.count,
+                    )
+                },
+                error_detail: d.errors.clone(),
+                failed: d.failed,
+                stopped_at_secs,
+                verify: d.verify.clone(),
+                identity: None,
+            }
         })
         .collect::<Vec<_>>();
 
@@ -704,6 +732,51 @@ mod tests {
     }
 
     #[test]
+    fn a_device_taken_out_early_is_rated_over_its_own_active_time() {
+        // 1 s of ramp, then a 4 s window; the device failed 3 s into the run (2 s into the
+        // window) after 1000 reads, the other ran the whole window.
+        let mut stopped = device(
+            "/dev/s",
+            0,
+            op(&vec![1000; 1000], 4096),
+            OpResult::default(),
+        );
+        stopped.failed = true;
+        stopped.stopped_after = Some(Duration::from_secs(3));
+        let whole = device(
+            "/dev/w",
+            1,
+            op(&vec![1000; 4000], 4096),
+            OpResult::default(),
+        );
+        let workload = Workload {
+            ramp: Duration::from_secs(1),
+            ..Workload::default()
+        };
+        let report = summarize(&run(vec![stopped, whole], 4), &workload, vec![]);
+        let (s, w) = (&report.devices[0], &report.devices[1]);
+        assert_eq!(s.stopped_at_secs, Some(2.0));
+        assert_eq!(
+            s.figures.iops, 500.0,
+            "1000 reads over its 2 s, not the 4 s window"
+        );
+        assert_eq!(s.figures.read.bytes_per_sec, 500.0 * 4096.0);
+        assert_eq!((w.stopped_at_secs, w.figures.iops), (None, 1000.0));
+        // The host's rate stays over the window: 5000 I/Os in 4 s.
+        assert_eq!(report.host.iops, 1250.0);
+        let v = serde_json::to_value(&report).unwrap();
+        assert_eq!(v["devices"][0]["stopped_at_secs"], 2.0);
+        assert!(v["devices"][1].get("stopped_at_secs").is_none());
+
+        // Taken out during the ramp: it stopped before the window, and ran none of it.
+        let mut early = device("/dev/e", 0, OpResult::default(), OpResult::default());
+        early.stopped_after = Some(Duration::from_millis(250));
+        let report = summarize(&run(vec![early], 4), &workload, vec![]);
+        assert_eq!(report.devices[0].stopped_at_secs, Some(-0.75));
+        assert_eq!(report.devices[0].figures.iops, 0.0);
+    }
+
+    #[test]
     fn errors_are_summed_and_detailed() {
         let mut d = device("/dev/e", 0, op(&[1000], 4096), OpResult::default());
         for offset in [0u64, 4096, 8192] {
@@ -740,16 +813,22 @@ mod tests {
         });
         let point = SecondPoint {
             second: 0,
-            iops: 700,
-            read_iops: 500,
-            write_iops: 200,
-            bytes_per_sec: 700 * 4096,
+            iops: 700.0,
+            read_iops: 500.0,
+            write_iops: 200.0,
+            bytes_per_sec: 700.0 * 4096.0,
             errors: 1,
             read_p50_ns: 1000,
             read_p99_ns: 2000,
             write_p50_ns: 3000,
             write_p99_ns: 4000,
-            devices: vec![700],
+            devices: vec![crate::series::DeviceSecond {
+                iops: 700.0,
+                read_iops: 500.0,
+                write_iops: 200.0,
+                bytes_per_sec: 700.0 * 4096.0,
+                ..Default::default()
+            }],
             partial: false,
             histograms: None,
         };
@@ -774,7 +853,7 @@ mod tests {
     #[test]
     fn json_has_the_documented_keys() {
         let v = serde_json::to_value(sample_report()).unwrap();
-        assert_eq!(v["schema_version"], 1);
+        assert_eq!(v["schema_version"], 2);
         assert_eq!(v["interrupted"], false);
         assert_eq!(v["measured_secs"], 1.0);
         for key in [
@@ -835,7 +914,19 @@ mod tests {
         ] {
             assert!(p[key].is_number(), "time_series[0].{key} missing");
         }
-        assert_eq!(p["devices"], serde_json::json!([700]));
+        // Rates are floats, and each device's entry names it as `devices[]` does.
+        for key in ["iops", "read_iops", "write_iops", "bytes_per_sec"] {
+            assert!(
+                p[key].is_f64(),
+                "time_series[0].{key} is not a float: {}",
+                p[key]
+            );
+        }
+        assert_eq!(
+            p["devices"],
+            serde_json::json!([{"path": "/dev/loop0", "iops": 700.0, "read_iops": 500.0,
+                "write_iops": 200.0, "bytes_per_sec": 2_867_200.0}])
+        );
     }
 
     #[test]

@@ -10,18 +10,22 @@ use crate::histogram_codec::EncodedHistograms;
 use crate::latency::{add_exact, LatencySummary};
 
 /// One measured second of the whole host.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+///
+/// Rates are per second, as floats like every rate of the report: a point covers one
+/// second, so each is the count of that second (the last second of a run cut short covers
+/// less).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SecondPoint {
     /// Second index: 0 is the first second after the ramp.
     pub second: i64,
     /// Successful reads plus writes in this second.
-    pub iops: u64,
+    pub iops: f64,
     /// Successful reads in this second.
-    pub read_iops: u64,
+    pub read_iops: f64,
     /// Successful writes in this second.
-    pub write_iops: u64,
+    pub write_iops: f64,
     /// Bytes read and written in this second.
-    pub bytes_per_sec: u64,
+    pub bytes_per_sec: f64,
     /// Failed I/Os in this second.
     pub errors: u64,
     /// Host read median latency of this second (merged histograms), ns.
@@ -32,10 +36,11 @@ pub struct SecondPoint {
     pub write_p50_ns: u64,
     /// Host write 99th percentile latency of this second, ns.
     pub write_p99_ns: u64,
-    /// Successful I/Os of each device in this second, indexed like the run's targets.
-    pub devices: Vec<u64>,
+    /// Each device's figures in this second, in the order of the report's `devices`, each
+    /// named like its entry there.
+    pub devices: Vec<DeviceSecond>,
     /// Not every device reported this second (only from [`TimeSeries::finish`]); a missing
-    /// device shows 0 in `devices`.
+    /// device shows zeros in `devices`.
     #[serde(default)]
     pub partial: bool,
     /// This second's host read and write latency histograms (V2 + DEFLATE, base64), so that
@@ -58,6 +63,56 @@ pub struct SecondHistograms {
     pub write: Histogram<u64>,
 }
 
+/// One device's figures in one second: `time_series[].devices[]` in the JSON.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct DeviceSecond {
+    /// The device, as the report's `devices[].path` names it. [`TimeSeries`] knows devices
+    /// only by index and leaves this empty; [`crate::summarize`] fills it in.
+    pub path: String,
+    /// The host the device is on, in merged (fleet) reports, as `devices[].host`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<String>,
+    /// Its successful reads plus writes in this second.
+    pub iops: f64,
+    /// Its successful reads in this second.
+    pub read_iops: f64,
+    /// Its successful writes in this second.
+    pub write_iops: f64,
+    /// Bytes it read and wrote in this second.
+    pub bytes_per_sec: f64,
+}
+
+impl DeviceSecond {
+    /// A device's second from its counts, unnamed.
+    fn from_counts(counts: &DeviceCounts) -> DeviceSecond {
+        DeviceSecond {
+            path: String::new(),
+            host: None,
+            iops: (counts.read_ios + counts.write_ios) as f64,
+            read_iops: counts.read_ios as f64,
+            write_iops: counts.write_ios as f64,
+            bytes_per_sec: counts.bytes as f64,
+        }
+    }
+
+    /// The same figures of zero I/O, for a device that did not report the second.
+    pub fn idle(path: &str, host: Option<&str>) -> DeviceSecond {
+        DeviceSecond {
+            path: path.to_string(),
+            host: host.map(str::to_string),
+            ..DeviceSecond::default()
+        }
+    }
+}
+
+/// One device's counts in a pending second.
+#[derive(Debug, Clone, Copy, Default)]
+struct DeviceCounts {
+    read_ios: u64,
+    write_ios: u64,
+    bytes: u64,
+}
+
 /// A second some devices have reported and others not yet.
 #[derive(Debug)]
 struct PendingSecond {
@@ -67,7 +122,7 @@ struct PendingSecond {
     write_ios: u64,
     bytes: u64,
     errors: u64,
-    devices: Vec<u64>,
+    devices: Vec<DeviceCounts>,
     read_latency: Histogram<u64>,
     write_latency: Histogram<u64>,
 }
@@ -81,7 +136,7 @@ impl PendingSecond {
             write_ios: 0,
             bytes: 0,
             errors: 0,
-            devices: vec![0; device_count],
+            devices: vec![DeviceCounts::default(); device_count],
             read_latency: new_latency_histogram(),
             write_latency: new_latency_histogram(),
         }
@@ -98,7 +153,10 @@ impl PendingSecond {
         self.write_ios += interval.write_ios;
         self.bytes += interval.read_bytes + interval.write_bytes;
         self.errors += interval.errors;
-        self.devices[interval.device] += interval.read_ios + interval.write_ios;
+        let device = &mut self.devices[interval.device];
+        device.read_ios += interval.read_ios;
+        device.write_ios += interval.write_ios;
+        device.bytes += interval.read_bytes + interval.write_bytes;
         add_exact(&mut self.read_latency, &interval.read_latency);
         add_exact(&mut self.write_latency, &interval.write_latency);
     }
@@ -116,17 +174,17 @@ impl PendingSecond {
         let write = LatencySummary::from_histogram(&self.write_latency);
         SecondPoint {
             second,
-            iops: self.read_ios + self.write_ios,
-            read_iops: self.read_ios,
-            write_iops: self.write_ios,
-            bytes_per_sec: self.bytes,
+            iops: (self.read_ios + self.write_ios) as f64,
+            read_iops: self.read_ios as f64,
+            write_iops: self.write_ios as f64,
+            bytes_per_sec: self.bytes as f64,
             errors: self.errors,
             read_p50_ns: read.p50,
             read_p99_ns: read.p99,
             write_p50_ns: write.p50,
             write_p99_ns: write.p99,
             partial: self.reported_count < self.reported.len(),
-            devices: self.devices,
+            devices: self.devices.iter().map(DeviceSecond::from_counts).collect(),
             histograms: keep_histograms
                 .then(|| EncodedHistograms::encode(&self.read_latency, &self.write_latency).ok())
                 .flatten(),
@@ -268,6 +326,10 @@ impl TimeSeries {
 mod tests {
     use super::*;
 
+    fn iops_of(p: &SecondPoint) -> Vec<f64> {
+        p.devices.iter().map(|d| d.iops).collect()
+    }
+
     fn interval(device: usize, second: i64, reads: &[u64], writes: &[u64]) -> DeviceInterval {
         let mut read_latency = new_latency_histogram();
         for &v in reads {
@@ -305,11 +367,16 @@ mod tests {
             .push(interval(2, 0, &[500], &[]))
             .expect("second 0 complete");
         assert_eq!(p.second, 0);
-        assert_eq!(p.read_iops, 5);
-        assert_eq!(p.write_iops, 1);
-        assert_eq!(p.iops, 6);
-        assert_eq!(p.devices, vec![3, 2, 1]);
-        assert_eq!(p.bytes_per_sec, 5 * 4096 + 8192);
+        assert_eq!(p.read_iops, 5.0);
+        assert_eq!(p.write_iops, 1.0);
+        assert_eq!(p.iops, 6.0);
+        assert_eq!(iops_of(&p), vec![3.0, 2.0, 1.0]);
+        assert_eq!(
+            (p.devices[1].read_iops, p.devices[1].write_iops),
+            (1.0, 1.0)
+        );
+        assert_eq!(p.devices[1].bytes_per_sec, 4096.0 + 8192.0);
+        assert_eq!(p.bytes_per_sec, (5 * 4096 + 8192) as f64);
         assert_eq!(p.errors, 1 + 2);
         assert!(!p.partial);
         assert_eq!(ts.points(), std::slice::from_ref(&p));
@@ -408,6 +475,6 @@ mod tests {
         assert_eq!(all.len(), 2);
         assert!(!all[0].partial);
         assert!(all[1].partial);
-        assert_eq!(all[1].devices, vec![0, 2]);
+        assert_eq!(iops_of(&all[1]), vec![0.0, 2.0]);
     }
 }

@@ -771,16 +771,12 @@ pub fn judge(specs: &SpecSet, reports: &[&HostReport]) -> Verdict {
     };
     let bottleneck_found = match (iops_run, volumes_iops, bw_run, volumes_bw) {
         (Some(run), Some(_), _, _) => {
-            let per_second: Vec<f64> = run.time_series.iter().map(|p| p.iops as f64).collect();
+            let per_second: Vec<f64> = run.time_series.iter().map(|p| p.iops).collect();
             let cap = rate_cap_iops(run);
             bottleneck(&shares(run, |e| e.iops, |f| f.iops, cap), &per_second, t)
         }
         (_, _, Some(run), Some(_)) => {
-            let per_second: Vec<f64> = run
-                .time_series
-                .iter()
-                .map(|p| p.bytes_per_sec as f64)
-                .collect();
+            let per_second: Vec<f64> = run.time_series.iter().map(|p| p.bytes_per_sec).collect();
             let cap = rate_cap_bytes_per_sec(run);
             bottleneck(
                 &shares(run, |e| e.bytes_per_sec, |f| f.bytes_per_sec, cap),
@@ -975,6 +971,8 @@ mod tests {
                 figures: figures(iops, iops * bs as f64, 600_000),
                 error_detail: Default::default(),
                 failed: false,
+                stopped_at_secs: None,
+                given: None,
                 host: None,
                 verify: None,
                 identity: None,
@@ -996,10 +994,10 @@ mod tests {
                 .enumerate()
                 .map(|(i, &iops)| SecondPoint {
                     second: i as i64,
-                    iops,
-                    read_iops: iops,
-                    write_iops: 0,
-                    bytes_per_sec: iops * bs as u64,
+                    iops: iops as f64,
+                    read_iops: iops as f64,
+                    write_iops: 0.0,
+                    bytes_per_sec: (iops * bs as u64) as f64,
                     errors: 0,
                     read_p50_ns: 0,
                     read_p99_ns: 0,

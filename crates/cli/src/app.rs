@@ -126,6 +126,9 @@ fn measure_keeping_log(
     for (device, identity) in report.devices.iter_mut().zip(identities) {
         device.identity = Some(identity);
     }
+    for (device, given) in report.devices.iter_mut().zip(&plan.given_names) {
+        device.given = given.as_ref().map(|p| p.to_string_lossy().into_owned());
+    }
     drop(running);
     let sig = signals.signal();
     // Interrupted means a signal; a stop-all after an I/O error is reported by its errors.
@@ -157,7 +160,11 @@ fn take_interval(
 
 /// Prints the table (stdout, or stderr when the JSON goes to stdout) and writes the JSON.
 pub fn emit(report: &HostReport, json: Option<&Destination>) -> anyhow::Result<()> {
-    let table = output::table::render_table_fitting(report, output::table::terminal_width());
+    let width = match json {
+        Some(Destination::Stdout) => output::table::stderr_width(),
+        _ => output::table::terminal_width(),
+    };
+    let table = output::table::render_table_fitting(report, width);
     output::destination::print_beside_json(&table, json);
     if let Some(dest) = json {
         output::json::write_json(report, dest)?;
@@ -241,6 +248,7 @@ pub fn demo(args: &DemoArgs) -> anyhow::Result<i32> {
         .runtime
         .unwrap_or(Duration::from_secs(if capped { 10 } else { 5 }));
     let plan = RunPlan {
+        given_names: Vec::new(),
         targets,
         workload: hostmax_engine::Workload {
             runtime,

@@ -176,6 +176,20 @@ fn duplicate_note(given: &Path, first: &Path) -> String {
     }
 }
 
+/// The first literal `--devices` path, made absolute, that is another name (a symlink such as
+/// `/dev/disk/by-id/...`) for the target at `canonical`: the name the user knows it by, kept
+/// beside the kernel's in reports and the suite's checkpoint.
+pub fn given_name(devices: &[OsString], canonical: &Path) -> Option<PathBuf> {
+    devices.iter().map(PathBuf::from).find_map(|given| {
+        if is_pattern(&given.to_string_lossy()) || given == canonical {
+            return None;
+        }
+        let absolute = std::path::absolute(&given).ok()?;
+        (std::fs::canonicalize(&absolute).ok()? == canonical && absolute != canonical)
+            .then_some(absolute)
+    })
+}
+
 /// Turns an engine probe error into a one-line message naming the path and the fix.
 pub fn probe_error_message(path: &Path, err: &EngineError) -> String {
     match err {

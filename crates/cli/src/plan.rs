@@ -161,6 +161,9 @@ impl Default for PlanRequest {
 pub struct RunPlan {
     /// Probed, de-duplicated targets, in the order given.
     pub targets: Vec<TargetInfo>,
+    /// For each target, the name the user gave it when that is another name for its
+    /// canonical path (a `/dev/disk/by-id/...` link): shown beside it in the report.
+    pub given_names: Vec<Option<PathBuf>>,
     /// The validated workload.
     pub workload: Workload,
     /// CPUs the workers may use; `None` is every allowed CPU.
@@ -292,6 +295,10 @@ pub fn plan_run_with(request: &PlanRequest, limits: &HostLimits) -> Result<RunPl
     )?;
     let fleet = crate::fleet::plan_fleet(request, workload.runtime)?;
     let mut plan = RunPlan {
+        given_names: targets
+            .iter()
+            .map(|t| crate::devices::given_name(devices, &t.path))
+            .collect(),
         targets,
         workload,
         cpus,

@@ -81,7 +81,8 @@ impl SignalWatch {
             eprintln!("hostmax: second signal, aborting");
             std::process::exit(128 + sig);
         }
-        eprintln!("hostmax: {}", *lock(&self.message));
+        // Above the live view's bar: a plain write would be erased by its next redraw.
+        crate::output::progress::print_line(&format!("hostmax: {}", *lock(&self.message)));
         if let Some(stopper) = lock(&self.current).as_ref() {
             stopper.stop();
         }

@@ -176,6 +176,9 @@ pub struct DeviceResult {
     pub errors: ErrorLog,
     /// Whether the device was taken out of the run after a failure (`ErrorPolicy::StopDevice`).
     pub failed: bool,
+    /// When it was taken out, from the start of the run (ramp included): the completion of
+    /// the failed I/O was reaped then. Its I/O in flight still completes and counts.
+    pub stopped_after: Option<Duration>,
     /// Successful I/Os that completed during the ramp.
     pub ramp: IoCounts,
     /// Successful I/Os that completed after the measured window (drained, or after a stop).

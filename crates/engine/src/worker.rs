@@ -120,6 +120,8 @@ struct DeviceState {
     errors: ErrorLog,
     /// Taken out of the run after a failure: no more submissions.
     failed: bool,
+    /// When it was taken out (the reap that brought the failure).
+    failed_at: Option<Instant>,
     /// Where the read and the write buffers start in the device's region: separate, so
     /// that no write ever carries back what a read brought.
     read_base: usize,
@@ -281,6 +283,7 @@ impl WorkerTask {
                     write: d.write,
                     errors: d.errors,
                     failed: d.failed,
+                    stopped_after: d.failed_at.map(|t| t.saturating_duration_since(start)),
                     ramp: d.ramp,
                     drained: d.drained,
                     read_samples: d.read_samples,
@@ -355,6 +358,7 @@ impl WorkerTask {
                 write: OpResult::default(),
                 errors: ErrorLog::default(),
                 failed: false,
+                failed_at: None,
                 read_base: 0,
                 write_base,
                 maker,
@@ -548,14 +552,11 @@ impl WorkerLoop {
                     if errors_counted {
                         dev.interval.errors += 1;
                     }
-                    match on_error {
-                        ErrorPolicy::Continue => {}
-                        ErrorPolicy::StopDevice => dev.failed = true,
-                        ErrorPolicy::StopAll => {
-                            dev.failed = true;
-                            stop_all = true;
-                        }
+                    if on_error != ErrorPolicy::Continue && !dev.failed {
+                        dev.failed = true;
+                        dev.failed_at = Some(now);
                     }
+                    stop_all |= on_error == ErrorPolicy::StopAll;
                 }
             }
             if stop_all {

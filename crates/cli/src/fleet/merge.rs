@@ -32,8 +32,15 @@ pub fn load_report(path: &Path) -> Result<HostReport, BadInput> {
         .and_then(serde_json::Value::as_u64)
         .ok_or_else(|| not_a_report("no schema_version".into()))?;
     if version != u64::from(SCHEMA_VERSION) {
+        // Schema 1 (before per-second device entries were named, with floats) is not
+        // converted: its per-second figures of each device are unnamed integers.
+        let age = if version < u64::from(SCHEMA_VERSION) {
+            "an older"
+        } else {
+            "a newer"
+        };
         return Err(BadInput(format!(
-            "{shown}: schema_version {version}, this hostmax reads {SCHEMA_VERSION}; merge reports written by the same hostmax version"
+            "{shown}: schema_version {version} (written by {age} hostmax), this hostmax reads {SCHEMA_VERSION}; merge reports written by the same hostmax version"
         )));
     }
     serde_json::from_value(value).map_err(|e| not_a_report(e.to_string()))
@@ -137,11 +144,16 @@ mod tests {
             (
                 "v9.json",
                 r#"{"schema_version":9}"#,
-                "schema_version 9, this hostmax reads 1",
+                "schema_version 9 (written by a newer hostmax), this hostmax reads 2",
+            ),
+            (
+                "v1.json",
+                r#"{"schema_version":1,"time_series":[{"devices":[700]}]}"#,
+                "schema_version 1 (written by an older hostmax), this hostmax reads 2; merge reports written by the same hostmax version",
             ),
             (
                 "partial.json",
-                r#"{"schema_version":1,"host":{}}"#,
+                r#"{"schema_version":2,"host":{}}"#,
                 "not a hostmax report (missing field",
             ),
         ] {

@@ -60,7 +60,7 @@ mod tests {
         let back: HostReport = serde_json::from_str(&text).unwrap();
         assert_eq!(back, report);
         let v: serde_json::Value = serde_json::from_str(&text).unwrap();
-        assert_eq!(v["schema_version"], 1);
+        assert_eq!(v["schema_version"], hostmax_aggregate::SCHEMA_VERSION);
         assert_eq!(v["devices"][1]["path"], "/dev/loop11");
     }
 
@@ -78,6 +78,6 @@ mod tests {
             .is_symlink());
         let v: serde_json::Value =
             serde_json::from_str(&fs::read_to_string(&real).unwrap()).unwrap();
-        assert_eq!(v["schema_version"], 1);
+        assert_eq!(v["schema_version"], hostmax_aggregate::SCHEMA_VERSION);
     }
 }

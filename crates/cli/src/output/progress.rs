@@ -1,12 +1,49 @@
 //! The live view on stderr while a run goes on.
 
 use std::io::{self, IsTerminal, Write};
+use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
 use hostmax_aggregate::SecondPoint;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use crate::units::{format_latency_ns, format_mib_per_sec};
+
+/// The progress bar on screen now, if any. A line printed from elsewhere while it is drawn
+/// (the signal watch's "stopping ...") would be erased by its next redraw: [`print_line`]
+/// puts it above the bar instead.
+static SHOWN_BAR: Mutex<Option<ProgressBar>> = Mutex::new(None);
+
+fn shown_bar() -> MutexGuard<'static, Option<ProgressBar>> {
+    SHOWN_BAR.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Prints `line` on stderr above the progress bar on screen (plainly when there is none), so
+/// that it stays visible.
+pub fn print_line(line: &str) {
+    // Cloned out, so the bar's own lock is never taken while holding this one.
+    let bar = shown_bar().clone();
+    match bar {
+        Some(bar) => bar.suspend(|| write_stderr(line)),
+        None => write_stderr(line),
+    }
+}
+
+/// Registers `bar` as the bar on screen (for [`print_line`]) until the guard drops.
+pub fn show_bar(bar: &ProgressBar) -> ShownBar {
+    *shown_bar() = Some(bar.clone());
+    ShownBar
+}
+
+/// Keeps a bar registered as the one on screen; see [`show_bar`].
+#[derive(Debug)]
+pub struct ShownBar;
+
+impl Drop for ShownBar {
+    fn drop(&mut self) {
+        *shown_bar() = None;
+    }
+}
 
 /// How the live view draws.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -28,6 +65,9 @@ pub struct LiveView {
     mode: LiveMode,
     bar: Option<ProgressBar>,
     ramping: bool,
+    /// Columns the figures must fit in (the terminal's, or `COLUMNS`); `None`: no limit.
+    width: Option<usize>,
+    _shown: Option<ShownBar>,
 }
 
 impl LiveView {
@@ -44,7 +84,10 @@ impl LiveView {
 
     /// A view that draws in the given mode whatever stderr is.
     pub fn with_mode(total_secs: u64, ramp_secs: u64, mode: LiveMode) -> LiveView {
-        LiveView::build(total_secs, ramp_secs, mode, ProgressDrawTarget::stderr())
+        let mut view = LiveView::build(total_secs, ramp_secs, mode, ProgressDrawTarget::stderr());
+        view.width = crate::output::table::stderr_width();
+        view._shown = view.bar.as_ref().map(show_bar);
+        view
     }
 
     fn build(
@@ -84,6 +127,8 @@ impl LiveView {
             mode,
             bar,
             ramping,
+            width: None,
+            _shown: None,
         }
     }
 
@@ -95,7 +140,7 @@ impl LiveView {
     /// Shows one measured second.
     pub fn update(&mut self, point: &SecondPoint) {
         match &self.bar {
-            None => write_stderr(&live_line(point, self.total_secs)),
+            None => write_stderr(&live_line_fitting(point, self.total_secs, self.width)),
             Some(bar) => {
                 if self.ramping {
                     bar.disable_steady_tick();
@@ -103,7 +148,12 @@ impl LiveView {
                     bar.reset_elapsed();
                 }
                 bar.set_position(seconds_done(point).min(self.total_secs));
-                bar.set_message(live_figures(point));
+                // Beside "[bar] pos/len s  ", with at least a short bar left.
+                let beside = format!("{:>3}/{} s", self.total_secs, self.total_secs).len()
+                    + "[]   ".len()
+                    + MIN_BAR;
+                let room = self.width.map(|w| w.saturating_sub(beside));
+                bar.set_message(live_figures(point, room));
             }
         }
         self.ramping = false;
@@ -129,6 +179,9 @@ impl Drop for LiveView {
     }
 }
 
+/// Columns the bar keeps at least; the figures give up detail before it gets shorter.
+const MIN_BAR: usize = 10;
+
 /// The bar takes what the terminal's width leaves beside the figures (`wide_bar`), so an
 /// 80-column terminal gets a short bar and no wrapped line.
 fn measuring_style() -> ProgressStyle {
@@ -151,18 +204,22 @@ fn seconds_done(point: &SecondPoint) -> u64 {
 /// The plain line for one second:
 /// `[  3/30 s] 412345 IOPS  1610.7 MiB/s  p99 310 µs  errors 0`.
 pub fn live_line(point: &SecondPoint, total_secs: u64) -> String {
-    let width = total_secs.to_string().len().max(3);
-    format!(
-        "[{:>width$}/{total_secs} s] {}",
-        seconds_done(point),
-        live_figures(point)
-    )
+    live_line_fitting(point, total_secs, None)
 }
 
-/// The figures of one second: IOPS, MiB/s, p99 (read and write separately when both ran)
-/// and errors.
-fn live_figures(point: &SecondPoint) -> String {
-    let p99 = match (point.read_iops > 0, point.write_iops > 0) {
+/// [`live_line`] in `width` columns (`None`: no limit): the figures give up detail to fit.
+pub fn live_line_fitting(point: &SecondPoint, total_secs: u64, width: Option<usize>) -> String {
+    let digits = total_secs.to_string().len().max(3);
+    let progress = format!("[{:>digits$}/{total_secs} s]", seconds_done(point));
+    let room = width.map(|w| w.saturating_sub(progress.chars().count() + 1));
+    format!("{progress} {}", live_figures(point, room))
+}
+
+/// The figures of one second in `room` columns (`None`: no limit): IOPS, MiB/s, p99 (read
+/// and write separately when both ran) and errors; what does not fit is left out, MiB/s
+/// first, then the latency.
+fn live_figures(point: &SecondPoint, room: Option<usize>) -> String {
+    let p99 = match (point.read_iops > 0.0, point.write_iops > 0.0) {
         (true, true) => format!(
             "p99 r {} w {}",
             format_latency_ns(point.read_p99_ns),
@@ -172,12 +229,22 @@ fn live_figures(point: &SecondPoint) -> String {
         (false, true) => format!("p99 {}", format_latency_ns(point.write_p99_ns)),
         (false, false) => "p99 -".to_string(),
     };
-    format!(
-        "{} IOPS  {} MiB/s  {p99}  errors {}",
-        point.iops,
-        format_mib_per_sec(point.bytes_per_sec as f64),
-        point.errors
-    )
+    let iops = format!("{:.0} IOPS", point.iops);
+    let errors = format!("errors {}", point.errors);
+    let mib = format!("{} MiB/s", format_mib_per_sec(point.bytes_per_sec));
+    let choices: [&[&str]; 3] = [
+        &[&iops, &mib, &p99, &errors],
+        &[&iops, &p99, &errors],
+        &[&iops, &errors],
+    ];
+    let mut line = String::new();
+    for parts in choices {
+        line = parts.join("  ");
+        if room.is_none_or(|room| line.chars().count() <= room) {
+            break;
+        }
+    }
+    line
 }
 
 #[cfg(test)]
@@ -187,16 +254,16 @@ mod tests {
     fn point(second: i64, reads: u64, writes: u64) -> SecondPoint {
         SecondPoint {
             second,
-            iops: reads + writes,
-            read_iops: reads,
-            write_iops: writes,
-            bytes_per_sec: (reads + writes) * 4096,
+            iops: (reads + writes) as f64,
+            read_iops: reads as f64,
+            write_iops: writes as f64,
+            bytes_per_sec: ((reads + writes) * 4096) as f64,
             errors: 0,
             read_p50_ns: 150_000,
             read_p99_ns: 310_000,
             write_p50_ns: 900_000,
             write_p99_ns: 1_250_000,
-            devices: vec![reads + writes],
+            devices: Vec::new(),
             partial: false,
             histograms: None,
         }
@@ -219,6 +286,29 @@ mod tests {
             "[ 10/10 s] 1000 IOPS  3.9 MiB/s  p99 r 310 µs w 1.25 ms  errors 4"
         );
         assert!(live_line(&point(0, 0, 0), 5).contains("p99 -"));
+    }
+
+    #[test]
+    fn the_plain_line_gives_up_detail_to_fit_its_width() {
+        let mut big = point(3599, 9_000_000, 4_000_000);
+        big.read_p99_ns = 123_456_789;
+        big.write_p99_ns = 987_654_321;
+        big.errors = 12_345_678;
+        let full = live_line(&big, 3600);
+        assert!(full.chars().count() > 80, "{full}");
+        let fitted = live_line_fitting(&big, 3600, Some(80));
+        assert!(fitted.chars().count() <= 80, "{fitted}");
+        assert_eq!(
+            fitted,
+            "[3600/3600 s] 13000000 IOPS  p99 r 123 ms w 988 ms  errors 12345678"
+        );
+        // Narrower than the least it can say: IOPS and errors still.
+        assert_eq!(
+            live_line_fitting(&big, 3600, Some(40)),
+            "[3600/3600 s] 13000000 IOPS  errors 12345678"
+        );
+        // Room enough: the whole line.
+        assert_eq!(live_line_fitting(&big, 3600, Some(200)), full);
     }
 
     #[test]

@@ -2,7 +2,7 @@
 
 use std::fmt::Write as _;
 
-use hostmax_aggregate::{Figures, HostReport};
+use hostmax_aggregate::{DeviceReport, Figures, HostReport};
 
 use crate::units::{format_latency_ns, format_mib_per_sec};
 
@@ -19,14 +19,26 @@ pub fn render_table(report: &HostReport) -> String {
 /// The width tables are fitted to: `COLUMNS` when set, else the terminal's when stdout is one;
 /// `None` (no limit) when output goes to a file or a pipe.
 pub fn terminal_width() -> Option<usize> {
+    width_of(libc::STDOUT_FILENO)
+}
+
+/// [`terminal_width`] for what goes to stderr (the live view; the table with `--json -`).
+pub fn stderr_width() -> Option<usize> {
+    width_of(libc::STDERR_FILENO)
+}
+
+/// `COLUMNS` when set, else the width of the terminal `fd` is, if it is one.
+fn width_of(fd: std::os::fd::RawFd) -> Option<usize> {
     use std::io::IsTerminal;
+    use std::os::fd::BorrowedFd;
     if let Some(columns) = std::env::var("COLUMNS")
         .ok()
         .and_then(|c| c.trim().parse().ok())
     {
         return Some(columns);
     }
-    if !std::io::stdout().is_terminal() {
+    // SAFETY: `fd` is stdout or stderr, open for the life of the process.
+    if !unsafe { BorrowedFd::borrow_raw(fd) }.is_terminal() {
         return None;
     }
     let mut size = libc::winsize {
@@ -36,8 +48,8 @@ pub fn terminal_width() -> Option<usize> {
         ws_ypixel: 0,
     };
     // SAFETY: TIOCGWINSZ writes one `winsize` through the pointer, which is valid and writable
-    // for the call; stdout's descriptor stays open.
-    let ok = unsafe { libc::ioctl(libc::STDOUT_FILENO, libc::TIOCGWINSZ, &mut size) } == 0;
+    // for the call; the descriptor (stdout or stderr) stays open.
+    let ok = unsafe { libc::ioctl(fd, libc::TIOCGWINSZ, &mut size) } == 0;
     (ok && size.ws_col > 0).then_some(usize::from(size.ws_col))
 }
 
@@ -86,14 +98,7 @@ pub fn render_table_fitting(report: &HostReport, width: Option<usize>) -> String
     let devices: Vec<Vec<String>> = report
         .devices
         .iter()
-        .map(|d| {
-            // A merged report's devices are named host:path.
-            let name = match &d.host {
-                Some(host) => format!("{host}:{}", d.path),
-                None => d.path.clone(),
-            };
-            row(name, d.cpu.to_string(), &d.figures)
-        })
+        .map(|d| row(device_label(d), d.cpu.to_string(), &d.figures))
         .collect();
     let plural = if report.devices.len() == 1 { "" } else { "s" };
     let host_name = match &report.fleet {
@@ -217,6 +222,9 @@ pub fn render_table_fitting(report: &HostReport, width: Option<usize>) -> String
         );
     }
 
+    for d in &report.devices {
+        out.push_str(&stopped_line(d, report));
+    }
     for d in report.devices.iter().filter(|d| d.error_detail.count > 0) {
         let kinds: Vec<String> = d
             .error_detail
@@ -224,7 +232,7 @@ pub fn render_table_fitting(report: &HostReport, width: Option<usize>) -> String
             .iter()
             .map(|(errno, n)| format!("{n} x {}", describe_errno(*errno)))
             .collect();
-        let _ = write!(out, "errors on {}: {}", d.path, kinds.join(", "));
+        let _ = write!(out, "errors on {}: {}", device_label(d), kinds.join(", "));
         if let Some(first) = d.error_detail.first.first() {
             let op = match first.op {
                 hostmax_engine::OpKind::Read => "read",
@@ -242,8 +250,95 @@ pub fn render_table_fitting(report: &HostReport, width: Option<usize>) -> String
         let _ = writeln!(
             out,
             "every sampled read of {} returned zeros: its blocks were probably never written, and a thin or cloud volume serves those from metadata without touching its media. Write the range first (e.g. hostmax --devices {} --rw write --bs 1m --allow-write, run long enough to pass over the whole --size once), then measure reads",
-            d.path, d.path
+            device_label(d),
+            d.given.as_deref().unwrap_or(&d.path)
         );
+    }
+    match width {
+        Some(width) => wrap_lines(&out, width),
+        None => out,
+    }
+}
+
+/// How the table names a device: its path, or the name the user gave it with the kernel's
+/// name after it (`/dev/disk/by-id/nvme-X (nvme0n1)`); `host:` before it in merged reports.
+fn device_label(d: &DeviceReport) -> String {
+    let name = match &d.given {
+        Some(given) => format!(
+            "{given} ({})",
+            d.path.strip_prefix("/dev/").unwrap_or(&d.path)
+        ),
+        None => d.path.clone(),
+    };
+    match &d.host {
+        Some(host) => format!("{host}:{name}"),
+        None => name,
+    }
+}
+
+/// When a device taken out of the run stopped, and what its rates are over; empty for a
+/// device that ran to the end.
+fn stopped_line(d: &DeviceReport, report: &HostReport) -> String {
+    let Some(at) = d.stopped_at_secs else {
+        return String::new();
+    };
+    let name = device_label(d);
+    let window_secs = report.measured_secs;
+    // The run ended early, right after this device stopped (--on-error stop-all: the whole
+    // run stops moments after the failure): the window is the device's own time.
+    let ended_with_it =
+        window_secs < report.workload.runtime_secs && window_secs - at < STOPPED_WITH_RUN_SECS;
+    if at <= 0.0 {
+        format!("{name} stopped during the ramp, after a failed I/O: no measured I/O\n")
+    } else if at >= window_secs || ended_with_it {
+        format!("{name} stopped at {at:.1} s, after a failed I/O, and the run with it\n")
+    } else {
+        format!(
+            "{name} stopped at {at:.1} s, after a failed I/O: its rates are over those {at:.1} s, not the {window_secs:.1} s window\n"
+        )
+    }
+}
+
+/// How soon after a device's stop the run must have ended to count as ending with it.
+const STOPPED_WITH_RUN_SECS: f64 = 0.05;
+
+/// `text` with every line longer than `width` broken at spaces and continued on lines
+/// indented by two (a word longer than a line is cut): table rows already fit, this is for
+/// the sentences around them.
+fn wrap_lines(text: &str, width: usize) -> String {
+    const INDENT: usize = 2;
+    let width = width.max(INDENT + 8);
+    let mut out = String::with_capacity(text.len());
+    for line in text.lines() {
+        let mut current = String::new();
+        let mut len = 0;
+        for (i, word) in line.split(' ').enumerate() {
+            let mut word: Vec<char> = word.chars().collect();
+            if i > 0 {
+                if len > INDENT && len + 1 + word.len() > width {
+                    out.push_str(current.trim_end());
+                    out.push('\n');
+                    current = " ".repeat(INDENT);
+                    len = INDENT;
+                } else {
+                    current.push(' ');
+                    len += 1;
+                }
+            }
+            while len + word.len() > width {
+                let rest = word.split_off(width - len);
+                current.extend(&word);
+                out.push_str(&current);
+                out.push('\n');
+                current = " ".repeat(INDENT);
+                len = INDENT;
+                word = rest;
+            }
+            len += word.len();
+            current.extend(&word);
+        }
+        out.push_str(current.trim_end());
+        out.push('\n');
     }
     out
 }
@@ -329,27 +424,54 @@ fn ring_features_line(generator: &hostmax_aggregate::LoadGenerator) -> String {
     s
 }
 
-/// One line per worker: its CPU time and how busy its CPU was; a warning when saturated.
+/// A small table of the workers, one row each (about 60 columns, so it fits 80): the CPU it
+/// ran on, its devices, how busy the thread and its CPU were, its CPU time; "saturated" marks
+/// a worker whose CPU had no time to spare.
 fn worker_lines(generator: &hostmax_aggregate::LoadGenerator) -> String {
+    let header = [
+        "worker CPU",
+        "devices",
+        "thread busy",
+        "user s",
+        "system s",
+        "CPU busy",
+    ];
+    let rows: Vec<[String; 6]> = generator
+        .workers
+        .iter()
+        .map(|w| {
+            [
+                w.cpu.to_string(),
+                w.devices.len().to_string(),
+                format!("{:.0}%", 100.0 * w.busy_share),
+                format!("{:.2}", w.user_secs),
+                format!("{:.2}", w.system_secs),
+                w.cpu_busy_share
+                    .map_or_else(|| "-".to_string(), |c| format!("{:.0}%", 100.0 * c)),
+            ]
+        })
+        .collect();
+    let mut widths = header.map(|h| h.chars().count());
+    for row in &rows {
+        for (w, cell) in widths.iter_mut().zip(row) {
+            *w = (*w).max(cell.chars().count());
+        }
+    }
     let mut s = String::new();
-    for w in &generator.workers {
-        let _ = write!(
-            s,
-            "worker on CPU {}: {} device{}, thread {:.0}% busy (user {:.2} s, system {:.2} s)",
-            w.cpu,
-            w.devices.len(),
-            if w.devices.len() == 1 { "" } else { "s" },
-            100.0 * w.busy_share,
-            w.user_secs,
-            w.system_secs
-        );
-        if let Some(cpu) = w.cpu_busy_share {
-            let _ = write!(s, ", CPU {} {:.0}% busy", w.cpu, 100.0 * cpu);
-        }
-        if w.saturated {
-            s.push_str(" (saturated)");
-        }
-        s.push('\n');
+    let mut line = |cells: &[&str], note: &str| {
+        let cells: Vec<String> = cells
+            .iter()
+            .zip(&widths)
+            .map(|(c, &w)| format!("{c:>w$}"))
+            .collect();
+        let _ = writeln!(s, "{}{note}", cells.join("  "));
+    };
+    if !rows.is_empty() {
+        line(&header, "");
+    }
+    for (row, w) in rows.iter().zip(&generator.workers) {
+        let cells: Vec<&str> = row.iter().map(String::as_str).collect();
+        line(&cells, if w.saturated { "  saturated" } else { "" });
     }
     if generator.saturated {
         s.push_str(
@@ -480,7 +602,13 @@ mod tests {
         );
         assert!(lines[2].starts_with("device"), "{}", lines[2]);
         assert!(
-            text.contains("worker on CPU 1: 1 device, thread 88% busy (user 0.50 s, system 1.25 s), CPU 1 97% busy (saturated)"),
+            text.contains("worker CPU  devices  thread busy  user s  system s  CPU busy\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains(
+                "         1        1          88%    0.50      1.25       97%  saturated\n"
+            ),
             "{text}"
         );
         assert!(text.contains("CPUs were saturated"), "{text}");
@@ -511,18 +639,7 @@ mod tests {
         let full = render_table(&report);
         assert!(full.lines().any(|l| l.chars().count() > 80), "{full}");
         let fitted = render_table_fitting(&report, Some(80));
-        // Every line but the heading and the per-device error details, which name whole paths.
-        for line in fitted
-            .lines()
-            .skip(1)
-            .filter(|l| !l.starts_with("errors on"))
-        {
-            assert!(
-                line.chars().count() <= 80,
-                "{} wide: {line}",
-                line.chars().count()
-            );
-        }
+        assert_fits(&fitted, 80);
         let header = fitted.lines().nth(1).unwrap();
         for kept in ["read IOPS", "write IOPS", "read p99", "write p99", "errors"] {
             assert!(header.contains(kept), "{header}");
@@ -533,6 +650,108 @@ mod tests {
             "{fitted}"
         );
         assert_eq!(render_table_fitting(&report, Some(500)), full);
+    }
+
+    /// Fails naming the first line of `text` wider than `width` columns.
+    fn assert_fits(text: &str, width: usize) {
+        for line in text.lines() {
+            let n = line.chars().count();
+            assert!(n <= width, "{n} wide: {line:?}\nin:\n{text}");
+        }
+    }
+
+    #[test]
+    fn every_line_fits_80_columns_long_sentences_and_workers_too() {
+        let mut report = sample_report();
+        let worker = |cpu: usize| hostmax_aggregate::WorkerReport {
+            cpu,
+            devices: (0..16).collect(),
+            ring: Default::default(),
+            user_secs: 12345.67,
+            system_secs: 23456.78,
+            busy_share: 1.0,
+            cpu_busy_share: Some(1.0),
+            saturated: true,
+        };
+        report.load_generator = Some(hostmax_aggregate::LoadGenerator {
+            saturated: true,
+            workers: vec![worker(0), worker(127)],
+        });
+        report.devices[1].figures.read_samples = hostmax_engine::ReadSamples {
+            sampled: 4,
+            zero: 4,
+        };
+        report.devices[1].given =
+            Some("/dev/disk/by-id/nvme-Vendor_Model_With_A_Long_Serial_0123456789".into());
+        report.devices[1].stopped_at_secs = Some(1.5);
+        report.verify = Some(Default::default());
+        let full = render_table(&report);
+        assert!(full.lines().any(|l| l.chars().count() > 80), "{full}");
+        let fitted = render_table_fitting(&report, Some(80));
+        assert_fits(&fitted, 80);
+        assert!(fitted.contains("  saturated\n"), "{fitted}");
+        // Wrapping only breaks lines: joined again, the sentences are whole.
+        let stopped = "(loop11) stopped at 1.5 s, after a failed I/O: its rates are over those";
+        assert!(full.contains(stopped), "{full}");
+        assert!(fitted.replace("\n  ", " ").contains(stopped), "{fitted}");
+        for narrow in [40, 60, 100] {
+            assert_fits(&render_table_fitting(&report, Some(narrow)), narrow);
+        }
+    }
+
+    #[test]
+    fn wrapping_breaks_at_spaces_and_indents_the_rest() {
+        assert_eq!(
+            wrap_lines("one two three four five six seven\nshort\n", 14),
+            "one two three\n  four five\n  six seven\nshort\n"
+        );
+        // A word longer than a line is cut, and nothing is lost.
+        assert_eq!(
+            wrap_lines("x /dev/disk/by-id/abcdefgh y\n", 12),
+            "x /dev/disk/\n  by-id/abcd\n  efgh y\n"
+        );
+        assert_eq!(wrap_lines("a  b\n", 80), "a  b\n");
+    }
+
+    #[test]
+    fn the_given_name_is_shown_beside_the_kernel_name() {
+        let mut report = sample_report();
+        report.devices[0].given = Some("/dev/disk/by-id/nvme-Example-1".into());
+        let text = render_table(&report);
+        let row = text.lines().find(|l| l.contains("by-id")).unwrap();
+        assert!(
+            row.starts_with("/dev/disk/by-id/nvme-Example-1 (loop0) "),
+            "{text}"
+        );
+        // Fitted to 80 columns, the distinctive end stays, and the kernel name.
+        let fitted = render_table_fitting(&report, Some(80));
+        assert!(fitted.contains("…mple-1 (loop0)  "), "{fitted}");
+        assert_fits(&fitted, 80);
+        // A file (no /dev/ prefix) keeps its whole canonical path.
+        report.devices[0].path = "/srv/images/a.img".into();
+        report.devices[0].given = Some("/tmp/link.img".into());
+        assert!(render_table(&report).contains("/tmp/link.img (/srv/images/a.img)"));
+    }
+
+    #[test]
+    fn a_stopped_device_says_when_and_over_what_its_rates_are() {
+        let mut report = sample_report();
+        report.devices[1].failed = true;
+        report.devices[1].stopped_at_secs = Some(1.3);
+        let text = render_table(&report);
+        assert!(
+            text.contains("/dev/loop11 stopped at 1.3 s, after a failed I/O: its rates are over those 1.3 s, not the 2.0 s window\n"),
+            "{text}"
+        );
+        assert!(!text.contains("/dev/loop0 stopped"), "{text}");
+        report.devices[1].stopped_at_secs = Some(-0.5);
+        assert!(render_table(&report)
+            .contains("/dev/loop11 stopped during the ramp, after a failed I/O: no measured I/O"));
+        // --on-error stop-all: the run ended moments after the device stopped.
+        report.workload.runtime_secs = 30.0;
+        report.devices[1].stopped_at_secs = Some(1.99);
+        assert!(render_table(&report)
+            .contains("/dev/loop11 stopped at 2.0 s, after a failed I/O, and the run with it"));
     }
 
     #[test]

@@ -380,7 +380,7 @@ fn start(
             .iter()
             .map(|t| DeviceRecord {
                 path: t.path.clone(),
-                given: given_name(&args.devices, &t.path),
+                given: crate::devices::given_name(&args.devices, &t.path),
                 size: t.size,
                 logical_block_size: t.logical_block_size,
                 block_device: t.kind == TargetKind::BlockDevice,
@@ -439,19 +439,6 @@ fn start(
     config.promises = spec::promises(&args.spec, &targets)?;
     let state = StateDir::create(&state_dir, &config)?;
     Ok((config, state, targets))
-}
-
-/// The first literal `--devices` path, made absolute, that is another name (a symlink such as
-/// `/dev/disk/by-id/...`) for the target at `canonical`.
-fn given_name(devices: &[std::ffi::OsString], canonical: &Path) -> Option<PathBuf> {
-    devices.iter().map(PathBuf::from).find_map(|given| {
-        if crate::devices::is_pattern(&given.to_string_lossy()) || given == canonical {
-            return None;
-        }
-        let absolute = std::path::absolute(&given).ok()?;
-        (std::fs::canonicalize(&absolute).ok()? == canonical && absolute != canonical)
-            .then_some(absolute)
-    })
 }
 
 /// Reopens a checkpoint, checks that its devices are the same ones, and rechecks write safety.

@@ -49,6 +49,8 @@ impl SignalWatch {
 /// line per cell.
 pub struct SuiteProgress {
     bar: Option<ProgressBar>,
+    /// Lets the signal watch's "stopping" line go above the bar.
+    _shown: Option<crate::output::progress::ShownBar>,
 }
 
 impl SuiteProgress {
@@ -56,13 +58,14 @@ impl SuiteProgress {
         let bar = std::io::stderr().is_terminal().then(|| {
             let bar = ProgressBar::new(1);
             bar.set_style(
-                ProgressStyle::with_template("{prefix} [{bar:30}] {msg}  ETA {eta}")
+                ProgressStyle::with_template("{prefix} [{wide_bar}] {msg}  ETA {eta}")
                     .expect("constant template is valid")
                     .progress_chars("=> "),
             );
             bar
         });
-        SuiteProgress { bar }
+        let _shown = bar.as_ref().map(crate::output::progress::show_bar);
+        SuiteProgress { bar, _shown }
     }
 
     /// A step without a known length (purge, preconditioning): a spinner with the time.
@@ -85,7 +88,8 @@ impl SuiteProgress {
         if let Some(bar) = &self.bar {
             bar.disable_steady_tick();
             bar.set_style(
-                ProgressStyle::with_template("{prefix} [{bar:30}] {msg}  round ETA {eta}")
+                // The bar takes what the text leaves, so 80 columns do not wrap.
+                ProgressStyle::with_template("{prefix} [{wide_bar}] {msg}  round ETA {eta}")
                     .expect("constant template is valid")
                     .progress_chars("=> "),
             );
