@@ -481,6 +481,9 @@ pub fn coefficient_of_variation(values: &[f64]) -> f64 {
 pub struct DeviceVerdict {
     /// The device.
     pub path: String,
+    /// The name the user gave it, when another (`devices[].given`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub given: Option<String>,
     /// Every judged figure passed (true when nothing was judged).
     pub pass: bool,
     /// Where its rules came from; empty when it has none.
@@ -509,6 +512,11 @@ pub struct DeviceVerdict {
     /// Bytes per second `--rate-iops` allowed (cap x block size), when below the promise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rate_cap_bytes_per_sec: Option<f64>,
+    /// Taken out of a judged run after a failed I/O, this many seconds into its window
+    /// (`devices[].stopped_at_secs`): a volume that failed under load has not kept its
+    /// promise, whatever its rate over the time it ran.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stopped_at_secs: Option<f64>,
 }
 
 /// The host's verdict.
@@ -603,6 +611,9 @@ fn rate_cap_below(cap: Option<f64>, expected: Option<f64>, t: Tolerance) -> Opti
 /// (figure name, passed) of each judged figure of a device.
 fn device_checks(d: &DeviceVerdict, t: Tolerance) -> Vec<(&'static str, bool)> {
     let mut out = Vec::new();
+    if d.stopped_at_secs.is_some() {
+        out.push(("taken out after a failed I/O", false));
+    }
     if let (Some(e), Some(m)) = (d.expected_iops, d.measured_iops) {
         out.push(("IOPS", keeps(Figure::Iops, e, m, d.rate_cap_iops, t)));
     }
@@ -672,6 +683,13 @@ pub fn judge(specs: &SpecSet, reports: &[&HostReport]) -> Verdict {
         .first()
         .map(|r| r.devices.iter().map(|d| d.path.clone()).collect())
         .unwrap_or_default();
+    let given = |path: &String| {
+        reports
+            .iter()
+            .flat_map(|r| &r.devices)
+            .find(|d| &d.path == path)
+            .and_then(|d| d.given.clone())
+    };
     let mut devices = Vec::new();
     let mut not_judged = Vec::new();
     let mut note = |checks: &[FigureCheck], whose: &str| {
@@ -691,6 +709,7 @@ pub fn judge(specs: &SpecSet, reports: &[&HostReport]) -> Verdict {
         let Some(exp) = specs.devices.iter().find(|d| &d.path == path) else {
             devices.push(DeviceVerdict {
                 path: path.clone(),
+                given: given(path),
                 pass: true,
                 spec: String::new(),
                 size_bytes: None,
@@ -703,6 +722,7 @@ pub fn judge(specs: &SpecSet, reports: &[&HostReport]) -> Verdict {
                 measured_write_p95_ns: None,
                 rate_cap_iops: None,
                 rate_cap_bytes_per_sec: None,
+                stopped_at_secs: None,
             });
             continue;
         };
@@ -713,6 +733,7 @@ pub fn judge(specs: &SpecSet, reports: &[&HostReport]) -> Verdict {
         let measured = |f: Figure| check(f).and_then(|c| c.measured);
         let mut v = DeviceVerdict {
             path: path.clone(),
+            given: given(path),
             pass: true,
             spec: exp.label.clone(),
             size_bytes: exp.spec.scales_with_size().then_some(exp.size_bytes),
@@ -725,6 +746,11 @@ pub fn judge(specs: &SpecSet, reports: &[&HostReport]) -> Verdict {
             measured_write_p95_ns: measured(Figure::WriteP95Ns).map(|n| n as u64),
             rate_cap_iops: check(Figure::Iops).and_then(|c| c.rate_cap),
             rate_cap_bytes_per_sec: check(Figure::BytesPerSec).and_then(|c| c.rate_cap),
+            stopped_at_secs: reports
+                .iter()
+                .flat_map(|r| &r.devices)
+                .find(|d| &d.path == path && d.failed)
+                .map(|d| d.stopped_at_secs.unwrap_or(0.0)),
         };
         v.pass = device_checks(&v, t).iter().all(|(_, ok)| *ok);
         devices.push(v);
@@ -1063,6 +1089,26 @@ mod tests {
         assert!(v.devices.iter().all(|d| d.rate_cap_iops.is_none()));
         assert!(v.host.rate_cap_iops.is_none());
         assert!(!v.pass);
+    }
+
+    #[test]
+    fn a_volume_taken_out_after_a_failed_io_fails_whatever_its_rate() {
+        let specs = SpecSet {
+            devices: flat(2000.0, "flat", &["/dev/a", "/dev/b"]),
+            ..Default::default()
+        };
+        let mut run = report(4096, 32, &[("/dev/a", 2000.0), ("/dev/b", 2000.0)], &[4000]);
+        assert!(judge(&specs, &[&run]).pass);
+        // Its rate over its own 1.5 s is the promise, but it stopped there.
+        run.devices[1].failed = true;
+        run.devices[1].stopped_at_secs = Some(1.5);
+        let v = judge(&specs, &[&run]);
+        assert!(!v.pass);
+        assert_eq!(v.devices[1].stopped_at_secs, Some(1.5));
+        assert_eq!(
+            v.failures(),
+            vec!["/dev/b taken out after a failed I/O".to_string()]
+        );
     }
 
     #[test]

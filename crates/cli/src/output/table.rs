@@ -103,8 +103,9 @@ pub fn render_table_fitting(report: &HostReport, width: Option<usize>) -> String
     let plural = if report.devices.len() == 1 { "" } else { "s" };
     let host_name = match &report.fleet {
         Some(fleet) => format!(
-            "fleet ({} hosts, {} device{plural})",
+            "fleet ({} host{}, {} device{plural})",
             fleet.hosts.len(),
+            if fleet.hosts.len() == 1 { "" } else { "s" },
             report.devices.len()
         ),
         None => format!("host ({} device{plural})", report.devices.len()),
@@ -260,16 +261,18 @@ pub fn render_table_fitting(report: &HostReport, width: Option<usize>) -> String
     }
 }
 
-/// How the table names a device: its path, or the name the user gave it with the kernel's
-/// name after it (`/dev/disk/by-id/nvme-X (nvme0n1)`); `host:` before it in merged reports.
+/// How tables name a device: its path, or the name the user gave it with the kernel's name
+/// after it (`/dev/disk/by-id/nvme-X (nvme0n1)`).
+pub(crate) fn device_name(path: &str, given: Option<&str>) -> String {
+    match given {
+        Some(given) => format!("{given} ({})", path.strip_prefix("/dev/").unwrap_or(path)),
+        None => path.to_string(),
+    }
+}
+
+/// [`device_name`], with `host:` before it in merged reports.
 fn device_label(d: &DeviceReport) -> String {
-    let name = match &d.given {
-        Some(given) => format!(
-            "{given} ({})",
-            d.path.strip_prefix("/dev/").unwrap_or(&d.path)
-        ),
-        None => d.path.clone(),
-    };
+    let name = device_name(&d.path, d.given.as_deref());
     match &d.host {
         Some(host) => format!("{host}:{name}"),
         None => name,

@@ -20,8 +20,10 @@ use serde::{Deserialize, Serialize};
 
 use super::matrix::{CellSettings, CellSpec, SuiteTest, TrackedMetric};
 
-/// Version of the checkpoint layout; a directory of another version is not resumed.
-pub const STATE_FORMAT: u32 = 1;
+/// Version of the checkpoint layout; a directory of another version is not resumed. 2: the
+/// round files hold schema-2 reports (per-second device entries named, float rates), which a
+/// format-1 directory's round files are not.
+pub const STATE_FORMAT: u32 = 2;
 
 /// A device as the suite first saw it; on resume the device must still look the same.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -185,7 +187,7 @@ impl StateDir {
         })?;
         if config.format != STATE_FORMAT {
             return Err(crate::plan::BadInput(format!(
-                "--resume {}: checkpoint format {} is not {STATE_FORMAT}; rerun the suite",
+                "--resume {}: checkpoint format {} is not {STATE_FORMAT} (another hostmax version wrote it); run the suite again with --fresh",
                 dir.display(),
                 config.format
             ))

@@ -98,10 +98,18 @@ pub fn render(report: &SuiteReport) -> String {
             spec.tolerance * 100.0
         );
         for v in spec.volumes.iter().chain(&spec.host) {
+            // The name the user gave beside the kernel's, as the run's table shows it.
+            let given = report
+                .devices
+                .iter()
+                .find(|d| d.path.to_string_lossy() == v.path)
+                .and_then(|d| d.given.as_ref())
+                .map(|g| g.to_string_lossy().into_owned());
+            let name = crate::output::table::device_name(&v.path, given.as_deref());
             for c in &v.checks {
                 out += &format!(
                     "  {:<16} {:<14} expected {:>12}  measured {:>12}  {}\n",
-                    v.path,
+                    name,
                     figure_name(c.figure),
                     figure_text(c.figure, c.expected),
                     c.measured.map_or("-".into(), |m| figure_text(c.figure, m)),

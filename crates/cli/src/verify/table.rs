@@ -82,9 +82,10 @@ pub fn render_verdict(v: &Verdict) -> String {
             }
             _ => d.spec.clone(),
         };
+        let name = crate::output::table::device_name(&d.path, d.given.as_deref());
         if let (Some(e), Some(m)) = (d.expected_iops, d.measured_iops) {
             rows.push(rate_row(
-                &d.path,
+                &name,
                 &spec,
                 "IOPS",
                 e,
@@ -96,7 +97,7 @@ pub fn render_verdict(v: &Verdict) -> String {
         }
         if let (Some(e), Some(m)) = (d.expected_bytes_per_sec, d.measured_bytes_per_sec) {
             rows.push(rate_row(
-                &d.path,
+                &name,
                 &spec,
                 "MB/s",
                 e,
@@ -113,7 +114,7 @@ pub fn render_verdict(v: &Verdict) -> String {
         for (figure, check, measured) in p95 {
             if let (Some(e), Some(m)) = (d.expected_p95_ns, measured) {
                 rows.push([
-                    d.path.clone(),
+                    name.clone(),
                     spec.clone(),
                     check.into(),
                     format_latency_ns(e),
@@ -259,6 +260,7 @@ mod tests {
     fn device(path: &str, expected: f64, measured: f64, pass: bool) -> DeviceVerdict {
         DeviceVerdict {
             path: path.into(),
+            given: None,
             pass,
             spec: "oci-balanced".into(),
             size_bytes: Some(50_000_000_000),
@@ -271,6 +273,7 @@ mod tests {
             measured_write_p95_ns: None,
             rate_cap_iops: None,
             rate_cap_bytes_per_sec: None,
+            stopped_at_secs: None,
         }
     }
 
@@ -294,6 +297,10 @@ mod tests {
             devices: vec![
                 device("/dev/loop0", 3000.0, 2999.0, true),
                 device("/dev/loop1", 3000.0, 1002.0, false),
+                DeviceVerdict {
+                    given: Some("/dev/disk/by-id/virtio-vol2".into()),
+                    ..device("/dev/loop2", 3000.0, 3001.0, true)
+                },
             ],
             not_judged: vec![
                 "volume MB/s: needs a run of 256 KiB blocks or larger at a queue depth above 1"
@@ -312,6 +319,11 @@ mod tests {
         );
         let row0 = text.lines().find(|l| l.starts_with("/dev/loop0")).unwrap();
         assert!(row0.ends_with("PASS") && row0.contains("1.000"), "{row0}");
+        let row2 = text
+            .lines()
+            .find(|l| l.starts_with("/dev/disk/by-id/virtio-vol2 (loop2)"))
+            .unwrap_or_else(|| panic!("the given name beside the kernel's: {text}"));
+        assert!(row2.ends_with("PASS"), "{row2}");
         let host = text.lines().find(|l| l.starts_with("host ")).unwrap();
         assert!(host.ends_with("FAIL"), "{host}");
         assert!(text.contains("4001 IOPS of the 6000 IOPS the volumes promise together (0.667): bottleneck: volumes"), "{text}");
@@ -321,7 +333,7 @@ mod tests {
         );
         assert!(
             text.trim_end()
-                .ends_with("FAIL: /dev/loop1 IOPS, host IOPS (2 of 3 checks)"),
+                .ends_with("FAIL: /dev/loop1 IOPS, host IOPS (2 of 4 checks)"),
             "{text}"
         );
     }
