@@ -236,6 +236,65 @@ fn every_bad_input_exits_2_with_one_line_naming_it() {
             d(&["--json", "/dev/null"]),
             "not a regular file",
         ),
+        // One output-destination check for every output option and command.
+        ("hdr-log to stdout", d(&["--hdr-log", "-"]), "--hdr-log -"),
+        (
+            "hdr-log is a directory",
+            d(&["--hdr-log", &dir.path("subdir")]),
+            "is a directory",
+        ),
+        (
+            "json and hdr-log the same file",
+            d(&[
+                "--json",
+                &dir.path("r.out"),
+                "--hdr-log",
+                &dir.path("r.out"),
+            ]),
+            "writes that file too",
+        ),
+        (
+            "json onto the measured file",
+            d(&["--json", &f]),
+            "is also an input (--devices)",
+        ),
+        (
+            "sweep svg to stdout",
+            strings(&["sweep", "--devices", &f, "--svg", "-"]),
+            "--svg -",
+        ),
+        (
+            "sweep svg into a missing directory",
+            strings(&["sweep", "--devices", &f, "--svg", &json_missing_dir]),
+            "no-such-dir",
+        ),
+        (
+            "curve svg onto the measured file",
+            strings(&["curve", "--devices", &f, "--svg", &f]),
+            "is also an input (--devices)",
+        ),
+        (
+            "suite html to stdout",
+            strings(&["suite", "iops", "--devices", &f, "--html", "-"]),
+            "--html -",
+        ),
+        (
+            "suite json is a directory",
+            strings(&[
+                "suite",
+                "iops",
+                "--devices",
+                &f,
+                "--json",
+                &dir.path("subdir"),
+            ]),
+            "is a directory",
+        ),
+        (
+            "doctor json onto a device node",
+            strings(&["doctor", "--json", "/dev/null"]),
+            "not a regular file",
+        ),
         ("seed garbage", d(&["--seed", "xyz"]), "'xyz'"),
         ("seed negative", d(&["--seed", "-1"]), "'-1'"),
         ("rate-iops 0", d(&["--rate-iops", "0"]), "'0'"),
@@ -357,6 +416,52 @@ fn unwritable_json_directory() {
         &run(&args),
         "cannot create files in",
     );
+}
+
+/// An SVG that cannot be written whole (its tmpfs is full) leaves the old file as it was:
+/// written atomically, never a partial picture, and the failure is one line naming --svg.
+#[test]
+fn a_sweep_svg_that_fails_to_write_leaves_no_partial_file() {
+    if !is_root() {
+        skip!("mounting a small tmpfs needs root");
+    }
+    let dir = ScratchDir::new("svg-full");
+    let f = file_arg(&dir, "f", 1 << 20);
+    let small = dir.0.join("small");
+    let _mount = Mount::tmpfs(&small, "8k");
+    let svg = small.join("sweep.svg");
+    fs::write(&svg, "old").unwrap();
+    // Fill the rest of the tmpfs (the write stops at ENOSPC), so the check before the run
+    // (an empty probe file) passes and writing the picture fails.
+    let _ = fs::write(small.join("filler"), vec![1u8; 16 << 10]);
+    let args = strings(&[
+        "sweep",
+        "--devices",
+        &f,
+        "--runtime",
+        "1s",
+        "--ramp",
+        "0s",
+        "--steps",
+        "1",
+        "--svg",
+        &svg.display().to_string(),
+    ]);
+    let out = run(&args);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(4), "{stderr}");
+    let last = stderr.lines().last().unwrap_or_default();
+    assert!(
+        last.starts_with("hostmax: --svg ") && last.contains("No space left"),
+        "{stderr}"
+    );
+    assert_eq!(fs::read_to_string(&svg).unwrap(), "old");
+    let mut left: Vec<String> = fs::read_dir(&small)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    left.sort();
+    assert_eq!(left, ["filler", "sweep.svg"], "a temporary file was left");
 }
 
 #[test]
@@ -828,6 +933,11 @@ fn files_merges_resume_dirs_and_spec_files_are_refused_writing_nothing() {
             "a report without host figures",
             merge(&[&report_path, &suite_root], &[]),
             "not a hostmax report".into(),
+        ),
+        (
+            "merge written over a report it reads",
+            strings(&["merge", &report_path, &copy, "--json", &copy]),
+            "is also an input".into(),
         ),
         (
             "--min-overlap above 100",

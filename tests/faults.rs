@@ -541,3 +541,63 @@ fn sigint_during_the_demo_leaves_no_loop_devices() {
         .collect();
     assert!(dirs.is_empty(), "left in /dev/shm: {dirs:?}");
 }
+
+/// The signal watch covers every command, also those that run no engine: a SIGINT while
+/// `hostmax merge` waits for an input (a FIFO nobody has written yet) does not kill it; it
+/// reads the input, writes its whole report, and then exits 130.
+#[test]
+fn a_signal_during_merge_lets_it_finish_its_report_then_exit_130() {
+    let scratch = ScratchDir::new("merge-signal");
+    let target = scratch.file("t.img", 8 * MIB).display().to_string();
+    let mut reports = Vec::new();
+    for name in ["a.json", "b.json"] {
+        let path = scratch.join(name).display().to_string();
+        let args = [
+            "--devices",
+            &target,
+            "--runtime",
+            "1s",
+            "--ramp",
+            "0s",
+            "--json",
+            &path,
+        ];
+        let made = run_hostmax(&args, None);
+        assert_eq!(
+            made.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&made.stderr)
+        );
+        reports.push(path);
+    }
+    let fifo = scratch.join("pending.json").display().to_string();
+    let made = Command::new("mkfifo").arg(&fifo).status();
+    assert!(made.is_ok_and(|s| s.success()), "mkfifo {fifo}");
+    let fleet = scratch.join("fleet.json").display().to_string();
+    let args: Vec<String> = [
+        "merge",
+        &reports[0],
+        &fifo,
+        "--min-overlap",
+        "0",
+        "--json",
+        &fleet,
+    ]
+    .map(String::from)
+    .to_vec();
+    let running = Running::spawn(&args);
+    wait_for_sigint_handler(running.pid());
+    running.signal(libc::SIGINT);
+    // The input comes after the signal (the write waits for merge to open the FIFO).
+    std::fs::write(&fifo, std::fs::read(&reports[1]).unwrap()).unwrap();
+    let out = running.wait();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{stderr}");
+    let merged: Value = serde_json::from_str(&std::fs::read_to_string(&fleet).unwrap()).unwrap();
+    assert_eq!(
+        merged["fleet"]["hosts"].as_array().map(Vec::len),
+        Some(2),
+        "{merged}"
+    );
+}

@@ -50,6 +50,19 @@ pub struct SecondPoint {
     pub histograms: Option<EncodedHistograms>,
 }
 
+/// A second's host read and write latency histograms, merged bin by bin from every device's
+/// interval: handed over by a series made with [`TimeSeries::hand_over_histograms`] to a
+/// caller that logs them whole (the CLI's `--hdr-log`), so each second is merged once.
+#[derive(Debug, Clone)]
+pub struct SecondHistograms {
+    /// Second index, as in [`SecondPoint::second`].
+    pub second: i64,
+    /// Host read latencies of this second.
+    pub read: Histogram<u64>,
+    /// Host write latencies of this second.
+    pub write: Histogram<u64>,
+}
+
 /// One device's figures in one second: `time_series[].devices[]` in the JSON.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct DeviceSecond {
@@ -148,6 +161,14 @@ impl PendingSecond {
         add_exact(&mut self.write_latency, &interval.write_latency);
     }
 
+    fn histograms(&self, second: i64) -> SecondHistograms {
+        SecondHistograms {
+            second,
+            read: self.read_latency.clone(),
+            write: self.write_latency.clone(),
+        }
+    }
+
     fn into_point(self, second: i64, keep_histograms: bool) -> SecondPoint {
         let read = LatencySummary::from_histogram(&self.read_latency);
         let write = LatencySummary::from_histogram(&self.write_latency);
@@ -181,6 +202,9 @@ impl PendingSecond {
 pub struct TimeSeries {
     device_count: usize,
     keep_histograms: bool,
+    /// Completed seconds' histograms waiting for [`TimeSeries::take_histograms`]; `None`
+    /// unless [`TimeSeries::hand_over_histograms`] asked for them.
+    handed_over: Option<Vec<SecondHistograms>>,
     pending: BTreeMap<i64, PendingSecond>,
     /// Completed points, sorted by second.
     points: Vec<SecondPoint>,
@@ -192,6 +216,7 @@ impl TimeSeries {
         TimeSeries {
             device_count,
             keep_histograms: true,
+            handed_over: None,
             pending: BTreeMap::new(),
             points: Vec::new(),
         }
@@ -202,6 +227,22 @@ impl TimeSeries {
     pub fn keep_histograms(mut self, keep: bool) -> TimeSeries {
         self.keep_histograms = keep;
         self
+    }
+
+    /// Whether each completed second's merged histograms are kept for
+    /// [`TimeSeries::take_histograms`] (off by default).
+    pub fn hand_over_histograms(mut self, hand_over: bool) -> TimeSeries {
+        self.handed_over = hand_over.then(Vec::new);
+        self
+    }
+
+    /// The merged histograms of the seconds completed since the last call, in the order they
+    /// completed (empty unless [`TimeSeries::hand_over_histograms`]).
+    pub fn take_histograms(&mut self) -> Vec<SecondHistograms> {
+        self.handed_over
+            .as_mut()
+            .map(std::mem::take)
+            .unwrap_or_default()
     }
 
     /// Adds one device's second. Returns the host point of that second if this interval was
@@ -229,6 +270,9 @@ impl TimeSeries {
             return None;
         }
         let pending = self.pending.remove(&interval.second)?;
+        if let Some(handed_over) = &mut self.handed_over {
+            handed_over.push(pending.histograms(interval.second));
+        }
         let point = pending.into_point(interval.second, self.keep_histograms);
         self.points.insert(slot, point.clone());
         Some(point)
@@ -252,6 +296,21 @@ impl TimeSeries {
     /// Every second, in order: the completed ones and, marked `partial`, those some device
     /// never reported (a run cut short can leave such seconds).
     pub fn finish(self) -> Vec<SecondPoint> {
+        self.finish_with_histograms().0
+    }
+
+    /// [`TimeSeries::finish`], and the merged histograms not taken yet: those of completed
+    /// seconds, then those of the partial ones (empty unless
+    /// [`TimeSeries::hand_over_histograms`]).
+    pub fn finish_with_histograms(mut self) -> (Vec<SecondPoint>, Vec<SecondHistograms>) {
+        let mut histograms = self.take_histograms();
+        if self.handed_over.is_some() {
+            histograms.extend(
+                self.pending
+                    .iter()
+                    .map(|(&second, pending)| pending.histograms(second)),
+            );
+        }
         let mut all = self.points;
         all.extend(
             self.pending
@@ -259,7 +318,7 @@ impl TimeSeries {
                 .map(|(second, pending)| pending.into_point(second, self.keep_histograms)),
         );
         all.sort_by_key(|p| p.second);
-        all
+        (all, histograms)
     }
 }
 
@@ -377,6 +436,33 @@ mod tests {
         let p = lean.push(interval(1, 0, &b, &a)).unwrap();
         assert!(p.histograms.is_none());
         assert_eq!(p.read_p99_ns, s.p99);
+    }
+
+    #[test]
+    fn merged_histograms_are_handed_over_once_per_second_when_asked() {
+        let mut ts = TimeSeries::new(2).hand_over_histograms(true);
+        ts.push(interval(0, 0, &[10, 20], &[30]));
+        assert!(ts.take_histograms().is_empty());
+        ts.push(interval(1, 0, &[40], &[]));
+        ts.push(interval(0, 1, &[50], &[]));
+        let done = ts.take_histograms();
+        assert_eq!(done.len(), 1);
+        assert_eq!(
+            (done[0].second, done[0].read.len(), done[0].write.len()),
+            (0, 3, 1)
+        );
+        assert!(
+            ts.take_histograms().is_empty(),
+            "each second is handed over once"
+        );
+        let (points, rest) = ts.finish_with_histograms();
+        assert_eq!(points.len(), 2);
+        assert_eq!(rest.len(), 1, "the partial second too");
+        assert_eq!((rest[0].second, rest[0].read.len()), (1, 1));
+        let mut plain = TimeSeries::new(1);
+        plain.push(interval(0, 0, &[10], &[]));
+        assert!(plain.take_histograms().is_empty());
+        assert!(plain.finish_with_histograms().1.is_empty());
     }
 
     #[test]

@@ -17,10 +17,12 @@ use hostmax_engine::{
     SafetyCheck,
 };
 
+use crate::args::demo::DemoArgs;
 use crate::exit_code;
 use crate::fleet::hdr_log::HdrLogRecorder;
+use crate::output::destination::Destination;
 use crate::output::{self, progress::LiveView};
-use crate::plan::{BadInput, JsonDest, RunPlan};
+use crate::plan::{BadInput, RunPlan};
 use crate::signals::RunningGuard;
 use crate::simhost::{SimHostMode, SimHostSpec, SimulatedHost};
 
@@ -95,6 +97,11 @@ impl Observer for LiveRun<'_> {
         });
         match ready {
             Ok(log) if self.interrupted.is_none() => {
+                // The log takes each second's host histograms from the series, merged once.
+                if log.is_some() {
+                    let series = std::mem::replace(&mut self.series, TimeSeries::new(0));
+                    self.series = series.hand_over_histograms(true);
+                }
                 self.hdr_log = log;
                 ControlFlow::Continue(())
             }
@@ -122,6 +129,11 @@ impl Observer for LiveRun<'_> {
         if let Some(point) = self.series.push(interval) {
             if let Some(view) = &mut self.view {
                 view.update(&point);
+            }
+        }
+        if let Some(log) = &mut self.hdr_log {
+            for host in self.series.take_histograms() {
+                log.push_host(&host);
             }
         }
     }
@@ -187,13 +199,17 @@ fn measure_keeping_log(
         },
         Err(e) => return Err(refusal_or_error(e, "the run failed")),
     };
+    let (points, partial_seconds) = series.finish_with_histograms();
     if let Some(log) = &mut hdr_log {
         log.run_ended_after(result.measured);
+        for host in &partial_seconds {
+            log.push_host(host);
+        }
     }
     if let Some(view) = view {
         view.finish();
     }
-    let mut report = summarize(&result, workload, series.finish());
+    let mut report = summarize(&result, workload, points);
     report.hostname = crate::fleet::hostname();
     crate::fleet::provenance::stamp_run(&mut report, result.measured);
     for (device, identity) in report.devices.iter_mut().zip(identities) {
@@ -210,17 +226,13 @@ fn measure_keeping_log(
 }
 
 /// Prints the table (stdout, or stderr when the JSON goes to stdout) and writes the JSON.
-pub fn emit(report: &HostReport, json: Option<&JsonDest>) -> anyhow::Result<()> {
-    match json {
-        Some(JsonDest::Stdout) => eprint!(
-            "{}",
-            output::table::render_table_fitting(report, output::table::stderr_width())
-        ),
-        _ => print!(
-            "{}",
-            output::table::render_table_fitting(report, output::table::terminal_width())
-        ),
-    }
+pub fn emit(report: &HostReport, json: Option<&Destination>) -> anyhow::Result<()> {
+    let width = match json {
+        Some(Destination::Stdout) => output::table::stderr_width(),
+        _ => output::table::terminal_width(),
+    };
+    let table = output::table::render_table_fitting(report, width);
+    output::destination::print_beside_json(&table, json);
     if let Some(dest) = json {
         output::json::write_json(report, dest)?;
     }
@@ -256,22 +268,6 @@ const DEMO_VOLUME_IOPS: [u64; 8] = [1000, 1500, 2000, 2500, 3000, 3500, 4000, 45
 const DEMO_HOST_IOPS: u64 = 15_000;
 /// Size of each demo volume (sparse on tmpfs: only what is written takes memory).
 const DEMO_VOLUME_SIZE: u64 = 256 << 20;
-/// Most volumes a demo builds (loop devices are a shared, finite resource).
-pub const DEMO_MAX_VOLUMES: usize = 32;
-
-/// Options of `hostmax demo`.
-#[derive(Debug, Clone, Default, clap::Args)]
-pub struct DemoArgs {
-    /// Volumes of the simulated host, 1 to 32 [default: 8, capped at 1,000 to 4,500 IOPS
-    /// behind a 15,000 IOPS host].
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=DEMO_MAX_VOLUMES as i64))]
-    pub volumes: Option<u32>,
-    /// Measured time [default: 10s, 5s without caps]; the ramp before it is 2 s, or the
-    /// runtime when that is shorter.
-    #[arg(long, value_name = "DURATION", value_parser = crate::units::parse_duration)]
-    pub runtime: Option<Duration>,
-}
-
 /// The demo host's caps for `volumes` volumes: the volumes' caps cycle through
 /// [`DEMO_VOLUME_IOPS`], and the host's is [`DEMO_HOST_IOPS`] scaled to the volumes' sum
 /// (15/22 of it, whole hundreds), so the host stays the bottleneck at any count.

@@ -1,7 +1,9 @@
-//! The `hostmax` binary: parses the command line, checks it all ([`hostmax::args::plan_run`])
-//! and runs the host-max test or the demo.
+//! The `hostmax` binary: watches signals, parses the command line and runs it
+//! ([`hostmax::run`]), then maps the outcome to an exit code.
 //!
-//! Exit codes: [`hostmax::exit_code`] (`--help` and `--version` exit 0, clap's usage errors 2).
+//! Exit codes: [`hostmax::exit_code`] (`--help` and `--version` exit 0, clap's usage errors 2;
+//! a command that ran no engine, merge or doctor, exits 128 + N after its output when signal
+//! N came).
 //!
 //! Every error is printed as ONE line on stderr, `hostmax: <message>`, and nothing goes to
 //! stdout.
@@ -9,7 +11,7 @@
 use std::process::ExitCode;
 
 use clap::Parser;
-use hostmax::args::{plan_run, Cli, Command};
+use hostmax::args::Cli;
 use hostmax::exit_code;
 
 fn main() -> ExitCode {
@@ -20,33 +22,20 @@ fn main() -> ExitCode {
             one_line(&info.to_string())
         );
     }));
+    // From here to the last byte of output a SIGINT or SIGTERM is caught: it stops the run in
+    // progress (or the next one, which still reports), never the default kill mid-check or
+    // mid-write; a second one exits at once.
+    let signals = hostmax::signals::watch();
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(err) => return clap_exit(err),
     };
-    if !matches!(cli.command, Some(Command::Merge(_) | Command::Doctor(_))) {
-        // Every command but merge and doctor (which reports io_uring's state itself) runs the
-        // engine: from here on a SIGINT or SIGTERM is caught
-        // (it stops the run, or the next one, which still reports), never the default kill.
-        hostmax::signals::watch();
-        // Before any device is opened: a machine without io_uring gets its cause, not a
-        // device's error.
-        if let Err(why) = hostmax_engine::check_io_uring() {
-            eprintln!("hostmax: {}", one_line(&why.to_string()));
-            return exit_code::status(exit_code::BAD_INPUT);
+    match hostmax::run(cli) {
+        // A command that ran no engine (merge, doctor) finished its output; it still ends as
+        // interrupted.
+        Ok(exit_code::OK) if signals.signal() != 0 => {
+            exit_code::status(exit_code::interrupted(signals.signal()))
         }
-    }
-    let result = match cli.command {
-        Some(Command::Demo(args)) => hostmax::app::demo(&args),
-        Some(Command::Suite(args)) => hostmax::suite::run(&args),
-        Some(Command::Merge(args)) => hostmax::fleet::merge::run_merge(&args),
-        Some(Command::Verify(args)) => hostmax::verify::command::verify(&args),
-        Some(Command::Sweep(args)) => hostmax::verify::sweep::sweep(&args),
-        Some(Command::Doctor(args)) => hostmax::doctor::run(&args),
-        Some(Command::Curve(args)) => hostmax::verify::curve::curve(&args),
-        None => plan_run(&cli.run).and_then(|plan| hostmax::verify::run(plan, &cli.run.spec)),
-    };
-    match result {
         Ok(code) => exit_code::status(code),
         Err(err) => {
             eprintln!("hostmax: {}", error_line(&err));

@@ -1,7 +1,9 @@
 //! SIGINT and SIGTERM for the whole process: one [`SignalWatch`].
 //!
-//! [`watch`] installs the handlers when first called; `main` calls it before anything else a
-//! command does, so a signal during the device checks is not lost either.
+//! [`watch`] installs the handlers when first called; `main` calls it first thing, for every
+//! command, so a signal during the checks or while the output is written is not lost either
+//! (a command that registers no run finishes its output, then `main` exits with 128 + the
+//! signal).
 //! The first signal is remembered and stops the engine run in progress (its in-flight I/O
 //! drains, and the report is still written, marked interrupted); a second one exits at once
 //! with 128 + the signal. The watch runs on a small current-thread tokio runtime of its own,
@@ -111,11 +113,14 @@ impl SignalWatch {
 
     /// Registers the run in progress: a signal stops it (at once, if one came already). The
     /// registration ends when the returned guard drops.
+    ///
+    /// The run is registered before the check for an earlier signal: a signal that comes in
+    /// between then finds it registered, so none is lost (a run stopped twice is stopped).
     pub fn running(&self, stopper: StopHandle) -> RunningGuard<'_> {
+        *lock(&self.current) = Some(stopper.clone());
         if self.signal() != 0 {
             stopper.stop();
         }
-        *lock(&self.current) = Some(stopper);
         RunningGuard { watch: self }
     }
 }

@@ -10,10 +10,10 @@ pub mod checks;
 use std::ffi::OsString;
 use std::path::PathBuf;
 
-use clap::Args;
 use serde::Serialize;
 
-use crate::plan::{BadInput, JsonDest, RunPlan};
+use crate::args::doctor::DoctorArgs;
+use crate::plan::{BadInput, RunPlan};
 use checks::{RunShape, SysRoot};
 
 /// How much a setting holds a host-maximum test back. Ordered most harmful first.
@@ -72,27 +72,6 @@ pub struct DoctorReport {
     pub harmful: usize,
     /// How many findings are warnings.
     pub warnings: usize,
-}
-
-/// `hostmax doctor`'s options.
-#[derive(Debug, Clone, Args)]
-pub struct DoctorArgs {
-    /// Block devices to check (paths or quoted glob patterns) [default: every disk with a
-    /// blk-mq queue map].
-    #[arg(long, value_name = "PATH|PATTERN", num_args = 1.., action = clap::ArgAction::Append)]
-    pub devices: Vec<OsString>,
-
-    /// The I/Os in flight per device the test will use (checked against `nr_requests`).
-    #[arg(long, value_name = "N", default_value_t = 32)]
-    pub iodepth: u32,
-
-    /// Write the findings as JSON to a file (`-` for stdout, then nothing else goes there).
-    #[arg(long, value_name = "PATH")]
-    pub json: Option<PathBuf>,
-
-    /// Read sysfs and procfs under this directory instead of `/` (a stand-in tree, for tests).
-    #[arg(long, value_name = "DIR", hide = true)]
-    pub sysroot: Option<PathBuf>,
 }
 
 /// The run shape of the doctor's own options: hostmax's CPUs and default block size.
@@ -296,18 +275,14 @@ pub fn run(args: &DoctorArgs) -> anyhow::Result<i32> {
     if args.iodepth == 0 {
         return Err(BadInput("--iodepth 0: give 1 or more".into()).into());
     }
-    let json = match &args.json {
-        None => None,
-        Some(p) if p.as_os_str() == "-" => Some(JsonDest::Stdout),
-        Some(p) => {
-            let dest = JsonDest::File(p.clone());
-            crate::output::json::check_json_dest(&dest)?;
-            Some(dest)
-        }
-    };
+    let json = args
+        .json
+        .as_deref()
+        .map(|p| crate::output::destination::JSON.check(p))
+        .transpose()?;
     let disks = disks_of(&root, &args.devices)?;
     let findings = diagnose(&root, &disks, &shape(args.iodepth, 4096, None));
-    crate::verify::print_beside_json(&render(&findings, &disks), json.as_ref());
+    crate::output::destination::print_beside_json(&render(&findings, &disks), json.as_ref());
     if let Some(dest) = &json {
         let report = DoctorReport {
             schema_version: hostmax_aggregate::SCHEMA_VERSION,

@@ -6,10 +6,9 @@
 //! `host-write`); only the ops the workload does are logged. Timestamps are seconds since the
 //! measured window's start, which the log's `StartTime` and `BaseTime` give; values are
 //! nanoseconds. Device intervals are written as the engine hands them over (each tag's lines
-//! are in time order); a host interval when every device has reported its second. The file is
+//! are in time order); a host interval as the run's time series completes each second. The file is
 //! written beside its path and renamed into place when the run ends, like the JSON.
 
-use std::collections::BTreeMap;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
@@ -18,17 +17,10 @@ use anyhow::Context;
 use hdrhistogram::serialization::interval_log::{IntervalLogWriterBuilder, Tag};
 use hdrhistogram::serialization::V2DeflateSerializer;
 use hdrhistogram::Histogram;
-use hostmax_aggregate::add_exact;
-use hostmax_engine::{new_latency_histogram, DeviceInterval, Workload};
+use hostmax_aggregate::SecondHistograms;
+use hostmax_engine::{DeviceInterval, Workload};
 
-use crate::output::atomic::{check_destination, AtomicFile};
-use crate::plan::BadInput;
-
-/// Checks before any I/O that the log can be written: a file path (not a directory or a
-/// special file) in an existing directory that accepts new files.
-pub fn check_hdr_log_dest(path: &Path) -> Result<(), BadInput> {
-    check_destination("--hdr-log", path, "hostmax.hlog", None)
-}
+use crate::output::atomic::AtomicFile;
 
 /// The interval-log tags of a run's devices: the file name of each path (`/dev/loop3` ->
 /// `loop3`), with characters tags may not hold (`,` and whitespace) replaced by `_`, and
@@ -69,15 +61,10 @@ pub fn device_tags(paths: &[PathBuf]) -> Vec<String> {
         .collect()
 }
 
-/// The host's histograms of a second some devices have not reported yet.
-struct PendingSecond {
-    reported: usize,
-    read: Histogram<u64>,
-    write: Histogram<u64>,
-}
-
 /// Writes the `--hdr-log` file while a run goes on: feed it every [`DeviceInterval`]
-/// ([`HdrLogRecorder::push`]), then [`HdrLogRecorder::finish`].
+/// ([`HdrLogRecorder::push`]) and the host's merged histograms of every second from the run's
+/// [`hostmax_aggregate::TimeSeries`] ([`HdrLogRecorder::push_host`]: the series merges each
+/// second once, for the report and the log), then [`HdrLogRecorder::finish`].
 pub struct HdrLogRecorder {
     /// The destination, for messages.
     path: PathBuf,
@@ -89,7 +76,6 @@ pub struct HdrLogRecorder {
     /// Where the measured window ends: the planned runtime until [`HdrLogRecorder::run_ended_after`]
     /// says the run ended sooner.
     window_end: Duration,
-    pending: BTreeMap<i64, PendingSecond>,
     /// The lines of the latest second seen, held back until a later second arrives or the run
     /// ends: only then is it known whether that second was cut short.
     held: Vec<(i64, String, Histogram<u64>)>,
@@ -131,7 +117,6 @@ impl HdrLogRecorder {
             reads: workload.pattern.reads(),
             writes: workload.pattern.writes(),
             window_end: workload.runtime,
-            pending: BTreeMap::new(),
             held: Vec::new(),
             failed: None,
         };
@@ -175,7 +160,7 @@ impl HdrLogRecorder {
         Ok(())
     }
 
-    /// Logs one device's second and adds it to the host's; ramp seconds are skipped.
+    /// Logs one device's second; ramp seconds are skipped.
     pub fn push(&mut self, interval: &DeviceInterval) {
         if interval.second < 0 || interval.device >= self.tags.len() {
             return;
@@ -190,31 +175,20 @@ impl HdrLogRecorder {
                 self.write(histogram, interval.second, &format!("{tag}-{op}"));
             }
         }
-        let devices = self.tags.len();
-        let pending = self
-            .pending
-            .entry(interval.second)
-            .or_insert_with(|| PendingSecond {
-                reported: 0,
-                read: new_latency_histogram(),
-                write: new_latency_histogram(),
-            });
-        pending.reported += 1;
-        add_exact(&mut pending.read, &interval.read_latency);
-        add_exact(&mut pending.write, &interval.write_latency);
-        if pending.reported >= devices {
-            if let Some(done) = self.pending.remove(&interval.second) {
-                self.write_host(interval.second, &done);
-            }
-        }
     }
 
-    fn write_host(&mut self, second: i64, host: &PendingSecond) {
+    /// Logs the host's second: every device's histograms of it added bin by bin (by the run's
+    /// time series, once every device reported it, or at the end for a second some device
+    /// never reported).
+    pub fn push_host(&mut self, host: &SecondHistograms) {
+        if host.second < 0 {
+            return;
+        }
         if self.reads {
-            self.write(&host.read, second, "host-read");
+            self.write(&host.read, host.second, "host-read");
         }
         if self.writes {
-            self.write(&host.write, second, "host-write");
+            self.write(&host.write, host.second, "host-write");
         }
     }
 
@@ -270,13 +244,8 @@ impl HdrLogRecorder {
         }
     }
 
-    /// Writes the host intervals of seconds some device never reported (a run cut short),
-    /// puts the file on disk and renames it over the destination.
+    /// Writes the lines held back, puts the file on disk and renames it over the destination.
     pub fn finish(mut self) -> anyhow::Result<()> {
-        let pending = std::mem::take(&mut self.pending);
-        for (second, host) in &pending {
-            self.write_host(*second, host);
-        }
         self.release_held();
         if let Some(e) = self.failed.take() {
             return Err(e);
@@ -296,8 +265,28 @@ mod tests {
     use super::*;
     use crate::test_support::ScratchDir;
     use hdrhistogram::serialization::interval_log::{IntervalLogIterator, LogEntry};
-    use hostmax_engine::IoPattern;
+    use hostmax_aggregate::TimeSeries;
+    use hostmax_engine::{new_latency_histogram, IoPattern};
+    use std::collections::BTreeMap;
     use std::fs;
+
+    /// What a run does with each interval: the device's lines, then the host's seconds the
+    /// series completed with it.
+    fn feed(log: &mut HdrLogRecorder, series: &mut TimeSeries, interval: DeviceInterval) {
+        log.push(&interval);
+        series.push(interval);
+        for host in series.take_histograms() {
+            log.push_host(&host);
+        }
+    }
+
+    /// The end of a run: the seconds some device never reported, then the file.
+    fn finish(mut log: HdrLogRecorder, series: TimeSeries) -> anyhow::Result<()> {
+        for host in series.finish_with_histograms().1 {
+            log.push_host(&host);
+        }
+        log.finish()
+    }
 
     fn interval(device: usize, second: i64, reads: &[u64], writes: &[u64]) -> DeviceInterval {
         let mut read_latency = new_latency_histogram();
@@ -345,15 +334,19 @@ mod tests {
         };
         let start = SystemTime::UNIX_EPOCH + Duration::from_secs(1_800_000_000);
         let paths: Vec<PathBuf> = vec!["/dev/loop3".into(), "/dev/loop4".into()];
-        check_hdr_log_dest(&path).unwrap();
         let mut log = HdrLogRecorder::create(&path, &paths, &workload, start).unwrap();
-        log.push(&interval(0, -1, &[5; 9], &[])); // ramp: not logged
+        let mut series = TimeSeries::new(2).hand_over_histograms(true);
+        feed(&mut log, &mut series, interval(0, -1, &[5; 9], &[])); // ramp: not logged
         for second in 0..3 {
-            log.push(&interval(0, second, &[1000, 2000], &[3000]));
-            log.push(&interval(1, second, &[4000; 5], &[]));
+            feed(
+                &mut log,
+                &mut series,
+                interval(0, second, &[1000, 2000], &[3000]),
+            );
+            feed(&mut log, &mut series, interval(1, second, &[4000; 5], &[]));
         }
-        log.push(&interval(0, 3, &[7000], &[])); // device 1 never reports second 3
-        log.finish().unwrap();
+        feed(&mut log, &mut series, interval(0, 3, &[7000], &[])); // device 1 never reports second 3
+        finish(log, series).unwrap();
         let names: Vec<String> = fs::read_dir(&scratch.0)
             .unwrap()
             .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
@@ -404,17 +397,18 @@ mod tests {
         };
         let paths: Vec<PathBuf> = vec!["/dev/loop3".into(), "/dev/loop4".into()];
         let mut log = HdrLogRecorder::create(&path, &paths, &workload, SystemTime::now()).unwrap();
-        log.push(&interval(0, 0, &[1000], &[]));
-        log.push(&interval(1, 0, &[2000], &[]));
-        log.push(&interval(0, 1, &[1000], &[]));
-        log.push(&interval(0, 2, &[1000], &[]));
+        let mut series = TimeSeries::new(2).hand_over_histograms(true);
+        feed(&mut log, &mut series, interval(0, 0, &[1000], &[]));
+        feed(&mut log, &mut series, interval(1, 0, &[2000], &[]));
+        feed(&mut log, &mut series, interval(0, 1, &[1000], &[]));
+        feed(&mut log, &mut series, interval(0, 2, &[1000], &[]));
         // Device 1's second 1 arrives late, after second 2 began: still a whole second.
-        log.push(&interval(1, 1, &[2000], &[]));
-        log.push(&interval(1, 2, &[2000], &[]));
+        feed(&mut log, &mut series, interval(1, 1, &[2000], &[]));
+        feed(&mut log, &mut series, interval(1, 2, &[2000], &[]));
         // The run is stopped a quarter into second 3; device 1 never reports it.
-        log.push(&interval(0, 3, &[1000], &[]));
+        feed(&mut log, &mut series, interval(0, 3, &[1000], &[]));
         log.run_ended_after(Duration::from_millis(3250));
-        log.finish().unwrap();
+        finish(log, series).unwrap();
         let bytes = fs::read(&path).unwrap();
         let mut lengths: BTreeMap<(String, u64), u128> = BTreeMap::new();
         for entry in IntervalLogIterator::new(&bytes) {
@@ -441,33 +435,20 @@ mod tests {
         let mut log =
             HdrLogRecorder::create(&path, &["/dev/x".into()], &workload, SystemTime::now())
                 .unwrap();
-        log.push(&interval(0, 0, &[100], &[]));
+        let mut series = TimeSeries::new(1).hand_over_histograms(true);
+        feed(&mut log, &mut series, interval(0, 0, &[100], &[]));
         drop(log);
         assert_eq!(fs::read_dir(&scratch.0).unwrap().count(), 0);
 
         let mut log =
             HdrLogRecorder::create(&path, &["/dev/x".into()], &workload, SystemTime::now())
                 .unwrap();
-        log.push(&interval(0, 0, &[100], &[]));
-        log.finish().unwrap();
+        let mut series = TimeSeries::new(1).hand_over_histograms(true);
+        feed(&mut log, &mut series, interval(0, 0, &[100], &[]));
+        finish(log, series).unwrap();
         let text = fs::read_to_string(&path).unwrap();
         assert!(text.contains("Tag=x-read,0.000,1.000,"));
         assert!(text.contains("Tag=host-read,"));
         assert!(!text.contains("-write,"));
-    }
-
-    #[test]
-    fn bad_destinations_are_refused_before_the_run() {
-        let scratch = ScratchDir::new("dest");
-        let err = check_hdr_log_dest(&scratch.0).unwrap_err().0;
-        assert!(err.contains("is a directory"), "{err}");
-        let err = check_hdr_log_dest(Path::new("/dev/null")).unwrap_err().0;
-        assert!(err.contains("not a regular file"), "{err}");
-        let err = check_hdr_log_dest(&scratch.0.join("no/such/x.hlog"))
-            .unwrap_err()
-            .0;
-        assert!(err.contains("does not exist"), "{err}");
-        let err = check_hdr_log_dest(Path::new("/sys/x.hlog")).unwrap_err().0;
-        assert!(err.contains("cannot create files in /sys"), "{err}");
     }
 }

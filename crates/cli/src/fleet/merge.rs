@@ -1,29 +1,14 @@
 //! `hostmax merge a.json b.json ... [--json fleet.json]`: one exact fleet report from the
 //! reports of hosts that ran the same workload together.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use hostmax_aggregate::{merge_reports, HostReport, MergeError, SCHEMA_VERSION};
 
 use super::provenance;
-use crate::plan::{option_for, BadInput, JsonDest};
-
-/// `hostmax merge`'s arguments.
-#[derive(Debug, Clone, clap::Args)]
-pub struct MergeArgs {
-    /// JSON reports written by `hostmax --json` (or by an earlier merge) on each host.
-    #[arg(value_name = "REPORT.json", required = true, num_args = 1..)]
-    pub reports: Vec<PathBuf>,
-
-    /// Write the fleet report to PATH, or to stdout with '-' (then nothing else goes there).
-    #[arg(long, value_name = "PATH|-", allow_hyphen_values = true)]
-    pub json: Option<PathBuf>,
-
-    /// The share of the runs' span that all of them must have measured together (0 skips
-    /// the check, e.g. for reports of older versions that have no window).
-    #[arg(long, value_name = "PERCENT", default_value = "50%", value_parser = crate::units::parse_percent)]
-    pub min_overlap: u8,
-}
+use crate::args::fleet::MergeArgs;
+use crate::output::destination;
+use crate::plan::{option_for, BadInput};
 
 /// Reads one report file, refusing (as [`BadInput`]) anything that is not a hostmax report of
 /// this schema version.
@@ -65,15 +50,19 @@ pub fn load_report(path: &Path) -> Result<HostReport, BadInput> {
 /// JSON. Every refusal (unreadable file, not a report, other schema, differing workloads,
 /// missing histograms) is a [`BadInput`] naming the file and the field.
 pub fn run_merge(args: &MergeArgs) -> anyhow::Result<i32> {
-    let json = match &args.json {
-        Some(p) if p.as_os_str() == "-" => Some(JsonDest::Stdout),
-        Some(p) => {
-            let dest = JsonDest::File(p.clone());
-            crate::output::json::check_json_dest(&dest)?;
-            Some(dest)
-        }
-        None => None,
-    };
+    let json = args
+        .json
+        .as_deref()
+        .map(|p| destination::JSON.check(p))
+        .transpose()?;
+    if let Some(out) = &args.json {
+        let inputs: Vec<(&str, &Path)> = args
+            .reports
+            .iter()
+            .map(|p| ("a report being merged", p.as_path()))
+            .collect();
+        destination::check_apart(&[("--json", out)], &inputs)?;
+    }
     let reports = args
         .reports
         .iter()

@@ -7,8 +7,8 @@ use std::time::{Duration, SystemTime};
 
 use hostmax_aggregate::{HostReport, Provenance};
 
-use super::start_at::{format_rfc3339, parse_rfc3339};
 use crate::plan::BadInput;
+use crate::rfc3339::{format_rfc3339, parse_rfc3339};
 
 /// A random 128-bit id as 32 lowercase hex digits (from the kernel's random pool).
 pub fn new_run_id() -> String {

@@ -1,4 +1,5 @@
-//! Files written whole or not at all: [`AtomicFile`] and [`write_atomically`].
+//! Files written whole or not at all: [`AtomicFile`] and [`write_atomically`]. Where each
+//! output file may go is checked in [`super::destination`].
 //!
 //! A result file is never half-written: the bytes go to a new temporary file beside the
 //! destination (created with `create_new`, so never through a planted link in a shared
@@ -9,8 +10,6 @@
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
-
-use crate::plan::BadInput;
 
 /// A failed atomic write, naming the file that failed.
 #[derive(Debug, thiserror::Error)]
@@ -121,81 +120,6 @@ pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), AtomicWriteErro
         source,
     })?;
     file.commit()
-}
-
-/// Checks, before any I/O of a run, that an output file given with `option` can be written
-/// atomically at `path`: not empty, not a directory or a special file (the rename would replace
-/// a device node rather than write into it), in an existing directory that accepts new files.
-/// The last is tried with a small probe file, since permission bits alone do not tell (a
-/// read-only mount, root, sysfs). Every refusal is one line naming the option, the path and
-/// the fix; `example` is a file name to suggest, `alternative` another way to give the option.
-pub fn check_destination(
-    option: &str,
-    path: &Path,
-    example: &str,
-    alternative: Option<&str>,
-) -> Result<(), BadInput> {
-    let shown = path.display();
-    let or_else = alternative.map(|a| format!(", or {a}")).unwrap_or_default();
-    if path.as_os_str().is_empty() {
-        return Err(BadInput(format!(
-            "{option}: the path is empty; give a file path such as {example}{or_else}"
-        )));
-    }
-    match fs::metadata(path) {
-        Ok(m) if m.is_dir() => {
-            return Err(BadInput(format!(
-                "{option} {shown}: is a directory; give a file path such as {}",
-                path.join(example).display()
-            )))
-        }
-        Ok(m) if !m.is_file() => {
-            return Err(BadInput(format!(
-            "{option} {shown}: exists and is not a regular file; give a regular file path{or_else}"
-        )))
-        }
-        _ => {}
-    }
-    if path.as_os_str().to_string_lossy().ends_with('/') {
-        return Err(BadInput(format!(
-            "{option} {shown}: names a directory; give a file path such as {shown}{example}"
-        )));
-    }
-    let target = fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
-    let dir = parent_dir(&target);
-    match fs::metadata(&dir) {
-        Ok(m) if m.is_dir() => {}
-        Ok(_) => {
-            return Err(BadInput(format!(
-                "{option} {shown}: {} is not a directory; choose a path in an existing directory",
-                dir.display()
-            )))
-        }
-        Err(e) => {
-            return Err(BadInput(format!(
-                "{option} {shown}: directory {} does not exist or cannot be used ({}); create it or choose another path",
-                dir.display(),
-                one_line(&e)
-            )))
-        }
-    }
-    let probe = dir.join(format!(".hostmax-probe-{}", std::process::id()));
-    match OpenOptions::new().write(true).create_new(true).open(&probe) {
-        Ok(_) => {
-            let _ = fs::remove_file(&probe);
-            Ok(())
-        }
-        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Ok(()),
-        Err(e) => Err(BadInput(format!(
-            "{option} {shown}: cannot create files in {} ({}); choose a writable directory",
-            dir.display(),
-            one_line(&e)
-        ))),
-    }
-}
-
-fn one_line(e: &io::Error) -> String {
-    e.to_string().replace('\n', " ")
 }
 
 /// The directory a file path lives in (`.` for a bare file name).

@@ -1,26 +1,14 @@
-//! The `--json` report: checked before the run, written atomically after it.
+//! The `--json` report: its destination is checked before the run
+//! ([`super::destination::JSON`]), and it is written whole after it.
 
-use std::io::{self, Write};
-use std::path::PathBuf;
-
-use super::atomic::{check_destination, write_atomically};
-use crate::plan::{BadInput, JsonDest};
+use super::destination::{write_output, Destination, OutputError, JSON};
 
 /// Why the JSON report could not be written.
 #[derive(Debug, thiserror::Error)]
 pub enum JsonWriteError {
-    /// Creating, writing or renaming the file failed.
-    #[error("--json {}: {source}", path.display())]
-    File {
-        /// The file being written (the temporary one when that is where it failed).
-        path: PathBuf,
-        /// Why.
-        #[source]
-        source: io::Error,
-    },
-    /// Writing to standard output failed (for example a closed pipe).
-    #[error("--json -: writing to standard output failed: {0}")]
-    Stdout(#[source] io::Error),
+    /// Writing the file or standard output failed.
+    #[error(transparent)]
+    Output(#[from] OutputError),
     /// The report could not be turned into JSON.
     #[error("cannot serialize the report: {0}")]
     Serialize(#[from] serde_json::Error),
@@ -42,37 +30,10 @@ pub fn report_json<R: serde::Serialize + ?Sized>(report: &R) -> Result<String, s
 /// stdout, the JSON is the only thing written there.
 pub fn write_json<R: serde::Serialize + ?Sized>(
     report: &R,
-    dest: &JsonDest,
+    dest: &Destination,
 ) -> Result<(), JsonWriteError> {
     let text = report_json(report)?;
-    match dest {
-        JsonDest::Stdout => {
-            let mut out = io::stdout().lock();
-            out.write_all(text.as_bytes())
-                .and_then(|()| out.flush())
-                .map_err(JsonWriteError::Stdout)
-        }
-        JsonDest::File(path) => {
-            write_atomically(path, text.as_bytes()).map_err(|e| JsonWriteError::File {
-                path: e.path,
-                source: e.source,
-            })
-        }
-    }
-}
-
-/// Checks, before any I/O of the run, that `dest` can be written (see
-/// [`check_destination`]); standard output always can.
-pub fn check_json_dest(dest: &JsonDest) -> Result<(), BadInput> {
-    match dest {
-        JsonDest::Stdout => Ok(()),
-        JsonDest::File(path) => check_destination(
-            "--json",
-            path,
-            "hostmax.json",
-            Some("- for standard output"),
-        ),
-    }
+    Ok(write_output(&JSON, dest, text.as_bytes())?)
 }
 
 #[cfg(test)]
@@ -82,7 +43,6 @@ mod tests {
     use crate::test_support::ScratchDir;
     use hostmax_aggregate::HostReport;
     use std::fs;
-    use std::path::Path;
 
     #[test]
     fn atomic_write_leaves_exactly_the_valid_report() {
@@ -90,8 +50,8 @@ mod tests {
         let path = scratch.0.join("report.json");
         fs::write(&path, "{ half a report").unwrap();
         let report = sample_report();
-        let dest = JsonDest::File(path.clone());
-        check_json_dest(&dest).unwrap();
+        let dest = Destination::File(path.clone());
+        assert_eq!(JSON.check(&path).unwrap(), dest);
         write_json(&report, &dest).unwrap();
 
         assert_eq!(scratch.entries(), vec!["report.json".to_string()]);
@@ -111,7 +71,7 @@ mod tests {
         let link = scratch.0.join("link.json");
         fs::write(&real, "old").unwrap();
         std::os::unix::fs::symlink(&real, &link).unwrap();
-        write_json(&sample_report(), &JsonDest::File(link.clone())).unwrap();
+        write_json(&sample_report(), &Destination::File(link.clone())).unwrap();
         assert!(fs::symlink_metadata(&link)
             .unwrap()
             .file_type()
@@ -119,56 +79,5 @@ mod tests {
         let v: serde_json::Value =
             serde_json::from_str(&fs::read_to_string(&real).unwrap()).unwrap();
         assert_eq!(v["schema_version"], hostmax_aggregate::SCHEMA_VERSION);
-    }
-
-    fn assert_one_line_naming(err: BadInput, path: &str) {
-        let msg = err.to_string();
-        assert!(!msg.contains('\n'), "not one line: {msg}");
-        assert!(msg.starts_with(&format!("--json {path}")), "{msg}");
-    }
-
-    #[test]
-    fn unwritable_directory_is_rejected() {
-        // sysfs refuses new files even to root, so this holds whoever runs the test.
-        let err = check_json_dest(&JsonDest::File("/sys/hostmax.json".into())).unwrap_err();
-        assert!(err.0.contains("cannot create files in /sys"), "{err}");
-        assert!(err.0.contains("choose a writable directory"), "{err}");
-        assert_one_line_naming(err, "/sys/hostmax.json");
-        assert!(!Path::new("/sys/hostmax.json").exists());
-    }
-
-    #[test]
-    fn missing_directory_is_rejected() {
-        let scratch = ScratchDir::new("missing");
-        let path = scratch.0.join("no/such/dir/r.json");
-        let err = check_json_dest(&JsonDest::File(path.clone())).unwrap_err();
-        assert!(err.0.contains("create it"), "{err}");
-        assert_one_line_naming(err, &path.display().to_string());
-        // And writing there fails with an error, not a panic.
-        assert!(write_json(&sample_report(), &JsonDest::File(path)).is_err());
-    }
-
-    #[test]
-    fn directories_and_special_files_are_rejected() {
-        let scratch = ScratchDir::new("special");
-        let dir = scratch.0.display().to_string();
-        let err = check_json_dest(&JsonDest::File(scratch.0.clone())).unwrap_err();
-        assert!(err.0.contains("is a directory"), "{err}");
-        assert_one_line_naming(err, &dir);
-
-        let err = check_json_dest(&JsonDest::File("/dev/null".into())).unwrap_err();
-        assert!(err.0.contains("not a regular file"), "{err}");
-        assert_one_line_naming(err, "/dev/null");
-
-        let err = check_json_dest(&JsonDest::File("".into())).unwrap_err();
-        assert!(err.0.starts_with("--json: the path is empty"), "{err}");
-    }
-
-    #[test]
-    fn check_leaves_no_probe_behind_and_accepts_stdout() {
-        let scratch = ScratchDir::new("probe");
-        check_json_dest(&JsonDest::File(scratch.0.join("r.json"))).unwrap();
-        assert!(scratch.entries().is_empty());
-        check_json_dest(&JsonDest::Stdout).unwrap();
     }
 }

@@ -5,12 +5,15 @@
 //!   [`hostmax_aggregate::SecondPoint`] per second (a progress bar on a terminal, one plain
 //!   line per second otherwise).
 //! - [`table::render_table`]: the final per-device and host table, as a `String`.
-//! - [`json::write_json`] and [`json::check_json_dest`]: the `--json` report, written
-//!   atomically to a file or to stdout, and the check that runs before any I/O.
+//! - [`destination`]: every output file of every command (`--json`, `--hdr-log`, `--svg`,
+//!   `--html`), checked once before any I/O and written whole ([`atomic`]); `-` is stdout for
+//!   JSON and refused elsewhere.
+//! - [`json::write_json`]: the `--json` report, written atomically to a file or to stdout.
 //!
 //! How latencies and throughputs are spelled (µs/ms/s, MiB/s) is [`crate::units`].
 
 pub mod atomic;
+pub mod destination;
 pub mod json;
 pub mod progress;
 pub mod table;

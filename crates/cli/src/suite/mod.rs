@@ -1,10 +1,10 @@
 //! `hostmax suite`: the CloudHarmony block-storage tests (iops, throughput, latency) done
 //! natively, resumably, with SNIA PTS steady state.
 //!
-//! - [`SuiteArgs`]: the command line; [`run`] checks it (device resolution and write safety
-//!   are the main run's: [`crate::args::plan_run`], [`hostmax_engine::safety::check_write_safety`]),
+//! - [`crate::args::suite::SuiteArgs`]: the command line; [`run`] checks it (device resolution and write safety
+//!   are the main run's: [`crate::plan::plan_run`], [`hostmax_engine::safety::check_write_safety`]),
 //!   sets the suite up ([`SuiteConfig`]) and runs it.
-//! - [`matrix`]: the tests ([`SuiteTest`]), their cells ([`CellSpec`], keys like `4k_65_35`)
+//! - [`matrix`]: the tests ([`SuiteTest`]), their cells ([`matrix::CellSpec`], keys like `4k_65_35`)
 //!   and each cell's engine [`hostmax_engine::Workload`].
 //! - [`runner`]: purge (ATA secure erase when asked, else discard, else zero fill), preconditioning (2 passes of sequential 128k
 //!   writes), then rounds of every cell until steady state
@@ -21,7 +21,6 @@
 //! `./hostmax-suite-TEST.state/`.
 //! A fresh suite refuses a directory that already holds a suite's state.
 
-pub mod args;
 pub mod charts;
 pub mod html;
 pub mod matrix;
@@ -35,13 +34,13 @@ use std::path::{Path, PathBuf};
 
 use hostmax_engine::{IoPattern, TargetKind};
 
-pub use args::{SuiteArgs, SuiteSize};
-pub use matrix::{CellSpec, Mix, SuiteTest};
+use crate::args::suite::{SuiteArgs, SuiteSize};
+pub use matrix::{Mix, SuiteTest};
 pub use report::SuiteReport;
 pub use state::{StateDir, SuiteConfig};
 
-use crate::args::{plan_run, Cli};
-use crate::plan::{BadInput, JsonDest};
+use crate::output::destination::{self, Destination};
+use crate::plan::{plan_run, BadInput, PlanRequest};
 use crate::units::{format_size, human_size};
 use hostmax_engine::safety::{check_write_safety, SystemSources, WriteSafety};
 use runner::SuiteRunner;
@@ -113,30 +112,21 @@ pub fn run(args: &SuiteArgs) -> anyhow::Result<i32> {
 /// Prints the table (stdout, or stderr when the JSON goes there) and writes JSON and HTML.
 fn emit(config: &SuiteConfig, report: &SuiteReport) -> anyhow::Result<()> {
     let table = table::render(report);
-    let json_to_stdout = config.json.as_deref() == Some(Path::new("-"));
-    if json_to_stdout {
-        eprint!("{table}");
-    } else {
-        print!("{table}");
-    }
-    if let Some(path) = &config.json {
-        let mut text = serde_json::to_string_pretty(report)?;
-        text.push('\n');
-        if json_to_stdout {
-            use std::io::Write;
-            let mut out = std::io::stdout().lock();
-            out.write_all(text.as_bytes())?;
-            out.flush()?;
-        } else {
-            state::write_atomically(path, text.as_bytes())?;
-        }
+    let json = config.json.as_deref().map(json_dest);
+    destination::print_beside_json(&table, json.as_ref());
+    if let Some(dest) = &json {
+        crate::output::json::write_json(report, dest)?;
     }
     if let Some(path) = &config.html {
         let mut page = html::render(report)?;
         if let Some(curve) = &config.curve {
             page = with_curve(page, &load_curve(curve)?)?;
         }
-        state::write_atomically(path, page.as_bytes())?;
+        destination::write_output(
+            &destination::HTML,
+            &Destination::File(path.clone()),
+            page.as_bytes(),
+        )?;
     }
     Ok(())
 }
@@ -168,13 +158,6 @@ fn with_curve(page: String, curve: &hostmax_aggregate::CurveReport) -> anyhow::R
         Some(at) => format!("{}{section}{}", &page[..at], &page[at..]),
         None => page + &section,
     })
-}
-
-/// The main run's defaults, whatever fields it gains: a fresh parse of an empty command line.
-fn default_run_args() -> crate::args::RunArgs {
-    <Cli as clap::Parser>::try_parse_from(["hostmax"])
-        .expect("an empty command line parses")
-        .run
 }
 
 /// `hostmax suite --devices /dev/sdb iops` gives `iops` to `--devices` (it takes several
@@ -247,30 +230,31 @@ fn start(
     let json = args
         .json
         .as_ref()
-        .map(|p| check_dest("--json", p))
+        .map(|p| check_dest(&destination::JSON, p))
         .transpose()?;
     let html = args
         .html
         .as_ref()
-        .map(|p| check_dest("--html", p))
+        .map(|p| check_dest(&destination::HTML, p))
         .transpose()?;
-    if html.as_deref() == Some(Path::new("-")) {
-        return Err(BadInput(
-            "--html -: the HTML report goes to a file; give a path such as report.html".into(),
-        )
-        .into());
-    }
 
     // Device resolution and the checks every run gets are the main run's.
-    let mut run_args = default_run_args();
-    run_args.devices = args.devices.clone();
-    run_args.bs = u64::from(*block_sizes.iter().max().expect("at least one block size"));
-    run_args.size = size;
-    run_args.allow_write = args.allow_write;
-    run_args.force = args.force;
-    run_args.cpus = args.cpus.clone();
-    let plan = plan_run(&run_args)?;
+    let plan = plan_run(&PlanRequest {
+        devices: args.devices.clone(),
+        block_size: u64::from(*block_sizes.iter().max().expect("at least one block size")),
+        working_set: size,
+        allow_write: args.allow_write,
+        force: args.force,
+        cpus: args.cpus.as_ref().map(|list| list.0.clone()),
+        ..PlanRequest::default()
+    })?;
     let targets = plan.targets;
+    check_outputs_apart(
+        json.as_deref(),
+        html.as_deref(),
+        args.curve.as_deref(),
+        &targets,
+    )?;
     for &bs in &block_sizes {
         for t in &targets {
             if !bs.is_multiple_of(t.logical_block_size) {
@@ -482,24 +466,26 @@ fn resume(
         ))
         .into());
     }
-    let mut run_args = default_run_args();
-    run_args.devices = config
-        .devices
-        .iter()
-        .map(|d| name_of(d).into_os_string())
-        .collect();
-    run_args.bs = u64::from(
-        config
-            .cells
+    let targets = plan_run(&PlanRequest {
+        devices: config
+            .devices
             .iter()
-            .map(|c| c.block_size)
-            .max()
-            .unwrap_or(4096),
-    );
-    run_args.size = Some(config.range);
-    run_args.allow_write = args.allow_write;
-    run_args.force = args.force;
-    let targets = plan_run(&run_args)?.targets;
+            .map(|d| name_of(d).into_os_string())
+            .collect(),
+        block_size: u64::from(
+            config
+                .cells
+                .iter()
+                .map(|c| c.block_size)
+                .max()
+                .unwrap_or(4096),
+        ),
+        working_set: Some(config.range),
+        allow_write: args.allow_write,
+        force: args.force,
+        ..PlanRequest::default()
+    })?
+    .targets;
     if targets.len() != config.devices.len() {
         return Err(BadInput(format!(
             "the devices of the suite in {} are not all there any more; it cannot be resumed",
@@ -563,11 +549,20 @@ fn resume(
         args.allow_write,
         args.force,
     )?;
-    for (flag, dest) in [("--json", &config.json), ("--html", &config.html)] {
+    for (output, dest) in [
+        (&destination::JSON, &config.json),
+        (&destination::HTML, &config.html),
+    ] {
         if let Some(path) = dest {
-            check_dest(flag, path)?;
+            check_dest(output, path)?;
         }
     }
+    check_outputs_apart(
+        config.json.as_deref(),
+        config.html.as_deref(),
+        config.curve.as_deref(),
+        &targets,
+    )?;
     let done = state.rounds()?.len();
     eprintln!(
         "hostmax suite: resuming from {} ({done} cell run(s) already done)",
@@ -576,14 +571,41 @@ fn resume(
     Ok((config, state, targets))
 }
 
-/// Checks an output path like `--json` does and makes it absolute (`-` stays `-`).
-fn check_dest(flag: &str, path: &Path) -> Result<PathBuf, BadInput> {
+/// Checks an output path ([`destination::OutputFile::check`]) and gives it back absolute, as
+/// the checkpoint keeps it (`-` stays `-`).
+fn check_dest(output: &destination::OutputFile, path: &Path) -> Result<PathBuf, BadInput> {
+    Ok(match output.check(path)? {
+        Destination::Stdout => path.to_path_buf(),
+        Destination::File(path) => path,
+    })
+}
+
+/// The JSON destination the checkpoint keeps (`-` is standard output).
+fn json_dest(path: &Path) -> Destination {
     if path.as_os_str() == "-" {
-        return Ok(path.to_path_buf());
+        Destination::Stdout
+    } else {
+        Destination::File(path.to_path_buf())
     }
-    crate::output::json::check_json_dest(&JsonDest::File(path.to_path_buf()))
-        .map_err(|e| BadInput(e.0.replacen("--json", flag, 1)))?;
-    Ok(std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf()))
+}
+
+/// Refuses a `--json` or `--html` that is the other one, a device or the `--curve` report.
+fn check_outputs_apart(
+    json: Option<&Path>,
+    html: Option<&Path>,
+    curve: Option<&Path>,
+    targets: &[hostmax_engine::TargetInfo],
+) -> Result<(), BadInput> {
+    let outputs: Vec<(&str, &Path)> = [("--json", json), ("--html", html)]
+        .into_iter()
+        .filter_map(|(option, path)| Some((option, path?)))
+        .collect();
+    let mut inputs: Vec<(&str, &Path)> = targets
+        .iter()
+        .map(|t| ("--devices", t.path.as_path()))
+        .collect();
+    inputs.extend(curve.map(|c| ("--curve", c)));
+    destination::check_apart(&outputs, &inputs)
 }
 
 /// `iops.json` -> `iops.state`; else `iops.html` -> `iops.state`; with `--json -` alone a new
@@ -694,7 +716,10 @@ mod tests {
 
     fn suite_args(argv: &[&str]) -> SuiteArgs {
         let argv = ["hostmax", "suite"].iter().chain(argv).copied();
-        match <Cli as clap::Parser>::try_parse_from(argv).unwrap().command {
+        match <crate::args::Cli as clap::Parser>::try_parse_from(argv)
+            .unwrap()
+            .command
+        {
             Some(crate::args::Command::Suite(args)) => *args,
             other => panic!("not a suite: {other:?}"),
         }
@@ -732,7 +757,7 @@ mod tests {
             "--size",
             "0%",
         ];
-        let err = <Cli as clap::Parser>::try_parse_from(argv).unwrap_err();
+        let err = <crate::args::Cli as clap::Parser>::try_parse_from(argv).unwrap_err();
         assert!(err.to_string().contains("e.g. 50%"), "{err}");
     }
 }

@@ -5,38 +5,15 @@
 //! rules. Random reads, or with `--allow-write` the seeds' 50/50 random read/write mix. Each
 //! phase goes through [`crate::app::measure`] like any run.
 
-use clap::Args;
-use hostmax_aggregate::verdict::{RuleKind, THROUGHPUT_BLOCK_MIN};
+use hostmax_aggregate::verdict::RuleKind;
 use hostmax_aggregate::{judge, HostReport, VerifyReport, SCHEMA_VERSION};
 use hostmax_engine::IoPattern;
 
-use super::{judged_exit_code, print_beside_json, table};
+use super::{judged_exit_code, table};
 use crate::app;
-use crate::args::{plan_run, RunArgs};
-use crate::plan::{BadInput, JsonDest, RunPlan};
-
-/// `hostmax verify`'s options: the run's, whose `--rw`, `--bs` (and `--iodepth` for the
-/// latency phase) each phase sets itself.
-#[derive(Debug, Clone, Args)]
-pub struct VerifyArgs {
-    /// Devices, times, spec options: as for the main run.
-    #[command(flatten)]
-    pub run: RunArgs,
-
-    /// Block size of the throughput phase, 256k or larger.
-    #[arg(long, value_name = "SIZE", default_value = "1m", value_parser = throughput_bs_arg)]
-    pub throughput_bs: u64,
-}
-
-fn throughput_bs_arg(s: &str) -> Result<u64, String> {
-    let bs = crate::units::parse_size(s).map_err(|e| e.to_string())?;
-    if bs < u64::from(THROUGHPUT_BLOCK_MIN) {
-        return Err(format!(
-            "{s} is below 256k: throughput promises are judged on blocks of 256k and up; give e.g. 1m"
-        ));
-    }
-    Ok(bs)
-}
+use crate::args::verify::VerifyArgs;
+use crate::output::destination::{print_beside_json, Destination};
+use crate::plan::{plan_run, BadInput, PlanRequest, RunPlan};
 
 /// One phase: what it judges and the options it runs with.
 #[derive(Debug, Clone)]
@@ -70,33 +47,34 @@ impl Phase {
     }
 }
 
-/// The options of the phase judging `kind`; `throughput_bs` is the throughput phase's block.
-pub fn phase_args(base: &RunArgs, kind: RuleKind, throughput_bs: u64) -> RunArgs {
-    let mut args = base.clone();
+/// The request of the phase judging `kind`; `throughput_bs` is the throughput phase's block.
+pub fn phase_request(base: &PlanRequest, kind: RuleKind, throughput_bs: u64) -> PlanRequest {
+    let mut request = base.clone();
     if base.allow_write {
-        args.rw = IoPattern::RandRw;
-        args.rwmixread = Some(50);
+        request.pattern = IoPattern::RandRw;
+        request.rwmixread = Some(50);
     } else {
-        args.rw = IoPattern::RandRead;
-        args.rwmixread = None;
+        request.pattern = IoPattern::RandRead;
+        request.rwmixread = None;
     }
     match kind {
-        RuleKind::Iops => args.bs = 4096,
-        RuleKind::Throughput => args.bs = throughput_bs,
+        RuleKind::Iops => request.block_size = 4096,
+        RuleKind::Throughput => request.block_size = throughput_bs,
         RuleKind::Latency => {
-            args.bs = 4096;
-            args.iodepth = 1;
+            request.block_size = 4096;
+            request.iodepth = 1;
         }
     }
-    args.json = None;
-    args
+    request.json = None;
+    request
 }
 
 /// Checks every phase (and the spec) before any I/O; also gives the JSON destination.
 pub fn plan_phases(
     args: &VerifyArgs,
-) -> anyhow::Result<(Vec<Phase>, hostmax_aggregate::SpecSet, Option<JsonDest>)> {
-    let base = plan_run(&args.run)?;
+) -> anyhow::Result<(Vec<Phase>, hostmax_aggregate::SpecSet, Option<Destination>)> {
+    let request = args.run.request();
+    let base = plan_run(&request)?;
     let Some(set) = args.run.spec.spec_set(&base.targets)? else {
         return Err(BadInput(
             "verify needs a spec: give --profile, --volume-spec, --expect-volume-iops, --expect-volume-mbps, --expect-host-iops, --expect-host-mbps or --spec-file"
@@ -106,7 +84,7 @@ pub fn plan_phases(
     };
     let mut phases = Vec::new();
     for kind in super::phases_for(&set) {
-        let phase = phase_args(&args.run, kind, args.throughput_bs);
+        let phase = phase_request(&request, kind, args.throughput_bs);
         let plan = plan_run(&phase).map_err(|e| {
             anyhow::Error::new(BadInput(format!(
                 "the {} phase (--bs {}): {e:#}",
@@ -115,7 +93,7 @@ pub fn plan_phases(
                     RuleKind::Throughput => "throughput",
                     RuleKind::Latency => "latency",
                 },
-                crate::units::format_size(phase.bs)
+                crate::units::format_size(phase.block_size)
             )))
         })?;
         phases.push(Phase { kind, plan });

@@ -6,12 +6,6 @@ use hostmax_aggregate::{HostReport, SpecSet, Verdict};
 
 use crate::units::format_mib_per_sec;
 
-/// Parses `--consistency` (`99%`, `99.9%`).
-pub fn consistency_arg(s: &str) -> Result<Consistency, String> {
-    s.parse()
-        .map_err(|e: hostmax_aggregate::spec::SpecError| e.to_string())
-}
-
 /// Adds the consistency verdict over `reports` to `verdict` (its failures fail it) when a
 /// share is required and a run judges IOPS or throughput.
 pub fn apply(

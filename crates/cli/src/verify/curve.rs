@@ -3,104 +3,19 @@
 //! table, `--json` and an `--svg` chart (IOPS on x, latency on a log y, the promise as a line,
 //! the knee marked).
 
-use std::path::PathBuf;
-
-use clap::{ArgGroup, Args};
 use hostmax_aggregate::consistency::judge_consistency;
 use hostmax_aggregate::curve::{CurveAnswer, CurvePoint, LatencyPromise, LatencyStat};
 use hostmax_aggregate::{Curve, CurveReport, HostReport, SCHEMA_VERSION};
 
-use super::print_beside_json;
 use crate::app;
-use crate::args::{plan_run, RunArgs};
+use crate::args::verify::CurveArgs;
 use crate::chart::{LegendCorner, LineChart, Series, SeriesStyle, TickFormat};
-use crate::plan::BadInput;
+use crate::output::destination::print_beside_json;
+use crate::plan::{plan_run, BadInput};
 use crate::units::{format_latency_ns, format_mib_per_sec};
-
-/// Parses a latency such as `1ms`, `500us`, `0.8ms` or `2s` into nanoseconds.
-pub fn parse_latency(s: &str) -> Result<u64, String> {
-    let t = s.trim().to_ascii_lowercase();
-    let split = t
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(t.len());
-    let (num, unit) = t.split_at(split);
-    let scale = match unit {
-        "ns" => 1.0,
-        "us" | "µs" => 1e3,
-        "ms" => 1e6,
-        "s" => 1e9,
-        _ => f64::NAN,
-    };
-    match num.parse::<f64>() {
-        Ok(v) if v > 0.0 && scale.is_finite() && v * scale >= 1.0 => Ok((v * scale).round() as u64),
-        _ => Err(format!(
-            "'{s}' is not a latency; give a positive number with ns, us, ms or s, e.g. 1ms or 500us"
-        )),
-    }
-}
-
-/// The queue depths `--depths` gives, sorted, without repeats.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct DepthList(pub Vec<u32>);
-
-fn depths_arg(s: &str) -> Result<DepthList, String> {
-    let mut out = Vec::new();
-    for part in s.split(',').map(str::trim) {
-        match part.parse::<u32>() {
-            Ok(d) if (1..=65_536).contains(&d) => out.push(d),
-            _ => {
-                return Err(format!(
-                "'{part}' is not a queue depth; give depths of 1 to 65536, e.g. 1,2,4,8,16,32,64"
-            ))
-            }
-        }
-    }
-    out.sort_unstable();
-    out.dedup();
-    Ok(DepthList(out))
-}
 
 /// The depths a curve runs by default: light load to well past where most volumes saturate.
 pub const DEFAULT_DEPTHS: [u32; 8] = [1, 2, 4, 8, 16, 32, 64, 128];
-
-/// `hostmax curve`'s options.
-#[derive(Debug, Clone, Args)]
-#[command(group(ArgGroup::new("promise").multiple(false)))]
-pub struct CurveArgs {
-    /// Devices, workload, times (each depth runs `--runtime` after `--ramp`); `--iodepth` is
-    /// replaced by each step's depth; `--tolerance` is how close to the most IOPS counts as
-    /// reaching it.
-    #[command(flatten)]
-    pub run: RunArgs,
-
-    /// Queue depths per volume, one run each [default: 1,2,4,8,16,32,64,128].
-    #[arg(long, value_name = "LIST", value_parser = depths_arg)]
-    pub depths: Option<DepthList>,
-
-    /// The promise: mean latency at most this (e.g. 2ms).
-    #[arg(long, value_name = "LATENCY", value_parser = parse_latency, group = "promise")]
-    pub mean_max: Option<u64>,
-
-    /// The promise: p50 latency at most this (e.g. 1ms, 500us).
-    #[arg(long, value_name = "LATENCY", value_parser = parse_latency, group = "promise")]
-    pub p50_max: Option<u64>,
-
-    /// The promise: p95 latency at most this (OCI: 1ms).
-    #[arg(long, value_name = "LATENCY", value_parser = parse_latency, group = "promise")]
-    pub p95_max: Option<u64>,
-
-    /// The promise: p99 latency at most this.
-    #[arg(long, value_name = "LATENCY", value_parser = parse_latency, group = "promise")]
-    pub p99_max: Option<u64>,
-
-    /// The promise: p99.9 latency at most this.
-    #[arg(long = "p99.9-max", value_name = "LATENCY", value_parser = parse_latency, group = "promise")]
-    pub p99_9_max: Option<u64>,
-
-    /// Draw latency against IOPS (host and each volume), the promise and the knee, as SVG.
-    #[arg(long, value_name = "PATH")]
-    pub svg: Option<PathBuf>,
-}
 
 impl CurveArgs {
     /// The latency promise given, if any.
@@ -284,10 +199,8 @@ pub fn curve_chart(curve: &Curve) -> LineChart {
 
 /// Runs `hostmax curve`; returns the exit code.
 pub fn curve(args: &CurveArgs) -> anyhow::Result<i32> {
-    let base = plan_run(&args.run)?;
-    if let Some(svg) = &args.svg {
-        super::sweep::check_svg_dest(svg)?;
-    }
+    let base = plan_run(&args.run.request())?;
+    let svg = super::sweep::check_svg(&base, args.svg.as_deref())?;
     let depths = args
         .depths
         .as_ref()
@@ -353,11 +266,13 @@ pub fn curve(args: &CurveArgs) -> anyhow::Result<i32> {
             base.json.as_ref(),
         );
     }
-    if let Some(path) = &args.svg {
-        let svg = curve_chart(&found).to_svg()?;
-        crate::output::atomic::write_atomically(path, svg.as_bytes()).map_err(|e| {
-            anyhow::anyhow!("--svg {}: cannot write it: {}", path.display(), e.source)
-        })?;
+    if let Some(dest) = &svg {
+        let chart = curve_chart(&found).to_svg()?;
+        crate::output::destination::write_output(
+            &crate::output::destination::SVG,
+            dest,
+            chart.as_bytes(),
+        )?;
     }
     let code = crate::exit_code::Outcome {
         signal,
@@ -381,6 +296,7 @@ pub fn curve(args: &CurveArgs) -> anyhow::Result<i32> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::args::verify::{depths_arg, parse_latency};
     use hostmax_aggregate::curve::{CurveLatency, PointFigures, VolumePoint};
 
     #[test]

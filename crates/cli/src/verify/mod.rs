@@ -1,6 +1,7 @@
 //! Verdicts on the command line: the spec options of the main run ([`SpecArgs`]), the
-//! judged main run ([`run`]), `hostmax verify` ([`command::VerifyArgs`]) and `hostmax sweep`
-//! ([`sweep::SweepArgs`]), and the verdict table ([`table::render_verdict`]).
+//! judged main run ([`run`]), `hostmax verify` ([`command::verify`]), `hostmax sweep`
+//! ([`sweep::sweep`]) and `hostmax curve` ([`curve::curve`]), and the verdict table
+//! ([`table::render_verdict`]). Their options are in [`crate::args::verify`].
 //!
 //! The judging itself is pure and lives in the aggregator (`hostmax_aggregate::verdict`); this
 //! side turns options and the spec file into a [`SpecSet`] for the probed targets, runs the
@@ -18,83 +19,15 @@ pub mod table;
 
 use std::path::{Path, PathBuf};
 
-use clap::Args;
 use hostmax_aggregate::spec::{self, Scaled, SpecFile, SpecFileText, VolumeClass};
 use hostmax_aggregate::verdict::{DeviceExpectation, RuleKind};
-use hostmax_aggregate::{judge, HostReport, HostSpec, SpecSet, Tolerance, VolumeSpec};
+use hostmax_aggregate::{judge, HostReport, HostSpec, SpecSet, VolumeSpec};
 use hostmax_engine::TargetInfo;
 
 use crate::app;
+pub use crate::args::spec::SpecArgs;
 use crate::exit_code;
 use crate::plan::{BadInput, RunPlan};
-use crate::units::parse_count;
-
-fn volume_spec_arg(s: &str) -> Result<VolumeSpec, String> {
-    s.parse().map_err(|e: spec::SpecError| e.to_string())
-}
-
-fn tolerance_arg(s: &str) -> Result<Tolerance, String> {
-    s.parse().map_err(|e: spec::SpecError| e.to_string())
-}
-
-fn positive_arg(s: &str) -> Result<f64, String> {
-    match s.trim().parse::<f64>() {
-        Ok(v) if v.is_finite() && v > 0.0 => Ok(v),
-        _ => Err(format!("'{s}' is not a positive number; give e.g. 320")),
-    }
-}
-
-fn count_arg(s: &str) -> Result<u64, String> {
-    parse_count(s).map_err(|e| e.to_string())
-}
-
-/// What the volumes and the host promise, as options. With any of them the run ends with a
-/// verdict table, the JSON gains `"verdict"`, and a failed verdict exits 1.
-#[derive(Debug, Clone, Default, Args)]
-#[command(next_help_heading = "Verdict (what volumes and the host promise)")]
-pub struct SpecArgs {
-    /// Every volume promises N IOPS (judged on 4k runs; 25k is 25,000).
-    #[arg(long, value_name = "N", value_parser = count_arg, allow_hyphen_values = true)]
-    pub expect_volume_iops: Option<u64>,
-
-    /// Every volume promises N MB/s, 10^6 bytes (judged on runs of 256k blocks and up).
-    #[arg(long, value_name = "N", value_parser = positive_arg, allow_hyphen_values = true)]
-    pub expect_volume_mbps: Option<f64>,
-
-    /// Size-scaled rules with caps, GB = 10^9 bytes:
-    /// "iops=60/GB,max_iops=25000,mbps=0.48/GB,max_mbps=320,p95_ms=1".
-    #[arg(long, value_name = "SPEC", value_parser = volume_spec_arg, conflicts_with = "profile")]
-    pub volume_spec: Option<VolumeSpec>,
-
-    /// A built-in volume class: oci-balanced (60 IOPS/GB up to 25,000; 0.48 MB/s per GB up
-    /// to 320; p95 under 1 ms at depth 1).
-    #[arg(long, value_name = "NAME")]
-    pub profile: Option<String>,
-
-    /// A TOML or JSON file giving each device its own class or provisioned size (see the
-    /// README); options given here override its defaults, its per-device entries override them.
-    #[arg(long, value_name = "PATH")]
-    pub spec_file: Option<PathBuf>,
-
-    /// The host promises N IOPS in total (4k runs).
-    #[arg(long, value_name = "N", value_parser = count_arg, allow_hyphen_values = true)]
-    pub expect_host_iops: Option<u64>,
-
-    /// The host promises N MB/s in total, 10^6 bytes (256k+ runs).
-    #[arg(long, value_name = "N", value_parser = positive_arg, allow_hyphen_values = true)]
-    pub expect_host_mbps: Option<f64>,
-
-    /// How far below a promise a measurement may fall and still pass [default: 5%, or the
-    /// spec file's].
-    #[arg(long, value_name = "PERCENT", value_parser = tolerance_arg, allow_hyphen_values = true)]
-    pub tolerance: Option<Tolerance>,
-
-    /// The share of one-second intervals in which each volume and the host must reach
-    /// (1 - tolerance) x its promise, e.g. 99% or 99.9% [default: the spec file's, else not
-    /// judged].
-    #[arg(long, value_name = "PERCENT", value_parser = consistency::consistency_arg)]
-    pub consistency: Option<hostmax_aggregate::consistency::Consistency>,
-}
 
 impl SpecArgs {
     /// Whether any spec option was given.
@@ -337,19 +270,11 @@ fn run_judged(plan: RunPlan, specs: &SpecArgs) -> anyhow::Result<i32> {
         report.verdict = Some(verdict);
     })?;
     let verdict = report.verdict.as_ref().expect("set just above");
-    print_beside_json(
+    crate::output::destination::print_beside_json(
         &format!("\n{}", table::render_verdict(verdict)),
         plan.json.as_ref(),
     );
     Ok(judged_exit_code(&[&report], signal, verdict.pass))
-}
-
-/// Prints to stdout, or to stderr when the JSON goes to stdout.
-pub(crate) fn print_beside_json(text: &str, json: Option<&crate::plan::JsonDest>) {
-    match json {
-        Some(crate::plan::JsonDest::Stdout) => eprint!("{text}"),
-        _ => print!("{text}"),
-    }
 }
 
 /// The phases `hostmax verify` runs for a spec set: 4k for IOPS, 1m for throughput, 4k at
@@ -391,7 +316,7 @@ mod tests {
         assert_eq!(set.devices[1].expected().iops, Some(25_000.0));
         assert_eq!(set.devices[1].label, "oci-balanced");
         assert_eq!(set.host.iops, Some(400_000.0));
-        assert_eq!(set.tolerance, Tolerance::DEFAULT);
+        assert_eq!(set.tolerance, hostmax_aggregate::Tolerance::DEFAULT);
 
         let flat = parse(&["--expect-volume-iops", "2000", "--tolerance", "10%"]).unwrap();
         let set = flat.spec_set(&[target("/a", 1 << 30)]).unwrap().unwrap();

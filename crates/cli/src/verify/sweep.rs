@@ -2,68 +2,17 @@
 //! host's ceiling and knee (`hostmax_aggregate::knee`), prints a table, writes
 //! `"sweep"` in the JSON and, with `--svg`, draws IOPS against volumes beside the ideal line.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-use clap::Args;
 use hostmax_aggregate::knee::{default_steps, IdealSource, Sweep, SweepPoint};
 use hostmax_aggregate::{HostReport, SweepReport, SCHEMA_VERSION};
 
-use super::print_beside_json;
 use crate::app;
-use crate::args::{plan_run, RunArgs};
+use crate::args::verify::{Step, SweepArgs};
 use crate::chart::{Band, LegendCorner, LineChart, Series, SeriesStyle, TickFormat};
-use crate::plan::BadInput;
+use crate::output::destination::{self, print_beside_json, Destination};
+use crate::plan::{plan_run, BadInput, RunPlan};
 use crate::units::format_mib_per_sec;
-
-/// One entry of `--steps`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Step {
-    /// The first N volumes.
-    Count(usize),
-    /// Every volume.
-    All,
-}
-
-/// The volume counts `--steps` gives.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct StepList(pub Vec<Step>);
-
-fn steps_arg(s: &str) -> Result<StepList, String> {
-    let mut steps = Vec::new();
-    for part in s.split(',').map(str::trim) {
-        if part.eq_ignore_ascii_case("all") {
-            steps.push(Step::All);
-            continue;
-        }
-        match part.parse::<usize>() {
-            Ok(n) if n >= 1 => steps.push(Step::Count(n)),
-            _ => {
-                return Err(format!(
-                    "'{part}' is not a volume count; give counts of 1 or more and 'all', e.g. 1,2,4,8,all"
-                ))
-            }
-        }
-    }
-    Ok(StepList(steps))
-}
-
-/// `hostmax sweep`'s options.
-#[derive(Debug, Clone, Args)]
-pub struct SweepArgs {
-    /// Devices, workload, times, and optionally a spec (its volumes' IOPS make the ideal
-    /// line; `--tolerance` sets how close to the ceiling the knee must be).
-    #[command(flatten)]
-    pub run: RunArgs,
-
-    /// Volume counts to run, e.g. 1,2,4,8,all [default: powers of two below the device
-    /// count, then all]. Each step drives the first N devices as given.
-    #[arg(long, value_name = "LIST", value_parser = steps_arg)]
-    pub steps: Option<StepList>,
-
-    /// Draw IOPS against volumes, with the ideal line, as an SVG file.
-    #[arg(long, value_name = "PATH")]
-    pub svg: Option<PathBuf>,
-}
 
 /// The sorted, de-duplicated counts `steps` gives for `total` devices.
 pub fn resolve_steps(steps: Option<&[Step]>, total: usize) -> Result<Vec<usize>, BadInput> {
@@ -87,28 +36,6 @@ pub fn resolve_steps(steps: Option<&[Step]>, total: usize) -> Result<Vec<usize>,
     counts.sort_unstable();
     counts.dedup();
     Ok(counts)
-}
-
-/// Checks before any I/O that the SVG can be written where asked.
-pub(crate) fn check_svg_dest(path: &Path) -> Result<(), BadInput> {
-    let shown = path.display();
-    if path.is_dir() {
-        return Err(BadInput(format!(
-            "--svg {shown}: is a directory; give a file path such as {}",
-            path.join("sweep.svg").display()
-        )));
-    }
-    let dir = match path.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
-        _ => PathBuf::from("."),
-    };
-    if !dir.is_dir() {
-        return Err(BadInput(format!(
-            "--svg {shown}: the directory {} does not exist; create it or pick another path",
-            dir.display()
-        )));
-    }
-    Ok(())
 }
 
 /// The sweep's table for people.
@@ -233,16 +160,27 @@ pub fn sweep_chart(sweep: &Sweep) -> LineChart {
     }
 }
 
+/// Checks `--svg` (a file, apart from the run's other outputs and its devices) before any I/O.
+pub(crate) fn check_svg(
+    base: &RunPlan,
+    svg: Option<&Path>,
+) -> Result<Option<Destination>, BadInput> {
+    let Some(path) = svg else {
+        return Ok(None);
+    };
+    let path = destination::SVG.check_file(path)?;
+    base.check_outputs_apart(&[("--svg", &path)])?;
+    Ok(Some(Destination::File(path)))
+}
+
 /// Runs `hostmax sweep`; returns the exit code.
 pub fn sweep(args: &SweepArgs) -> anyhow::Result<i32> {
-    let base = plan_run(&args.run)?;
+    let base = plan_run(&args.run.request())?;
     let steps = resolve_steps(
         args.steps.as_ref().map(|s| s.0.as_slice()),
         base.targets.len(),
     )?;
-    if let Some(svg) = &args.svg {
-        check_svg_dest(svg)?;
-    }
+    let svg = check_svg(&base, args.svg.as_deref())?;
     let specs = args.run.spec.spec_set(&base.targets)?;
     let tolerance = specs
         .as_ref()
@@ -296,10 +234,9 @@ pub fn sweep(args: &SweepArgs) -> anyhow::Result<i32> {
         &format!("\n{}", render_sweep(&found, &reports)),
         base.json.as_ref(),
     );
-    if let Some(path) = &args.svg {
-        let svg = sweep_chart(&found).to_svg()?;
-        std::fs::write(path, svg)
-            .map_err(|e| anyhow::anyhow!("--svg {}: cannot write it: {e}", path.display()))?;
+    if let Some(dest) = &svg {
+        let chart = sweep_chart(&found).to_svg()?;
+        destination::write_output(&destination::SVG, dest, chart.as_bytes())?;
     }
     let code = crate::exit_code::Outcome {
         signal,
@@ -323,6 +260,7 @@ pub fn sweep(args: &SweepArgs) -> anyhow::Result<i32> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::args::verify::steps_arg;
     use hostmax_aggregate::Tolerance;
 
     #[test]
@@ -385,7 +323,5 @@ mod tests {
             !text.contains("knee") && text.contains("highest 7990 IOPS"),
             "{text}"
         );
-        assert!(check_svg_dest(Path::new("/nonexistent-dir/x.svg")).is_err());
-        assert!(check_svg_dest(Path::new("/tmp")).is_err());
     }
 }

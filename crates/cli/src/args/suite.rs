@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use clap::Args;
 
-use super::matrix::{parse_mix, Mix, SuiteTest};
-use crate::args::{cpu_list_arg, CpuList};
+use super::{cpu_list_arg, CpuList};
+use crate::suite::matrix::{parse_mix, Mix, SuiteTest};
 use crate::units::{parse_duration, parse_seed, parse_size};
 
 fn percent_arg(s: &str) -> Result<u8, String> {
