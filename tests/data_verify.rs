@@ -76,14 +76,16 @@ fn a_clean_mixed_run_checks_reads_and_reads_back_every_written_block() {
     let host_verify = &report["verify"];
     eprintln!("{host_verify}");
     assert!(host_verify["checked_during_run"].as_u64().unwrap() > 100);
-    // 512 blocks per device in the working set, nearly all written in 2 s; a block that two
-    // writes ever overlapped on stays unknown (its content cannot be predicted): not checked.
+    // 512 blocks per device in the working set, nearly all written in 2 s. A block two writes
+    // were in flight to at once is unknown only until a later write has it to itself: few
+    // are left unknown at the end (when overlaps made a block unknown for good, a quarter of
+    // them were).
     let (after, unknown) = (
         host_verify["checked_after_run"].as_u64().unwrap(),
         host_verify["unknown"].as_u64().unwrap(),
     );
     assert!(
-        after + unknown > 800 && after > 400,
+        after > 800 && unknown < 100,
         "{after} checked, {unknown} unknown"
     );
     assert_eq!(host_verify["mismatches"], 0);

@@ -477,7 +477,7 @@ pub fn coefficient_of_variation(values: &[f64]) -> f64 {
 }
 
 /// One device's verdict. A figure is `null` when no rule or no qualifying run covers it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct DeviceVerdict {
     /// The device.
     pub path: String,
@@ -707,22 +707,12 @@ pub fn judge(specs: &SpecSet, reports: &[&HostReport]) -> Verdict {
     };
     for path in &paths {
         let Some(exp) = specs.devices.iter().find(|d| &d.path == path) else {
+            // Nothing promised: nothing judged, nothing failed.
             devices.push(DeviceVerdict {
                 path: path.clone(),
                 given: given(path),
                 pass: true,
-                spec: String::new(),
-                size_bytes: None,
-                expected_iops: None,
-                measured_iops: None,
-                expected_bytes_per_sec: None,
-                measured_bytes_per_sec: None,
-                expected_p95_ns: None,
-                measured_read_p95_ns: None,
-                measured_write_p95_ns: None,
-                rate_cap_iops: None,
-                rate_cap_bytes_per_sec: None,
-                stopped_at_secs: None,
+                ..DeviceVerdict::default()
             });
             continue;
         };

@@ -143,6 +143,9 @@ struct DeviceState {
     verify_state: Vec<u8>,
     verify: Option<VerifyLog>,
     writes_submitted: u64,
+    /// `--verify`: the blocks of the writes in flight (at most `iodepth`), to tell a write
+    /// that overlaps another from one that has its block to itself.
+    verify_writes_in_flight: Vec<u64>,
 }
 
 impl DeviceState {
@@ -375,6 +378,7 @@ impl WorkerTask {
                 },
                 verify: verify.then(VerifyLog::default),
                 writes_submitted: 0,
+                verify_writes_in_flight: Vec::new(),
             });
             next_slot += w.iodepth;
         }
@@ -468,7 +472,14 @@ impl WorkerLoop {
                 let len = dev.block_size;
                 let read_offset = dev.read_buffer_offset(user_data as u32);
                 if let Some(log) = dev.verify.as_mut() {
-                    let state = &mut dev.verify_state[(slot.offset / u64::from(len)) as usize];
+                    let block = slot.offset / u64::from(len);
+                    if slot.op == OpKind::Write {
+                        let writes = &mut dev.verify_writes_in_flight;
+                        if let Some(i) = writes.iter().position(|&b| b == block) {
+                            writes.swap_remove(i);
+                        }
+                    }
+                    let state = &mut dev.verify_state[block as usize];
                     let whole = result == len as i32;
                     match slot.op {
                         OpKind::Write if *state == STATE_WRITING => {
@@ -746,14 +757,6 @@ impl WorkerLoop {
                                 device: dev.index as u32,
                             },
                         );
-                        let block = (offset / u64::from(dev.block_size)) as usize;
-                        let state = &mut dev.verify_state[block];
-                        // Two writes in flight to one block may land in either order.
-                        *state = if *state == STATE_WRITING || *state == STATE_UNKNOWN {
-                            STATE_UNKNOWN
-                        } else {
-                            STATE_WRITING
-                        };
                     }
                 } else if dev.verify.is_some() {
                     let state = dev.verify_state[(offset / u64::from(dev.block_size)) as usize];
@@ -770,6 +773,18 @@ impl WorkerLoop {
                         dev.pool_busy[pool_block as usize] = false;
                     }
                     break;
+                }
+                if op == OpKind::Write && dev.verify.is_some() {
+                    let block = offset / u64::from(dev.block_size);
+                    // Two writes in flight to one block may land in either order: unknown
+                    // until a later write has the block to itself.
+                    let overlapped = dev.verify_writes_in_flight.contains(&block);
+                    dev.verify_writes_in_flight.push(block);
+                    dev.verify_state[block as usize] = if overlapped {
+                        STATE_UNKNOWN
+                    } else {
+                        STATE_WRITING
+                    };
                 }
                 self.slots[slot_id as usize] = Slot {
                     device: file as u32,

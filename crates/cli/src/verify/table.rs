@@ -260,20 +260,12 @@ mod tests {
     fn device(path: &str, expected: f64, measured: f64, pass: bool) -> DeviceVerdict {
         DeviceVerdict {
             path: path.into(),
-            given: None,
             pass,
             spec: "oci-balanced".into(),
             size_bytes: Some(50_000_000_000),
             expected_iops: Some(expected),
             measured_iops: Some(measured),
-            expected_bytes_per_sec: None,
-            measured_bytes_per_sec: None,
-            expected_p95_ns: None,
-            measured_read_p95_ns: None,
-            measured_write_p95_ns: None,
-            rate_cap_iops: None,
-            rate_cap_bytes_per_sec: None,
-            stopped_at_secs: None,
+            ..DeviceVerdict::default()
         }
     }
 
