@@ -8,7 +8,8 @@
 #
 # Usage (as root):  benches/data_cost.sh
 #   PAIRS=5 RUNTIME=6 VOLUMES=20 VOLUME_MIB=128 IODEPTH=32
-#   COMPARE="data verify bare"   which of the three comparisons to run
+#   COMPARE="data verify bare"   which of the comparisons to run (also "baseline", with
+#                                BASELINE=<a hostmax built before unique data>)
 #   HOSTMAX=... BARE=...     binaries to use instead of building them
 # Every loop device and file it makes is removed on exit, Ctrl-C or kill.
 
@@ -115,6 +116,14 @@ pair() {
 [[ " $COMPARE " == *" data "* ]] && pair "4k randwrite: unique data / constant buffers (--dedupe-percentage 100)" \
     'hostmax_iops --rw randwrite --allow-write' \
     'hostmax_iops --rw randwrite --allow-write --dedupe-percentage 100'
+# The issue's own baseline: constant buffers as hostmax had them before unique data (every
+# slot of a device one block, never rewritten), from a build of that commit (BASELINE=path).
+[[ " $COMPARE " == *" baseline "* ]] && {
+    [[ -x ${BASELINE:-} ]] || die "COMPARE=baseline needs BASELINE=<hostmax built before unique data, e.g. 3edd1b1>"
+    pair "4k randwrite: unique data / constant buffers of the build before ($BASELINE)" \
+        'hostmax_iops --rw randwrite --allow-write' \
+        'HOSTMAX=$BASELINE hostmax_iops --rw randwrite --allow-write --dedupe-percentage 100'
+}
 [[ " $COMPARE " == *" verify "* ]] && pair "4k randrw: --verify / without" \
     'hostmax_iops --rw randrw --allow-write --verify' \
     'hostmax_iops --rw randrw --allow-write'
