@@ -5,10 +5,10 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::Args;
+use serde::{Deserialize, Serialize};
 
 use super::{cpu_list_arg, CpuList};
-use crate::suite::matrix::{parse_mix, Mix, SuiteTest};
-use crate::units::{parse_duration, parse_seed, parse_size};
+use crate::units::{parse_duration, parse_seed, parse_size, UnitError};
 
 fn percent_arg(s: &str) -> Result<u8, String> {
     match s.trim().trim_end_matches('%').trim().parse::<u8>() {
@@ -193,4 +193,90 @@ pub struct SuiteArgs {
     /// (IOPS on 4k cells, throughput on 256k+ cells, p95 latency on 4k cells at depth 1).
     #[command(flatten)]
     pub spec: crate::verify::SpecArgs,
+}
+
+/// Which suite test runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum SuiteTest {
+    /// Random I/O, block sizes 1m..512b x mixes 100/0..0/100, queue depth 64, every device at
+    /// once; steady state on 4k 0/100 IOPS.
+    Iops,
+    /// Sequential I/O, 1m and 128k x 100/0 and 0/100, queue depth 64, every device at once;
+    /// steady state on 1m 0/100 throughput.
+    Throughput,
+    /// Random I/O, 16k..512b x 100/0, 65/35, 0/100, queue depth 1, one device at a time;
+    /// steady state on 4k 0/100 mean latency.
+    Latency,
+}
+
+/// A read/write mix: the read share in percent (the rest are writes).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct Mix {
+    /// Percent of I/Os that read.
+    pub read: u8,
+}
+
+impl Mix {
+    /// Percent of I/Os that write.
+    pub fn write(self) -> u8 {
+        100 - self.read
+    }
+
+    /// Whether any I/O of the mix writes.
+    pub fn writes(self) -> bool {
+        self.read < 100
+    }
+}
+
+impl std::fmt::Display for Mix {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}/{}", self.read, self.write())
+    }
+}
+
+/// Parses a mix: `65/35` (read/write, adding up to 100) or just the read share `65`.
+pub fn parse_mix(input: &str) -> Result<Mix, UnitError> {
+    let invalid = |reason: &str| UnitError::Invalid {
+        input: input.to_string(),
+        what: "read/write mix",
+        reason: reason.to_string(),
+    };
+    let trimmed = input.trim();
+    let (read, write) = match trimmed.split_once('/') {
+        Some((r, w)) => (r.trim(), Some(w.trim())),
+        None => (trimmed, None),
+    };
+    let number = |s: &str| -> Result<u8, UnitError> {
+        match s.parse::<u8>() {
+            Ok(n) if n <= 100 && !s.starts_with('+') => Ok(n),
+            _ => Err(invalid(
+                "use READ/WRITE percentages adding up to 100, e.g. 65/35, or the read share alone",
+            )),
+        }
+    };
+    let read = number(read)?;
+    if let Some(write) = write {
+        if u16::from(read) + u16::from(number(write)?) != 100 {
+            return Err(invalid(
+                "the read and write shares must add up to 100, e.g. 65/35",
+            ));
+        }
+    }
+    Ok(Mix { read })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mixes_parse_both_ways() {
+        assert_eq!(parse_mix("65/35").unwrap(), Mix { read: 65 });
+        assert_eq!(parse_mix(" 5 / 95 ").unwrap(), Mix { read: 5 });
+        assert_eq!(parse_mix("100").unwrap(), Mix { read: 100 });
+        for bad in ["65/30", "101", "-5", "a/b", "", "50/50/0", "+5"] {
+            assert!(parse_mix(bad).is_err(), "{bad}");
+        }
+    }
 }

@@ -7,22 +7,7 @@ use std::time::Duration;
 use hostmax_engine::{IoPattern, Workload};
 use serde::{Deserialize, Serialize};
 
-use crate::units::UnitError;
-
-/// Which suite test runs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, clap::ValueEnum)]
-#[serde(rename_all = "lowercase")]
-pub enum SuiteTest {
-    /// Random I/O, block sizes 1m..512b x mixes 100/0..0/100, queue depth 64, every device at
-    /// once; steady state on 4k 0/100 IOPS.
-    Iops,
-    /// Sequential I/O, 1m and 128k x 100/0 and 0/100, queue depth 64, every device at once;
-    /// steady state on 1m 0/100 throughput.
-    Throughput,
-    /// Random I/O, 16k..512b x 100/0, 65/35, 0/100, queue depth 1, one device at a time;
-    /// steady state on 4k 0/100 mean latency.
-    Latency,
-}
+pub use crate::args::suite::{Mix, SuiteTest};
 
 /// The figure steady state is judged on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -149,62 +134,6 @@ impl fmt::Display for SuiteTest {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.name())
     }
-}
-
-/// A read/write mix: the read share in percent (the rest are writes).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-pub struct Mix {
-    /// Percent of I/Os that read.
-    pub read: u8,
-}
-
-impl Mix {
-    /// Percent of I/Os that write.
-    pub fn write(self) -> u8 {
-        100 - self.read
-    }
-
-    /// Whether any I/O of the mix writes.
-    pub fn writes(self) -> bool {
-        self.read < 100
-    }
-}
-
-impl fmt::Display for Mix {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}/{}", self.read, self.write())
-    }
-}
-
-/// Parses a mix: `65/35` (read/write, adding up to 100) or just the read share `65`.
-pub fn parse_mix(input: &str) -> Result<Mix, UnitError> {
-    let invalid = |reason: &str| UnitError::Invalid {
-        input: input.to_string(),
-        what: "read/write mix",
-        reason: reason.to_string(),
-    };
-    let trimmed = input.trim();
-    let (read, write) = match trimmed.split_once('/') {
-        Some((r, w)) => (r.trim(), Some(w.trim())),
-        None => (trimmed, None),
-    };
-    let number = |s: &str| -> Result<u8, UnitError> {
-        match s.parse::<u8>() {
-            Ok(n) if n <= 100 && !s.starts_with('+') => Ok(n),
-            _ => Err(invalid(
-                "use READ/WRITE percentages adding up to 100, e.g. 65/35, or the read share alone",
-            )),
-        }
-    };
-    let read = number(read)?;
-    if let Some(write) = write {
-        if u16::from(read) + u16::from(number(write)?) != 100 {
-            return Err(invalid(
-                "the read and write shares must add up to 100, e.g. 65/35",
-            ));
-        }
-    }
-    Ok(Mix { read })
 }
 
 /// A block size as CloudHarmony writes it in cell names: `1m`, `128k`, `512b`.
@@ -334,16 +263,6 @@ mod tests {
         // Without 4k, the smallest block size stands in.
         let no_4k = cells(&[65536, 8192], &[Mix { read: 0 }]);
         assert_eq!(t.tracked_cell(&no_4k).unwrap().key(), "8k_0_100");
-    }
-
-    #[test]
-    fn mixes_parse_both_ways() {
-        assert_eq!(parse_mix("65/35").unwrap(), Mix { read: 65 });
-        assert_eq!(parse_mix(" 5 / 95 ").unwrap(), Mix { read: 5 });
-        assert_eq!(parse_mix("100").unwrap(), Mix { read: 100 });
-        for bad in ["65/30", "101", "-5", "a/b", "", "50/50/0", "+5"] {
-            assert!(parse_mix(bad).is_err(), "{bad}");
-        }
     }
 
     #[test]
