@@ -9,7 +9,7 @@
 //!   that maps to exit code 2.
 //! - `app`: runs a plan: starts the engine, shows the live view, handles signals, and
 //!   hands the result to the aggregator and the output.
-//! - [`output`]: the live view, the final table, the `--json` report, and every output
+//! - `output`: the live view, the final table, the `--json` report, and every output
 //!   file's destination (checked once, written atomically).
 //! - [`args`]: the command line ([`args::Cli`]; [`args::RunArgs::request`] makes the plan
 //!   request); [`units`] parses sizes, durations, CPU lists; [`devices`] expands and
@@ -30,7 +30,7 @@ pub mod devices;
 mod doctor;
 pub mod exit_code;
 pub mod fleet;
-pub mod output;
+mod output;
 pub mod plan;
 mod rfc3339;
 pub mod signals;

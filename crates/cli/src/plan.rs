@@ -201,7 +201,7 @@ pub struct RunPlan {
 impl RunPlan {
     /// Refuses outputs that would overwrite each other or a target: the run's `--json` and
     /// `--hdr-log` and a command's `extra` ones (option, path), against every target
-    /// ([`crate::output::destination::check_apart`]).
+    /// (`output::destination::check_apart`).
     pub fn check_outputs_apart(&self, extra: &[(&str, &Path)]) -> Result<(), BadInput> {
         let mut outputs = extra.to_vec();
         if let Some(Destination::File(path)) = &self.json {

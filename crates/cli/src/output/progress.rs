@@ -62,7 +62,6 @@ pub enum LiveMode {
 #[derive(Debug)]
 pub struct LiveView {
     total_secs: u64,
-    mode: LiveMode,
     bar: Option<ProgressBar>,
     ramping: bool,
     /// Columns the figures must fit in (the terminal's, or `COLUMNS`); `None`: no limit.
@@ -124,17 +123,11 @@ impl LiveView {
         };
         LiveView {
             total_secs,
-            mode,
             bar,
             ramping,
             width: None,
             _shown: None,
         }
-    }
-
-    /// How this view draws.
-    pub fn mode(&self) -> LiveMode {
-        self.mode
     }
 
     /// Shows one measured second.
@@ -157,14 +150,6 @@ impl LiveView {
             }
         }
         self.ramping = false;
-    }
-
-    /// Prints a line of its own (a warning, "stopping...") without breaking the bar.
-    pub fn note(&self, line: &str) {
-        match &self.bar {
-            Some(bar) => bar.suspend(|| write_stderr(line)),
-            None => write_stderr(line),
-        }
     }
 
     /// Removes the bar (plain lines stay); the same as dropping the view.
@@ -201,13 +186,8 @@ fn seconds_done(point: &SecondPoint) -> u64 {
     u64::try_from(point.second).map_or(0, |s| s + 1)
 }
 
-/// The plain line for one second:
-/// `[  3/30 s] 412345 IOPS  1610.7 MiB/s  p99 310 µs  errors 0`.
-pub fn live_line(point: &SecondPoint, total_secs: u64) -> String {
-    live_line_fitting(point, total_secs, None)
-}
-
-/// [`live_line`] in `width` columns (`None`: no limit): the figures give up detail to fit.
+/// The plain line for one second, in `width` columns (`None`: no limit; the figures give up
+/// detail to fit): `[  3/30 s] 412345 IOPS  1610.7 MiB/s  p99 310 µs  errors 0`.
 pub fn live_line_fitting(point: &SecondPoint, total_secs: u64, width: Option<usize>) -> String {
     let digits = total_secs.to_string().len().max(3);
     let progress = format!("[{:>digits$}/{total_secs} s]", seconds_done(point));
@@ -272,20 +252,20 @@ mod tests {
     #[test]
     fn plain_line_shows_progress_and_figures() {
         assert_eq!(
-            live_line(&point(2, 412_345, 0), 30),
+            live_line_fitting(&point(2, 412_345, 0), 30, None),
             "[  3/30 s] 412345 IOPS  1610.7 MiB/s  p99 310 µs  errors 0"
         );
         assert_eq!(
-            live_line(&point(0, 0, 1000), 1200),
+            live_line_fitting(&point(0, 0, 1000), 1200, None),
             "[   1/1200 s] 1000 IOPS  3.9 MiB/s  p99 1.25 ms  errors 0"
         );
         let mut mixed = point(9, 700, 300);
         mixed.errors = 4;
         assert_eq!(
-            live_line(&mixed, 10),
+            live_line_fitting(&mixed, 10, None),
             "[ 10/10 s] 1000 IOPS  3.9 MiB/s  p99 r 310 µs w 1.25 ms  errors 4"
         );
-        assert!(live_line(&point(0, 0, 0), 5).contains("p99 -"));
+        assert!(live_line_fitting(&point(0, 0, 0), 5, None).contains("p99 -"));
     }
 
     #[test]
@@ -294,7 +274,7 @@ mod tests {
         big.read_p99_ns = 123_456_789;
         big.write_p99_ns = 987_654_321;
         big.errors = 12_345_678;
-        let full = live_line(&big, 3600);
+        let full = live_line_fitting(&big, 3600, None);
         assert!(full.chars().count() > 80, "{full}");
         let fitted = live_line_fitting(&big, 3600, Some(80));
         assert!(fitted.chars().count() <= 80, "{fitted}");
@@ -334,7 +314,7 @@ mod tests {
     #[test]
     fn lines_mode_has_no_bar() {
         let mut view = LiveView::build(3, 0, LiveMode::Lines, ProgressDrawTarget::hidden());
-        assert_eq!(view.mode(), LiveMode::Lines);
+        assert!(view.bar.is_none());
         assert!(view.bar.is_none());
         view.update(&point(0, 1, 0));
         assert!(!view.ramping);

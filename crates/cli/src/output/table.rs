@@ -12,7 +12,8 @@ use crate::units::{format_latency_ns, format_mib_per_sec};
 /// the host row, and one line per device that had errors.
 ///
 /// Column widths follow the widest cell. The string ends with a newline; the caller prints it.
-pub fn render_table(report: &HostReport) -> String {
+#[cfg(test)]
+fn render_table(report: &HostReport) -> String {
     render_table_fitting(report, None)
 }
 
