@@ -97,11 +97,6 @@ impl Observer for LiveRun<'_> {
         });
         match ready {
             Ok(log) if self.interrupted.is_none() => {
-                // The log takes each second's host histograms from the series, merged once.
-                if log.is_some() {
-                    let series = std::mem::replace(&mut self.series, TimeSeries::new(0));
-                    self.series = series.hand_over_histograms(true);
-                }
                 self.hdr_log = log;
                 ControlFlow::Continue(())
             }
@@ -171,7 +166,10 @@ fn measure_keeping_log(
     let identities: Vec<_> = plan.targets.iter().map(identify).collect();
     let mut live = LiveRun {
         plan,
-        series: TimeSeries::new(plan.targets.len()).keep_histograms(plan.fleet.series_histograms),
+        // A --hdr-log takes each second's host histograms from the series: merged once.
+        series: TimeSeries::new(plan.targets.len())
+            .keep_histograms(plan.fleet.series_histograms)
+            .hand_over_histograms(plan.fleet.hdr_log.is_some()),
         view: None,
         hdr_log: None,
         failed: None,
