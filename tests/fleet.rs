@@ -10,7 +10,6 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use hdrhistogram::serialization::interval_log::{IntervalLogIterator, LogEntry};
 use hdrhistogram::Histogram;
 use hostmax_aggregate::{decode_histogram, decode_latency_histogram, LatencySummary};
 use serde_json::Value;
@@ -394,31 +393,6 @@ fn merge_refuses_the_same_run_twice_and_runs_not_measured_together() {
     assert_eq!(hosts[0]["run_id"], id, "{merged}");
     assert_ne!(merged["run_id"], id, "the merge has its own run id");
     assert_eq!(merged["started_at"], report["started_at"], "{merged}");
-}
-
-/// (tag, second) -> count of every interval in an interval log, and its StartTime.
-fn read_interval_log(path: &str) -> (BTreeMap<(String, u64), u64>, Duration) {
-    let bytes = std::fs::read(path).unwrap();
-    let mut counts = BTreeMap::new();
-    let mut start = None;
-    for entry in IntervalLogIterator::new(&bytes) {
-        match entry.unwrap_or_else(|e| panic!("{path}: {e:?}")) {
-            LogEntry::StartTime(t) => start = Some(t),
-            LogEntry::BaseTime(_) => {}
-            LogEntry::Interval(i) => {
-                let h = decode_histogram(i.encoded_histogram()).unwrap();
-                let key = (
-                    i.tag().expect("every interval is tagged").to_string(),
-                    i.start_timestamp().as_secs(),
-                );
-                assert!(
-                    counts.insert(key.clone(), h.len()).is_none(),
-                    "{key:?} twice"
-                );
-            }
-        }
-    }
-    (counts, start.expect("the log has a StartTime"))
 }
 
 #[test]

@@ -118,20 +118,6 @@ impl Drop for AddedPartition {
     }
 }
 
-/// Asserts a refusal: exit 2, one line on stderr naming `expected`, nothing on stdout.
-fn assert_refused(args: &[String], out: &Output, expected: &[&str]) -> String {
-    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-    let context = format!("hostmax {args:?}\nstderr: {stderr}");
-    assert_eq!(out.status.code(), Some(2), "exit code, {context}");
-    assert!(out.stdout.is_empty(), "stdout not empty, {context}");
-    assert_eq!(stderr.matches('\n').count(), 1, "not one line, {context}");
-    assert!(!stderr.contains("panicked"), "{context}");
-    for e in expected {
-        assert!(stderr.contains(e), "message lacks '{e}', {context}");
-    }
-    stderr
-}
-
 fn args(devs: &[&LoopDevice], extra: &[&str]) -> Vec<String> {
     let mut v = vec!["--devices".to_string()];
     v.extend(devs.iter().map(|d| path_of(d)));

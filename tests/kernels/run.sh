@@ -5,6 +5,7 @@
 #
 #   bash tests/kernels/run.sh            # Debian 12's 6.1 and the 6.12 LTS, one after the other
 #   HOSTMAX_KERNELS=6.12 bash tests/kernels/run.sh
+#   HOSTMAX_MATRIX_ONLY="trim" bash tests/kernels/run.sh   # only these test binaries' chosen tests
 #
 # Installs what it needs when missing (root): qemu-system-x86 and the newest Debian kernel
 # package of each series (apt), virtme-ng (pip, in a venv under the target directory). Builds the
@@ -21,6 +22,9 @@ target=${CARGO_TARGET_DIR:-$repo/target}
 work=$target/kernel-matrix
 mkdir -p "$work"
 series=${HOSTMAX_KERNELS:-6.1 6.12}
+# Test binaries to run (space-separated, e.g. "trim accuracy"): only their tests of the
+# selection in guest.sh, and only they are built; the demo and sysctl checks are left out.
+only=${HOSTMAX_MATRIX_ONLY:-}
 # virtme-ng's version is pinned: its command line is what this script speaks.
 vng_version=1.42
 
@@ -88,7 +92,12 @@ export PATH=$venv/bin:$PATH
 # under emulation a debug build's own CPU time, not the kernel, would limit the tests. The
 # `matrix` profile (Cargo.toml) is release without LTO and with more codegen units: optimised
 # code at a fraction of the release profile's build time on two cores.
-cargo test --workspace --locked --profile matrix --no-run --message-format=json-render-diagnostics \
+build_targets=(--workspace)
+if [[ -n $only ]]; then
+  build_targets=(-p hostmax)
+  for binary in $only; do build_targets+=(--test "$binary"); done
+fi
+cargo test "${build_targets[@]}" --locked --profile matrix --no-run --message-format=json-render-diagnostics \
   >"$work/build.json"
 python3 - "$work/build.json" >"$work/executables" <<'PY'
 import json, sys
@@ -116,7 +125,7 @@ for kernel in "${kernels[@]}"; do
   set +e
   timeout --kill-after=30 "${HOSTMAX_KERNEL_TIMEOUT:-1800}" \
     "$venv/bin/vng" --run "$kernel" --disable-kvm --cpus 2 --memory 4G \
-    --rwdir "$out" --exec "bash $repo/tests/kernels/guest.sh $out $work/executables $hostmax" \
+    --rwdir "$out" --exec "bash $repo/tests/kernels/guest.sh $out $work/executables $hostmax '$only'" \
     </dev/null >"$out/console.log" 2>&1
   vm_status=$?
   set -e

@@ -8,7 +8,7 @@
 //!   [`loop_volumes`]: N uncapped loop volumes, for tests of loop specifics. Build a
 //!   [`SimHostSpec`] for caps.
 //! - [`kernel_completions`]: the kernel's own count of completed reads and writes of a device,
-//!   an oracle for the tool's counts.
+//!   an oracle for the tool's counts; [`kernel_discards`] the same for discards (trims).
 //! - [`rate_test_lock`]: a machine-wide lock ([`RateTestGuard`]) so tests that measure rates do
 //!   not run beside each other, across test binaries too.
 //! - [`require_tool`]: a command-line tool a test needs (sfdisk, mkfs.*, chromium), installed
@@ -158,10 +158,36 @@ pub fn run_hostmax<S: AsRef<OsStr>>(args: &[S], in_group: Option<&IoThrottle>) -
 /// preempted in between: a read right after a run may lag by an I/O or two. Read until two
 /// readings 20 ms apart agree (at most one second).
 pub fn kernel_completions(kernel_name: &str) -> (u64, u64) {
-    let mut last = read_kernel_completions(kernel_name);
+    settled(|| read_kernel_completions(kernel_name))
+}
+
+/// (discards, sectors) the kernel completed for block device `kernel_name`: fields 12+13
+/// (discard requests completed plus the discards merged into them) and 14 (512-byte sectors
+/// discarded) of `/sys/block/DEV/stat`, once settled as [`kernel_completions`] are.
+pub fn kernel_discards(kernel_name: &str) -> (u64, u64) {
+    settled(|| {
+        let fields = kernel_stat_fields(kernel_name, 14);
+        (fields[11] + fields[12], fields[13])
+    })
+}
+
+/// Whether block device `kernel_name` takes discards (`queue/discard_max_bytes` is not 0).
+pub fn discard_supported(kernel_name: &str) -> bool {
+    let path = Path::new("/sys/block")
+        .join(kernel_name)
+        .join("queue/discard_max_bytes");
+    let text = std::fs::read_to_string(&path)
+        .unwrap_or_else(|err| panic!("read {}: {err}", path.display()));
+    text.trim() != "0"
+}
+
+/// `read()` once two readings 20 ms apart agree (at most one second): the block layer counts
+/// an I/O in `/sys/block/DEV/stat` a moment after its completion reaches the submitter.
+fn settled<T: PartialEq>(read: impl Fn() -> T) -> T {
+    let mut last = read();
     for _ in 0..50 {
         std::thread::sleep(std::time::Duration::from_millis(20));
-        let now = read_kernel_completions(kernel_name);
+        let now = read();
         if now == last {
             break;
         }
@@ -189,6 +215,13 @@ pub fn baseline_completions(paths: &[String], names: &[String]) -> Vec<(u64, u64
 }
 
 fn read_kernel_completions(kernel_name: &str) -> (u64, u64) {
+    let fields = kernel_stat_fields(kernel_name, 6);
+    (fields[0] + fields[1], fields[4] + fields[5])
+}
+
+/// The fields of `/sys/block/DEV/stat`, at least `at_least` of them (the discard fields came
+/// in Linux 4.18).
+fn kernel_stat_fields(kernel_name: &str, at_least: usize) -> Vec<u64> {
     let path = Path::new("/sys/block").join(kernel_name).join("stat");
     let text = std::fs::read_to_string(&path)
         .unwrap_or_else(|err| panic!("read {}: {err}", path.display()));
@@ -197,12 +230,12 @@ fn read_kernel_completions(kernel_name: &str) -> (u64, u64) {
         .map(|f| f.parse().expect("stat fields are numbers"))
         .collect();
     assert!(
-        fields.len() >= 6,
-        "{} has {} fields",
+        fields.len() >= at_least,
+        "{} has {} fields, not {at_least}",
         path.display(),
         fields.len()
     );
-    (fields[0] + fields[1], fields[4] + fields[5])
+    fields
 }
 
 /// `count` uncapped loop volumes of `size` bytes (root only).
@@ -494,4 +527,50 @@ impl Drop for Mount {
             let _ = Command::new("umount").arg("-l").arg(&self.0).status();
         }
     }
+}
+
+/// Asserts a refusal: exit 2, one line on stderr naming each of `expected`, nothing on stdout,
+/// no panic. Returns the line.
+pub fn assert_refused(args: &[String], out: &Output, expected: &[&str]) -> String {
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    let context = format!("hostmax {args:?}\nstderr: {stderr}");
+    assert_eq!(out.status.code(), Some(2), "exit code, {context}");
+    assert!(out.stdout.is_empty(), "stdout not empty, {context}");
+    assert_eq!(stderr.matches('\n').count(), 1, "not one line, {context}");
+    assert!(!stderr.contains("panicked"), "{context}");
+    for e in expected {
+        assert!(stderr.contains(e), "message lacks '{e}', {context}");
+    }
+    stderr
+}
+
+/// (tag, second) -> count of every interval in a `--hdr-log` interval log, and its StartTime.
+pub fn read_interval_log(
+    path: &str,
+) -> (
+    std::collections::BTreeMap<(String, u64), u64>,
+    std::time::Duration,
+) {
+    use hdrhistogram::serialization::interval_log::{IntervalLogIterator, LogEntry};
+    let bytes = std::fs::read(path).unwrap();
+    let mut counts = std::collections::BTreeMap::new();
+    let mut start = None;
+    for entry in IntervalLogIterator::new(&bytes) {
+        match entry.unwrap_or_else(|e| panic!("{path}: {e:?}")) {
+            LogEntry::StartTime(t) => start = Some(t),
+            LogEntry::BaseTime(_) => {}
+            LogEntry::Interval(i) => {
+                let h = hostmax_aggregate::decode_histogram(i.encoded_histogram()).unwrap();
+                let key = (
+                    i.tag().expect("every interval is tagged").to_string(),
+                    i.start_timestamp().as_secs(),
+                );
+                assert!(
+                    counts.insert(key.clone(), h.len()).is_none(),
+                    "{key:?} twice"
+                );
+            }
+        }
+    }
+    (counts, start.expect("the log has a StartTime"))
 }
