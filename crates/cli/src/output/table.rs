@@ -786,6 +786,36 @@ mod tests {
     }
 
     #[test]
+    fn a_trim_run_shows_trim_figures_and_says_when_trims_were_synchronous() {
+        let mut report = sample_report();
+        report.workload.pattern = hostmax_engine::IoPattern::RandTrim;
+        for f in std::iter::once(&mut report.host)
+            .chain(report.devices.iter_mut().map(|d| &mut d.figures))
+        {
+            f.ops[OpKind::Trim] = f.ops[OpKind::Read].clone();
+            f.ops[OpKind::Read] = Default::default();
+            f.ops[OpKind::Write] = Default::default();
+        }
+        let text = render_table(&report);
+        let header = text.lines().find(|l| l.starts_with("device")).unwrap();
+        assert!(
+            header.contains("trim p50") && header.contains("trim p99.9"),
+            "{header}"
+        );
+        assert!(
+            !header.contains("read") && !header.contains("write"),
+            "{header}"
+        );
+        assert!(!text.contains("synchronous"), "{text}");
+        report.devices[1].trim_method = Some(TrimMethod::Ioctl);
+        let text = render_table(&report);
+        assert!(
+            text.contains("trims of /dev/loop11 were synchronous BLKDISCARD ioctls"),
+            "{text}"
+        );
+    }
+
+    #[test]
     fn block_sizes_are_spelled_in_binary_units() {
         assert_eq!(format_block_size(4096), "4 KiB");
         assert_eq!(format_block_size(1 << 20), "1 MiB");
