@@ -5,7 +5,7 @@
 //! - `histogram/add` and `histogram/host_merge_32`: adding two such histograms, and
 //!   [`HostHistograms::merge`] of a 32-device [`RunResult`] (what the host report costs).
 //! - `offsets/*`: [`OffsetStream::next_offset`] random and sequential, and
-//!   [`OffsetStream::next_is_read`] for a 70/30 mix, as every submission does.
+//!   [`OffsetStream::next_op`] for a 70/30 mix, as every submission does.
 //! - `report/summarize_32`: [`summarize`] of a 32-device result.
 //! - `write_data/*`: making one 4 KiB pool block unique ([`BlockMaker::stamp_unique`]: a
 //!   fresh word in each 512-byte chunk), incompressible and 50% compressible, against a
@@ -27,7 +27,7 @@ use hdrhistogram::Histogram;
 use hostmax_aggregate::{summarize, HostHistograms};
 use hostmax_engine::{
     new_latency_histogram, record_latency, BlockMaker, DeviceResult, ErrorLog, IoPattern,
-    OffsetStream, OpResult, RunConfig, RunResult, Workload, WriteData,
+    OffsetStream, OpKind, OpResult, PerOp, RunConfig, RunResult, Workload, WriteData,
 };
 
 /// Devices in the synthetic run: the top of the 20-32 volume range hostmax is built for.
@@ -72,21 +72,19 @@ fn filled_histogram(seed: u64) -> Histogram<u64> {
 fn synthetic_result() -> RunResult {
     let devices = (0..DEVICES)
         .map(|i| {
+            let of_4k = |latency: Histogram<u64>| OpResult {
+                ios: latency.len(),
+                bytes: latency.len() * 4096,
+                latency,
+            };
             let read = filled_histogram(i as u64 * 2 + 1);
             let write = filled_histogram(i as u64 * 2 + 2);
             DeviceResult {
                 path: PathBuf::from(format!("/dev/loop{i}")),
                 cpu: i % 2,
-                read: OpResult {
-                    ios: read.len(),
-                    bytes: read.len() * 4096,
-                    latency: read,
-                },
-                write: OpResult {
-                    ios: write.len(),
-                    bytes: write.len() * 4096,
-                    latency: write,
-                },
+                ops: PerOp::default()
+                    .with(OpKind::Read, of_4k(read))
+                    .with(OpKind::Write, of_4k(write)),
                 errors: ErrorLog::default(),
                 failed: false,
                 ..Default::default()
@@ -163,10 +161,10 @@ fn offset_benches(c: &mut Criterion) {
     });
 
     let mut mixed = OffsetStream::new(&workload(IoPattern::RandRw, 70), working_set, 7, 3);
-    group.bench_function("next_is_read_70", |b| {
+    group.bench_function("next_op_70", |b| {
         b.iter(|| {
             for _ in 0..BATCH {
-                black_box(mixed.next_is_read());
+                black_box(mixed.next_op());
             }
         })
     });
@@ -265,7 +263,7 @@ fn engine_benches(c: &mut Criterion) {
             group.bench_function("io_cycle_tmpfs_file", |b| {
                 b.iter(|| {
                     let result = run().expect("the engine runs on the scratch file");
-                    assert_eq!(result.devices[0].read.ios, ENGINE_IOS);
+                    assert_eq!(result.devices[0].ops[OpKind::Read].ios, ENGINE_IOS);
                 })
             });
             group.finish();

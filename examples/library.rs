@@ -8,7 +8,7 @@
 use std::time::Duration;
 
 use hostmax_aggregate::{summarize, TimeSeries};
-use hostmax_engine::{DeviceInterval, IoPattern, MeasureRequest, Workload};
+use hostmax_engine::{DeviceInterval, IoPattern, MeasureRequest, OpKind, Workload};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut targets: Vec<std::path::PathBuf> =
@@ -44,14 +44,18 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     for d in &report.devices {
         println!(
             "{}: {:.0} IOPS, p99 {} ns, errors {}",
-            d.path, d.figures.iops, d.figures.read.latency_ns.p99, d.figures.errors
+            d.path,
+            d.figures.iops,
+            d.figures.ops[OpKind::Read].latency_ns.p99,
+            d.figures.errors
         );
     }
     println!(
         "host: {:.0} IOPS, p99 {} ns (from the merged histograms)",
-        report.host.iops, report.host.read.latency_ns.p99
+        report.host.iops,
+        report.host.ops[OpKind::Read].latency_ns.p99
     );
-    assert!(report.host.read.ios > 0, "the run did no I/O");
+    assert!(report.host.ops[OpKind::Read].ios > 0, "the run did no I/O");
     Ok(())
 }
 

@@ -63,6 +63,7 @@ fn mixed_run_counts_equal_the_kernels_completions() {
     let host = volumes(3, 64 * MIB);
     let names = volume_kernel_names(&host);
     let before = baseline_completions(&volume_paths(&host), &names);
+    use hostmax_engine::OpKind;
     let workload = hostmax_engine::Workload {
         pattern: hostmax_engine::IoPattern::RandRw,
         rwmixread: 60,
@@ -83,13 +84,15 @@ fn mixed_run_counts_equal_the_kernels_completions() {
         let (kernel_reads, kernel_writes) = (after.0 - before[i].0, after.1 - before[i].1);
         let d = &result.devices[i];
         assert_eq!(d.errors.count, 0, "{name}: {:?}", d.errors);
-        let reads = d.ramp.reads + d.read.ios + d.drained.reads;
-        let writes = d.ramp.writes + d.write.ios + d.drained.writes;
+        let reads = d.ramp[OpKind::Read] + d.ops[OpKind::Read].ios + d.drained[OpKind::Read];
+        let writes = d.ramp[OpKind::Write] + d.ops[OpKind::Write].ios + d.drained[OpKind::Write];
         eprintln!(
             "{name}: hostmax {reads} reads {writes} writes (ramp {:?}, drained {:?}), kernel {kernel_reads} + {kernel_writes}",
             d.ramp, d.drained
         );
-        assert!(d.ramp.total() > 100 && d.read.ios > 500 && d.write.ios > 500);
+        assert!(
+            d.ramp.total() > 100 && d.ops[OpKind::Read].ios > 500 && d.ops[OpKind::Write].ios > 500
+        );
         assert_eq!((kernel_reads, kernel_writes), (reads, writes), "{name}");
     }
 }

@@ -5,7 +5,7 @@ mod support;
 
 use std::time::{Duration, Instant};
 
-use hostmax_engine::{IoPattern, RunConfig, Workload};
+use hostmax_engine::{IoPattern, OpKind, RunConfig, Workload};
 use support::*;
 
 fn write_config(path: std::path::PathBuf, runtime: Duration) -> RunConfig {
@@ -37,7 +37,10 @@ fn back_to_back_write_runs_reopen_the_device_exclusively() {
         let handle = hostmax_engine::start(write_config(dev.clone(), Duration::from_millis(100)))
             .unwrap_or_else(|e| panic!("run {run}: {e}"));
         let result = handle.wait().unwrap();
-        assert!(result.devices[0].write.ios > 0, "run {run} wrote nothing");
+        assert!(
+            result.devices[0].ops[OpKind::Write].ios > 0,
+            "run {run} wrote nothing"
+        );
     }
 }
 
@@ -64,7 +67,7 @@ fn a_run_stopped_from_another_thread_ends_early_and_says_so() {
         "{:?}",
         result.measured
     );
-    assert!(result.devices[0].write.ios > 0);
+    assert!(result.devices[0].ops[OpKind::Write].ios > 0);
 }
 
 #[test]
@@ -88,7 +91,7 @@ fn an_exclusive_open_waits_out_a_brief_claim_but_not_a_lasting_one() {
     });
     let handle = hostmax_engine::start(write_config(dev.clone(), Duration::from_millis(100)))
         .expect("a claim shorter than the open's patience is waited out");
-    assert!(handle.wait().unwrap().devices[0].write.ios > 0);
+    assert!(handle.wait().unwrap().devices[0].ops[OpKind::Write].ios > 0);
     releaser.join().unwrap();
     // A claim that outlasts the patience is a refusal naming the device and EBUSY.
     let _lasting = claim();
@@ -170,6 +173,6 @@ fn measure_refuses_a_device_in_use_with_the_library_error() {
     drop(held);
     let result = hostmax_engine::measure(request().with_consent(consent), &mut count)
         .expect("a free device with consent is measured");
-    assert!(result.devices[0].write.ios > 0);
+    assert!(result.devices[0].ops[OpKind::Write].ios > 0);
     assert!(intervals.get() > 0, "no interval reached the observer");
 }

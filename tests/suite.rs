@@ -13,7 +13,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use hostmax::simhost::{AlignedBlock, SimHostSpec, SimulatedHost};
-use hostmax_engine::{IoPattern, RunConfig, Workload};
+use hostmax_engine::{IoPattern, OpKind, RunConfig, Workload};
 use serde_json::Value;
 use support::{
     hostmax_bin, kernel_completions, loop_volumes, rate_test_lock, run_hostmax,
@@ -71,9 +71,9 @@ fn io_limit_ends_each_target_after_its_bytes() {
     let result = handle.wait().unwrap();
     for d in &result.devices {
         // Exactly two passes over the 4 MiB working set, then nothing more.
-        assert_eq!(d.write.bytes, 8 * MIB, "{}", d.path.display());
-        assert_eq!(d.write.ios, 64);
-        assert_eq!(d.read.ios, 0);
+        assert_eq!(d.ops[OpKind::Write].bytes, 8 * MIB, "{}", d.path.display());
+        assert_eq!(d.ops[OpKind::Write].ios, 64);
+        assert_eq!(d.ops[OpKind::Read].ios, 0);
     }
     assert!(!result.stopped_early, "the limit is not a stop");
     assert!(

@@ -8,6 +8,8 @@
 use serde::{Deserialize, Serialize};
 
 use crate::histogram_codec::HistogramCodecError;
+use hostmax_engine::new_latency_histogram;
+
 use crate::{add_exact, Figures, HostReport, LatencySummary};
 
 /// The latency statistic a promise names: a percentile, or the mean (which Little's law
@@ -107,18 +109,22 @@ pub struct PointFigures {
 }
 
 impl PointFigures {
-    /// The figures of a report's host or device: percentiles from its read and write
-    /// histograms added together (exact); from the one kind of I/O that ran when the report
-    /// carries no histograms.
+    /// The figures of a report's host or device: percentiles from every kind's histograms
+    /// added together (exact); from the kind with the most I/Os when the report carries no
+    /// histograms.
     pub fn from_figures(f: &Figures) -> Result<PointFigures, HistogramCodecError> {
         let latency = match &f.histograms {
             Some(encoded) => {
-                let (mut read, write) = encoded.decode()?;
-                add_exact(&mut read, &write);
-                CurveLatency::from(&LatencySummary::from_histogram(&read))
+                let mut all = new_latency_histogram();
+                for (_, h) in encoded.decode()?.iter() {
+                    add_exact(&mut all, h);
+                }
+                CurveLatency::from(&LatencySummary::from_histogram(&all))
             }
-            None if f.write.ios > f.read.ios => CurveLatency::from(&f.write.latency_ns),
-            None => CurveLatency::from(&f.read.latency_ns),
+            None => {
+                let busiest = f.ops.values().max_by_key(|o| o.ios);
+                CurveLatency::from(&busiest.map(|o| o.latency_ns).unwrap_or_default())
+            }
         };
         Ok(PointFigures {
             iops: f.iops,

@@ -13,13 +13,13 @@
 use std::collections::BTreeMap;
 
 use hdrhistogram::Histogram;
-use hostmax_engine::{new_latency_histogram, Setting};
+use hostmax_engine::{new_latency_histogram, OpKind, PerOp, Setting};
 use serde::{Deserialize, Serialize};
 
 use crate::histogram_codec::{EncodedHistograms, HistogramCodecError};
 use crate::latency::{add_exact, LatencySummary};
 use crate::report::{DeviceReport, Figures, HostReport, OpSummary, SCHEMA_VERSION};
-use crate::series::{DeviceSecond, SecondPoint};
+use crate::series::{DeviceSecond, OpSeconds, SecondPoint};
 
 /// One host of a merged report.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -198,14 +198,14 @@ pub fn merge_reports(reports: &[(String, HostReport)]) -> Result<HostReport, Mer
 
     refuse_repeated_runs(reports)?;
 
-    let mut read = new_latency_histogram();
-    let mut write = new_latency_histogram();
+    let mut latency = PerOp::from_fn(|_| new_latency_histogram());
     let mut devices = Vec::new();
     let mut hosts = Vec::new();
     for (label, report) in reports {
-        let (r, w) = decode(label, "host", report.host.histograms.as_ref())?;
-        add_exact(&mut read, &r);
-        add_exact(&mut write, &w);
+        add_all(
+            &mut latency,
+            &decode(label, "host", report.host.histograms.as_ref())?,
+        );
         let hostname = report.hostname.clone().unwrap_or_else(|| label.clone());
         for device in &report.devices {
             decode(label, &device.path, device.figures.histograms.as_ref())?;
@@ -234,10 +234,9 @@ pub fn merge_reports(reports: &[(String, HostReport)]) -> Result<HostReport, Mer
 
     let host = Figures {
         // Encoding only fails for a count above i64::MAX.
-        histograms: EncodedHistograms::encode(&read, &write).ok(),
+        histograms: EncodedHistograms::encode(&latency).ok(),
         ..crate::report::sum_counts(reports.iter().map(|(_, r)| &r.host)).with_ops(
-            sum_op(reports, |f| &f.read, &read),
-            sum_op(reports, |f| &f.write, &write),
+            latency.map(|op, h| sum_op(reports, op, h)),
             reports.iter().map(|(_, r)| r.host.errors).sum(),
         )
     };
@@ -298,7 +297,7 @@ fn decode(
     label: &str,
     what: &str,
     histograms: Option<&EncodedHistograms>,
-) -> Result<(Histogram<u64>, Histogram<u64>), MergeError> {
+) -> Result<PerOp<Histogram<u64>>, MergeError> {
     let histograms = histograms.ok_or_else(|| MergeError::MissingHistograms {
         label: label.to_string(),
         what: what.to_string(),
@@ -313,17 +312,13 @@ fn decode(
 }
 
 /// One kind of I/O over all hosts: counts and rates summed, percentiles from `latency`.
-fn sum_op(
-    reports: &[(String, HostReport)],
-    op: fn(&Figures) -> &OpSummary,
-    latency: &Histogram<u64>,
-) -> OpSummary {
+fn sum_op(reports: &[(String, HostReport)], op: OpKind, latency: &Histogram<u64>) -> OpSummary {
     let mut sum = OpSummary {
         latency_ns: crate::LatencySummary::from_histogram(latency),
         ..OpSummary::default()
     };
     for (_, r) in reports {
-        let o = op(&r.host);
+        let o = &r.host.ops[op];
         sum.ios += o.ios;
         sum.bytes += o.bytes;
         sum.iops += o.iops;
@@ -349,14 +344,9 @@ fn merge_series(reports: &[(String, HostReport)]) -> Vec<SecondPoint> {
             let mut merged = SecondPoint {
                 second,
                 iops: 0.0,
-                read_iops: 0.0,
-                write_iops: 0.0,
+                ops: OpSeconds::default(),
                 bytes_per_sec: 0.0,
                 errors: 0,
-                read_p50_ns: 0,
-                read_p99_ns: 0,
-                write_p50_ns: 0,
-                write_p99_ns: 0,
                 devices: Vec::new(),
                 partial: false,
                 histograms: None,
@@ -375,14 +365,13 @@ fn merge_series(reports: &[(String, HostReport)]) -> Vec<SecondPoint> {
                     continue;
                 };
                 merged.iops += p.iops;
-                merged.read_iops += p.read_iops;
-                merged.write_iops += p.write_iops;
+                for (op, m) in merged.ops.0.iter_mut() {
+                    m.iops += p.ops[op].iops;
+                    m.p50_ns = m.p50_ns.max(p.ops[op].p50_ns);
+                    m.p99_ns = m.p99_ns.max(p.ops[op].p99_ns);
+                }
                 merged.bytes_per_sec += p.bytes_per_sec;
                 merged.errors += p.errors;
-                merged.read_p50_ns = merged.read_p50_ns.max(p.read_p50_ns);
-                merged.read_p99_ns = merged.read_p99_ns.max(p.read_p99_ns);
-                merged.write_p50_ns = merged.write_p50_ns.max(p.write_p50_ns);
-                merged.write_p99_ns = merged.write_p99_ns.max(p.write_p99_ns);
                 // A device of a merged report keeps the host it already names.
                 merged
                     .devices
@@ -392,16 +381,12 @@ fn merge_series(reports: &[(String, HostReport)]) -> Vec<SecondPoint> {
                     }));
                 merged.partial |= p.partial;
             }
-            if let Some((read, write)) = exact {
-                let (r, w) = (
-                    LatencySummary::from_histogram(&read),
-                    LatencySummary::from_histogram(&write),
-                );
-                merged.read_p50_ns = r.p50;
-                merged.read_p99_ns = r.p99;
-                merged.write_p50_ns = w.p50;
-                merged.write_p99_ns = w.p99;
-                merged.histograms = EncodedHistograms::encode(&read, &write).ok();
+            if let Some(latency) = exact {
+                for (op, m) in merged.ops.0.iter_mut() {
+                    let l = LatencySummary::from_histogram(&latency[op]);
+                    (m.p50_ns, m.p99_ns) = (l.p50, l.p99);
+                }
+                merged.histograms = EncodedHistograms::encode(&latency).ok();
             }
             merged
         })
@@ -410,17 +395,19 @@ fn merge_series(reports: &[(String, HostReport)]) -> Vec<SecondPoint> {
 
 /// The bin-by-bin sum of the hosts' histograms of one second, if every host that has the
 /// second carries them (and they decode).
-fn exact_second_latency(
-    points: &[Option<&SecondPoint>],
-) -> Option<(Histogram<u64>, Histogram<u64>)> {
-    let mut read = new_latency_histogram();
-    let mut write = new_latency_histogram();
+fn exact_second_latency(points: &[Option<&SecondPoint>]) -> Option<PerOp<Histogram<u64>>> {
+    let mut latency = PerOp::from_fn(|_| new_latency_histogram());
     for p in points.iter().flatten() {
-        let (r, w) = p.histograms.as_ref()?.decode().ok()?;
-        add_exact(&mut read, &r);
-        add_exact(&mut write, &w);
+        add_all(&mut latency, &p.histograms.as_ref()?.decode().ok()?);
     }
-    Some((read, write))
+    Some(latency)
+}
+
+/// Adds each kind's histogram of `other` into `sum`'s, bin by bin.
+fn add_all(sum: &mut PerOp<Histogram<u64>>, other: &PerOp<Histogram<u64>>) {
+    for (op, h) in sum.iter_mut() {
+        add_exact(h, &other[op]);
+    }
 }
 
 #[cfg(test)]
@@ -458,8 +445,11 @@ mod tests {
                 .map(|i| DeviceResult {
                     path: PathBuf::from(format!("/dev/loop{i}")),
                     cpu: i,
-                    read: op(seed + i as u64, 20_000 + 1000 * i, scale),
-                    write: op(seed + 10 + i as u64, 5000, scale * 2),
+                    ops: PerOp::from_fn(|kind| match kind {
+                        OpKind::Read => op(seed + i as u64, 20_000 + 1000 * i, scale),
+                        OpKind::Write => op(seed + 10 + i as u64, 5000, scale * 2),
+                        _ => OpResult::default(),
+                    }),
                     errors: ErrorLog::default(),
                     failed: false,
                     ..Default::default()
@@ -475,20 +465,30 @@ mod tests {
                 // The two devices run at different rates, so a name on the wrong figures shows.
                 let device = |share: u64| DeviceSecond {
                     iops: (share * seed) as f64,
-                    read_iops: (share * seed) as f64,
+                    ops: crate::series::OpRates(PerOp::from_fn(|op| match op {
+                        OpKind::Read => (share * seed) as f64,
+                        _ => 0.0,
+                    })),
                     ..Default::default()
                 };
                 SecondPoint {
                     second,
                     iops: (100 * seed) as f64,
-                    read_iops: (60 * seed) as f64,
-                    write_iops: (40 * seed) as f64,
+                    ops: OpSeconds(PerOp::from_fn(|op| match op {
+                        OpKind::Read => crate::series::OpSecond {
+                            iops: (60 * seed) as f64,
+                            p50_ns: 1000 * seed,
+                            p99_ns: 2000 * seed,
+                        },
+                        OpKind::Write => crate::series::OpSecond {
+                            iops: (40 * seed) as f64,
+                            p50_ns: 3000,
+                            p99_ns: 4000,
+                        },
+                        _ => Default::default(),
+                    })),
                     bytes_per_sec: (4096 * 100 * seed) as f64,
                     errors: 0,
-                    read_p50_ns: 1000 * seed,
-                    read_p99_ns: 2000 * seed,
-                    write_p50_ns: 3000,
-                    write_p99_ns: 4000,
                     devices: vec![device(30), device(70)],
                     partial: false,
                     histograms: None,
@@ -531,11 +531,17 @@ mod tests {
         let merged =
             merge_reports(&[("a.json".into(), a.clone()), ("b.json".into(), b.clone())]).unwrap();
 
-        assert_eq!(merged.host.read.ios, a.host.read.ios + b.host.read.ios);
-        assert_eq!(merged.host.write.ios, a.host.write.ios + b.host.write.ios);
         assert_eq!(
-            merged.host.read.bytes,
-            a.host.read.bytes + b.host.read.bytes
+            merged.host.ops[OpKind::Read].ios,
+            a.host.ops[OpKind::Read].ios + b.host.ops[OpKind::Read].ios
+        );
+        assert_eq!(
+            merged.host.ops[OpKind::Write].ios,
+            a.host.ops[OpKind::Write].ios + b.host.ops[OpKind::Write].ios
+        );
+        assert_eq!(
+            merged.host.ops[OpKind::Read].bytes,
+            a.host.ops[OpKind::Read].bytes + b.host.ops[OpKind::Read].bytes
         );
         assert_eq!(merged.host.iops, a.host.iops + b.host.iops);
         assert_eq!(
@@ -547,18 +553,20 @@ mod tests {
         // By hand: decode each host's histograms and add them.
         let mut read = new_latency_histogram();
         for r in [&a, &b] {
-            let (hr, _) = r.host.histograms.as_ref().unwrap().decode().unwrap();
+            let hr = r.host.histograms.as_ref().unwrap().decode().unwrap()[OpKind::Read].clone();
             read.add(&hr).unwrap();
         }
         assert_eq!(
-            merged.host.read.latency_ns,
+            merged.host.ops[OpKind::Read].latency_ns,
             LatencySummary::from_histogram(&read)
         );
-        let (merged_read, _) = merged.host.histograms.as_ref().unwrap().decode().unwrap();
+        let merged_read =
+            merged.host.histograms.as_ref().unwrap().decode().unwrap()[OpKind::Read].clone();
         assert_eq!(bins(&merged_read), bins(&read));
         // b's latencies are much larger: the fleet p99 is not the mean of the hosts' p99s.
-        let mean = (a.host.read.latency_ns.p99 + b.host.read.latency_ns.p99) / 2;
-        assert_ne!(merged.host.read.latency_ns.p99, mean);
+        let mean =
+            (a.host.ops[OpKind::Read].latency_ns.p99 + b.host.ops[OpKind::Read].latency_ns.p99) / 2;
+        assert_ne!(merged.host.ops[OpKind::Read].latency_ns.p99, mean);
 
         assert_eq!(merged.devices.len(), 4);
         assert_eq!(merged.devices[0].host.as_deref(), Some("alpha"));
@@ -581,7 +589,7 @@ mod tests {
                 (Some("beta"), "/dev/loop1", 140.0),
             ]
         );
-        assert_eq!(p.read_p99_ns, 4000);
+        assert_eq!(p.ops[OpKind::Read].p99_ns, 4000);
         assert!(!p.partial);
     }
 
@@ -596,16 +604,17 @@ mod tests {
             for device in 0..2 {
                 let read = op(scale * 10 + second as u64 * 2 + device as u64, 3000, scale).latency;
                 read_of_second.add(&read).unwrap();
+                let mut ops = PerOp::<OpResult>::default();
+                ops[OpKind::Read] = OpResult {
+                    ios: read.len(),
+                    bytes: read.len() * 4096,
+                    latency: read,
+                };
                 series.push(hostmax_engine::DeviceInterval {
                     device,
                     second,
-                    read_ios: read.len(),
-                    write_ios: 0,
-                    read_bytes: read.len() * 4096,
-                    write_bytes: 0,
+                    ops,
                     errors: 0,
-                    read_latency: read,
-                    write_latency: new_latency_histogram(),
                 });
             }
             seconds.push(read_of_second);
@@ -624,8 +633,11 @@ mod tests {
             by_hand.add(&b_seconds[second]).unwrap();
             let p = &merged.time_series[second];
             let want = LatencySummary::from_histogram(&by_hand);
-            assert_eq!((p.read_p50_ns, p.read_p99_ns), (want.p50, want.p99));
-            let (read, _) = p.histograms.as_ref().unwrap().decode().unwrap();
+            assert_eq!(
+                (p.ops[OpKind::Read].p50_ns, p.ops[OpKind::Read].p99_ns),
+                (want.p50, want.p99)
+            );
+            let read = p.histograms.as_ref().unwrap().decode().unwrap()[OpKind::Read].clone();
             assert_eq!(
                 bins(&read),
                 bins(&by_hand),
@@ -641,10 +653,10 @@ mod tests {
         let p = &mixed.time_series[0];
         assert!(p.histograms.is_none());
         assert_eq!(
-            p.read_p99_ns,
-            old.time_series[0]
-                .read_p99_ns
-                .max(b.time_series[0].read_p99_ns)
+            p.ops[OpKind::Read].p99_ns,
+            old.time_series[0].ops[OpKind::Read]
+                .p99_ns
+                .max(b.time_series[0].ops[OpKind::Read].p99_ns)
         );
     }
 
@@ -663,15 +675,16 @@ mod tests {
         }
         let mut sum = new_latency_histogram();
         for d in &r.devices {
-            let (read, _) = d.figures.histograms.as_ref().unwrap().decode().unwrap();
-            assert_eq!(read.len(), d.figures.read.ios);
+            let read =
+                d.figures.histograms.as_ref().unwrap().decode().unwrap()[OpKind::Read].clone();
+            assert_eq!(read.len(), d.figures.ops[OpKind::Read].ios);
             assert_eq!(
                 LatencySummary::from_histogram(&read),
-                d.figures.read.latency_ns
+                d.figures.ops[OpKind::Read].latency_ns
             );
             sum.add(&read).unwrap();
         }
-        let (host_read, _) = r.host.histograms.as_ref().unwrap().decode().unwrap();
+        let host_read = r.host.histograms.as_ref().unwrap().decode().unwrap()[OpKind::Read].clone();
         assert_eq!(bins(&host_read), bins(&sum));
         let back: HostReport = serde_json::from_value(v).unwrap();
         assert_eq!(back, r);
@@ -697,7 +710,10 @@ mod tests {
             .collect();
         assert_eq!(names, ["alpha", "beta", "gamma"]);
         assert_eq!(all.devices[1].host.as_deref(), Some("alpha"));
-        assert_eq!(all.host.read.ios, ab.host.read.ios + c.host.read.ios);
+        assert_eq!(
+            all.host.ops[OpKind::Read].ios,
+            ab.host.ops[OpKind::Read].ios + c.host.ops[OpKind::Read].ios
+        );
         // Each second's entries keep the hosts the first merge gave them.
         let hosts: Vec<&str> = all.time_series[0]
             .devices
@@ -831,7 +847,7 @@ mod tests {
         );
 
         let mut bad = host_report("beta", 2, 3, 1000, &w);
-        bad.host.histograms.as_mut().unwrap().read = "HISTFAAAnope".into();
+        bad.host.histograms.as_mut().unwrap().0[OpKind::Read] = "HISTFAAAnope".into();
         assert!(matches!(
             merge_reports(&[("a".into(), a.clone()), ("bad".into(), bad)]),
             Err(MergeError::BadHistogram { .. })

@@ -3,7 +3,7 @@
 //!
 //! [`encode_histogram`] and [`decode_histogram`] are inverses: a decoded histogram is equal,
 //! bin for bin and in its bounds, to the one encoded. [`EncodedHistograms`] is the
-//! `"histograms":{"read":...,"write":...}` object a report carries per device and for the host.
+//! `"histograms":{"read":...,"write":...,"trim":...}` object a report carries per device and for the host.
 
 use base64::engine::general_purpose::STANDARD;
 use base64::Engine as _;
@@ -11,7 +11,7 @@ use hdrhistogram::serialization::{
     DeserializeError, Deserializer, Serializer, V2DeflateSerializeError, V2DeflateSerializer,
 };
 use hdrhistogram::Histogram;
-use hostmax_engine::new_latency_histogram;
+use hostmax_engine::{new_latency_histogram, PerOp};
 use serde::{Deserialize, Serialize};
 
 use crate::latency::add_exact;
@@ -56,40 +56,42 @@ pub fn decode_latency_histogram(text: &str) -> Result<Histogram<u64>, HistogramC
     Ok(histogram)
 }
 
-/// The read and write latency histograms of a device or of the host, encoded
-/// ([`encode_histogram`]): the `histograms` object of the JSON report.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct EncodedHistograms {
-    /// Read latencies in nanoseconds.
-    pub read: String,
-    /// Write latencies in nanoseconds.
-    pub write: String,
-}
+/// Each kind's latency histogram of a device or of the host, encoded ([`encode_histogram`]):
+/// the `histograms` object of the JSON report (`{"read": .., "write": .., "trim": ..}`). A
+/// kind missing from an older report reads as empty.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct EncodedHistograms(pub PerOp<String>);
 
 impl EncodedHistograms {
-    /// Encodes a read and a write histogram.
+    /// Encodes every kind's histogram.
     pub fn encode(
-        read: &Histogram<u64>,
-        write: &Histogram<u64>,
+        histograms: &PerOp<Histogram<u64>>,
     ) -> Result<EncodedHistograms, HistogramCodecError> {
-        Ok(EncodedHistograms {
-            read: encode_histogram(read)?,
-            write: encode_histogram(write)?,
-        })
+        let mut encoded = PerOp::<String>::default();
+        for (op, h) in histograms.iter() {
+            encoded[op] = encode_histogram(h)?;
+        }
+        Ok(EncodedHistograms(encoded))
     }
 
-    /// Decodes both into hostmax's shared layout ([`decode_latency_histogram`]): (read, write).
-    pub fn decode(&self) -> Result<(Histogram<u64>, Histogram<u64>), HistogramCodecError> {
-        Ok((
-            decode_latency_histogram(&self.read)?,
-            decode_latency_histogram(&self.write)?,
-        ))
+    /// Decodes every kind into hostmax's shared layout ([`decode_latency_histogram`]); a
+    /// kind an older report does not carry is an empty histogram.
+    pub fn decode(&self) -> Result<PerOp<Histogram<u64>>, HistogramCodecError> {
+        let mut decoded = PerOp::<Histogram<u64>>::from_fn(|_| new_latency_histogram());
+        for (op, text) in self.0.iter() {
+            if !text.is_empty() {
+                decoded[op] = decode_latency_histogram(text)?;
+            }
+        }
+        Ok(decoded)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use hostmax_engine::OpKind;
 
     /// Widely spread deterministic latencies, 100 ns to about 10 s.
     fn spread(seed: u64, n: usize) -> Histogram<u64> {
@@ -173,8 +175,11 @@ mod tests {
     #[test]
     fn encoded_pair_round_trips() {
         let (r, w) = (spread(11, 500), spread(12, 50));
-        let pair = EncodedHistograms::encode(&r, &w).unwrap();
-        assert_eq!(pair.decode().unwrap(), (r, w));
+        let ops = PerOp::from_fn(|_| new_latency_histogram())
+            .with(OpKind::Read, r)
+            .with(OpKind::Write, w);
+        let pair = EncodedHistograms::encode(&ops).unwrap();
+        assert_eq!(pair.decode().unwrap(), ops);
         let json = serde_json::to_value(&pair).unwrap();
         assert!(json["read"].as_str().unwrap().starts_with("HISTFAAA"));
     }

@@ -54,7 +54,9 @@ pub use report::{
     HostReport, LoadGenerator, OpSummary, Provenance, WorkerReport, WorkloadSummary,
     SCHEMA_VERSION,
 };
-pub use series::{DeviceSecond, SecondHistograms, SecondPoint, TimeSeries};
+pub use series::{
+    DeviceSecond, OpRates, OpSecond, OpSeconds, SecondHistograms, SecondPoint, TimeSeries,
+};
 pub use spec::{HostSpec, Tolerance, VolumeSpec, PROFILES};
 pub use steady_state::{SteadyState, SteadyStateRule, WindowFit};
 pub use verdict::{judge, Bottleneck, SpecSet, Verdict, VerifyReport};

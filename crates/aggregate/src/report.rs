@@ -2,8 +2,8 @@
 
 use hdrhistogram::Histogram;
 use hostmax_engine::{
-    new_latency_histogram, CpuUse, DeviceResult, ErrorLog, IoCounts, IoPattern, OpResult,
-    ReadSamples, RingFeatures, RunResult, WorkerSummary, Workload,
+    new_latency_histogram, CpuUse, ErrorLog, IoCounts, IoPattern, OpResult, PerOp, ReadSamples,
+    RingFeatures, RunResult, TrimMethod, WorkerSummary, Workload,
 };
 use serde::{Deserialize, Serialize};
 
@@ -17,7 +17,7 @@ use crate::series::SecondPoint;
 /// objects naming their device (they were bare integers matched to `devices` by position).
 pub const SCHEMA_VERSION: u32 = 2;
 
-/// Counts, rates and latency of one kind of I/O (read or write) over the measured window.
+/// Counts, rates and latency of one kind of I/O over the measured window.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct OpSummary {
     /// Successful I/Os in the measured window.
@@ -61,17 +61,16 @@ fn per_second(count: u64, secs: f64) -> f64 {
 /// The figures of a device or of the whole host.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Figures {
-    /// Read plus write IOPS.
+    /// IOPS of every kind together.
     pub iops: f64,
-    /// Read plus write bytes per second.
+    /// Bytes per second of every kind together.
     pub bytes_per_sec: f64,
     /// Failed I/Os over the whole run, ramp included (none of them counts as an I/O).
     pub errors: u64,
-    /// Reads.
-    pub read: OpSummary,
-    /// Writes.
-    pub write: OpSummary,
-    /// The full read and write latency histograms (HdrHistogram V2 + DEFLATE, base64), from
+    /// Each kind's figures, under its name at this level (`read`, `write`, `trim`).
+    #[serde(flatten)]
+    pub ops: PerOp<OpSummary>,
+    /// Each kind's full latency histogram (HdrHistogram V2 + DEFLATE, base64), from
     /// which `hostmax merge` adds reports exactly; absent in reports of older versions.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub histograms: Option<EncodedHistograms>,
@@ -80,7 +79,8 @@ pub struct Figures {
     pub ramp: IoCounts,
     /// Successful I/Os that completed after the measured window (drained; not in any rate).
     /// The kernel's completions (`/sys/block/DEV/stat` fields 1+2 and 5+6) equal
-    /// `ramp + read.ios/write.ios + drained + errors` exactly.
+    /// `ramp + read.ios/write.ios + drained + errors` exactly, and so do its discards
+    /// (fields 12+13) for trims.
     #[serde(default)]
     pub drained: IoCounts,
     /// Sampled reads and how many of them were all zeros (blocks never written).
@@ -89,13 +89,12 @@ pub struct Figures {
 }
 
 impl Figures {
-    pub(crate) fn new(read: OpSummary, write: OpSummary, errors: u64) -> Figures {
+    pub(crate) fn new(ops: PerOp<OpSummary>, errors: u64) -> Figures {
         Figures {
-            iops: read.iops + write.iops,
-            bytes_per_sec: read.bytes_per_sec + write.bytes_per_sec,
+            iops: ops.values().map(|o| o.iops).sum(),
+            bytes_per_sec: ops.values().map(|o| o.bytes_per_sec).sum(),
             errors,
-            read,
-            write,
+            ops,
             histograms: None,
             ramp: IoCounts::default(),
             drained: IoCounts::default(),
@@ -115,9 +114,9 @@ impl Figures {
         self.read_samples.all_zero()
     }
 
-    /// Successful reads plus writes in the measured window.
+    /// Successful I/Os of every kind in the measured window.
     pub fn ios(&self) -> u64 {
-        self.read.ios + self.write.ios
+        self.ops.values().map(|o| o.ios).sum()
     }
 }
 
@@ -158,6 +157,9 @@ pub struct DeviceReport {
     /// What the device is (WWID, serial, by-id names, size...), set by the CLI.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub identity: Option<DeviceIdentity>,
+    /// How its trims were issued; absent when the run did not trim.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trim_method: Option<TrimMethod>,
 }
 
 /// One worker thread: where it ran, what io_uring gave it, and how much CPU it used.
@@ -378,28 +380,23 @@ pub(crate) fn sum_verify<'a>(
     sum
 }
 
-/// The host's read and write latency histograms: the bin-by-bin sum of every device's.
+/// The host's latency histogram of each kind: the bin-by-bin sum of every device's.
 ///
 /// Kept apart from [`HostReport`] (which only carries their percentiles) so that a caller can
 /// serialize or compare the full histograms.
 #[derive(Debug, Clone)]
-pub struct HostHistograms {
-    /// All devices' read latencies.
-    pub read: Histogram<u64>,
-    /// All devices' write latencies.
-    pub write: Histogram<u64>,
-}
+pub struct HostHistograms(pub PerOp<Histogram<u64>>);
 
 impl HostHistograms {
-    /// Adds up the read and the write histograms of every device of `result`.
+    /// Adds up each kind's histograms of every device of `result`.
     pub fn merge(result: &RunResult) -> HostHistograms {
-        let mut read = new_latency_histogram();
-        let mut write = new_latency_histogram();
+        let mut sum = PerOp::from_fn(|_| new_latency_histogram());
         for device in &result.devices {
-            add_exact(&mut read, &device.read.latency);
-            add_exact(&mut write, &device.write.latency);
+            for (op, h) in sum.iter_mut() {
+                add_exact(h, &device.ops[op].latency);
+            }
         }
-        HostHistograms { read, write }
+        HostHistograms(sum)
     }
 }
 
@@ -439,13 +436,13 @@ pub fn summarize_with_histograms(
                 cpu: d.cpu,
                 figures: Figures {
                     // Encoding only fails for a count above i64::MAX, which no run reaches.
-                    histograms: EncodedHistograms::encode(&d.read.latency, &d.write.latency).ok(),
+                    histograms: EncodedHistograms::encode(&d.ops.map(|_, o| o.latency.clone()))
+                        .ok(),
                     ramp: d.ramp,
                     drained: d.drained,
                     read_samples: d.read_samples,
                     ..Figures::new(
-                        OpSummary::from_op(&d.read, active_secs),
-                        OpSummary::from_op(&d.write, active_secs),
+                        d.ops.map(|_, o| OpSummary::from_op(o, active_secs)),
                         d.errors.count,
                     )
                 },
@@ -454,28 +451,22 @@ pub fn summarize_with_histograms(
                 stopped_at_secs,
                 verify: d.verify.clone(),
                 identity: None,
+                trim_method: d.trim_method,
             }
         })
         .collect::<Vec<_>>();
 
     let histograms = HostHistograms::merge(result);
-    // (ios, bytes) of one kind of I/O summed over devices.
-    let total = |op: fn(&DeviceResult) -> &OpResult| {
-        result
-            .devices
-            .iter()
-            .map(op)
-            .fold((0u64, 0u64), |(ios, bytes), o| {
-                (ios + o.ios, bytes + o.bytes)
-            })
-    };
-    let (read_ios, read_bytes) = total(|d| &d.read);
-    let (write_ios, write_bytes) = total(|d| &d.write);
+    let host_ops = histograms.0.map(|op, latency| {
+        let (ios, bytes) = result.devices.iter().fold((0, 0), |(ios, bytes), d| {
+            (ios + d.ops[op].ios, bytes + d.ops[op].bytes)
+        });
+        OpSummary::new(ios, bytes, latency, secs)
+    });
     let host = Figures {
-        histograms: EncodedHistograms::encode(&histograms.read, &histograms.write).ok(),
+        histograms: EncodedHistograms::encode(&histograms.0).ok(),
         ..sum_counts(devices.iter().map(|d| &d.figures)).with_ops(
-            OpSummary::new(read_ios, read_bytes, &histograms.read, secs),
-            OpSummary::new(write_ios, write_bytes, &histograms.write, secs),
+            host_ops,
             result.devices.iter().map(|d| d.errors.count).sum(),
         )
     };
@@ -511,13 +502,13 @@ pub(crate) fn sum_counts<'a>(parts: impl Iterator<Item = &'a Figures>) -> Figure
 }
 
 impl Figures {
-    /// These counts with the given read and write summaries and error count.
-    pub(crate) fn with_ops(self, read: OpSummary, write: OpSummary, errors: u64) -> Figures {
+    /// These counts with the given summaries of each kind and error count.
+    pub(crate) fn with_ops(self, ops: PerOp<OpSummary>, errors: u64) -> Figures {
         Figures {
             ramp: self.ramp,
             drained: self.drained,
             read_samples: self.read_samples,
-            ..Figures::new(read, write, errors)
+            ..Figures::new(ops, errors)
         }
     }
 }
@@ -525,7 +516,7 @@ impl Figures {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use hostmax_engine::{IoErrorSample, OpKind};
+    use hostmax_engine::{DeviceResult, IoErrorSample, OpKind};
     use std::path::PathBuf;
     use std::time::Duration;
 
@@ -543,8 +534,11 @@ mod tests {
         DeviceResult {
             path: PathBuf::from(path),
             cpu,
-            read,
-            write,
+            ops: PerOp::from_fn(|op| match op {
+                OpKind::Read => read.clone(),
+                OpKind::Write => write.clone(),
+                _ => OpResult::default(),
+            }),
             errors: ErrorLog::default(),
             failed: false,
             ..Default::default()
@@ -599,23 +593,23 @@ mod tests {
             direct_write.record(*v).unwrap();
         }
         // Same bins, same counts: the merge is exact, not an approximation.
-        assert_eq!(hist.read, direct_read);
-        assert_eq!(hist.write, direct_write);
+        assert_eq!(hist.0[OpKind::Read], direct_read);
+        assert_eq!(hist.0[OpKind::Write], direct_write);
         assert_eq!(
-            report.host.read.latency_ns,
+            report.host.ops[OpKind::Read].latency_ns,
             LatencySummary::from_histogram(&direct_read)
         );
         assert_eq!(
-            report.host.write.latency_ns,
+            report.host.ops[OpKind::Write].latency_ns,
             LatencySummary::from_histogram(&direct_write)
         );
         // The host p99 is not the mean of the devices' p99s (b's values are 3x a's).
-        let mean_p99 = (report.devices[0].figures.read.latency_ns.p99
-            + report.devices[1].figures.read.latency_ns.p99)
+        let mean_p99 = (report.devices[0].figures.ops[OpKind::Read].latency_ns.p99
+            + report.devices[1].figures.ops[OpKind::Read].latency_ns.p99)
             / 2;
-        assert_ne!(report.host.read.latency_ns.p99, mean_p99);
-        assert_eq!(report.host.read.ios, 80_000);
-        assert_eq!(report.host.write.ios, 18_000);
+        assert_ne!(report.host.ops[OpKind::Read].latency_ns.p99, mean_p99);
+        assert_eq!(report.host.ops[OpKind::Read].ios, 80_000);
+        assert_eq!(report.host.ops[OpKind::Write].ios, 18_000);
     }
 
     #[test]
@@ -631,10 +625,13 @@ mod tests {
         );
         let report = summarize(&result, &Workload::default(), vec![]);
         let d = &report.devices[0];
-        assert_eq!(d.figures.write, OpSummary::default());
-        assert_eq!(d.figures.write.latency_ns, LatencySummary::default());
-        assert_eq!(report.host.write, OpSummary::default());
-        assert!(d.figures.read.latency_ns.p50 > 0);
+        assert_eq!(d.figures.ops[OpKind::Write], OpSummary::default());
+        assert_eq!(
+            d.figures.ops[OpKind::Write].latency_ns,
+            LatencySummary::default()
+        );
+        assert_eq!(report.host.ops[OpKind::Write], OpSummary::default());
+        assert!(d.figures.ops[OpKind::Read].latency_ns.p50 > 0);
     }
 
     #[test]
@@ -661,14 +658,14 @@ mod tests {
         };
         let report = summarize(&result, &Workload::default(), vec![]);
         let a = &report.devices[0].figures;
-        assert_eq!(a.read.iops, 2000.0);
-        assert_eq!(a.write.iops, 1000.0 / 1.5);
+        assert_eq!(a.ops[OpKind::Read].iops, 2000.0);
+        assert_eq!(a.ops[OpKind::Write].iops, 1000.0 / 1.5);
         assert_eq!(a.iops, 2000.0 + 1000.0 / 1.5);
-        assert_eq!(a.read.bytes_per_sec, 2000.0 * 4096.0);
+        assert_eq!(a.ops[OpKind::Read].bytes_per_sec, 2000.0 * 4096.0);
         assert_eq!(a.bytes_per_sec, 2000.0 * 4096.0 + 1000.0 * 8192.0 / 1.5);
         let h = &report.host;
-        assert_eq!(h.read.ios, 4500);
-        assert_eq!(h.read.iops, 3000.0);
+        assert_eq!(h.ops[OpKind::Read].ios, 4500);
+        assert_eq!(h.ops[OpKind::Read].iops, 3000.0);
         assert_eq!(h.iops, 3000.0 + 1000.0 / 1.5);
         assert_eq!(report.measured_secs, 1.5);
         assert!(report.interrupted);
@@ -679,7 +676,7 @@ mod tests {
         };
         let report = summarize(&empty, &Workload::default(), vec![]);
         assert_eq!(report.host.iops, 0.0);
-        assert_eq!(report.host.read.ios, 4500);
+        assert_eq!(report.host.ops[OpKind::Read].ios, 4500);
     }
 
     #[test]
@@ -711,7 +708,7 @@ mod tests {
             s.figures.iops, 500.0,
             "1000 reads over its 2 s, not the 4 s window"
         );
-        assert_eq!(s.figures.read.bytes_per_sec, 500.0 * 4096.0);
+        assert_eq!(s.figures.ops[OpKind::Read].bytes_per_sec, 500.0 * 4096.0);
         assert_eq!((w.stopped_at_secs, w.figures.iops), (None, 1000.0));
         // The host's rate stays over the window: 5000 I/Os in 4 s.
         assert_eq!(report.host.iops, 1250.0);
@@ -765,18 +762,28 @@ mod tests {
         let point = SecondPoint {
             second: 0,
             iops: 700.0,
-            read_iops: 500.0,
-            write_iops: 200.0,
+            ops: crate::series::OpSeconds(PerOp::from_fn(|op| match op {
+                OpKind::Read => crate::series::OpSecond {
+                    iops: 500.0,
+                    p50_ns: 1000,
+                    p99_ns: 2000,
+                },
+                OpKind::Write => crate::series::OpSecond {
+                    iops: 200.0,
+                    p50_ns: 3000,
+                    p99_ns: 4000,
+                },
+                _ => Default::default(),
+            })),
             bytes_per_sec: 700.0 * 4096.0,
             errors: 1,
-            read_p50_ns: 1000,
-            read_p99_ns: 2000,
-            write_p50_ns: 3000,
-            write_p99_ns: 4000,
             devices: vec![crate::series::DeviceSecond {
                 iops: 700.0,
-                read_iops: 500.0,
-                write_iops: 200.0,
+                ops: crate::series::OpRates(PerOp::from_fn(|op| match op {
+                    OpKind::Read => 500.0,
+                    OpKind::Write => 200.0,
+                    _ => 0.0,
+                })),
                 bytes_per_sec: 700.0 * 4096.0,
                 ..Default::default()
             }],
@@ -827,7 +834,7 @@ mod tests {
             for key in ["iops", "bytes_per_sec", "errors"] {
                 assert!(f[key].is_number(), "{at}.{key} missing");
             }
-            for op in ["read", "write"] {
+            for op in ["read", "write", "trim"] {
                 for key in ["ios", "iops", "bytes", "bytes_per_sec"] {
                     assert!(f[op][key].is_number(), "{at}.{op}.{key} missing");
                 }
@@ -862,6 +869,9 @@ mod tests {
             "read_p99_ns",
             "write_p50_ns",
             "write_p99_ns",
+            "trim_iops",
+            "trim_p50_ns",
+            "trim_p99_ns",
         ] {
             assert!(p[key].is_number(), "time_series[0].{key} missing");
         }
@@ -876,8 +886,38 @@ mod tests {
         assert_eq!(
             p["devices"],
             serde_json::json!([{"path": "/dev/loop0", "iops": 700.0, "read_iops": 500.0,
-                "write_iops": 200.0, "bytes_per_sec": 2_867_200.0}])
+                "write_iops": 200.0, "trim_iops": 0.0, "bytes_per_sec": 2_867_200.0}])
         );
+        // Ramp and drained counts are named by each kind's plural.
+        assert_eq!(
+            v["host"]["ramp"],
+            serde_json::json!({"reads": 0, "writes": 0, "trims": 0})
+        );
+        for key in ["read", "write", "trim"] {
+            assert!(v["host"]["histograms"][key].is_string(), "histograms.{key}");
+        }
+    }
+
+    #[test]
+    fn a_schema_2_report_without_trims_still_loads() {
+        let mut v = serde_json::to_value(sample_report()).unwrap();
+        for at in ["/host", "/devices/0"] {
+            let f = v.pointer_mut(at).unwrap().as_object_mut().unwrap();
+            f.remove("trim");
+            f["ramp"].as_object_mut().unwrap().remove("trims");
+            f["histograms"].as_object_mut().unwrap().remove("trim");
+        }
+        let p = v["time_series"][0].as_object_mut().unwrap();
+        for key in ["trim_iops", "trim_p50_ns", "trim_p99_ns"] {
+            p.remove(key);
+        }
+        let back: HostReport = serde_json::from_value(v).unwrap();
+        let sample = sample_report();
+        assert_eq!(back.host.ops, sample.host.ops);
+        assert_eq!(back.host.ramp, sample.host.ramp);
+        assert_eq!(back.time_series[0].ops, sample.time_series[0].ops);
+        let h = back.host.histograms.as_ref().unwrap().decode().unwrap();
+        assert_eq!(h[OpKind::Trim].len(), 0);
     }
 
     #[test]

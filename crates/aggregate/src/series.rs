@@ -3,11 +3,118 @@
 use std::collections::BTreeMap;
 
 use hdrhistogram::Histogram;
-use hostmax_engine::{new_latency_histogram, DeviceInterval};
-use serde::{Deserialize, Serialize};
+use hostmax_engine::{new_latency_histogram, DeviceInterval, KeyedVisitor, OpKind, PerOp};
+use serde::de::{IgnoredAny, MapAccess, Visitor};
+use serde::ser::SerializeMap;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use crate::histogram_codec::EncodedHistograms;
 use crate::latency::{add_exact, LatencySummary};
+
+/// One kind's figures in one second of the whole host: `{kind}_iops`, `{kind}_p50_ns` and
+/// `{kind}_p99_ns` of a `time_series[]` point in the JSON.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct OpSecond {
+    /// Successful I/Os of the kind in this second.
+    pub iops: f64,
+    /// Their median latency (merged histograms), ns.
+    pub p50_ns: u64,
+    /// Their 99th percentile latency, ns.
+    pub p99_ns: u64,
+}
+
+/// The kind and the field a flat key names: `write_p99_ns` is (write, `p99_ns`).
+fn op_field(key: &str) -> Option<(OpKind, &str)> {
+    let (name, field) = key.split_once('_')?;
+    Some((OpKind::from_name(name)?, field))
+}
+
+/// Each kind's [`OpSecond`], written flat (`read_iops`, `read_p50_ns`, ... `trim_p99_ns`).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct OpSeconds(pub PerOp<OpSecond>);
+
+impl Serialize for OpSeconds {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(Some(3 * OpKind::COUNT))?;
+        for (op, s) in self.0.iter() {
+            map.serialize_entry(&format!("{op}_iops"), &s.iops)?;
+            map.serialize_entry(&format!("{op}_p50_ns"), &s.p50_ns)?;
+            map.serialize_entry(&format!("{op}_p99_ns"), &s.p99_ns)?;
+        }
+        map.end()
+    }
+}
+
+impl<'de> Deserialize<'de> for OpSeconds {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct FlatVisitor;
+        impl<'de> Visitor<'de> for FlatVisitor {
+            type Value = OpSeconds;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("per-kind figures of a second")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<OpSeconds, A::Error> {
+                let mut ops = PerOp::<OpSecond>::default();
+                while let Some(key) = map.next_key::<String>()? {
+                    match op_field(&key) {
+                        Some((op, "iops")) => ops[op].iops = map.next_value()?,
+                        Some((op, "p50_ns")) => ops[op].p50_ns = map.next_value()?,
+                        Some((op, "p99_ns")) => ops[op].p99_ns = map.next_value()?,
+                        _ => {
+                            map.next_value::<IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(OpSeconds(ops))
+            }
+        }
+        deserializer.deserialize_map(FlatVisitor)
+    }
+}
+
+impl std::ops::Index<OpKind> for OpSeconds {
+    type Output = OpSecond;
+
+    fn index(&self, op: OpKind) -> &OpSecond {
+        &self.0[op]
+    }
+}
+
+impl std::ops::Index<OpKind> for OpRates {
+    type Output = f64;
+
+    fn index(&self, op: OpKind) -> &f64 {
+        &self.0[op]
+    }
+}
+
+/// Each kind's IOPS of one device in one second, written flat (`read_iops`, `write_iops`,
+/// `trim_iops`).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct OpRates(pub PerOp<f64>);
+
+impl Serialize for OpRates {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(Some(OpKind::COUNT))?;
+        self.0
+            .serialize_keyed(&mut map, |op| format!("{op}_iops"))?;
+        map.end()
+    }
+}
+
+impl<'de> Deserialize<'de> for OpRates {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer
+            .deserialize_map(KeyedVisitor {
+                key: |key: &str| match op_field(key) {
+                    Some((op, "iops")) => Some(op),
+                    _ => None,
+                },
+                marker: std::marker::PhantomData,
+            })
+            .map(OpRates)
+    }
+}
 
 /// One measured second of the whole host.
 ///
@@ -18,24 +125,15 @@ use crate::latency::{add_exact, LatencySummary};
 pub struct SecondPoint {
     /// Second index: 0 is the first second after the ramp.
     pub second: i64,
-    /// Successful reads plus writes in this second.
+    /// Successful I/Os of every kind in this second.
     pub iops: f64,
-    /// Successful reads in this second.
-    pub read_iops: f64,
-    /// Successful writes in this second.
-    pub write_iops: f64,
-    /// Bytes read and written in this second.
+    /// Each kind's IOPS and host latency percentiles of this second (merged histograms).
+    #[serde(flatten)]
+    pub ops: OpSeconds,
+    /// Bytes moved in this second.
     pub bytes_per_sec: f64,
     /// Failed I/Os in this second.
     pub errors: u64,
-    /// Host read median latency of this second (merged histograms), ns.
-    pub read_p50_ns: u64,
-    /// Host read 99th percentile latency of this second, ns.
-    pub read_p99_ns: u64,
-    /// Host write median latency of this second, ns.
-    pub write_p50_ns: u64,
-    /// Host write 99th percentile latency of this second, ns.
-    pub write_p99_ns: u64,
     /// Each device's figures in this second, in the order of the report's `devices`, each
     /// named like its entry there.
     pub devices: Vec<DeviceSecond>,
@@ -43,24 +141,22 @@ pub struct SecondPoint {
     /// device shows zeros in `devices`.
     #[serde(default)]
     pub partial: bool,
-    /// This second's host read and write latency histograms (V2 + DEFLATE, base64), so that
+    /// This second's host latency histogram of each kind (V2 + DEFLATE, base64), so that
     /// merged reports compute each second's percentiles from added histograms too; absent in
     /// reports of older versions (merges then show the worst host's percentiles).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub histograms: Option<EncodedHistograms>,
 }
 
-/// A second's host read and write latency histograms, merged bin by bin from every device's
+/// A second's host latency histogram of each kind, merged bin by bin from every device's
 /// interval: handed over by a series made with [`TimeSeries::hand_over_histograms`] to a
 /// caller that logs them whole (the CLI's `--hdr-log`), so each second is merged once.
 #[derive(Debug, Clone)]
 pub struct SecondHistograms {
     /// Second index, as in [`SecondPoint::second`].
     pub second: i64,
-    /// Host read latencies of this second.
-    pub read: Histogram<u64>,
-    /// Host write latencies of this second.
-    pub write: Histogram<u64>,
+    /// Host latencies of this second, per kind.
+    pub ops: PerOp<Histogram<u64>>,
 }
 
 /// One device's figures in one second: `time_series[].devices[]` in the JSON.
@@ -72,13 +168,12 @@ pub struct DeviceSecond {
     /// The host the device is on, in merged (fleet) reports, as `devices[].host`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub host: Option<String>,
-    /// Its successful reads plus writes in this second.
+    /// Its successful I/Os of every kind in this second.
     pub iops: f64,
-    /// Its successful reads in this second.
-    pub read_iops: f64,
-    /// Its successful writes in this second.
-    pub write_iops: f64,
-    /// Bytes it read and wrote in this second.
+    /// Each kind's successful I/Os in this second.
+    #[serde(flatten)]
+    pub ops: OpRates,
+    /// Bytes it moved in this second.
     pub bytes_per_sec: f64,
 }
 
@@ -88,9 +183,8 @@ impl DeviceSecond {
         DeviceSecond {
             path: String::new(),
             host: None,
-            iops: (counts.read_ios + counts.write_ios) as f64,
-            read_iops: counts.read_ios as f64,
-            write_iops: counts.write_ios as f64,
+            iops: counts.ios.total() as f64,
+            ops: OpRates(counts.ios.map(|_, &n| n as f64)),
             bytes_per_sec: counts.bytes as f64,
         }
     }
@@ -108,8 +202,7 @@ impl DeviceSecond {
 /// One device's counts in a pending second.
 #[derive(Debug, Clone, Copy, Default)]
 struct DeviceCounts {
-    read_ios: u64,
-    write_ios: u64,
+    ios: PerOp<u64>,
     bytes: u64,
 }
 
@@ -118,13 +211,11 @@ struct DeviceCounts {
 struct PendingSecond {
     reported: Vec<bool>,
     reported_count: usize,
-    read_ios: u64,
-    write_ios: u64,
+    ios: PerOp<u64>,
     bytes: u64,
     errors: u64,
     devices: Vec<DeviceCounts>,
-    read_latency: Histogram<u64>,
-    write_latency: Histogram<u64>,
+    latency: PerOp<Histogram<u64>>,
 }
 
 impl PendingSecond {
@@ -132,13 +223,11 @@ impl PendingSecond {
         PendingSecond {
             reported: vec![false; device_count],
             reported_count: 0,
-            read_ios: 0,
-            write_ios: 0,
+            ios: PerOp::default(),
             bytes: 0,
             errors: 0,
             devices: vec![DeviceCounts::default(); device_count],
-            read_latency: new_latency_histogram(),
-            write_latency: new_latency_histogram(),
+            latency: PerOp::from_fn(|_| new_latency_histogram()),
         }
     }
 
@@ -149,44 +238,42 @@ impl PendingSecond {
             self.reported[interval.device] = true;
             self.reported_count += 1;
         }
-        self.read_ios += interval.read_ios;
-        self.write_ios += interval.write_ios;
-        self.bytes += interval.read_bytes + interval.write_bytes;
         self.errors += interval.errors;
         let device = &mut self.devices[interval.device];
-        device.read_ios += interval.read_ios;
-        device.write_ios += interval.write_ios;
-        device.bytes += interval.read_bytes + interval.write_bytes;
-        add_exact(&mut self.read_latency, &interval.read_latency);
-        add_exact(&mut self.write_latency, &interval.write_latency);
+        for (op, counts) in interval.ops.iter() {
+            self.ios[op] += counts.ios;
+            self.bytes += counts.bytes;
+            device.ios[op] += counts.ios;
+            device.bytes += counts.bytes;
+            add_exact(&mut self.latency[op], &counts.latency);
+        }
     }
 
     fn histograms(&self, second: i64) -> SecondHistograms {
         SecondHistograms {
             second,
-            read: self.read_latency.clone(),
-            write: self.write_latency.clone(),
+            ops: self.latency.clone(),
         }
     }
 
     fn into_point(self, second: i64, keep_histograms: bool) -> SecondPoint {
-        let read = LatencySummary::from_histogram(&self.read_latency);
-        let write = LatencySummary::from_histogram(&self.write_latency);
         SecondPoint {
             second,
-            iops: (self.read_ios + self.write_ios) as f64,
-            read_iops: self.read_ios as f64,
-            write_iops: self.write_ios as f64,
+            iops: self.ios.total() as f64,
+            ops: OpSeconds(self.latency.map(|op, h| {
+                let latency = LatencySummary::from_histogram(h);
+                OpSecond {
+                    iops: self.ios[op] as f64,
+                    p50_ns: latency.p50,
+                    p99_ns: latency.p99,
+                }
+            })),
             bytes_per_sec: self.bytes as f64,
             errors: self.errors,
-            read_p50_ns: read.p50,
-            read_p99_ns: read.p99,
-            write_p50_ns: write.p50,
-            write_p99_ns: write.p99,
             partial: self.reported_count < self.reported.len(),
             devices: self.devices.iter().map(DeviceSecond::from_counts).collect(),
             histograms: keep_histograms
-                .then(|| EncodedHistograms::encode(&self.read_latency, &self.write_latency).ok())
+                .then(|| EncodedHistograms::encode(&self.latency).ok())
                 .flatten(),
         }
     }
@@ -331,24 +418,19 @@ mod tests {
     }
 
     fn interval(device: usize, second: i64, reads: &[u64], writes: &[u64]) -> DeviceInterval {
-        let mut read_latency = new_latency_histogram();
-        for &v in reads {
-            read_latency.record(v).unwrap();
-        }
-        let mut write_latency = new_latency_histogram();
-        for &v in writes {
-            write_latency.record(v).unwrap();
+        let mut ops = PerOp::<hostmax_engine::OpResult>::default();
+        for (op, latencies, bs) in [(OpKind::Read, reads, 4096), (OpKind::Write, writes, 8192)] {
+            for &v in latencies {
+                ops[op].latency.record(v).unwrap();
+            }
+            ops[op].ios = latencies.len() as u64;
+            ops[op].bytes = latencies.len() as u64 * bs;
         }
         DeviceInterval {
             device,
             second,
-            read_ios: reads.len() as u64,
-            write_ios: writes.len() as u64,
-            read_bytes: reads.len() as u64 * 4096,
-            write_bytes: writes.len() as u64 * 8192,
+            ops,
             errors: device as u64,
-            read_latency,
-            write_latency,
         }
     }
 
@@ -367,12 +449,15 @@ mod tests {
             .push(interval(2, 0, &[500], &[]))
             .expect("second 0 complete");
         assert_eq!(p.second, 0);
-        assert_eq!(p.read_iops, 5.0);
-        assert_eq!(p.write_iops, 1.0);
+        assert_eq!(p.ops[OpKind::Read].iops, 5.0);
+        assert_eq!(p.ops[OpKind::Write].iops, 1.0);
         assert_eq!(p.iops, 6.0);
         assert_eq!(iops_of(&p), vec![3.0, 2.0, 1.0]);
         assert_eq!(
-            (p.devices[1].read_iops, p.devices[1].write_iops),
+            (
+                p.devices[1].ops[OpKind::Read],
+                p.devices[1].ops[OpKind::Write]
+            ),
             (1.0, 1.0)
         );
         assert_eq!(p.devices[1].bytes_per_sec, 4096.0 + 8192.0);
@@ -422,20 +507,20 @@ mod tests {
             direct.record(*v).unwrap();
         }
         let s = LatencySummary::from_histogram(&direct);
-        assert_eq!(p.read_p50_ns, s.p50);
-        assert_eq!(p.read_p99_ns, s.p99);
-        assert_eq!(p.write_p50_ns, s.p50);
-        assert_eq!(p.write_p99_ns, s.p99);
+        assert_eq!(p.ops[OpKind::Read].p50_ns, s.p50);
+        assert_eq!(p.ops[OpKind::Read].p99_ns, s.p99);
+        assert_eq!(p.ops[OpKind::Write].p50_ns, s.p50);
+        assert_eq!(p.ops[OpKind::Write].p99_ns, s.p99);
         // 10% of the values are >= 1 ms: p99 sits among them, p50 does not.
-        assert!(p.read_p99_ns >= 1_000_000 && p.read_p50_ns < 1_000_000);
+        assert!(p.ops[OpKind::Read].p99_ns >= 1_000_000 && p.ops[OpKind::Read].p50_ns < 1_000_000);
         // The point carries the second's merged histograms, unless asked not to.
-        let (read, _) = p.histograms.as_ref().unwrap().decode().unwrap();
+        let read = &p.histograms.as_ref().unwrap().decode().unwrap()[OpKind::Read];
         assert_eq!(read.len(), direct.len());
         let mut lean = TimeSeries::new(2).keep_histograms(false);
         lean.push(interval(0, 0, &a, &b));
         let p = lean.push(interval(1, 0, &b, &a)).unwrap();
         assert!(p.histograms.is_none());
-        assert_eq!(p.read_p99_ns, s.p99);
+        assert_eq!(p.ops[OpKind::Read].p99_ns, s.p99);
     }
 
     #[test]
@@ -448,7 +533,11 @@ mod tests {
         let done = ts.take_histograms();
         assert_eq!(done.len(), 1);
         assert_eq!(
-            (done[0].second, done[0].read.len(), done[0].write.len()),
+            (
+                done[0].second,
+                done[0].ops[OpKind::Read].len(),
+                done[0].ops[OpKind::Write].len()
+            ),
             (0, 3, 1)
         );
         assert!(
@@ -458,7 +547,7 @@ mod tests {
         let (points, rest) = ts.finish_with_histograms();
         assert_eq!(points.len(), 2);
         assert_eq!(rest.len(), 1, "the partial second too");
-        assert_eq!((rest[0].second, rest[0].read.len()), (1, 1));
+        assert_eq!((rest[0].second, rest[0].ops[OpKind::Read].len()), (1, 1));
         let mut plain = TimeSeries::new(1);
         plain.push(interval(0, 0, &[10], &[]));
         assert!(plain.take_histograms().is_empty());

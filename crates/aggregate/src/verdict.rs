@@ -24,6 +24,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use hostmax_engine::OpKind;
+
 use crate::report::{Figures, HostReport, WorkloadSummary};
 use crate::spec::{Expectation, HostSpec, Tolerance, VolumeSpec};
 
@@ -194,8 +196,10 @@ impl From<&Figures> for MeasuredFigures {
         MeasuredFigures {
             iops: f.iops,
             bytes_per_sec: f.bytes_per_sec,
-            read_p95_ns: (f.read.ios > 0).then_some(f.read.latency_ns.p95),
-            write_p95_ns: (f.write.ios > 0).then_some(f.write.latency_ns.p95),
+            read_p95_ns: (f.ops[OpKind::Read].ios > 0)
+                .then_some(f.ops[OpKind::Read].latency_ns.p95),
+            write_p95_ns: (f.ops[OpKind::Write].ios > 0)
+                .then_some(f.ops[OpKind::Write].latency_ns.p95),
         }
     }
 }
@@ -877,9 +881,9 @@ pub struct VerifyReport {
 mod tests {
     use super::*;
     use crate::report::{DeviceReport, OpSummary, SCHEMA_VERSION};
-    use crate::series::SecondPoint;
+    use crate::series::{OpSecond, OpSeconds, SecondPoint};
     use crate::spec::Scaled;
-    use hostmax_engine::{IoPattern, Workload};
+    use hostmax_engine::{IoPattern, PerOp, Workload};
 
     fn share(expected: f64, measured: f64) -> VolumeShare {
         VolumeShare { expected, measured }
@@ -957,17 +961,19 @@ mod tests {
             iops,
             bytes_per_sec,
             errors: 0,
-            read: OpSummary {
-                ios: iops as u64,
-                iops,
-                bytes: bytes_per_sec as u64,
-                bytes_per_sec,
-                latency_ns: crate::LatencySummary {
-                    p95,
-                    ..Default::default()
+            ops: PerOp::from_fn(|op| match op {
+                OpKind::Read => OpSummary {
+                    ios: iops as u64,
+                    iops,
+                    bytes: bytes_per_sec as u64,
+                    bytes_per_sec,
+                    latency_ns: crate::LatencySummary {
+                        p95,
+                        ..Default::default()
+                    },
                 },
-            },
-            write: OpSummary::default(),
+                _ => OpSummary::default(),
+            }),
             ..Default::default()
         }
     }
@@ -992,6 +998,7 @@ mod tests {
                 host: None,
                 verify: None,
                 identity: None,
+                trim_method: None,
             })
             .collect();
         let total: f64 = devices.iter().map(|d| d.1).sum();
@@ -1011,14 +1018,12 @@ mod tests {
                 .map(|(i, &iops)| SecondPoint {
                     second: i as i64,
                     iops: iops as f64,
-                    read_iops: iops as f64,
-                    write_iops: 0.0,
+                    ops: OpSeconds(PerOp::from_fn(|op| OpSecond {
+                        iops: if op == OpKind::Read { iops as f64 } else { 0.0 },
+                        ..Default::default()
+                    })),
                     bytes_per_sec: (iops * bs as u64) as f64,
                     errors: 0,
-                    read_p50_ns: 0,
-                    read_p99_ns: 0,
-                    write_p50_ns: 0,
-                    write_p99_ns: 0,
                     devices: vec![],
                     partial: false,
                     histograms: None,
@@ -1396,8 +1401,8 @@ mod tests {
             ..Default::default()
         };
         let mut qd1 = report(4096, 1, &[("/dev/a", 2000.0)], &[2000; 3]);
-        qd1.devices[0].figures.read.latency_ns.p95 = 400_000;
-        qd1.devices[0].figures.write = OpSummary {
+        qd1.devices[0].figures.ops[OpKind::Read].latency_ns.p95 = 400_000;
+        qd1.devices[0].figures.ops[OpKind::Write] = OpSummary {
             ios: 80,
             latency_ns: crate::LatencySummary {
                 p95: 1_500_000,

@@ -12,7 +12,8 @@
 //! The control side holds a [`RunHandle`]: it reads one-second [`DeviceInterval`]s while the
 //! workers go on, can [`RunHandle::stop`] the run, and [`RunHandle::wait`]s for the
 //! [`RunResult`] with per-device [`OpResult`]s and exact HDR latency histograms
-//! ([`new_latency_histogram`] gives the bin layout every histogram shares).
+//! ([`new_latency_histogram`] gives the bin layout every histogram shares). Every figure of a
+//! kind of I/O (read, write, trim: [`OpKind`]) lives in a [`PerOp`] table indexed by it.
 //!
 //! Before a workload writes, [`safety`] decides which targets it must not touch (mounted, held,
 //! swap, the root filesystem, or carrying data without consent: [`safety::WriteSafety`]),
@@ -28,6 +29,7 @@ mod cpu_use;
 mod data;
 pub mod identity;
 mod measure;
+mod op;
 pub mod placement;
 mod result;
 mod ring;
@@ -44,16 +46,17 @@ pub use data::{
     BlockMaker, MismatchKind, VerifyLog, VerifyMismatch, WriteData, COMPRESS_CHUNK, VERIFY_HEADER,
 };
 pub use measure::{measure, MeasureRequest, Observer, SafetyCheck, TICK};
+pub use op::{BufferUse, KeyedVisitor, OpKind, PerOp};
 pub use placement::{Placement, ThreadLayout, WorkerPlan};
 pub use result::{
     new_latency_histogram, record_latency, CpuUse, DeviceInterval, DeviceResult, ErrorLog,
-    IoCounts, IoErrorSample, OpKind, OpResult, ReadSamples, RunResult, WorkerSummary,
-    CPU_SATURATED, ERROR_SAMPLES, LATENCY_HIGHEST_NS, LATENCY_SIGFIG, READ_SAMPLE_EVERY,
+    IoCounts, IoErrorSample, OpResult, ReadSamples, RunResult, WorkerSummary, CPU_SATURATED,
+    ERROR_SAMPLES, LATENCY_HIGHEST_NS, LATENCY_SIGFIG, READ_SAMPLE_EVERY,
 };
-pub use ring::{probe_kernel_ring, KernelRingSupport, Polling, RingFeatures};
+pub use ring::{probe_kernel_ring, KernelRingSupport, Polling, RingFeatures, TrimMethod};
 pub use run::{
-    buffer_bytes, check_buffer_memory, check_poll_queues, check_verify_memory, prepare, start,
-    validate, verify_state_bytes, PreparedRun, RunConfig, RunHandle, StopHandle,
+    buffer_bytes, check_buffer_memory, check_poll_queues, check_trim_support, check_verify_memory,
+    prepare, start, validate, verify_state_bytes, PreparedRun, RunConfig, RunHandle, StopHandle,
 };
 pub use setting::{Setting, SettingError};
 pub use target::{TargetInfo, TargetKind};

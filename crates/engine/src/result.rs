@@ -5,7 +5,9 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use hdrhistogram::Histogram;
-use serde::{Deserialize, Serialize};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+use crate::op::{KeyedVisitor, OpKind, PerOp};
 
 /// Highest latency the histograms track: one hour, in nanoseconds. Higher values are clamped
 /// to it and still counted (no I/O is ever dropped from a histogram).
@@ -29,16 +31,6 @@ pub fn new_latency_histogram() -> Histogram<u64> {
 pub fn record_latency(histogram: &mut Histogram<u64>, nanos: u64) {
     // Cannot fail: the value is within the clamped range, and growing only allocates.
     let _ = histogram.record(nanos.min(LATENCY_HIGHEST_NS));
-}
-
-/// Read or write.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum OpKind {
-    /// A read.
-    Read,
-    /// A write.
-    Write,
 }
 
 /// Successful I/Os of one kind on one device in the measured window.
@@ -65,7 +57,7 @@ impl Default for OpResult {
 /// One failed I/O kept as an example.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct IoErrorSample {
-    /// Read or write.
+    /// What the I/O was.
     pub op: OpKind,
     /// Byte offset on the device.
     pub offset: u64,
@@ -113,27 +105,57 @@ impl ErrorLog {
     }
 }
 
-/// Successful reads and writes outside the measured window: the ramp before it, or drained
+/// Successful I/Os outside the measured window, per kind: the ramp before it, or drained
 /// after it. With the window's own I/Os and the errors they add up to every I/O the kernel
-/// completed for the device.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct IoCounts {
-    /// Reads whose result equalled the requested length.
-    pub reads: u64,
-    /// Writes whose result equalled the requested length.
-    pub writes: u64,
-}
+/// completed for the device. In JSON each kind is counted under its plural (`reads`,
+/// `writes`, `trims`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct IoCounts(pub PerOp<u64>);
 
 impl IoCounts {
-    /// Reads plus writes.
+    /// Every kind's count added up.
     pub fn total(&self) -> u64 {
-        self.reads + self.writes
+        self.0.total()
     }
 
     /// Adds another count to this one.
     pub fn add(&mut self, other: &IoCounts) {
-        self.reads += other.reads;
-        self.writes += other.writes;
+        self.0.add(&other.0);
+    }
+}
+
+impl std::ops::Index<OpKind> for IoCounts {
+    type Output = u64;
+
+    fn index(&self, op: OpKind) -> &u64 {
+        &self.0[op]
+    }
+}
+
+impl std::ops::IndexMut<OpKind> for IoCounts {
+    fn index_mut(&mut self, op: OpKind) -> &mut u64 {
+        &mut self.0[op]
+    }
+}
+
+impl Serialize for IoCounts {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut map = serializer.serialize_map(Some(OpKind::COUNT))?;
+        self.0
+            .serialize_keyed(&mut map, |op| format!("{}s", op.name()))?;
+        map.end()
+    }
+}
+
+impl<'de> Deserialize<'de> for IoCounts {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer
+            .deserialize_map(KeyedVisitor {
+                key: |key: &str| key.strip_suffix('s').and_then(OpKind::from_name),
+                marker: std::marker::PhantomData,
+            })
+            .map(IoCounts)
     }
 }
 
@@ -168,10 +190,8 @@ pub struct DeviceResult {
     pub path: PathBuf,
     /// The CPU its worker was pinned to.
     pub cpu: usize,
-    /// Reads in the measured window.
-    pub read: OpResult,
-    /// Writes in the measured window.
-    pub write: OpResult,
+    /// Each kind's I/Os in the measured window.
+    pub ops: PerOp<OpResult>,
     /// Failed I/Os over the whole run.
     pub errors: ErrorLog,
     /// Whether the device was taken out of the run after a failure (`ErrorPolicy::StopDevice`).
@@ -187,6 +207,8 @@ pub struct DeviceResult {
     pub read_samples: ReadSamples,
     /// `--verify`'s checks; `None` without it.
     pub verify: Option<crate::VerifyLog>,
+    /// How its trims were issued; `None` when the workload does not trim.
+    pub trim_method: Option<crate::TrimMethod>,
 }
 
 /// What one worker thread was and ran with.
@@ -308,18 +330,8 @@ pub struct DeviceInterval {
     pub device: usize,
     /// Second index: 0 is the first second after the ramp; negative seconds are ramp.
     pub second: i64,
-    /// Successful reads that completed in this second.
-    pub read_ios: u64,
-    /// Successful writes that completed in this second.
-    pub write_ios: u64,
-    /// Bytes read in this second.
-    pub read_bytes: u64,
-    /// Bytes written in this second.
-    pub write_bytes: u64,
+    /// Each kind's successful I/Os that completed in this second, their bytes and latencies.
+    pub ops: PerOp<OpResult>,
     /// Failed I/Os in this second.
     pub errors: u64,
-    /// Read latencies of this second.
-    pub read_latency: Histogram<u64>,
-    /// Write latencies of this second.
-    pub write_latency: Histogram<u64>,
 }

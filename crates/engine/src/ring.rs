@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use io_uring::{opcode, squeue, types, IoUring};
 
-use crate::OpKind;
+use crate::op::{BufferUse, OpKind};
 
 /// Alignment of the arena and of every buffer in it: page size, which satisfies the `O_DIRECT`
 /// memory alignment of every device the kernel supports.
@@ -43,6 +43,47 @@ pub struct RingFeatures {
     pub iopoll: bool,
     /// `IORING_SETUP_SQPOLL`: a kernel thread submits, no system call per batch.
     pub sqpoll: bool,
+}
+
+/// How a file's trims are issued ([`crate::OpKind::Trim`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum TrimMethod {
+    /// io_uring's block discard command (`BLOCK_URING_CMD_DISCARD`, Linux 6.12+): queued and
+    /// completed like reads and writes, at the workload's depth.
+    UringCmd,
+    /// The `BLKDISCARD` ioctl, as fio issues trims: kernels before 6.12 have no io_uring
+    /// discard. Synchronous: the worker runs one at a time and submits nothing meanwhile, and
+    /// each trim's latency is its own ioctl's time.
+    Ioctl,
+    /// `fallocate(PUNCH_HOLE | KEEP_SIZE)` through io_uring, for a regular file.
+    PunchHole,
+}
+
+impl TrimMethod {
+    /// The name in JSON and tables.
+    pub fn name(self) -> &'static str {
+        match self {
+            TrimMethod::UringCmd => "uring-cmd",
+            TrimMethod::Ioctl => "ioctl",
+            TrimMethod::PunchHole => "punch-hole",
+        }
+    }
+}
+
+/// `BLOCK_URING_CMD_DISCARD`: `_IO(0x12, 0)` (include/uapi/linux/fs.h).
+const BLOCK_URING_CMD_DISCARD: u32 = 0x12 << 8;
+
+/// One reaped completion.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Reaped {
+    /// What the submitter gave the I/O.
+    pub user_data: u64,
+    /// The I/O's result: bytes moved, or a negative errno.
+    pub result: i32,
+    /// The I/O's own time, for one run synchronously ([`TrimMethod::Ioctl`]); `None` for the
+    /// ring's, which the submitter times.
+    pub took_ns: Option<u64>,
 }
 
 /// Polling asked for by the user (`--iopoll`, `--sqpoll`).
@@ -125,7 +166,13 @@ pub(crate) struct UringIo {
     features: RingFeatures,
     in_flight: usize,
     /// Completions of the last [`UringIo::reap`], kept to reuse the allocation.
-    reaped: Vec<(u64, i32)>,
+    reaped: Vec<Reaped>,
+    /// How each file is trimmed; `None` until [`UringIo::choose_trim_method`].
+    trim_methods: Vec<Option<TrimMethod>>,
+    /// Synchronous trims queued (user_data, file, offset, len): run at the next submit.
+    sync_trims: Vec<(u64, usize, u64, u32)>,
+    /// Synchronous trims done and not yet reaped.
+    sync_done: Vec<Reaped>,
 }
 
 impl UringIo {
@@ -149,7 +196,9 @@ impl UringIo {
         let mut regions = Vec::with_capacity(region_lens.len());
         let mut total = 0usize;
         for &len in region_lens {
-            let len = len.div_ceil(BUFFER_ALIGN) * BUFFER_ALIGN;
+            // At least a page: a workload without buffers (trims) still registers a region,
+            // since the kernel refuses an empty one.
+            let len = len.max(1).div_ceil(BUFFER_ALIGN) * BUFFER_ALIGN;
             regions.push(Region { offset: total, len });
             total = total
                 .checked_add(len)
@@ -171,7 +220,11 @@ impl UringIo {
             },
             in_flight: 0,
             reaped: Vec::with_capacity(slots),
+            trim_methods: Vec::new(),
+            sync_trims: Vec::new(),
+            sync_done: Vec::new(),
         };
+        io.trim_methods = vec![None; io.files.len()];
 
         let fds: Vec<i32> = io.files.iter().map(|f| f.as_raw_fd()).collect();
         io.features.fixed_files = io.ring.submitter().register_files(&fds).is_ok();
@@ -241,10 +294,49 @@ impl UringIo {
         unsafe { std::slice::from_raw_parts_mut(ptr, len) }
     }
 
+    /// Decides how file `file` is trimmed: a hole punched in a regular file; on a block
+    /// device, io_uring's discard command where the kernel has it, else the `BLKDISCARD`
+    /// ioctl. The kernel is asked with a discard of no bytes, which discards nothing: a kernel
+    /// with the command rejects the length (`EINVAL`), one without it the command (6.1:
+    /// `EOPNOTSUPP`). Call before any other I/O of this ring. `HOSTMAX_TRIM_METHOD=ioctl` in
+    /// the environment takes the ioctl on any kernel, so tests reach that path everywhere.
+    pub fn choose_trim_method(
+        &mut self,
+        file: usize,
+        regular_file: bool,
+    ) -> io::Result<TrimMethod> {
+        let method = if regular_file {
+            TrimMethod::PunchHole
+        } else if std::env::var("HOSTMAX_TRIM_METHOD").as_deref() == Ok("ioctl") {
+            TrimMethod::Ioctl
+        } else {
+            self.trim_methods[file] = Some(TrimMethod::UringCmd);
+            let entry = self.build_entry(OpKind::Trim, file, std::ptr::null_mut(), 0, 0, 0);
+            // SAFETY: a discard command names no memory, only the file, which `self` owns
+            // until the completion is reaped below.
+            unsafe { self.ring.submission().push(&entry.user_data(u64::MAX)) }
+                .map_err(|_| io::Error::other("submission queue full at setup"))?;
+            self.ring.submitter().submit_and_wait(1)?;
+            let result = self
+                .ring
+                .completion()
+                .next()
+                .map_or(-libc::EIO, |c| c.result());
+            if result == 0 || result == -libc::EINVAL {
+                TrimMethod::UringCmd
+            } else {
+                TrimMethod::Ioctl
+            }
+        };
+        self.trim_methods[file] = Some(method);
+        Ok(method)
+    }
+
     /// Queues one I/O of `len` bytes at byte `offset` of file `file`, using the buffer at
-    /// `buf_offset` in that file's region. Returns `false` when the submission queue is full
-    /// (nothing was queued). Panics if the buffer does not lie within the region: that is a bug
-    /// in the caller, and going on would hand the kernel memory we do not own.
+    /// `buf_offset` in that file's region (none for a trim). Returns `false` when the
+    /// submission queue is full (nothing was queued). Panics if the buffer does not lie within
+    /// the region, or a trim comes before [`UringIo::choose_trim_method`]: that is a bug in
+    /// the caller, and going on would hand the kernel memory we do not own.
     pub fn push(
         &mut self,
         user_data: u64,
@@ -254,11 +346,20 @@ impl UringIo {
         len: u32,
         offset: u64,
     ) -> bool {
-        let buf = self.buffer_ptr(file, buf_offset, len as usize);
+        if op == OpKind::Trim && self.trim_methods[file] == Some(TrimMethod::Ioctl) {
+            self.sync_trims.push((user_data, file, offset, len));
+            self.in_flight += 1;
+            return true;
+        }
+        let buf = match op.buffer_use() {
+            BufferUse::None => std::ptr::null_mut(),
+            _ => self.buffer_ptr(file, buf_offset, len as usize),
+        };
         let entry = self.build_entry(op, file, buf, len, offset, file as u16);
-        // SAFETY: `buf` points into the arena and the file is in `self.files`; both are owned
-        // by `self` and released only after every queued I/O has completed (`Drop` drains).
-        // The caller does not reuse a buffer slot until its completion is reaped.
+        // SAFETY: `buf` points into the arena (or is null for an op without a buffer) and the
+        // file is in `self.files`; both are owned by `self` and released only after every
+        // queued I/O has completed (`Drop` drains). The caller does not reuse a buffer slot
+        // until its completion is reaped.
         let pushed = unsafe { self.ring.submission().push(&entry.user_data(user_data)) }.is_ok();
         if pushed {
             self.in_flight += 1;
@@ -301,13 +402,57 @@ impl UringIo {
             (OpKind::Write, false) => {
                 with_fd!(|fd| opcode::Write::new(fd, buf, len).offset(offset).build())
             }
+            (OpKind::Trim, _) => match self.trim_methods[file] {
+                Some(TrimMethod::PunchHole) => {
+                    with_fd!(|fd| opcode::Fallocate::new(fd, u64::from(len))
+                        .offset(offset)
+                        .mode(libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE)
+                        .build())
+                }
+                // The kernel reads the range from `addr` (start) and `addr3` (length), which
+                // is where the 16-byte command begins.
+                Some(TrimMethod::UringCmd) => {
+                    let mut cmd = [0u8; 16];
+                    cmd[..8].copy_from_slice(&u64::from(len).to_ne_bytes());
+                    with_fd!(|fd| opcode::UringCmd16::new(fd, BLOCK_URING_CMD_DISCARD)
+                        .addr(Some(offset))
+                        .cmd(cmd)
+                        .build())
+                }
+                other => panic!("trim queued on a ring with trim method {other:?}"),
+            },
+        }
+    }
+
+    /// Runs the queued synchronous trims, timing each.
+    fn run_sync_trims(&mut self) {
+        for (user_data, file, offset, len) in std::mem::take(&mut self.sync_trims) {
+            let started = std::time::Instant::now();
+            let done = crate::target::discard_now(&self.files[file], offset, u64::from(len));
+            let took_ns = started.elapsed().as_nanos() as u64;
+            let result = match done {
+                Ok(()) => OpKind::Trim.success_result(len),
+                Err(e) => -e.raw_os_error().unwrap_or(libc::EIO),
+            };
+            self.sync_done.push(Reaped {
+                user_data,
+                result,
+                took_ns: Some(took_ns),
+            });
         }
     }
 
     /// Submits what is queued and waits for at least `want` completions, or until `timeout`.
     /// A timeout or a signal is not an error: the caller reaps whatever arrived.
     pub fn submit_and_wait(&mut self, want: usize, timeout: Option<Duration>) -> io::Result<()> {
-        let want = want.min(self.in_flight);
+        if !self.sync_trims.is_empty() {
+            // The ring's I/O first, so it runs while the synchronous trims do; with those
+            // done there is something to reap, so no waiting.
+            self.ring.submit()?;
+            self.run_sync_trims();
+            return Ok(());
+        }
+        let want = want.min(self.in_flight - self.sync_done.len());
         let res = match timeout {
             Some(t) if want > 0 => {
                 let ts = types::Timespec::from(t);
@@ -336,15 +481,20 @@ impl UringIo {
         let mut cq = self.ring.completion();
         cq.sync();
         for cqe in &mut cq {
-            self.reaped.push((cqe.user_data(), cqe.result()));
+            self.reaped.push(Reaped {
+                user_data: cqe.user_data(),
+                result: cqe.result(),
+                took_ns: None,
+            });
         }
         drop(cq);
+        self.reaped.append(&mut self.sync_done);
         self.in_flight -= self.reaped.len();
     }
 
-    /// The completions the last [`UringIo::reap`] took, as (user_data, result). The slots they
-    /// name are free again, so their buffers may be read ([`UringIo::buffer`]).
-    pub fn reaped(&self) -> &[(u64, i32)] {
+    /// The completions the last [`UringIo::reap`] took. The slots they name are free again,
+    /// so their buffers may be read ([`UringIo::buffer`]).
+    pub fn reaped(&self) -> &[Reaped] {
         &self.reaped
     }
 

@@ -7,6 +7,7 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use crate::op::{BufferUse, OpKind};
 use crate::placement::{self, Placement, ThreadLayout};
 use crate::ring::Polling;
 use crate::worker::WorkerTask;
@@ -234,7 +235,7 @@ pub fn validate(workload: &Workload, targets: &[TargetInfo]) -> Result<(), Engin
             &[CompressPercent, DedupePercent],
         );
     }
-    if data.verify && !w.pattern.writes() {
+    if data.verify && !w.pattern.issues(OpKind::Write) {
         return bad(
             format!(
                 "data verification checks what this run writes, and {} writes nothing: use randwrite, randrw or write",
@@ -356,18 +357,7 @@ pub fn check_verify_memory(workload: &Workload, targets: &[TargetInfo]) -> Resul
 /// (`/sys/block/DEV/queue/io_poll` = 1): elsewhere every polled I/O fails with EOPNOTSUPP, and a
 /// run of nothing but errors is no measurement.
 pub fn check_poll_queues(targets: &[TargetInfo]) -> Result<(), EngineError> {
-    let unpollable: Vec<String> = targets
-        .iter()
-        .filter(|t| {
-            let Some(disk) = t.sys_block_disk() else {
-                return true;
-            };
-            std::fs::read_to_string(format!("/sys/block/{disk}/queue/io_poll"))
-                .map(|v| v.trim() != "1")
-                .unwrap_or(true)
-        })
-        .map(|t| t.path.display().to_string())
-        .collect();
+    let unpollable = lacking(targets, "io_poll", true, |v| v == "1");
     if unpollable.is_empty() {
         return Ok(());
     }
@@ -381,10 +371,53 @@ pub fn check_poll_queues(targets: &[TargetInfo]) -> Result<(), EngineError> {
     )))
 }
 
+/// The paths of the targets whose block device's `queue/{attribute}` does not satisfy `has`
+/// (or cannot be read); a regular file lacks it when `files_lack`.
+fn lacking(
+    targets: &[TargetInfo],
+    attribute: &str,
+    files_lack: bool,
+    has: impl Fn(&str) -> bool,
+) -> Vec<String> {
+    targets
+        .iter()
+        .filter(|t| {
+            let Some(disk) = t.sys_block_disk() else {
+                return files_lack;
+            };
+            std::fs::read_to_string(format!("/sys/block/{disk}/queue/{attribute}"))
+                .map_or(true, |v| !has(v.trim()))
+        })
+        .map(|t| t.path.display().to_string())
+        .collect()
+}
+
+/// Refuses a workload that trims a block device without discard support
+/// (`/sys/block/DEV/queue/discard_max_bytes` = 0): every trim would fail with EOPNOTSUPP.
+/// Regular files are trimmed by punching holes, which the I/O itself tells about.
+pub fn check_trim_support(targets: &[TargetInfo]) -> Result<(), EngineError> {
+    let cannot = lacking(targets, "discard_max_bytes", false, |v| v != "0");
+    if cannot.is_empty() {
+        return Ok(());
+    }
+    Err(EngineError::InvalidWorkload(SettingError::new(
+        format!(
+            "trimming needs devices that discard (queue/discard_max_bytes > 0), and {} {} not: leave {} out or use a write pattern",
+            cannot.join(", "),
+            if cannot.len() == 1 { "does" } else { "do" },
+            if cannot.len() == 1 { "it" } else { "them" },
+        ),
+        &[Setting::Pattern],
+    )))
+}
+
 /// Bytes of I/O buffers a run allocates: a read and a write buffer per queue slot when the
-/// pattern does both (a write never carries back what a read brought).
+/// pattern does both (a write never carries back what a read brought); a trim has none.
 pub fn buffer_bytes(workload: &Workload, targets: usize) -> u64 {
-    let kinds = u64::from(workload.pattern.reads()) + u64::from(workload.pattern.writes());
+    let kinds = OpKind::ALL
+        .into_iter()
+        .filter(|&op| op.buffer_use() != BufferUse::None && workload.pattern.issues(op))
+        .count() as u64;
     targets as u64 * workload.iodepth as u64 * workload.block_size as u64 * kinds
 }
 
@@ -478,7 +511,16 @@ pub fn prepare(config: RunConfig) -> Result<PreparedRun, EngineError> {
     check_buffer_memory(&config.workload, targets.len())?;
     check_verify_memory(&config.workload, &targets)?;
     if config.polling.iopoll {
+        if config.workload.pattern.issues(OpKind::Trim) {
+            return Err(EngineError::InvalidWorkload(SettingError::new(
+                "polled rings complete reads and writes only, and this workload trims: turn polling off".to_string(),
+                &[Setting::Polling, Setting::Pattern],
+            )));
+        }
         check_poll_queues(&targets)?;
+    }
+    if config.workload.pattern.issues(OpKind::Trim) {
+        check_trim_support(&targets)?;
     }
     let placement = placement::plan(&targets, &allowed, config.layout)?;
     let write = config.workload.pattern.writes();

@@ -251,6 +251,17 @@ pub fn zero_out(info: &TargetInfo, range: std::ops::Range<u64>) -> Result<(), En
     clear(info, range, Clear::Zero)
 }
 
+/// Discards `len` bytes at `offset` of an open block device (`BLKDISCARD`), waiting for it:
+/// the suite's purge, and the worker's trims on kernels without io_uring discard.
+pub(crate) fn discard_now(file: &File, offset: u64, len: u64) -> std::io::Result<()> {
+    let arg = [offset, len];
+    // SAFETY: `file` is an open block device for the call; the ioctl reads the two u64s of
+    // `arg`, a local that outlives the call, and writes nothing back.
+    unsafe { blk_discard(file.as_raw_fd(), &arg) }
+        .map(drop)
+        .map_err(Into::into)
+}
+
 fn clear(info: &TargetInfo, range: std::ops::Range<u64>, how: Clear) -> Result<(), EngineError> {
     let what = match how {
         Clear::Discard => "discard",
@@ -281,18 +292,17 @@ fn clear(info: &TargetInfo, range: std::ops::Range<u64>, how: Clear) -> Result<(
     let file = open(info, true)?;
     let fd = file.as_raw_fd();
     match info.kind {
-        TargetKind::BlockDevice => {
-            let arg = [range.start, range.end - range.start];
-            // SAFETY: `fd` is an open block device for the life of `file`; the ioctl reads the
-            // two u64s of `arg`, a local that outlives the call, and writes nothing back.
-            let done = unsafe {
-                match how {
-                    Clear::Discard => blk_discard(fd, &arg),
-                    Clear::Zero => blk_zeroout(fd, &arg),
-                }
-            };
-            done.map(drop).map_err(|e| err(e.into()))
-        }
+        TargetKind::BlockDevice => match how {
+            Clear::Discard => discard_now(&file, range.start, range.end - range.start).map_err(err),
+            Clear::Zero => {
+                let arg = [range.start, range.end - range.start];
+                // SAFETY: `fd` is an open block device for the life of `file`; the ioctl reads
+                // the two u64s of `arg`, a local that outlives the call, and writes nothing back.
+                unsafe { blk_zeroout(fd, &arg) }
+                    .map(drop)
+                    .map_err(|e| err(e.into()))
+            }
+        },
         TargetKind::RegularFile => nix::fcntl::fallocate(
             &file,
             nix::fcntl::FallocateFlags::FALLOC_FL_PUNCH_HOLE

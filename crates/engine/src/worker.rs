@@ -12,17 +12,15 @@ use std::sync::mpsc::Sender;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use hdrhistogram::Histogram;
-
 use crate::cpu_use::CpuClock;
 use crate::data::{self, BlockIdentity, BlockMaker, STATE_UNKNOWN, STATE_WRITING};
-use crate::ring::{Polling, RingFeatures, UringIo};
+use crate::op::{BufferUse, OpKind, PerOp};
+use crate::ring::{Polling, RingFeatures, TrimMethod, UringIo};
 use crate::run::Shared;
 use crate::workload::ErrorPolicy;
 use crate::{
-    new_latency_histogram, CpuUse, DeviceInterval, DeviceResult, EngineError, ErrorLog, IoCounts,
-    IoErrorSample, OpKind, OpResult, ReadSamples, TargetInfo, VerifyLog, Workload,
-    READ_SAMPLE_EVERY,
+    CpuUse, DeviceInterval, DeviceResult, EngineError, ErrorLog, IoCounts, IoErrorSample, OpResult,
+    ReadSamples, TargetInfo, TargetKind, VerifyLog, Workload, READ_SAMPLE_EVERY,
 };
 
 /// One step of SplitMix64: a fast, well-mixed 64-bit generator.
@@ -34,7 +32,7 @@ pub(crate) fn splitmix64(state: &mut u64) -> u64 {
     z ^ (z >> 31)
 }
 
-/// The offsets and read/write choices of one target's I/O: uniform random block-aligned
+/// The offsets and op kinds of one target's I/O: uniform random block-aligned
 /// offsets over the working set (or sequential, wrapping), reproducible from the seed.
 #[derive(Debug, Clone)]
 pub struct OffsetStream {
@@ -44,7 +42,8 @@ pub struct OffsetStream {
     block_size: u64,
     next_sequential: u64,
     random: bool,
-    read_percent: u8,
+    /// Each kind's share in percent ([`crate::IoPattern::op_share`]).
+    share: PerOp<u8>,
 }
 
 impl OffsetStream {
@@ -61,7 +60,7 @@ impl OffsetStream {
             block_size: workload.block_size as u64,
             next_sequential: 0,
             random: workload.pattern.is_random(),
-            read_percent: workload.pattern.read_percent(workload.rwmixread),
+            share: workload.pattern.op_share(workload.rwmixread),
         }
     }
 
@@ -80,25 +79,21 @@ impl OffsetStream {
         block * self.block_size
     }
 
-    /// Whether the next I/O reads (from its own stream, so offsets do not depend on the mix).
+    /// The kind of the next I/O (from its own stream, so offsets do not depend on the mix).
     #[inline]
-    pub fn next_is_read(&mut self) -> bool {
-        match self.read_percent {
-            100 => true,
-            0 => false,
-            pct => splitmix64(&mut self.mix_state) % 100 < pct as u64,
+    pub fn next_op(&mut self) -> OpKind {
+        if let Some((op, _)) = self.share.iter().find(|(_, &share)| share == 100) {
+            return op;
         }
+        let mut draw = (splitmix64(&mut self.mix_state) % 100) as u8;
+        for (op, &share) in self.share.iter() {
+            if draw < share {
+                return op;
+            }
+            draw -= share;
+        }
+        OpKind::Read
     }
-}
-
-/// Counts of one device in the current one-second interval.
-#[derive(Default)]
-struct IntervalCounts {
-    read_ios: u64,
-    write_ios: u64,
-    read_bytes: u64,
-    write_bytes: u64,
-    errors: u64,
 }
 
 /// Everything a worker keeps about one of its targets.
@@ -112,11 +107,11 @@ struct DeviceState {
     submitted: u64,
     /// I/Os this device may be given in all ([`Workload::io_limit`] in blocks).
     limit_ios: Option<u64>,
-    interval: IntervalCounts,
-    interval_read: Histogram<u64>,
-    interval_write: Histogram<u64>,
-    read: OpResult,
-    write: OpResult,
+    /// Each kind's I/Os in the current one-second interval, and the interval's failures.
+    interval: PerOp<OpResult>,
+    interval_errors: u64,
+    /// Each kind's I/Os in the measured window.
+    ops: PerOp<OpResult>,
     errors: ErrorLog,
     /// Taken out of the run after a failure: no more submissions.
     failed: bool,
@@ -146,6 +141,8 @@ struct DeviceState {
     /// `--verify`: the blocks of the writes in flight (at most `iodepth`), to tell a write
     /// that overlaps another from one that has its block to itself.
     verify_writes_in_flight: Vec<u64>,
+    /// How its trims are issued, when the workload trims.
+    trim_method: Option<TrimMethod>,
 }
 
 impl DeviceState {
@@ -282,8 +279,7 @@ impl WorkerTask {
                 .map(|d| DeviceResult {
                     path: paths[d.index].clone(),
                     cpu,
-                    read: d.read,
-                    write: d.write,
+                    ops: d.ops,
                     errors: d.errors,
                     failed: d.failed,
                     stopped_after: d.failed_at.map(|t| t.saturating_duration_since(start)),
@@ -291,6 +287,7 @@ impl WorkerTask {
                     drained: d.drained,
                     read_samples: d.read_samples,
                     verify: d.verify,
+                    trim_method: d.trim_method,
                 })
                 .collect(),
         ))
@@ -324,7 +321,7 @@ impl WorkerTask {
                 message: format!("cannot duplicate a target's file descriptor: {e}"),
             })?;
         let slots_len = w.block_size as usize * w.iodepth as usize;
-        let (reads, writes) = (w.pattern.reads(), w.pattern.writes());
+        let (reads, writes) = (w.pattern.reads(), w.pattern.issues(OpKind::Write));
         let verify = w.write_data.verify && writes;
         // --verify reads every written block back after the run: it needs read buffers.
         let pool_blocks = BlockMaker::pool_blocks(w.block_size as usize, w.iodepth as usize);
@@ -354,11 +351,9 @@ impl WorkerTask {
                 limit_ios: w
                     .io_limit
                     .map(|bytes| bytes.div_ceil(u64::from(w.block_size))),
-                interval: IntervalCounts::default(),
-                interval_read: new_latency_histogram(),
-                interval_write: new_latency_histogram(),
-                read: OpResult::default(),
-                write: OpResult::default(),
+                interval: PerOp::default(),
+                interval_errors: 0,
+                ops: PerOp::default(),
                 errors: ErrorLog::default(),
                 failed: false,
                 failed_at: None,
@@ -379,6 +374,19 @@ impl WorkerTask {
                 verify: verify.then(VerifyLog::default),
                 writes_submitted: 0,
                 verify_writes_in_flight: Vec::new(),
+                trim_method: match w.pattern.issues(OpKind::Trim) {
+                    true => Some(
+                        io.choose_trim_method(file, info.kind == TargetKind::RegularFile)
+                            .map_err(|e| EngineError::Worker {
+                                cpu: self.cpu,
+                                message: format!(
+                                    "cannot find how to trim {}: {e}",
+                                    info.path.display()
+                                ),
+                            })?,
+                    ),
+                    false => None,
+                },
             });
             next_slot += w.iodepth;
         }
@@ -461,7 +469,12 @@ impl WorkerLoop {
             let on_error = self.on_error;
             let mut stop_all = false;
             self.io.reap();
-            for &(user_data, result) in self.io.reaped() {
+            for &crate::ring::Reaped {
+                user_data,
+                result,
+                took_ns,
+            } in self.io.reaped()
+            {
                 let slot = self.slots[user_data as usize];
                 let dev = &mut self.devices[slot.device as usize];
                 dev.in_flight -= 1;
@@ -505,7 +518,7 @@ impl WorkerLoop {
                         _ => {}
                     }
                 }
-                if result == len as i32 {
+                if result == slot.op.success_result(len) {
                     if slot.op == OpKind::Read {
                         dev.reads_done += 1;
                         if dev.reads_done % READ_SAMPLE_EVERY == 1 {
@@ -520,32 +533,16 @@ impl WorkerLoop {
                     }
                     if !counted {
                         // Drained after the window: done, counted apart from the window.
-                        match slot.op {
-                            OpKind::Read => dev.drained.reads += 1,
-                            OpKind::Write => dev.drained.writes += 1,
-                        }
+                        dev.drained[slot.op] += 1;
                         continue;
                     }
-                    let lat = if record_latency {
-                        reap_ns.saturating_sub(slot.submitted_ns)
-                    } else {
-                        0
-                    };
-                    match slot.op {
-                        OpKind::Read => {
-                            dev.interval.read_ios += 1;
-                            dev.interval.read_bytes += len as u64;
-                            if record_latency {
-                                crate::record_latency(&mut dev.interval_read, lat);
-                            }
-                        }
-                        OpKind::Write => {
-                            dev.interval.write_ios += 1;
-                            dev.interval.write_bytes += len as u64;
-                            if record_latency {
-                                crate::record_latency(&mut dev.interval_write, lat);
-                            }
-                        }
+                    let counts = &mut dev.interval[slot.op];
+                    counts.ios += 1;
+                    counts.bytes += u64::from(len);
+                    if record_latency {
+                        let lat =
+                            took_ns.unwrap_or_else(|| reap_ns.saturating_sub(slot.submitted_ns));
+                        crate::record_latency(&mut counts.latency, lat);
                     }
                 } else {
                     let (errno, transferred) = if result < 0 {
@@ -561,7 +558,7 @@ impl WorkerLoop {
                         transferred,
                     });
                     if errors_counted {
-                        dev.interval.errors += 1;
+                        dev.interval_errors += 1;
                     }
                     if on_error != ErrorPolicy::Continue && !dev.failed {
                         dev.failed = true;
@@ -631,7 +628,10 @@ impl WorkerLoop {
                     .submit_and_wait(1, Some(Duration::from_millis(100)))?;
                 self.io.reap();
                 let dev = &mut self.devices[file];
-                for &(user_data, result) in self.io.reaped() {
+                for &crate::ring::Reaped {
+                    user_data, result, ..
+                } in self.io.reaped()
+                {
                     let slot = user_data as u32;
                     free.push(slot);
                     let (block, tag) = slot_blocks[slot as usize];
@@ -719,50 +719,54 @@ impl WorkerLoop {
                 let Some(slot_id) = dev.free_slots.pop() else {
                     break;
                 };
-                let op = if dev.offsets.next_is_read() {
-                    OpKind::Read
-                } else {
-                    OpKind::Write
-                };
+                let op = dev.offsets.next_op();
                 let offset = dev.offsets.next_offset();
-                let mut buf_offset = dev.read_buffer_offset(slot_id);
+                let mut buf_offset = 0;
                 let mut tag = 0;
                 let mut pool_block = NO_POOL_BLOCK;
-                if op == OpKind::Write {
-                    let bs = dev.block_size as usize;
-                    let key = dev.maker.next_key();
-                    // A duplicate carries the duplicate block as it is, shared by every
-                    // duplicate in flight (only read); `prepare` refuses --verify with
-                    // duplicates, which would have to stamp it.
-                    match key {
-                        Some(key) => {
-                            let block = dev.take_pool_block(offset);
-                            pool_block = block as u32;
-                            buf_offset = dev.pool_block_offset(block);
-                            let buf = self.io.buffer_mut(file, buf_offset, bs);
-                            dev.maker.stamp_unique(buf, key);
+                match op.buffer_use() {
+                    BufferUse::Source => {
+                        let bs = dev.block_size as usize;
+                        let key = dev.maker.next_key();
+                        // A duplicate carries the duplicate block as it is, shared by every
+                        // duplicate in flight (only read); `prepare` refuses --verify with
+                        // duplicates, which would have to stamp it.
+                        match key {
+                            Some(key) => {
+                                let block = dev.take_pool_block(offset);
+                                pool_block = block as u32;
+                                buf_offset = dev.pool_block_offset(block);
+                                let buf = self.io.buffer_mut(file, buf_offset, bs);
+                                dev.maker.stamp_unique(buf, key);
+                            }
+                            None => buf_offset = dev.pool_block_offset(dev.pool_blocks),
                         }
-                        None => buf_offset = dev.pool_block_offset(dev.pool_blocks),
+                        if dev.verify.is_some() {
+                            let buf = self.io.buffer_mut(file, buf_offset, bs);
+                            dev.writes_submitted += 1;
+                            tag = data::generation_tag(dev.writes_submitted);
+                            data::stamp(
+                                buf,
+                                BlockIdentity {
+                                    offset,
+                                    run_id: self.run_id,
+                                    generation: dev.writes_submitted,
+                                    device: dev.index as u32,
+                                },
+                            );
+                        }
                     }
-                    if dev.verify.is_some() {
-                        let buf = self.io.buffer_mut(file, buf_offset, bs);
-                        dev.writes_submitted += 1;
-                        tag = data::generation_tag(dev.writes_submitted);
-                        data::stamp(
-                            buf,
-                            BlockIdentity {
-                                offset,
-                                run_id: self.run_id,
-                                generation: dev.writes_submitted,
-                                device: dev.index as u32,
-                            },
-                        );
+                    BufferUse::Fill => {
+                        buf_offset = dev.read_buffer_offset(slot_id);
+                        if dev.verify.is_some() {
+                            let state =
+                                dev.verify_state[(offset / u64::from(dev.block_size)) as usize];
+                            if (1..STATE_UNKNOWN).contains(&state) {
+                                tag = state;
+                            }
+                        }
                     }
-                } else if dev.verify.is_some() {
-                    let state = dev.verify_state[(offset / u64::from(dev.block_size)) as usize];
-                    if (1..STATE_UNKNOWN).contains(&state) {
-                        tag = state;
-                    }
+                    BufferUse::None => {}
                 }
                 if !self
                     .io
@@ -815,40 +819,33 @@ impl WorkerLoop {
     /// sends them to the control side when it asked for a live view.
     fn flush_second(&mut self, second: i64) {
         for dev in &mut self.devices {
-            let counts = std::mem::take(&mut dev.interval);
-            if second < 0 {
-                dev.ramp.reads += counts.read_ios;
-                dev.ramp.writes += counts.write_ios;
-            } else {
-                dev.read.ios += counts.read_ios;
-                dev.read.bytes += counts.read_bytes;
-                dev.write.ios += counts.write_ios;
-                dev.write.bytes += counts.write_bytes;
-                // Same bounds by construction, so adding cannot fail.
-                let _ = dev.read.latency.add(&dev.interval_read);
-                let _ = dev.write.latency.add(&dev.interval_write);
+            let errors = std::mem::take(&mut dev.interval_errors);
+            for (op, counts) in dev.interval.iter() {
+                if second < 0 {
+                    dev.ramp[op] += counts.ios;
+                } else {
+                    let total = &mut dev.ops[op];
+                    total.ios += counts.ios;
+                    total.bytes += counts.bytes;
+                    // Same bounds by construction, so adding cannot fail.
+                    let _ = total.latency.add(&counts.latency);
+                }
             }
             match &self.intervals {
                 Some(tx) => {
-                    let read_latency =
-                        std::mem::replace(&mut dev.interval_read, new_latency_histogram());
-                    let write_latency =
-                        std::mem::replace(&mut dev.interval_write, new_latency_histogram());
                     let _ = tx.send(DeviceInterval {
                         device: dev.index,
                         second,
-                        read_ios: counts.read_ios,
-                        write_ios: counts.write_ios,
-                        read_bytes: counts.read_bytes,
-                        write_bytes: counts.write_bytes,
-                        errors: counts.errors,
-                        read_latency,
-                        write_latency,
+                        ops: std::mem::take(&mut dev.interval),
+                        errors,
                     });
                 }
                 None => {
-                    dev.interval_read.reset();
-                    dev.interval_write.reset();
+                    for (_, counts) in dev.interval.iter_mut() {
+                        counts.ios = 0;
+                        counts.bytes = 0;
+                        counts.latency.reset();
+                    }
                 }
             }
         }
@@ -928,9 +925,11 @@ mod tests {
             ..workload(IoPattern::RandRw)
         };
         let mut s = OffsetStream::new(&w, 1 << 20, 42, 0);
-        let reads = (0..100_000).filter(|_| s.next_is_read()).count();
+        let reads = (0..100_000).filter(|_| s.next_op() == OpKind::Read).count();
         assert!((69_000..71_000).contains(&reads), "{reads}");
         let mut r = OffsetStream::new(&workload(IoPattern::RandRead), 1 << 20, 42, 0);
-        assert!((0..100).all(|_| r.next_is_read()));
+        assert!((0..100).all(|_| r.next_op() == OpKind::Read));
+        let mut t = OffsetStream::new(&workload(IoPattern::RandTrim), 1 << 20, 42, 0);
+        assert!((0..100).all(|_| t.next_op() == OpKind::Trim));
     }
 }

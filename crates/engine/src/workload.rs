@@ -6,6 +6,8 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use crate::op::{OpKind, PerOp};
+
 /// Largest block size the engine accepts (8 MiB).
 pub const MAX_BLOCK_SIZE: u32 = 8 << 20;
 /// Smallest block size the engine accepts (512 B).
@@ -28,16 +30,22 @@ pub enum IoPattern {
     Read,
     /// Sequential writes, wrapping at the end of the working set.
     Write,
+    /// Sequential trims, wrapping at the end of the working set.
+    Trim,
+    /// Uniformly random trims.
+    RandTrim,
 }
 
 impl IoPattern {
     /// All patterns, in the order `--help` lists them.
-    pub const ALL: [IoPattern; 5] = [
+    pub const ALL: [IoPattern; 7] = [
         IoPattern::RandRead,
         IoPattern::RandWrite,
         IoPattern::RandRw,
         IoPattern::Read,
         IoPattern::Write,
+        IoPattern::Trim,
+        IoPattern::RandTrim,
     ];
 
     /// fio's name for the pattern.
@@ -48,40 +56,59 @@ impl IoPattern {
             IoPattern::RandRw => "randrw",
             IoPattern::Read => "read",
             IoPattern::Write => "write",
+            IoPattern::Trim => "trim",
+            IoPattern::RandTrim => "randtrim",
         }
     }
 
-    /// Whether the pattern ever writes (and so needs write access and the safety checks).
+    /// The share in percent of each kind of I/O the pattern issues (they add up to 100),
+    /// with `rwmixread` the read share of `randrw`.
+    pub fn op_share(self, rwmixread: u8) -> PerOp<u8> {
+        let only = |kind: OpKind| PerOp::from_fn(|op| if op == kind { 100 } else { 0 });
+        match self {
+            IoPattern::RandRead | IoPattern::Read => only(OpKind::Read),
+            IoPattern::RandWrite | IoPattern::Write => only(OpKind::Write),
+            IoPattern::Trim | IoPattern::RandTrim => only(OpKind::Trim),
+            IoPattern::RandRw => {
+                let read = rwmixread.min(100);
+                PerOp::from_fn(|op| match op {
+                    OpKind::Read => read,
+                    OpKind::Write => 100 - read,
+                    _ => 0,
+                })
+            }
+        }
+    }
+
+    /// Whether the pattern ever issues `op` (with `randrw` counting as both reads and writes).
+    pub fn issues(self, op: OpKind) -> bool {
+        self.op_share(50)[op] > 0
+    }
+
+    /// Whether the pattern ever changes data (writes or trims), and so needs write access,
+    /// consent and the safety checks.
     pub fn writes(self) -> bool {
-        matches!(
-            self,
-            IoPattern::RandWrite | IoPattern::RandRw | IoPattern::Write
-        )
+        OpKind::ALL
+            .into_iter()
+            .any(|op| op.changes_data() && self.issues(op))
     }
 
     /// Whether the pattern ever reads.
     pub fn reads(self) -> bool {
-        matches!(
-            self,
-            IoPattern::RandRead | IoPattern::RandRw | IoPattern::Read
-        )
+        self.issues(OpKind::Read)
     }
 
     /// Whether offsets are random (otherwise sequential).
     pub fn is_random(self) -> bool {
         matches!(
             self,
-            IoPattern::RandRead | IoPattern::RandWrite | IoPattern::RandRw
+            IoPattern::RandRead | IoPattern::RandWrite | IoPattern::RandRw | IoPattern::RandTrim
         )
     }
 
     /// The read share in percent this pattern gives, with `rwmixread` used for `randrw`.
     pub fn read_percent(self, rwmixread: u8) -> u8 {
-        match self {
-            IoPattern::RandRead | IoPattern::Read => 100,
-            IoPattern::RandWrite | IoPattern::Write => 0,
-            IoPattern::RandRw => rwmixread,
-        }
+        self.op_share(rwmixread)[OpKind::Read]
     }
 }
 
@@ -93,7 +120,9 @@ impl fmt::Display for IoPattern {
 
 /// The error for an unknown `--rw` value.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown I/O pattern '{0}': use one of randread, randwrite, randrw, read, write")]
+#[error(
+    "unknown I/O pattern '{0}': use one of randread, randwrite, randrw, read, write, trim, randtrim"
+)]
 pub struct UnknownPattern(pub String);
 
 impl FromStr for IoPattern {

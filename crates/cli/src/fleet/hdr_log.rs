@@ -2,9 +2,9 @@
 //! by its own tools (Java `HistogramLogProcessor`, HdrHistogram's log analyzers, the Rust
 //! crate's `IntervalLogIterator`).
 //!
-//! One tag per device and op (`loop3-read`, `loop3-write`) and per host op (`host-read`,
-//! `host-write`); only the ops the workload does are logged. Timestamps are seconds since the
-//! measured window's start, which the log's `StartTime` and `BaseTime` give; values are
+//! One tag per device and op (`loop3-read`, `loop3-write`, `loop3-trim`) and per host op
+//! (`host-read`, `host-write`, `host-trim`); only the ops the workload does are logged.
+//! Timestamps are seconds since the measured window's start, which the log's `StartTime` and `BaseTime` give; values are
 //! nanoseconds. Device intervals are written as the engine hands them over (each tag's lines
 //! are in time order); a host interval as the run's time series completes each second. The file is
 //! written beside its path and renamed into place when the run ends, like the JSON.
@@ -18,7 +18,7 @@ use hdrhistogram::serialization::interval_log::{IntervalLogWriterBuilder, Tag};
 use hdrhistogram::serialization::V2DeflateSerializer;
 use hdrhistogram::Histogram;
 use hostmax_aggregate::SecondHistograms;
-use hostmax_engine::{DeviceInterval, Workload};
+use hostmax_engine::{DeviceInterval, OpKind, Workload};
 
 use crate::output::atomic::AtomicFile;
 
@@ -71,8 +71,8 @@ pub struct HdrLogRecorder {
     file: BufWriter<AtomicFile>,
     serializer: V2DeflateSerializer,
     tags: Vec<String>,
-    reads: bool,
-    writes: bool,
+    /// The kinds of I/O the workload issues: only those are logged.
+    logged: Vec<OpKind>,
     /// Where the measured window ends: the planned runtime until [`HdrLogRecorder::run_ended_after`]
     /// says the run ended sooner.
     window_end: Duration,
@@ -114,8 +114,10 @@ impl HdrLogRecorder {
             file: BufWriter::new(file),
             serializer: V2DeflateSerializer::new(),
             tags: device_tags(paths),
-            reads: workload.pattern.reads(),
-            writes: workload.pattern.writes(),
+            logged: OpKind::ALL
+                .into_iter()
+                .filter(|&op| workload.pattern.issues(op))
+                .collect(),
             window_end: workload.runtime,
             held: Vec::new(),
             failed: None,
@@ -166,14 +168,9 @@ impl HdrLogRecorder {
             return;
         }
         let tag = self.tags[interval.device].clone();
-        let ops = [
-            (self.reads, "read", &interval.read_latency),
-            (self.writes, "write", &interval.write_latency),
-        ];
-        for (logged, op, histogram) in ops {
-            if logged {
-                self.write(histogram, interval.second, &format!("{tag}-{op}"));
-            }
+        for op in self.logged.clone() {
+            let histogram = &interval.ops[op].latency;
+            self.write(histogram, interval.second, &format!("{tag}-{op}"));
         }
     }
 
@@ -184,11 +181,8 @@ impl HdrLogRecorder {
         if host.second < 0 {
             return;
         }
-        if self.reads {
-            self.write(&host.read, host.second, "host-read");
-        }
-        if self.writes {
-            self.write(&host.write, host.second, "host-write");
+        for op in self.logged.clone() {
+            self.write(&host.ops[op], host.second, &format!("host-{op}"));
         }
     }
 
@@ -266,7 +260,7 @@ mod tests {
     use crate::test_support::ScratchDir;
     use hdrhistogram::serialization::interval_log::{IntervalLogIterator, LogEntry};
     use hostmax_aggregate::TimeSeries;
-    use hostmax_engine::{new_latency_histogram, IoPattern};
+    use hostmax_engine::IoPattern;
     use std::collections::BTreeMap;
     use std::fs;
 
@@ -289,22 +283,18 @@ mod tests {
     }
 
     fn interval(device: usize, second: i64, reads: &[u64], writes: &[u64]) -> DeviceInterval {
-        let mut read_latency = new_latency_histogram();
-        reads.iter().for_each(|&v| read_latency.record(v).unwrap());
-        let mut write_latency = new_latency_histogram();
-        writes
-            .iter()
-            .for_each(|&v| write_latency.record(v).unwrap());
+        let mut ops = hostmax_engine::PerOp::<hostmax_engine::OpResult>::default();
+        for (op, latencies) in [(OpKind::Read, reads), (OpKind::Write, writes)] {
+            latencies
+                .iter()
+                .for_each(|&v| ops[op].latency.record(v).unwrap());
+            ops[op].ios = latencies.len() as u64;
+        }
         DeviceInterval {
             device,
             second,
-            read_ios: reads.len() as u64,
-            write_ios: writes.len() as u64,
-            read_bytes: 0,
-            write_bytes: 0,
+            ops,
             errors: 0,
-            read_latency,
-            write_latency,
         }
     }
 

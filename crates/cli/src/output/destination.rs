@@ -34,31 +34,25 @@ pub struct OutputFile {
 }
 
 /// `--json` of every command: a file, or `-` for standard output.
-pub const JSON: OutputFile = OutputFile {
-    option: "--json",
-    example: "hostmax.json",
-    stdout: true,
-};
+pub const JSON: OutputFile = OutputFile::new("--json", "hostmax.json", true);
 /// `--hdr-log`: HdrHistogram's interval log.
-pub const HDR_LOG: OutputFile = OutputFile {
-    option: "--hdr-log",
-    example: "hostmax.hlog",
-    stdout: false,
-};
+pub const HDR_LOG: OutputFile = OutputFile::new("--hdr-log", "hostmax.hlog", false);
 /// `--svg` of `hostmax sweep` and `hostmax curve`.
-pub const SVG: OutputFile = OutputFile {
-    option: "--svg",
-    example: "chart.svg",
-    stdout: false,
-};
+pub const SVG: OutputFile = OutputFile::new("--svg", "chart.svg", false);
 /// `--html` of `hostmax suite`.
-pub const HTML: OutputFile = OutputFile {
-    option: "--html",
-    example: "report.html",
-    stdout: false,
-};
+pub const HTML: OutputFile = OutputFile::new("--html", "report.html", false);
 
 impl OutputFile {
+    /// The output file `option` names; `example` is the file name messages suggest, `stdout`
+    /// whether `-` means standard output.
+    pub const fn new(option: &'static str, example: &'static str, stdout: bool) -> OutputFile {
+        OutputFile {
+            option,
+            example,
+            stdout,
+        }
+    }
+
     /// Checks, before any I/O of a run, that the output can go to `path`: `-` is standard
     /// output (or refused where it makes no sense); a file must be writable atomically: not
     /// empty, not a directory or a special file (the rename would replace a device node rather

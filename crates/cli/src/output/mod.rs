@@ -25,7 +25,7 @@ pub(crate) mod tests_support {
 
     use hostmax_aggregate::{summarize, HostReport, TimeSeries};
     use hostmax_engine::{
-        DeviceInterval, DeviceResult, ErrorLog, IoErrorSample, IoPattern, OpKind, OpResult,
+        DeviceInterval, DeviceResult, ErrorLog, IoErrorSample, IoPattern, OpKind, OpResult, PerOp,
         RunResult, Workload,
     };
 
@@ -58,8 +58,9 @@ pub(crate) mod tests_support {
                 DeviceResult {
                     path: PathBuf::from("/dev/loop0"),
                     cpu: 0,
-                    read: op(3000, 200_000, 4096),
-                    write: op(1000, 1_500_000, 4096),
+                    ops: PerOp::default()
+                        .with(OpKind::Read, op(3000, 200_000, 4096))
+                        .with(OpKind::Write, op(1000, 1_500_000, 4096)),
                     errors: ErrorLog::default(),
                     failed: false,
                     ..Default::default()
@@ -67,8 +68,7 @@ pub(crate) mod tests_support {
                 DeviceResult {
                     path: PathBuf::from("/dev/loop11"),
                     cpu: 1,
-                    read: op(1000, 90_000, 4096),
-                    write: OpResult::default(),
+                    ops: PerOp::default().with(OpKind::Read, op(1000, 90_000, 4096)),
                     errors,
                     failed: false,
                     ..Default::default()
@@ -87,18 +87,12 @@ pub(crate) mod tests_support {
         let mut series = TimeSeries::new(2);
         for device in 0..2 {
             for second in 0..2 {
-                let mut read_latency = hostmax_engine::new_latency_histogram();
-                read_latency.record(100_000 * (device as u64 + 1)).unwrap();
                 series.push(DeviceInterval {
                     device,
                     second,
-                    read_ios: 1,
-                    write_ios: 0,
-                    read_bytes: 4096,
-                    write_bytes: 0,
+                    ops: PerOp::default()
+                        .with(OpKind::Read, op(1, 100_000 * (device as u64 + 1), 4096)),
                     errors: 0,
-                    read_latency,
-                    write_latency: hostmax_engine::new_latency_histogram(),
                 });
             }
         }

@@ -4,7 +4,8 @@ use std::io::{self, IsTerminal, Write};
 use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
-use hostmax_aggregate::SecondPoint;
+use hostmax_aggregate::{OpSecond, SecondPoint};
+use hostmax_engine::OpKind;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use crate::units::{format_latency_ns, format_mib_per_sec};
@@ -199,15 +200,15 @@ pub fn live_line_fitting(point: &SecondPoint, total_secs: u64, width: Option<usi
 /// and write separately when both ran) and errors; what does not fit is left out, MiB/s
 /// first, then the latency.
 fn live_figures(point: &SecondPoint, room: Option<usize>) -> String {
-    let p99 = match (point.read_iops > 0.0, point.write_iops > 0.0) {
-        (true, true) => format!(
-            "p99 r {} w {}",
-            format_latency_ns(point.read_p99_ns),
-            format_latency_ns(point.write_p99_ns)
-        ),
-        (true, false) => format!("p99 {}", format_latency_ns(point.read_p99_ns)),
-        (false, true) => format!("p99 {}", format_latency_ns(point.write_p99_ns)),
-        (false, false) => "p99 -".to_string(),
+    let active: Vec<(OpKind, &OpSecond)> =
+        point.ops.0.iter().filter(|(_, o)| o.iops > 0.0).collect();
+    let p99 = match active.as_slice() {
+        [] => "p99 -".to_string(),
+        [(_, o)] => format!("p99 {}", format_latency_ns(o.p99_ns)),
+        // Each kind by its initial: "p99 r 310 µs w 1.25 ms".
+        many => many.iter().fold("p99".to_string(), |line, (op, o)| {
+            format!("{line} {} {}", &op.name()[..1], format_latency_ns(o.p99_ns))
+        }),
     };
     let iops = format!("{:.0} IOPS", point.iops);
     let errors = format!("errors {}", point.errors);
@@ -230,19 +231,34 @@ fn live_figures(point: &SecondPoint, room: Option<usize>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use hostmax_aggregate::OpSeconds;
+    use hostmax_engine::PerOp;
 
     fn point(second: i64, reads: u64, writes: u64) -> SecondPoint {
         SecondPoint {
             second,
             iops: (reads + writes) as f64,
-            read_iops: reads as f64,
-            write_iops: writes as f64,
+            ops: OpSeconds(
+                PerOp::default()
+                    .with(
+                        OpKind::Read,
+                        OpSecond {
+                            iops: reads as f64,
+                            p50_ns: 150_000,
+                            p99_ns: 310_000,
+                        },
+                    )
+                    .with(
+                        OpKind::Write,
+                        OpSecond {
+                            iops: writes as f64,
+                            p50_ns: 900_000,
+                            p99_ns: 1_250_000,
+                        },
+                    ),
+            ),
             bytes_per_sec: ((reads + writes) * 4096) as f64,
             errors: 0,
-            read_p50_ns: 150_000,
-            read_p99_ns: 310_000,
-            write_p50_ns: 900_000,
-            write_p99_ns: 1_250_000,
             devices: Vec::new(),
             partial: false,
             histograms: None,
@@ -271,8 +287,8 @@ mod tests {
     #[test]
     fn the_plain_line_gives_up_detail_to_fit_its_width() {
         let mut big = point(3599, 9_000_000, 4_000_000);
-        big.read_p99_ns = 123_456_789;
-        big.write_p99_ns = 987_654_321;
+        big.ops.0[OpKind::Read].p99_ns = 123_456_789;
+        big.ops.0[OpKind::Write].p99_ns = 987_654_321;
         big.errors = 12_345_678;
         let full = live_line_fitting(&big, 3600, None);
         assert!(full.chars().count() > 80, "{full}");

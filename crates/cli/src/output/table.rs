@@ -3,6 +3,7 @@
 use std::fmt::Write as _;
 
 use hostmax_aggregate::{DeviceReport, Figures, HostReport};
+use hostmax_engine::{OpKind, TrimMethod};
 
 use crate::units::{format_latency_ns, format_mib_per_sec};
 
@@ -54,28 +55,40 @@ fn width_of(fd: std::os::fd::RawFd) -> Option<usize> {
     (ok && size.ws_col > 0).then_some(usize::from(size.ws_col))
 }
 
-/// Columns left out, in this order, while a table is wider than the terminal: the tails and
-/// medians stay readable in 80 columns, and `--json` keeps everything.
-const DROPPED_TO_FIT: [&str; 5] = ["read p99.9", "write p99.9", "read p50", "write p50", "cpu"];
+/// Columns left out, in this order, while a table is wider than the terminal: every kind's
+/// p99.9, then every kind's p50, then cpu. The tails and medians stay readable in 80 columns,
+/// and `--json` keeps everything.
+fn dropped_to_fit() -> Vec<String> {
+    let per_kind = |p: &str| OpKind::ALL.map(|op| format!("{op} {p}"));
+    let mut names = per_kind("p99.9").to_vec();
+    names.extend(per_kind("p50"));
+    names.push("cpu".to_string());
+    names
+}
+
+/// The kinds of I/O a report's table shows: those its workload issues, and any that ran.
+pub fn shown_ops(report: &HostReport) -> Vec<OpKind> {
+    OpKind::ALL
+        .into_iter()
+        .filter(|&op| report.workload.pattern.issues(op) || report.host.ops[op].ios > 0)
+        .collect()
+}
 
 /// [`render_table`] fitted to `width` columns (`None`: no limit): columns are left out in the
 /// order p99.9, p50, cpu until the rows fit, and a line says which.
 pub fn render_table_fitting(report: &HostReport, width: Option<usize>) -> String {
     let w = &report.workload;
-    let show_read = w.pattern.reads() || report.host.read.ios > 0;
-    let show_write = w.pattern.writes() || report.host.write.ios > 0;
-    let mixed = show_read && show_write;
+    let shown = shown_ops(report);
+    let mixed = shown.len() > 1;
 
     let mut header: Vec<String> = ["device", "cpu", "IOPS"].map(String::from).to_vec();
     if mixed {
-        header.extend(["read IOPS", "write IOPS"].map(String::from));
+        header.extend(shown.iter().map(|op| format!("{op} IOPS")));
     }
     header.push("MiB/s".to_string());
-    for (shown, kind) in [(show_read, "read"), (show_write, "write")] {
-        if shown {
-            for p in ["p50", "p99", "p99.9"] {
-                header.push(format!("{kind} {p}"));
-            }
+    for op in &shown {
+        for p in ["p50", "p99", "p99.9"] {
+            header.push(format!("{op} {p}"));
         }
     }
     header.push("errors".to_string());
@@ -83,15 +96,12 @@ pub fn render_table_fitting(report: &HostReport, width: Option<usize>) -> String
     let row = |name: String, cpu: String, f: &Figures| -> Vec<String> {
         let mut cells = vec![name, cpu, format!("{:.0}", f.iops)];
         if mixed {
-            cells.push(format!("{:.0}", f.read.iops));
-            cells.push(format!("{:.0}", f.write.iops));
+            cells.extend(shown.iter().map(|&op| format!("{:.0}", f.ops[op].iops)));
         }
         cells.push(format_mib_per_sec(f.bytes_per_sec));
-        for (shown, op) in [(show_read, &f.read), (show_write, &f.write)] {
-            if shown {
-                let l = &op.latency_ns;
-                cells.extend([l.p50, l.p99, l.p99_9].map(format_latency_ns));
-            }
+        for &op in &shown {
+            let l = &f.ops[op].latency_ns;
+            cells.extend([l.p50, l.p99, l.p99_9].map(format_latency_ns));
         }
         cells.push(f.errors.to_string());
         cells
@@ -126,11 +136,11 @@ pub fn render_table_fitting(report: &HostReport, width: Option<usize>) -> String
     let total = |widths: &[usize]| widths.iter().sum::<usize>() + 2 * (widths.len() - 1);
     let mut widths = widths_of(&header, &devices, &host);
     let mut dropped = Vec::new();
-    for name in DROPPED_TO_FIT {
+    for name in dropped_to_fit() {
         if width.is_none_or(|limit| total(&widths) <= limit) {
             break;
         }
-        if let Some(i) = header.iter().position(|h| h == name) {
+        if let Some(i) = header.iter().position(|h| *h == name) {
             header.remove(i);
             host.remove(i);
             for cells in &mut devices {
@@ -188,7 +198,7 @@ pub fn render_table_fitting(report: &HostReport, width: Option<usize>) -> String
         report.devices.len(),
         report.measured_secs,
     );
-    if w.pattern.reads() && w.pattern.writes() {
+    if shown.len() > 1 && w.pattern.reads() {
         let _ = write!(out, ", {}% reads", w.rwmixread);
     }
     if report.interrupted {
@@ -209,9 +219,7 @@ pub fn render_table_fitting(report: &HostReport, width: Option<usize>) -> String
         // "read p50" and "write p50" are one thing left out.
         let mut names: Vec<&str> = Vec::new();
         for name in &dropped {
-            let short = name
-                .trim_start_matches("read ")
-                .trim_start_matches("write ");
+            let short = name.split_once(' ').map_or(name.as_str(), |(_, p)| p);
             if !names.contains(&short) {
                 names.push(short);
             }
@@ -236,13 +244,22 @@ pub fn render_table_fitting(report: &HostReport, width: Option<usize>) -> String
             .collect();
         let _ = write!(out, "errors on {}: {}", device_label(d), kinds.join(", "));
         if let Some(first) = d.error_detail.first.first() {
-            let op = match first.op {
-                hostmax_engine::OpKind::Read => "read",
-                hostmax_engine::OpKind::Write => "write",
-            };
-            let _ = write!(out, "; first: {op} at offset {}", first.offset);
+            let _ = write!(out, "; first: {} at offset {}", first.op, first.offset);
         }
         out.push('\n');
+    }
+    let synchronous: Vec<String> = report
+        .devices
+        .iter()
+        .filter(|d| d.trim_method == Some(TrimMethod::Ioctl))
+        .map(device_label)
+        .collect();
+    if !synchronous.is_empty() {
+        let _ = writeln!(
+            out,
+            "trims of {} were synchronous BLKDISCARD ioctls, one at a time per worker (this kernel has no io_uring discard, 6.12+): their latency is the ioctl's, and the queue depth did not apply",
+            synchronous.join(", ")
+        );
     }
     if let Some(generator) = &report.load_generator {
         out.push_str(&worker_lines(generator));
@@ -762,10 +779,40 @@ mod tests {
     fn read_only_run_has_no_write_columns() {
         let mut report = sample_report();
         report.workload.pattern = hostmax_engine::IoPattern::RandRead;
-        report.host.write = Default::default();
+        report.host.ops[OpKind::Write] = Default::default();
         let text = render_table(&report);
         assert!(!text.contains("write p50"));
         assert!(text.contains("read p50"));
+    }
+
+    #[test]
+    fn a_trim_run_shows_trim_figures_and_says_when_trims_were_synchronous() {
+        let mut report = sample_report();
+        report.workload.pattern = hostmax_engine::IoPattern::RandTrim;
+        for f in std::iter::once(&mut report.host)
+            .chain(report.devices.iter_mut().map(|d| &mut d.figures))
+        {
+            f.ops[OpKind::Trim] = f.ops[OpKind::Read].clone();
+            f.ops[OpKind::Read] = Default::default();
+            f.ops[OpKind::Write] = Default::default();
+        }
+        let text = render_table(&report);
+        let header = text.lines().find(|l| l.starts_with("device")).unwrap();
+        assert!(
+            header.contains("trim p50") && header.contains("trim p99.9"),
+            "{header}"
+        );
+        assert!(
+            !header.contains("read") && !header.contains("write"),
+            "{header}"
+        );
+        assert!(!text.contains("synchronous"), "{text}");
+        report.devices[1].trim_method = Some(TrimMethod::Ioctl);
+        let text = render_table(&report);
+        assert!(
+            text.contains("trims of /dev/loop11 were synchronous BLKDISCARD ioctls"),
+            "{text}"
+        );
     }
 
     #[test]

@@ -12,7 +12,7 @@ use std::os::unix::io::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use super::SimHostError;
+use super::{DeviceNode, SimHostError};
 
 // From <linux/loop.h>.
 const LOOP_SET_FD: libc::c_ulong = 0x4C00;
@@ -90,9 +90,15 @@ impl Default for LoopOptions {
 pub struct LoopDevice {
     /// Held open on purpose: with `LO_FLAGS_AUTOCLEAR` this descriptor is what keeps the device bound.
     device: File,
-    path: PathBuf,
-    kernel_name: String,
-    major_minor: (u32, u32),
+    node: DeviceNode,
+}
+
+impl std::ops::Deref for LoopDevice {
+    type Target = DeviceNode;
+
+    fn deref(&self) -> &DeviceNode {
+        &self.node
+    }
 }
 
 /// The loop driver's control node; distribution kernels make it only once `loop` is loaded.
@@ -203,9 +209,11 @@ impl LoopDevice {
                 .rdev();
             let loop_device = LoopDevice {
                 device,
-                path,
-                kernel_name: format!("loop{number}"),
-                major_minor: (libc::major(rdev), libc::minor(rdev)),
+                node: DeviceNode {
+                    path,
+                    kernel_name: format!("loop{number}"),
+                    major_minor: (libc::major(rdev), libc::minor(rdev)),
+                },
             };
             if options.direct_io {
                 loop_device.check_direct_io()?;
@@ -216,21 +224,6 @@ impl LoopDevice {
             attempts: ATTACH_ATTEMPTS,
             last: last_race,
         })
-    }
-
-    /// `/dev/loopN`.
-    pub fn path(&self) -> &Path {
-        &self.path
-    }
-
-    /// `loopN`, the name under `/sys/block`.
-    pub fn kernel_name(&self) -> &str {
-        &self.kernel_name
-    }
-
-    /// The device number, as written in cgroup throttle rules ("MAJ:MIN").
-    pub fn major_minor(&self) -> (u32, u32) {
-        self.major_minor
     }
 
     /// The descriptor that keeps the device bound.
@@ -262,7 +255,9 @@ impl LoopDevice {
     }
 
     fn sys_path(&self, leaf: &str) -> PathBuf {
-        Path::new("/sys/block").join(&self.kernel_name).join(leaf)
+        Path::new("/sys/block")
+            .join(&self.node.kernel_name)
+            .join(leaf)
     }
 
     fn read_sys(&self, leaf: &str) -> Result<String, SimHostError> {
@@ -277,11 +272,12 @@ impl LoopDevice {
         let dio = self.read_sys("loop/dio")?;
         if dio != "1" {
             return Err(SimHostError::DirectIoOff {
-                device: self.path.display().to_string(),
+                device: self.node.path.display().to_string(),
                 dio,
             });
         }
-        read_direct_4k(&self.path, 0).map_err(SimHostError::io("O_DIRECT read of", &self.path))
+        read_direct_4k(&self.node.path, 0)
+            .map_err(SimHostError::io("O_DIRECT read of", &self.node.path))
     }
 }
 

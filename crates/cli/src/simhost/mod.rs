@@ -29,6 +29,32 @@ pub use host::{
     sweep_dead_owners, ParentDevice, SimHostMode, SimHostSpec, SimVolume, SimulatedHost,
 };
 pub use loopdev::{read_direct_4k, AlignedBlock, LoopDevice, LoopOptions};
+
+/// What a simulated disk is to the rest of the system: its node, its name under
+/// `/sys/block`, its device number. [`LoopDevice`] and [`NullBlkDevice`] dereference to it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct DeviceNode {
+    path: std::path::PathBuf,
+    kernel_name: String,
+    major_minor: (u32, u32),
+}
+
+impl DeviceNode {
+    /// `/dev/<name>`.
+    pub fn path(&self) -> &std::path::Path {
+        &self.path
+    }
+
+    /// The disk's name under `/sys/block` (`loop3`, `hostmax_nullb_12_0`).
+    pub fn kernel_name(&self) -> &str {
+        &self.kernel_name
+    }
+
+    /// The device number, as written in cgroup throttle rules ("MAJ:MIN").
+    pub fn major_minor(&self) -> (u32, u32) {
+        self.major_minor
+    }
+}
 pub use nullblk::{
     null_blk_available, NullBlkDevice, NullBlkOptions, NullBlkRoots, NULLB_CONFIGFS_ROOT,
 };

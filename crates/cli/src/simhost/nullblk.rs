@@ -17,7 +17,7 @@ use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use super::throttle::pid_alive;
-use super::{load_module, SimHostError};
+use super::{load_module, DeviceNode, SimHostError};
 
 /// Where null_blk's configfs directory is when configfs is mounted and null_blk is loaded.
 pub const NULLB_CONFIGFS_ROOT: &str = "/sys/kernel/config/nullb";
@@ -110,9 +110,15 @@ impl NullBlkOptions {
 #[derive(Debug)]
 pub struct NullBlkDevice {
     config_dir: PathBuf,
-    path: PathBuf,
-    kernel_name: String,
-    major_minor: (u32, u32),
+    node: DeviceNode,
+}
+
+impl std::ops::Deref for NullBlkDevice {
+    type Target = DeviceNode;
+
+    fn deref(&self) -> &DeviceNode {
+        &self.node
+    }
 }
 
 impl NullBlkDevice {
@@ -134,9 +140,7 @@ impl NullBlkDevice {
         // From here on, dropping `device` (also on an early return) undoes what was made.
         let mut device = NullBlkDevice {
             config_dir,
-            path: PathBuf::new(),
-            kernel_name: String::new(),
-            major_minor: (0, 0),
+            node: DeviceNode::default(),
         };
         device.power_on(roots, options, NODE_PATIENCE)?;
         Ok(device)
@@ -151,26 +155,13 @@ impl NullBlkDevice {
     ) -> Result<(), SimHostError> {
         write_attributes(&self.config_dir, options)?;
         write_attribute(&self.config_dir, "power", "1")?;
-        self.kernel_name = disk_name(&roots.sys_block, &self.config_dir)?;
-        self.major_minor = read_major_minor(&roots.sys_block.join(&self.kernel_name))?;
-        self.path = roots.dev.join(&self.kernel_name);
-        wait_for_node(&self.path, patience)
-    }
-
-    /// `/dev/<disk>`.
-    pub fn path(&self) -> &Path {
-        &self.path
-    }
-
-    /// The disk's name under `/sys/block`: the configfs directory's name, or `nullbN` on
-    /// kernels before 6.0.
-    pub fn kernel_name(&self) -> &str {
-        &self.kernel_name
-    }
-
-    /// The device number, as written in cgroup throttle rules ("MAJ:MIN").
-    pub fn major_minor(&self) -> (u32, u32) {
-        self.major_minor
+        let kernel_name = disk_name(&roots.sys_block, &self.config_dir)?;
+        self.node = DeviceNode {
+            major_minor: read_major_minor(&roots.sys_block.join(&kernel_name))?,
+            path: roots.dev.join(&kernel_name),
+            kernel_name,
+        };
+        wait_for_node(&self.node.path, patience)
     }
 
     /// The device's configfs directory.
@@ -601,9 +592,7 @@ mod tests {
             }
             let mut device = NullBlkDevice {
                 config_dir: dir.clone(),
-                path: PathBuf::new(),
-                kernel_name: String::new(),
-                major_minor: (0, 0),
+                node: DeviceNode::default(),
             };
             device
                 .power_on(&roots, &options, Duration::ZERO)
@@ -632,9 +621,11 @@ mod tests {
         fs::write(powered.join("power"), "1\n").unwrap();
         drop(NullBlkDevice {
             config_dir: powered.clone(),
-            path: roots.dev.join("hostmax1_0"),
-            kernel_name: "hostmax1_0".into(),
-            major_minor: (252, 0),
+            node: DeviceNode {
+                path: roots.dev.join("hostmax1_0"),
+                kernel_name: "hostmax1_0".into(),
+                major_minor: (252, 0),
+            },
         });
         assert_eq!(read(&powered.join("power")), "0");
         let bare = roots.configfs.join("hostmax1_1");
@@ -642,9 +633,11 @@ mod tests {
         // No `power` file: the write fails, drop does not panic and still removes the dir.
         drop(NullBlkDevice {
             config_dir: bare.clone(),
-            path: roots.dev.join("hostmax1_1"),
-            kernel_name: "hostmax1_1".into(),
-            major_minor: (252, 1),
+            node: DeviceNode {
+                path: roots.dev.join("hostmax1_1"),
+                kernel_name: "hostmax1_1".into(),
+                major_minor: (252, 1),
+            },
         });
         assert!(!bare.exists(), "rmdir on drop");
         assert!(!bare.join("power").exists(), "drop created no file");

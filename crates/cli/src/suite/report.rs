@@ -5,10 +5,9 @@ use std::collections::BTreeMap;
 
 use hdrhistogram::Histogram;
 use hostmax_aggregate::{
-    add_exact, decode_latency_histogram, EncodedHistograms, Figures, LatencySummary, SteadyState,
-    SteadyStateRule, WindowFit,
+    add_exact, EncodedHistograms, Figures, LatencySummary, SteadyState, SteadyStateRule, WindowFit,
 };
-use hostmax_engine::{new_latency_histogram, IoPattern};
+use hostmax_engine::{new_latency_histogram, IoPattern, OpKind, PerOp};
 use serde::{Deserialize, Serialize};
 
 use super::matrix::{size_label, CellSpec, SuiteTest, TrackedMetric};
@@ -229,21 +228,22 @@ pub fn metric_value(metric: TrackedMetric, record: &CellRound) -> f64 {
     match metric {
         TrackedMetric::Iops => host.iops,
         TrackedMetric::BytesPerSec => host.bytes_per_sec,
-        TrackedMetric::MeanLatencyNs => mean_latency(
-            host.read.ios,
-            host.read.latency_ns.mean,
-            host.write.ios,
-            host.write.latency_ns.mean,
-        ),
+        TrackedMetric::MeanLatencyNs => mean_latency(host),
     }
 }
 
-fn mean_latency(read_ios: u64, read_mean: f64, write_ios: u64, write_mean: f64) -> f64 {
-    let ios = read_ios + write_ios;
+/// The mean latency of every I/O of `figures`, whatever its kind.
+fn mean_latency(figures: &Figures) -> f64 {
+    let ios = figures.ios();
     if ios == 0 {
         return 0.0;
     }
-    (read_ios as f64 * read_mean + write_ios as f64 * write_mean) / ios as f64
+    let weighted: f64 = figures
+        .ops
+        .values()
+        .map(|o| o.ios as f64 * o.latency_ns.mean)
+        .sum();
+    weighted / ios as f64
 }
 
 /// Records by (round, key), as the checkpoint yields them.
@@ -461,12 +461,12 @@ fn cell_report(
             in_window.iter().map(|r| f(r)).sum::<f64>() / in_window.len() as f64
         }
     };
-    let (read, write) = merged(in_window.iter().map(|r| &r.report.host))?;
+    let host_latency = merged(in_window.iter().map(|r| &r.report.host))?;
     let device_count = config.devices.len();
     let devices = (0..device_count)
         .map(|i| {
             let dev = |r: &CellRound| r.report.devices.get(i).cloned();
-            let (dev_read, dev_write) = merged(
+            let latency = merged(
                 in_window
                     .iter()
                     .filter_map(|r| r.report.devices.get(i))
@@ -475,22 +475,22 @@ fn cell_report(
             Ok(DeviceCellFigures {
                 path: config.devices[i].path.to_string_lossy().into_owned(),
                 iops: avg(&|r| dev(r).map_or(0.0, |d| d.figures.iops)),
-                read_iops: avg(&|r| dev(r).map_or(0.0, |d| d.figures.read.iops)),
-                write_iops: avg(&|r| dev(r).map_or(0.0, |d| d.figures.write.iops)),
+                read_iops: avg(&|r| dev(r).map_or(0.0, |d| d.figures.ops[OpKind::Read].iops)),
+                write_iops: avg(&|r| dev(r).map_or(0.0, |d| d.figures.ops[OpKind::Write].iops)),
                 bytes_per_sec: avg(&|r| dev(r).map_or(0.0, |d| d.figures.bytes_per_sec)),
-                read_latency_ns: LatencySummary::from_histogram(&dev_read),
-                write_latency_ns: LatencySummary::from_histogram(&dev_write),
+                read_latency_ns: LatencySummary::from_histogram(&latency[OpKind::Read]),
+                write_latency_ns: LatencySummary::from_histogram(&latency[OpKind::Write]),
                 errors: in_window
                     .iter()
                     .filter_map(|r| dev(r))
                     .map(|d| d.figures.errors)
                     .sum(),
-                histograms: EncodedHistograms::encode(&dev_read, &dev_write)?,
+                histograms: EncodedHistograms::encode(&latency)?,
             })
         })
         .collect::<anyhow::Result<Vec<_>>>()?;
-    let read_latency_ns = LatencySummary::from_histogram(&read);
-    let write_latency_ns = LatencySummary::from_histogram(&write);
+    let read_latency_ns = LatencySummary::from_histogram(&host_latency[OpKind::Read]);
+    let write_latency_ns = LatencySummary::from_histogram(&host_latency[OpKind::Write]);
     Ok(CellReport {
         block_size: cell.block_size,
         read_percent: cell.mix.read,
@@ -509,24 +509,23 @@ fn cell_report(
         write_latency_ns,
         errors: in_window.iter().map(|r| r.report.host.errors).sum(),
         devices,
-        histograms: EncodedHistograms::encode(&read, &write)?,
+        histograms: EncodedHistograms::encode(&host_latency)?,
     })
 }
 
-/// The read and write histograms of several rounds' figures, added bin by bin. A round
-/// without histograms (recorded by an older hostmax) is an error rather than silently left out.
-fn merged<'a>(
-    figures: impl Iterator<Item = &'a Figures>,
-) -> anyhow::Result<(Histogram<u64>, Histogram<u64>)> {
-    let mut read = new_latency_histogram();
-    let mut write = new_latency_histogram();
+/// Each kind's histograms of several rounds' figures, added bin by bin. A round without
+/// histograms (recorded by an older hostmax) is an error rather than silently left out.
+fn merged<'a>(figures: impl Iterator<Item = &'a Figures>) -> anyhow::Result<PerOp<Histogram<u64>>> {
+    let mut sum = PerOp::from_fn(|_| new_latency_histogram());
     for f in figures {
-        let h = f
+        let decoded = f
             .histograms
             .as_ref()
-            .ok_or_else(|| anyhow::anyhow!("a checkpointed round has no histograms"))?;
-        add_exact(&mut read, &decode_latency_histogram(&h.read)?);
-        add_exact(&mut write, &decode_latency_histogram(&h.write)?);
+            .ok_or_else(|| anyhow::anyhow!("a checkpointed round has no histograms"))?
+            .decode()?;
+        for (op, h) in sum.iter_mut() {
+            add_exact(h, &decoded[op]);
+        }
     }
-    Ok((read, write))
+    Ok(sum)
 }

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use hostmax_aggregate::{summarize, SecondPoint, TimeSeries};
 use hostmax_engine::safety::{SystemSources, WriteSafety};
 use hostmax_engine::{
-    DeviceInterval, IoPattern, MeasureRequest, Observer, RunConfig, RunHandle, RunResult,
+    DeviceInterval, IoPattern, MeasureRequest, Observer, OpKind, RunConfig, RunHandle, RunResult,
     SafetyCheck, TargetInfo, Workload,
 };
 use indicatif::{ProgressBar, ProgressStyle};
@@ -304,7 +304,11 @@ impl SuiteRunner {
         let Some((result, _)) = self.engine_run(&self.targets, &workload, 0)? else {
             return Ok(None);
         };
-        let written: u64 = result.devices.iter().map(|d| d.write.bytes).sum();
+        let written: u64 = result
+            .devices
+            .iter()
+            .map(|d| d.ops[OpKind::Write].bytes)
+            .sum();
         let errors: u64 = result.devices.iter().map(|d| d.errors.count).sum();
         if errors > 0 {
             anyhow::bail!(
@@ -318,13 +322,13 @@ impl SuiteRunner {
                 .zip(&result.devices)
                 .map(|(t, d)| {
                     let planned = PRECONDITION_PASSES * self.config.range;
-                    if d.write.bytes < planned {
+                    if d.ops[OpKind::Write].bytes < planned {
                         // --precondition-time ended it first.
                         format!(
                             "{}: sequential 128k writes over {}, {:.2} of {PRECONDITION_PASSES} passes (stopped by --precondition-time)",
                             t.path.display(),
                             human_size(self.config.range),
-                            d.write.bytes as f64 / self.config.range as f64
+                            d.ops[OpKind::Write].bytes as f64 / self.config.range as f64
                         )
                     } else {
                         format!(
