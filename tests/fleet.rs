@@ -4,14 +4,13 @@
 
 mod support;
 
-use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use hdrhistogram::Histogram;
-use hostmax_aggregate::{decode_histogram, decode_latency_histogram, LatencySummary};
+use hostmax_aggregate::{decode_latency_histogram, LatencySummary};
 use serde_json::Value;
 use support::*;
 
