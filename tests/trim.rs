@@ -115,9 +115,9 @@ fn all_trims(scope: &Value) -> u64 {
 }
 
 /// `--devices PATHS...` and then the words of `options` (paths in them have no spaces).
-fn run_args(paths: &[String], options: &str) -> Vec<String> {
+fn run_args<P: AsRef<str>>(paths: &[P], options: &str) -> Vec<String> {
     let mut args = vec!["--devices".to_string()];
-    args.extend(paths.iter().cloned());
+    args.extend(paths.iter().map(|p| p.as_ref().to_string()));
     args.extend(options.split_whitespace().map(String::from));
     args
 }
@@ -321,7 +321,7 @@ fn trimmed_blocks_read_back_as_zeros_and_nothing_beyond_the_working_set_changes(
         );
         let ws = format!("{}k", working_set >> 10);
         let args = run_args(
-            &[path.clone()],
+            &[&path],
             &format!(
                 "--rw {rw} --size {ws} --bs 4k --iodepth 8 --runtime 2s --ramp 0s --allow-write"
             ),
@@ -368,10 +368,7 @@ fn trim_punches_holes_in_a_file_and_needs_allow_write_for_its_data() {
     );
     let file_arg = path.display().to_string();
 
-    let refused = run_args(
-        &[file_arg.clone()],
-        "--rw trim --size 4m --runtime 1s --ramp 0s",
-    );
+    let refused = run_args(&[&file_arg], "--rw trim --size 4m --runtime 1s --ramp 0s");
     assert_refused(
         &refused,
         &run_hostmax(&refused, None),
@@ -443,17 +440,14 @@ fn trims_follow_the_write_safety_rules() {
     let short = "--runtime 1s --ramp 0s";
 
     for rw in ["trim", "randtrim"] {
-        let a = run_args(&[free.clone()], &format!("--rw {rw} {short}"));
+        let a = run_args(&[free], &format!("--rw {rw} {short}"));
         assert_refused(
             &a,
             &run_hostmax(&a, None),
             &[&format!("{free} needs --allow-write")],
         );
 
-        let a = run_args(
-            &[free.clone(), ext4.clone()],
-            &format!("--rw {rw} --allow-write {short}"),
-        );
+        let a = run_args(&[free, ext4], &format!("--rw {rw} --allow-write {short}"));
         let msg = assert_refused(
             &a,
             &run_hostmax(&a, None),
@@ -470,7 +464,7 @@ fn trims_follow_the_write_safety_rules() {
         .open(held)
         .expect("claim the device");
     let a = run_args(
-        &[held.clone()],
+        &[held],
         &format!("--rw randtrim --allow-write --force {short}"),
     );
     let msg = assert_refused(&a, &run_hostmax(&a, None), &[held.as_str(), "in use"]);
@@ -479,10 +473,7 @@ fn trims_follow_the_write_safety_rules() {
 
     let scratch = ScratchDir::new("trim-mounted");
     let mount = Mount::new(ext4, &scratch.join("mnt"), &[]);
-    let a = run_args(
-        &[ext4.clone()],
-        &format!("--rw trim --allow-write --force {short}"),
-    );
+    let a = run_args(&[ext4], &format!("--rw trim --allow-write --force {short}"));
     assert_refused(
         &a,
         &run_hostmax(&a, None),
@@ -536,7 +527,7 @@ fn a_device_without_discard_is_refused_before_any_io() {
     let writes_before = kernel_completions(plain.kernel_name()).1;
     for rw in ["trim", "randtrim"] {
         let a = run_args(
-            &[good.clone(), no_discard.clone()],
+            &[&good, &no_discard],
             &format!("--rw {rw} --allow-write --runtime 1s --ramp 0s"),
         );
         let msg = assert_refused(&a, &run_hostmax(&a, None), &[&no_discard, "discard"]);
@@ -549,9 +540,6 @@ fn a_device_without_discard_is_refused_before_any_io() {
     assert_eq!(after, before, "a refused run discarded");
     assert_eq!(kernel_completions(plain.kernel_name()).1, writes_before);
     // Reading it needs no discard.
-    let a = run_args(
-        &[no_discard.clone()],
-        "--rw randread --runtime 1s --ramp 0s",
-    );
+    let a = run_args(&[&no_discard], "--rw randread --runtime 1s --ramp 0s");
     assert_ok(&a, &run_hostmax(&a, None));
 }
