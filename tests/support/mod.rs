@@ -14,6 +14,8 @@
 //! - [`require_tool`]: a command-line tool a test needs (sfdisk, mkfs.*, chromium), installed
 //!   from Debian's packages when missing and we may; [`say_skipped`] and [`skip!`] print a skip
 //!   reason where the person running `cargo test` sees it (libtest hides a passing test's output).
+//! - [`assert_refused`]: the refusal contract (exit 2, one line naming each thing, nothing on
+//!   stdout); [`read_interval_log`]: a `--hdr-log`'s counts per tag and second.
 //! - [`scaled_cap`] and [`full_speed`]: the caps of tests that measure throttled rates, smaller
 //!   where the CPU cannot reach them (the kernel matrix's emulated VM).
 
