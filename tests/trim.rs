@@ -144,8 +144,8 @@ macro_rules! require_discard {
 /// Every discard hostmax counted, ramp, window and drain, against the kernel's own count
 /// (merges included) and the sectors it discarded: equal, with no slack, for `trim` and
 /// `randtrim`. The run neither reads nor writes beyond the safety probe's look at each device's
-/// head and tail, reports trim latency and histograms, says its method, and its `--hdr-log`
-/// holds the trim intervals.
+/// head and tail, reports trim latency and histograms, says its method, its `--hdr-log` holds
+/// the trim intervals, and `hostmax merge` adds its trims up.
 #[test]
 fn trim_and_randtrim_counts_equal_the_kernels_discards() {
     require_root!();
@@ -161,6 +161,7 @@ fn trim_and_randtrim_counts_equal_the_kernels_discards() {
     if native != "ioctl" {
         cases.push(("randtrim", "ioctl"));
     }
+    let mut host_trims = Vec::new();
     for (rw, method) in cases {
         let (json, log) = (
             scratch.path(&format!("{rw}-{method}.json")),
@@ -299,6 +300,31 @@ fn trim_and_randtrim_counts_equal_the_kernels_discards() {
         );
         let ioctl_line = "synchronous BLKDISCARD ioctls";
         assert_eq!(table.contains(ioctl_line), method == "ioctl", "{table}");
+        if rw == "randtrim" {
+            host_trims.push((json, count(&host_scope["trim"], "ios")));
+        }
+    }
+    // `hostmax merge` adds the trims of the randtrim runs (one after the other here, so the
+    // overlap check is off) and keeps each device's method; a kernel without io_uring's
+    // discard has one randtrim run only, nothing to merge.
+    if host_trims.len() < 2 {
+        return;
+    }
+    let merged = scratch.path("merged.json");
+    let mut merge = vec!["merge".to_string()];
+    merge.extend(host_trims.iter().map(|(json, _)| json.clone()));
+    merge.extend(["--min-overlap", "0", "--json", &merged].map(String::from));
+    assert_ok(&merge, &run_hostmax(&merge, None));
+    let report: Value = serde_json::from_str(&std::fs::read_to_string(&merged).unwrap()).unwrap();
+    let sum: u64 = host_trims.iter().map(|(_, ios)| ios).sum();
+    assert_eq!(count(&report["host"]["trim"], "ios"), sum, "merged trims");
+    assert!(
+        report["host"]["histograms"]["trim"].is_string(),
+        "{}",
+        report["host"]
+    );
+    for device in report["devices"].as_array().unwrap() {
+        assert!(device["trim_method"].is_string(), "{device}");
     }
 }
 
