@@ -9,7 +9,9 @@
 # Usage (as root):  benches/data_cost.sh
 #   PAIRS=5 RUNTIME=6 VOLUMES=20 VOLUME_MIB=128 IODEPTH=32
 #   COMPARE="data verify bare"   which of the comparisons to run (also "baseline", with
-#                                BASELINE=<a hostmax built before unique data>)
+#                                BASELINE=<a hostmax built before unique data>, and "ab":
+#                                A=<hostmax> B=<hostmax> AB_ARGS="--rw randwrite --allow-write",
+#                                two builds on the same workload; A=B gives the noise floor)
 #   HOSTMAX=... BARE=...     binaries to use instead of building them
 # Every loop device and file it makes is removed on exit, Ctrl-C or kill.
 
@@ -30,13 +32,13 @@ die() {
 [[ $(id -u) == 0 ]] || die "run as root (it makes loop devices)"
 command -v python3 >/dev/null || die "python3 is needed to read the JSON reports"
 
-target=$(cd "$REPO" && cargo metadata --format-version 1 --no-deps |
-    python3 -c 'import json, sys; print(json.load(sys.stdin)["target_directory"])')
 if [[ -z ${HOSTMAX:-} || -z ${BARE:-} ]]; then
+    target=$(cd "$REPO" && cargo metadata --format-version 1 --no-deps |
+        python3 -c 'import json, sys; print(json.load(sys.stdin)["target_directory"])')
     (cd "$REPO" && cargo build --release -p hostmax --bin hostmax --example bare_uring >&2)
+    HOSTMAX=${HOSTMAX:-$target/release/hostmax}
+    BARE=${BARE:-$target/release/examples/bare_uring}
 fi
-HOSTMAX=${HOSTMAX:-$target/release/hostmax}
-BARE=${BARE:-$target/release/examples/bare_uring}
 
 WORK=$(mktemp -d /dev/shm/hostmax-datacost.XXXXXX)
 LOOPS=()
@@ -64,9 +66,10 @@ CPUS=$(python3 -c 'import os; print(",".join(str(c) for c in sorted(os.sched_get
 cpu_of() {
     python3 - "$@" <<'PY'
 import resource, subprocess, sys
-out = subprocess.run(sys.argv[1:], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+out = subprocess.run(sys.argv[1:], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
 if out.returncode != 0:
-    sys.exit(f"data_cost: {sys.argv[1:]} exited {out.returncode}")
+    said = out.stderr.decode(errors="replace").strip().splitlines()[-3:]
+    sys.exit(f"data_cost: {sys.argv[1]} exited {out.returncode}: " + " / ".join(said))
 r = resource.getrusage(resource.RUSAGE_CHILDREN)
 sys.stderr.write(out.stdout.decode())
 print(r.ru_utime + r.ru_stime)
@@ -78,7 +81,8 @@ PY
 hostmax_iops() {
     local cpu
     cpu=$(cpu_of "$HOSTMAX" --devices "${LOOPS[@]}" --iodepth "$IODEPTH" --runtime "${RUNTIME}s" \
-        --ramp 1s --json "$WORK/r.json" "$@" 2>/dev/null) || die "hostmax $* failed"
+        --ramp 1s --json "$WORK/r.json" "$@" 2>"$WORK/err") ||
+        die "hostmax $* failed: $(tail -n 2 "$WORK/err")"
     python3 - "$WORK/r.json" "$cpu" <<'PY'
 import json, sys
 r = json.load(open(sys.argv[1]))
@@ -123,6 +127,12 @@ pair() {
     pair "4k randwrite: unique data / constant buffers of the build before ($BASELINE)" \
         'hostmax_iops --rw randwrite --allow-write' \
         'HOSTMAX=$BASELINE hostmax_iops --rw randwrite --allow-write --dedupe-percentage 100'
+}
+[[ " $COMPARE " == *" ab "* ]] && {
+    [[ -x ${A:-} && -x ${B:-} ]] || die "COMPARE=ab needs A=<hostmax> and B=<hostmax>"
+    pair "${AB_ARGS:=--rw randwrite --allow-write}: $A / $B" \
+        'HOSTMAX=$A hostmax_iops $AB_ARGS' \
+        'HOSTMAX=$B hostmax_iops $AB_ARGS'
 }
 [[ " $COMPARE " == *" verify "* ]] && pair "4k randrw: --verify / without" \
     'hostmax_iops --rw randrw --allow-write --verify' \

@@ -4,8 +4,9 @@
 //!
 //! - [`summarize`] (and [`summarize_with_histograms`]) build a [`HostReport`], the JSON root of
 //!   a run, from a [`hostmax_engine::RunResult`]: one [`DeviceReport`] per device and the
-//!   host's [`Figures`], whose read and write latency histograms are the exact sum of the
-//!   devices' histograms ([`HostHistograms`]): bins are added, percentiles are never averaged.
+//!   host's [`Figures`], whose latency histogram of each kind of I/O (read, write, trim: a
+//!   [`hostmax_engine::PerOp`] indexed by [`hostmax_engine::OpKind`]) is the exact sum of the
+//!   devices' ([`HostHistograms`]): bins are added, percentiles are never averaged.
 //! - [`OpSummary`] and [`LatencySummary`] are the counts, rates and percentiles of one kind
 //!   of I/O, read off an HDR histogram.
 //! - [`encode_histogram`] / [`decode_histogram`] ([`EncodedHistograms`]): histograms as the
@@ -16,7 +17,7 @@
 //!   added histograms.
 //! - [`TimeSeries`] collects the one-second [`hostmax_engine::DeviceInterval`]s of every device,
 //!   in any order, and yields a host [`SecondPoint`] the moment every device has reported
-//!   that second.
+//!   that second (each kind's figures in [`OpSeconds`], a device's in [`OpRates`]).
 //! - [`SteadyStateRule`] decides SNIA PTS steady state on a series of rounds ([`SteadyState`],
 //!   with the least-squares [`WindowFit`] of the window) for the benchmark suite.
 //! - [`spec`]: what volumes and hosts promise ([`VolumeSpec`], built-in [`PROFILES`],

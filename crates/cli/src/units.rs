@@ -46,6 +46,20 @@ fn split_number(s: &str) -> (&str, &str) {
     s.split_at(end)
 }
 
+/// `input` without surrounding whitespace, or the error for an empty `what`, suggesting
+/// `example`.
+fn non_empty<'a>(
+    input: &'a str,
+    what: &'static str,
+    example: &'static str,
+) -> Result<&'a str, UnitError> {
+    let trimmed = input.trim();
+    if trimmed.is_empty() {
+        return Err(UnitError::Empty { what, example });
+    }
+    Ok(trimmed)
+}
+
 /// Parses the leading digits of a value, with the errors shared by sizes and durations.
 fn parse_leading_u64<'a>(
     input: &str,
@@ -82,13 +96,7 @@ const SIZE_ACCEPTED: &str =
 /// `4KiB` is the same as `4k` whatever the user's habit.
 pub fn parse_size(input: &str) -> Result<u64, UnitError> {
     const WHAT: &str = "size";
-    let trimmed = input.trim();
-    if trimmed.is_empty() {
-        return Err(UnitError::Empty {
-            what: WHAT,
-            example: "4k or 10g",
-        });
-    }
+    let trimmed = non_empty(input, WHAT, "4k or 10g")?;
     let (number, suffix) = parse_leading_u64(input, trimmed, WHAT, SIZE_ACCEPTED)?;
     let shift = match suffix.to_ascii_lowercase().as_str() {
         "" | "b" => 0,
@@ -160,13 +168,7 @@ const DURATION_ACCEPTED: &str =
 /// number is seconds, as in fio. Case does not matter.
 pub fn parse_duration(input: &str) -> Result<Duration, UnitError> {
     const WHAT: &str = "duration";
-    let trimmed = input.trim();
-    if trimmed.is_empty() {
-        return Err(UnitError::Empty {
-            what: WHAT,
-            example: "30s or 500ms",
-        });
-    }
+    let trimmed = non_empty(input, WHAT, "30s or 500ms")?;
     let (number, suffix) = parse_leading_u64(input, trimmed, WHAT, DURATION_ACCEPTED)?;
     let too_long = || invalid(input, WHAT, "too long");
     match suffix.to_ascii_lowercase().as_str() {
@@ -217,13 +219,7 @@ pub fn format_duration(d: Duration) -> String {
 /// Parses a percentage, 0 to 100, with or without a trailing `%` (`70`, `70%`).
 pub fn parse_percent(input: &str) -> Result<u8, UnitError> {
     const WHAT: &str = "percentage";
-    let trimmed = input.trim();
-    if trimmed.is_empty() {
-        return Err(UnitError::Empty {
-            what: WHAT,
-            example: "70",
-        });
-    }
+    let trimmed = non_empty(input, WHAT, "70")?;
     let body = trimmed.strip_suffix('%').unwrap_or(trimmed).trim_end();
     if body.starts_with('-') {
         return Err(invalid(
@@ -251,13 +247,7 @@ pub fn parse_count(input: &str) -> Result<u64, UnitError> {
     const WHAT: &str = "count";
     const ACCEPTED: &str =
         "use a whole number above 0, optionally with k or m (thousands, millions)";
-    let trimmed = input.trim();
-    if trimmed.is_empty() {
-        return Err(UnitError::Empty {
-            what: WHAT,
-            example: "5000 or 50k",
-        });
-    }
+    let trimmed = non_empty(input, WHAT, "5000 or 50k")?;
     let (number, suffix) = parse_leading_u64(input, trimmed, WHAT, ACCEPTED)?;
     let factor = match suffix.to_ascii_lowercase().as_str() {
         "" => 1,
@@ -283,13 +273,7 @@ pub fn parse_seed(input: &str) -> Result<u64, UnitError> {
     const WHAT: &str = "seed";
     const ACCEPTED: &str =
         "use a whole number from 0 to 18446744073709551615, or hex such as 0x5eed";
-    let trimmed = input.trim();
-    if trimmed.is_empty() {
-        return Err(UnitError::Empty {
-            what: WHAT,
-            example: "42",
-        });
-    }
+    let trimmed = non_empty(input, WHAT, "42")?;
     let parsed = match trimmed
         .strip_prefix("0x")
         .or_else(|| trimmed.strip_prefix("0X"))

@@ -44,6 +44,8 @@ pub struct OffsetStream {
     random: bool,
     /// Each kind's share in percent ([`crate::IoPattern::op_share`]).
     share: PerOp<u8>,
+    /// The one kind a pattern of a single kind issues: no draw per I/O.
+    single: Option<OpKind>,
 }
 
 impl OffsetStream {
@@ -61,6 +63,12 @@ impl OffsetStream {
             next_sequential: 0,
             random: workload.pattern.is_random(),
             share: workload.pattern.op_share(workload.rwmixread),
+            single: workload
+                .pattern
+                .op_share(workload.rwmixread)
+                .iter()
+                .find(|(_, &share)| share == 100)
+                .map(|(op, _)| op),
         }
     }
 
@@ -82,7 +90,7 @@ impl OffsetStream {
     /// The kind of the next I/O (from its own stream, so offsets do not depend on the mix).
     #[inline]
     pub fn next_op(&mut self) -> OpKind {
-        if let Some((op, _)) = self.share.iter().find(|(_, &share)| share == 100) {
+        if let Some(op) = self.single {
             return op;
         }
         let mut draw = (splitmix64(&mut self.mix_state) % 100) as u8;
