@@ -450,13 +450,7 @@ fn hdr_log_has_one_interval_per_device_op_and_second_adding_up_to_the_report() {
             );
         }
     }
-    let sum = |tag: &str| -> u64 {
-        counts
-            .iter()
-            .filter(|((t, _), _)| t == tag)
-            .map(|(_, n)| n)
-            .sum()
-    };
+    let sum = |tag: &str| logged_ios(&counts, tag);
     for (i, p) in paths.iter().enumerate() {
         let name = Path::new(p)
             .file_name()

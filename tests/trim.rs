@@ -279,13 +279,7 @@ fn trim_and_randtrim_counts_equal_the_kernels_discards() {
         }
         // The interval log: the trim intervals of each device and the host add up to the report.
         let (intervals, _) = read_interval_log(&log);
-        let logged = |tag: &str| -> u64 {
-            intervals
-                .iter()
-                .filter(|((t, _), _)| t == tag)
-                .map(|(_, n)| n)
-                .sum()
-        };
+        let logged = |tag: &str| logged_ios(&intervals, tag);
         for (i, path) in paths.iter().enumerate() {
             // A device's intervals are tagged with its node's name.
             let node = Path::new(path).file_name().unwrap().to_string_lossy();

@@ -15,7 +15,8 @@
 //!   from Debian's packages when missing and we may; [`say_skipped`] and [`skip!`] print a skip
 //!   reason where the person running `cargo test` sees it (libtest hides a passing test's output).
 //! - [`assert_refused`]: the refusal contract (exit 2, one line naming each thing, nothing on
-//!   stdout); [`read_interval_log`]: a `--hdr-log`'s counts per tag and second.
+//!   stdout); [`read_interval_log`]: a `--hdr-log`'s counts per tag and second
+//!   ([`logged_ios`] adds a tag's).
 //! - [`scaled_cap`] and [`full_speed`]: the caps of tests that measure throttled rates, smaller
 //!   where the CPU cannot reach them (the kernel matrix's emulated VM).
 
@@ -575,4 +576,13 @@ pub fn read_interval_log(
         }
     }
     (counts, start.expect("the log has a StartTime"))
+}
+
+/// The I/Os of every interval tagged `tag` in [`read_interval_log`]'s counts, all seconds added.
+pub fn logged_ios(counts: &std::collections::BTreeMap<(String, u64), u64>, tag: &str) -> u64 {
+    counts
+        .iter()
+        .filter(|((t, _), _)| t == tag)
+        .map(|(_, n)| n)
+        .sum()
 }
