@@ -257,7 +257,7 @@ pub fn render_table_fitting(report: &HostReport, width: Option<usize>) -> String
     if !synchronous.is_empty() {
         let _ = writeln!(
             out,
-            "trims of {} were synchronous BLKDISCARD ioctls, one at a time per worker (this kernel has no io_uring discard, 6.12+): their latency is the ioctl's, and the queue depth did not apply",
+            "trims of {} were synchronous BLKDISCARD ioctls, one at a time per worker (io_uring discards need Linux 6.12, or HOSTMAX_TRIM_METHOD=ioctl asked for these): their latency is the ioctl's, and the queue depth did not apply",
             synchronous.join(", ")
         );
     }
