@@ -13,6 +13,8 @@
 #                                A=<hostmax> B=<hostmax> AB_ARGS="--rw randwrite --allow-write",
 #                                two builds on the same workload; A=B gives the noise floor)
 #   HOSTMAX=... BARE=...     binaries to use instead of building them
+#   DEVICES="/dev/nvme1n1 ..."  run on these volumes instead of loop devices over tmpfs
+#                            (DESTROYS THEIR DATA; they are not filled first)
 # Every loop device and file it makes is removed on exit, Ctrl-C or kill.
 
 set -euo pipefail
@@ -51,15 +53,22 @@ trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
-for i in $(seq 1 "$VOLUMES"); do
-    img=$WORK/vol$i.img
-    truncate -s "${VOLUME_MIB}M" "$img"
-    LOOPS+=("$(losetup -f --show --direct-io=on "$img")")
-done
-# Every volume written once first: a first write to a tmpfs page costs more than a rewrite.
-for dev in "${LOOPS[@]}"; do
-    dd if=/dev/zero of="$dev" bs=1M count="$VOLUME_MIB" oflag=direct status=none
-done
+if [[ -n ${DEVICES:-} ]]; then
+    # Real volumes instead of loop devices over tmpfs (their data is destroyed): where a write
+    # is DMA, not a memory copy, unique data's cost is the stamps alone.
+    read -r -a VOLS <<<"$DEVICES"
+else
+    for i in $(seq 1 "$VOLUMES"); do
+        img=$WORK/vol$i.img
+        truncate -s "${VOLUME_MIB}M" "$img"
+        LOOPS+=("$(losetup -f --show --direct-io=on "$img")")
+    done
+    # Every volume written once first: a first write to a tmpfs page costs more than a rewrite.
+    for dev in "${LOOPS[@]}"; do
+        dd if=/dev/zero of="$dev" bs=1M count="$VOLUME_MIB" oflag=direct status=none
+    done
+    VOLS=("${LOOPS[@]}")
+fi
 CPUS=$(python3 -c 'import os; print(",".join(str(c) for c in sorted(os.sched_getaffinity(0))))')
 
 # Runs a command and prints the CPU seconds (user + system) it and its children used.
@@ -80,7 +89,7 @@ PY
 # drain and --verify's read-back).
 hostmax_iops() {
     local cpu
-    cpu=$(cpu_of "$HOSTMAX" --devices "${LOOPS[@]}" --iodepth "$IODEPTH" --runtime "${RUNTIME}s" \
+    cpu=$(cpu_of "$HOSTMAX" --devices "${VOLS[@]}" --iodepth "$IODEPTH" --runtime "${RUNTIME}s" \
         --ramp 1s --json "$WORK/r.json" "$@" 2>"$WORK/err") ||
         die "hostmax $* failed: $(tail -n 2 "$WORK/err")"
     python3 - "$WORK/r.json" "$cpu" <<'PY'
@@ -94,7 +103,7 @@ PY
 }
 bare_iops() {
     local cpu iops
-    cpu=$(cpu_of "$BARE" "$RUNTIME" "$IODEPTH" 4096 "$CPUS" "${LOOPS[@]}" 2>"$WORK/bare.out")
+    cpu=$(cpu_of "$BARE" "$RUNTIME" "$IODEPTH" 4096 "$CPUS" "${VOLS[@]}" 2>"$WORK/bare.out")
     iops=$(awk '/^IOPS/ {print $2}' "$WORK/bare.out")
     python3 -c "print($iops, f'{$cpu * 1e6 / ($iops * $RUNTIME):.2f}')"
 }
