@@ -47,18 +47,20 @@ pub fn watch() -> &'static SignalWatch {
 
 /// Installs the SIGINT and SIGTERM handlers here (tokio installs them as each `Signal` is
 /// made), then serves them on a thread of their own.
+///
+/// Both signals are held back (blocked on this thread, the only one when `main` starts the
+/// watch) while the handlers go in: one that came after a handler was installed but before
+/// the registry behind it listed the listener would be dropped. Held back, it waits, and is
+/// delivered the moment they are let through again, to a complete handler.
 fn start_listening() -> std::io::Result<()> {
-    use tokio::signal::unix::{signal, SignalKind};
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()?;
-    let (mut int, mut term) = {
-        let _in_runtime = rt.enter();
-        (
-            signal(SignalKind::interrupt())?,
-            signal(SignalKind::terminate())?,
-        )
-    };
+    use nix::sys::signal::{SigSet, Signal};
+    let mut held = SigSet::empty();
+    held.add(Signal::SIGINT);
+    held.add(Signal::SIGTERM);
+    held.thread_block().map_err(std::io::Error::from)?;
+    let installed = install_handlers();
+    held.thread_unblock().map_err(std::io::Error::from)?;
+    let (rt, mut int, mut term) = installed?;
     std::thread::Builder::new()
         .name("hostmax-signals".into())
         .spawn(move || {
@@ -73,6 +75,26 @@ fn start_listening() -> std::io::Result<()> {
             })
         })?;
     Ok(())
+}
+
+/// The runtime that serves the signals and the two signal streams, handlers installed.
+fn install_handlers() -> std::io::Result<(
+    tokio::runtime::Runtime,
+    tokio::signal::unix::Signal,
+    tokio::signal::unix::Signal,
+)> {
+    use tokio::signal::unix::{signal, SignalKind};
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let (int, term) = {
+        let _in_runtime = rt.enter();
+        (
+            signal(SignalKind::interrupt())?,
+            signal(SignalKind::terminate())?,
+        )
+    };
+    Ok((rt, int, term))
 }
 
 impl SignalWatch {
