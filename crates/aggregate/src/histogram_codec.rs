@@ -5,6 +5,8 @@
 //! bin for bin and in its bounds, to the one encoded. [`EncodedHistograms`] is the
 //! `"histograms":{"read":...,"write":...,"trim":...}` object a report carries per device and for the host.
 
+use std::borrow::Borrow;
+
 use base64::engine::general_purpose::STANDARD;
 use base64::Engine as _;
 use hdrhistogram::serialization::{
@@ -64,13 +66,14 @@ pub fn decode_latency_histogram(text: &str) -> Result<Histogram<u64>, HistogramC
 pub struct EncodedHistograms(pub PerOp<String>);
 
 impl EncodedHistograms {
-    /// Encodes every kind's histogram.
-    pub fn encode(
-        histograms: &PerOp<Histogram<u64>>,
+    /// Encodes every kind's histogram; owned or borrowed (`PerOp<&Histogram>`, so that a
+    /// caller holding them elsewhere need not copy them).
+    pub fn encode<H: Borrow<Histogram<u64>>>(
+        histograms: &PerOp<H>,
     ) -> Result<EncodedHistograms, HistogramCodecError> {
         let mut encoded = PerOp::<String>::default();
         for (op, h) in histograms.iter() {
-            encoded[op] = encode_histogram(h)?;
+            encoded[op] = encode_histogram(h.borrow())?;
         }
         Ok(EncodedHistograms(encoded))
     }

@@ -436,8 +436,7 @@ pub fn summarize_with_histograms(
                 cpu: d.cpu,
                 figures: Figures {
                     // Encoding only fails for a count above i64::MAX, which no run reaches.
-                    histograms: EncodedHistograms::encode(&d.ops.map(|_, o| o.latency.clone()))
-                        .ok(),
+                    histograms: EncodedHistograms::encode(&d.ops.map(|_, o| &o.latency)).ok(),
                     ramp: d.ramp,
                     drained: d.drained,
                     read_samples: d.read_samples,

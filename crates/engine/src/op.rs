@@ -129,7 +129,7 @@ impl<T> PerOp<T> {
     }
 
     /// A table of `f(kind, value)` for each kind.
-    pub fn map<U>(&self, mut f: impl FnMut(OpKind, &T) -> U) -> PerOp<U> {
+    pub fn map<'a, U>(&'a self, mut f: impl FnMut(OpKind, &'a T) -> U) -> PerOp<U> {
         PerOp::from_fn(|op| f(op, &self[op]))
     }
 

@@ -55,6 +55,11 @@ impl OffsetStream {
         let mut base = seed ^ (target as u64).wrapping_mul(0xa076_1d64_78bd_642f);
         let offset_state = splitmix64(&mut base);
         let mix_state = splitmix64(&mut base);
+        let share = workload.pattern.op_share(workload.rwmixread);
+        let single = share
+            .iter()
+            .find(|(_, &percent)| percent == 100)
+            .map(|(op, _)| op);
         OffsetStream {
             offset_state,
             mix_state,
@@ -62,13 +67,8 @@ impl OffsetStream {
             block_size: workload.block_size as u64,
             next_sequential: 0,
             random: workload.pattern.is_random(),
-            share: workload.pattern.op_share(workload.rwmixread),
-            single: workload
-                .pattern
-                .op_share(workload.rwmixread)
-                .iter()
-                .find(|(_, &share)| share == 100)
-                .map(|(op, _)| op),
+            share,
+            single,
         }
     }
 
