@@ -9,7 +9,9 @@
 # Usage (as root):  benches/data_cost.sh
 #   PAIRS=5 RUNTIME=6 VOLUMES=20 VOLUME_MIB=128 IODEPTH=32
 #   COMPARE="data verify bare"   which of the comparisons to run (also "baseline", with
-#                                BASELINE=<a hostmax built before unique data>, and "ab":
+#                                BASELINE=<hostmax built from 911975a, the commit before unique
+#                                data>: that build, this one's constant buffers and its unique
+#                                data in rotated rounds, and "ab":
 #                                A=<hostmax> B=<hostmax> AB_ARGS="--rw randwrite --allow-write",
 #                                two builds on the same workload; A=B gives the noise floor)
 #   HOSTMAX=... BARE=...     binaries to use instead of building them
@@ -85,27 +87,39 @@ print(r.ru_utime + r.ru_stime)
 PY
 }
 
-# Prints "IOPS CPU-microseconds-per-I/O" of one hostmax run (every I/O it did: ramp, window,
-# drain and --verify's read-back).
+# I/Os the kernel completed on the volumes so far (reads, writes and their merges: fields 1, 2,
+# 5 and 6 of each device's stat), so CPU per I/O counts every I/O of a run (ramp, window, drain,
+# --verify's read-back) whatever the build's report says.
+kernel_ios() {
+    local dev total=0 reads read_merges writes write_merges
+    for dev in "${VOLS[@]}"; do
+        read -r reads read_merges _ _ writes write_merges _ <"/sys/class/block/$(basename "$(readlink -f "$dev")")/stat"
+        total=$((total + reads + read_merges + writes + write_merges))
+    done
+    echo "$total"
+}
+
+# Prints "IOPS CPU-microseconds-per-I/O" of one hostmax run.
 hostmax_iops() {
-    local cpu
+    local cpu before after
+    before=$(kernel_ios)
     cpu=$(cpu_of "$HOSTMAX" --devices "${VOLS[@]}" --iodepth "$IODEPTH" --runtime "${RUNTIME}s" \
         --ramp 1s --json "$WORK/r.json" "$@" 2>"$WORK/err") ||
         die "hostmax $* failed: $(tail -n 2 "$WORK/err")"
-    python3 - "$WORK/r.json" "$cpu" <<'PY'
+    after=$(kernel_ios)
+    python3 - "$WORK/r.json" "$cpu" "$((after - before))" <<'PY'
 import json, sys
 r = json.load(open(sys.argv[1]))
-h = r["host"]
-ios = h["read"]["ios"] + h["write"]["ios"] + sum(h[k]["reads"] + h[k]["writes"] for k in ("ramp", "drained"))
-ios += (r.get("verify") or {}).get("checked_after_run", 0)
-print(round(h["iops"]), f"{float(sys.argv[2]) * 1e6 / ios:.2f}")
+print(round(r["host"]["iops"]), f"{float(sys.argv[2]) * 1e6 / int(sys.argv[3]):.2f}")
 PY
 }
 bare_iops() {
-    local cpu iops
+    local cpu iops before after
+    before=$(kernel_ios)
     cpu=$(cpu_of "$BARE" "$RUNTIME" "$IODEPTH" 4096 "$CPUS" "${VOLS[@]}" 2>"$WORK/bare.out")
+    after=$(kernel_ios)
     iops=$(awk '/^IOPS/ {print $2}' "$WORK/bare.out")
-    python3 -c "print($iops, f'{$cpu * 1e6 / ($iops * $RUNTIME):.2f}')"
+    python3 -c "print($iops, f'{$cpu * 1e6 / ($after - $before):.2f}')"
 }
 
 # pair NAME A-COMMAND B-COMMAND: PAIRS alternated runs (A first on odd pairs), then the
@@ -126,16 +140,54 @@ pair() {
     python3 -c "import statistics,sys; r=sorted(map(float,sys.argv[1:])); print(f'median CPU-per-I/O ratio {statistics.median(r):.3f} (range {r[0]:.3f}-{r[-1]:.3f})')" "${cpu_ratios[@]}"
 }
 
+# rotate NAME "LABEL=COMMAND" ...: PAIRS rounds in which every command runs once, each round
+# starting one command later (so none always runs first or after the same one), then each
+# command's medians over the rounds of its IOPS and CPU per I/O against the first command's
+# in the same round.
+rotate() {
+    local name=$1 n r k i label v
+    shift
+    local specs=("$@") labels=() iops=() cpus=()
+    n=${#specs[@]}
+    echo "== $name ($PAIRS rounds, rotated): IOPS, CPU-us per I/O"
+    for r in $(seq 0 $((PAIRS - 1))); do
+        for k in $(seq 0 $((n - 1))); do
+            i=$(((k + r) % n))
+            label=${specs[i]%%=*}
+            v=$(eval "${specs[i]#*=}")
+            labels[i]=$label
+            read -r "iops[$((r * n + i))]" "cpus[$((r * n + i))]" <<<"$v"
+            echo "round $((r + 1)): $label IOPS ${v% *}, CPU-us/IO ${v#* }"
+        done
+    done
+    python3 - "$n" "${labels[@]}" -- "${iops[@]}" -- "${cpus[@]}" <<'PY'
+import statistics, sys
+n = int(sys.argv[1])
+args = sys.argv[2:]
+labels, rest = args[:n], args[n + 1:]
+iops, cpus = [float(x) for x in rest[:rest.index("--")]], [float(x) for x in rest[rest.index("--") + 1:]]
+rounds = len(iops) // n
+for i in range(1, n):
+    for name, v in (("IOPS", iops), ("CPU-per-I/O", cpus)):
+        r = sorted(v[k * n + i] / v[k * n] for k in range(rounds))
+        print(f"{labels[i]} / {labels[0]}: median {name} ratio {statistics.median(r):.3f} (range {r[0]:.3f}-{r[-1]:.3f})")
+PY
+}
+
 [[ " $COMPARE " == *" data "* ]] && pair "4k randwrite: unique data / constant buffers (--dedupe-percentage 100)" \
     'hostmax_iops --rw randwrite --allow-write' \
     'hostmax_iops --rw randwrite --allow-write --dedupe-percentage 100'
-# The issue's own baseline: constant buffers as hostmax had them before unique data (every
-# slot of a device one block, never rewritten), from a build of that commit (BASELINE=path).
+# The issue's own baseline: constant buffers as hostmax had them before unique data (each
+# slot of a device filled once from a fixed seed, never rewritten), from a build of the commit
+# before it (BASELINE=path; 911975a, the parent of 25cafdf, has no data options at all),
+# rotated with this build's constant buffers and its unique data, so that the data's cost and
+# the rest of the build's come apart.
 [[ " $COMPARE " == *" baseline "* ]] && {
-    [[ -x ${BASELINE:-} ]] || die "COMPARE=baseline needs BASELINE=<hostmax built before unique data, e.g. 3edd1b1>"
-    pair "4k randwrite: unique data / constant buffers of the build before ($BASELINE)" \
-        'hostmax_iops --rw randwrite --allow-write' \
-        'HOSTMAX=$BASELINE hostmax_iops --rw randwrite --allow-write --dedupe-percentage 100'
+    [[ -x ${BASELINE:-} ]] || die "COMPARE=baseline needs BASELINE=<hostmax built before unique data: commit 911975a>"
+    rotate "4k randwrite: this build against the one before unique data ($BASELINE)" \
+        'before=HOSTMAX=$BASELINE hostmax_iops --rw randwrite --allow-write' \
+        'constant=hostmax_iops --rw randwrite --allow-write --dedupe-percentage 100' \
+        'unique=hostmax_iops --rw randwrite --allow-write'
 }
 [[ " $COMPARE " == *" ab "* ]] && {
     [[ -x ${A:-} && -x ${B:-} ]] || die "COMPARE=ab needs A=<hostmax> and B=<hostmax>"

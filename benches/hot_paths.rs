@@ -8,7 +8,7 @@
 //!   [`OffsetStream::next_op`] for a 70/30 mix, as every submission does.
 //! - `report/summarize_32`: [`summarize`] of a 32-device result.
 //! - `write_data/*`: making one 4 KiB pool block unique ([`BlockMaker::stamp_unique`]: a
-//!   fresh word in each 512-byte chunk), incompressible and 50% compressible, against a
+//!   fresh word every 4 KiB), incompressible and 50% compressible, against a
 //!   plain 4 KiB copy for scale; what every write pays by default.
 //! - `engine/io_cycle_tmpfs_file`: whole submit-complete cycles through the engine (fill a
 //!   slot, submit in a batch, reap, account the completion, record its latency) on a file in
