@@ -43,7 +43,8 @@ mod workload;
 
 pub use availability::{check_io_uring, IoUringUnavailable};
 pub use data::{
-    BlockMaker, MismatchKind, VerifyLog, VerifyMismatch, WriteData, COMPRESS_CHUNK, VERIFY_HEADER,
+    BlockMaker, MismatchKind, VerifyLog, VerifyMismatch, WriteData, COMPRESS_CHUNK, STAMP_SPACING,
+    VERIFY_HEADER,
 };
 pub use measure::{measure, MeasureRequest, Observer, SafetyCheck, TICK};
 pub use op::{BufferUse, KeyedVisitor, OpKind, PerOp};

@@ -173,6 +173,8 @@ pub(crate) struct UringIo {
     sync_trims: Vec<(u64, usize, u64, u32)>,
     /// Synchronous trims done and not yet reaped.
     sync_done: Vec<Reaped>,
+    /// Whether the CPU has a prefetch for writing ([`cpu_prefetches_for_write`]).
+    write_prefetch: bool,
 }
 
 impl UringIo {
@@ -223,6 +225,7 @@ impl UringIo {
             trim_methods: Vec::new(),
             sync_trims: Vec::new(),
             sync_done: Vec::new(),
+            write_prefetch: cpu_prefetches_for_write(),
         };
         io.trim_methods = vec![None; io.files.len()];
 
@@ -300,6 +303,9 @@ impl UringIo {
     /// last read. Only a hint: it changes no byte and cannot fault.
     #[inline]
     pub fn prefetch_for_write(&self, file: usize, buf_offset: usize, len: usize, stride: usize) {
+        if !self.write_prefetch {
+            return;
+        }
         let ptr = self.buffer_ptr(file, buf_offset, len);
         for at in (0..len).step_by(stride.max(1)) {
             prefetch_line_for_write(ptr.wrapping_add(at));
@@ -624,12 +630,30 @@ pub fn probe_kernel_ring() -> io::Result<KernelRingSupport> {
     })
 }
 
-/// Prefetches the cache line at `ptr` with intent to write (`PREFETCHW`: the line arrives
-/// owned, so a store to it need not ask the other cores first). x86-64 has no stable
-/// intrinsic that emits it without the `prfchw` target feature, hence the instruction itself;
-/// Intel cores from before Broadwell execute it as a no-op. Elsewhere, aarch64's store
-/// prefetch, or nothing. Safe for any address: a prefetch is a hint that never faults and
-/// reads or writes no memory the program sees.
+/// Whether this CPU has a prefetch for writing: on x86-64 `PREFETCHW` (CPUID
+/// 0x8000_0001 ECX bit 8, which std's feature detection does not name; AMD's for long, Intel's
+/// from Broadwell on), on aarch64 always (`PRFM PST*`), elsewhere none.
+fn cpu_prefetches_for_write() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::x86_64::__cpuid;
+        __cpuid(0x8000_0000).eax >= 0x8000_0001 && __cpuid(0x8000_0001).ecx & (1 << 8) != 0
+    }
+    #[cfg(target_arch = "aarch64")]
+    {
+        true
+    }
+    #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+    {
+        false
+    }
+}
+
+/// Prefetches the cache line at `ptr` with intent to write (the line arrives owned, so a store
+/// to it need not ask the other cores first). x86-64 has no stable intrinsic that emits
+/// `PREFETCHW` without the `prfchw` target feature, hence the instruction itself; call only
+/// where [`cpu_prefetches_for_write`] said yes. Safe for any address: a prefetch is a hint
+/// that never faults and reads or writes no memory the program sees.
 #[inline(always)]
 fn prefetch_line_for_write(ptr: *const u8) {
     #[cfg(target_arch = "x86_64")]
