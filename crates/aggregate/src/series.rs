@@ -80,6 +80,11 @@ impl std::ops::Index<OpKind> for OpSeconds {
     }
 }
 
+/// Each kind's IOPS of one device in one second, written flat (`read_iops`, `write_iops`,
+/// `trim_iops`).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct OpRates(pub PerOp<f64>);
+
 impl std::ops::Index<OpKind> for OpRates {
     type Output = f64;
 
@@ -87,11 +92,6 @@ impl std::ops::Index<OpKind> for OpRates {
         &self.0[op]
     }
 }
-
-/// Each kind's IOPS of one device in one second, written flat (`read_iops`, `write_iops`,
-/// `trim_iops`).
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
-pub struct OpRates(pub PerOp<f64>);
 
 impl Serialize for OpRates {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {

@@ -283,13 +283,6 @@ impl WorkerTask {
             };
             run.devices.iter().map(|d| d.iodepth as usize).sum()
         ];
-        run.planned = Vec::with_capacity(
-            run.devices
-                .iter()
-                .map(|d| d.iodepth as usize)
-                .max()
-                .unwrap_or(0),
-        );
         run.run_loop()
             .and_then(|()| run.read_back())
             .map_err(|e| EngineError::Worker {
