@@ -20,7 +20,7 @@ fn file_arg(dir: &ScratchDir, name: &str, len: u64) -> String {
 }
 
 /// A loop device over an image file (the harness's: detached by the kernel once dropped).
-struct LoopDevice(String, hostmax::simhost::LoopDevice);
+struct LoopDevice(String, hostmax_simhost::LoopDevice);
 
 impl LoopDevice {
     fn attach(image: &str) -> LoopDevice {
@@ -29,7 +29,7 @@ impl LoopDevice {
             .write(true)
             .open(image)
             .unwrap_or_else(|e| panic!("open {image}: {e}"));
-        let dev = hostmax::simhost::LoopDevice::attach(&backing, &Default::default())
+        let dev = hostmax_simhost::LoopDevice::attach(&backing, &Default::default())
             .unwrap_or_else(|e| panic!("attach {image}: {e}"));
         LoopDevice(dev.path().display().to_string(), dev)
     }

@@ -58,7 +58,7 @@ fn demo_without_a_usable_cgroup_measures_uncapped_loop_volumes_and_says_why() {
     // A plain directory is no cgroup: the caps cannot be made, the volumes still can.
     let child = std::process::Command::new(hostmax_bin())
         .arg("demo")
-        .env(hostmax::simhost::CGROUP_ROOT_ENV, &scratch.0)
+        .env(hostmax_simhost::CGROUP_ROOT_ENV, &scratch.0)
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()

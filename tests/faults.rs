@@ -10,7 +10,7 @@ use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use hostmax::simhost::LoopDevice;
+use hostmax_simhost::LoopDevice;
 use serde_json::Value;
 use support::*;
 

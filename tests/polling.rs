@@ -3,7 +3,7 @@
 
 mod support;
 
-use hostmax::simhost::{NullBlkDevice, NullBlkOptions};
+use hostmax_simhost::{NullBlkDevice, NullBlkOptions};
 use support::*;
 
 const MIB: u64 = 1 << 20;

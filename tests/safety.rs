@@ -9,7 +9,7 @@ mod support;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use hostmax::simhost::LoopDevice;
+use hostmax_simhost::LoopDevice;
 use serde_json::Value;
 use support::*;
 

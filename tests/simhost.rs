@@ -17,7 +17,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
 
-use hostmax::simhost::{
+use hostmax_simhost::{
     null_blk_available, AlignedBlock, CgroupFlavor, IoThrottle, ParentDevice, SimHostMode,
     SimHostSpec, SimulatedHost,
 };
@@ -258,7 +258,7 @@ fn host_cap_volumes_are_slices_of_the_parent() {
     let rules = fs::read_to_string(throttle.path().join("blkio.throttle.read_iops_device"))
         .unwrap_or_default();
     let (major, minor) = parent.major_minor();
-    if throttle.flavor() == hostmax::simhost::CgroupFlavor::V1Blkio {
+    if throttle.flavor() == hostmax_simhost::CgroupFlavor::V1Blkio {
         assert!(
             rules.contains(&format!("{major}:{minor} 1000000")),
             "rules: {rules}"
@@ -572,7 +572,7 @@ fn sigkilled_owner_leaves_no_loop_device_behind() {
     SimulatedHost::sweep_stale();
     assert!(!cgroup.exists(), "{} swept", cgroup.display());
     // So are its null_blk devices.
-    let left: Vec<_> = fs::read_dir(hostmax::simhost::NULLB_CONFIGFS_ROOT)
+    let left: Vec<_> = fs::read_dir(hostmax_simhost::NULLB_CONFIGFS_ROOT)
         .into_iter()
         .flatten()
         .flatten()

@@ -12,8 +12,8 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use hostmax::simhost::{AlignedBlock, SimHostSpec, SimulatedHost};
 use hostmax_engine::{IoPattern, OpKind, RunConfig, Workload};
+use hostmax_simhost::{AlignedBlock, SimHostSpec, SimulatedHost};
 use serde_json::Value;
 use support::{
     hostmax_bin, kernel_completions, loop_volumes, rate_test_lock, run_hostmax,
@@ -767,7 +767,7 @@ nix::ioctl_write_int_bad!(loop_change_fd, 0x4C06);
 #[test]
 fn resume_refuses_loop_devices_whose_backing_files_were_swapped() {
     require_root!();
-    use hostmax::simhost::{LoopDevice, LoopOptions};
+    use hostmax_simhost::{LoopDevice, LoopOptions};
     use std::os::unix::io::AsRawFd;
     let dir = Scratch::new("loopswap");
     let (a, b) = (dir.file("a.img", 8 * MIB), dir.file("b.img", 8 * MIB));

@@ -516,7 +516,7 @@ fn trims_follow_the_write_safety_rules() {
 #[test]
 fn a_device_without_discard_is_refused_before_any_io() {
     require_root!();
-    use hostmax::simhost::{LoopDevice, LoopOptions};
+    use hostmax_simhost::{LoopDevice, LoopOptions};
     let scratch = ScratchDir::new("trim-nodiscard");
     let ramfs = Mount::new("ramfs", &scratch.join("ramfs"), &["-t", "ramfs"]);
     let backing = std::fs::OpenOptions::new()

@@ -24,13 +24,17 @@
 #![allow(dead_code)]
 
 use std::ffi::OsStr;
-use std::fs::{File, OpenOptions};
-use std::os::unix::io::AsRawFd;
+use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::OnceLock;
 
-pub use hostmax::simhost::{null_blk_available, IoThrottle, SimHostSpec, SimulatedHost};
+/// Every test's scratch directory: `/dev/shm/hostmax-test-PID-TAG`, removed on drop. (Not
+/// every test binary uses it, hence the allow.)
+#[allow(unused_imports)]
+pub use hostmax_simhost::ScratchDir;
+use hostmax_simhost::{find_program, FileLock, NULLB_CONFIGFS_ROOT};
+pub use hostmax_simhost::{null_blk_available, IoThrottle, SimHostSpec, SimulatedHost};
 
 /// Whether the tests run as root (needed for loop devices and cgroups).
 pub fn is_root() -> bool {
@@ -78,7 +82,7 @@ const APT_LOCK_PATH: &str = "/tmp/hostmax-tests-apt.lock";
 /// (root, apt-get present; `apt-get update` once if the first install finds no such package).
 /// `Err` says why the tool cannot be had: only then may a test skip, with [`skip!`].
 pub fn require_tool(binary: &str, package: &str) -> Result<PathBuf, String> {
-    if let Some(found) = find_on_path(binary) {
+    if let Some(found) = find_program(binary) {
         return Ok(found);
     }
     if !is_root() {
@@ -88,7 +92,7 @@ pub fn require_tool(binary: &str, package: &str) -> Result<PathBuf, String> {
     }
     let _apt = lock_file(APT_LOCK_PATH);
     // Another test may have installed it while this one waited for the lock.
-    if let Some(found) = find_on_path(binary) {
+    if let Some(found) = find_program(binary) {
         return Ok(found);
     }
     let install = || {
@@ -113,7 +117,7 @@ pub fn require_tool(binary: &str, package: &str) -> Result<PathBuf, String> {
                 .unwrap_or("")
         ));
     }
-    find_on_path(binary)
+    find_program(binary)
         .ok_or_else(|| format!("apt-get installed {package} but {binary} is not on PATH"))
 }
 
@@ -124,15 +128,6 @@ pub fn require_tool(binary: &str, package: &str) -> Result<PathBuf, String> {
 pub fn tool_command(binary: &str, package: &str) -> Command {
     let path = require_tool(binary, package).unwrap_or_else(|why| panic!("{why}"));
     Command::new(path)
-}
-
-/// `binary` on `PATH` (and in the sbin directories, which a non-login root shell may lack).
-pub fn find_on_path(binary: &str) -> Option<PathBuf> {
-    let path = std::env::var_os("PATH").unwrap_or_default();
-    std::env::split_paths(&path)
-        .chain(["/usr/sbin", "/sbin", "/usr/bin", "/bin"].map(PathBuf::from))
-        .map(|dir| dir.join(binary))
-        .find(|p| p.is_file())
 }
 
 /// The `hostmax` binary cargo built for these tests.
@@ -208,7 +203,7 @@ pub fn baseline_completions(paths: &[String], names: &[String]) -> Vec<(u64, u64
     for path in paths {
         drop(File::open(path).unwrap_or_else(|err| panic!("open {path}: {err}")));
     }
-    if let Some(udevadm) = find_on_path("udevadm") {
+    if let Some(udevadm) = find_program("udevadm") {
         // Without a running udevd this returns at once; its status does not matter.
         let _ = Command::new(udevadm)
             .args(["settle", "--timeout=30"])
@@ -322,7 +317,7 @@ pub fn loops_left_by(pid: impl std::fmt::Display) -> Vec<String> {
         .filter_map(|e| std::fs::read_to_string(e.path().join("loop/backing_file")).ok())
         .filter(|b| markers.iter().any(|m| b.contains(m)))
         .chain(
-            std::fs::read_dir(hostmax::simhost::NULLB_CONFIGFS_ROOT)
+            std::fs::read_dir(NULLB_CONFIGFS_ROOT)
                 .into_iter()
                 .flatten()
                 .flatten()
@@ -365,86 +360,19 @@ pub const RATE_LOCK_PATH: &str = "/tmp/hostmax-rate-tests.lock";
 
 /// Held while a test measures rates; released on drop.
 pub struct RateTestGuard {
-    // flock locks belong to this open file description; closing it unlocks.
-    _file: File,
+    _held: FileLock,
 }
 
 /// Waits until no other rate-measuring test (in any test binary) runs, then holds the lock.
 pub fn rate_test_lock() -> RateTestGuard {
-    lock_file(RATE_LOCK_PATH)
+    RateTestGuard {
+        _held: lock_file(RATE_LOCK_PATH),
+    }
 }
 
 /// Waits for an exclusive flock on `path` (made if missing) and holds it until dropped.
-fn lock_file(path: &str) -> RateTestGuard {
-    let file = OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(path)
-        .unwrap_or_else(|err| panic!("open {path}: {err}"));
-    loop {
-        // SAFETY: `file` is open for the whole call; flock only takes the fd.
-        let ret = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) };
-        if ret == 0 {
-            return RateTestGuard { _file: file };
-        }
-        let err = std::io::Error::last_os_error();
-        assert_eq!(
-            err.kind(),
-            std::io::ErrorKind::Interrupted,
-            "flock {path}: {err}"
-        );
-    }
-}
-
-/// A scratch directory under /dev/shm (tmpfs, which takes O_DIRECT), removed on drop.
-pub struct ScratchDir(pub PathBuf);
-
-/// Prefix of the integration tests' scratch directories in /dev/shm.
-const SCRATCH_PREFIX: &str = "hostmax-test-";
-
-impl ScratchDir {
-    /// A fresh `/dev/shm/hostmax-test-PID-TAG`. The first one of a process also removes those
-    /// of test processes that were killed before their directories' drop ran.
-    pub fn new(tag: &str) -> ScratchDir {
-        static SWEEP: std::sync::Once = std::sync::Once::new();
-        SWEEP.call_once(|| {
-            hostmax::simhost::sweep_dead_owners(Path::new("/dev/shm"), SCRATCH_PREFIX);
-        });
-        let dir = PathBuf::from(format!(
-            "/dev/shm/{SCRATCH_PREFIX}{}-{tag}",
-            std::process::id()
-        ));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir)
-            .unwrap_or_else(|err| panic!("create {}: {err}", dir.display()));
-        ScratchDir(dir)
-    }
-
-    /// A path inside the directory.
-    pub fn join(&self, name: &str) -> PathBuf {
-        self.0.join(name)
-    }
-
-    /// A path inside the directory, as a command-line argument.
-    pub fn path(&self, name: &str) -> String {
-        self.join(name).display().to_string()
-    }
-
-    /// A new sparse file of `len` bytes in the directory.
-    pub fn file(&self, name: &str, len: u64) -> PathBuf {
-        let path = self.join(name);
-        std::fs::File::create(&path)
-            .and_then(|f| f.set_len(len))
-            .unwrap_or_else(|err| panic!("create {}: {err}", path.display()));
-        path
-    }
-}
-
-impl Drop for ScratchDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
+fn lock_file(path: &str) -> FileLock {
+    FileLock::acquire(Path::new(path)).unwrap_or_else(|err| panic!("lock {path}: {err}"))
 }
 
 /// The volumes' paths as `--devices` arguments.

@@ -16,6 +16,7 @@ use hostmax_engine::{
     DeviceInterval, EngineError, MeasureRequest, Observer, PreparedRun, RunConfig, RunHandle,
     SafetyCheck,
 };
+use hostmax_simhost::{SimHostMode, SimHostSpec, SimulatedHost};
 
 use crate::args::demo::DemoArgs;
 use crate::exit_code;
@@ -24,7 +25,6 @@ use crate::output::destination::Destination;
 use crate::output::{self, progress::LiveView};
 use crate::plan::{BadInput, RunPlan};
 use crate::signals::RunningGuard;
-use crate::simhost::{SimHostMode, SimHostSpec, SimulatedHost};
 
 /// Runs the host-max test a plan describes and prints/writes its report. Returns the exit code.
 pub fn run(plan: RunPlan) -> anyhow::Result<i32> {

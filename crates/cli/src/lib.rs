@@ -1,8 +1,8 @@
 //! hostmax, the command-line tool, as a library: the pieces the `hostmax` binary is made of.
 //! [`run`] runs a parsed command line. The commands (`app`, `suite`, `verify`, `doctor`) are
 //! private; what is public is what another crate needs: the command line for the binary and
-//! the fuzzers, the planner, and the parsers, probes, charts and simulated host the tests and
-//! fuzzers drive directly.
+//! the fuzzers, the planner, and the parsers, probes and charts the tests and fuzzers drive
+//! directly.
 //!
 //! - [`plan`]: [`plan::plan_run`] checks a plain [`plan::PlanRequest`] against the targets
 //!   and the host before any I/O into a [`plan::RunPlan`]; [`plan::BadInput`] is the error
@@ -18,8 +18,8 @@
 //! - [`fleet`]: runs on many hosts: `--start-at`, `--hdr-log` and `hostmax merge`.
 //! - `verify`: spec options and verdicts of the main run, `hostmax verify` and `hostmax
 //!   sweep`; [`chart`] draws SVG charts.
-//! - [`simhost`]: the simulated host of throttled loop volumes on tmpfs that `hostmax demo`
-//!   and the tests run against.
+//! - `hostmax demo` runs against the simulated host of throttled loop volumes on tmpfs, the
+//!   `hostmax_simhost` crate (the tests' too).
 //! - `suite`: `hostmax suite`, the CloudHarmony-style block size x mix matrix with
 //!   preconditioning, SNIA steady state, checkpoints and reports.
 
@@ -34,7 +34,6 @@ mod output;
 pub mod plan;
 mod rfc3339;
 pub mod signals;
-pub mod simhost;
 mod suite;
 pub mod units;
 mod verify;

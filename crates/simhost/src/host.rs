@@ -2,17 +2,17 @@
 //! The volumes are loop devices, null_blk devices or plain files ([`SimHostMode`]).
 
 use std::fmt;
-use std::fs::{self, File, OpenOptions};
-use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+use std::fs::{self, OpenOptions};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, Ordering};
 
-use super::loopdev::{read_direct_4k, LoopDevice, LoopOptions};
-use super::nullblk::{
+use crate::loopdev::{read_direct_4k, LoopDevice, LoopOptions};
+use crate::nullblk::{
     self, null_blk_available, NullBlkDevice, NullBlkOptions, MIB, NULLB_CONFIGFS_ROOT,
 };
-use super::throttle::{pid_alive, IoThrottle};
-use super::SimHostError;
+use crate::scratch::{sweep_dead_owners, ScratchDir};
+use crate::throttle::IoThrottle;
+use crate::SimHostError;
 
 /// What to simulate.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -140,7 +140,7 @@ pub enum SimHostMode {
     /// no host caps.
     NullBlk,
     /// Loop devices over tmpfs with direct I/O but without the spec's caps: root, but no
-    /// cgroup could throttle block I/O (see [`super::CGROUP_ROOT_ENV`]).
+    /// cgroup could throttle block I/O (see [`crate::CGROUP_ROOT_ENV`]).
     UncappedLoopDevices {
         /// Why no caps.
         reason: String,
@@ -349,7 +349,7 @@ impl SimulatedHost {
     pub fn build_loop_devices(spec: &SimHostSpec) -> Result<SimulatedHost, SimHostError> {
         spec.validate()?;
         Self::sweep_stale();
-        let scratch = ScratchDir::create(Path::new("/dev/shm"))?;
+        let scratch = host_scratch(Path::new("/dev/shm"))?;
         let throttle = Self::throttle_for(spec)?;
         let mut volumes = Vec::with_capacity(spec.volumes);
         let mut host_device = None;
@@ -474,7 +474,7 @@ impl SimulatedHost {
             std::env::temp_dir(),
         ];
         for base in &candidates {
-            let scratch = match ScratchDir::create(base) {
+            let scratch = match host_scratch(base) {
                 Ok(s) => s,
                 Err(err) => {
                     tried.push(format!("{}: {err}", base.display()));
@@ -695,104 +695,12 @@ fn wait_until_detached(attached: &[(String, String)], limit: std::time::Duration
     }
 }
 
-/// Removes the directories in `base` named `<prefix><pid>` or `<prefix><pid>-<anything>` whose
-/// process `pid` is gone (what a killed run, or a killed test, left behind); returns how many.
-/// Directories of live processes, and names that do not fit, are left alone.
-pub fn sweep_dead_owners(base: &Path, prefix: &str) -> usize {
-    let Ok(entries) = fs::read_dir(base) else {
-        return 0;
-    };
-    let mut removed = 0;
-    for entry in entries.flatten() {
-        let name = entry.file_name();
-        let name = name.to_string_lossy();
-        let Some(rest) = name.strip_prefix(prefix) else {
-            continue;
-        };
-        let pid = rest.split_once('-').map_or(rest, |(pid, _)| pid);
-        let Ok(pid) = pid.parse::<u32>() else {
-            continue;
-        };
-        if !pid_alive(pid) && fs::remove_dir_all(entry.path()).is_ok() {
-            removed += 1;
-        }
-    }
-    removed
-}
-
 const SCRATCH_PREFIX: &str = "hostmax-sim-";
 
 static NEXT_SCRATCH: AtomicU32 = AtomicU32::new(0);
 
-/// A fresh private directory `<base>/hostmax-sim-<pid>-<n>`, removed with its contents on drop.
-#[derive(Debug)]
-struct ScratchDir {
-    path: PathBuf,
-}
-
-impl ScratchDir {
-    fn create(base: &Path) -> Result<ScratchDir, SimHostError> {
-        let n = NEXT_SCRATCH.fetch_add(1, Ordering::Relaxed);
-        let path = base.join(format!("{SCRATCH_PREFIX}{}-{n}", std::process::id()));
-        fs::DirBuilder::new()
-            .mode(0o700)
-            .create(&path)
-            .map_err(SimHostError::io("create directory", &path))?;
-        Ok(ScratchDir { path })
-    }
-
-    /// A new sparse file of `len` bytes in this directory.
-    fn new_file(&self, name: &str, len: u64) -> Result<(File, PathBuf), SimHostError> {
-        let path = self.path.join(name);
-        let file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .open(&path)
-            .map_err(SimHostError::io("create", &path))?;
-        file.set_len(len)
-            .map_err(SimHostError::io("set the size of", &path))?;
-        Ok((file, path))
-    }
-}
-
-impl Drop for ScratchDir {
-    fn drop(&mut self) {
-        let _ = fs::remove_dir_all(&self.path);
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn sweeping_removes_only_dead_owners_directories() {
-        let scratch = crate::test_support::ScratchDir::new("sweep");
-        // 4194305 is above the kernel's largest pid_max, so no process has it.
-        let me = std::process::id();
-        let names = [
-            "leftover-4194305-html".to_string(),
-            "leftover-4194305".to_string(),
-            format!("leftover-{me}-live"),
-            "leftover-notapid-x".to_string(),
-            "other-4194305-x".to_string(),
-        ];
-        for name in &names {
-            fs::create_dir(scratch.0.join(name)).unwrap();
-            fs::write(scratch.0.join(name).join("f"), "x").unwrap();
-        }
-        assert_eq!(sweep_dead_owners(&scratch.0, "leftover-"), 2);
-        let mut left = scratch.entries();
-        left.sort();
-        assert_eq!(
-            left,
-            [
-                format!("leftover-{me}-live"),
-                "leftover-notapid-x".to_string(),
-                "other-4194305-x".to_string()
-            ]
-        );
-    }
+/// A fresh private directory `<base>/hostmax-sim-<pid>-<n>` for backing files.
+fn host_scratch(base: &Path) -> Result<ScratchDir, SimHostError> {
+    let n = NEXT_SCRATCH.fetch_add(1, Ordering::Relaxed);
+    ScratchDir::create_private(base, SCRATCH_PREFIX, &n.to_string())
 }

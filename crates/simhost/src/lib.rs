@@ -1,5 +1,6 @@
-//! The simulated host: throttled loop volumes on tmpfs (or null_blk volumes), for
-//! `hostmax demo` and the tests.
+//! hostmax-simhost, the simulated host: throttled loop volumes on tmpfs (or null_blk volumes)
+//! for `hostmax demo` and hostmax's tests, and the scaffolding those tests share. Not
+//! published: it makes loop devices, null_blk devices and cgroups on the machine it runs on.
 //!
 //! - [`SimulatedHost`] builds what a [`SimHostSpec`] asks for and removes all of it on drop:
 //!   loop volumes over unlinked sparse files in `/dev/shm`, per-volume IOPS/bandwidth caps, and
@@ -14,34 +15,52 @@
 //!   drop (a killed process's are swept by the next [`SimulatedHost`]).
 //! - [`IoThrottle`]: one cgroup (v1 `blkio` or v2 `io.max`) holding per-device caps; processes
 //!   in it are capped.
+//! - [`ScratchDir`]: a directory of this process's own, removed on drop (and by
+//!   [`sweep_dead_owners`] once its process is gone): the backing files' home here, and every
+//!   test's scratch space. [`FileLock`] is an exclusive `flock` held until dropped;
+//!   [`find_program`] finds a program also in the sbin directories.
 //! - [`SimHostError`]: what can go wrong building them.
+//!
+//! Every `unsafe` of the crate (the loop driver's ioctls, joining a cgroup between fork and
+//! exec) is in one private module, `sys`.
 
+#![warn(missing_docs)]
+
+mod error;
+mod file_lock;
 mod host;
 mod loopdev;
 mod nullblk;
+mod programs;
+mod scratch;
+mod sys;
 mod throttle;
 
-use std::io;
-use std::path::{Path, PathBuf};
-use std::process::Command;
-
-pub use host::{
-    sweep_dead_owners, ParentDevice, SimHostMode, SimHostSpec, SimVolume, SimulatedHost,
-};
+pub use error::SimHostError;
+pub use file_lock::FileLock;
+pub use host::{ParentDevice, SimHostMode, SimHostSpec, SimVolume, SimulatedHost};
 pub use loopdev::{read_direct_4k, AlignedBlock, LoopDevice, LoopOptions};
+pub use nullblk::{
+    null_blk_available, NullBlkDevice, NullBlkOptions, NullBlkRoots, NULLB_CONFIGFS_ROOT,
+};
+pub use programs::find_program;
+pub use scratch::{sweep_dead_owners, ScratchDir, TEST_SCRATCH_PREFIX};
+pub use throttle::{CgroupFlavor, DeviceLimit, IoThrottle, CGROUP_ROOT_ENV};
+
+use std::path::{Path, PathBuf};
 
 /// What a simulated disk is to the rest of the system: its node, its name under
 /// `/sys/block`, its device number. [`LoopDevice`] and [`NullBlkDevice`] dereference to it.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct DeviceNode {
-    path: std::path::PathBuf,
+    path: PathBuf,
     kernel_name: String,
     major_minor: (u32, u32),
 }
 
 impl DeviceNode {
     /// `/dev/<name>`.
-    pub fn path(&self) -> &std::path::Path {
+    pub fn path(&self) -> &Path {
         &self.path
     }
 
@@ -53,151 +72,5 @@ impl DeviceNode {
     /// The device number, as written in cgroup throttle rules ("MAJ:MIN").
     pub fn major_minor(&self) -> (u32, u32) {
         self.major_minor
-    }
-}
-pub use nullblk::{
-    null_blk_available, NullBlkDevice, NullBlkOptions, NullBlkRoots, NULLB_CONFIGFS_ROOT,
-};
-pub use throttle::{CgroupFlavor, DeviceLimit, IoThrottle, CGROUP_ROOT_ENV};
-
-/// Why a simulated host (or one of its parts) could not be built.
-#[derive(Debug, thiserror::Error)]
-pub enum SimHostError {
-    /// A system call on a file failed.
-    #[error("{what} {}: {source}", path.display())]
-    Io {
-        /// What was being done ("open", "write rule to", ...).
-        what: &'static str,
-        /// The file it was done to.
-        path: PathBuf,
-        /// The OS error.
-        source: io::Error,
-    },
-    /// Every attempt to grab a free loop device lost a race (or kept getting EBUSY).
-    #[error("no free loop device after {attempts} attempts (last: {last})")]
-    NoFreeLoop {
-        /// How many devices were tried.
-        attempts: u32,
-        /// The last error seen.
-        last: String,
-    },
-    /// The kernel did not enable direct I/O on a loop device.
-    #[error(
-        "{device}: direct I/O did not get enabled (loop/dio reads {dio:?}); \
-         the backing filesystem must support O_DIRECT"
-    )]
-    DirectIoOff {
-        /// `/dev/loopN`.
-        device: String,
-        /// What `/sys/block/loopN/loop/dio` said.
-        dio: String,
-    },
-    /// Neither tmpfs (before Linux 6.6) nor null_blk can back loop volumes with direct I/O.
-    #[error(
-        "loop volumes need a backing that takes O_DIRECT: tmpfs does only from Linux 6.6 on, \
-         and null_blk, used before that, is unavailable: {0}"
-    )]
-    NoDirectIoBacking(String),
-    /// Caps were asked for but no cgroup hierarchy can throttle block I/O.
-    #[error(
-        "no cgroup v1 blkio or cgroup v2 io controller is mounted; \
-         run without IOPS/bandwidth caps or mount one"
-    )]
-    NoIoController,
-    /// `HOSTMAX_CGROUP_ROOT` names a directory that cannot throttle block I/O.
-    #[error(
-        "HOSTMAX_CGROUP_ROOT={path}: {why}; point it at a cgroup v2 directory with the io \
-         controller (or a cgroup v1 blkio one), or unset it"
-    )]
-    BadCgroupRoot {
-        /// The directory it named.
-        path: String,
-        /// What is wrong with it.
-        why: String,
-    },
-    /// Caps were asked for, but no cgroup to enforce them could be made.
-    #[error("block I/O caps are unavailable: {0}")]
-    ThrottleUnavailable(String),
-    /// The operation does not exist on this cgroup flavour.
-    #[error("not supported: {0}")]
-    Unsupported(String),
-    /// The spec is inconsistent; the message names the field and the fix.
-    #[error("simulated host: {0}")]
-    BadSpec(String),
-    /// Plain-file mode found no directory whose filesystem takes O_DIRECT.
-    #[error("no directory for plain volume files supports O_DIRECT (tried: {0})")]
-    NoDirectIoDir(String),
-    /// null_blk volumes were asked for where the kernel cannot make them.
-    #[error("null_blk volumes: {0}")]
-    NullBlkUnavailable(String),
-    /// A null_blk device was powered on but no disk of its name showed up.
-    #[error("powered on {} but no disk appeared (looked for {tried})", config_dir.display())]
-    NullBlkNoDisk {
-        /// The device's configfs directory.
-        config_dir: PathBuf,
-        /// The `/sys/block` entries looked for.
-        tried: String,
-    },
-    /// A kernel module's device node is missing and the module could not be loaded.
-    #[error(
-        "no {}: the {module} kernel module is not loaded ({why}); load it with \
-         'modprobe {module}' as root",
-        node.display()
-    )]
-    ModuleMissing {
-        /// The module (`loop`).
-        module: &'static str,
-        /// The node it makes (`/dev/loop-control`).
-        node: PathBuf,
-        /// Why loading it did not work.
-        why: String,
-    },
-    /// A disk exists but its device node did not appear.
-    #[error(
-        "{} did not appear as a block device within {waited_ms} ms \
-         (devtmpfs makes it; is /dev a devtmpfs?)",
-        path.display()
-    )]
-    NoDeviceNode {
-        /// `/dev/<disk>`.
-        path: PathBuf,
-        /// How long it was waited for.
-        waited_ms: u64,
-    },
-}
-
-/// Loads kernel module `module` with `params` (`modprobe`), where we may (root). `Err` says
-/// why it is not loaded, in a few words ("loading it needs root", modprobe's own complaint).
-pub(crate) fn load_module(module: &str, params: &[&str]) -> Result<(), String> {
-    if !nix::unistd::geteuid().is_root() {
-        return Err("loading it needs root".into());
-    }
-    let Some(modprobe) = find_program("modprobe") else {
-        return Err("modprobe is not installed (apt-get install -y kmod)".into());
-    };
-    match Command::new(&modprobe).arg(module).args(params).output() {
-        Ok(out) if out.status.success() => Ok(()),
-        Ok(out) => Err(format!(
-            "modprobe {module} failed: {}",
-            String::from_utf8_lossy(&out.stderr).trim()
-        )),
-        Err(err) => Err(format!("could not run {}: {err}", modprobe.display())),
-    }
-}
-
-/// `name` in `PATH`, or in /usr/sbin or /sbin (where modprobe lives, often off a user's PATH).
-pub(crate) fn find_program(name: &str) -> Option<PathBuf> {
-    let path = std::env::var_os("PATH").unwrap_or_default();
-    std::env::split_paths(&path)
-        .chain([PathBuf::from("/usr/sbin"), PathBuf::from("/sbin")])
-        .map(|dir| dir.join(name))
-        .find(|candidate| candidate.is_file())
-}
-
-impl SimHostError {
-    /// A `map_err` adapter: `SimHostError::Io` for `what` on `path`.
-    pub(crate) fn io(what: &'static str, path: &Path) -> impl FnOnce(io::Error) -> SimHostError {
-        let path = path.to_path_buf();
-        move |source| SimHostError::Io { what, path, source }
     }
 }

@@ -12,51 +12,14 @@ use std::os::unix::io::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use super::{DeviceNode, SimHostError};
+use crate::sys::{self, LoopConfig, LoopInfo64};
+use crate::{DeviceNode, SimHostError};
 
-// From <linux/loop.h>.
-const LOOP_SET_FD: libc::c_ulong = 0x4C00;
-const LOOP_CLR_FD: libc::c_ulong = 0x4C01;
-const LOOP_SET_STATUS64: libc::c_ulong = 0x4C04;
-const LOOP_SET_DIRECT_IO: libc::c_ulong = 0x4C08;
-const LOOP_SET_BLOCK_SIZE: libc::c_ulong = 0x4C09;
-const LOOP_CONFIGURE: libc::c_ulong = 0x4C0A;
-const LOOP_CTL_GET_FREE: libc::c_ulong = 0x4C82;
+// Flags of `struct loop_info64`, from <linux/loop.h>.
 const LO_FLAGS_READ_ONLY: u32 = 1;
 const LO_FLAGS_AUTOCLEAR: u32 = 4;
 const LO_FLAGS_PARTSCAN: u32 = 8;
 const LO_FLAGS_DIRECT_IO: u32 = 16;
-
-/// `struct loop_info64` from <linux/loop.h>.
-#[repr(C)]
-#[derive(Clone, Copy)]
-struct LoopInfo64 {
-    lo_device: u64,
-    lo_inode: u64,
-    lo_rdevice: u64,
-    lo_offset: u64,
-    lo_sizelimit: u64,
-    lo_number: u32,
-    lo_encrypt_type: u32,
-    lo_encrypt_key_size: u32,
-    lo_flags: u32,
-    lo_file_name: [u8; 64],
-    lo_crypt_name: [u8; 64],
-    lo_encrypt_key: [u8; 32],
-    lo_init: [u64; 2],
-}
-
-/// `struct loop_config` from <linux/loop.h> (the argument of `LOOP_CONFIGURE`, Linux 5.8+).
-#[repr(C)]
-struct LoopConfig {
-    fd: u32,
-    block_size: u32,
-    info: LoopInfo64,
-    reserved: [u64; 8],
-}
-
-const _: () = assert!(std::mem::size_of::<LoopInfo64>() == 232);
-const _: () = assert!(std::mem::size_of::<LoopConfig>() == 304);
 
 /// How to attach a backing file to a loop device.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -116,7 +79,7 @@ fn open_loop_control() -> Result<File, SimHostError> {
                 node: path.to_path_buf(),
                 why,
             };
-            super::load_module("loop", &[]).map_err(missing)?;
+            crate::programs::load_module("loop", &[]).map_err(missing)?;
             // devtmpfs makes the node as the module registers it, maybe a moment after.
             for _ in 0..200 {
                 match open() {
@@ -157,21 +120,21 @@ impl LoopDevice {
         let control = open_loop_control()?;
         let mut last_race = String::from("none");
         for attempt in 0..ATTACH_ATTEMPTS {
-            // SAFETY: LOOP_CTL_GET_FREE takes no argument; `control` is an open fd we own.
-            let number = unsafe { libc::ioctl(control.as_raw_fd(), LOOP_CTL_GET_FREE) };
-            if number < 0 {
-                let err = io::Error::last_os_error();
-                if is_race(&err) {
+            let number = match sys::loop_ctl_get_free(&control) {
+                Ok(number) => number,
+                Err(err) if is_race(&err) => {
                     last_race = format!("LOOP_CTL_GET_FREE: {err}");
                     backoff(attempt);
                     continue;
                 }
-                return Err(SimHostError::Io {
-                    what: "LOOP_CTL_GET_FREE on",
-                    path: control_path.to_path_buf(),
-                    source: err,
-                });
-            }
+                Err(err) => {
+                    return Err(SimHostError::Io {
+                        what: "LOOP_CTL_GET_FREE on",
+                        path: control_path.to_path_buf(),
+                        source: err,
+                    })
+                }
+            };
             let path = PathBuf::from(format!("/dev/loop{number}"));
             let device = match OpenOptions::new()
                 .read(true)
@@ -338,14 +301,6 @@ fn backoff(attempt: u32) {
     std::thread::sleep(Duration::from_micros(200 * u64::from(attempt.min(25) + 1)));
 }
 
-fn ioctl_result(ret: libc::c_int) -> io::Result<()> {
-    if ret < 0 {
-        Err(io::Error::last_os_error())
-    } else {
-        Ok(())
-    }
-}
-
 /// The flags every hostmax loop device gets, and the `struct loop_info64` that carries them.
 fn loop_info(options: &LoopOptions) -> LoopInfo64 {
     // PARTSCAN: the kernel then drops every partition (also ones a test adds with addpart) when
@@ -382,10 +337,7 @@ fn configure(device: &File, backing: &File, options: &LoopOptions) -> io::Result
         info: loop_info(options),
         reserved: [0; 8],
     };
-    // SAFETY: `config` lives on our stack for the whole call and has the layout of
-    // `struct loop_config`; the kernel only reads it. Both fds are open and owned by the caller.
-    let ret = unsafe { libc::ioctl(device.as_raw_fd(), LOOP_CONFIGURE, &config) };
-    match ioctl_result(ret) {
+    match sys::loop_configure(device, &config) {
         Err(err) if err.raw_os_error() == Some(libc::EINVAL) => {
             configure_legacy(device, backing, options)
         }
@@ -398,36 +350,25 @@ fn configure(device: &File, backing: &File, options: &LoopOptions) -> io::Result
 /// LOOP_SET_BLOCK_SIZE and LOOP_SET_DIRECT_IO. Read-only comes from opening the device
 /// read-only. Any failure after LOOP_SET_FD unbinds the device again.
 fn configure_legacy(device: &File, backing: &File, options: &LoopOptions) -> io::Result<()> {
-    let fd = device.as_raw_fd();
-    // SAFETY: LOOP_SET_FD takes the backing fd by value; it stays open during the call.
-    ioctl_result(unsafe { libc::ioctl(fd, LOOP_SET_FD, backing.as_raw_fd()) })?;
+    sys::loop_set_fd(device, backing)?;
     let mut status = loop_info(options);
     status.lo_flags &= LO_FLAGS_AUTOCLEAR | LO_FLAGS_PARTSCAN;
-    // SAFETY: `status` is a live `struct loop_info64` that the kernel only reads.
-    let set = ioctl_result(unsafe { libc::ioctl(fd, LOOP_SET_STATUS64, &status) })
+    let set = sys::loop_set_status64(device, &status)
         .and_then(|()| {
             if options.block_size == 0 {
                 return Ok(());
             }
-            // SAFETY: LOOP_SET_BLOCK_SIZE takes an integer by value.
-            ioctl_result(unsafe {
-                libc::ioctl(
-                    fd,
-                    LOOP_SET_BLOCK_SIZE,
-                    libc::c_ulong::from(options.block_size),
-                )
-            })
+            sys::loop_set_block_size(device, options.block_size)
         })
         .and_then(|()| {
             if !options.direct_io {
                 return Ok(());
             }
-            // SAFETY: LOOP_SET_DIRECT_IO takes an integer by value.
-            ioctl_result(unsafe { libc::ioctl(fd, LOOP_SET_DIRECT_IO, 1 as libc::c_ulong) })
+            sys::loop_set_direct_io(device, true)
         });
     if set.is_err() {
-        // SAFETY: LOOP_CLR_FD takes no argument; undoes our LOOP_SET_FD.
-        unsafe { libc::ioctl(fd, LOOP_CLR_FD) };
+        // Undoes our LOOP_SET_FD; the first error is the one worth reporting.
+        let _ = sys::loop_clr_fd(device);
     }
     set
 }

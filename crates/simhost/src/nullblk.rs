@@ -4,7 +4,7 @@
 //! A [`NullBlkDevice`] is a directory `<configfs>/nullb/hostmax<pid>_<n>` with its attributes
 //! written and `power` set to 1. Unlike a loop device the kernel does not remove it when its
 //! process dies: drop powers it off and removes the directory, and
-//! [`SimulatedHost::sweep_stale`](super::SimulatedHost::sweep_stale) removes those of dead
+//! [`SimulatedHost::sweep_stale`](crate::SimulatedHost::sweep_stale) removes those of dead
 //! processes. [`null_blk_available`] says whether this kernel can make them, and why not.
 //! [`NullBlkRoots`] lets a test point everything at a fake tree.
 
@@ -16,8 +16,9 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-use super::throttle::pid_alive;
-use super::{load_module, DeviceNode, SimHostError};
+use crate::programs::load_module;
+use crate::scratch::pid_alive;
+use crate::{DeviceNode, SimHostError};
 
 /// Where null_blk's configfs directory is when configfs is mounted and null_blk is loaded.
 pub const NULLB_CONFIGFS_ROOT: &str = "/sys/kernel/config/nullb";
@@ -293,8 +294,11 @@ pub(crate) fn sweep_stale_in(configfs: &Path) -> usize {
 
 /// The number of online CPUs (at least 1).
 fn online_cpus() -> u32 {
-    // SAFETY: sysconf only reads a system value.
-    let n = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) };
+    use nix::unistd::{sysconf, SysconfVar};
+    let n = sysconf(SysconfVar::_NPROCESSORS_ONLN)
+        .ok()
+        .flatten()
+        .unwrap_or(1);
     u32::try_from(n).unwrap_or(1).max(1)
 }
 
@@ -392,7 +396,7 @@ fn mount_configfs(dir: &Path) -> nix::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::test_support::ScratchDir;
+    use crate::ScratchDir;
 
     /// A fake null_blk configfs, /sys/block and /dev under one scratch directory.
     fn fake_roots(scratch: &ScratchDir) -> NullBlkRoots {

@@ -13,15 +13,14 @@ use std::ffi::CString;
 use std::fs;
 use std::io;
 use std::os::unix::ffi::OsStrExt;
-use std::os::unix::io::AsRawFd;
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Mutex;
 use std::time::Duration;
 
-use super::SimHostError;
+use crate::scratch::pid_alive;
+use crate::{sys, FileLock, SimHostError};
 
 /// Which cgroup interface a throttle uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -183,24 +182,7 @@ impl IoThrottle {
     pub fn command_in_group<'c>(&self, cmd: &'c mut Command) -> &'c mut Command {
         let procs = CString::new(self.dir.join("cgroup.procs").as_os_str().as_bytes())
             .expect("cgroup paths built from numbers have no NUL byte");
-        // SAFETY: the closure runs in the forked child before exec and only calls open, write
-        // and close (async-signal-safe) on `procs`, a CString the closure owns.
-        unsafe {
-            cmd.pre_exec(move || {
-                let fd = libc::open(procs.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
-                if fd < 0 {
-                    return Err(io::Error::last_os_error());
-                }
-                let written = libc::write(fd, b"0".as_ptr().cast(), 1);
-                let err = io::Error::last_os_error();
-                libc::close(fd);
-                if written == 1 {
-                    Ok(())
-                } else {
-                    Err(err)
-                }
-            })
-        }
+        sys::join_cgroup_before_exec(cmd, procs)
     }
 
     /// Process ids now in the group.
@@ -300,27 +282,14 @@ const DELEGATION_LOCK: &str = "/run/hostmax-cgroups.lock";
 /// An exclusive flock on [`DELEGATION_LOCK`] while it lives (nothing if /run is not writable:
 /// the controller is then left as found only without concurrent hostmax processes).
 struct DelegationLock {
-    // flock locks belong to this open file; closing it unlocks.
-    _file: Option<fs::File>,
+    _held: Option<FileLock>,
 }
 
 impl DelegationLock {
     fn take() -> DelegationLock {
-        let file = fs::OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(DELEGATION_LOCK)
-            .ok();
-        if let Some(file) = &file {
-            // SAFETY: flock only takes the descriptor, which `file` keeps open for the call.
-            while unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) } != 0 {
-                if io::Error::last_os_error().kind() != io::ErrorKind::Interrupted {
-                    break;
-                }
-            }
+        DelegationLock {
+            _held: FileLock::acquire(Path::new(DELEGATION_LOCK)).ok(),
         }
-        DelegationLock { _file: file }
     }
 }
 
@@ -472,10 +441,6 @@ pub(crate) fn stale_owner(prefix: &str, name: &str) -> Option<u32> {
     pid.parse().ok()
 }
 
-pub(crate) fn pid_alive(pid: u32) -> bool {
-    Path::new("/proc").join(pid.to_string()).exists()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -491,7 +456,7 @@ mod tests {
     /// Every rule `limit` writes, in order, as (file, line), against a stand-in group
     /// directory (a plain file keeps only the last write, so each is read back and removed).
     fn rules_written(flavor: CgroupFlavor, limit: &DeviceLimit) -> Vec<(String, String)> {
-        let scratch = crate::test_support::ScratchDir::new(&format!("throttle-{flavor}"));
+        let scratch = crate::ScratchDir::new(&format!("throttle-{flavor}"));
         let group = IoThrottle {
             dir: scratch.0.clone(),
             root: scratch.0.clone(),
