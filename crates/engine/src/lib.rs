@@ -66,6 +66,11 @@
 
 #![warn(missing_docs)]
 
+// The README's example is compiled and run as a doc test too, so it cannot drift.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeExample;
+
 mod availability;
 mod cpu_use;
 mod data;
