@@ -300,7 +300,7 @@ fn parse_scaled(key: &str, value: &str, example: &'static str) -> Result<Scaled,
 /// A built-in volume class with the figures its provider publishes.
 #[derive(Debug, Clone, Copy)]
 pub struct Profile {
-    /// The name given to `--profile`.
+    /// The profile's name, as a volume spec or a spec file names it.
     pub name: &'static str,
     /// Where the figures come from.
     pub source: &'static str,
@@ -313,7 +313,7 @@ pub struct Profile {
 /// Only classes whose per-GB figures the providers publish are here. OCI's Higher and Ultra
 /// High Performance levels and Alibaba's ESSD levels have no per-GB figures in the documents
 /// this tool was built from (they give host totals only), so they are not guessed at: give
-/// their figures with `--volume-spec`.
+/// their figures as a volume spec ([`VolumeSpec`]).
 pub const PROFILES: [Profile; 1] = [Profile {
     name: "oci-balanced",
     source: "OCI Block Volume, Balanced: 60 IOPS/GB up to 25,000 IOPS (4 KiB); 480 KB/s per GB up to 320 MB/s (256 KiB+); sub-millisecond latency",
@@ -516,7 +516,7 @@ pub struct VolumeClassText {
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct DeviceSpecText {
-    /// The device, as given to `--devices` (resolved the same way).
+    /// The device, as the run names its targets (resolved the same way).
     pub path: String,
     /// A built-in profile name.
     pub profile: Option<String>,

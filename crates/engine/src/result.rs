@@ -205,7 +205,7 @@ pub struct DeviceResult {
     pub drained: IoCounts,
     /// Whether reads returned data or only zeros.
     pub read_samples: ReadSamples,
-    /// `--verify`'s checks; `None` without it.
+    /// The verify checks' results ([`crate::WriteData::verify`]); `None` without them.
     pub verify: Option<crate::VerifyLog>,
     /// How its trims were issued; `None` when the workload does not trim.
     pub trim_method: Option<crate::TrimMethod>,

@@ -16,7 +16,7 @@ pub const MIN_BLOCK_SIZE: u32 = 512;
 /// (`IORING_MAX_ENTRIES`, 32768) shared by all devices of one worker.
 pub const MAX_IODEPTH: u32 = 4096;
 
-/// The access pattern, named as fio names it (`--rw`).
+/// The access pattern, named as fio names it (its `rw` option).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum IoPattern {
@@ -37,7 +37,8 @@ pub enum IoPattern {
 }
 
 impl IoPattern {
-    /// All patterns, in the order `--help` lists them.
+    /// All patterns, in the order front ends list them: randread, randwrite, randrw, read,
+    /// write, trim, randtrim.
     pub const ALL: [IoPattern; 7] = [
         IoPattern::RandRead,
         IoPattern::RandWrite,
@@ -118,7 +119,7 @@ impl fmt::Display for IoPattern {
     }
 }
 
-/// The error for an unknown `--rw` value.
+/// The error for an unknown pattern name ([`IoPattern::from_str`]).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error(
     "unknown I/O pattern '{0}': use one of randread, randwrite, randrw, read, write, trim, randtrim"
@@ -189,7 +190,7 @@ impl Default for Workload {
     }
 }
 
-/// What a worker does when one of its devices fails an I/O (`--on-error`).
+/// What a worker does when one of its devices fails an I/O ([`crate::RunConfig::on_error`]).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum ErrorPolicy {
@@ -203,7 +204,7 @@ pub enum ErrorPolicy {
 }
 
 impl ErrorPolicy {
-    /// The name `--on-error` takes.
+    /// The policy's name, as [`ErrorPolicy::from_str`] reads it.
     pub fn name(self) -> &'static str {
         match self {
             ErrorPolicy::Continue => "continue",
