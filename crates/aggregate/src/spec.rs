@@ -45,7 +45,8 @@ impl fmt::Display for Scaled {
     }
 }
 
-/// What one volume promises. Every part is optional; a part that is absent is not judged.
+/// What one volume promises. Every part is optional; a part that is absent is not judged (the
+/// default promises nothing).
 ///
 /// Written as `iops=60/GB,max_iops=25000,mbps=0.48/GB,max_mbps=320,p95_ms=1` (see
 /// [`VolumeSpec::from_str`]).
@@ -336,7 +337,8 @@ pub fn profile(name: &str) -> Result<VolumeSpec, SpecError> {
         })
 }
 
-/// What the host as a whole promises (judged on the host's totals).
+/// What the host as a whole promises (judged on the host's totals); the default promises
+/// nothing.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 pub struct HostSpec {
     /// IOPS at least (4 KiB runs).
@@ -361,7 +363,8 @@ impl HostSpec {
     }
 }
 
-/// How far below its figure a measurement may be and still pass: a fraction in [0, 1).
+/// How far below its figure a measurement may be and still pass: a fraction in [0, 1); 5% by
+/// default.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Tolerance(f64);
 
@@ -391,6 +394,7 @@ impl Tolerance {
 }
 
 impl Default for Tolerance {
+    /// 5% ([`Tolerance::DEFAULT`]).
     fn default() -> Self {
         Tolerance::DEFAULT
     }

@@ -27,7 +27,8 @@ use crate::worker::splitmix64;
 /// chunk of this many bytes the first part is random and the rest zeros.
 pub const COMPRESS_CHUNK: usize = 512;
 
-/// What written blocks contain.
+/// What written blocks contain. The default is what storage cannot flatter: every block
+/// unique and incompressible (0% compressible, 0% repeated), without verification.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct WriteData {
     /// Verify written data: every written block carries a header and a checksum, reads of

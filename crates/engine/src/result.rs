@@ -45,6 +45,7 @@ pub struct OpResult {
 }
 
 impl Default for OpResult {
+    /// No I/O, and an empty histogram of the common layout ([`new_latency_histogram`]).
     fn default() -> Self {
         OpResult {
             ios: 0,

@@ -38,7 +38,8 @@ pub struct RunConfig {
 
 impl RunConfig {
     /// `workload` on `targets` with every other choice at its default: all allowed CPUs, no
-    /// live intervals, one thread per CPU, `stop-device` on errors, no polling.
+    /// live intervals, one thread per CPU ([`ThreadLayout::PerCpu`]), a failing device stops
+    /// alone ([`ErrorPolicy::StopDevice`]), no polling.
     pub fn new(targets: Vec<PathBuf>, workload: Workload) -> RunConfig {
         RunConfig {
             targets,

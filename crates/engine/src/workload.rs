@@ -139,6 +139,27 @@ impl FromStr for IoPattern {
 
 /// One workload, applied to every target of a run with each target's own queue, random
 /// stream and counters.
+///
+/// [`Workload::default`] is 4 KiB random reads ([`IoPattern::RandRead`]) at depth 32 over the
+/// whole of each target, a 5 s ramp then 30 s measured, no IOPS cap, no I/O limit, every I/O
+/// timed, seed `0x5eed_f405_ca1e`, a 50% read share (used by [`IoPattern::RandRw`] only) and
+/// [`WriteData::default`](crate::WriteData) for writes (unique, incompressible, not verified).
+/// Set the fields you care about and take the rest from it:
+///
+/// ```
+/// use std::time::Duration;
+///
+/// use hostmax_engine::{IoPattern, Workload};
+///
+/// let workload = Workload {
+///     pattern: IoPattern::RandWrite,
+///     block_size: 16 << 10,
+///     runtime: Duration::from_secs(10),
+///     ..Workload::default()
+/// };
+/// assert_eq!(workload.iodepth, 32);
+/// assert_eq!(workload.ramp, Duration::from_secs(5));
+/// ```
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Workload {
     /// Access pattern.
@@ -172,6 +193,8 @@ pub struct Workload {
 }
 
 impl Default for Workload {
+    /// 4 KiB random reads at depth 32 on the whole target, 5 s ramp, 30 s measured, timed,
+    /// uncapped (see [`Workload`]).
     fn default() -> Self {
         Workload {
             pattern: IoPattern::RandRead,
@@ -191,6 +214,7 @@ impl Default for Workload {
 }
 
 /// What a worker does when one of its devices fails an I/O ([`crate::RunConfig::on_error`]).
+/// The default is [`ErrorPolicy::StopDevice`].
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum ErrorPolicy {
