@@ -332,7 +332,7 @@ pub struct CurveReport {
     pub curve: Curve,
     /// One report per depth, in the order run.
     pub runs: Vec<HostReport>,
-    /// With `--consistency` and an IOPS or throughput promise: how often each volume and the
+    /// When asked for, with an IOPS or throughput promise: how often each volume and the
     /// host kept it, second by second, in the run at the host's knee (else at saturation).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub consistency: Option<crate::consistency::ConsistencyVerdict>,

@@ -1,14 +1,4 @@
-//! Merging the reports of many hosts into one fleet report.
-//!
-//! The hosts ran the same workload at the same time (`--start-at`), so:
-//! - counts (I/Os, bytes, errors) add;
-//! - rates add: the fleet's IOPS is the sum of each host's IOPS over that host's own window.
-//!   The windows differ by milliseconds at most, so `measured_secs` is the longest of them and
-//!   a rate is NOT `ios / measured_secs` in general;
-//! - whole-run percentiles come from the hosts' histograms decoded and added bin by bin;
-//! - per-second points are matched by second index; their counts add and their percentiles
-//!   come from the second's histograms added bin by bin (the worst host's, for reports of
-//!   older versions that kept no per-second histograms).
+//! Merging the reports of many hosts into one fleet report ([`merge_reports`]).
 
 use std::collections::BTreeMap;
 
@@ -164,8 +154,21 @@ fn workload_fields(r: &HostReport) -> [(&'static str, Setting, String); 8] {
 }
 
 /// Merges the reports of hosts that ran the same workload at the same time into one fleet
-/// report (see the module documentation for how each figure combines). `reports` pairs each
-/// report with a label (its file name) for error messages and for a report without a hostname.
+/// report. `reports` pairs each report with a label (its file name, say) for error messages
+/// and for a report without a hostname.
+///
+/// Since the hosts ran together, each figure combines so:
+/// - counts (I/Os, bytes, errors) add;
+/// - rates add: the fleet's IOPS is the sum of each host's IOPS over that host's own window.
+///   The windows differ by milliseconds at most, so `measured_secs` is the longest of them and
+///   a rate is NOT `ios / measured_secs` in general;
+/// - whole-run percentiles come from the hosts' histograms decoded and added bin by bin
+///   ([`crate::add_exact`]);
+/// - per-second points are matched by second index; their counts add and their percentiles
+///   come from the second's histograms added bin by bin (the worst host's, for reports of
+///   older versions that kept no per-second histograms).
+///
+/// The result's [`HostReport::fleet`] lists the hosts ([`FleetSummary`]).
 ///
 /// Refused: an empty list, a report of another schema version, workloads that differ in any
 /// of pattern, block size, iodepth, rwmixread, runtime, working set, rate cap or latency

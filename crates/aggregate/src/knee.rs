@@ -47,8 +47,8 @@ pub enum IdealSource {
     VolumeCaps,
     /// The first step's IOPS per volume, times the volumes.
     LinearFromFirst,
-    /// What each volume may do under the run's own `--rate-iops`: its promise or the cap,
-    /// the lower, summed (the cap alone when no spec gives promises).
+    /// What each volume may do under the steps' own IOPS cap (the workload's `rate_iops`):
+    /// its promise or the cap, the lower, summed (the cap alone when no spec gives promises).
     RateCapped,
 }
 
@@ -71,7 +71,8 @@ pub struct Sweep {
     pub ideal: Vec<IdealPoint>,
     /// Where the ideal line comes from.
     pub ideal_source: IdealSource,
-    /// The per-volume `--rate-iops` the steps ran with, when it held the ideal line down.
+    /// The per-volume IOPS cap (`rate_iops`) the steps ran with, when it held the ideal line
+    /// down.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rate_cap_iops: Option<f64>,
 }
@@ -140,9 +141,10 @@ impl Sweep {
         Sweep::with_rate_cap(points, caps, None, tolerance)
     }
 
-    /// [`Sweep::new`] for steps run with `--rate-iops` (`rate_cap`, per volume): no volume can
-    /// give more than the cap, so the ideal line is each volume's promise or the cap, the
-    /// lower, and IOPS that follow it are held by the cap, not saturated.
+    /// [`Sweep::new`] for steps run with an IOPS cap per volume (`rate_cap`, the workload's
+    /// `rate_iops`): no volume can give more than the cap, so the ideal line is each volume's
+    /// promise or the cap, the lower, and IOPS that follow it are held by the cap, not
+    /// saturated.
     pub fn with_rate_cap(
         points: Vec<SweepPoint>,
         caps: Option<&[f64]>,

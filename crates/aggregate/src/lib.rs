@@ -27,8 +27,76 @@
 //!   ceiling and knee from a sweep over volume counts ([`Sweep`]); [`curve`] finds the
 //!   load-latency curve's SLO knee and saturation point ([`Curve`]); [`consistency`] judges
 //!   how many seconds of a run kept the promise.
+//!
+//! # Example
+//!
+//! Measure a scratch file with the engine, then summarize: the host's p99 comes from the
+//! devices' histograms added bin by bin, and each second's point from its intervals.
+//!
+//! ```
+//! use std::time::Duration;
+//!
+//! use hostmax_aggregate::{summarize, TimeSeries};
+//! use hostmax_engine::{measure, DeviceInterval, IoPattern, MeasureRequest, OpKind, Workload};
+//!
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! # struct Scratch(Vec<std::path::PathBuf>);
+//! # impl Drop for Scratch {
+//! #     fn drop(&mut self) {
+//! #         self.0.iter().for_each(|f| drop(std::fs::remove_file(f)));
+//! #     }
+//! # }
+//! let dir = std::env::temp_dir();
+//! let files: Vec<_> = (0..2)
+//!     .map(|i| dir.join(format!("hostmax-aggregate-doc-{}-{i}.img", std::process::id())))
+//!     .collect();
+//! # let _scratch = Scratch(files.clone());
+//! for file in &files {
+//!     std::fs::File::create(file)?.set_len(16 << 20)?;
+//! }
+//! let workload = Workload {
+//!     pattern: IoPattern::RandRead,
+//!     iodepth: 4,
+//!     runtime: Duration::from_millis(300),
+//!     ramp: Duration::ZERO,
+//!     ..Workload::default()
+//! };
+//! // A host point once every device has reported that second.
+//! let mut series = TimeSeries::new(files.len());
+//! let result = measure(
+//!     MeasureRequest::new(files.clone(), workload.clone()),
+//!     &mut |interval: DeviceInterval| {
+//!         series.push(interval);
+//!     },
+//! )?;
+//! let report = summarize(&result, &workload, series.finish());
+//!
+//! assert_eq!(report.devices.len(), 2);
+//! let reads = &report.host.ops[OpKind::Read];
+//! assert!(reads.ios > 0);
+//! println!("host: {:.0} IOPS, p99 {} ns", report.host.iops, reads.latency_ns.p99);
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! A longer client, with per-device figures and every second's host point, is
+//! `examples/library.rs` (`cargo run --example library`).
 
 #![warn(missing_docs)]
+
+// The README's example is compiled and run as a doc test too, so it cannot drift.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeExample;
+
+/// The HDR histogram crate of every histogram in this API ([`add_exact`],
+/// [`decode_histogram`], [`HostHistograms`] hold `hdrhistogram::Histogram<u64>`s): use it
+/// through this re-export so your histograms are the same type as the reports'.
+pub use hdrhistogram;
+/// The engine whose [`RunResult`](hostmax_engine::RunResult)s this crate summarizes; its
+/// types ([`PerOp`](hostmax_engine::PerOp), [`OpKind`](hostmax_engine::OpKind),
+/// [`Workload`](hostmax_engine::Workload)) appear throughout this API.
+pub use hostmax_engine;
 
 pub mod consistency;
 pub mod curve;

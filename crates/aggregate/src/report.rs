@@ -130,7 +130,7 @@ pub struct DeviceReport {
     /// The path the device was opened by, canonical (lossy if it is not UTF-8).
     pub path: String,
     /// The name the user gave it, when that is another name for `path` (a
-    /// `/dev/disk/by-id/...` link, say); set by the CLI, absent when it is `path` itself.
+    /// `/dev/disk/by-id/...` link, say); set by the caller, absent when it is `path` itself.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub given: Option<String>,
     /// The host the device is on; set in merged (fleet) reports, absent in a single host's.
@@ -143,7 +143,8 @@ pub struct DeviceReport {
     pub figures: Figures,
     /// Failed I/Os by errno (0 stands for short transfers), with the first few offsets.
     pub error_detail: ErrorLog,
-    /// Whether the device was taken out of the run after a failed I/O (`--on-error stop-device`).
+    /// Whether the device was taken out of the run after a failed I/O
+    /// ([`hostmax_engine::ErrorPolicy::StopDevice`]).
     #[serde(default)]
     pub failed: bool,
     /// When it was taken out, in seconds from the start of the measured window (negative:
@@ -151,10 +152,11 @@ pub struct DeviceReport {
     /// active time (from the window's start to this, within the window), not the window's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stopped_at_secs: Option<f64>,
-    /// `--verify`'s checks of this device; absent without it.
+    /// The verify checks of this device ([`hostmax_engine::WriteData::verify`]); absent
+    /// without them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub verify: Option<hostmax_engine::VerifyLog>,
-    /// What the device is (WWID, serial, by-id names, size...), set by the CLI.
+    /// What the device is (WWID, serial, by-id names, size...), set by the caller.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub identity: Option<DeviceIdentity>,
     /// How its trims were issued; absent when the run did not trim.
@@ -296,10 +298,11 @@ impl From<&Workload> for WorkloadSummary {
     }
 }
 
-/// Where a report came from (issue 13's "reports say where they came from", and what lets
-/// `hostmax merge` refuse the same run twice or runs that did not run together). Every field is
-/// optional: reports of older versions have none of them, and the aggregator does no I/O, so
-/// the CLI fills them in. Flattened into the report's root object.
+/// Where a report came from: what lets a reader trace it to its run, and lets
+/// [`crate::merge_reports`] refuse the same run twice or runs that did not run together.
+/// Every field is optional: reports of older versions have none of them, and the aggregator
+/// does no I/O, so the caller fills them in (the `hostmax` tool does). Flattened into the
+/// report's root object.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Provenance {
     /// A random 128-bit id of this run (32 hex digits), new for every run and every merge.
@@ -322,16 +325,16 @@ pub struct Provenance {
     pub kernel: Option<String>,
 }
 
-/// Everything a run found, per device and for the host: the root of `--json`.
+/// Everything a run found, per device and for the host: the root of a run's JSON report.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct HostReport {
     /// [`SCHEMA_VERSION`].
     pub schema_version: u32,
-    /// The host that ran it (set by the CLI: the aggregator does no I/O); absent in a merged
+    /// The host that ran it (set by the caller: the aggregator does no I/O); absent in a merged
     /// report, whose devices name their hosts.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hostname: Option<String>,
-    /// In a merged report (`hostmax merge`): the hosts it adds up.
+    /// In a merged report ([`crate::merge_reports`]): the hosts it adds up.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fleet: Option<FleetSummary>,
     /// Run id, measured window's wall-clock start and end, version, command line, kernel.
@@ -357,19 +360,20 @@ pub struct HostReport {
     /// The workers' CPU use and io_uring features; absent in merged reports and older ones.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub load_generator: Option<LoadGenerator>,
-    /// `--verify`'s checks over every device (a failed check exits 5); absent without it.
+    /// The verify checks over every device ([`hostmax_engine::WriteData::verify`]); absent
+    /// without them. A mismatch is bad data on the device: [`HostReport::verify_failed`].
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub verify: Option<hostmax_engine::VerifyLog>,
 }
 
 impl HostReport {
-    /// Whether `--verify` found any block wrong.
+    /// Whether the verify checks found any block wrong.
     pub fn verify_failed(&self) -> bool {
         self.verify.as_ref().is_some_and(|v| v.mismatches > 0)
     }
 }
 
-/// The sum of the devices' `--verify` logs, if any device has one.
+/// The sum of the devices' verify logs, if any device has one.
 pub(crate) fn sum_verify<'a>(
     logs: impl Iterator<Item = Option<&'a hostmax_engine::VerifyLog>>,
 ) -> Option<hostmax_engine::VerifyLog> {

@@ -150,7 +150,8 @@ pub struct SecondPoint {
 
 /// A second's host latency histogram of each kind, merged bin by bin from every device's
 /// interval: handed over by a series made with [`TimeSeries::hand_over_histograms`] to a
-/// caller that logs them whole (the CLI's `--hdr-log`), so each second is merged once.
+/// caller that logs them whole (an HdrHistogram interval log, say), so each second is merged
+/// once.
 #[derive(Debug, Clone)]
 pub struct SecondHistograms {
     /// Second index, as in [`SecondPoint::second`].

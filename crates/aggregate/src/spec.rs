@@ -45,7 +45,8 @@ impl fmt::Display for Scaled {
     }
 }
 
-/// What one volume promises. Every part is optional; a part that is absent is not judged.
+/// What one volume promises. Every part is optional; a part that is absent is not judged (the
+/// default promises nothing).
 ///
 /// Written as `iops=60/GB,max_iops=25000,mbps=0.48/GB,max_mbps=320,p95_ms=1` (see
 /// [`VolumeSpec::from_str`]).
@@ -300,7 +301,7 @@ fn parse_scaled(key: &str, value: &str, example: &'static str) -> Result<Scaled,
 /// A built-in volume class with the figures its provider publishes.
 #[derive(Debug, Clone, Copy)]
 pub struct Profile {
-    /// The name given to `--profile`.
+    /// The profile's name, as a volume spec or a spec file names it.
     pub name: &'static str,
     /// Where the figures come from.
     pub source: &'static str,
@@ -313,7 +314,7 @@ pub struct Profile {
 /// Only classes whose per-GB figures the providers publish are here. OCI's Higher and Ultra
 /// High Performance levels and Alibaba's ESSD levels have no per-GB figures in the documents
 /// this tool was built from (they give host totals only), so they are not guessed at: give
-/// their figures with `--volume-spec`.
+/// their figures as a volume spec ([`VolumeSpec`]).
 pub const PROFILES: [Profile; 1] = [Profile {
     name: "oci-balanced",
     source: "OCI Block Volume, Balanced: 60 IOPS/GB up to 25,000 IOPS (4 KiB); 480 KB/s per GB up to 320 MB/s (256 KiB+); sub-millisecond latency",
@@ -336,7 +337,8 @@ pub fn profile(name: &str) -> Result<VolumeSpec, SpecError> {
         })
 }
 
-/// What the host as a whole promises (judged on the host's totals).
+/// What the host as a whole promises (judged on the host's totals); the default promises
+/// nothing.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 pub struct HostSpec {
     /// IOPS at least (4 KiB runs).
@@ -361,7 +363,8 @@ impl HostSpec {
     }
 }
 
-/// How far below its figure a measurement may be and still pass: a fraction in [0, 1).
+/// How far below its figure a measurement may be and still pass: a fraction in [0, 1); 5% by
+/// default.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Tolerance(f64);
 
@@ -391,6 +394,7 @@ impl Tolerance {
 }
 
 impl Default for Tolerance {
+    /// 5% ([`Tolerance::DEFAULT`]).
     fn default() -> Self {
         Tolerance::DEFAULT
     }
@@ -516,7 +520,7 @@ pub struct VolumeClassText {
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct DeviceSpecText {
-    /// The device, as given to `--devices` (resolved the same way).
+    /// The device, as the run names its targets (resolved the same way).
     pub path: String,
     /// A built-in profile name.
     pub profile: Option<String>,

@@ -18,7 +18,8 @@
 
 use serde::{Deserialize, Serialize};
 
-/// The constants of the steady-state test.
+/// The constants of the steady-state test; the default is SNIA PTS's (5 rounds, 20% range,
+/// 10% slope excursion).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct SteadyStateRule {
     /// Rounds in the window (SNIA: 5). Also the first round that can be steady.

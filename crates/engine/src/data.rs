@@ -1,7 +1,8 @@
 //! What written blocks carry: by default every block is unique (across blocks, devices, hosts
 //! and runs) and incompressible, so storage that compresses or deduplicates cannot flatter a
-//! write figure; `--buffer-compress-percentage` and `--dedupe-percentage` (fio's names and
-//! meaning) make a chosen share compressible or repeated.
+//! write figure; [`WriteData::compress_percent`] and [`WriteData::dedupe_percent`] (fio's
+//! `buffer_compress_percentage` and `dedupe_percentage`) make a chosen share compressible or
+//! repeated.
 //!
 //! Rewriting every byte of every write costs as much CPU as a loop volume's I/O itself, so
 //! each device gets a pool of random blocks (made once, at setup, seeded by the run's random
@@ -15,21 +16,24 @@
 //!
 //! One stamp per 4 KiB, not fio's one per 512 bytes: each stamp costs a cache line that the
 //! device's copy (a loop volume's memcpy on another core) last read: eight a block cost about
-//! 5% of the IOPS of 4k randwrite on 20 loop volumes against one (README's speed section).
+//! 5% of the IOPS of 4k randwrite on 20 loop volumes against one (the repository's README,
+//! speed section).
 
 use serde::{Deserialize, Serialize};
 
 use crate::worker::splitmix64;
 
-/// Granule of `--buffer-compress-percentage` (fio's default `buffer_compress_chunk`): in each
+/// Granule of [`WriteData::compress_percent`] (fio's default `buffer_compress_chunk`): in each
 /// chunk of this many bytes the first part is random and the rest zeros.
 pub const COMPRESS_CHUNK: usize = 512;
 
-/// What written blocks contain.
+/// What written blocks contain. The default is what storage cannot flatter: every block
+/// unique and incompressible (0% compressible, 0% repeated), without verification.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct WriteData {
-    /// `--verify`: every written block carries a header and a checksum, reads of blocks this
-    /// run wrote are checked, and every written block is read back and checked after the run.
+    /// Verify written data: every written block carries a header and a checksum, reads of
+    /// blocks this run wrote are checked, and every written block is read back and checked
+    /// after the run.
     #[serde(default)]
     pub verify: bool,
     /// Percent of every block a compressor can remove (fio's `buffer_compress_percentage`):
@@ -53,8 +57,8 @@ impl WriteData {
 /// units of 4 KiB or more (what arrays use; Pure's at 512-byte alignment too) finds nothing.
 pub const STAMP_SPACING: usize = 4096;
 
-/// Bytes of the `--verify` header at the start of every written block: offset, run id,
-/// generation, device index, checksum.
+/// Bytes of the verify header ([`WriteData::verify`]) at the start of every written block:
+/// offset, run id, generation, device index, checksum.
 pub const VERIFY_HEADER: usize = 32;
 
 /// Generation tags a block's verify state cycles through (1..=253); 0 is "not written in this
@@ -71,7 +75,7 @@ pub(crate) fn generation_tag(generation: u64) -> u8 {
     (generation % TAGS + 1) as u8
 }
 
-/// What a `--verify` check found wrong with a block.
+/// What a verify check ([`WriteData::verify`]) found wrong with a block.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum MismatchKind {
@@ -104,7 +108,7 @@ pub struct VerifyMismatch {
     pub found_this_run: bool,
 }
 
-/// A device's `--verify` results.
+/// A device's verify results ([`WriteData::verify`]).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct VerifyLog {
     /// Reads checked during the run (of blocks this run wrote, with no write in flight).
@@ -157,7 +161,7 @@ impl VerifyLog {
     }
 }
 
-/// Who wrote a block: what its `--verify` header says.
+/// Who wrote a block: what its verify header says.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct BlockIdentity {
     pub offset: u64,
@@ -297,7 +301,7 @@ impl BlockMaker {
     /// every [`STAMP_SPACING`] bytes, distinct per stamp so the block holds no repeated word
     /// a compressor could use. A few stores instead of a pass over the block: rewriting every
     /// byte of each write cost 20% of the IOPS on loop volumes (benches/data_cost.sh). With no
-    /// random part (`--buffer-compress-percentage 100`) the block stays zeros, as fio's does.
+    /// random part ([`WriteData::compress_percent`] 100) the block stays zeros, as fio's does.
     #[inline]
     pub fn stamp_unique(&self, block: &mut [u8], key: u64) {
         if self.random_per_chunk < 8 {

@@ -21,8 +21,55 @@
 //! by-id names, inode) whatever it is called today.
 //!
 //! All `unsafe` io_uring code lives in the private `ring` module.
+//!
+//! # Example
+//!
+//! Random 4 KiB reads at depth 4 for a third of a second on a scratch file (a regular file
+//! needs no root; a block device such as `/dev/nvme0n1` is measured the same way):
+//!
+//! ```
+//! use std::time::Duration;
+//!
+//! use hostmax_engine::{measure, DeviceInterval, IoPattern, MeasureRequest, OpKind, Workload};
+//!
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let file = std::env::temp_dir().join(format!("hostmax-engine-doc-{}.img", std::process::id()));
+//! std::fs::File::create(&file)?.set_len(16 << 20)?;
+//!
+//! let workload = Workload {
+//!     pattern: IoPattern::RandRead,
+//!     iodepth: 4,
+//!     runtime: Duration::from_millis(300),
+//!     ramp: Duration::ZERO,
+//!     ..Workload::default()
+//! };
+//! let mut intervals = 0;
+//! let result = measure(
+//!     MeasureRequest::new(vec![file.clone()], workload),
+//!     // Each device's one-second figures arrive here while the run goes on.
+//!     &mut |_: DeviceInterval| intervals += 1,
+//! );
+//! std::fs::remove_file(&file)?;
+//!
+//! let reads = &result?.devices[0].ops[OpKind::Read];
+//! assert!(reads.ios > 0);
+//! println!(
+//!     "{} reads, p99 {} ns ({intervals} intervals)",
+//!     reads.ios,
+//!     reads.latency.value_at_quantile(0.99)
+//! );
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! `hostmax_aggregate::summarize` turns the [`RunResult`] into host and per-device figures.
 
 #![warn(missing_docs)]
+
+// The README's example is compiled and run as a doc test too, so it cannot drift.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeExample;
 
 mod availability;
 mod cpu_use;
@@ -40,6 +87,11 @@ pub mod signature;
 pub mod target;
 mod worker;
 mod workload;
+
+/// The HDR histogram crate every latency histogram of this API is from
+/// ([`OpResult::latency`] is a `hdrhistogram::Histogram<u64>`): use it through this
+/// re-export to read percentiles or merge histograms without pinning a version of your own.
+pub use hdrhistogram;
 
 pub use availability::{check_io_uring, IoUringUnavailable};
 pub use data::{

@@ -112,8 +112,67 @@ impl<F: FnMut(DeviceInterval)> Observer for F {
 /// swapon that slipped in meanwhile is refused), starts it, hands every interval to
 /// `observer`, and returns the result once every ring is drained and every claim released.
 ///
-/// A refused write is [`EngineError::WriteRefused`], before any I/O; a target that cannot be
-/// opened exclusively (held or mounted) is [`EngineError::Open`] with `EBUSY`.
+/// # Errors
+///
+/// A refused write is [`EngineError::WriteRefused`], before any I/O. With
+/// [`SafetyCheck::Full`] a written target is refused when it is mounted, held (device-mapper,
+/// md, another exclusive opener), active swap or under the root filesystem, whatever the
+/// consent; when it carries on-disk signatures or partitions, unless [`WriteSafety::force`];
+/// and when it is a block device or a file that holds data, unless
+/// [`WriteSafety::allow_write`]. The re-check while held refuses a mount or swap that appeared
+/// in between. A device claimed by someone else after the checks (with
+/// [`SafetyCheck::CheckedBefore`], after the caller's) fails its exclusive open instead:
+/// [`EngineError::Open`] with `EBUSY`, once [`target::EXCLUSIVE_OPEN_PATIENCE`] has passed.
+/// A workload that does not fit a target is [`EngineError::InvalidWorkload`]; an
+/// [`Observer`] calling the run off is [`EngineError::CalledOff`].
+///
+/// # Example
+///
+/// Writes to a scratch file: a file that holds no data may be written without consent; once
+/// it holds data, writing it again needs [`WriteSafety::allow_write`] and is refused, before
+/// any I/O, without it.
+///
+/// ```
+/// use std::time::Duration;
+///
+/// use hostmax_engine::safety::WriteSafety;
+/// use hostmax_engine::{
+///     measure, DeviceInterval, EngineError, IoPattern, MeasureRequest, OpKind, Workload,
+/// };
+///
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// # struct Scratch(std::path::PathBuf);
+/// # impl Drop for Scratch {
+/// #     fn drop(&mut self) {
+/// #         let _ = std::fs::remove_file(&self.0);
+/// #     }
+/// # }
+/// let file = std::env::temp_dir().join(format!("hostmax-measure-doc-{}.img", std::process::id()));
+/// std::fs::File::create(&file)?.set_len(16 << 20)?;
+/// # let _scratch = Scratch(file.clone());
+/// let writes = Workload {
+///     pattern: IoPattern::RandWrite,
+///     iodepth: 4,
+///     runtime: Duration::from_millis(200),
+///     ramp: Duration::ZERO,
+///     ..Workload::default()
+/// };
+/// let request = || MeasureRequest::new(vec![file.clone()], writes.clone());
+/// let mut ignore = |_: DeviceInterval| {};
+///
+/// // An empty (all holes) file: nothing to lose, no consent needed.
+/// let first = measure(request(), &mut ignore)?;
+/// assert!(first.devices[0].ops[OpKind::Write].ios > 0);
+///
+/// // Now it holds data: refused without consent, measured with it.
+/// let refused = measure(request(), &mut ignore);
+/// assert!(matches!(refused, Err(EngineError::WriteRefused(_))));
+/// let consent = WriteSafety { allow_write: true, ..WriteSafety::default() };
+/// let again = measure(request().with_consent(consent), &mut ignore)?;
+/// assert!(again.devices[0].ops[OpKind::Write].ios > 0);
+/// # Ok(())
+/// # }
+/// ```
 pub fn measure<O: Observer + ?Sized>(
     request: MeasureRequest,
     observer: &mut O,

@@ -45,6 +45,7 @@ pub struct OpResult {
 }
 
 impl Default for OpResult {
+    /// No I/O, and an empty histogram of the common layout ([`new_latency_histogram`]).
     fn default() -> Self {
         OpResult {
             ios: 0,
@@ -205,7 +206,7 @@ pub struct DeviceResult {
     pub drained: IoCounts,
     /// Whether reads returned data or only zeros.
     pub read_samples: ReadSamples,
-    /// `--verify`'s checks; `None` without it.
+    /// The verify checks' results ([`crate::WriteData::verify`]); `None` without them.
     pub verify: Option<crate::VerifyLog>,
     /// How its trims were issued; `None` when the workload does not trim.
     pub trim_method: Option<crate::TrimMethod>,

@@ -86,7 +86,7 @@ pub(crate) struct Reaped {
     pub took_ns: Option<u64>,
 }
 
-/// Polling asked for by the user (`--iopoll`, `--sqpoll`).
+/// The polling a run asks for ([`crate::RunConfig::polling`]); the default polls nothing.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Polling {
     /// Poll for completions (only devices with poll queues: `queue/io_poll` = 1).
@@ -595,7 +595,7 @@ fn build_ring(sq: u32, cq: u32, polling: Polling) -> io::Result<(IoUring, bool, 
 }
 
 /// What the running kernel's io_uring offers hostmax, found by building (and dropping) a
-/// small ring on the calling thread: for `hostmax doctor`.
+/// small ring on the calling thread: for a health check before any run.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct KernelRingSupport {
     /// `IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN` (Linux 6.1+).

@@ -32,13 +32,14 @@ pub struct RunConfig {
     pub layout: ThreadLayout,
     /// What to do when a device fails an I/O.
     pub on_error: ErrorPolicy,
-    /// Completion and submission polling (`--iopoll`, `--sqpoll`); off by default.
+    /// Completion and submission polling; off by default.
     pub polling: Polling,
 }
 
 impl RunConfig {
     /// `workload` on `targets` with every other choice at its default: all allowed CPUs, no
-    /// live intervals, one thread per CPU, `stop-device` on errors, no polling.
+    /// live intervals, one thread per CPU ([`ThreadLayout::PerCpu`]), a failing device stops
+    /// alone ([`ErrorPolicy::StopDevice`]), no polling.
     pub fn new(targets: Vec<PathBuf>, workload: Workload) -> RunConfig {
         RunConfig {
             targets,
@@ -312,7 +313,8 @@ pub fn check_buffer_memory(workload: &Workload, targets: usize) -> Result<(), En
     Ok(())
 }
 
-/// Bytes of `--verify` state a run keeps: one per block of every target's working set.
+/// Bytes of verify state a run keeps ([`crate::WriteData::verify`]): one per block of every
+/// target's working set.
 pub fn verify_state_bytes(workload: &Workload, targets: &[TargetInfo]) -> u64 {
     if !workload.write_data.verify {
         return 0;
@@ -323,7 +325,7 @@ pub fn verify_state_bytes(workload: &Workload, targets: &[TargetInfo]) -> u64 {
         .sum()
 }
 
-/// Refuses a `--verify` run whose state (one byte per block) and I/O buffers together would
+/// Refuses a verifying run whose state (one byte per block) and I/O buffers together would
 /// not fit in the memory available now, before anything is allocated.
 pub fn check_verify_memory(workload: &Workload, targets: &[TargetInfo]) -> Result<(), EngineError> {
     let state = verify_state_bytes(workload, targets);
@@ -353,7 +355,8 @@ pub fn check_verify_memory(workload: &Workload, targets: &[TargetInfo]) -> Resul
     Ok(())
 }
 
-/// Refuses `--iopoll` unless every target is a block device with poll queues
+/// Refuses completion polling ([`crate::Polling::iopoll`]) unless every target is a block
+/// device with poll queues
 /// (`/sys/block/DEV/queue/io_poll` = 1): elsewhere every polled I/O fails with EOPNOTSUPP, and a
 /// run of nothing but errors is no measurement.
 pub fn check_poll_queues(targets: &[TargetInfo]) -> Result<(), EngineError> {

@@ -141,12 +141,12 @@ struct DeviceState {
     /// Successful reads so far, to sample one in [`READ_SAMPLE_EVERY`].
     reads_done: u64,
     read_samples: ReadSamples,
-    /// `--verify`: one byte per block of the working set (0 not written in this run, a
+    /// Verifying runs: one byte per block of the working set (0 not written in this run, a
     /// generation tag, `STATE_UNKNOWN` or `STATE_WRITING`), and what the checks found.
     verify_state: Vec<u8>,
     verify: Option<VerifyLog>,
     writes_submitted: u64,
-    /// `--verify`: the blocks of the writes in flight (at most `iodepth`), to tell a write
+    /// Verifying runs: the blocks of the writes in flight (at most `iodepth`), to tell a write
     /// that overlaps another from one that has its block to itself.
     verify_writes_in_flight: Vec<u64>,
     /// How its trims are issued, when the workload trims.
@@ -198,7 +198,7 @@ struct Slot {
     offset: u64,
     /// Submit time in nanoseconds after the run's start (set only when timing I/Os).
     submitted_ns: u64,
-    /// `--verify`: a write's generation tag, or the tag a read's block had when the read was
+    /// Verifying runs: a write's generation tag, or the tag a read's block had when the read was
     /// submitted (0: the read is not checked).
     tag: u8,
     /// A write's pool block while it is in flight ([`NO_POOL_BLOCK`] for reads and
@@ -602,7 +602,7 @@ impl WorkerLoop {
         Ok(())
     }
 
-    /// `--verify`: reads back every block this run wrote, once, and checks it. Uses each
+    /// Verifying runs: reads back every block this run wrote, once, and checks it. Uses each
     /// device's read buffers at its queue depth; these reads count in no figure (a failed one
     /// is an error of the device).
     fn read_back(&mut self) -> std::io::Result<()> {

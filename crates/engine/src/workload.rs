@@ -16,7 +16,7 @@ pub const MIN_BLOCK_SIZE: u32 = 512;
 /// (`IORING_MAX_ENTRIES`, 32768) shared by all devices of one worker.
 pub const MAX_IODEPTH: u32 = 4096;
 
-/// The access pattern, named as fio names it (`--rw`).
+/// The access pattern, named as fio names it (its `rw` option).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum IoPattern {
@@ -37,7 +37,8 @@ pub enum IoPattern {
 }
 
 impl IoPattern {
-    /// All patterns, in the order `--help` lists them.
+    /// All patterns, in the order front ends list them: randread, randwrite, randrw, read,
+    /// write, trim, randtrim.
     pub const ALL: [IoPattern; 7] = [
         IoPattern::RandRead,
         IoPattern::RandWrite,
@@ -118,7 +119,7 @@ impl fmt::Display for IoPattern {
     }
 }
 
-/// The error for an unknown `--rw` value.
+/// The error for an unknown pattern name ([`IoPattern::from_str`]).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error(
     "unknown I/O pattern '{0}': use one of randread, randwrite, randrw, read, write, trim, randtrim"
@@ -138,6 +139,27 @@ impl FromStr for IoPattern {
 
 /// One workload, applied to every target of a run with each target's own queue, random
 /// stream and counters.
+///
+/// [`Workload::default`] is 4 KiB random reads ([`IoPattern::RandRead`]) at depth 32 over the
+/// whole of each target, a 5 s ramp then 30 s measured, no IOPS cap, no I/O limit, every I/O
+/// timed, seed `0x5eed_f405_ca1e`, a 50% read share (used by [`IoPattern::RandRw`] only) and
+/// [`WriteData::default`](crate::WriteData) for writes (unique, incompressible, not verified).
+/// Set the fields you care about and take the rest from it:
+///
+/// ```
+/// use std::time::Duration;
+///
+/// use hostmax_engine::{IoPattern, Workload};
+///
+/// let workload = Workload {
+///     pattern: IoPattern::RandWrite,
+///     block_size: 16 << 10,
+///     runtime: Duration::from_secs(10),
+///     ..Workload::default()
+/// };
+/// assert_eq!(workload.iodepth, 32);
+/// assert_eq!(workload.ramp, Duration::from_secs(5));
+/// ```
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Workload {
     /// Access pattern.
@@ -171,6 +193,8 @@ pub struct Workload {
 }
 
 impl Default for Workload {
+    /// 4 KiB random reads at depth 32 on the whole target, 5 s ramp, 30 s measured, timed,
+    /// uncapped (see [`Workload`]).
     fn default() -> Self {
         Workload {
             pattern: IoPattern::RandRead,
@@ -189,7 +213,8 @@ impl Default for Workload {
     }
 }
 
-/// What a worker does when one of its devices fails an I/O (`--on-error`).
+/// What a worker does when one of its devices fails an I/O ([`crate::RunConfig::on_error`]).
+/// The default is [`ErrorPolicy::StopDevice`].
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum ErrorPolicy {
@@ -203,7 +228,7 @@ pub enum ErrorPolicy {
 }
 
 impl ErrorPolicy {
-    /// The name `--on-error` takes.
+    /// The policy's name, as [`ErrorPolicy::from_str`] reads it.
     pub fn name(self) -> &'static str {
         match self {
             ErrorPolicy::Continue => "continue",
