@@ -18,11 +18,12 @@ use hostmax_engine::{
 };
 
 use crate::args::demo::DemoArgs;
+use crate::error::BadInput;
 use crate::exit_code;
 use crate::fleet::hdr_log::HdrLogRecorder;
 use crate::output::destination::Destination;
 use crate::output::{self, progress::LiveView};
-use crate::plan::{BadInput, RunPlan};
+use crate::plan::RunPlan;
 use crate::signals::RunningGuard;
 use crate::simhost::{SimHostMode, SimHostSpec, SimulatedHost};
 

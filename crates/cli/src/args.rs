@@ -7,7 +7,7 @@
 //!
 //! Syntax errors (a size that is not a size) come from clap's value parsers, which use
 //! [`crate::units`]; everything that needs the targets or the host (a block size that does
-//! not fit a device, a CPU that is not online) is a [`crate::plan::BadInput`] from the planner. Both exit
+//! not fit a device, a CPU that is not online) is a [`crate::error::BadInput`] from the planner. Both exit
 //! with [`crate::exit_code::BAD_INPUT`].
 
 use std::ffi::OsString;

@@ -5,7 +5,7 @@
 //! fuzzers drive directly.
 //!
 //! - [`plan`]: [`plan::plan_run`] checks a plain [`plan::PlanRequest`] against the targets
-//!   and the host before any I/O into a [`plan::RunPlan`]; [`plan::BadInput`] is the error
+//!   and the host before any I/O into a [`plan::RunPlan`]; [`error::BadInput`] is the error
 //!   that maps to exit code 2.
 //! - `app`: runs a plan: starts the engine, shows the live view, handles signals, and
 //!   hands the result to the aggregator and the output.
@@ -14,7 +14,7 @@
 //! - [`args`]: the command line ([`args::Cli`]; [`args::RunArgs::request`] makes the plan
 //!   request); [`units`] parses sizes, durations, CPU lists; [`devices`] expands and
 //!   de-duplicates `--devices`; write safety is the engine's (`hostmax_engine::safety`),
-//!   its refusals worded with this tool's flags ([`plan::FLAG_WORDS`]).
+//!   its refusals worded with this tool's flags ([`error::FLAG_WORDS`]).
 //! - [`fleet`]: runs on many hosts: `--start-at`, `--hdr-log` and `hostmax merge`.
 //! - `verify`: spec options and verdicts of the main run, `hostmax verify` and `hostmax
 //!   sweep`; [`chart`] draws SVG charts.
@@ -28,6 +28,7 @@ pub mod args;
 pub mod chart;
 pub mod devices;
 mod doctor;
+pub mod error;
 pub mod exit_code;
 pub mod fleet;
 mod output;
@@ -51,7 +52,7 @@ pub fn run(cli: args::Cli) -> anyhow::Result<i32> {
         // Every command but merge and doctor (which reports io_uring's state itself) runs the
         // engine. Before any device is opened: a machine without io_uring gets its cause, not
         // a device's error.
-        hostmax_engine::check_io_uring().map_err(|why| plan::BadInput(why.to_string()))?;
+        hostmax_engine::check_io_uring().map_err(|why| error::BadInput(why.to_string()))?;
     }
     match cli.command {
         Some(Command::Demo(args)) => app::demo(&args),

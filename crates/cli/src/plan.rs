@@ -1,91 +1,26 @@
 //! Planning a run: a [`PlanRequest`] (what to run, as plain values: from the command line's
 //! [`crate::args::RunArgs`], or built by a command such as a suite cell or a verify phase)
 //! checked by [`plan_run`] against the targets and the host, before any I/O, into a
-//! [`RunPlan`]; and [`BadInput`], the error for input the user can fix (exit code 2).
+//! [`RunPlan`]. Its refusals are [`BadInput`]s.
 
 use std::ffi::OsString;
-use std::fmt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
 use hostmax_engine::placement::{format_cpu_list, parse_cpu_list};
-use hostmax_engine::safety::{
-    check_write_safety, ConsentWords, SystemSources, WriteRefused, WriteSafety,
-};
+use hostmax_engine::safety::{check_write_safety, SystemSources, WriteSafety};
 use hostmax_engine::{
-    ErrorPolicy, IoPattern, Polling, Setting, SettingError, TargetInfo, ThreadLayout, Workload,
-    WriteData, MAX_BLOCK_SIZE, MAX_IODEPTH, MIN_BLOCK_SIZE,
+    ErrorPolicy, IoPattern, Polling, TargetInfo, ThreadLayout, Workload, WriteData, MAX_BLOCK_SIZE,
+    MAX_IODEPTH, MIN_BLOCK_SIZE,
 };
 
 use crate::devices::{create_files, expand_device_args, resolve_targets_creating};
+use crate::error::BadInput;
 use crate::output::destination::Destination;
 use crate::units::{format_size, human_size};
 
 /// Open files a run needs besides one per target (stdio, rings, eventfds, the report).
 pub const RESERVED_FDS: u64 = 32;
-
-/// Input the user can fix: exit code 2, shown as one line naming the thing and the fix.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct BadInput(pub String);
-
-impl fmt::Display for BadInput {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for BadInput {}
-
-/// The engine's write-safety consents as this tool's flags say them.
-pub const FLAG_WORDS: ConsentWords = ConsentWords {
-    allow_write: "--allow-write",
-    force: "--force",
-    both: "--allow-write --force",
-};
-
-/// A write refusal is bad input, worded with the flags that grant consent.
-impl From<WriteRefused> for BadInput {
-    fn from(refused: WriteRefused) -> BadInput {
-        BadInput(refused.message(&FLAG_WORDS))
-    }
-}
-
-/// The option of `hostmax` that sets an engine [`Setting`] (`None` for one no option sets):
-/// the libraries name their own settings, the command line names its flags.
-pub fn option_for(setting: Setting) -> Option<&'static str> {
-    Some(match setting {
-        Setting::Pattern => "--rw",
-        Setting::BlockSize => "--bs",
-        Setting::Iodepth => "--iodepth",
-        Setting::Rwmixread => "--rwmixread",
-        Setting::Runtime => "--runtime",
-        Setting::IoLimit => return None,
-        Setting::RateIops => "--rate-iops",
-        Setting::WorkingSet => "--size",
-        Setting::RecordLatency => "--no-latency",
-        Setting::CompressPercent => "--buffer-compress-percentage",
-        Setting::DedupePercent => "--dedupe-percentage",
-        Setting::Verify => "--verify",
-        Setting::Targets => "--devices",
-        Setting::Cpus => "--cpus",
-        Setting::Polling => "--iopoll",
-    })
-}
-
-impl From<&SettingError> for BadInput {
-    /// The engine's refusal, naming the options to change.
-    fn from(e: &SettingError) -> Self {
-        BadInput(e.naming(option_for))
-    }
-}
-
-/// Returns early with a [`BadInput`] made from a format string.
-#[macro_export]
-macro_rules! bad_input {
-    ($($arg:tt)*) => {
-        return Err($crate::plan::BadInput(format!($($arg)*)).into())
-    };
-}
 
 /// What to plan, as plain values; messages name the main run's options (`--bs`), which
 /// give these values on the command line. [`PlanRequest::default`] is the main run's defaults.

@@ -13,7 +13,8 @@ use std::path::PathBuf;
 use serde::Serialize;
 
 use crate::args::doctor::DoctorArgs;
-use crate::plan::{BadInput, RunPlan};
+use crate::error::BadInput;
+use crate::plan::RunPlan;
 use checks::{RunShape, SysRoot};
 
 /// How much a setting holds a host-maximum test back. Ordered most harmful first.

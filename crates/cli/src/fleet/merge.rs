@@ -7,8 +7,8 @@ use hostmax_aggregate::{merge_reports, HostReport, MergeError, SCHEMA_VERSION};
 
 use super::provenance;
 use crate::args::fleet::MergeArgs;
+use crate::error::{option_for, BadInput};
 use crate::output::destination;
-use crate::plan::{option_for, BadInput};
 
 /// Reads one report file, refusing (as [`BadInput`]) anything that is not a hostmax report of
 /// this schema version.

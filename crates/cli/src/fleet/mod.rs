@@ -21,7 +21,7 @@ pub(crate) mod start_at;
 use std::path::PathBuf;
 use std::time::SystemTime;
 
-use crate::plan::BadInput;
+use crate::error::BadInput;
 
 /// The checked fleet options of a run.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

@@ -7,7 +7,7 @@ use std::time::{Duration, SystemTime};
 
 use hostmax_aggregate::{HostReport, Provenance};
 
-use crate::plan::BadInput;
+use crate::error::BadInput;
 use crate::rfc3339::{format_rfc3339, parse_rfc3339};
 
 /// A random 128-bit id as 32 lowercase hex digits (from the kernel's random pool).

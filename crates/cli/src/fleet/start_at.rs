@@ -6,7 +6,7 @@
 
 use std::time::{Duration, SystemTime};
 
-use crate::plan::BadInput;
+use crate::error::BadInput;
 use crate::rfc3339::format_rfc3339;
 
 /// How far in the past a start time may be and still be taken (start at once): hosts whose

@@ -39,8 +39,9 @@ pub use matrix::{Mix, SuiteTest};
 pub use report::SuiteReport;
 pub use state::{StateDir, SuiteConfig};
 
+use crate::error::BadInput;
 use crate::output::destination::{self, Destination};
-use crate::plan::{plan_run, BadInput, PlanRequest};
+use crate::plan::{plan_run, PlanRequest};
 use crate::units::{format_size, human_size};
 use hostmax_engine::safety::{check_write_safety, SystemSources, WriteSafety};
 use runner::SuiteRunner;

@@ -11,7 +11,7 @@ use hostmax_engine::TargetInfo;
 use serde::{Deserialize, Serialize};
 
 use super::report::SuiteReport;
-use crate::plan::BadInput;
+use crate::error::BadInput;
 use crate::verify::SpecArgs;
 
 /// What the volumes and the host promise, resolved for the suite's devices (kept in

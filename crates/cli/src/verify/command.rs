@@ -12,8 +12,9 @@ use hostmax_engine::IoPattern;
 use super::{judged_exit_code, table};
 use crate::app;
 use crate::args::verify::VerifyArgs;
+use crate::error::BadInput;
 use crate::output::destination::{print_beside_json, Destination};
-use crate::plan::{plan_run, BadInput, PlanRequest, RunPlan};
+use crate::plan::{plan_run, PlanRequest, RunPlan};
 
 /// One phase: what it judges and the options it runs with.
 #[derive(Debug, Clone)]

@@ -10,8 +10,9 @@ use hostmax_aggregate::{Curve, CurveReport, HostReport, SCHEMA_VERSION};
 use crate::app;
 use crate::args::verify::CurveArgs;
 use crate::chart::{LegendCorner, LineChart, Series, SeriesStyle, TickFormat};
+use crate::error::BadInput;
 use crate::output::destination::print_beside_json;
-use crate::plan::{plan_run, BadInput};
+use crate::plan::plan_run;
 use crate::units::{format_latency_ns, format_mib_per_sec};
 
 /// The depths a curve runs by default: light load to well past where most volumes saturate.

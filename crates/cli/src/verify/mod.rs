@@ -26,8 +26,9 @@ use hostmax_engine::TargetInfo;
 
 use crate::app;
 pub use crate::args::spec::SpecArgs;
+use crate::error::BadInput;
 use crate::exit_code;
-use crate::plan::{BadInput, RunPlan};
+use crate::plan::RunPlan;
 
 impl SpecArgs {
     /// Whether any spec option was given.

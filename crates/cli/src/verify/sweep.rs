@@ -10,8 +10,9 @@ use hostmax_aggregate::{HostReport, SweepReport, SCHEMA_VERSION};
 use crate::app;
 use crate::args::verify::{Step, SweepArgs};
 use crate::chart::{Band, LegendCorner, LineChart, Series, SeriesStyle, TickFormat};
+use crate::error::BadInput;
 use crate::output::destination::{self, print_beside_json, Destination};
-use crate::plan::{plan_run, BadInput, RunPlan};
+use crate::plan::{plan_run, RunPlan};
 use crate::units::format_mib_per_sec;
 
 /// The sorted, de-duplicated counts `steps` gives for `total` devices.
