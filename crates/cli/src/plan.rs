@@ -1,7 +1,11 @@
 //! Planning a run: a [`PlanRequest`] (what to run, as plain values: from the command line's
 //! [`crate::args::RunArgs`], or built by a command such as a suite cell or a verify phase)
 //! checked by [`plan_run`] against the targets and the host, before any I/O, into a
-//! [`RunPlan`]. Its refusals are [`BadInput`]s.
+//! [`RunPlan`]. Its refusals are [`BadInput`]s. The fleet options of a run are
+//! [`fleet::FleetPlan`]; [`start_at`] waits for `--start-at`.
+
+pub mod fleet;
+pub mod start_at;
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -128,7 +132,7 @@ pub struct RunPlan {
     /// What to do when a device fails an I/O (`--on-error`).
     pub on_error: ErrorPolicy,
     /// `--start-at` and `--hdr-log`.
-    pub fleet: crate::fleet::FleetPlan,
+    pub fleet: fleet::FleetPlan,
     /// `--iopoll` / `--sqpoll`.
     pub polling: Polling,
 }
@@ -151,6 +155,16 @@ impl RunPlan {
             .map(|t| ("--devices", t.path.as_path()))
             .collect();
         crate::output::destination::check_apart(&outputs, &inputs)
+    }
+
+    /// Checks `--svg` (a file, apart from the run's other outputs and its devices) before any I/O.
+    pub fn check_svg(&self, svg: Option<&Path>) -> Result<Option<Destination>, BadInput> {
+        let Some(path) = svg else {
+            return Ok(None);
+        };
+        let path = crate::output::destination::SVG.check_file(path)?;
+        self.check_outputs_apart(&[("--svg", &path)])?;
+        Ok(Some(Destination::File(path)))
     }
 }
 
@@ -244,7 +258,12 @@ pub fn plan_run_with(request: &PlanRequest, limits: &HostLimits) -> Result<RunPl
         },
         &limits.sources,
     )?;
-    let fleet = crate::fleet::plan_fleet(request, workload.runtime)?;
+    let fleet = fleet::plan_fleet(
+        request.start_at,
+        request.hdr_log.as_deref(),
+        request.series_histograms,
+        workload.runtime,
+    )?;
     let mut plan = RunPlan {
         given_names: targets
             .iter()
@@ -630,5 +649,31 @@ mod tests {
             ..limits()
         };
         assert_eq!(plan_run_with(&args, &roomy).unwrap().targets.len(), 4);
+    }
+
+    #[test]
+    fn per_second_histograms_are_kept_for_runs_of_up_to_an_hour_unless_refused() {
+        let keep = |args: &PlanRequest, runtime: u64| {
+            fleet::plan_fleet(
+                args.start_at,
+                args.hdr_log.as_deref(),
+                args.series_histograms,
+                Duration::from_secs(runtime),
+            )
+            .unwrap()
+            .series_histograms
+        };
+        let default = PlanRequest::default();
+        assert!(keep(&default, 30));
+        assert!(keep(&default, 3600));
+        assert!(
+            !keep(&default, 3601),
+            "a longer run would hold ~40 MB more an hour"
+        );
+        let refused = PlanRequest {
+            series_histograms: false,
+            ..PlanRequest::default()
+        };
+        assert!(!keep(&refused, 30));
     }
 }

@@ -192,7 +192,7 @@ pub struct SuiteArgs {
     /// What the volumes and the host promise: the suite's figures are compared with it
     /// (IOPS on 4k cells, throughput on 256k+ cells, p95 latency on 4k cells at depth 1).
     #[command(flatten)]
-    pub spec: crate::verify::SpecArgs,
+    pub spec: super::spec::SpecArgs,
 }
 
 /// Which suite test runs.
