@@ -7,7 +7,7 @@ use std::time::Duration;
 use clap::Args;
 use serde::{Deserialize, Serialize};
 
-use super::{cpu_list_arg, CpuList};
+use super::run::{cpu_list_arg, CpuList};
 use crate::units::{parse_duration, parse_seed, parse_size, UnitError};
 
 fn percent_arg(s: &str) -> Result<u8, String> {
