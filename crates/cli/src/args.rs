@@ -120,4 +120,20 @@ mod tests {
             .request();
         assert_eq!(got.devices, ["/dev/x", "/dev/a", "/dev/b"]);
     }
+
+    #[test]
+    fn rw_help_names_every_pattern() {
+        use clap::CommandFactory;
+        let cli = Cli::command();
+        let help = cli
+            .get_arguments()
+            .find(|a| a.get_id() == "rw")
+            .and_then(|a| a.get_help())
+            .expect("--rw has help")
+            .to_string();
+        let words: Vec<&str> = help.split(|c: char| !c.is_alphanumeric()).collect();
+        for pattern in hostmax_engine::IoPattern::ALL {
+            assert!(words.contains(&pattern.name()), "{pattern:?}: {help}");
+        }
+    }
 }

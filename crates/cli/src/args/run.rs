@@ -38,7 +38,8 @@ pub struct RunArgs {
     #[arg(long, value_name = "PATH[:PATH...]", action = clap::ArgAction::Append)]
     pub filename: Vec<String>,
 
-    /// Access pattern: randread, randwrite, randrw, read or write.
+    /// Access pattern, fio's names: randread, randwrite, randrw, read, write, trim or randtrim
+    /// (writes and trims change data: they need --allow-write).
     #[arg(long, value_name = "PATTERN", default_value = "randread", value_parser = pattern_arg, allow_hyphen_values = true)]
     pub rw: IoPattern,
 
