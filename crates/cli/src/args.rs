@@ -1,5 +1,5 @@
 //! The command line: [`Cli`] (clap) and the main run's options [`RunArgs`] ([`run`]), which become a
-//! plain [`PlanRequest`] ([`RunArgs::request`]) for [`crate::plan::plan_run`] to check against
+//! plain [`PlanRequest`](crate::plan::PlanRequest) ([`RunArgs::request`]) for [`crate::plan::plan_run`] to check against
 //! the targets and the host before any I/O. Each subcommand's options are in a module of
 //! their own here ([`suite`], [`verify`] for verify, sweep and curve, [`fleet`] for merge,
 //! [`doctor`], [`demo`]); none imports the command it configures, and each command imports
