@@ -399,7 +399,7 @@ fn active_swap_is_refused_even_with_force() {
 fn the_root_device_is_refused_even_with_force() {
     // The checks alone, on this host's real state: nothing is opened for writing, so this is
     // safe against the real root disk (which a sandbox may not even let us open).
-    use hostmax::plan::FLAG_WORDS;
+    use hostmax::error::FLAG_WORDS;
     use hostmax_engine::safety::{
         check_write_safety, parse_mountinfo, root_device_names, SystemSources, WriteSafety,
     };

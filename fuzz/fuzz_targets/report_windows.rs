@@ -3,7 +3,7 @@
 //! overlap. Never panics; an accepted window never ends before it starts.
 #![no_main]
 
-use hostmax::fleet::provenance::{check_overlap, overlap, windows_of};
+use hostmax::provenance::{check_overlap, overlap, windows_of};
 use hostmax_aggregate::HostReport;
 use libfuzzer_sys::fuzz_target;
 

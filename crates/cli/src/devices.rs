@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 
 use hostmax_engine::{target, EngineError, TargetInfo, TargetKind};
 
-use crate::plan::BadInput;
+use crate::error::BadInput;
 
 /// One path to probe, and how the user named it.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -4,7 +4,7 @@
 //! measured), [`IO_ERRORS`] (figures with I/O errors are judged neither good nor bad),
 //! [`VERDICT_FAILED`], [`OK`].
 
-use crate::plan::BadInput;
+use crate::error::BadInput;
 
 /// The run finished without I/O errors (and every judged promise held).
 pub const OK: i32 = 0;

@@ -1,42 +1,45 @@
 //! hostmax, the command-line tool, as a library: the pieces the `hostmax` binary is made of.
-//! [`run`] runs a parsed command line. The commands (`app`, `suite`, `verify`, `doctor`) are
-//! private; what is public is what another crate needs: the command line for the binary and
-//! the fuzzers, the planner, and the parsers, probes and charts the tests and fuzzers drive
-//! directly.
+//! [`run`] runs a parsed command line. What is public is what another crate needs: the command
+//! line for the binary and the fuzzers, the planner, and the parsers, probes, charts the tests and fuzzers drive directly.
 //!
+//! The rooms, top down (a module uses only those below it, never a command's):
+//! - `command`: one module per subcommand (the main run, `demo`, `verify`, `sweep`, `curve`,
+//!   `suite`, `doctor`, `merge`), each from its parsed options to its exit code.
+//! - `measure`: measuring a plan, the one way every command runs I/O (engine, live view,
+//!   `--start-at`, `--hdr-log`, signals, a stamped report), and printing a report.
+//! - `verdict`: spec options into a spec set, the run shape each promise needs, the verdict
+//!   table. `diagnosis`: the host settings that hold a test back (`hostmax doctor`, and the
+//!   main run's one-line warning).
 //! - [`plan`]: [`plan::plan_run`] checks a plain [`plan::PlanRequest`] against the targets
-//!   and the host before any I/O into a [`plan::RunPlan`]; [`plan::BadInput`] is the error
-//!   that maps to exit code 2.
-//! - `app`: runs a plan: starts the engine, shows the live view, handles signals, and
-//!   hands the result to the aggregator and the output.
-//! - `output`: the live view, the final table, the `--json` report, and every output
-//!   file's destination (checked once, written atomically).
+//!   and the host before any I/O into a [`plan::RunPlan`], its fleet options
+//!   ([`plan::fleet`], [`plan::start_at`]) included.
+//! - `output`: the live view, the final table, the `--json` report, the `--hdr-log`, the
+//!   curve's table and chart, and every output file's destination (checked once, written
+//!   atomically); [`chart`] draws SVG charts; [`provenance`] stamps each report with its run
+//!   id, window, version and host, and checks that merged runs were measured together.
 //! - [`args`]: the command line ([`args::Cli`]; [`args::RunArgs::request`] makes the plan
 //!   request); [`units`] parses sizes, durations, CPU lists; [`devices`] expands and
-//!   de-duplicates `--devices`; write safety is the engine's (`hostmax_engine::safety`),
-//!   its refusals worded with this tool's flags ([`plan::FLAG_WORDS`]).
-//! - [`fleet`]: runs on many hosts: `--start-at`, `--hdr-log` and `hostmax merge`.
-//! - `verify`: spec options and verdicts of the main run, `hostmax verify` and `hostmax
-//!   sweep`; [`chart`] draws SVG charts.
-//! - `hostmax demo` runs against the simulated host of throttled loop volumes on tmpfs, the
-//!   `hostmax_simhost` crate (the tests' too).
-//! - `suite`: `hostmax suite`, the CloudHarmony-style block size x mix matrix with
-//!   preconditioning, SNIA steady state, checkpoints and reports.
+//!   de-duplicates `--devices`; write safety is the engine's (`hostmax_engine::safety`).
+//! - [`error`]: [`error::BadInput`], input the user can fix, and the engine's refusals worded
+//!   with this tool's flags ([`error::FLAG_WORDS`]); [`exit_code`] maps outcomes to codes.
+//! - [`signals`]: SIGINT/SIGTERM handling. `hostmax demo` runs against the simulated host of
+//!   throttled loop volumes on tmpfs, the `hostmax_simhost` crate (the tests' too).
 
-mod app;
 pub mod args;
 pub mod chart;
+mod command;
 pub mod devices;
-mod doctor;
+mod diagnosis;
+pub mod error;
 pub mod exit_code;
-pub mod fleet;
+mod measure;
 mod output;
 pub mod plan;
+pub mod provenance;
 mod rfc3339;
 pub mod signals;
-mod suite;
 pub mod units;
-mod verify;
+mod verdict;
 
 #[cfg(test)]
 pub(crate) mod test_support;
@@ -50,18 +53,16 @@ pub fn run(cli: args::Cli) -> anyhow::Result<i32> {
         // Every command but merge and doctor (which reports io_uring's state itself) runs the
         // engine. Before any device is opened: a machine without io_uring gets its cause, not
         // a device's error.
-        hostmax_engine::check_io_uring().map_err(|why| plan::BadInput(why.to_string()))?;
+        hostmax_engine::check_io_uring().map_err(|why| error::BadInput(why.to_string()))?;
     }
     match cli.command {
-        Some(Command::Demo(args)) => app::demo(&args),
-        Some(Command::Suite(args)) => suite::run(&args),
-        Some(Command::Merge(args)) => fleet::merge::run_merge(&args),
-        Some(Command::Verify(args)) => verify::command::verify(&args),
-        Some(Command::Sweep(args)) => verify::sweep::sweep(&args),
-        Some(Command::Doctor(args)) => doctor::run(&args),
-        Some(Command::Curve(args)) => verify::curve::curve(&args),
-        None => {
-            plan::plan_run(&cli.run.request()).and_then(|plan| verify::run(plan, &cli.run.spec))
-        }
+        Some(Command::Demo(args)) => command::demo::demo(&args),
+        Some(Command::Suite(args)) => command::suite::run(&args),
+        Some(Command::Merge(args)) => command::merge::run_merge(&args),
+        Some(Command::Verify(args)) => command::verify::verify(&args),
+        Some(Command::Sweep(args)) => command::sweep::sweep(&args),
+        Some(Command::Doctor(args)) => command::doctor::run(&args),
+        Some(Command::Curve(args)) => command::curve::curve(&args),
+        None => command::run::run(&cli.run),
     }
 }

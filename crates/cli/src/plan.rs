@@ -1,91 +1,30 @@
 //! Planning a run: a [`PlanRequest`] (what to run, as plain values: from the command line's
 //! [`crate::args::RunArgs`], or built by a command such as a suite cell or a verify phase)
 //! checked by [`plan_run`] against the targets and the host, before any I/O, into a
-//! [`RunPlan`]; and [`BadInput`], the error for input the user can fix (exit code 2).
+//! [`RunPlan`]. Its refusals are [`BadInput`]s. The fleet options of a run are
+//! [`fleet::FleetPlan`]; [`start_at`] waits for `--start-at`.
+
+pub mod fleet;
+pub mod start_at;
 
 use std::ffi::OsString;
-use std::fmt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
 use hostmax_engine::placement::{format_cpu_list, parse_cpu_list};
-use hostmax_engine::safety::{
-    check_write_safety, ConsentWords, SystemSources, WriteRefused, WriteSafety,
-};
+use hostmax_engine::safety::{check_write_safety, SystemSources, WriteSafety};
 use hostmax_engine::{
-    ErrorPolicy, IoPattern, Polling, Setting, SettingError, TargetInfo, ThreadLayout, Workload,
-    WriteData, MAX_BLOCK_SIZE, MAX_IODEPTH, MIN_BLOCK_SIZE,
+    ErrorPolicy, IoPattern, Polling, TargetInfo, ThreadLayout, Workload, WriteData, MAX_BLOCK_SIZE,
+    MAX_IODEPTH, MIN_BLOCK_SIZE,
 };
 
 use crate::devices::{create_files, expand_device_args, resolve_targets_creating};
+use crate::error::BadInput;
 use crate::output::destination::Destination;
 use crate::units::{format_size, human_size};
 
 /// Open files a run needs besides one per target (stdio, rings, eventfds, the report).
 pub const RESERVED_FDS: u64 = 32;
-
-/// Input the user can fix: exit code 2, shown as one line naming the thing and the fix.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct BadInput(pub String);
-
-impl fmt::Display for BadInput {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for BadInput {}
-
-/// The engine's write-safety consents as this tool's flags say them.
-pub const FLAG_WORDS: ConsentWords = ConsentWords {
-    allow_write: "--allow-write",
-    force: "--force",
-    both: "--allow-write --force",
-};
-
-/// A write refusal is bad input, worded with the flags that grant consent.
-impl From<WriteRefused> for BadInput {
-    fn from(refused: WriteRefused) -> BadInput {
-        BadInput(refused.message(&FLAG_WORDS))
-    }
-}
-
-/// The option of `hostmax` that sets an engine [`Setting`] (`None` for one no option sets):
-/// the libraries name their own settings, the command line names its flags.
-pub fn option_for(setting: Setting) -> Option<&'static str> {
-    Some(match setting {
-        Setting::Pattern => "--rw",
-        Setting::BlockSize => "--bs",
-        Setting::Iodepth => "--iodepth",
-        Setting::Rwmixread => "--rwmixread",
-        Setting::Runtime => "--runtime",
-        Setting::IoLimit => return None,
-        Setting::RateIops => "--rate-iops",
-        Setting::WorkingSet => "--size",
-        Setting::RecordLatency => "--no-latency",
-        Setting::CompressPercent => "--buffer-compress-percentage",
-        Setting::DedupePercent => "--dedupe-percentage",
-        Setting::Verify => "--verify",
-        Setting::Targets => "--devices",
-        Setting::Cpus => "--cpus",
-        Setting::Polling => "--iopoll",
-    })
-}
-
-impl From<&SettingError> for BadInput {
-    /// The engine's refusal, naming the options to change.
-    fn from(e: &SettingError) -> Self {
-        BadInput(e.naming(option_for))
-    }
-}
-
-/// Returns early with a [`BadInput`] made from a format string.
-#[macro_export]
-macro_rules! bad_input {
-    ($($arg:tt)*) => {
-        return Err($crate::plan::BadInput(format!($($arg)*)).into())
-    };
-}
 
 /// What to plan, as plain values; messages name the main run's options (`--bs`), which
 /// give these values on the command line. [`PlanRequest::default`] is the main run's defaults.
@@ -193,7 +132,7 @@ pub struct RunPlan {
     /// What to do when a device fails an I/O (`--on-error`).
     pub on_error: ErrorPolicy,
     /// `--start-at` and `--hdr-log`.
-    pub fleet: crate::fleet::FleetPlan,
+    pub fleet: fleet::FleetPlan,
     /// `--iopoll` / `--sqpoll`.
     pub polling: Polling,
 }
@@ -216,6 +155,16 @@ impl RunPlan {
             .map(|t| ("--devices", t.path.as_path()))
             .collect();
         crate::output::destination::check_apart(&outputs, &inputs)
+    }
+
+    /// Checks `--svg` (a file, apart from the run's other outputs and its devices) before any I/O.
+    pub fn check_svg(&self, svg: Option<&Path>) -> Result<Option<Destination>, BadInput> {
+        let Some(path) = svg else {
+            return Ok(None);
+        };
+        let path = crate::output::destination::SVG.check_file(path)?;
+        self.check_outputs_apart(&[("--svg", &path)])?;
+        Ok(Some(Destination::File(path)))
     }
 }
 
@@ -309,7 +258,12 @@ pub fn plan_run_with(request: &PlanRequest, limits: &HostLimits) -> Result<RunPl
         },
         &limits.sources,
     )?;
-    let fleet = crate::fleet::plan_fleet(request, workload.runtime)?;
+    let fleet = fleet::plan_fleet(
+        request.start_at,
+        request.hdr_log.as_deref(),
+        request.series_histograms,
+        workload.runtime,
+    )?;
     let mut plan = RunPlan {
         given_names: targets
             .iter()
@@ -515,185 +469,4 @@ fn check_open_files(targets: usize, (soft, hard): (u64, u64)) -> Result<(), BadI
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::test_support::ScratchDir;
-
-    fn limits() -> HostLimits {
-        HostLimits {
-            online_cpus: vec![0, 1, 2, 3],
-            allowed_cpus: vec![0, 1, 2],
-            nofile: (1024, 4096),
-            sources: SystemSources::default(),
-        }
-    }
-
-    fn parse(argv: &[&str]) -> Result<PlanRequest, clap::Error> {
-        use clap::Parser;
-        crate::args::Cli::try_parse_from(std::iter::once("hostmax").chain(argv.iter().copied()))
-            .map(|c| c.run.request())
-    }
-
-    fn plan(argv: &[&str]) -> Result<RunPlan, BadInput> {
-        plan_run_with(&parse(argv).expect("parses"), &limits())
-    }
-
-    fn plan_err(argv: &[&str]) -> String {
-        let err = plan(argv).expect_err("should be refused").0;
-        assert!(!err.contains('\n'), "{err}");
-        err
-    }
-
-    #[test]
-    fn defaults_match_the_issue() {
-        let dir = ScratchDir::new("defaults");
-        let f = dir.file("a", 1 << 20).display().to_string();
-        let plan = plan(&["--devices", &f]).unwrap();
-        let w = &plan.workload;
-        assert_eq!(w.pattern, IoPattern::RandRead);
-        assert_eq!(w.block_size, 4096);
-        assert_eq!(w.iodepth, 32);
-        assert_eq!(w.working_set, None);
-        assert_eq!(w.runtime, Duration::from_secs(30));
-        assert_eq!(w.ramp, Duration::from_secs(5));
-        assert_eq!(w.rwmixread, 50);
-        assert!(w.record_latency);
-        assert_eq!(plan.cpus, None);
-        assert_eq!(plan.json, None);
-        assert_eq!(plan.targets.len(), 1);
-    }
-
-    #[test]
-    fn every_option_reaches_the_plan() {
-        let dir = ScratchDir::new("options");
-        let a = dir.file("a", 8 << 20).display().to_string();
-        let b = dir.file("b", 8 << 20).display().to_string();
-        let json = dir.0.join("r.json");
-        let got = plan(&[
-            "--devices",
-            &a,
-            "--devices",
-            &b,
-            &a,
-            "--rw",
-            "randrw",
-            "--rwmixread",
-            "70%",
-            "--bs",
-            "64KiB",
-            "--iodepth",
-            "8",
-            "--size",
-            "4m",
-            "--runtime",
-            "1500ms",
-            "--ramp",
-            "0",
-            "--cpus",
-            "1-2,0",
-            "--seed",
-            "0x10",
-            "--rate-iops",
-            "5k",
-            "--json",
-            json.to_str().unwrap(),
-            "--allow-write",
-            "--no-latency",
-        ])
-        .unwrap();
-        let w = &got.workload;
-        assert_eq!(got.targets.len(), 2);
-        assert_eq!((w.pattern, w.rwmixread), (IoPattern::RandRw, 70));
-        assert_eq!((w.block_size, w.iodepth), (64 << 10, 8));
-        assert_eq!(w.working_set, Some(4 << 20));
-        assert_eq!(
-            (w.runtime, w.ramp),
-            (Duration::from_millis(1500), Duration::ZERO)
-        );
-        assert_eq!((w.seed, w.rate_iops), (16, Some(5000)));
-        assert!(!w.record_latency && got.allow_write);
-        assert_eq!(got.cpus, Some(vec![0, 1, 2]));
-        assert_eq!(got.json, Some(Destination::File(json)));
-        let stdout = plan(&["--devices", &a, "--json", "-"]).unwrap();
-        assert_eq!(stdout.json, Some(Destination::Stdout));
-    }
-
-    #[test]
-    fn workload_rules_name_the_option_and_the_fix() {
-        let dir = ScratchDir::new("rules");
-        let f = dir.file("f", 1 << 20).display().to_string();
-        let cases: &[(&[&str], &str)] = &[
-            (&["--bs", "0"], "--bs 0"),
-            (&["--bs", "256"], "out of range"),
-            (&["--bs", "16m"], "out of range"),
-            (&["--bs", "3000"], "2560 or 3072"),
-            (&["--bs", "2m"], "larger than"),
-            (&["--rwmixread", "30"], "conflicts with --rw randread"),
-            (
-                &["--rw", "write", "--rwmixread", "30"],
-                "conflicts with --rw write",
-            ),
-            (&["--runtime", "0"], "--runtime 0"),
-            (&["--size", "0"], "--size 0"),
-            (&["--size", "2m"], "larger than"),
-            (&["--size", "6k"], "use 4k or 8k"),
-            (&["--size", "2k"], "larger than --size 2k"),
-            (&["--cpus", "9"], "CPU 9 not online"),
-            (&["--cpus", "2-3"], "CPU 3 online but outside"),
-            (
-                &["--json", "/nonexistent-dir/x.json"],
-                "/nonexistent-dir does not exist",
-            ),
-            (&["--json", "/dev/shm"], "is a directory"),
-            (&["--json", "/dev/null"], "not a regular file"),
-        ];
-        for (extra, expected) in cases {
-            let mut argv = vec!["--devices", f.as_str()];
-            argv.extend_from_slice(extra);
-            let err = plan_err(&argv);
-            assert!(err.contains(expected), "{argv:?}: {err}");
-        }
-        assert!(plan_err(&[]).contains("no devices"));
-        // Callers that build RunArgs themselves get the same bounds.
-        let mut args = parse(&["--devices", &f]).unwrap();
-        args.iodepth = 0;
-        let err = plan_run_with(&args, &limits()).unwrap_err().0;
-        assert!(
-            err.contains("--iodepth 0 is out of range: use 1 to 4096"),
-            "{err}"
-        );
-        let sized = plan(&["--devices", &f, "--size", "512k", "--bs", "512k"]).unwrap();
-        assert_eq!(sized.workload.working_set, Some(512 << 10));
-    }
-
-    #[test]
-    fn too_many_devices_for_the_open_file_limit() {
-        let dir = ScratchDir::new("nofile");
-        let files: Vec<String> = (0..4)
-            .map(|i| dir.file(&format!("f{i}"), 1 << 20).display().to_string())
-            .collect();
-        let mut argv = vec!["--devices"];
-        argv.extend(files.iter().map(String::as_str));
-        let args = parse(&argv).unwrap();
-        let tight = HostLimits {
-            nofile: (RESERVED_FDS + 3, RESERVED_FDS + 100),
-            ..limits()
-        };
-        let err = plan_run_with(&args, &tight).unwrap_err().0;
-        assert!(
-            err.contains("4 devices") && err.contains("ulimit -n 36"),
-            "{err}"
-        );
-        let hard = HostLimits {
-            nofile: (RESERVED_FDS, RESERVED_FDS),
-            ..limits()
-        };
-        let err = plan_run_with(&args, &hard).unwrap_err().0;
-        assert!(err.contains("hard limit"), "{err}");
-        let roomy = HostLimits {
-            nofile: (RESERVED_FDS + 4, RESERVED_FDS + 4),
-            ..limits()
-        };
-        assert_eq!(plan_run_with(&args, &roomy).unwrap().targets.len(), 4);
-    }
-}
+mod tests;

@@ -1,5 +1,5 @@
 //! The spec options every measuring command shares ([`SpecArgs`]): what the volumes and the
-//! host promise. Turning them into a spec set is `crate::verify`'s.
+//! host promise. Turning them into a spec set is `crate::verdict`'s.
 
 use std::path::PathBuf;
 

@@ -7,7 +7,7 @@ use std::time::Duration;
 use clap::Args;
 use serde::{Deserialize, Serialize};
 
-use super::{cpu_list_arg, CpuList};
+use super::run::{cpu_list_arg, CpuList};
 use crate::units::{parse_duration, parse_seed, parse_size, UnitError};
 
 fn percent_arg(s: &str) -> Result<u8, String> {
@@ -192,7 +192,7 @@ pub struct SuiteArgs {
     /// What the volumes and the host promise: the suite's figures are compared with it
     /// (IOPS on 4k cells, throughput on 256k+ cells, p95 latency on 4k cells at depth 1).
     #[command(flatten)]
-    pub spec: crate::verify::SpecArgs,
+    pub spec: super::spec::SpecArgs,
 }
 
 /// Which suite test runs.

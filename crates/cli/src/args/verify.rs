@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use clap::{ArgGroup, Args};
 use hostmax_aggregate::verdict::THROUGHPUT_BLOCK_MIN;
 
-use super::RunArgs;
+use super::run::RunArgs;
 
 /// `hostmax verify`'s options: the run's, whose `--rw`, `--bs` (and `--iodepth` for the
 /// latency phase) each phase sets itself.

@@ -11,7 +11,7 @@ use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
 use super::atomic::{parent_dir, write_atomically};
-use crate::plan::BadInput;
+use crate::error::BadInput;
 
 /// Where a checked output goes.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -9,11 +9,16 @@
 //!   `--html`), checked once before any I/O and written whole ([`atomic`]); `-` is stdout for
 //!   JSON and refused elsewhere.
 //! - [`json::write_json`]: the `--json` report, written atomically to a file or to stdout.
+//! - [`hdr_log::HdrLogRecorder`]: the `--hdr-log` file of per-second interval histograms in
+//!   HdrHistogram's interval-log format.
+//! - [`curve`]: the load-latency curve's table and chart (`hostmax curve`, the suite's page).
 //!
 //! How latencies and throughputs are spelled (µs/ms/s, MiB/s) is [`crate::units`].
 
 pub mod atomic;
+pub mod curve;
 pub mod destination;
+pub mod hdr_log;
 pub mod json;
 pub mod progress;
 pub mod table;

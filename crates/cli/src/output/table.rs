@@ -21,38 +21,24 @@ fn render_table(report: &HostReport) -> String {
 /// The width tables are fitted to: `COLUMNS` when set, else the terminal's when stdout is one;
 /// `None` (no limit) when output goes to a file or a pipe.
 pub fn terminal_width() -> Option<usize> {
-    width_of(libc::STDOUT_FILENO)
+    width_of(&console::Term::stdout())
 }
 
 /// [`terminal_width`] for what goes to stderr (the live view; the table with `--json -`).
 pub fn stderr_width() -> Option<usize> {
-    width_of(libc::STDERR_FILENO)
+    width_of(&console::Term::stderr())
 }
 
-/// `COLUMNS` when set, else the width of the terminal `fd` is, if it is one.
-fn width_of(fd: std::os::fd::RawFd) -> Option<usize> {
-    use std::io::IsTerminal;
-    use std::os::fd::BorrowedFd;
+/// `COLUMNS` when set, else the width of `term`, if it is a terminal.
+fn width_of(term: &console::Term) -> Option<usize> {
     if let Some(columns) = std::env::var("COLUMNS")
         .ok()
         .and_then(|c| c.trim().parse().ok())
     {
         return Some(columns);
     }
-    // SAFETY: `fd` is stdout or stderr, open for the life of the process.
-    if !unsafe { BorrowedFd::borrow_raw(fd) }.is_terminal() {
-        return None;
-    }
-    let mut size = libc::winsize {
-        ws_row: 0,
-        ws_col: 0,
-        ws_xpixel: 0,
-        ws_ypixel: 0,
-    };
-    // SAFETY: TIOCGWINSZ writes one `winsize` through the pointer, which is valid and writable
-    // for the call; the descriptor (stdout or stderr) stays open.
-    let ok = unsafe { libc::ioctl(fd, libc::TIOCGWINSZ, &mut size) } == 0;
-    (ok && size.ws_col > 0).then_some(usize::from(size.ws_col))
+    term.size_checked()
+        .map(|(_rows, columns)| usize::from(columns))
 }
 
 /// Columns left out, in this order, while a table is wider than the terminal: every kind's

@@ -3,17 +3,18 @@
 //! Phases, each with the run's usual options (`--runtime`, `--ramp`, `--iodepth`, `--size`,
 //! `--cpus`, ...): 4k for IOPS rules, 1m (`--throughput-bs`) for throughput rules, 4k at depth 1 for latency
 //! rules. Random reads, or with `--allow-write` the seeds' 50/50 random read/write mix. Each
-//! phase goes through [`crate::app::measure`] like any run.
+//! phase goes through [`crate::measure::measure`] like any run.
 
 use hostmax_aggregate::verdict::RuleKind;
 use hostmax_aggregate::{judge, HostReport, VerifyReport, SCHEMA_VERSION};
 use hostmax_engine::IoPattern;
 
-use super::{judged_exit_code, table};
-use crate::app;
 use crate::args::verify::VerifyArgs;
+use crate::error::BadInput;
+use crate::measure;
 use crate::output::destination::{print_beside_json, Destination};
-use crate::plan::{plan_run, BadInput, PlanRequest, RunPlan};
+use crate::plan::{plan_run, PlanRequest, RunPlan};
+use crate::verdict::{judged_exit_code, table};
 
 /// One phase: what it judges and the options it runs with.
 #[derive(Debug, Clone)]
@@ -83,7 +84,7 @@ pub fn plan_phases(
         .into());
     };
     let mut phases = Vec::new();
-    for kind in super::phases_for(&set) {
+    for kind in crate::verdict::phases_for(&set) {
         let phase = phase_request(&request, kind, args.throughput_bs);
         let plan = plan_run(&phase).map_err(|e| {
             anyhow::Error::new(BadInput(format!(
@@ -115,7 +116,7 @@ pub fn verify(args: &VerifyArgs) -> anyhow::Result<i32> {
             phases.len(),
             phase.describe()
         );
-        let (report, sig) = app::measure(&phase.plan)?;
+        let (report, sig) = measure::measure(&phase.plan)?;
         print_beside_json(
             &crate::output::table::render_table_fitting(
                 &report,
@@ -131,7 +132,7 @@ pub fn verify(args: &VerifyArgs) -> anyhow::Result<i32> {
     }
     let refs: Vec<&HostReport> = reports.iter().collect();
     let mut verdict = judge(&set, &refs);
-    super::consistency::apply(&mut verdict, &set, &refs, required);
+    crate::verdict::consistency::apply(&mut verdict, &set, &refs, required);
     let pass = verdict.pass;
     print_beside_json(
         &format!("\n{}", table::render_verdict(&verdict)),
@@ -141,8 +142,8 @@ pub fn verify(args: &VerifyArgs) -> anyhow::Result<i32> {
     if let Some(dest) = &json {
         let root = VerifyReport {
             schema_version: SCHEMA_VERSION,
-            hostname: crate::fleet::hostname(),
-            provenance: crate::fleet::provenance::spanning(&reports),
+            hostname: crate::provenance::hostname(),
+            provenance: crate::provenance::spanning(&reports),
             verdict,
             phases: reports,
         };

@@ -123,7 +123,7 @@ pub fn render(report: &SuiteReport) -> String {
         }
     }
     if let Some(c) = report.spec.as_ref().and_then(|s| s.consistency.as_ref()) {
-        out += &crate::verify::consistency::render(c);
+        out += &crate::verdict::consistency::render(c);
     }
     if report.interrupted {
         out += "interrupted: the figures cover the rounds finished so far\n";

@@ -1,14 +1,24 @@
 //! Where a report came from: a fresh run id, the measured window's wall-clock start and end,
 //! hostmax's version, the command line and the kernel ([`hostmax_aggregate::Provenance`]), and
-//! the check `hostmax merge` makes with them: the runs it adds up were measured together.
+//! the check `hostmax merge` makes with them: the runs it adds up were measured together;
+//! and [`hostname`], the name each report records. Every command that makes a report stamps it
+//! from here.
 
 use std::io::Read;
 use std::time::{Duration, SystemTime};
 
 use hostmax_aggregate::{HostReport, Provenance};
 
-use crate::plan::BadInput;
+use crate::error::BadInput;
 use crate::rfc3339::{format_rfc3339, parse_rfc3339};
+
+/// This host's name (`gethostname`), lossy if it is not UTF-8; `None` if it cannot be read.
+pub fn hostname() -> Option<String> {
+    nix::unistd::gethostname()
+        .ok()
+        .map(|name| name.to_string_lossy().into_owned())
+        .filter(|name| !name.is_empty())
+}
 
 /// A random 128-bit id as 32 lowercase hex digits (from the kernel's random pool).
 pub fn new_run_id() -> String {

@@ -1,12 +1,12 @@
 //! `--start-at`: a wall-clock start time, and the wait for it.
 //!
 //! Times are RFC 3339 (`2026-11-22T12:00:00Z`, fractions and `+hh:mm` offsets allowed,
-//! [`crate::rfc3339`]) or relative to when the command line is parsed (`+30s`, `+2m`,
+//! `crate::rfc3339`) or relative to when the command line is parsed (`+30s`, `+2m`,
 //! `+1500ms`); the option's parser is in [`crate::args::fleet`].
 
 use std::time::{Duration, SystemTime};
 
-use crate::plan::BadInput;
+use crate::error::BadInput;
 use crate::rfc3339::format_rfc3339;
 
 /// How far in the past a start time may be and still be taken (start at once): hosts whose

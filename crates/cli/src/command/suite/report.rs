@@ -4,6 +4,8 @@
 use std::collections::BTreeMap;
 
 use hdrhistogram::Histogram;
+use hostmax_aggregate::spec::{Expectation, Tolerance};
+use hostmax_aggregate::verdict::{self, JudgedRun, MeasuredFigures, RunShape};
 use hostmax_aggregate::{
     add_exact, EncodedHistograms, Figures, LatencySummary, SteadyState, SteadyStateRule, WindowFit,
 };
@@ -11,6 +13,7 @@ use hostmax_engine::{new_latency_histogram, IoPattern, OpKind, PerOp};
 use serde::{Deserialize, Serialize};
 
 use super::matrix::{size_label, CellSpec, SuiteTest, TrackedMetric};
+use super::spec::{PromiseCheck, Promises, SpecComparison};
 use super::state::{CellRound, DeviceRecord, PrepRecord, SuiteConfig};
 
 /// Version of the suite report's JSON layout (`schema_version`, under the name every hostmax
@@ -53,7 +56,7 @@ pub struct SuiteReport {
     pub cells: BTreeMap<String, CellReport>,
     /// The figures against what the volumes and the host promise, when spec options were given.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub spec: Option<super::spec::SpecComparison>,
+    pub spec: Option<SpecComparison>,
 }
 
 impl SuiteReport {
@@ -284,10 +287,8 @@ fn suite_provenance(config: &SuiteConfig, records: &Records) -> hostmax_aggregat
             .unwrap_or(SystemTime::UNIX_EPOCH)
     });
     let now = SystemTime::now();
-    let mut provenance = crate::fleet::provenance::for_window(
-        starts.min().unwrap_or(now),
-        ends.max().unwrap_or(now),
-    );
+    let mut provenance =
+        crate::provenance::for_window(starts.min().unwrap_or(now), ends.max().unwrap_or(now));
     if records.is_empty() {
         provenance.started_at = None;
         provenance.ended_at = None;
@@ -377,7 +378,7 @@ pub fn build(
     }
     let mut report = SuiteReport {
         schema_version: SUITE_SCHEMA_VERSION,
-        hostname: crate::fleet::hostname(),
+        hostname: crate::provenance::hostname(),
         provenance: suite_provenance(config, records),
         test: config.test,
         complete: !interrupted,
@@ -415,16 +416,13 @@ pub fn build(
         cells,
         spec: None,
     };
-    report.spec = config
-        .promises
-        .as_ref()
-        .map(|p| super::spec::compare(p, &report));
+    report.spec = config.promises.as_ref().map(|p| compare(p, &report));
     if let (Some(spec), Some(promises)) = (report.spec.as_mut(), config.promises.as_ref()) {
         let in_window: Vec<&CellRound> = records
             .values()
             .filter(|r| (window_rounds[0]..=window_rounds[1]).contains(&r.round))
             .collect();
-        spec.consistency = super::spec::judge_consistency(promises, &in_window);
+        spec.consistency = judge_consistency(promises, &in_window);
     }
     Ok(report)
 }
@@ -528,4 +526,107 @@ fn merged<'a>(figures: impl Iterator<Item = &'a Figures>) -> anyhow::Result<PerO
         }
     }
     Ok(sum)
+}
+
+// The suite's figures against the promises, judged by the rules `hostmax verify` uses
+// (`hostmax_aggregate::verdict`): each cell is a run of its block size at the suite's queue
+// depth, its figures averaged over the reported rounds. A promise is judged on every cell that
+// can show it and must hold in each, so "pass" means every mix delivered it.
+
+/// The cells of `report` that ran, as the verdict's rules see runs (named by their keys).
+fn judged_runs(report: &SuiteReport) -> Vec<JudgedRun> {
+    let p95 = |ios: f64, latency: &LatencySummary| (ios > 0.0).then_some(latency.p95);
+    report
+        .cell_order
+        .iter()
+        .filter_map(|k| report.cells.get(k).map(|c| (k, c)))
+        .filter(|(_, c)| !c.rounds.is_empty())
+        .map(|(key, c)| {
+            let reads = f64::from(c.read_percent);
+            JudgedRun {
+                label: key.clone(),
+                shape: RunShape {
+                    block_size: c.block_size,
+                    iodepth: report.settings.iodepth,
+                    record_latency: true,
+                },
+                rate_iops: None,
+                host: MeasuredFigures {
+                    iops: c.iops,
+                    bytes_per_sec: c.bytes_per_sec,
+                    read_p95_ns: p95(reads, &c.read_latency_ns),
+                    write_p95_ns: p95(100.0 - reads, &c.write_latency_ns),
+                },
+                devices: c
+                    .devices
+                    .iter()
+                    .map(|d| {
+                        let figures = MeasuredFigures {
+                            iops: d.iops,
+                            bytes_per_sec: d.bytes_per_sec,
+                            read_p95_ns: p95(d.read_iops, &d.read_latency_ns),
+                            write_p95_ns: p95(d.write_iops, &d.write_latency_ns),
+                        };
+                        (d.path.clone(), figures)
+                    })
+                    .collect(),
+            }
+        })
+        .collect()
+}
+
+/// Compares the report's cells with the promises.
+pub fn compare(promises: &Promises, report: &SuiteReport) -> SpecComparison {
+    let tolerance = Tolerance::new(promises.tolerance).unwrap_or_default();
+    let runs = judged_runs(report);
+    let checks = |expected: &Expectation, device: Option<&str>| {
+        verdict::check_promise(expected, &runs, device, tolerance)
+    };
+    let volumes = promises
+        .volumes
+        .iter()
+        .filter(|v| report.device_index(&v.path).is_some())
+        .map(|v| PromiseCheck {
+            path: v.path.clone(),
+            label: v.label.clone(),
+            checks: checks(&v.expected, Some(&v.path)),
+        })
+        .collect();
+    let host_checks = checks(&promises.host.expected(), None);
+    SpecComparison {
+        consistency: None,
+        tolerance: promises.tolerance,
+        volumes,
+        host: (!host_checks.is_empty()).then(|| PromiseCheck {
+            path: "host".into(),
+            label: "the host's promise".into(),
+            checks: host_checks,
+        }),
+    }
+}
+
+/// Judges `--consistency` over every second of the cells' rounds `rounds` (the averaging
+/// window) that judge the IOPS promises (else the throughput ones), by the rules `hostmax
+/// verify` uses. `None` without a required share or any such second.
+pub fn judge_consistency(
+    promises: &Promises,
+    records: &[&CellRound],
+) -> Option<hostmax_aggregate::consistency::ConsistencyVerdict> {
+    let required = promises.consistency?;
+    let volumes: Vec<(String, Expectation)> = promises
+        .volumes
+        .iter()
+        .map(|v| (v.path.clone(), v.expected))
+        .collect();
+    let host = promises.host.expected();
+    let runs: Vec<(Option<String>, &hostmax_aggregate::HostReport)> = records
+        .iter()
+        .map(|r| {
+            (
+                Some(format!("{} round {}", r.cell.key(), r.round)),
+                &r.report,
+            )
+        })
+        .collect();
+    hostmax_aggregate::consistency::judge_runs(&volumes, &host, &runs, promises.tolerance, required)
 }

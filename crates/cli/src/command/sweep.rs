@@ -2,16 +2,15 @@
 //! host's ceiling and knee (`hostmax_aggregate::knee`), prints a table, writes
 //! `"sweep"` in the JSON and, with `--svg`, draws IOPS against volumes beside the ideal line.
 
-use std::path::Path;
-
 use hostmax_aggregate::knee::{default_steps, IdealSource, Sweep, SweepPoint};
 use hostmax_aggregate::{HostReport, SweepReport, SCHEMA_VERSION};
 
-use crate::app;
 use crate::args::verify::{Step, SweepArgs};
 use crate::chart::{Band, LegendCorner, LineChart, Series, SeriesStyle, TickFormat};
-use crate::output::destination::{self, print_beside_json, Destination};
-use crate::plan::{plan_run, BadInput, RunPlan};
+use crate::error::BadInput;
+use crate::measure;
+use crate::output::destination::{self, print_beside_json};
+use crate::plan::plan_run;
 use crate::units::format_mib_per_sec;
 
 /// The sorted, de-duplicated counts `steps` gives for `total` devices.
@@ -160,19 +159,6 @@ pub fn sweep_chart(sweep: &Sweep) -> LineChart {
     }
 }
 
-/// Checks `--svg` (a file, apart from the run's other outputs and its devices) before any I/O.
-pub(crate) fn check_svg(
-    base: &RunPlan,
-    svg: Option<&Path>,
-) -> Result<Option<Destination>, BadInput> {
-    let Some(path) = svg else {
-        return Ok(None);
-    };
-    let path = destination::SVG.check_file(path)?;
-    base.check_outputs_apart(&[("--svg", &path)])?;
-    Ok(Some(Destination::File(path)))
-}
-
 /// Runs `hostmax sweep`; returns the exit code.
 pub fn sweep(args: &SweepArgs) -> anyhow::Result<i32> {
     let base = plan_run(&args.run.request())?;
@@ -180,7 +166,7 @@ pub fn sweep(args: &SweepArgs) -> anyhow::Result<i32> {
         args.steps.as_ref().map(|s| s.0.as_slice()),
         base.targets.len(),
     )?;
-    let svg = check_svg(&base, args.svg.as_deref())?;
+    let svg = base.check_svg(args.svg.as_deref())?;
     let specs = args.run.spec.spec_set(&base.targets)?;
     let tolerance = specs
         .as_ref()
@@ -213,7 +199,7 @@ pub fn sweep(args: &SweepArgs) -> anyhow::Result<i32> {
             steps.len(),
             if n == 1 { "" } else { "s" }
         );
-        let (report, sig) = app::measure(&plan)?;
+        let (report, sig) = measure::measure(&plan)?;
         eprintln!(
             "hostmax sweep: {n} volume{}: {:.0} IOPS",
             if n == 1 { "" } else { "s" },
@@ -247,8 +233,8 @@ pub fn sweep(args: &SweepArgs) -> anyhow::Result<i32> {
     if let Some(dest) = &base.json {
         let root = SweepReport {
             schema_version: SCHEMA_VERSION,
-            hostname: crate::fleet::hostname(),
-            provenance: crate::fleet::provenance::spanning(&reports),
+            hostname: crate::provenance::hostname(),
+            provenance: crate::provenance::spanning(&reports),
             sweep: found,
             runs: reports,
         };

@@ -1,33 +1,28 @@
-//! Verdicts on the command line: the spec options of the main run ([`SpecArgs`]), the
-//! judged main run ([`run`]), `hostmax verify` ([`command::verify`]), `hostmax sweep`
-//! ([`sweep::sweep`]) and `hostmax curve` ([`curve::curve`]), and the verdict table
-//! ([`table::render_verdict`]). Their options are in [`crate::args::verify`].
+//! Verdicts on the command line, shared by the judged main run, `hostmax verify` and the
+//! suite: the spec options ([`SpecArgs`]) and the spec file turned into a [`SpecSet`] for the
+//! probed targets, the run shape each promise needs ([`rule_options`]), the judged exit code,
+//! and the verdict table ([`table::render_verdict`]) and consistency lines ([`consistency`]).
 //!
-//! The judging itself is pure and lives in the aggregator (`hostmax_aggregate::verdict`); this
-//! side turns options and the spec file into a [`SpecSet`] for the probed targets, runs the
-//! phases through [`crate::app::measure`], and prints.
+//! The judging itself is pure and lives in the aggregator (`hostmax_aggregate::verdict`).
 //!
 //! Exit codes, in order of precedence: 2 for bad input (found before any I/O), 128+N when a
 //! signal stopped the run, 3 when I/O errors happened (the figures are then not trustworthy
 //! enough to judge a promise by), 1 when a verdict failed, 0 when everything passed.
 
-pub mod command;
 pub mod consistency;
-pub mod curve;
-pub mod sweep;
 pub mod table;
 
 use std::path::{Path, PathBuf};
 
 use hostmax_aggregate::spec::{self, Scaled, SpecFile, SpecFileText, VolumeClass};
 use hostmax_aggregate::verdict::{DeviceExpectation, RuleKind};
-use hostmax_aggregate::{judge, HostReport, HostSpec, SpecSet, VolumeSpec};
+use hostmax_aggregate::{HostReport, HostSpec, SpecSet, VolumeSpec};
 use hostmax_engine::TargetInfo;
 
-use crate::app;
 pub use crate::args::spec::SpecArgs;
+use crate::error::BadInput;
 use crate::exit_code;
-use crate::plan::{BadInput, RunPlan};
+use crate::plan::RunPlan;
 
 impl SpecArgs {
     /// Whether any spec option was given.
@@ -243,38 +238,6 @@ pub fn judged_exit_code(reports: &[&HostReport], signal: i32, pass: bool) -> i32
         verdict_failed: !pass,
     }
     .code()
-}
-
-/// The main run: as [`app::run`], then, when spec options were given, the verdict table and
-/// the `"verdict"` in the JSON.
-pub fn run(plan: RunPlan, specs: &SpecArgs) -> anyhow::Result<i32> {
-    // Read before any I/O, said after the report: a refused run prints its one line only.
-    let doctor = crate::doctor::warning_line(&plan);
-    let code = run_judged(plan, specs)?;
-    if let Some(line) = doctor {
-        eprintln!("{line}");
-    }
-    Ok(code)
-}
-
-fn run_judged(plan: RunPlan, specs: &SpecArgs) -> anyhow::Result<i32> {
-    let Some(set) = specs.spec_set(&plan.targets)? else {
-        specs.consistency()?;
-        return app::run(plan);
-    };
-    check_judgeable(&set, &plan)?;
-    let required = specs.consistency()?;
-    let (report, signal) = app::run_and_emit(&plan, |report| {
-        let mut verdict = judge(&set, &[report]);
-        consistency::apply(&mut verdict, &set, &[report], required);
-        report.verdict = Some(verdict);
-    })?;
-    let verdict = report.verdict.as_ref().expect("set just above");
-    crate::output::destination::print_beside_json(
-        &format!("\n{}", table::render_verdict(verdict)),
-        plan.json.as_ref(),
-    );
-    Ok(judged_exit_code(&[&report], signal, verdict.pass))
 }
 
 /// The phases `hostmax verify` runs for a spec set: 4k for IOPS, 1m for throughput, 4k at

@@ -87,7 +87,7 @@ impl HdrLogRecorder {
     /// The recorder of a run about to start, if `--hdr-log` was given; the measured window
     /// starts after the workload's ramp.
     pub fn for_run(
-        fleet: &super::FleetPlan,
+        fleet: &crate::plan::fleet::FleetPlan,
         targets: &[hostmax_engine::TargetInfo],
         workload: &Workload,
     ) -> anyhow::Result<Option<HdrLogRecorder>> {

@@ -1,11 +1,5 @@
-//! `hostmax doctor`: the host settings that hold a host-maximum test back, per device and for
-//! the host, most harmful first, each with what was found, why it matters and the command
-//! that changes it. Read-only: it reads sysfs and procfs (under [`checks::SysRoot`], which
-//! tests point at a stand-in tree) and builds one small io_uring to see what the kernel offers.
-//!
-//! A main run calls [`warning_line`] and prints its one line when something would warn.
-
-pub mod checks;
+//! `hostmax doctor`: every finding of the diagnosis ([`crate::diagnosis`]) for `--devices`
+//! (or every disk) and the host, as a table and `--json`.
 
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -13,51 +7,9 @@ use std::path::PathBuf;
 use serde::Serialize;
 
 use crate::args::doctor::DoctorArgs;
-use crate::plan::{BadInput, RunPlan};
-use checks::{RunShape, SysRoot};
-
-/// How much a setting holds a host-maximum test back. Ordered most harmful first.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Severity {
-    /// Caps the test or stops it: fix before measuring.
-    Harmful,
-    /// Costs IOPS or latency on most hosts.
-    Warning,
-    /// Matters at the very top (millions of IOPS) or for some workloads; worth knowing.
-    Info,
-    /// As a host-maximum test wants it.
-    Ok,
-}
-
-impl Severity {
-    fn label(self) -> &'static str {
-        match self {
-            Severity::Harmful => "HARMFUL",
-            Severity::Warning => "WARNING",
-            Severity::Info => "info",
-            Severity::Ok => "ok",
-        }
-    }
-}
-
-/// One setting of one device or of the host.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Finding {
-    /// A device's kernel name (`nvme0n1`, `loop3`) or `host`.
-    pub scope: String,
-    /// The setting (`scheduler`, `rq_affinity`, `kernel.io_uring_disabled`, ...).
-    pub setting: String,
-    /// What was found.
-    pub found: String,
-    /// How much it holds the test back.
-    pub severity: Severity,
-    /// Why it matters.
-    pub why: String,
-    /// The command that changes it (none when nothing needs to change, or nothing can).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub fix: Option<String>,
-}
+use crate::diagnosis::checks::{self, SysRoot};
+use crate::diagnosis::{diagnose, shape, Finding, Severity};
+use crate::error::BadInput;
 
 /// `hostmax doctor`'s JSON root.
 #[derive(Debug, Clone, Serialize)]
@@ -72,99 +24,6 @@ pub struct DoctorReport {
     pub harmful: usize,
     /// How many findings are warnings.
     pub warnings: usize,
-}
-
-/// The run shape of the doctor's own options: hostmax's CPUs and default block size.
-fn shape(iodepth: u32, block_size: u64, cpus: Option<&[usize]>) -> RunShape {
-    let allowed = hostmax_engine::placement::allowed_cpus().unwrap_or_default();
-    let cpus = match cpus {
-        Some(list) => allowed
-            .iter()
-            .copied()
-            .filter(|c| list.contains(c))
-            .collect(),
-        None => allowed,
-    };
-    RunShape {
-        iodepth,
-        block_size,
-        cpus,
-        root: nix::unistd::geteuid().is_root(),
-    }
-}
-
-/// Every finding for `disks` and the host, most harmful first (stable within a severity:
-/// devices in order, then the host).
-pub fn diagnose(root: &SysRoot, disks: &[String], shape: &RunShape) -> Vec<Finding> {
-    let mut findings: Vec<Finding> = disks
-        .iter()
-        .flat_map(|d| checks::device_findings(root, d, shape))
-        .collect();
-    findings.extend(checks::host_findings(root, shape, disks.len().max(1)));
-    if root.is_live() {
-        findings.extend(ring_findings(hostmax_engine::probe_kernel_ring()));
-    }
-    findings.sort_by_key(|f| f.severity);
-    findings
-}
-
-/// What the kernel's io_uring offers, from [`hostmax_engine::probe_kernel_ring`].
-pub fn ring_findings(probed: std::io::Result<hostmax_engine::KernelRingSupport>) -> Vec<Finding> {
-    let finding = |found: String, severity, why: &str, fix: Option<&str>| Finding {
-        scope: "host".into(),
-        setting: "io_uring features".into(),
-        found,
-        severity,
-        why: why.into(),
-        fix: fix.map(str::to_string),
-    };
-    let support = match probed {
-        Ok(s) => s,
-        Err(e) => {
-            return vec![finding(
-                format!("no ring could be built: {e}"),
-                Severity::Harmful,
-                "hostmax drives every device through io_uring",
-                Some("sysctl -w kernel.io_uring_disabled=0, or a kernel with CONFIG_IO_URING=y"),
-            )]
-        }
-    };
-    let mut have = Vec::new();
-    let mut missing = Vec::new();
-    for (name, on) in [
-        ("defer_taskrun", support.defer_taskrun),
-        ("coop_taskrun", support.coop_taskrun),
-        ("registered_ring", support.registered_ring),
-        ("fixed_buffers", support.fixed_buffers),
-        ("nodrop", support.nodrop),
-        ("ext_arg", support.ext_arg),
-    ] {
-        if on {
-            have.push(name)
-        } else {
-            missing.push(name)
-        }
-    }
-    let found = if missing.is_empty() {
-        format!("all of {}", have.join(", "))
-    } else {
-        format!("missing {}; has {}", missing.join(", "), have.join(", "))
-    };
-    if support.defer_taskrun && support.fixed_buffers {
-        vec![finding(
-            found,
-            Severity::Ok,
-            "every ring feature hostmax uses for the least CPU per I/O",
-            None,
-        )]
-    } else {
-        vec![finding(
-            found,
-            Severity::Warning,
-            "an older kernel: hostmax falls back to slower ring setups, so more CPU per I/O (DEFER_TASKRUN needs Linux 6.1)",
-            Some("boot a kernel of 6.1 or later"),
-        )]
-    }
 }
 
 /// The whole disks named by `--devices` (or every disk with a queue map).
@@ -302,52 +161,11 @@ pub fn run(args: &DoctorArgs) -> anyhow::Result<i32> {
     Ok(0)
 }
 
-/// The one line a main run prints (on stderr) when the doctor would warn about its devices
-/// or the host; `None` when nothing is harmful or a warning.
-pub fn warning_line(plan: &RunPlan) -> Option<String> {
-    let root = SysRoot::default();
-    let mut disks: Vec<String> = Vec::new();
-    for name in plan.targets.iter().filter_map(|t| t.kernel_name.as_ref()) {
-        let disk = checks::whole_disk(&root, name);
-        if !disks.contains(&disk) {
-            disks.push(disk);
-        }
-    }
-    let shape = shape(
-        plan.workload.iodepth,
-        plan.workload.block_size.into(),
-        plan.cpus.as_deref(),
-    );
-    let serious: Vec<Finding> = diagnose(&root, &disks, &shape)
-        .into_iter()
-        .filter(|f| f.severity <= Severity::Warning)
-        .collect();
-    let worst = serious.first()?;
-    Some(format!(
-        "hostmax: doctor: {} setting{} may hold this test back (worst: {} {} {}); see 'hostmax doctor{}'",
-        serious.len(),
-        if serious.len() == 1 { "" } else { "s" },
-        worst.scope,
-        worst.setting,
-        worst.found,
-        if disks.is_empty() {
-            String::new()
-        } else {
-            format!(
-                " --devices {}",
-                disks
-                    .iter()
-                    .map(|d| format!("/dev/{d}"))
-                    .collect::<Vec<_>>()
-                    .join(" ")
-            )
-        }
-    ))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::diagnosis::checks::RunShape;
+    use crate::diagnosis::ring_findings;
     use crate::test_support::ScratchDir;
 
     /// Writes `text` at `rel` under `root`, making the directories.

@@ -1,4 +1,6 @@
-//! Running a plan: engine, live view, signals, aggregation, output.
+//! Measuring a plan, the one way every command runs I/O: engine, live view, `--start-at`,
+//! `--hdr-log`, signals, aggregation into a stamped report ([`measure`]); printing and writing
+//! a report ([`emit`]); and the engine's errors as refusals ([`refusal_or_error`]).
 //!
 //! The I/O path is the engine's pinned threads; this side only reads their one-second
 //! intervals, feeds the live view, and turns the result into a report. Signals: see
@@ -6,9 +8,7 @@
 //! interrupted; a second exits at once).
 
 use std::ops::ControlFlow;
-use std::time::Duration;
 
-use anyhow::Context;
 use hostmax_aggregate::{summarize, HostReport, TimeSeries};
 use hostmax_engine::identity::identify;
 use hostmax_engine::safety::{SystemSources, WriteSafety};
@@ -16,21 +16,14 @@ use hostmax_engine::{
     DeviceInterval, EngineError, MeasureRequest, Observer, PreparedRun, RunConfig, RunHandle,
     SafetyCheck,
 };
-use hostmax_simhost::{SimHostMode, SimHostSpec, SimulatedHost};
 
-use crate::args::demo::DemoArgs;
+use crate::error::BadInput;
 use crate::exit_code;
-use crate::fleet::hdr_log::HdrLogRecorder;
 use crate::output::destination::Destination;
+use crate::output::hdr_log::HdrLogRecorder;
 use crate::output::{self, progress::LiveView};
-use crate::plan::{BadInput, RunPlan};
+use crate::plan::RunPlan;
 use crate::signals::RunningGuard;
-
-/// Runs the host-max test a plan describes and prints/writes its report. Returns the exit code.
-pub fn run(plan: RunPlan) -> anyhow::Result<i32> {
-    let (report, interrupted) = run_and_emit(&plan, |_| {})?;
-    Ok(exit_code(&report, interrupted))
-}
 
 /// Measures the plan, lets `complete` add to the report (a verdict), prints the table and
 /// writes the JSON, then the `--hdr-log`: the report is out first, so a failure writing the
@@ -88,7 +81,7 @@ struct LiveRun<'a> {
 impl Observer for LiveRun<'_> {
     fn before_start(&mut self, prepared: &PreparedRun) -> ControlFlow<()> {
         let plan = self.plan;
-        let ready = crate::fleet::start_at::wait_for_start(plan.fleet.start_at).and_then(|sig| {
+        let ready = crate::plan::start_at::wait_for_start(plan.fleet.start_at).and_then(|sig| {
             self.interrupted = sig;
             match sig {
                 Some(_) => Ok(None),
@@ -208,8 +201,8 @@ fn measure_keeping_log(
         view.finish();
     }
     let mut report = summarize(&result, workload, points);
-    report.hostname = crate::fleet::hostname();
-    crate::fleet::provenance::stamp_run(&mut report, result.measured);
+    report.hostname = crate::provenance::hostname();
+    crate::provenance::stamp_run(&mut report, result.measured);
     for (device, identity) in report.devices.iter_mut().zip(identities) {
         device.identity = Some(identity);
     }
@@ -257,118 +250,4 @@ pub fn refusal_or_error(e: EngineError, failed: &'static str) -> anyhow::Error {
         EngineError::Open { .. } | EngineError::NotATarget { .. } => BadInput(e.to_string()).into(),
         _ => anyhow::Error::from(e).context(failed),
     }
-}
-
-/// Per-volume IOPS caps of the demo host: eight volumes promising 22,000 IOPS together; a
-/// demo of more volumes repeats them.
-const DEMO_VOLUME_IOPS: [u64; 8] = [1000, 1500, 2000, 2500, 3000, 3500, 4000, 4500];
-/// The demo host's ceiling, below the sum of its volumes' caps, as on real hosts.
-const DEMO_HOST_IOPS: u64 = 15_000;
-/// Size of each demo volume (sparse on tmpfs: only what is written takes memory).
-const DEMO_VOLUME_SIZE: u64 = 256 << 20;
-/// The demo host's caps for `volumes` volumes: the volumes' caps cycle through
-/// [`DEMO_VOLUME_IOPS`], and the host's is [`DEMO_HOST_IOPS`] scaled to the volumes' sum
-/// (15/22 of it, whole hundreds), so the host stays the bottleneck at any count.
-fn demo_caps(volumes: usize) -> (Vec<u64>, u64) {
-    let caps: Vec<u64> = DEMO_VOLUME_IOPS
-        .iter()
-        .copied()
-        .cycle()
-        .take(volumes)
-        .collect();
-    let full: u64 = DEMO_VOLUME_IOPS.iter().sum();
-    let host = (caps.iter().sum::<u64>() * DEMO_HOST_IOPS / full / 100 * 100).max(100);
-    (caps, host)
-}
-
-/// `hostmax demo`: builds a simulated host (loop volumes on tmpfs, each capped at its own
-/// IOPS, behind a host-wide cap), runs the host-max test on it, prints the report and what
-/// each cap allowed, and removes everything it made, also on Ctrl-C or error. Without root it
-/// runs on plain files in a temporary directory and says so.
-pub fn demo(args: &DemoArgs) -> anyhow::Result<i32> {
-    let count = args.volumes.map_or(DEMO_VOLUME_IOPS.len(), |n| n as usize);
-    if args.runtime.is_some_and(|t| t.is_zero()) {
-        return Err(BadInput(
-            "demo --runtime 0: the measured time must be positive; give e.g. --runtime 5s".into(),
-        )
-        .into());
-    }
-    let (volume_caps, host_cap) = demo_caps(count);
-    let spec = SimHostSpec {
-        volume_iops: volume_caps.into_iter().map(Some).collect(),
-        host_iops: Some(host_cap),
-        ..SimHostSpec::new(count, DEMO_VOLUME_SIZE)
-    };
-    let host = SimulatedHost::build(&spec).context("building the simulated host")?;
-    eprintln!("hostmax demo: {}", host.describe());
-    let capped = *host.mode() == SimHostMode::LoopDevices;
-    if let Some(throttle) = host.throttle() {
-        // Our worker threads are made after this, inside the group, so the caps apply to them.
-        throttle
-            .join_self()
-            .context("joining the simulated host's cgroup")?;
-    }
-    let targets = host
-        .device_paths()
-        .iter()
-        .map(|p| hostmax_engine::target::probe(p))
-        .collect::<Result<Vec<_>, _>>()?;
-    let runtime = args
-        .runtime
-        .unwrap_or(Duration::from_secs(if capped { 10 } else { 5 }));
-    let plan = RunPlan {
-        given_names: Vec::new(),
-        targets,
-        workload: hostmax_engine::Workload {
-            runtime,
-            ramp: runtime.min(Duration::from_secs(2)),
-            ..hostmax_engine::Workload::default()
-        },
-        cpus: None,
-        json: None,
-        allow_write: false,
-        layout: Default::default(),
-        on_error: Default::default(),
-        fleet: Default::default(),
-        polling: Default::default(),
-    };
-    let (report, signal) = measure(&plan)?;
-    emit(&report, None)?;
-    if capped {
-        println!();
-        println!("{}", demo_caps_summary(&report, &host));
-    } else if let SimHostMode::UncappedLoopDevices { reason } = host.mode() {
-        println!("\n(no caps to compare against: {reason})");
-    } else {
-        println!("\n(plain files: no caps to compare against; run as root for the capped host)");
-    }
-    Ok(exit_code(&report, signal))
-}
-
-/// What each volume and the host were allowed against what was measured.
-fn demo_caps_summary(report: &HostReport, host: &SimulatedHost) -> String {
-    let mut out = String::from("what the simulated host allows vs what hostmax measured:\n");
-    for (volume, device) in host.volumes().iter().zip(&report.devices) {
-        if let Some(cap) = volume.iops_cap() {
-            out += &format!(
-                "  {:<14} cap {:>6} IOPS  measured {:>8.0}  ({:>5.1}%)\n",
-                device.path,
-                cap,
-                device.figures.iops,
-                100.0 * device.figures.iops / cap as f64
-            );
-        }
-    }
-    let promised: u64 = host.volumes().iter().filter_map(|v| v.iops_cap()).sum();
-    if let Some(cap) = host.spec().host_iops {
-        out += &format!(
-            "  {:<14} cap {:>6} IOPS  measured {:>8.0}  ({:>5.1}%); the volumes promise {} together, so the host is the bottleneck",
-            "host",
-            cap,
-            report.host.iops,
-            100.0 * report.host.iops / cap as f64,
-            promised
-        );
-    }
-    out
 }

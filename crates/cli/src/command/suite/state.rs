@@ -172,21 +172,21 @@ impl StateDir {
     pub fn open(dir: &Path) -> anyhow::Result<(StateDir, SuiteConfig)> {
         let path = dir.join("suite.json");
         let text = fs::read_to_string(&path).map_err(|e| {
-            crate::plan::BadInput(format!(
+            crate::error::BadInput(format!(
                 "--resume {}: cannot read {} ({e}); give the directory a suite wrote its state to",
                 dir.display(),
                 path.display()
             ))
         })?;
         let config: SuiteConfig = serde_json::from_str(&text).map_err(|e| {
-            crate::plan::BadInput(format!(
+            crate::error::BadInput(format!(
                 "--resume {}: {} is not a suite checkpoint of this version ({e})",
                 dir.display(),
                 path.display()
             ))
         })?;
         if config.format != STATE_FORMAT {
-            return Err(crate::plan::BadInput(format!(
+            return Err(crate::error::BadInput(format!(
                 "--resume {}: checkpoint format {} is not {STATE_FORMAT} (another hostmax version wrote it); run the suite again with --fresh",
                 dir.display(),
                 config.format

@@ -5,10 +5,10 @@ use std::path::Path;
 
 use hostmax_aggregate::{merge_reports, HostReport, MergeError, SCHEMA_VERSION};
 
-use super::provenance;
 use crate::args::fleet::MergeArgs;
+use crate::error::{option_for, BadInput};
 use crate::output::destination;
-use crate::plan::{option_for, BadInput};
+use crate::provenance;
 
 /// Reads one report file, refusing (as [`BadInput`]) anything that is not a hostmax report of
 /// this schema version.
@@ -105,7 +105,7 @@ pub fn run_merge(args: &MergeArgs) -> anyhow::Result<i32> {
     if let Some(note) = seeds_note(&merged) {
         eprintln!("{note}");
     }
-    crate::app::emit(&merged, json.as_ref())?;
+    crate::measure::emit(&merged, json.as_ref())?;
     Ok(0)
 }
 

@@ -512,8 +512,9 @@ impl SuiteRunner {
             series: TimeSeries::new(targets.len()).keep_histograms(false),
             running: None,
         };
-        let result = hostmax_engine::measure(request, &mut cell)
-            .map_err(|e| crate::app::refusal_or_error(e, "an engine run of the suite failed"))?;
+        let result = hostmax_engine::measure(request, &mut cell).map_err(|e| {
+            crate::measure::refusal_or_error(e, "an engine run of the suite failed")
+        })?;
         Ok((!result.stopped_early).then_some((result, cell.series.finish())))
     }
 }

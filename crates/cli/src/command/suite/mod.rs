@@ -39,8 +39,9 @@ pub use matrix::{Mix, SuiteTest};
 pub use report::SuiteReport;
 pub use state::{StateDir, SuiteConfig};
 
+use crate::error::BadInput;
 use crate::output::destination::{self, Destination};
-use crate::plan::{plan_run, BadInput, PlanRequest};
+use crate::plan::{plan_run, PlanRequest};
 use crate::units::{format_size, human_size};
 use hostmax_engine::safety::{check_write_safety, SystemSources, WriteSafety};
 use runner::SuiteRunner;
@@ -145,9 +146,9 @@ fn load_curve(path: &Path) -> Result<hostmax_aggregate::CurveReport, BadInput> {
 
 /// The page with the curve's table and chart added before its end.
 fn with_curve(page: String, curve: &hostmax_aggregate::CurveReport) -> anyhow::Result<String> {
-    let svg = crate::verify::curve::curve_chart(&curve.curve).to_svg()?;
+    let svg = crate::output::curve::curve_chart(&curve.curve).to_svg()?;
     let svg = html::inline_svg(&svg);
-    let table = html::esc(&crate::verify::curve::render_curve(
+    let table = html::esc(&crate::output::curve::render_curve(
         &curve.curve,
         &curve.runs,
     ));
@@ -418,7 +419,7 @@ fn start(
             }
             None => None,
         },
-        run_id: Some(crate::fleet::provenance::new_run_id()),
+        run_id: Some(crate::provenance::new_run_id()),
     };
     if config.iodepth > hostmax_engine::MAX_IODEPTH {
         return Err(BadInput(format!(

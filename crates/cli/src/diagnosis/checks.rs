@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use hostmax_engine::placement::{format_cpu_list, parse_cpu_list};
 
-use super::{Finding, Severity};
+use super::finding::{Finding, Severity};
 use crate::units::human_size;
 
 /// Where the kernel's settings are read: `/` on a real host, a stand-in tree in tests

@@ -1,0 +1,71 @@
+//! The error for input the user can fix, [`BadInput`] (exit code 2, see
+//! [`crate::exit_code`]), and how the engine's refusals are worded with this tool's options:
+//! [`FLAG_WORDS`] for write consent, [`option_for`] for a workload setting.
+
+use std::fmt;
+
+use hostmax_engine::safety::{ConsentWords, WriteRefused};
+use hostmax_engine::{Setting, SettingError};
+
+/// Input the user can fix: exit code 2, shown as one line naming the thing and the fix.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BadInput(pub String);
+
+impl fmt::Display for BadInput {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for BadInput {}
+
+/// The engine's write-safety consents as this tool's flags say them.
+pub const FLAG_WORDS: ConsentWords = ConsentWords {
+    allow_write: "--allow-write",
+    force: "--force",
+    both: "--allow-write --force",
+};
+
+/// A write refusal is bad input, worded with the flags that grant consent.
+impl From<WriteRefused> for BadInput {
+    fn from(refused: WriteRefused) -> BadInput {
+        BadInput(refused.message(&FLAG_WORDS))
+    }
+}
+
+/// The option of `hostmax` that sets an engine [`Setting`] (`None` for one no option sets):
+/// the libraries name their own settings, the command line names its flags.
+pub fn option_for(setting: Setting) -> Option<&'static str> {
+    Some(match setting {
+        Setting::Pattern => "--rw",
+        Setting::BlockSize => "--bs",
+        Setting::Iodepth => "--iodepth",
+        Setting::Rwmixread => "--rwmixread",
+        Setting::Runtime => "--runtime",
+        Setting::IoLimit => return None,
+        Setting::RateIops => "--rate-iops",
+        Setting::WorkingSet => "--size",
+        Setting::RecordLatency => "--no-latency",
+        Setting::CompressPercent => "--buffer-compress-percentage",
+        Setting::DedupePercent => "--dedupe-percentage",
+        Setting::Verify => "--verify",
+        Setting::Targets => "--devices",
+        Setting::Cpus => "--cpus",
+        Setting::Polling => "--iopoll",
+    })
+}
+
+impl From<&SettingError> for BadInput {
+    /// The engine's refusal, naming the options to change.
+    fn from(e: &SettingError) -> Self {
+        BadInput(e.naming(option_for))
+    }
+}
+
+/// Returns early with a [`BadInput`] made from a format string.
+#[macro_export]
+macro_rules! bad_input {
+    ($($arg:tt)*) => {
+        return Err($crate::error::BadInput(format!($($arg)*)).into())
+    };
+}

@@ -1,0 +1,173 @@
+//! The load-latency curve's table and chart: shown by `hostmax curve` and put in the suite's
+//! HTML page beside a curve (`hostmax suite --curve`).
+
+use hostmax_aggregate::curve::{CurveAnswer, LatencyPromise, LatencyStat};
+use hostmax_aggregate::{Curve, HostReport};
+
+use crate::chart::{LegendCorner, LineChart, Series, SeriesStyle, TickFormat};
+use crate::units::{format_latency_ns, format_mib_per_sec};
+
+fn answer_line(name: &str, a: &CurveAnswer, promise: Option<&LatencyPromise>) -> String {
+    let mut out = format!("{name}: ");
+    match (promise, &a.knee) {
+        (Some(p), Some(k)) => {
+            out += &format!(
+                "SLO knee {:.0} IOPS at depth {} ({} {}{}); ",
+                k.iops,
+                k.iodepth,
+                p.percentile.label(),
+                format_latency_ns(p.percentile.of(&k.latency_ns)),
+                match a.broken_from {
+                    None => ", held at every depth: the knee may lie deeper".to_string(),
+                    Some(d) => format!(", broken from depth {d}"),
+                }
+            )
+        }
+        (Some(p), None) => {
+            out += &format!(
+                "no SLO knee: {} exceeded {} even at the lightest load; ",
+                p.percentile.label(),
+                format_latency_ns(p.max_ns)
+            )
+        }
+        (None, _) => {}
+    }
+    out += &format!(
+        "saturation at depth {} ({:.0} IOPS; peak {:.0})\n",
+        a.saturation.iodepth, a.saturation.iops, a.peak_iops
+    );
+    out
+}
+
+/// The curve's table for people.
+pub fn render_curve(curve: &Curve, reports: &[HostReport]) -> String {
+    let mut out = String::new();
+    if let Some(first) = reports.first() {
+        let w = &first.workload;
+        out += &format!(
+            "curve: {} {}, {} volume{}",
+            crate::units::format_size(w.block_size.into()),
+            w.pattern,
+            first.devices.len(),
+            if first.devices.len() == 1 { "" } else { "s" }
+        );
+    }
+    if let Some(p) = &curve.promise {
+        out += &format!(
+            ", promise {} <= {}",
+            p.percentile.label(),
+            format_latency_ns(p.max_ns)
+        );
+    }
+    out += &format!(
+        ", tolerance {}%\n",
+        (curve.tolerance * 100.0 * 1e6).round() / 1e6
+    );
+    out += &format!(
+        "{:>6}  {:>10}  {:>9}  {:>9}  {:>9}  {:>9}  {:>9}  {:>9}  {}\n",
+        "depth", "IOPS", "MiB/s", "mean", "p50", "p95", "p99", "p99.9", "promise"
+    );
+    for p in &curve.points {
+        let l = &p.host.latency_ns;
+        let held = match &curve.promise {
+            Some(pr) if pr.holds(l) => "held",
+            Some(_) => "BROKEN",
+            None => "-",
+        };
+        out += &format!(
+            "{:>6}  {:>10.0}  {:>9}  {:>9}  {:>9}  {:>9}  {:>9}  {:>9}  {}\n",
+            p.iodepth,
+            p.host.iops,
+            format_mib_per_sec(p.host.bytes_per_sec),
+            format_latency_ns(l.mean),
+            format_latency_ns(l.p50),
+            format_latency_ns(l.p95),
+            format_latency_ns(l.p99),
+            format_latency_ns(l.p99_9),
+            held
+        );
+    }
+    out += &answer_line("host", &curve.host, curve.promise.as_ref());
+    for v in &curve.volumes {
+        out += &answer_line(&v.path, &v.answer, curve.promise.as_ref());
+    }
+    out
+}
+
+/// Latency (ms, log scale) against IOPS: the host's promised percentile (p99 without a
+/// promise) and p50, each volume's, the promise as a line and the knee as a point.
+pub fn curve_chart(curve: &Curve) -> LineChart {
+    let pct = curve.promise.map_or(LatencyStat::P99, |p| p.percentile);
+    let ms = |ns: u64| (ns.max(1) as f64) / 1e6;
+    let mut series = vec![
+        Series {
+            name: format!("host {}", pct.label()),
+            points: curve
+                .points
+                .iter()
+                .map(|p| (p.host.iops, ms(pct.of(&p.host.latency_ns))))
+                .collect(),
+            style: SeriesStyle::Solid,
+        },
+        Series {
+            name: "host p50".into(),
+            points: curve
+                .points
+                .iter()
+                .map(|p| (p.host.iops, ms(p.host.latency_ns.p50)))
+                .collect(),
+            style: SeriesStyle::Dashed,
+        },
+    ];
+    // Per-volume lines only while the chart stays readable.
+    if curve.volumes.len() <= 8 {
+        for v in &curve.volumes {
+            let points: Vec<(f64, f64)> = curve
+                .points
+                .iter()
+                .filter_map(|p| p.volumes.iter().find(|x| x.path == v.path))
+                .map(|x| (x.figures.iops, ms(pct.of(&x.figures.latency_ns))))
+                .collect();
+            series.push(Series {
+                name: format!("{} {}", v.path, pct.label()),
+                points,
+                style: SeriesStyle::Dashed,
+            });
+        }
+    }
+    if let Some(k) = &curve.host.knee {
+        series.push(Series {
+            name: format!("SLO knee: {:.0} IOPS at depth {}", k.iops, k.iodepth),
+            points: vec![(k.iops, ms(pct.of(&k.latency_ns)))],
+            style: SeriesStyle::Points,
+        });
+    }
+    // The promise as a line across the whole IOPS range (the x axis is linear, from 0).
+    if let Some(p) = &curve.promise {
+        let right = curve
+            .points
+            .iter()
+            .map(|p| p.host.iops)
+            .fold(0.0, f64::max)
+            .max(1.0);
+        series.push(Series {
+            name: format!(
+                "promise: {} <= {}",
+                p.percentile.label(),
+                format_latency_ns(p.max_ns)
+            ),
+            points: vec![(0.0, ms(p.max_ns)), (right, ms(p.max_ns))],
+            style: SeriesStyle::Dashed,
+        });
+    }
+    LineChart {
+        title: "Latency against IOPS, by queue depth".into(),
+        x_label: "IOPS".into(),
+        y_label: "latency (ms)".into(),
+        y_log: true,
+        x_ticks: TickFormat::Decimal,
+        series,
+        legend: LegendCorner::UpperLeft,
+        ..LineChart::default()
+    }
+}

@@ -1,0 +1,209 @@
+//! The planner driven from the command line: each option reaches the plan, each refusal
+//! names the option and the fix. (A file of its own: the planner is below the command line.)
+
+use super::*;
+use crate::test_support::ScratchDir;
+
+fn limits() -> HostLimits {
+    HostLimits {
+        online_cpus: vec![0, 1, 2, 3],
+        allowed_cpus: vec![0, 1, 2],
+        nofile: (1024, 4096),
+        sources: SystemSources::default(),
+    }
+}
+
+fn parse(argv: &[&str]) -> Result<PlanRequest, clap::Error> {
+    use clap::Parser;
+    crate::args::Cli::try_parse_from(std::iter::once("hostmax").chain(argv.iter().copied()))
+        .map(|c| c.run.request())
+}
+
+fn plan(argv: &[&str]) -> Result<RunPlan, BadInput> {
+    plan_run_with(&parse(argv).expect("parses"), &limits())
+}
+
+fn plan_err(argv: &[&str]) -> String {
+    let err = plan(argv).expect_err("should be refused").0;
+    assert!(!err.contains('\n'), "{err}");
+    err
+}
+
+#[test]
+fn defaults_match_the_issue() {
+    let dir = ScratchDir::new("defaults");
+    let f = dir.file("a", 1 << 20).display().to_string();
+    let plan = plan(&["--devices", &f]).unwrap();
+    let w = &plan.workload;
+    assert_eq!(w.pattern, IoPattern::RandRead);
+    assert_eq!(w.block_size, 4096);
+    assert_eq!(w.iodepth, 32);
+    assert_eq!(w.working_set, None);
+    assert_eq!(w.runtime, Duration::from_secs(30));
+    assert_eq!(w.ramp, Duration::from_secs(5));
+    assert_eq!(w.rwmixread, 50);
+    assert!(w.record_latency);
+    assert_eq!(plan.cpus, None);
+    assert_eq!(plan.json, None);
+    assert_eq!(plan.targets.len(), 1);
+}
+
+#[test]
+fn every_option_reaches_the_plan() {
+    let dir = ScratchDir::new("options");
+    let a = dir.file("a", 8 << 20).display().to_string();
+    let b = dir.file("b", 8 << 20).display().to_string();
+    let json = dir.0.join("r.json");
+    let got = plan(&[
+        "--devices",
+        &a,
+        "--devices",
+        &b,
+        &a,
+        "--rw",
+        "randrw",
+        "--rwmixread",
+        "70%",
+        "--bs",
+        "64KiB",
+        "--iodepth",
+        "8",
+        "--size",
+        "4m",
+        "--runtime",
+        "1500ms",
+        "--ramp",
+        "0",
+        "--cpus",
+        "1-2,0",
+        "--seed",
+        "0x10",
+        "--rate-iops",
+        "5k",
+        "--json",
+        json.to_str().unwrap(),
+        "--allow-write",
+        "--no-latency",
+    ])
+    .unwrap();
+    let w = &got.workload;
+    assert_eq!(got.targets.len(), 2);
+    assert_eq!((w.pattern, w.rwmixread), (IoPattern::RandRw, 70));
+    assert_eq!((w.block_size, w.iodepth), (64 << 10, 8));
+    assert_eq!(w.working_set, Some(4 << 20));
+    assert_eq!(
+        (w.runtime, w.ramp),
+        (Duration::from_millis(1500), Duration::ZERO)
+    );
+    assert_eq!((w.seed, w.rate_iops), (16, Some(5000)));
+    assert!(!w.record_latency && got.allow_write);
+    assert_eq!(got.cpus, Some(vec![0, 1, 2]));
+    assert_eq!(got.json, Some(Destination::File(json)));
+    let stdout = plan(&["--devices", &a, "--json", "-"]).unwrap();
+    assert_eq!(stdout.json, Some(Destination::Stdout));
+}
+
+#[test]
+fn workload_rules_name_the_option_and_the_fix() {
+    let dir = ScratchDir::new("rules");
+    let f = dir.file("f", 1 << 20).display().to_string();
+    let cases: &[(&[&str], &str)] = &[
+        (&["--bs", "0"], "--bs 0"),
+        (&["--bs", "256"], "out of range"),
+        (&["--bs", "16m"], "out of range"),
+        (&["--bs", "3000"], "2560 or 3072"),
+        (&["--bs", "2m"], "larger than"),
+        (&["--rwmixread", "30"], "conflicts with --rw randread"),
+        (
+            &["--rw", "write", "--rwmixread", "30"],
+            "conflicts with --rw write",
+        ),
+        (&["--runtime", "0"], "--runtime 0"),
+        (&["--size", "0"], "--size 0"),
+        (&["--size", "2m"], "larger than"),
+        (&["--size", "6k"], "use 4k or 8k"),
+        (&["--size", "2k"], "larger than --size 2k"),
+        (&["--cpus", "9"], "CPU 9 not online"),
+        (&["--cpus", "2-3"], "CPU 3 online but outside"),
+        (
+            &["--json", "/nonexistent-dir/x.json"],
+            "/nonexistent-dir does not exist",
+        ),
+        (&["--json", "/dev/shm"], "is a directory"),
+        (&["--json", "/dev/null"], "not a regular file"),
+    ];
+    for (extra, expected) in cases {
+        let mut argv = vec!["--devices", f.as_str()];
+        argv.extend_from_slice(extra);
+        let err = plan_err(&argv);
+        assert!(err.contains(expected), "{argv:?}: {err}");
+    }
+    assert!(plan_err(&[]).contains("no devices"));
+    // Callers that build RunArgs themselves get the same bounds.
+    let mut args = parse(&["--devices", &f]).unwrap();
+    args.iodepth = 0;
+    let err = plan_run_with(&args, &limits()).unwrap_err().0;
+    assert!(
+        err.contains("--iodepth 0 is out of range: use 1 to 4096"),
+        "{err}"
+    );
+    let sized = plan(&["--devices", &f, "--size", "512k", "--bs", "512k"]).unwrap();
+    assert_eq!(sized.workload.working_set, Some(512 << 10));
+}
+
+#[test]
+fn too_many_devices_for_the_open_file_limit() {
+    let dir = ScratchDir::new("nofile");
+    let files: Vec<String> = (0..4)
+        .map(|i| dir.file(&format!("f{i}"), 1 << 20).display().to_string())
+        .collect();
+    let mut argv = vec!["--devices"];
+    argv.extend(files.iter().map(String::as_str));
+    let args = parse(&argv).unwrap();
+    let tight = HostLimits {
+        nofile: (RESERVED_FDS + 3, RESERVED_FDS + 100),
+        ..limits()
+    };
+    let err = plan_run_with(&args, &tight).unwrap_err().0;
+    assert!(
+        err.contains("4 devices") && err.contains("ulimit -n 36"),
+        "{err}"
+    );
+    let hard = HostLimits {
+        nofile: (RESERVED_FDS, RESERVED_FDS),
+        ..limits()
+    };
+    let err = plan_run_with(&args, &hard).unwrap_err().0;
+    assert!(err.contains("hard limit"), "{err}");
+    let roomy = HostLimits {
+        nofile: (RESERVED_FDS + 4, RESERVED_FDS + 4),
+        ..limits()
+    };
+    assert_eq!(plan_run_with(&args, &roomy).unwrap().targets.len(), 4);
+}
+
+#[test]
+fn per_second_histograms_are_kept_for_runs_of_up_to_an_hour_unless_refused() {
+    let keep = |args: &PlanRequest, runtime: u64| {
+        fleet::plan_fleet(
+            args.start_at,
+            args.hdr_log.as_deref(),
+            args.series_histograms,
+            Duration::from_secs(runtime),
+        )
+        .unwrap()
+        .series_histograms
+    };
+    let default = PlanRequest::default();
+    assert!(keep(&default, 30));
+    assert!(keep(&default, 3600));
+    assert!(
+        !keep(&default, 3601),
+        "a longer run would hold ~40 MB more an hour"
+    );
+    let refused = PlanRequest {
+        series_histograms: false,
+        ..PlanRequest::default()
+    };
+    assert!(!keep(&refused, 30));
+}
