@@ -43,7 +43,7 @@ mod steady_state;
 pub mod verdict;
 
 pub use curve::{Curve, CurveReport};
-pub use fleet::{merge_reports, FleetHost, FleetSummary, MergeError, WorkloadDifference};
+pub use fleet::{merge_reports, MergeError, WorkloadDifference};
 pub use histogram_codec::{
     decode_histogram, decode_latency_histogram, encode_histogram, EncodedHistograms,
     HistogramCodecError,
@@ -51,9 +51,9 @@ pub use histogram_codec::{
 pub use knee::{Sweep, SweepPoint, SweepReport};
 pub use latency::{add_exact, LatencySummary};
 pub use report::{
-    summarize, summarize_with_histograms, DeviceIdentity, DeviceReport, Figures, HostHistograms,
-    HostReport, LoadGenerator, OpSummary, Provenance, WorkerReport, WorkloadSummary,
-    SCHEMA_VERSION,
+    summarize, summarize_with_histograms, DeviceIdentity, DeviceReport, Figures, FleetHost,
+    FleetSummary, HostHistograms, HostReport, LoadGenerator, OpSummary, Provenance, WorkerReport,
+    WorkloadSummary, SCHEMA_VERSION,
 };
 pub use series::{
     DeviceSecond, OpRates, OpSecond, OpSeconds, SecondHistograms, SecondPoint, TimeSeries,
