@@ -18,7 +18,7 @@ use hostmax_engine::{new_latency_histogram, OpKind, PerOp, Setting};
 use crate::histogram_codec::{EncodedHistograms, HistogramCodecError};
 use crate::latency::{add_exact, LatencySummary};
 use crate::report::{
-    DeviceReport, FleetHost, FleetSummary, Figures, HostReport, OpSummary, SCHEMA_VERSION,
+    DeviceReport, Figures, FleetHost, FleetSummary, HostReport, OpSummary, SCHEMA_VERSION,
 };
 use crate::series::{DeviceSecond, OpSeconds, SecondPoint};
 

@@ -22,8 +22,9 @@
 //!   with the least-squares [`WindowFit`] of the window) for the benchmark suite.
 //! - [`spec`]: what volumes and hosts promise ([`VolumeSpec`], built-in [`PROFILES`],
 //!   [`HostSpec`], [`Tolerance`], the spec file); [`verdict`] judges reports against them
-//!   ([`judge`] gives a [`Verdict`] with the [`Bottleneck`]), by the one set of rules the
-//!   suite's cells are judged by too ([`verdict::check_promise`]); [`knee`] finds the host's
+//!   ([`judge`] gives a [`Verdict`] with the [`Bottleneck`]), by the one table of promise
+//!   kinds and the runs that can show them ([`verdict::PROMISE_KINDS`]) the suite's cells are
+//!   judged by too ([`verdict::check_promise`]); [`knee`] finds the host's
 //!   ceiling and knee from a sweep over volume counts ([`Sweep`]); [`curve`] finds the
 //!   load-latency curve's SLO knee and saturation point ([`Curve`]); [`consistency`] judges
 //!   how many seconds of a run kept the promise.

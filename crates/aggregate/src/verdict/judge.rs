@@ -8,8 +8,8 @@ use serde::{Deserialize, Serialize};
 use super::bottleneck::{bottleneck, Bottleneck, VolumeShare};
 use super::checks::{check_promise, JudgedRun};
 use super::outcome::{
-    device_checks, figure_to_reach, host_checks, DeviceVerdict, Figure, FigureCheck,
-    HostVerdict, NotJudged, Promiser, Verdict,
+    device_checks, figure_to_reach, host_checks, DeviceVerdict, Figure, FigureCheck, HostVerdict,
+    NotJudged, Promiser, Verdict,
 };
 use super::promise::RuleKind;
 use super::spec_set::{DeviceExpectation, SpecSet};
@@ -247,7 +247,11 @@ fn host_bottleneck(
     // Short of the volumes' sum on a run whose own CPUs were saturated: what limited it was
     // the load generator, whatever the shape of the shortfall.
     let saturated = run.load_generator.as_ref().is_some_and(|g| g.saturated);
-    found.map(|b| if saturated { Bottleneck::LoadGenerator } else { b })
+    if saturated {
+        found.map(|_| Bottleneck::LoadGenerator)
+    } else {
+        found
+    }
 }
 
 /// The per-device IOPS cap a run was given (`--rate-iops`).
@@ -284,9 +288,9 @@ mod tests {
     use super::super::outcome::MeasuredFigures;
     use super::super::promise::RunShape;
     use super::*;
+    use crate::report::WorkloadSummary;
     use crate::report::{DeviceReport, OpSummary, SCHEMA_VERSION};
     use crate::series::{OpSecond, OpSeconds, SecondPoint};
-    use crate::report::WorkloadSummary;
     use crate::spec::{HostSpec, Scaled, VolumeSpec};
     use hostmax_engine::{IoPattern, OpKind, PerOp, Workload};
 
@@ -477,7 +481,9 @@ mod tests {
         assert!(v.pass);
         assert_eq!(v.devices[0].measured_iops, None);
         assert!(
-            v.not_judged[0].to_string().contains("4 KiB blocks or smaller"),
+            v.not_judged[0]
+                .to_string()
+                .contains("4 KiB blocks or smaller"),
             "{:?}",
             v.not_judged
         );

@@ -255,9 +255,7 @@ fn sum_line(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use hostmax_aggregate::verdict::{
-        DeviceVerdict, HostVerdict, NotJudged, Promiser, RuleKind,
-    };
+    use hostmax_aggregate::verdict::{DeviceVerdict, HostVerdict, NotJudged, Promiser, RuleKind};
 
     fn device(path: &str, expected: f64, measured: f64, pass: bool) -> DeviceVerdict {
         DeviceVerdict {
