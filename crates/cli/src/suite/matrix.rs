@@ -126,7 +126,7 @@ pub const TESTS: [TestSpec; 3] = [
 ];
 
 impl SuiteTest {
-    /// Its row of [`TESTS`].
+    /// Its row of the suite's table of tests (`suite::matrix::TESTS`).
     pub fn spec(self) -> &'static TestSpec {
         &TESTS[self as usize]
     }
