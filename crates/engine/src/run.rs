@@ -869,4 +869,42 @@ mod tests {
             1 << 18
         );
     }
+
+    #[test]
+    fn a_workload_that_does_not_fit_a_target_says_why() {
+        let target = TargetInfo {
+            path: "/dev/x".into(),
+            kind: crate::TargetKind::BlockDevice,
+            size: 1 << 20,
+            logical_block_size: 4096,
+            rdev: None,
+            kernel_name: None,
+        };
+        let w = |block_size, working_set| Workload {
+            block_size,
+            working_set,
+            ..Workload::default()
+        };
+        assert_eq!(check_fits(&w(4096, None), &target), Ok(()));
+        let misfit = check_fits(&w(512, None), &target).unwrap_err();
+        assert_eq!(
+            misfit,
+            Misfit::BlockSize {
+                block_size: 512,
+                logical_block_size: 4096
+            }
+        );
+        assert_eq!(misfit.settings(), [Setting::BlockSize]);
+        assert!(matches!(
+            check_fits(&w(4096, Some(2 << 20)), &target),
+            Err(Misfit::WorkingSetTooLarge { .. })
+        ));
+        assert!(matches!(
+            check_fits(&w(2 << 20, None), &target),
+            Err(Misfit::WorkingSetBelowBlock { given: false, .. })
+        ));
+        // validate words the same misfit with the target's path.
+        let err = validate(&w(512, None), std::slice::from_ref(&target)).unwrap_err();
+        assert_eq!(err.to_string(), format!("/dev/x: {misfit} (block_size)"));
+    }
 }
