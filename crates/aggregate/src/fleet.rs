@@ -4,48 +4,13 @@ use std::collections::BTreeMap;
 
 use hdrhistogram::Histogram;
 use hostmax_engine::{new_latency_histogram, OpKind, PerOp, Setting};
-use serde::{Deserialize, Serialize};
 
 use crate::histogram_codec::{EncodedHistograms, HistogramCodecError};
 use crate::latency::{add_exact, LatencySummary};
-use crate::report::{DeviceReport, Figures, HostReport, OpSummary, SCHEMA_VERSION};
+use crate::report::{
+    DeviceReport, Figures, FleetHost, FleetSummary, HostReport, OpSummary, SCHEMA_VERSION,
+};
 use crate::series::{DeviceSecond, OpSeconds, SecondPoint};
-
-/// One host of a merged report.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct FleetHost {
-    /// Its hostname (or, for a report without one, the name it was given to the merge).
-    pub hostname: String,
-    /// Its measured window in seconds.
-    pub measured_secs: f64,
-    /// Whether its run was interrupted.
-    pub interrupted: bool,
-    /// How many devices it ran.
-    pub devices: usize,
-    /// Its successful reads plus writes.
-    pub ios: u64,
-    /// Its IOPS.
-    pub iops: f64,
-    /// Its bytes per second.
-    pub bytes_per_sec: f64,
-    /// Its failed I/Os.
-    pub errors: u64,
-    /// Where its report came from: run id, measured window, version, command line, kernel
-    /// (absent in reports of older versions). Flattened: the same keys as a report's root.
-    #[serde(flatten)]
-    pub provenance: crate::report::Provenance,
-    /// The seed of its random offsets (seeds may differ between hosts; each is listed).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub seed: Option<u64>,
-}
-
-/// What a merged report adds up: the `fleet` object of its JSON.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct FleetSummary {
-    /// One entry per host, in the order the reports were given (a merged report given to a
-    /// merge contributes all its hosts).
-    pub hosts: Vec<FleetHost>,
-}
 
 /// Why reports cannot be merged. `label` is the name the caller gave the report (its file).
 #[derive(Debug, thiserror::Error)]

@@ -22,8 +22,9 @@
 //!   with the least-squares [`WindowFit`] of the window) for the benchmark suite.
 //! - [`spec`]: what volumes and hosts promise ([`VolumeSpec`], built-in [`PROFILES`],
 //!   [`HostSpec`], [`Tolerance`], the spec file); [`verdict`] judges reports against them
-//!   ([`judge`] gives a [`Verdict`] with the [`Bottleneck`]), by the one set of rules the
-//!   suite's cells are judged by too ([`verdict::check_promise`]); [`knee`] finds the host's
+//!   ([`judge`] gives a [`Verdict`] with the [`Bottleneck`]), by the one table of promise
+//!   kinds and the runs that can show them ([`verdict::PROMISE_KINDS`]) the suite's cells are
+//!   judged by too ([`verdict::check_promise`]); [`knee`] finds the host's
 //!   ceiling and knee from a sweep over volume counts ([`Sweep`]); [`curve`] finds the
 //!   load-latency curve's SLO knee and saturation point ([`Curve`]); [`consistency`] judges
 //!   how many seconds of a run kept the promise.
@@ -111,7 +112,7 @@ mod steady_state;
 pub mod verdict;
 
 pub use curve::{Curve, CurveReport};
-pub use fleet::{merge_reports, FleetHost, FleetSummary, MergeError, WorkloadDifference};
+pub use fleet::{merge_reports, MergeError, WorkloadDifference};
 pub use histogram_codec::{
     decode_histogram, decode_latency_histogram, encode_histogram, EncodedHistograms,
     HistogramCodecError,
@@ -119,9 +120,9 @@ pub use histogram_codec::{
 pub use knee::{Sweep, SweepPoint, SweepReport};
 pub use latency::{add_exact, LatencySummary};
 pub use report::{
-    summarize, summarize_with_histograms, DeviceIdentity, DeviceReport, Figures, HostHistograms,
-    HostReport, LoadGenerator, OpSummary, Provenance, WorkerReport, WorkloadSummary,
-    SCHEMA_VERSION,
+    summarize, summarize_with_histograms, DeviceIdentity, DeviceReport, Figures, FleetHost,
+    FleetSummary, HostHistograms, HostReport, LoadGenerator, OpSummary, Provenance, WorkerReport,
+    WorkloadSummary, SCHEMA_VERSION,
 };
 pub use series::{
     DeviceSecond, OpRates, OpSecond, OpSeconds, SecondHistograms, SecondPoint, TimeSeries,

@@ -7,10 +7,10 @@ use hostmax_engine::{
 };
 use serde::{Deserialize, Serialize};
 
-use crate::fleet::FleetSummary;
 use crate::histogram_codec::EncodedHistograms;
 use crate::latency::{add_exact, LatencySummary};
 use crate::series::SecondPoint;
+use crate::verdict::Verdict;
 
 /// Version of the JSON layout of [`HostReport`]; bumped when a field changes meaning, type or
 /// shape, or goes. 2: `time_series` rates are floats and each second's `devices` entries are
@@ -356,7 +356,7 @@ pub struct HostReport {
     pub time_series: Vec<SecondPoint>,
     /// The verdict, when the run was judged against a spec.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub verdict: Option<crate::verdict::Verdict>,
+    pub verdict: Option<Verdict>,
     /// The workers' CPU use and io_uring features; absent in merged reports and older ones.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub load_generator: Option<LoadGenerator>,
@@ -514,6 +514,42 @@ impl Figures {
             ..Figures::new(ops, errors)
         }
     }
+}
+
+/// One host of a merged report.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FleetHost {
+    /// Its hostname (or, for a report without one, the name it was given to the merge).
+    pub hostname: String,
+    /// Its measured window in seconds.
+    pub measured_secs: f64,
+    /// Whether its run was interrupted.
+    pub interrupted: bool,
+    /// How many devices it ran.
+    pub devices: usize,
+    /// Its successful reads plus writes.
+    pub ios: u64,
+    /// Its IOPS.
+    pub iops: f64,
+    /// Its bytes per second.
+    pub bytes_per_sec: f64,
+    /// Its failed I/Os.
+    pub errors: u64,
+    /// Where its report came from: run id, measured window, version, command line, kernel
+    /// (absent in reports of older versions). Flattened: the same keys as a report's root.
+    #[serde(flatten)]
+    pub provenance: Provenance,
+    /// The seed of its random offsets (seeds may differ between hosts; each is listed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seed: Option<u64>,
+}
+
+/// What a merged report adds up: the `fleet` object of its JSON.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FleetSummary {
+    /// One entry per host, in the order the reports were given (a merged report given to a
+    /// merge contributes all its hosts).
+    pub hosts: Vec<FleetHost>,
 }
 
 #[cfg(test)]

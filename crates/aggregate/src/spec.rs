@@ -1,6 +1,7 @@
 //! What volumes and hosts promise: [`VolumeSpec`] (flat figures, or size-scaled rules with
-//! caps), the built-in [`PROFILES`], [`HostSpec`], [`Tolerance`], and the spec file
-//! ([`SpecFileText`]) that gives each device its own provisioned size or class.
+//! caps), the built-in [`PROFILES`], [`HostSpec`], [`Tolerance`], [`Consistency`] (the share of
+//! seconds a promise must hold in), and the spec file ([`SpecFileText`]) that gives each device
+//! its own provisioned size or class.
 //!
 //! Sizes and rates count as providers count them: GB = 10^9 bytes, MB/s = 10^6 bytes per
 //! second. A rule "60 IOPS per GB up to 25,000" gives a 50 GB volume 3,000 IOPS and a 1 TB
@@ -602,7 +603,7 @@ pub struct SpecFile {
     /// Tolerance, if given.
     pub tolerance: Option<Tolerance>,
     /// Share of seconds the promise must hold in, if given.
-    pub consistency: Option<crate::consistency::Consistency>,
+    pub consistency: Option<Consistency>,
     /// The host's promise.
     pub host: HostSpec,
     /// The class of devices not listed, if given.
@@ -660,6 +661,48 @@ fn positive(what: &str, value: Option<f64>) -> Result<Option<f64>, SpecError> {
             "{what} = {v}: give a positive number"
         ))),
         other => Ok(other),
+    }
+}
+
+/// The share of seconds a promise must hold in, as a fraction (0.99 for "99%").
+#[derive(Debug, Clone, Copy, PartialEq, PartialOrd, Serialize, Deserialize)]
+pub struct Consistency(f64);
+
+impl Consistency {
+    /// A share above 0 and at most 1.
+    pub fn new(fraction: f64) -> Option<Consistency> {
+        (fraction.is_finite() && fraction > 0.0 && fraction <= 1.0).then_some(Consistency(fraction))
+    }
+
+    /// The share as a fraction.
+    pub fn fraction(self) -> f64 {
+        self.0
+    }
+}
+
+impl fmt::Display for Consistency {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}%", (self.0 * 100.0 * 1e6).round() / 1e6)
+    }
+}
+
+impl FromStr for Consistency {
+    type Err = SpecError;
+
+    /// `99%`, `99.9%` or `99.9` (percent).
+    fn from_str(text: &str) -> Result<Consistency, SpecError> {
+        let bad = || {
+            SpecError::File(format!(
+                "consistency \"{text}\": give the share of seconds the promise must hold in, above 0% and up to 100%, e.g. 99% or 99.9%"
+            ))
+        };
+        let percent: f64 = text
+            .trim()
+            .trim_end_matches('%')
+            .trim()
+            .parse()
+            .map_err(|_| bad())?;
+        Consistency::new(percent / 100.0).ok_or_else(bad)
     }
 }
 
@@ -859,5 +902,16 @@ mod tests {
             .unwrap_err()
             .to_string()
             .contains("[host] iops"));
+    }
+
+    #[test]
+    fn consistency_parses_and_refuses() {
+        assert_eq!("99%".parse::<Consistency>().unwrap().fraction(), 0.99);
+        assert!(("99.9".parse::<Consistency>().unwrap().fraction() - 0.999).abs() < 1e-12);
+        assert_eq!("100%".parse::<Consistency>().unwrap().to_string(), "100%");
+        for bad in ["0%", "101%", "x", "-5%", ""] {
+            let err = bad.parse::<Consistency>().unwrap_err().to_string();
+            assert!(err.contains("e.g. 99%"), "{bad}: {err}");
+        }
     }
 }

@@ -14,8 +14,8 @@ use std::time::{Duration, SystemTime};
 use hostmax_engine::placement::{format_cpu_list, parse_cpu_list};
 use hostmax_engine::safety::{check_write_safety, SystemSources, WriteSafety};
 use hostmax_engine::{
-    ErrorPolicy, IoPattern, Polling, TargetInfo, ThreadLayout, Workload, WriteData, MAX_BLOCK_SIZE,
-    MAX_IODEPTH, MIN_BLOCK_SIZE,
+    ErrorPolicy, IoPattern, Misfit, Polling, TargetInfo, ThreadLayout, Workload, WriteData,
+    MAX_BLOCK_SIZE, MAX_IODEPTH, MIN_BLOCK_SIZE,
 };
 
 use crate::devices::{create_files, expand_device_args, resolve_targets_creating};
@@ -385,42 +385,52 @@ fn check_workload(request: &PlanRequest) -> Result<Workload, BadInput> {
     })
 }
 
-/// Checks that the workload fits one probed target.
+/// Checks that the workload fits one probed target: the engine's check
+/// ([`hostmax_engine::check_fits`]), worded with this command's options.
 fn check_fits(workload: &Workload, target: &TargetInfo) -> Result<(), BadInput> {
-    let bs = u64::from(workload.block_size);
-    let lbs = u64::from(target.logical_block_size.max(1));
+    let Err(misfit) = hostmax_engine::check_fits(workload, target) else {
+        return Ok(());
+    };
     let path = target.path.display();
-    if bs % lbs != 0 {
-        let down = bs / lbs * lbs;
-        let up = down + lbs;
-        let suggestion = if down >= u64::from(MIN_BLOCK_SIZE) {
-            format!("{} or {}", format_size(down), format_size(up))
-        } else {
-            format_size(up)
-        };
-        return Err(BadInput(format!(
-            "--bs {} is not a multiple of the logical block size {lbs} of {path}; use e.g. {suggestion}",
-            format_size(bs)
-        )));
-    }
-    match workload.working_set {
-        Some(size) if size > target.size => Err(BadInput(format!(
+    Err(BadInput(match misfit {
+        Misfit::BlockSize {
+            block_size,
+            logical_block_size,
+        } => {
+            let (bs, lbs) = (u64::from(block_size), u64::from(logical_block_size));
+            let down = bs / lbs * lbs;
+            let up = down + lbs;
+            let suggestion = if down >= u64::from(MIN_BLOCK_SIZE) {
+                format!("{} or {}", format_size(down), format_size(up))
+            } else {
+                format_size(up)
+            };
+            format!(
+                "--bs {} is not a multiple of the logical block size {lbs} of {path}; use e.g. {suggestion}",
+                format_size(bs)
+            )
+        }
+        Misfit::WorkingSetTooLarge {
+            working_set,
+            target_size,
+        } => format!(
             "--size {} is larger than {path} ({}); use at most --size {}, or leave it out for the whole device",
-            format_size(size),
-            human_size(target.size),
-            format_size(target.size / bs * bs)
-        ))),
-        Some(size) if size % lbs != 0 => Err(BadInput(format!(
-            "--size {} is not a multiple of the logical block size {lbs} of {path}",
-            format_size(size)
-        ))),
-        None if bs > target.size => Err(BadInput(format!(
+            format_size(working_set),
+            human_size(target_size),
+            format_size(target_size / u64::from(workload.block_size) * u64::from(workload.block_size))
+        ),
+        // `--size` below `--bs` is refused before any target is looked at.
+        Misfit::WorkingSetBelowBlock { given: true, .. } => misfit.to_string(),
+        Misfit::WorkingSetBelowBlock {
+            working_set,
+            given: false,
+            block_size,
+        } => format!(
             "--bs {} is larger than {path} ({}); use a smaller --bs",
-            format_size(bs),
-            human_size(target.size)
-        ))),
-        _ => Ok(()),
-    }
+            format_size(block_size.into()),
+            human_size(working_set)
+        ),
+    }))
 }
 
 /// Checks `--cpus` against the online CPUs and this process's affinity mask.

@@ -108,8 +108,9 @@ pub use result::{
 };
 pub use ring::{probe_kernel_ring, KernelRingSupport, Polling, RingFeatures, TrimMethod};
 pub use run::{
-    buffer_bytes, check_buffer_memory, check_poll_queues, check_trim_support, check_verify_memory,
-    prepare, start, validate, verify_state_bytes, PreparedRun, RunConfig, RunHandle, StopHandle,
+    buffer_bytes, check_buffer_memory, check_fits, check_poll_queues, check_trim_support,
+    check_verify_memory, prepare, start, validate, verify_state_bytes, Misfit, PreparedRun,
+    RunConfig, RunHandle, StopHandle,
 };
 pub use setting::{Setting, SettingError};
 pub use target::{TargetInfo, TargetKind};

@@ -255,35 +255,105 @@ pub fn validate(workload: &Workload, targets: &[TargetInfo]) -> Result<(), Engin
         return bad("no targets: give at least one device".into(), &[Targets]);
     }
     for t in targets {
-        let p = t.path.display();
-        if !w.block_size.is_multiple_of(t.logical_block_size) {
-            return bad(
-                format!(
-                    "{p}: block size {} is not a multiple of its logical block size {}: use a multiple of {}",
-                    w.block_size, t.logical_block_size, t.logical_block_size
-                ),
-                &[BlockSize],
-            );
+        if let Err(misfit) = check_fits(w, t) {
+            return bad(format!("{}: {misfit}", t.path.display()), misfit.settings());
         }
-        let working_set = w.working_set.unwrap_or(t.size);
-        if working_set > t.size {
-            return bad(
-                format!(
-                    "{p}: working set of {working_set} bytes is larger than the target ({} bytes): give a smaller working set",
-                    t.size
-                ),
-                &[WorkingSet],
-            );
+    }
+    Ok(())
+}
+
+/// Why a workload does not fit one target ([`check_fits`]): a front end words it with its own
+/// options; its `Display` is the engine's wording.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Misfit {
+    /// The block size is not a multiple of the target's logical block size.
+    BlockSize {
+        /// The workload's block size.
+        block_size: u32,
+        /// The target's logical block size.
+        logical_block_size: u32,
+    },
+    /// The working set is larger than the target.
+    WorkingSetTooLarge {
+        /// The workload's working set, bytes.
+        working_set: u64,
+        /// The target's size, bytes.
+        target_size: u64,
+    },
+    /// The working set (the whole target when the workload gives none) holds no whole block.
+    WorkingSetBelowBlock {
+        /// The working set, bytes.
+        working_set: u64,
+        /// Whether the workload gave it (else it is the target's size).
+        given: bool,
+        /// The workload's block size.
+        block_size: u32,
+    },
+}
+
+impl Misfit {
+    /// The settings to change.
+    pub fn settings(self) -> &'static [Setting] {
+        match self {
+            Misfit::BlockSize { .. } => &[Setting::BlockSize],
+            Misfit::WorkingSetTooLarge { .. } => &[Setting::WorkingSet],
+            Misfit::WorkingSetBelowBlock { .. } => &[Setting::WorkingSet, Setting::BlockSize],
         }
-        if working_set < w.block_size as u64 {
-            return bad(
-                format!(
-                    "{p}: working set of {working_set} bytes is smaller than one block of {} bytes: give a larger working set or a smaller block size",
-                    w.block_size
-                ),
-                &[WorkingSet, BlockSize],
-            );
+    }
+}
+
+impl std::fmt::Display for Misfit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match *self {
+            Misfit::BlockSize {
+                block_size,
+                logical_block_size: lbs,
+            } => write!(
+                f,
+                "block size {block_size} is not a multiple of its logical block size {lbs}: use a multiple of {lbs}"
+            ),
+            Misfit::WorkingSetTooLarge {
+                working_set,
+                target_size,
+            } => write!(
+                f,
+                "working set of {working_set} bytes is larger than the target ({target_size} bytes): give a smaller working set"
+            ),
+            Misfit::WorkingSetBelowBlock {
+                working_set,
+                block_size,
+                ..
+            } => write!(
+                f,
+                "working set of {working_set} bytes is smaller than one block of {block_size} bytes: give a larger working set or a smaller block size"
+            ),
         }
+    }
+}
+
+/// Checks that `workload` fits `target`: whole logical blocks, a working set within the
+/// target that holds at least one block. [`validate`] runs it on every target.
+pub fn check_fits(workload: &Workload, target: &TargetInfo) -> Result<(), Misfit> {
+    let w = workload;
+    if !w.block_size.is_multiple_of(target.logical_block_size) {
+        return Err(Misfit::BlockSize {
+            block_size: w.block_size,
+            logical_block_size: target.logical_block_size,
+        });
+    }
+    let working_set = w.working_set.unwrap_or(target.size);
+    if working_set > target.size {
+        return Err(Misfit::WorkingSetTooLarge {
+            working_set,
+            target_size: target.size,
+        });
+    }
+    if working_set < u64::from(w.block_size) {
+        return Err(Misfit::WorkingSetBelowBlock {
+            working_set,
+            given: w.working_set.is_some(),
+            block_size: w.block_size,
+        });
     }
     Ok(())
 }
@@ -801,5 +871,43 @@ mod tests {
             verify_state_bytes(&with(crate::IoPattern::RandRw, 0), &[target]),
             1 << 18
         );
+    }
+
+    #[test]
+    fn a_workload_that_does_not_fit_a_target_says_why() {
+        let target = TargetInfo {
+            path: "/dev/x".into(),
+            kind: crate::TargetKind::BlockDevice,
+            size: 1 << 20,
+            logical_block_size: 4096,
+            rdev: None,
+            kernel_name: None,
+        };
+        let w = |block_size, working_set| Workload {
+            block_size,
+            working_set,
+            ..Workload::default()
+        };
+        assert_eq!(check_fits(&w(4096, None), &target), Ok(()));
+        let misfit = check_fits(&w(512, None), &target).unwrap_err();
+        assert_eq!(
+            misfit,
+            Misfit::BlockSize {
+                block_size: 512,
+                logical_block_size: 4096
+            }
+        );
+        assert_eq!(misfit.settings(), [Setting::BlockSize]);
+        assert!(matches!(
+            check_fits(&w(4096, Some(2 << 20)), &target),
+            Err(Misfit::WorkingSetTooLarge { .. })
+        ));
+        assert!(matches!(
+            check_fits(&w(2 << 20, None), &target),
+            Err(Misfit::WorkingSetBelowBlock { given: false, .. })
+        ));
+        // validate words the same misfit with the target's path.
+        let err = validate(&w(512, None), std::slice::from_ref(&target)).unwrap_err();
+        assert_eq!(err.to_string(), format!("/dev/x: {misfit} (block_size)"));
     }
 }

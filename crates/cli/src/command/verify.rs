@@ -5,7 +5,7 @@
 //! rules. Random reads, or with `--allow-write` the seeds' 50/50 random read/write mix. Each
 //! phase goes through [`crate::measure::measure`] like any run.
 
-use hostmax_aggregate::verdict::RuleKind;
+use hostmax_aggregate::verdict::{BlockSizes, RuleKind};
 use hostmax_aggregate::{judge, HostReport, VerifyReport, SCHEMA_VERSION};
 use hostmax_engine::IoPattern;
 
@@ -29,11 +29,7 @@ impl Phase {
     /// "IOPS: 4k randread, depth 32".
     pub fn describe(&self) -> String {
         let w = &self.plan.workload;
-        let what = match self.kind {
-            RuleKind::Iops => "IOPS",
-            RuleKind::Throughput => "throughput",
-            RuleKind::Latency => "latency",
-        };
+        let what = self.kind.promise().phase;
         let mix = if w.pattern == IoPattern::RandRw {
             format!(" {}/{}", w.rwmixread, 100 - w.rwmixread)
         } else {
@@ -48,7 +44,9 @@ impl Phase {
     }
 }
 
-/// The request of the phase judging `kind`; `throughput_bs` is the throughput phase's block.
+/// The request of the phase judging `kind`, from its row of the promise table: its block
+/// size (`throughput_bs` for the kind that needs large blocks) and, when it needs one, its
+/// depth.
 pub fn phase_request(base: &PlanRequest, kind: RuleKind, throughput_bs: u64) -> PlanRequest {
     let mut request = base.clone();
     if base.allow_write {
@@ -58,13 +56,13 @@ pub fn phase_request(base: &PlanRequest, kind: RuleKind, throughput_bs: u64) -> 
         request.pattern = IoPattern::RandRead;
         request.rwmixread = None;
     }
-    match kind {
-        RuleKind::Iops => request.block_size = 4096,
-        RuleKind::Throughput => request.block_size = throughput_bs,
-        RuleKind::Latency => {
-            request.block_size = 4096;
-            request.iodepth = 1;
-        }
+    let needs = kind.promise().needs;
+    request.block_size = match needs.blocks {
+        BlockSizes::AtLeast(_) => throughput_bs,
+        BlockSizes::AtMost(_) => needs.block_size.into(),
+    };
+    if let Some(depth) = needs.depth.fixed() {
+        request.iodepth = depth;
     }
     request.json = None;
     request
@@ -89,11 +87,7 @@ pub fn plan_phases(
         let plan = plan_run(&phase).map_err(|e| {
             anyhow::Error::new(BadInput(format!(
                 "the {} phase (--bs {}): {e:#}",
-                match kind {
-                    RuleKind::Iops => "IOPS",
-                    RuleKind::Throughput => "throughput",
-                    RuleKind::Latency => "latency",
-                },
+                kind.promise().phase,
                 crate::units::format_size(phase.block_size)
             )))
         })?;

@@ -15,7 +15,7 @@ pub mod table;
 use std::path::{Path, PathBuf};
 
 use hostmax_aggregate::spec::{self, Scaled, SpecFile, SpecFileText, VolumeClass};
-use hostmax_aggregate::verdict::{DeviceExpectation, RuleKind};
+use hostmax_aggregate::verdict::{DeviceExpectation, NotJudged, RuleKind};
 use hostmax_aggregate::{HostReport, HostSpec, SpecSet, VolumeSpec};
 use hostmax_engine::TargetInfo;
 
@@ -208,25 +208,23 @@ pub fn check_judgeable(set: &SpecSet, plan: &RunPlan) -> Result<(), BadInput> {
     )))
 }
 
-/// The options of a run that judges `kind` (the library names the rule in the workload's
-/// terms; the default depth of 32 is above 1).
-pub fn rule_options(kind: RuleKind) -> &'static str {
-    match kind {
-        RuleKind::Iops => "--bs 4k",
-        RuleKind::Throughput => "--bs 1m",
-        RuleKind::Latency => "--bs 4k --iodepth 1",
+/// The options of a run that judges `kind`, from its row of the promise table ("--bs 4k",
+/// "--bs 4k --iodepth 1"; a depth above 1 is left to the default of 32).
+pub fn rule_options(kind: RuleKind) -> String {
+    let needs = kind.promise().needs;
+    let mut options = format!(
+        "--bs {}",
+        crate::units::format_size(needs.block_size.into())
+    );
+    if let Some(depth) = needs.depth.fixed() {
+        options += &format!(" --iodepth {depth}");
     }
+    options
 }
 
-/// A verdict's "not judged" line with the options that would judge it added.
-pub fn not_judged_line(line: &str) -> String {
-    [RuleKind::Iops, RuleKind::Throughput, RuleKind::Latency]
-        .into_iter()
-        .find(|k| line.ends_with(k.needs()))
-        .map_or_else(
-            || line.to_string(),
-            |k| format!("{line} ({})", rule_options(k)),
-        )
+/// A verdict's "not judged" entry with the options that would judge it added.
+pub fn not_judged_line(entry: &NotJudged) -> String {
+    format!("{entry} ({})", rule_options(entry.kind))
 }
 
 /// The exit code of a judged run (see the module docs for the precedence).

@@ -255,7 +255,7 @@ fn sum_line(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use hostmax_aggregate::verdict::{DeviceVerdict, HostVerdict};
+    use hostmax_aggregate::verdict::{DeviceVerdict, HostVerdict, NotJudged, Promiser, RuleKind};
 
     fn device(path: &str, expected: f64, measured: f64, pass: bool) -> DeviceVerdict {
         DeviceVerdict {
@@ -294,10 +294,10 @@ mod tests {
                     ..device("/dev/loop2", 3000.0, 3001.0, true)
                 },
             ],
-            not_judged: vec![
-                "volume MB/s: needs a run of 256 KiB blocks or larger at a queue depth above 1"
-                    .into(),
-            ],
+            not_judged: vec![NotJudged {
+                promiser: Promiser::Volume,
+                kind: RuleKind::Throughput,
+            }],
             consistency: None,
         };
         let text = render_verdict(&v);

@@ -41,69 +41,130 @@ impl TrackedMetric {
     }
 }
 
+/// Which cell's block size stands in for the tracked one when the matrix lacks it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StandIn {
+    /// The smallest block size tested.
+    Smallest,
+    /// The largest.
+    Largest,
+}
+
+/// One suite test: a row of [`TESTS`]. Adding a test is a row here and its variant (with its
+/// help) in [`SuiteTest`]; the runner, state, report, table and page take any test's cells.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct TestSpec {
+    /// The test.
+    pub test: SuiteTest,
+    /// Its name on the command line.
+    pub name: &'static str,
+    /// CloudHarmony's block sizes for it, largest first.
+    pub block_sizes: &'static [u32],
+    /// CloudHarmony's mixes for it, as read shares, most reads first.
+    pub read_shares: &'static [u8],
+    /// Random offsets, or sequential (which has only 100/0 and 0/100).
+    pub random: bool,
+    /// Queue depth per device.
+    pub iodepth: u32,
+    /// Whether each cell runs the devices one at a time rather than all at once.
+    pub one_device_at_a_time: bool,
+    /// The figure steady state is judged on (SNIA PTS: IOPS, throughput, latency).
+    pub metric: TrackedMetric,
+    /// The block size of the cell steady state tracks.
+    pub tracked_block_size: u32,
+    /// What stands in when the matrix lacks that block size.
+    pub stand_in: StandIn,
+}
+
+/// Every suite test, in [`SuiteTest`]'s order.
+pub const TESTS: [TestSpec; 3] = [
+    TestSpec {
+        test: SuiteTest::Iops,
+        name: "iops",
+        block_sizes: &[
+            1 << 20,
+            128 << 10,
+            64 << 10,
+            32 << 10,
+            16 << 10,
+            8 << 10,
+            4 << 10,
+            512,
+        ],
+        read_shares: &[100, 95, 65, 50, 35, 5, 0],
+        random: true,
+        iodepth: 64,
+        one_device_at_a_time: false,
+        metric: TrackedMetric::Iops,
+        tracked_block_size: 4096,
+        stand_in: StandIn::Smallest,
+    },
+    TestSpec {
+        test: SuiteTest::Throughput,
+        name: "throughput",
+        block_sizes: &[1 << 20, 128 << 10],
+        read_shares: &[100, 0],
+        random: false,
+        iodepth: 64,
+        one_device_at_a_time: false,
+        metric: TrackedMetric::BytesPerSec,
+        tracked_block_size: 1 << 20,
+        stand_in: StandIn::Largest,
+    },
+    TestSpec {
+        test: SuiteTest::Latency,
+        name: "latency",
+        block_sizes: &[16 << 10, 8 << 10, 4 << 10, 512],
+        read_shares: &[100, 65, 0],
+        random: true,
+        iodepth: 1,
+        one_device_at_a_time: true,
+        metric: TrackedMetric::MeanLatencyNs,
+        tracked_block_size: 4096,
+        stand_in: StandIn::Smallest,
+    },
+];
+
 impl SuiteTest {
+    /// Its row of the suite's table of tests (`suite::matrix::TESTS`).
+    pub fn spec(self) -> &'static TestSpec {
+        &TESTS[self as usize]
+    }
+
     /// The test's name on the command line.
     pub fn name(self) -> &'static str {
-        match self {
-            SuiteTest::Iops => "iops",
-            SuiteTest::Throughput => "throughput",
-            SuiteTest::Latency => "latency",
-        }
+        self.spec().name
     }
 
     /// CloudHarmony's block sizes for the test, largest first.
     pub fn default_block_sizes(self) -> Vec<u32> {
-        match self {
-            SuiteTest::Iops => vec![
-                1 << 20,
-                128 << 10,
-                64 << 10,
-                32 << 10,
-                16 << 10,
-                8 << 10,
-                4 << 10,
-                512,
-            ],
-            SuiteTest::Throughput => vec![1 << 20, 128 << 10],
-            SuiteTest::Latency => vec![16 << 10, 8 << 10, 4 << 10, 512],
-        }
+        self.spec().block_sizes.to_vec()
     }
 
     /// CloudHarmony's mixes for the test, most reads first.
     pub fn default_mixes(self) -> Vec<Mix> {
-        let reads: &[u8] = match self {
-            SuiteTest::Iops => &[100, 95, 65, 50, 35, 5, 0],
-            SuiteTest::Throughput => &[100, 0],
-            SuiteTest::Latency => &[100, 65, 0],
-        };
+        let reads = self.spec().read_shares;
         reads.iter().map(|&read| Mix { read }).collect()
     }
 
     /// Random offsets (iops, latency) or sequential (throughput).
     pub fn random(self) -> bool {
-        self != SuiteTest::Throughput
+        self.spec().random
     }
 
     /// Queue depth per device.
     pub fn default_iodepth(self) -> u32 {
-        match self {
-            SuiteTest::Iops | SuiteTest::Throughput => 64,
-            SuiteTest::Latency => 1,
-        }
+        self.spec().iodepth
     }
 
     /// Whether each cell runs the devices one at a time rather than all at once.
     pub fn one_device_at_a_time(self) -> bool {
-        self == SuiteTest::Latency
+        self.spec().one_device_at_a_time
     }
 
     /// The figure steady state is judged on (SNIA PTS: IOPS, throughput, latency).
     pub fn metric(self) -> TrackedMetric {
-        match self {
-            SuiteTest::Iops => TrackedMetric::Iops,
-            SuiteTest::Throughput => TrackedMetric::BytesPerSec,
-            SuiteTest::Latency => TrackedMetric::MeanLatencyNs,
-        }
+        self.spec().metric
     }
 
     /// The cell steady state tracks: 4k (1m for throughput) at the mix with the fewest reads
@@ -111,20 +172,18 @@ impl SuiteTest {
     /// size, the smallest (largest for throughput) block size stands in.
     pub fn tracked_cell(self, cells: &[CellSpec]) -> Option<CellSpec> {
         let mix = cells.iter().map(|c| c.mix).min_by_key(|m| m.read)?;
-        let preferred = match self {
-            SuiteTest::Throughput => 1 << 20,
-            _ => 4096,
-        };
+        let preferred = self.spec().tracked_block_size;
         let sizes = cells.iter().filter(|c| c.mix == mix).map(|c| c.block_size);
         let block_size = if cells
             .iter()
             .any(|c| c.mix == mix && c.block_size == preferred)
         {
             preferred
-        } else if self == SuiteTest::Throughput {
-            sizes.max()?
         } else {
-            sizes.min()?
+            match self.spec().stand_in {
+                StandIn::Largest => sizes.max()?,
+                StandIn::Smallest => sizes.min()?,
+            }
         };
         Some(CellSpec { block_size, mix })
     }
@@ -243,6 +302,14 @@ fn splitmix64(state: &mut u64) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_table_is_in_suite_test_order() {
+        for (i, row) in TESTS.iter().enumerate() {
+            assert_eq!(row.test as usize, i, "{}", row.name);
+            assert_eq!(row.test.spec().name, row.name);
+        }
+    }
 
     #[test]
     fn keys_and_order_follow_cloudharmony() {

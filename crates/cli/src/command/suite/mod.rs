@@ -32,7 +32,7 @@ mod table;
 
 use std::path::{Path, PathBuf};
 
-use hostmax_engine::{IoPattern, TargetKind};
+use hostmax_engine::{IoPattern, Misfit, SettingError, TargetKind, Workload};
 
 use crate::args::suite::{SuiteArgs, SuiteSize};
 pub use matrix::{Mix, SuiteTest};
@@ -204,10 +204,10 @@ fn start(
     } else {
         test.default_mixes()
     };
-    if test == SuiteTest::Throughput {
+    if !test.random() {
         if let Some(m) = mixes.iter().find(|m| m.read != 0 && m.read != 100) {
             return Err(BadInput(format!(
-                "--mixes {m}: the throughput test is sequential, which has only 100/0 and 0/100; drop {m}"
+                "--mixes {m}: the {test} test is sequential, which has only 100/0 and 0/100; drop {m}"
             ))
             .into());
         }
@@ -256,16 +256,32 @@ fn start(
         args.curve.as_deref(),
         &targets,
     )?;
+    // The plan checked the largest block; each smaller one against the engine's check too.
     for &bs in &block_sizes {
+        let workload = Workload {
+            block_size: bs,
+            ..plan.workload.clone()
+        };
         for t in &targets {
-            if !bs.is_multiple_of(t.logical_block_size) {
-                let label = matrix::size_label(bs);
-                return Err(BadInput(format!(
-                    "block size {label} does not fit {} (logical block size {}): leave it out with --skip-bs {label}",
-                    t.path.display(),
-                    t.logical_block_size
-                ))
-                .into());
+            match hostmax_engine::check_fits(&workload, t) {
+                Ok(()) => {}
+                Err(Misfit::BlockSize {
+                    logical_block_size, ..
+                }) => {
+                    let label = matrix::size_label(bs);
+                    return Err(BadInput(format!(
+                        "block size {label} does not fit {} (logical block size {logical_block_size}): leave it out with --skip-bs {label}",
+                        t.path.display(),
+                    ))
+                    .into());
+                }
+                Err(misfit) => {
+                    let refused = SettingError::new(
+                        format!("{}: {misfit}", t.path.display()),
+                        misfit.settings(),
+                    );
+                    return Err(BadInput::from(&refused).into());
+                }
             }
         }
     }

@@ -1,0 +1,174 @@
+//! The checks: each promised figure of a device or the host against every run that can show
+//! it ([`check_promise`], [`check_figure`]); a run as the rules see it is a [`JudgedRun`]
+//! (a report, or a suite cell). The worst of those runs' figures is the one compared.
+
+use hostmax_engine::OpKind;
+
+use super::outcome::{keeps, Figure, FigureCheck, MeasuredFigures};
+use super::promise::{RuleKind, RunShape};
+use crate::report::{Figures, HostReport, WorkloadSummary};
+use crate::spec::{Expectation, Tolerance};
+
+impl From<&WorkloadSummary> for RunShape {
+    fn from(w: &WorkloadSummary) -> Self {
+        RunShape {
+            block_size: w.block_size,
+            iodepth: w.iodepth,
+            record_latency: w.record_latency,
+        }
+    }
+}
+
+impl RuleKind {
+    /// Whether a run of `workload` judges this kind of rule.
+    pub fn judged_by(self, workload: &WorkloadSummary) -> bool {
+        self.judges(workload.into())
+    }
+}
+
+impl From<&Figures> for MeasuredFigures {
+    fn from(f: &Figures) -> Self {
+        MeasuredFigures {
+            iops: f.iops,
+            bytes_per_sec: f.bytes_per_sec,
+            read_p95_ns: (f.ops[OpKind::Read].ios > 0)
+                .then_some(f.ops[OpKind::Read].latency_ns.p95),
+            write_p95_ns: (f.ops[OpKind::Write].ios > 0)
+                .then_some(f.ops[OpKind::Write].latency_ns.p95),
+        }
+    }
+}
+
+/// One run as the rules see it: a phase of `hostmax verify`, a main run, a suite cell.
+#[derive(Debug, Clone, PartialEq)]
+pub struct JudgedRun {
+    /// How a check names it (a suite cell's key, `4k_100_0`).
+    pub label: String,
+    /// Which rules it judges.
+    pub shape: RunShape,
+    /// The per-device IOPS cap it ran with, if any: a capped run cannot show more.
+    pub rate_iops: Option<u64>,
+    /// The host's figures.
+    pub host: MeasuredFigures,
+    /// Each device's, by path.
+    pub devices: Vec<(String, MeasuredFigures)>,
+}
+
+impl JudgedRun {
+    /// The run of `report`, named `label`.
+    pub fn from_report(label: impl Into<String>, report: &HostReport) -> JudgedRun {
+        JudgedRun {
+            label: label.into(),
+            shape: RunShape::from(&report.workload),
+            rate_iops: report.workload.rate_iops,
+            host: MeasuredFigures::from(&report.host),
+            devices: report
+                .devices
+                .iter()
+                .map(|d| (d.path.clone(), MeasuredFigures::from(&d.figures)))
+                .collect(),
+        }
+    }
+
+    /// The figures of the device at `path`, or the host's for `None`.
+    fn figures(&self, device: Option<&str>) -> Option<&MeasuredFigures> {
+        match device {
+            None => Some(&self.host),
+            Some(path) => self.devices.iter().find(|(p, _)| p == path).map(|(_, f)| f),
+        }
+    }
+
+    /// What its `rate_iops` allows of `figure`, per device (`None` uncapped or for latency).
+    fn rate_cap(&self, figure: Figure) -> Option<f64> {
+        let cap = self.rate_iops? as f64;
+        match figure {
+            Figure::Iops => Some(cap),
+            Figure::BytesPerSec => Some(cap * f64::from(self.shape.block_size)),
+            Figure::ReadP95Ns | Figure::WriteP95Ns => None,
+        }
+    }
+}
+
+/// Checks one promised figure of the device at `device` (the host for `None`) on every run
+/// that judges it.
+pub fn check_figure(
+    figure: Figure,
+    expected: f64,
+    runs: &[JudgedRun],
+    device: Option<&str>,
+    t: Tolerance,
+) -> FigureCheck {
+    let judged: Vec<(&JudgedRun, f64)> = runs
+        .iter()
+        .filter(|r| figure.rule().judges(r.shape))
+        .filter_map(|r| Some((r, figure.of(r.figures(device)?)?)))
+        .collect();
+    let values = judged.iter().map(|(_, v)| *v);
+    let measured = if figure.is_ceiling() {
+        values.reduce(f64::max)
+    } else {
+        values.reduce(f64::min)
+    };
+    // The host may do what every device's cap allows together.
+    let devices = |r: &JudgedRun| {
+        if device.is_some() {
+            1.0
+        } else {
+            r.devices.len() as f64
+        }
+    };
+    let cap = judged
+        .iter()
+        .filter_map(|(r, _)| r.rate_cap(figure).map(|c| c * devices(r)))
+        .reduce(f64::min);
+    let rate_cap = rate_cap_below(cap, Some(expected), t);
+    FigureCheck {
+        figure,
+        expected,
+        measured,
+        runs: judged.iter().map(|(r, _)| r.label.clone()).collect(),
+        rate_cap,
+        pass: measured.map(|m| keeps(figure, expected, m, rate_cap, t)),
+    }
+}
+
+/// Checks every figure `expected` promises of the device at `device` (the host for `None`):
+/// IOPS, throughput, and a p95 promise once for reads and once for writes. A latency check
+/// is left out for a direction no latency run did while the other was judged (a read-only
+/// run promises nothing of writes); with neither judged both are given, unjudged.
+pub fn check_promise(
+    expected: &Expectation,
+    runs: &[JudgedRun],
+    device: Option<&str>,
+    t: Tolerance,
+) -> Vec<FigureCheck> {
+    let mut checks = Vec::new();
+    let rates = [
+        (Figure::Iops, expected.iops),
+        (Figure::BytesPerSec, expected.bytes_per_sec),
+    ];
+    for (figure, promise) in rates {
+        if let Some(e) = promise {
+            checks.push(check_figure(figure, e, runs, device, t));
+        }
+    }
+    if let Some(p95) = expected.p95_ns {
+        let both = [Figure::ReadP95Ns, Figure::WriteP95Ns]
+            .map(|f| check_figure(f, p95 as f64, runs, device, t));
+        let any_judged = both.iter().any(|c| c.measured.is_some());
+        checks.extend(
+            both.into_iter()
+                .filter(|c| !any_judged || c.measured.is_some()),
+        );
+    }
+    checks
+}
+
+/// What `--rate-iops` allows when it keeps a run from showing `expected` (the cap is below it
+/// beyond the tolerance), else `None`.
+fn rate_cap_below(cap: Option<f64>, expected: Option<f64>, t: Tolerance) -> Option<f64> {
+    match (cap, expected) {
+        (Some(cap), Some(e)) if !t.reaches(cap, e) => Some(cap),
+        _ => None,
+    }
+}

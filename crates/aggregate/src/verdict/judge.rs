@@ -1,0 +1,732 @@
+//! [`judge`]: one or more reports against a [`SpecSet`], giving a [`Verdict`]. It is composed
+//! of named steps: each device's checks ([`device_verdict`]), the host's
+//! ([`host_verdict`]: its own promise, what the volumes promise together, and the
+//! [`Bottleneck`] when it falls short of that), and the promises no run could judge.
+
+use serde::{Deserialize, Serialize};
+
+use super::bottleneck::{bottleneck, Bottleneck, VolumeShare};
+use super::checks::{check_promise, JudgedRun};
+use super::outcome::{
+    device_checks, figure_to_reach, host_checks, DeviceVerdict, Figure, FigureCheck, HostVerdict,
+    NotJudged, Promiser, Verdict,
+};
+use super::promise::RuleKind;
+use super::spec_set::{DeviceExpectation, SpecSet};
+use crate::report::{Figures, HostReport, Provenance};
+use crate::spec::{Expectation, Tolerance};
+
+/// Judges `reports` (one run, or the phases of `hostmax verify`) against `specs`.
+///
+/// Devices are listed as the first report lists them; a device with no entry in `specs`
+/// passes unjudged. A rule no report qualifies for is listed in `not_judged` and does not
+/// fail the verdict.
+pub fn judge(specs: &SpecSet, reports: &[&HostReport]) -> Verdict {
+    let t = specs.tolerance;
+    let runs: Vec<JudgedRun> = reports
+        .iter()
+        .enumerate()
+        .map(|(i, r)| JudgedRun::from_report(format!("run {}", i + 1), r))
+        .collect();
+    let paths: Vec<String> = reports
+        .first()
+        .map(|r| r.devices.iter().map(|d| d.path.clone()).collect())
+        .unwrap_or_default();
+    let mut not_judged = Vec::new();
+    let devices: Vec<DeviceVerdict> = paths
+        .iter()
+        .map(|path| {
+            let promise = specs.devices.iter().find(|d| &d.path == path);
+            let (verdict, checks) = device_verdict(path, promise, reports, &runs, t);
+            note_unjudged(&mut not_judged, &checks, Promiser::Volume);
+            verdict
+        })
+        .collect();
+    let host_promise_checks = check_promise(&specs.host.expected(), &runs, None, t);
+    note_unjudged(&mut not_judged, &host_promise_checks, Promiser::Host);
+    let host = host_verdict(specs, reports, &paths);
+    Verdict {
+        pass: host.pass && devices.iter().all(|d| d.pass),
+        tolerance: t.fraction(),
+        host,
+        devices,
+        not_judged,
+        consistency: None,
+    }
+}
+
+/// Adds each kind of promise `checks` could not judge to `not_judged`, once.
+fn note_unjudged(not_judged: &mut Vec<NotJudged>, checks: &[FigureCheck], promiser: Promiser) {
+    for c in checks.iter().filter(|c| c.measured.is_none()) {
+        let entry = NotJudged {
+            promiser,
+            kind: c.figure.rule(),
+        };
+        if !not_judged.contains(&entry) {
+            not_judged.push(entry);
+        }
+    }
+}
+
+/// The verdict of the device at `path` (what it `promise`s, if anything) over `runs` (made
+/// from `reports`), and the checks it was given.
+fn device_verdict(
+    path: &str,
+    promise: Option<&DeviceExpectation>,
+    reports: &[&HostReport],
+    runs: &[JudgedRun],
+    t: Tolerance,
+) -> (DeviceVerdict, Vec<FigureCheck>) {
+    let given = reports
+        .iter()
+        .flat_map(|r| &r.devices)
+        .find(|d| d.path == path)
+        .and_then(|d| d.given.clone());
+    let Some(exp) = promise else {
+        // Nothing promised: nothing judged, nothing failed.
+        let verdict = DeviceVerdict {
+            path: path.to_string(),
+            given,
+            pass: true,
+            ..DeviceVerdict::default()
+        };
+        return (verdict, Vec::new());
+    };
+    let e = exp.expected();
+    let checks = check_promise(&e, runs, Some(path), t);
+    let check = |f: Figure| checks.iter().find(|c| c.figure == f);
+    let measured = |f: Figure| check(f).and_then(|c| c.measured);
+    let mut v = DeviceVerdict {
+        path: path.to_string(),
+        given,
+        pass: true,
+        spec: exp.label.clone(),
+        size_bytes: exp.spec.scales_with_size().then_some(exp.size_bytes),
+        expected_iops: e.iops,
+        measured_iops: measured(Figure::Iops),
+        expected_bytes_per_sec: e.bytes_per_sec,
+        measured_bytes_per_sec: measured(Figure::BytesPerSec),
+        expected_p95_ns: e.p95_ns,
+        measured_read_p95_ns: measured(Figure::ReadP95Ns).map(|n| n as u64),
+        measured_write_p95_ns: measured(Figure::WriteP95Ns).map(|n| n as u64),
+        rate_cap_iops: check(Figure::Iops).and_then(|c| c.rate_cap),
+        rate_cap_bytes_per_sec: check(Figure::BytesPerSec).and_then(|c| c.rate_cap),
+        stopped_at_secs: reports
+            .iter()
+            .flat_map(|r| &r.devices)
+            .find(|d| d.path == path && d.failed)
+            .map(|d| d.stopped_at_secs.unwrap_or(0.0)),
+    };
+    v.pass = device_checks(&v, t).iter().all(|(_, ok)| *ok);
+    (v, checks)
+}
+
+/// The run the host's check of `kind` compares (of those that judge it, the one whose host
+/// `figure` is lowest); the bottleneck is read off it too.
+fn worst_run<'r>(
+    reports: &[&'r HostReport],
+    kind: RuleKind,
+    figure: fn(&Figures) -> f64,
+) -> Option<&'r HostReport> {
+    reports
+        .iter()
+        .copied()
+        .filter(|r| kind.judged_by(&r.workload))
+        .min_by(|a, b| figure(&a.host).total_cmp(&figure(&b.host)))
+}
+
+/// What the volumes at `paths` promise together: only when every one has that kind of rule
+/// (a sum over some of them says nothing about the host).
+fn volumes_promise(
+    specs: &SpecSet,
+    paths: &[String],
+    f: fn(&Expectation) -> Option<f64>,
+) -> Option<f64> {
+    if paths.is_empty() {
+        return None;
+    }
+    paths
+        .iter()
+        .map(|p| {
+            specs
+                .devices
+                .iter()
+                .find(|d| &d.path == p)
+                .and_then(|d| f(&d.expected()))
+        })
+        .sum()
+}
+
+/// The host's verdict: its own promise on the worst run that judges it, what its volumes
+/// promise together, and what kept it below that.
+fn host_verdict(specs: &SpecSet, reports: &[&HostReport], paths: &[String]) -> HostVerdict {
+    let t = specs.tolerance;
+    let iops_run = worst_run(reports, RuleKind::Iops, |f| f.iops);
+    let bw_run = worst_run(reports, RuleKind::Throughput, |f| f.bytes_per_sec);
+    let volumes_iops = volumes_promise(specs, paths, |e| e.iops);
+    let volumes_bw = volumes_promise(specs, paths, |e| e.bytes_per_sec);
+    // The host's cap from --rate-iops: per device times devices, when it is below the host's
+    // promise or the volumes' sum (else it held nothing back).
+    let host_cap = |run: Option<&HostReport>,
+                    per_device: fn(&HostReport) -> Option<f64>,
+                    promises: [Option<f64>; 2]| {
+        let run = run?;
+        let cap = per_device(run)? * run.devices.len() as f64;
+        promises
+            .into_iter()
+            .flatten()
+            .any(|p| !t.reaches(cap, p))
+            .then_some(cap)
+    };
+    let mut host = HostVerdict {
+        pass: true,
+        expected_iops: specs.host.iops,
+        measured_iops: iops_run.map(|r| r.host.iops),
+        expected_bytes_per_sec: specs.host.bytes_per_sec,
+        measured_bytes_per_sec: bw_run.map(|r| r.host.bytes_per_sec),
+        volumes_iops,
+        volumes_bytes_per_sec: volumes_bw,
+        bottleneck: host_bottleneck(
+            specs,
+            iops_run.filter(|_| volumes_iops.is_some()),
+            bw_run.filter(|_| volumes_bw.is_some()),
+        ),
+        rate_cap_iops: host_cap(iops_run, rate_cap_iops, [specs.host.iops, volumes_iops]),
+        rate_cap_bytes_per_sec: host_cap(
+            bw_run,
+            rate_cap_bytes_per_sec,
+            [specs.host.bytes_per_sec, volumes_bw],
+        ),
+    };
+    host.pass = host_checks(&host, t).iter().all(|(_, ok)| *ok);
+    host
+}
+
+/// What kept the host below what its volumes promise together, read off the run judging
+/// IOPS (`iops_run`, given only when every volume promises IOPS), else the one judging
+/// throughput (likewise): [`bottleneck`] on the volumes' shares, or the load generator when
+/// that run's own CPUs were saturated.
+fn host_bottleneck(
+    specs: &SpecSet,
+    iops_run: Option<&HostReport>,
+    bw_run: Option<&HostReport>,
+) -> Option<Bottleneck> {
+    // A volume held by the run's own --rate-iops can show no more than the cap: the
+    // bottleneck analysis weighs each volume against the lower of its promise and the cap.
+    let shares = |run: &HostReport,
+                  f: fn(&Expectation) -> Option<f64>,
+                  m: fn(&Figures) -> f64,
+                  cap: Option<f64>| {
+        run.devices
+            .iter()
+            .filter_map(|d| {
+                let exp = specs.devices.iter().find(|x| x.path == d.path)?;
+                Some(VolumeShare {
+                    expected: figure_to_reach(f(&exp.expected())?, cap),
+                    measured: m(&d.figures),
+                })
+            })
+            .collect::<Vec<_>>()
+    };
+    let t = specs.tolerance;
+    let (run, found) = match (iops_run, bw_run) {
+        (Some(run), _) => {
+            let per_second: Vec<f64> = run.time_series.iter().map(|p| p.iops).collect();
+            let cap = rate_cap_iops(run);
+            let found = bottleneck(&shares(run, |e| e.iops, |f| f.iops, cap), &per_second, t);
+            (run, found)
+        }
+        (None, Some(run)) => {
+            let per_second: Vec<f64> = run.time_series.iter().map(|p| p.bytes_per_sec).collect();
+            let cap = rate_cap_bytes_per_sec(run);
+            let volumes = shares(run, |e| e.bytes_per_sec, |f| f.bytes_per_sec, cap);
+            (run, bottleneck(&volumes, &per_second, t))
+        }
+        (None, None) => return None,
+    };
+    // Short of the volumes' sum on a run whose own CPUs were saturated: what limited it was
+    // the load generator, whatever the shape of the shortfall.
+    let saturated = run.load_generator.as_ref().is_some_and(|g| g.saturated);
+    if saturated {
+        found.map(|_| Bottleneck::LoadGenerator)
+    } else {
+        found
+    }
+}
+
+/// The per-device IOPS cap a run was given (`--rate-iops`).
+fn rate_cap_iops(run: &HostReport) -> Option<f64> {
+    run.workload.rate_iops.map(|c| c as f64)
+}
+
+/// The per-device throughput cap `--rate-iops` sets: cap x block size.
+fn rate_cap_bytes_per_sec(run: &HostReport) -> Option<f64> {
+    rate_cap_iops(run).map(|c| c * f64::from(run.workload.block_size))
+}
+
+/// The JSON root of `hostmax verify`: the verdict over every phase, and each phase's report.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct VerifyReport {
+    /// [`crate::SCHEMA_VERSION`].
+    pub schema_version: u32,
+    /// The host that ran it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hostname: Option<String>,
+    /// Run id and the window from the first phase's start to the last one's end, and the rest
+    /// of [`crate::Provenance`] (each phase carries its own as well).
+    #[serde(flatten)]
+    pub provenance: Provenance,
+    /// The verdict over all phases.
+    pub verdict: Verdict,
+    /// One report per phase, in the order they ran.
+    pub phases: Vec<HostReport>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::checks::check_figure;
+    use super::super::outcome::MeasuredFigures;
+    use super::super::promise::RunShape;
+    use super::*;
+    use crate::report::WorkloadSummary;
+    use crate::report::{DeviceReport, OpSummary, SCHEMA_VERSION};
+    use crate::series::{OpSecond, OpSeconds, SecondPoint};
+    use crate::spec::{HostSpec, Scaled, VolumeSpec};
+    use hostmax_engine::{IoPattern, OpKind, PerOp, Workload};
+
+    const T: Tolerance = Tolerance::DEFAULT;
+
+    fn shape(block_size: u32, iodepth: u32) -> RunShape {
+        RunShape {
+            block_size,
+            iodepth,
+            record_latency: true,
+        }
+    }
+
+    fn figures(iops: f64, bytes_per_sec: f64, p95: u64) -> Figures {
+        Figures {
+            iops,
+            bytes_per_sec,
+            errors: 0,
+            ops: PerOp::from_fn(|op| match op {
+                OpKind::Read => OpSummary {
+                    ios: iops as u64,
+                    iops,
+                    bytes: bytes_per_sec as u64,
+                    bytes_per_sec,
+                    latency_ns: crate::LatencySummary {
+                        p95,
+                        ..Default::default()
+                    },
+                },
+                _ => OpSummary::default(),
+            }),
+            ..Default::default()
+        }
+    }
+
+    fn report(bs: u32, iodepth: u32, devices: &[(&str, f64)], seconds: &[u64]) -> HostReport {
+        let w = Workload {
+            pattern: IoPattern::RandRead,
+            block_size: bs,
+            iodepth,
+            ..Workload::default()
+        };
+        let devs: Vec<DeviceReport> = devices
+            .iter()
+            .map(|&(path, iops)| DeviceReport {
+                path: path.into(),
+                cpu: 0,
+                figures: figures(iops, iops * bs as f64, 600_000),
+                error_detail: Default::default(),
+                failed: false,
+                stopped_at_secs: None,
+                given: None,
+                host: None,
+                verify: None,
+                identity: None,
+                trim_method: None,
+            })
+            .collect();
+        let total: f64 = devices.iter().map(|d| d.1).sum();
+        HostReport {
+            schema_version: SCHEMA_VERSION,
+            hostname: None,
+            fleet: None,
+            provenance: Default::default(),
+            workload: WorkloadSummary::from(&w),
+            measured_secs: seconds.len() as f64,
+            interrupted: false,
+            host: figures(total, total * bs as f64, 600_000),
+            devices: devs,
+            time_series: seconds
+                .iter()
+                .enumerate()
+                .map(|(i, &iops)| SecondPoint {
+                    second: i as i64,
+                    iops: iops as f64,
+                    ops: OpSeconds(PerOp::from_fn(|op| OpSecond {
+                        iops: if op == OpKind::Read { iops as f64 } else { 0.0 },
+                        ..Default::default()
+                    })),
+                    bytes_per_sec: (iops * bs as u64) as f64,
+                    errors: 0,
+                    devices: vec![],
+                    partial: false,
+                    histograms: None,
+                })
+                .collect(),
+            verdict: None,
+            load_generator: None,
+            verify: None,
+        }
+    }
+
+    fn flat(iops: f64, label: &str, paths: &[&str]) -> Vec<DeviceExpectation> {
+        paths
+            .iter()
+            .map(|p| DeviceExpectation {
+                path: p.to_string(),
+                size_bytes: 1 << 30,
+                spec: VolumeSpec {
+                    iops: Some(Scaled::Flat(iops)),
+                    ..Default::default()
+                },
+                label: label.into(),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_volume_held_by_rate_iops_is_capped_not_failed_and_not_a_host_bottleneck() {
+        // The case: volumes promising 2,500 IOPS, run with --rate-iops 2000.
+        let specs = SpecSet {
+            devices: flat(2500.0, "flat", &["/dev/a", "/dev/b", "/dev/c"]),
+            host: HostSpec {
+                iops: Some(7000.0),
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        let mut run = report(
+            4096,
+            32,
+            &[("/dev/a", 1999.0), ("/dev/b", 2000.0), ("/dev/c", 1998.0)],
+            &[5997, 5998, 5996],
+        );
+        run.workload.rate_iops = Some(2000);
+        let v = judge(&specs, &[&run]);
+        assert!(v.pass, "{:?}", v.failures());
+        assert!(v.devices.iter().all(|d| d.rate_cap_iops == Some(2000.0)));
+        assert_eq!(v.host.rate_cap_iops, Some(6000.0));
+        assert_eq!(v.host.bottleneck, None, "the cap, not the host, held them");
+        // Short of the cap itself is still a failure, of that volume only.
+        run.devices[1].figures.iops = 1000.0;
+        let v = judge(&specs, &[&run]);
+        assert_eq!(v.failures(), vec!["/dev/b IOPS".to_string()]);
+        assert_eq!(v.host.bottleneck, Some(Bottleneck::Volumes));
+        // A cap above the promise holds nothing back: judged as usual.
+        run.workload.rate_iops = Some(5000);
+        let v = judge(&specs, &[&run]);
+        assert!(v.devices.iter().all(|d| d.rate_cap_iops.is_none()));
+        assert!(v.host.rate_cap_iops.is_none());
+        assert!(!v.pass);
+    }
+
+    #[test]
+    fn a_volume_taken_out_after_a_failed_io_fails_whatever_its_rate() {
+        let specs = SpecSet {
+            devices: flat(2000.0, "flat", &["/dev/a", "/dev/b"]),
+            ..Default::default()
+        };
+        let mut run = report(4096, 32, &[("/dev/a", 2000.0), ("/dev/b", 2000.0)], &[4000]);
+        assert!(judge(&specs, &[&run]).pass);
+        // Its rate over its own 1.5 s is the promise, but it stopped there.
+        run.devices[1].failed = true;
+        run.devices[1].stopped_at_secs = Some(1.5);
+        let v = judge(&specs, &[&run]);
+        assert!(!v.pass);
+        assert_eq!(v.devices[1].stopped_at_secs, Some(1.5));
+        assert_eq!(
+            v.failures(),
+            vec!["/dev/b taken out after a failed I/O".to_string()]
+        );
+    }
+
+    #[test]
+    fn judges_each_volume_and_names_the_one_that_fails() {
+        let specs = SpecSet {
+            devices: flat(2000.0, "flat", &["/dev/a", "/dev/b", "/dev/c"]),
+            ..Default::default()
+        };
+        let run = report(
+            4096,
+            32,
+            &[("/dev/a", 1990.0), ("/dev/b", 1000.0), ("/dev/c", 2003.0)],
+            &[4993, 4990, 4996],
+        );
+        let v = judge(&specs, &[&run]);
+        assert!(!v.pass);
+        assert!(v.devices[0].pass && !v.devices[1].pass && v.devices[2].pass);
+        assert_eq!(v.failures(), vec!["/dev/b IOPS".to_string()]);
+        assert!(v.host.pass, "no host figure given");
+        assert_eq!(v.host.volumes_iops, Some(6000.0));
+        assert_eq!(v.host.bottleneck, Some(Bottleneck::Volumes));
+        assert!(v.not_judged.is_empty());
+
+        // The same run at 64k judges nothing and says what would.
+        let big = report(64 << 10, 32, &[("/dev/a", 1.0)], &[]);
+        let v = judge(&specs, &[&big]);
+        assert!(v.pass);
+        assert_eq!(v.devices[0].measured_iops, None);
+        assert!(
+            v.not_judged[0]
+                .to_string()
+                .contains("4 KiB blocks or smaller"),
+            "{:?}",
+            v.not_judged
+        );
+    }
+
+    #[test]
+    fn a_short_host_on_saturated_workers_blames_the_load_generator() {
+        let specs = SpecSet {
+            devices: flat(2000.0, "x", &["/dev/a", "/dev/b"]),
+            host: HostSpec::default(),
+            tolerance: Tolerance::new(0.1).unwrap(),
+        };
+        let mut run = report(
+            4096,
+            32,
+            &[("/dev/a", 1250.0), ("/dev/b", 1260.0)],
+            &[2510; 4],
+        );
+        assert_eq!(
+            judge(&specs, &[&run]).host.bottleneck,
+            Some(Bottleneck::Host)
+        );
+        let worker = |saturated| crate::WorkerReport {
+            cpu: 0,
+            devices: vec![0, 1],
+            ring: Default::default(),
+            user_secs: 1.0,
+            system_secs: 2.0,
+            busy_share: 0.6,
+            cpu_busy_share: Some(if saturated { 0.99 } else { 0.5 }),
+            saturated,
+        };
+        run.load_generator = Some(crate::LoadGenerator {
+            saturated: false,
+            workers: vec![worker(false)],
+        });
+        assert_eq!(
+            judge(&specs, &[&run]).host.bottleneck,
+            Some(Bottleneck::Host)
+        );
+        run.load_generator = Some(crate::LoadGenerator {
+            saturated: true,
+            workers: vec![worker(true)],
+        });
+        let v = judge(&specs, &[&run]);
+        assert_eq!(v.host.bottleneck, Some(Bottleneck::LoadGenerator));
+        assert_eq!(
+            serde_json::to_value(&v).unwrap()["host"]["bottleneck"],
+            "load_generator"
+        );
+    }
+
+    #[test]
+    fn host_figures_and_rules_judged_on_their_own_phases() {
+        let mut devices = flat(2000.0, "x", &["/dev/a", "/dev/b"]);
+        for d in &mut devices {
+            d.spec.mbps = Some(Scaled::Flat(100.0));
+            d.spec.p95_ms = Some(0.5);
+        }
+        let specs = SpecSet {
+            devices,
+            host: HostSpec {
+                iops: Some(5000.0),
+                bytes_per_sec: Some(150e6),
+            },
+            tolerance: Tolerance::new(0.1).unwrap(),
+        };
+        let small = report(
+            4096,
+            32,
+            &[("/dev/a", 1250.0), ("/dev/b", 1260.0)],
+            &[2510; 4],
+        );
+        // 1 MiB at 100 IOPS = 104.9 MB/s each.
+        let large = report(
+            1 << 20,
+            32,
+            &[("/dev/a", 100.0), ("/dev/b", 100.0)],
+            &[200; 4],
+        );
+        let qd1 = report(4096, 1, &[("/dev/a", 900.0), ("/dev/b", 900.0)], &[1800; 4]);
+        let v = judge(&specs, &[&small, &large, &qd1]);
+        assert_eq!(v.host.measured_iops, Some(2510.0));
+        assert!(!v.host.pass, "2510 of 5000 IOPS");
+        assert_eq!(v.host.bottleneck, Some(Bottleneck::Host));
+        let d = &v.devices[0];
+        assert_eq!(d.measured_bytes_per_sec, Some(100.0 * 1048576.0));
+        // p95 0.6 ms against 0.5 ms (+10%): fails; IOPS 1250 of 2000: fails; MB/s passes.
+        assert_eq!(d.measured_read_p95_ns, Some(600_000));
+        assert_eq!(d.measured_write_p95_ns, None, "a read-only run");
+        assert_eq!(
+            v.failures(),
+            vec![
+                "/dev/a IOPS",
+                "/dev/a read p95",
+                "/dev/b IOPS",
+                "/dev/b read p95",
+                "host IOPS"
+            ]
+        );
+        // The 4k depth-32 run does not judge latency: only the depth-1 run does.
+        let v = judge(&specs, &[&small, &large]);
+        assert!(v
+            .not_judged
+            .iter()
+            .map(|n| n.to_string())
+            .any(|n| n.contains("p95 latency: needs") && n.contains("queue depth 1")));
+    }
+
+    #[test]
+    fn verdict_json_has_the_documented_shape() {
+        let specs = SpecSet {
+            devices: flat(2000.0, "flat", &["/dev/a"]),
+            host: HostSpec {
+                iops: Some(1000.0),
+                bytes_per_sec: None,
+            },
+            ..Default::default()
+        };
+        let run = report(4096, 32, &[("/dev/a", 1990.0)], &[1990; 3]);
+        let json = serde_json::to_value(judge(&specs, &[&run])).unwrap();
+        assert_eq!(json["pass"], true);
+        assert_eq!(json["host"]["pass"], true);
+        assert_eq!(json["host"]["expected_iops"], 1000.0);
+        assert_eq!(json["host"]["measured_iops"], 1990.0);
+        assert!(json["host"]["bottleneck"].is_null());
+        assert_eq!(json["devices"][0]["path"], "/dev/a");
+        assert_eq!(json["devices"][0]["expected_iops"], 2000.0);
+        assert_eq!(json["devices"][0]["measured_iops"], 1990.0);
+        assert_eq!(json["devices"][0]["pass"], true);
+    }
+
+    fn one_device_run(label: &str, shape: RunShape, figures: MeasuredFigures) -> JudgedRun {
+        JudgedRun {
+            label: label.into(),
+            shape,
+            rate_iops: None,
+            host: figures,
+            devices: vec![("/dev/a".into(), figures)],
+        }
+    }
+
+    fn rate(iops: f64, block_size: u32) -> MeasuredFigures {
+        MeasuredFigures {
+            iops,
+            bytes_per_sec: iops * f64::from(block_size),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn the_worst_run_that_can_show_a_promise_judges_it() {
+        let expected = Expectation {
+            iops: Some(3000.0),
+            ..Default::default()
+        };
+        let runs = [
+            one_device_run("4k_100_0", shape(4096, 32), rate(3100.0, 4096)),
+            one_device_run("4k_0_100", shape(4096, 32), rate(2000.0, 4096)),
+            one_device_run("512b_100_0", shape(512, 32), rate(3050.0, 512)),
+            // 8k runs and depth-1 runs judge no IOPS, however low.
+            one_device_run("8k_100_0", shape(8192, 32), rate(100.0, 8192)),
+            one_device_run("4k_qd1", shape(4096, 1), rate(900.0, 4096)),
+        ];
+        let checks = check_promise(&expected, &runs, Some("/dev/a"), T);
+        assert_eq!(checks.len(), 1);
+        let c = &checks[0];
+        assert_eq!(c.figure, Figure::Iops);
+        assert_eq!(c.measured, Some(2000.0));
+        assert_eq!(c.runs, ["4k_100_0", "4k_0_100", "512b_100_0"]);
+        assert_eq!(c.pass, Some(false));
+        // Without the write-heavy run every run that judges keeps it: 3050 is the worst.
+        let kept_runs = [runs[0].clone(), runs[2].clone(), runs[3].clone()];
+        let kept = check_figure(Figure::Iops, 3000.0, &kept_runs, Some("/dev/a"), T);
+        assert_eq!((kept.measured, kept.pass), (Some(3050.0), Some(true)));
+        // A device no run measured is not judged.
+        let none = check_figure(Figure::Iops, 3000.0, &runs, Some("/dev/x"), T);
+        assert_eq!((none.measured, none.pass), (None, None));
+        assert!(none.runs.is_empty());
+    }
+
+    #[test]
+    fn p95_is_judged_for_reads_and_writes_apart() {
+        let expected = Expectation {
+            p95_ns: Some(1_000_000),
+            ..Default::default()
+        };
+        // A 96/4 mix at depth 1: reads at 0.4 ms, writes at 1.5 ms. The p95 of both together
+        // would be 0.4 ms (writes are under 5% of the I/Os) and hide the slow writes.
+        let mixed = MeasuredFigures {
+            iops: 2000.0,
+            bytes_per_sec: 2000.0 * 4096.0,
+            read_p95_ns: Some(400_000),
+            write_p95_ns: Some(1_500_000),
+        };
+        let runs = [one_device_run("4k_96_4", shape(4096, 1), mixed)];
+        let got: Vec<_> = check_promise(&expected, &runs, Some("/dev/a"), T)
+            .iter()
+            .map(|c| (c.figure, c.measured, c.pass))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                (Figure::ReadP95Ns, Some(400_000.0), Some(true)),
+                (Figure::WriteP95Ns, Some(1_500_000.0), Some(false)),
+            ]
+        );
+        // A read-only latency run promises nothing of writes: no write check.
+        let reads = MeasuredFigures {
+            write_p95_ns: None,
+            ..mixed
+        };
+        let runs = [one_device_run("4k_100_0", shape(4096, 1), reads)];
+        let checks = check_promise(&expected, &runs, Some("/dev/a"), T);
+        assert_eq!(checks.len(), 1);
+        assert_eq!(checks[0].figure, Figure::ReadP95Ns);
+        // No latency run at all: both directions listed, unjudged.
+        let runs = [one_device_run("4k_100_0", shape(4096, 32), mixed)];
+        let checks = check_promise(&expected, &runs, Some("/dev/a"), T);
+        assert_eq!(checks.len(), 2);
+        assert!(checks.iter().all(|c| c.pass.is_none()));
+
+        // Through judge(): the verdict names the direction that failed.
+        let mut devices = flat(2000.0, "x", &["/dev/a"]);
+        devices[0].spec.iops = None;
+        devices[0].spec.p95_ms = Some(1.0);
+        let specs = SpecSet {
+            devices,
+            ..Default::default()
+        };
+        let mut qd1 = report(4096, 1, &[("/dev/a", 2000.0)], &[2000; 3]);
+        qd1.devices[0].figures.ops[OpKind::Read].latency_ns.p95 = 400_000;
+        qd1.devices[0].figures.ops[OpKind::Write] = OpSummary {
+            ios: 80,
+            latency_ns: crate::LatencySummary {
+                p95: 1_500_000,
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        let v = judge(&specs, &[&qd1]);
+        assert_eq!(v.devices[0].measured_read_p95_ns, Some(400_000));
+        assert_eq!(v.devices[0].measured_write_p95_ns, Some(1_500_000));
+        assert_eq!(v.failures(), vec!["/dev/a write p95".to_string()]);
+    }
+}

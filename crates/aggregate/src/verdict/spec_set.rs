@@ -1,0 +1,59 @@
+//! Everything a run is judged against: a [`SpecSet`] of each device's
+//! [`DeviceExpectation`], the host's promise and the tolerance.
+
+use super::promise::RuleKind;
+use crate::spec::{Expectation, HostSpec, Tolerance, VolumeSpec};
+
+/// One device's promise: its class applied to its provisioned size.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DeviceExpectation {
+    /// The device's path as the report names it.
+    pub path: String,
+    /// Provisioned size in bytes (the device's own size unless a spec file says otherwise).
+    pub size_bytes: u64,
+    /// The class's rules.
+    pub spec: VolumeSpec,
+    /// Where the rules came from ("oci-balanced", a spec string, "--expect-volume-iops").
+    pub label: String,
+}
+
+impl DeviceExpectation {
+    /// The figures expected of this device.
+    pub fn expected(&self) -> Expectation {
+        self.spec.expected(self.size_bytes)
+    }
+}
+
+/// Everything a run is judged against.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SpecSet {
+    /// Per device (devices without an entry are reported but not judged).
+    pub devices: Vec<DeviceExpectation>,
+    /// The host's promise.
+    pub host: HostSpec,
+    /// How far below its figure a measurement may fall.
+    pub tolerance: Tolerance,
+}
+
+impl SpecSet {
+    /// Whether anything is promised at all.
+    pub fn is_empty(&self) -> bool {
+        self.host.is_empty() && self.devices.iter().all(|d| d.spec.is_empty())
+    }
+
+    /// The kinds of rule this set holds.
+    pub fn rule_kinds(&self) -> Vec<RuleKind> {
+        let any = |f: &dyn Fn(&Expectation) -> bool| self.devices.iter().any(|d| f(&d.expected()));
+        let mut kinds = Vec::new();
+        if self.host.iops.is_some() || any(&|e| e.iops.is_some()) {
+            kinds.push(RuleKind::Iops);
+        }
+        if self.host.bytes_per_sec.is_some() || any(&|e| e.bytes_per_sec.is_some()) {
+            kinds.push(RuleKind::Throughput);
+        }
+        if any(&|e| e.p95_ns.is_some()) {
+            kinds.push(RuleKind::Latency);
+        }
+        kinds
+    }
+}
