@@ -13,7 +13,7 @@
 //!   file's destination (checked once, written atomically).
 //! - [`args`]: the command line ([`args::Cli`]; [`args::RunArgs::request`] makes the plan
 //!   request); [`units`] parses sizes, durations, CPU lists; [`devices`] expands and
-//!   de-duplicates `--devices`; write safety is the engine's (`hostmax_engine::safety`),
+//!   de-duplicates `--devices`; write safety is `hostmax_device`'s (`hostmax_device::safety`),
 //!   its refusals worded with this tool's flags ([`plan::FLAG_WORDS`]).
 //! - [`fleet`]: runs on many hosts: `--start-at`, `--hdr-log` and `hostmax merge`.
 //! - `verify`: spec options and verdicts of the main run, `hostmax verify` and `hostmax

@@ -7,14 +7,16 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use hostmax_device::{Sysfs, TargetInfo};
+
 use crate::op::{BufferUse, OpKind};
 use crate::placement::{self, Placement, ThreadLayout};
 use crate::ring::Polling;
 use crate::worker::WorkerTask;
 use crate::workload::ErrorPolicy;
 use crate::{
-    target, DeviceInterval, DeviceResult, EngineError, RunResult, Setting, SettingError,
-    TargetInfo, Workload, MAX_BLOCK_SIZE, MAX_IODEPTH, MIN_BLOCK_SIZE,
+    target, DeviceInterval, DeviceResult, EngineError, RunResult, Setting, SettingError, Workload,
+    MAX_BLOCK_SIZE, MAX_IODEPTH, MIN_BLOCK_SIZE,
 };
 
 /// What to run where.
@@ -354,7 +356,7 @@ pub fn check_verify_memory(workload: &Workload, targets: &[TargetInfo]) -> Resul
 }
 
 /// Refuses `--iopoll` unless every target is a block device with poll queues
-/// (`/sys/block/DEV/queue/io_poll` = 1): elsewhere every polled I/O fails with EOPNOTSUPP, and a
+/// (sysfs's `block/DEV/queue/io_poll` = 1): elsewhere every polled I/O fails with EOPNOTSUPP, and a
 /// run of nothing but errors is no measurement.
 pub fn check_poll_queues(targets: &[TargetInfo]) -> Result<(), EngineError> {
     let unpollable = lacking(targets, "io_poll", true, |v| v == "1");
@@ -379,21 +381,23 @@ fn lacking(
     files_lack: bool,
     has: impl Fn(&str) -> bool,
 ) -> Vec<String> {
+    let sysfs = Sysfs::default();
     targets
         .iter()
         .filter(|t| {
-            let Some(disk) = t.sys_block_disk() else {
+            let Some(disk) = t.whole_disk(&sysfs) else {
                 return files_lack;
             };
-            std::fs::read_to_string(format!("/sys/block/{disk}/queue/{attribute}"))
-                .map_or(true, |v| !has(v.trim()))
+            sysfs
+                .value(format!("block/{disk}/queue/{attribute}"))
+                .is_none_or(|v| !has(&v))
         })
         .map(|t| t.path.display().to_string())
         .collect()
 }
 
 /// Refuses a workload that trims a block device without discard support
-/// (`/sys/block/DEV/queue/discard_max_bytes` = 0): every trim would fail with EOPNOTSUPP.
+/// (sysfs's `block/DEV/queue/discard_max_bytes` = 0): every trim would fail with EOPNOTSUPP.
 /// Regular files are trimmed by punching holes, which the I/O itself tells about.
 pub fn check_trim_support(targets: &[TargetInfo]) -> Result<(), EngineError> {
     let cannot = lacking(targets, "discard_max_bytes", false, |v| v != "0");
@@ -490,7 +494,7 @@ pub fn prepare(config: RunConfig) -> Result<PreparedRun, EngineError> {
     let targets: Vec<TargetInfo> = config
         .targets
         .iter()
-        .map(|p| target::probe(p))
+        .map(|p| hostmax_device::probe(p))
         .collect::<Result<_, _>>()?;
     validate(&config.workload, &targets)?;
     let online = placement::allowed_cpus()?;
@@ -645,7 +649,7 @@ impl RunHandle {
     /// Waits for the end of the run.
     ///
     /// When a run that wrote returns, its `O_EXCL` claims on block devices are gone (it waits up
-    /// to [`target::EXCLUSIVE_OPEN_PATIENCE`] for the kernel to let go of them), so the caller
+    /// to [`hostmax_device::EXCLUSIVE_OPEN_PATIENCE`] for the kernel to let go of them), so the caller
     /// can discard, mount or start the next run at once.
     pub fn wait(self) -> Result<RunResult, EngineError> {
         let mut devices: Vec<Option<DeviceResult>> = vec![None; self.targets.len()];
@@ -758,7 +762,7 @@ mod tests {
     fn verify_is_refused_where_it_cannot_work() {
         let target = TargetInfo {
             path: "/dev/x".into(),
-            kind: crate::TargetKind::BlockDevice,
+            kind: hostmax_device::TargetKind::BlockDevice,
             size: 1 << 30,
             logical_block_size: 512,
             rdev: None,

@@ -20,8 +20,9 @@ use crate::run::Shared;
 use crate::workload::ErrorPolicy;
 use crate::{
     CpuUse, DeviceInterval, DeviceResult, EngineError, ErrorLog, IoCounts, IoErrorSample, OpResult,
-    ReadSamples, TargetInfo, TargetKind, VerifyLog, Workload, READ_SAMPLE_EVERY,
+    ReadSamples, VerifyLog, Workload, READ_SAMPLE_EVERY,
 };
+use hostmax_device::{TargetInfo, TargetKind};
 
 /// One step of SplitMix64: a fast, well-mixed 64-bit generator.
 pub(crate) fn splitmix64(state: &mut u64) -> u64 {
