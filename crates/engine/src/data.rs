@@ -19,7 +19,15 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::worker::splitmix64;
+/// One step of SplitMix64: a fast, well-mixed 64-bit generator (the write data's, and the
+/// worker's offsets').
+pub(crate) fn splitmix64(state: &mut u64) -> u64 {
+    *state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    let mut z = *state;
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
 
 /// Granule of `--buffer-compress-percentage` (fio's default `buffer_compress_chunk`): in each
 /// chunk of this many bytes the first part is random and the rest zeros.

@@ -35,6 +35,7 @@ mod result;
 mod ring;
 mod run;
 mod setting;
+mod shared;
 mod target;
 mod worker;
 mod workload;

@@ -1,9 +1,9 @@
 //! Starting a run, watching it, and collecting its result.
 
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::mpsc::{channel, Receiver};
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -12,6 +12,7 @@ use hostmax_device::{Sysfs, TargetInfo};
 use crate::op::{BufferUse, OpKind};
 use crate::placement::{self, Placement, ThreadLayout};
 use crate::ring::Polling;
+use crate::shared::Shared;
 use crate::worker::WorkerTask;
 use crate::workload::ErrorPolicy;
 use crate::{
@@ -51,96 +52,6 @@ impl RunConfig {
             on_error: ErrorPolicy::default(),
             polling: Polling::default(),
         }
-    }
-}
-
-/// The start gate: workers report readiness, then wait for the common start instant (or an
-/// abort when another worker failed to set up).
-pub(crate) struct StartGate {
-    state: Mutex<GateState>,
-    changed: Condvar,
-}
-
-#[derive(Default)]
-struct GateState {
-    ready: usize,
-    failures: Vec<String>,
-    go: Option<Option<Instant>>,
-}
-
-impl StartGate {
-    fn new() -> StartGate {
-        StartGate {
-            state: Mutex::new(GateState::default()),
-            changed: Condvar::new(),
-        }
-    }
-
-    /// A worker is set up (or failed to).
-    pub(crate) fn ready(&self, outcome: Result<(), String>) {
-        let mut s = self.state.lock().unwrap_or_else(|e| e.into_inner());
-        s.ready += 1;
-        if let Err(e) = outcome {
-            s.failures.push(e);
-        }
-        self.changed.notify_all();
-    }
-
-    /// Blocks until the control side says go (`Some(start)`) or abort (`None`).
-    pub(crate) fn wait_go(&self) -> Option<Instant> {
-        let mut s = self.state.lock().unwrap_or_else(|e| e.into_inner());
-        while s.go.is_none() {
-            s = self.changed.wait(s).unwrap_or_else(|e| e.into_inner());
-        }
-        s.go.flatten()
-    }
-
-    fn wait_ready(&self, workers: usize) -> Vec<String> {
-        let mut s = self.state.lock().unwrap_or_else(|e| e.into_inner());
-        while s.ready < workers {
-            s = self.changed.wait(s).unwrap_or_else(|e| e.into_inner());
-        }
-        s.failures.clone()
-    }
-
-    fn open(&self, start: Option<Instant>) {
-        let mut s = self.state.lock().unwrap_or_else(|e| e.into_inner());
-        s.go = Some(start);
-        self.changed.notify_all();
-    }
-}
-
-/// State the control side and the workers share.
-pub(crate) struct Shared {
-    pub(crate) gate: StartGate,
-    /// Nanoseconds after `start` at which a stop was asked; `u64::MAX` while none was.
-    stop_after_ns: AtomicU64,
-    start: Mutex<Option<Instant>>,
-    /// The highest second any worker has closed (for progress without a live channel).
-    pub(crate) seconds_done: AtomicI64,
-    /// Nanoseconds after `start` at which the last worker left its loop (for runs that end
-    /// on their [`Workload::io_limit`]).
-    pub(crate) finished_after_ns: AtomicU64,
-}
-
-impl Shared {
-    /// The instant a stop was asked for, if one was.
-    #[inline]
-    pub(crate) fn stop_instant(&self) -> Option<Instant> {
-        let ns = self.stop_after_ns.load(Ordering::Relaxed);
-        if ns == u64::MAX {
-            return None;
-        }
-        let start = (*self.start.lock().unwrap_or_else(|e| e.into_inner()))?;
-        Some(start + Duration::from_nanos(ns))
-    }
-
-    pub(crate) fn stop(&self) {
-        let start = *self.start.lock().unwrap_or_else(|e| e.into_inner());
-        let ns = start.map_or(0, |s| s.elapsed().as_nanos() as u64);
-        let _ =
-            self.stop_after_ns
-                .compare_exchange(u64::MAX, ns, Ordering::Relaxed, Ordering::Relaxed);
     }
 }
 
@@ -458,13 +369,8 @@ impl PreparedRun {
     pub fn start(mut self) -> RunHandle {
         let mut handle = self.handle.take().expect("present until start");
         let start = Instant::now();
-        *handle
-            .shared
-            .start
-            .lock()
-            .unwrap_or_else(|e| e.into_inner()) = Some(start);
         handle.start = start;
-        handle.shared.gate.open(Some(start));
+        handle.shared.begin(start);
         handle
     }
 }
@@ -534,13 +440,7 @@ pub fn prepare(config: RunConfig) -> Result<PreparedRun, EngineError> {
         .map(|t| target::open(t, write).map(Some))
         .collect::<Result<_, _>>()?;
 
-    let shared = Arc::new(Shared {
-        gate: StartGate::new(),
-        stop_after_ns: AtomicU64::new(u64::MAX),
-        start: Mutex::new(None),
-        seconds_done: AtomicI64::new(i64::MIN),
-        finished_after_ns: AtomicU64::new(0),
-    });
+    let shared = Arc::new(Shared::new());
     let (tx, rx) = if config.live {
         let (tx, rx) = channel();
         (Some(tx), Some(rx))
