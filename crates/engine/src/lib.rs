@@ -41,17 +41,15 @@ mod worker;
 mod workload;
 
 pub use availability::{check_io_uring, IoUringUnavailable};
-pub use data::{
-    BlockMaker, MismatchKind, VerifyLog, VerifyMismatch, WriteData, COMPRESS_CHUNK, STAMP_SPACING,
-    VERIFY_HEADER,
-};
+pub use data::{BlockMaker, WriteData, COMPRESS_CHUNK, STAMP_SPACING, VERIFY_HEADER};
 pub use measure::{measure, MeasureRequest, Observer, SafetyCheck, TICK};
 pub use op::{BufferUse, KeyedVisitor, OpKind, PerOp};
 pub use placement::{Placement, ThreadLayout, WorkerPlan};
 pub use result::{
     new_latency_histogram, record_latency, CpuUse, DeviceInterval, DeviceResult, ErrorLog,
-    IoCounts, IoErrorSample, OpResult, ReadSamples, RunResult, WorkerSummary, CPU_SATURATED,
-    ERROR_SAMPLES, LATENCY_HIGHEST_NS, LATENCY_SIGFIG, READ_SAMPLE_EVERY,
+    IoCounts, IoErrorSample, MismatchKind, OpResult, ReadSamples, RunResult, VerifyLog,
+    VerifyMismatch, WorkerSummary, CPU_SATURATED, ERROR_SAMPLES, LATENCY_HIGHEST_NS,
+    LATENCY_SIGFIG, READ_SAMPLE_EVERY,
 };
 pub use ring::{probe_kernel_ring, KernelRingSupport, Polling, RingFeatures, TrimMethod};
 pub use run::{
