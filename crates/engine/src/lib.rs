@@ -19,7 +19,8 @@
 //! ([`hostmax_device::check_write_safety`]) which targets it must not touch (mounted, held,
 //! swap, the root filesystem, or carrying data without consent: [`WriteSafety`]). What a
 //! target is ([`TargetInfo`]), the sysfs facts placement reads and the consent types are
-//! `hostmax_device`'s; the ones this crate's API names are re-exported here.
+//! `hostmax_device`'s; the ones this crate's API names are re-exported here. A purge before a
+//! benchmark clears ranges of a target with [`discard`] or [`zero_out`].
 //!
 //! All `unsafe` io_uring code lives in the private `ring` module.
 
@@ -63,12 +64,12 @@ pub use workload::{
     ErrorPolicy, IoPattern, UnknownPattern, Workload, MAX_BLOCK_SIZE, MAX_IODEPTH, MIN_BLOCK_SIZE,
 };
 
-use std::path::PathBuf;
-
 // The device crate's types this crate's API names (targets, consent, the refusal).
 pub use hostmax_device::{
     ProbeError, SystemSources, TargetInfo, TargetKind, WriteRefused, WriteSafety,
 };
+
+use std::path::PathBuf;
 
 /// Everything that can stop a run from starting or finishing.
 #[derive(Debug, thiserror::Error)]
