@@ -112,7 +112,7 @@ fn an_exclusive_open_waits_out_a_brief_claim_but_not_a_lasting_one() {
 #[test]
 fn measure_refuses_a_device_in_use_with_the_library_error() {
     require_root!();
-    use hostmax_engine::safety::{RefusalReason, WriteSafety};
+    use hostmax_device::{RefusalReason, WriteSafety};
     use hostmax_engine::{DeviceInterval, EngineError, MeasureRequest};
     use std::os::unix::fs::OpenOptionsExt;
     let host = volumes(1, 16 << 20);

@@ -400,19 +400,19 @@ fn the_root_device_is_refused_even_with_force() {
     // The checks alone, on this host's real state: nothing is opened for writing, so this is
     // safe against the real root disk (which a sandbox may not even let us open).
     use hostmax::error::FLAG_WORDS;
-    use hostmax_engine::safety::{
-        check_write_safety, parse_mountinfo, root_device_names, SystemSources, WriteSafety,
+    use hostmax_device::safety::{parse_mountinfo, root_device_names};
+    use hostmax_device::{
+        check_write_safety, Sysfs, SystemSources, TargetInfo, TargetKind, WriteSafety,
     };
-    use hostmax_engine::{IoPattern, TargetInfo, TargetKind};
-    let sys = Path::new("/sys/class/block");
+    let sysfs = Sysfs::default();
     let mounts = parse_mountinfo(&std::fs::read_to_string("/proc/self/mountinfo").unwrap());
-    let names = root_device_names(&mounts, sys);
+    let names = root_device_names(&mounts, &sysfs);
     let Some(root) = names.first() else {
         skip!("/ is not on a block device here");
     };
     // The root device itself and everything under it (its whole disk, stacked devices).
     for name in &names {
-        let dev = std::fs::read_to_string(sys.join(name).join("dev")).unwrap();
+        let dev = std::fs::read_to_string(sysfs.class_block(name).join("dev")).unwrap();
         let (major, minor) = dev.trim().split_once(':').unwrap();
         let target = TargetInfo {
             path: PathBuf::from(format!("/dev/{name}")),
@@ -426,14 +426,9 @@ fn the_root_device_is_refused_even_with_force() {
             allow_write: true,
             force: true,
         };
-        let err = check_write_safety(
-            &[target],
-            IoPattern::RandWrite,
-            flags,
-            &SystemSources::default(),
-        )
-        .expect_err("the root device was accepted")
-        .message(&FLAG_WORDS);
+        let err = check_write_safety(&[target], flags, &SystemSources::default())
+            .expect_err("the root device was accepted")
+            .message(&FLAG_WORDS);
         assert!(err.contains("holds the root filesystem /"), "{err}");
         assert!(!err.contains("use --force"), "{err}");
         if name == root {

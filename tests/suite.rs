@@ -86,7 +86,7 @@ fn io_limit_ends_each_target_after_its_bytes() {
             io_limit: Some(100),
             ..Workload::default()
         },
-        &[hostmax_engine::target::probe(&dir.file("c", MIB)).unwrap()],
+        &[hostmax_device::probe(&dir.file("c", MIB)).unwrap()],
     )
     .unwrap_err()
     .to_string();
@@ -98,7 +98,7 @@ fn discard_and_zero_out_clear_a_loop_volume() {
     require_root!();
     let host = loop_volumes(1, 8 * MIB);
     let dev = host.device_paths()[0].clone();
-    let info = hostmax_engine::target::probe(&dev).unwrap();
+    let info = hostmax_device::probe(&dev).unwrap();
     // Fill the first 2 MiB with the engine's random bytes.
     let fill = Workload {
         pattern: IoPattern::Write,
@@ -133,17 +133,17 @@ fn discard_and_zero_out_clear_a_loop_volume() {
     drop(claimed);
     let written = |offset| read_block(&dev, offset).iter().any(|&b| b != 0);
     assert!(written(0) && written(MIB) && written(2 * MIB - 4096));
-    hostmax_engine::target::discard(&info, 0..MIB).unwrap();
+    hostmax_engine::discard(&info, 0..MIB).unwrap();
     assert!(
         !written(0) && !written(MIB - 4096),
         "discarded blocks read as zeroes"
     );
     assert!(written(MIB), "outside the range is untouched");
-    hostmax_engine::target::zero_out(&info, MIB..2 * MIB).unwrap();
+    hostmax_engine::zero_out(&info, MIB..2 * MIB).unwrap();
     assert!(!written(MIB) && !written(2 * MIB - 4096));
     // Misaligned or out-of-range requests are refused before any ioctl.
     for bad in [1..4096, 0..9 * MIB] {
-        let err = hostmax_engine::target::discard(&info, bad).unwrap_err();
+        let err = hostmax_engine::discard(&info, bad).unwrap_err();
         assert!(err.to_string().contains("not within the target"), "{err}");
     }
 }

@@ -1,9 +1,9 @@
-//! `hostmax_engine::placement::parse_cpu_list` (`--cpus` and the kernel's `cpu_list` files) on
+//! `hostmax_device::parse_cpu_list` (`--cpus` and the kernel's `cpu_list` files) on
 //! arbitrary text: never panics; an accepted list is sorted, without repeats, and formats back
 //! to itself.
 #![no_main]
 
-use hostmax_engine::placement::{format_cpu_list, parse_cpu_list};
+use hostmax_device::{format_cpu_list, parse_cpu_list};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|text: &str| {

@@ -120,9 +120,9 @@ impl Figures {
     }
 }
 
-/// What a device is (WWID, serial, by-id names, size...): the engine reads it
-/// ([`hostmax_engine::identity::identify`]); the aggregator only carries it.
-pub use hostmax_engine::identity::DeviceIdentity;
+/// What a device is (WWID, serial, by-id names, size...): the device crate reads it
+/// ([`hostmax_device::identity::identify`]); the aggregator only carries it.
+pub use hostmax_device::DeviceIdentity;
 
 /// One device's figures.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -1,7 +1,7 @@
 //! From what the user typed after `--devices` to probed, de-duplicated targets.
 //!
 //! [`expand_device_args`] turns paths and quoted glob patterns into [`DeviceCandidate`]s, and
-//! [`resolve_targets`] probes them with `hostmax_engine::target::probe` into [`TargetInfo`]s,
+//! [`resolve_targets`] probes them with `hostmax_device::probe` into [`TargetInfo`]s,
 //! dropping the second naming of the same device (through a symlink such as
 //! `/dev/disk/by-id/...`, a second device node, or a hard link). Every failure is a
 //! [`BadInput`] naming the path or pattern.
@@ -11,7 +11,7 @@ use std::ffi::{OsStr, OsString};
 use std::os::unix::fs::{FileTypeExt, MetadataExt};
 use std::path::{Path, PathBuf};
 
-use hostmax_engine::{target, EngineError, TargetInfo, TargetKind};
+use hostmax_device::{probe, ProbeError, Sysfs, TargetInfo, TargetKind};
 
 use crate::error::BadInput;
 
@@ -190,10 +190,10 @@ pub fn given_name(devices: &[OsString], canonical: &Path) -> Option<PathBuf> {
     })
 }
 
-/// Turns an engine probe error into a one-line message naming the path and the fix.
-pub fn probe_error_message(path: &Path, err: &EngineError) -> String {
+/// Turns a probe error into a one-line message naming the path and the fix.
+pub fn probe_error_message(path: &Path, err: &ProbeError) -> String {
     match err {
-        EngineError::Open { source, .. } => match source.kind() {
+        ProbeError::Open { source, .. } => match source.kind() {
             std::io::ErrorKind::NotFound => format!(
                 "{} does not exist; give an existing block device or regular file, or add --size to have hostmax create a file of that size",
                 path.display()
@@ -210,11 +210,10 @@ pub fn probe_error_message(path: &Path, err: &EngineError) -> String {
             ),
             _ => format!("{}: cannot probe it: {source}", path.display()),
         },
-        EngineError::NotATarget { what, .. } => format!(
+        ProbeError::NotATarget { what, .. } => format!(
             "{} is {what}; give a block device or a regular file",
             path.display()
         ),
-        other => format!("{}: {other}", path.display()),
     }
 }
 
@@ -256,9 +255,9 @@ pub fn resolve_targets_creating(
                 usable_per_pattern.push((p.as_str(), false));
             }
         }
-        let info = match target::probe(&cand.path) {
+        let info = match probe(&cand.path) {
             Ok(info) => info,
-            Err(EngineError::Open { ref source, .. })
+            Err(ProbeError::Open { ref source, .. })
                 if source.kind() == std::io::ErrorKind::NotFound
                     && cand.from_pattern.is_none()
                     && create_size.is_some() =>
@@ -270,7 +269,7 @@ pub fn resolve_targets_creating(
                 }
                 continue;
             }
-            Err(EngineError::NotATarget { .. }) if cand.from_pattern.is_some() => continue,
+            Err(ProbeError::NotATarget { .. }) if cand.from_pattern.is_some() => continue,
             Err(e) => return Err(BadInput(probe_error_message(&cand.path, &e))),
         };
         if info.size == 0 {
@@ -392,7 +391,7 @@ fn create_one(path: &Path, size: u64) -> Result<TargetInfo, BadInput> {
     drop(file);
     let probed = sized
         .map_err(|e| fail("allocate it", e))
-        .and_then(|()| target::probe(path).map_err(|e| BadInput(probe_error_message(path, &e))));
+        .and_then(|()| probe(path).map_err(|e| BadInput(probe_error_message(path, &e))));
     if probed.is_err() {
         let _ = std::fs::remove_file(path);
     }
@@ -401,27 +400,24 @@ fn create_one(path: &Path, size: u64) -> Result<TargetInfo, BadInput> {
 
 /// Refuses targets that overlap on one medium: a partition given beside its own disk (the same
 /// blocks measured twice, and their sum counted as two devices), unless `allow` (the user's
-/// `--allow-overlap`). `sys_root` is `/sys` (a stand-in in tests).
-pub fn check_overlaps(
-    targets: &[TargetInfo],
-    allow: bool,
-    sys_root: &Path,
-) -> Result<(), BadInput> {
+/// `--allow-overlap`). Partitions and disks are told apart by `sysfs` (a stand-in in tests).
+pub fn check_overlaps(targets: &[TargetInfo], allow: bool, sysfs: &Sysfs) -> Result<(), BadInput> {
     if allow {
         return Ok(());
     }
-    let devices: Vec<(&TargetInfo, (u32, u32))> = targets
+    // Each block device by its kernel name (from its device number, whatever it was called).
+    let devices: Vec<(&TargetInfo, String)> = targets
         .iter()
         .filter_map(|t| match identity(t) {
-            Some(Identity::Device(major, minor)) => Some((t, (major, minor))),
+            Some(Identity::Device(major, minor)) => Some((t, sysfs.kernel_name((major, minor))?)),
             _ => None,
         })
         .collect();
-    for (part, (major, minor)) in &devices {
-        let Some(disk) = parent_disk(sys_root, *major, *minor) else {
+    for (part, name) in &devices {
+        let Some(disk) = sysfs.partition_disk(name) else {
             continue;
         };
-        if let Some((whole, _)) = devices.iter().find(|(_, dev)| *dev == disk) {
+        if let Some((whole, _)) = devices.iter().find(|(_, name)| *name == disk) {
             return Err(BadInput(format!(
                 "{} is a partition of {}, also given: the same blocks would be measured twice; drop one, or add --allow-overlap to measure both",
                 part.path.display(),
@@ -430,20 +426,6 @@ pub fn check_overlaps(
         }
     }
     Ok(())
-}
-
-/// The (major, minor) of the disk that block device `major:minor` is a partition of, from
-/// sysfs (`/sys/dev/block/M:N` of a partition is a directory inside its disk's, with a
-/// `partition` file); `None` for a whole disk or when sysfs does not say.
-fn parent_disk(sys_root: &Path, major: u32, minor: u32) -> Option<(u32, u32)> {
-    let node = sys_root.join(format!("dev/block/{major}:{minor}"));
-    if !node.join("partition").exists() {
-        return None;
-    }
-    let disk = std::fs::canonicalize(&node).ok()?.parent()?.join("dev");
-    let text = std::fs::read_to_string(disk).ok()?;
-    let (maj, min) = text.trim().split_once(':')?;
-    Some((maj.parse().ok()?, min.parse().ok()?))
 }
 
 fn identity(info: &TargetInfo) -> Option<Identity> {
@@ -476,9 +458,13 @@ mod tests {
         }
         std::fs::write(block.join("sda/sda1/partition"), "1\n").unwrap();
         std::fs::create_dir_all(sys.0.join("dev/block")).unwrap();
+        std::fs::create_dir_all(sys.0.join("class/block")).unwrap();
         for (dev, dir) in [("8:0", "sda"), ("8:1", "sda/sda1"), ("8:16", "sdb")] {
             symlink(block.join(dir), sys.0.join("dev/block").join(dev)).unwrap();
+            let name = dir.rsplit('/').next().unwrap();
+            symlink(block.join(dir), sys.0.join("class/block").join(name)).unwrap();
         }
+        let sysfs = Sysfs::at(&sys.0);
         let target = |path: &str, rdev: (u32, u32)| TargetInfo {
             path: PathBuf::from(path),
             kind: TargetKind::BlockDevice,
@@ -490,21 +476,21 @@ mod tests {
             target("/dev/sda1", (8, 1)),
             target("/dev/sdb", (8, 16)),
         );
-        let err = check_overlaps(&[sda.clone(), sdb.clone(), sda1.clone()], false, &sys.0)
+        let err = check_overlaps(&[sda.clone(), sdb.clone(), sda1.clone()], false, &sysfs)
             .unwrap_err()
             .0;
         assert!(
             err.contains("/dev/sda1 is a partition of /dev/sda") && err.contains("--allow-overlap"),
             "{err}"
         );
-        check_overlaps(&[sda.clone(), sda1.clone()], true, &sys.0).unwrap();
-        check_overlaps(&[sda1, sdb.clone()], false, &sys.0).unwrap();
-        check_overlaps(&[sda, sdb], false, &sys.0).unwrap();
+        check_overlaps(&[sda.clone(), sda1.clone()], true, &sysfs).unwrap();
+        check_overlaps(&[sda1, sdb.clone()], false, &sysfs).unwrap();
+        check_overlaps(&[sda, sdb], false, &sysfs).unwrap();
     }
 
     #[test]
     fn permission_denied_names_the_likely_cause_for_root_and_the_fix_for_others() {
-        let err = EngineError::Open {
+        let err = ProbeError::Open {
             path: PathBuf::from("/dev/sdz"),
             source: std::io::Error::from_raw_os_error(libc::EPERM),
         };

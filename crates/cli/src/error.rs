@@ -4,7 +4,7 @@
 
 use std::fmt;
 
-use hostmax_engine::safety::{ConsentWords, WriteRefused};
+use hostmax_device::{ConsentWords, WriteRefused};
 use hostmax_engine::{Setting, SettingError};
 
 /// Input the user can fix: exit code 2, shown as one line naming the thing and the fix.

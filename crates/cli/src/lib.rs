@@ -19,7 +19,7 @@
 //!   id, window, version and host, and checks that merged runs were measured together.
 //! - [`args`]: the command line ([`args::Cli`]; [`args::RunArgs::request`] makes the plan
 //!   request); [`units`] parses sizes, durations, CPU lists; [`devices`] expands and
-//!   de-duplicates `--devices`; write safety is the engine's (`hostmax_engine::safety`).
+//!   de-duplicates `--devices`; write safety is `hostmax_device`'s (`hostmax_device::safety`).
 //! - [`error`]: [`error::BadInput`], input the user can fix, and the engine's refusals worded
 //!   with this tool's flags ([`error::FLAG_WORDS`]); [`exit_code`] maps outcomes to codes.
 //! - [`signals`]: SIGINT/SIGTERM handling. `hostmax demo` runs against the simulated host of

@@ -10,8 +10,8 @@
 use std::ops::ControlFlow;
 
 use hostmax_aggregate::{summarize, HostReport, TimeSeries};
-use hostmax_engine::identity::identify;
-use hostmax_engine::safety::{SystemSources, WriteSafety};
+use hostmax_device::identity::identify;
+use hostmax_device::{SystemSources, WriteSafety};
 use hostmax_engine::{
     DeviceInterval, EngineError, MeasureRequest, Observer, PreparedRun, RunConfig, RunHandle,
     SafetyCheck,
@@ -247,7 +247,7 @@ pub fn refusal_or_error(e: EngineError, failed: &'static str) -> anyhow::Error {
         EngineError::InvalidWorkload(refusal) | EngineError::InvalidCpus(refusal) => {
             BadInput::from(refusal).into()
         }
-        EngineError::Open { .. } | EngineError::NotATarget { .. } => BadInput(e.to_string()).into(),
+        EngineError::Open { .. } | EngineError::Probe(_) => BadInput(e.to_string()).into(),
         _ => anyhow::Error::from(e).context(failed),
     }
 }

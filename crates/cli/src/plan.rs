@@ -11,8 +11,9 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
-use hostmax_engine::placement::{format_cpu_list, parse_cpu_list};
-use hostmax_engine::safety::{check_write_safety, SystemSources, WriteSafety};
+use hostmax_device::{
+    check_write_safety, format_cpu_list, parse_cpu_list, SystemSources, WriteSafety,
+};
 use hostmax_engine::{
     ErrorPolicy, IoPattern, Misfit, Polling, TargetInfo, ThreadLayout, Workload, WriteData,
     MAX_BLOCK_SIZE, MAX_IODEPTH, MIN_BLOCK_SIZE,
@@ -185,10 +186,15 @@ impl HostLimits {
     /// Reads this host's limits.
     pub fn read() -> anyhow::Result<HostLimits> {
         use anyhow::Context;
-        let online_text = std::fs::read_to_string("/sys/devices/system/cpu/online")
-            .context("reading /sys/devices/system/cpu/online")?;
-        let online_cpus =
-            parse_cpu_list(&online_text).context("parsing /sys/devices/system/cpu/online")?;
+        let sources = SystemSources::default();
+        let online = "devices/system/cpu/online";
+        let online_path = sources.sysfs.path(online);
+        let online_text = sources
+            .sysfs
+            .read(online)
+            .with_context(|| format!("reading {}", online_path.display()))?;
+        let online_cpus = parse_cpu_list(&online_text)
+            .with_context(|| format!("parsing {}", online_path.display()))?;
         let set = nix::sched::sched_getaffinity(nix::unistd::Pid::from_raw(0))
             .context("reading this process's CPU affinity")?;
         let allowed_cpus = (0..nix::sched::CpuSet::count())
@@ -200,7 +206,7 @@ impl HostLimits {
             online_cpus,
             allowed_cpus,
             nofile,
-            sources: SystemSources::default(),
+            sources,
         })
     }
 }
@@ -244,20 +250,21 @@ pub fn plan_run_with(request: &PlanRequest, limits: &HostLimits) -> Result<RunPl
     }
     let candidates = expand_device_args(devices)?;
     let (targets, to_create) = resolve_targets_creating(&candidates, request.working_set)?;
-    crate::devices::check_overlaps(&targets, request.allow_overlap, Path::new("/sys"))?;
+    crate::devices::check_overlaps(&targets, request.allow_overlap, &limits.sources.sysfs)?;
     check_open_files(targets.len(), limits.nofile)?;
     for target in &targets {
         check_fits(&workload, target)?;
     }
-    check_write_safety(
-        &targets,
-        workload.pattern,
-        WriteSafety {
-            allow_write: request.allow_write,
-            force: request.force,
-        },
-        &limits.sources,
-    )?;
+    if workload.pattern.writes() {
+        check_write_safety(
+            &targets,
+            WriteSafety {
+                allow_write: request.allow_write,
+                force: request.force,
+            },
+            &limits.sources,
+        )?;
+    }
     let fleet = fleet::plan_fleet(
         request.start_at,
         request.hdr_log.as_deref(),

@@ -1,6 +1,6 @@
 //! Parsers (and matching formatters) for the values users type: sizes (`4k`, `10g`),
-//! durations (`30s`, `500ms`) and percentages (`70`, `70%`) (CPU lists are the engine's:
-//! [`hostmax_engine::placement::parse_cpu_list`]); and the one
+//! durations (`30s`, `500ms`) and percentages (`70`, `70%`) (CPU lists are the device crate's:
+//! [`hostmax_device::parse_cpu_list`]); and the one
 //! place numbers are spelled for people: latencies ([`format_latency_ns`]), sizes
 //! ([`human_size`]) and throughput ([`format_mib_per_sec`]).
 //!
@@ -584,10 +584,10 @@ mod tests {
             if let Ok(d) = parse_duration(&s) {
                 assert_eq!(parse_duration(&format_duration(d)), Ok(d));
             }
-            if let Ok(cpus) = hostmax_engine::placement::parse_cpu_list(&s) {
+            if let Ok(cpus) = hostmax_device::parse_cpu_list(&s) {
                 assert!(!cpus.is_empty());
-                let text = hostmax_engine::placement::format_cpu_list(&cpus);
-                assert_eq!(hostmax_engine::placement::parse_cpu_list(&text), Ok(cpus));
+                let text = hostmax_device::format_cpu_list(&cpus);
+                assert_eq!(hostmax_device::parse_cpu_list(&text), Ok(cpus));
             }
             if let Ok(p) = parse_percent(&s) {
                 assert!(p <= 100);

@@ -21,7 +21,17 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::worker::splitmix64;
+use crate::result::{MismatchKind, VerifyMismatch};
+
+/// One step of SplitMix64: a fast, well-mixed 64-bit generator (the write data's, and the
+/// worker's offsets').
+pub(crate) fn splitmix64(state: &mut u64) -> u64 {
+    *state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    let mut z = *state;
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
 
 /// Granule of [`WriteData::compress_percent`] (fio's default `buffer_compress_chunk`): in each
 /// chunk of this many bytes the first part is random and the rest zeros.
@@ -73,92 +83,6 @@ pub(crate) const STATE_WRITING: u8 = 255;
 #[inline]
 pub(crate) fn generation_tag(generation: u64) -> u8 {
     (generation % TAGS + 1) as u8
-}
-
-/// What a verify check ([`WriteData::verify`]) found wrong with a block.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum MismatchKind {
-    /// The checksum does not match the contents: the data was damaged.
-    Corruption,
-    /// A sound block that belongs elsewhere (another offset or device): a write landed at
-    /// the wrong place.
-    Misdirected,
-    /// A sound block of this place, but an older write (an earlier generation, another run,
-    /// or zeros): the last write was lost.
-    LostWrite,
-}
-
-/// One block that failed verification.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct VerifyMismatch {
-    /// Byte offset on the device.
-    pub offset: u64,
-    /// What was wrong.
-    pub kind: MismatchKind,
-    /// Whether it was found by a read during the run (else by the read-back after it).
-    pub during_run: bool,
-    /// The generation tag (1..=253) the block should carry.
-    pub expected_tag: u8,
-    /// The offset the block's header names.
-    pub found_offset: u64,
-    /// The generation tag of the write the block's header names.
-    pub found_tag: u8,
-    /// Whether the header names this run (else another run's data, or none).
-    pub found_this_run: bool,
-}
-
-/// A device's verify results ([`WriteData::verify`]).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct VerifyLog {
-    /// Reads checked during the run (of blocks this run wrote, with no write in flight).
-    pub checked_during_run: u64,
-    /// Blocks read back and checked after the run (every block this run wrote, once).
-    pub checked_after_run: u64,
-    /// Blocks whose content could not be predicted (a failed write, or overlapping writes to
-    /// one block) and so were not checked.
-    pub unknown: u64,
-    /// Checks that failed, in all.
-    pub mismatches: u64,
-    /// Failed checks by kind.
-    pub corruption: u64,
-    /// See [`MismatchKind::Misdirected`].
-    pub misdirected: u64,
-    /// See [`MismatchKind::LostWrite`].
-    pub lost_write: u64,
-    /// The first [`crate::ERROR_SAMPLES`] failures.
-    pub first: Vec<VerifyMismatch>,
-}
-
-impl VerifyLog {
-    /// Counts one failure, keeping it as an example while there is room.
-    pub fn record(&mut self, m: VerifyMismatch) {
-        self.mismatches += 1;
-        match m.kind {
-            MismatchKind::Corruption => self.corruption += 1,
-            MismatchKind::Misdirected => self.misdirected += 1,
-            MismatchKind::LostWrite => self.lost_write += 1,
-        }
-        if self.first.len() < crate::ERROR_SAMPLES {
-            self.first.push(m);
-        }
-    }
-
-    /// Adds another device's results (keeping the first examples).
-    pub fn add(&mut self, other: &VerifyLog) {
-        self.checked_during_run += other.checked_during_run;
-        self.checked_after_run += other.checked_after_run;
-        self.unknown += other.unknown;
-        self.mismatches += other.mismatches;
-        self.corruption += other.corruption;
-        self.misdirected += other.misdirected;
-        self.lost_write += other.lost_write;
-        for m in &other.first {
-            if self.first.len() < crate::ERROR_SAMPLES {
-                self.first.push(m.clone());
-            }
-        }
-    }
 }
 
 /// Who wrote a block: what its verify header says.

@@ -3,7 +3,7 @@
 //! [`measure`] is the one call that runs a measurement: write safety, [`prepare`], a last
 //! safety check while the written targets are held, start, every interval to an
 //! [`Observer`], the result. Underneath, a run ([`start`]) probes its targets
-//! ([`target::probe`], [`TargetInfo`]), places them on CPUs from their blk-mq maps
+//! ([`hostmax_device::probe`], [`TargetInfo`]), places them on CPUs from their blk-mq maps
 //! ([`placement::Placement`]), and starts one OS thread per used CPU. Each worker pins itself, builds its own io_uring inside itself, registers its files
 //! and one aligned buffer arena, and keeps every device's queue full with the [`Workload`]'s
 //! I/O. A completion counts only when its result equals the requested length; anything else
@@ -15,10 +15,12 @@
 //! ([`new_latency_histogram`] gives the bin layout every histogram shares). Every figure of a
 //! kind of I/O (read, write, trim: [`OpKind`]) lives in a [`PerOp`] table indexed by it.
 //!
-//! Before a workload writes, [`safety`] decides which targets it must not touch (mounted, held,
-//! swap, the root filesystem, or carrying data without consent: [`safety::WriteSafety`]),
-//! reading on-disk [`signature`]s; [`identity`] reads what each target is (WWID, serial,
-//! by-id names, inode) whatever it is called today.
+//! Before a workload writes, [`measure`] asks the device crate's write safety
+//! ([`hostmax_device::check_write_safety`]) which targets it must not touch (mounted, held,
+//! swap, the root filesystem, or carrying data without consent: [`WriteSafety`]). What a
+//! target is ([`TargetInfo`]), the sysfs facts placement reads and the consent types are
+//! `hostmax_device`'s; the ones this crate's API names are re-exported here. A purge before a
+//! benchmark clears ranges of a target with [`discard`] or [`zero_out`].
 //!
 //! All `unsafe` io_uring code lives in the private `ring` module.
 //!
@@ -74,17 +76,15 @@ struct ReadmeExample;
 mod availability;
 mod cpu_use;
 mod data;
-pub mod identity;
 mod measure;
 mod op;
 pub mod placement;
 mod result;
 mod ring;
 mod run;
-pub mod safety;
 mod setting;
-pub mod signature;
-pub mod target;
+mod shared;
+mod target;
 mod worker;
 mod workload;
 
@@ -94,17 +94,15 @@ mod workload;
 pub use hdrhistogram;
 
 pub use availability::{check_io_uring, IoUringUnavailable};
-pub use data::{
-    BlockMaker, MismatchKind, VerifyLog, VerifyMismatch, WriteData, COMPRESS_CHUNK, STAMP_SPACING,
-    VERIFY_HEADER,
-};
+pub use data::{BlockMaker, WriteData, COMPRESS_CHUNK, STAMP_SPACING, VERIFY_HEADER};
 pub use measure::{measure, MeasureRequest, Observer, SafetyCheck, TICK};
 pub use op::{BufferUse, KeyedVisitor, OpKind, PerOp};
 pub use placement::{Placement, ThreadLayout, WorkerPlan};
 pub use result::{
     new_latency_histogram, record_latency, CpuUse, DeviceInterval, DeviceResult, ErrorLog,
-    IoCounts, IoErrorSample, OpResult, ReadSamples, RunResult, WorkerSummary, CPU_SATURATED,
-    ERROR_SAMPLES, LATENCY_HIGHEST_NS, LATENCY_SIGFIG, READ_SAMPLE_EVERY,
+    IoCounts, IoErrorSample, MismatchKind, OpResult, ReadSamples, RunResult, VerifyLog,
+    VerifyMismatch, WorkerSummary, CPU_SATURATED, ERROR_SAMPLES, LATENCY_HIGHEST_NS,
+    LATENCY_SIGFIG, READ_SAMPLE_EVERY,
 };
 pub use ring::{probe_kernel_ring, KernelRingSupport, Polling, RingFeatures, TrimMethod};
 pub use run::{
@@ -113,10 +111,15 @@ pub use run::{
     RunConfig, RunHandle, StopHandle,
 };
 pub use setting::{Setting, SettingError};
-pub use target::{TargetInfo, TargetKind};
+pub use target::{discard, zero_out};
 pub use worker::OffsetStream;
 pub use workload::{
     ErrorPolicy, IoPattern, UnknownPattern, Workload, MAX_BLOCK_SIZE, MAX_IODEPTH, MIN_BLOCK_SIZE,
+};
+
+// The device crate's types this crate's API names (targets, consent, the refusal).
+pub use hostmax_device::{
+    ProbeError, SystemSources, TargetInfo, TargetKind, WriteRefused, WriteSafety,
 };
 
 use std::path::PathBuf;
@@ -124,7 +127,11 @@ use std::path::PathBuf;
 /// Everything that can stop a run from starting or finishing.
 #[derive(Debug, thiserror::Error)]
 pub enum EngineError {
-    /// A target could not be opened or probed.
+    /// A target could not be probed (it does not exist, cannot be read, or is neither a block
+    /// device nor a regular file).
+    #[error(transparent)]
+    Probe(#[from] ProbeError),
+    /// A target could not be opened for the run.
     #[error("{}: {source}", path.display())]
     Open {
         /// The target as given.
@@ -132,14 +139,6 @@ pub enum EngineError {
         /// Why.
         #[source]
         source: std::io::Error,
-    },
-    /// A target is neither a block device nor a regular file.
-    #[error("{}: is {what}; give a block device or a regular file", path.display())]
-    NotATarget {
-        /// The target as given.
-        path: PathBuf,
-        /// What it is instead.
-        what: &'static str,
     },
     /// The workload does not fit a target or is out of range.
     #[error("{0}")]
@@ -150,8 +149,8 @@ pub enum EngineError {
     /// io_uring could not be set up (kernel too old, disabled, or out of memory).
     #[error("io_uring setup failed: {0}")]
     Ring(std::io::Error),
-    /// Discarding or zeroing a range of a target failed ([`target::discard`],
-    /// [`target::zero_out`]); `EOPNOTSUPP` when the device cannot do it.
+    /// Discarding or zeroing a range of a target failed ([`discard`], [`zero_out`]);
+    /// `EOPNOTSUPP` when the device cannot do it.
     #[error("{}: cannot {what}: {source}", path.display())]
     Clear {
         /// The target.
@@ -162,9 +161,10 @@ pub enum EngineError {
         #[source]
         source: std::io::Error,
     },
-    /// A write workload would touch a target it must not ([`safety`]); nothing was written.
+    /// A write workload would touch a target it must not
+    /// ([`hostmax_device::check_write_safety`]); nothing was written.
     #[error(transparent)]
-    WriteRefused(#[from] safety::WriteRefused),
+    WriteRefused(#[from] WriteRefused),
     /// The [`Observer`] called the run off before its first I/O.
     #[error("the run was called off before it started")]
     CalledOff,

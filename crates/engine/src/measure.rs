@@ -12,9 +12,13 @@ use std::ops::ControlFlow;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use crate::safety::{check_write_safety, recheck_while_held, SystemSources, WriteSafety};
+use hostmax_device::{
+    check_write_safety, probe, recheck_while_held, SystemSources, TargetInfo, WriteRefused,
+    WriteSafety,
+};
+
 use crate::{
-    target, DeviceInterval, EngineError, PreparedRun, RunConfig, RunHandle, RunResult, Workload,
+    DeviceInterval, EngineError, IoPattern, PreparedRun, RunConfig, RunHandle, RunResult, Workload,
 };
 
 /// How often [`Observer::tick`] is called while a run goes on (and how long a run without
@@ -122,7 +126,7 @@ impl<F: FnMut(DeviceInterval)> Observer for F {
 /// [`WriteSafety::allow_write`]. The re-check while held refuses a mount or swap that appeared
 /// in between. A device claimed by someone else after the checks (with
 /// [`SafetyCheck::CheckedBefore`], after the caller's) fails its exclusive open instead:
-/// [`EngineError::Open`] with `EBUSY`, once [`target::EXCLUSIVE_OPEN_PATIENCE`] has passed.
+/// [`EngineError::Open`] with `EBUSY`, once [`hostmax_device::EXCLUSIVE_OPEN_PATIENCE`] has passed.
 /// A workload that does not fit a target is [`EngineError::InvalidWorkload`]; an
 /// [`Observer`] calling the run off is [`EngineError::CalledOff`].
 ///
@@ -188,12 +192,12 @@ pub fn measure<O: Observer + ?Sized>(
         let targets = run
             .targets
             .iter()
-            .map(|p| target::probe(p))
+            .map(|p| probe(p))
             .collect::<Result<Vec<_>, _>>()?;
-        check_write_safety(&targets, pattern, consent, &sources)?;
+        check_before_any_io(&targets, pattern, consent, &sources)?;
     }
     let prepared = crate::prepare(run)?;
-    recheck_while_held(
+    recheck_if_writing(
         prepared.targets(),
         pattern,
         safety.consent().allow_write,
@@ -223,4 +227,64 @@ pub fn measure<O: Observer + ?Sized>(
         observer.interval(interval);
     }
     handle.wait()
+}
+
+/// [`check_write_safety`] for a workload of `pattern`: one that only reads passes without
+/// reading anything.
+fn check_before_any_io(
+    targets: &[TargetInfo],
+    pattern: IoPattern,
+    consent: WriteSafety,
+    sources: &SystemSources,
+) -> Result<(), WriteRefused> {
+    if !pattern.writes() {
+        return Ok(());
+    }
+    check_write_safety(targets, consent, sources)
+}
+
+/// [`recheck_while_held`] for a workload of `pattern`: one that only reads passes without
+/// reading anything.
+fn recheck_if_writing(
+    targets: &[TargetInfo],
+    pattern: IoPattern,
+    allow_write: bool,
+    sources: &SystemSources,
+) -> Result<(), WriteRefused> {
+    if !pattern.writes() {
+        return Ok(());
+    }
+    recheck_while_held(targets, allow_write, sources)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use hostmax_device::TargetKind;
+
+    #[test]
+    fn read_only_workloads_are_never_refused() {
+        let targets = [TargetInfo {
+            path: PathBuf::from("/dev/nonexistent-loop"),
+            kind: TargetKind::BlockDevice,
+            size: 1 << 30,
+            logical_block_size: 512,
+            rdev: Some((7, 250)),
+            kernel_name: Some("nonexistent-loop".into()),
+        }];
+        let sources = SystemSources {
+            mountinfo: PathBuf::from("/nonexistent/mountinfo"),
+            ..SystemSources::default()
+        };
+        let no_flags = WriteSafety::default();
+        let allow = WriteSafety {
+            allow_write: true,
+            force: false,
+        };
+        assert!(check_before_any_io(&targets, IoPattern::RandRead, no_flags, &sources).is_ok());
+        assert!(recheck_if_writing(&targets, IoPattern::RandRead, false, &sources).is_ok());
+        // Writes fail closed when the mount table cannot be read.
+        let err = check_before_any_io(&targets, IoPattern::RandWrite, allow, &sources).unwrap_err();
+        assert!(err.to_string().contains("cannot be checked"), "{err}");
+    }
 }

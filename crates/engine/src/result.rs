@@ -70,6 +70,92 @@ pub struct IoErrorSample {
     pub transferred: u32,
 }
 
+/// What a verify check ([`crate::WriteData::verify`]) found wrong with a block.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MismatchKind {
+    /// The checksum does not match the contents: the data was damaged.
+    Corruption,
+    /// A sound block that belongs elsewhere (another offset or device): a write landed at
+    /// the wrong place.
+    Misdirected,
+    /// A sound block of this place, but an older write (an earlier generation, another run,
+    /// or zeros): the last write was lost.
+    LostWrite,
+}
+
+/// One block that failed verification.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct VerifyMismatch {
+    /// Byte offset on the device.
+    pub offset: u64,
+    /// What was wrong.
+    pub kind: MismatchKind,
+    /// Whether it was found by a read during the run (else by the read-back after it).
+    pub during_run: bool,
+    /// The generation tag (1..=253) the block should carry.
+    pub expected_tag: u8,
+    /// The offset the block's header names.
+    pub found_offset: u64,
+    /// The generation tag of the write the block's header names.
+    pub found_tag: u8,
+    /// Whether the header names this run (else another run's data, or none).
+    pub found_this_run: bool,
+}
+
+/// A device's verify results ([`crate::WriteData::verify`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct VerifyLog {
+    /// Reads checked during the run (of blocks this run wrote, with no write in flight).
+    pub checked_during_run: u64,
+    /// Blocks read back and checked after the run (every block this run wrote, once).
+    pub checked_after_run: u64,
+    /// Blocks whose content could not be predicted (a failed write, or overlapping writes to
+    /// one block) and so were not checked.
+    pub unknown: u64,
+    /// Checks that failed, in all.
+    pub mismatches: u64,
+    /// Failed checks by kind.
+    pub corruption: u64,
+    /// See [`MismatchKind::Misdirected`].
+    pub misdirected: u64,
+    /// See [`MismatchKind::LostWrite`].
+    pub lost_write: u64,
+    /// The first [`ERROR_SAMPLES`] failures.
+    pub first: Vec<VerifyMismatch>,
+}
+
+impl VerifyLog {
+    /// Counts one failure, keeping it as an example while there is room.
+    pub fn record(&mut self, m: VerifyMismatch) {
+        self.mismatches += 1;
+        match m.kind {
+            MismatchKind::Corruption => self.corruption += 1,
+            MismatchKind::Misdirected => self.misdirected += 1,
+            MismatchKind::LostWrite => self.lost_write += 1,
+        }
+        if self.first.len() < ERROR_SAMPLES {
+            self.first.push(m);
+        }
+    }
+
+    /// Adds another device's results (keeping the first examples).
+    pub fn add(&mut self, other: &VerifyLog) {
+        self.checked_during_run += other.checked_during_run;
+        self.checked_after_run += other.checked_after_run;
+        self.unknown += other.unknown;
+        self.mismatches += other.mismatches;
+        self.corruption += other.corruption;
+        self.misdirected += other.misdirected;
+        self.lost_write += other.lost_write;
+        for m in &other.first {
+            if self.first.len() < ERROR_SAMPLES {
+                self.first.push(m.clone());
+            }
+        }
+    }
+}
+
 /// Every I/O on a device whose result was not its requested length, at any time of the run
 /// (ramp included): none of them counts as an I/O.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -207,7 +293,7 @@ pub struct DeviceResult {
     /// Whether reads returned data or only zeros.
     pub read_samples: ReadSamples,
     /// The verify checks' results ([`crate::WriteData::verify`]); `None` without them.
-    pub verify: Option<crate::VerifyLog>,
+    pub verify: Option<VerifyLog>,
     /// How its trims were issued; `None` when the workload does not trim.
     pub trim_method: Option<crate::TrimMethod>,
 }

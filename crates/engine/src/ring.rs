@@ -704,7 +704,9 @@ mod tests {
 
     #[test]
     fn large_arenas_sit_on_huge_pages_where_the_kernel_offers_them() {
-        let thp = std::fs::read_to_string("/sys/kernel/mm/transparent_hugepage/enabled")
+        let sysfs = hostmax_device::Sysfs::default();
+        let thp = sysfs
+            .read("kernel/mm/transparent_hugepage/enabled")
             .unwrap_or_default();
         if !(thp.contains("[always]") || thp.contains("[madvise]")) {
             eprintln!(
@@ -714,7 +716,8 @@ mod tests {
             return;
         }
         // Without compaction on fault a fragmented machine may have no free huge page to give.
-        let defrag = std::fs::read_to_string("/sys/kernel/mm/transparent_hugepage/defrag")
+        let defrag = sysfs
+            .read("kernel/mm/transparent_hugepage/defrag")
             .unwrap_or_default();
         if !["[always]", "[madvise]", "[defer+madvise]"]
             .iter()

@@ -1,20 +1,23 @@
 //! Starting a run, watching it, and collecting its result.
 
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::mpsc::{channel, Receiver};
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
+
+use hostmax_device::{Sysfs, TargetInfo};
 
 use crate::op::{BufferUse, OpKind};
 use crate::placement::{self, Placement, ThreadLayout};
 use crate::ring::Polling;
+use crate::shared::Shared;
 use crate::worker::WorkerTask;
 use crate::workload::ErrorPolicy;
 use crate::{
-    target, DeviceInterval, DeviceResult, EngineError, RunResult, Setting, SettingError,
-    TargetInfo, Workload, MAX_BLOCK_SIZE, MAX_IODEPTH, MIN_BLOCK_SIZE,
+    target, DeviceInterval, DeviceResult, EngineError, RunResult, Setting, SettingError, Workload,
+    MAX_BLOCK_SIZE, MAX_IODEPTH, MIN_BLOCK_SIZE,
 };
 
 /// What to run where.
@@ -50,96 +53,6 @@ impl RunConfig {
             on_error: ErrorPolicy::default(),
             polling: Polling::default(),
         }
-    }
-}
-
-/// The start gate: workers report readiness, then wait for the common start instant (or an
-/// abort when another worker failed to set up).
-pub(crate) struct StartGate {
-    state: Mutex<GateState>,
-    changed: Condvar,
-}
-
-#[derive(Default)]
-struct GateState {
-    ready: usize,
-    failures: Vec<String>,
-    go: Option<Option<Instant>>,
-}
-
-impl StartGate {
-    fn new() -> StartGate {
-        StartGate {
-            state: Mutex::new(GateState::default()),
-            changed: Condvar::new(),
-        }
-    }
-
-    /// A worker is set up (or failed to).
-    pub(crate) fn ready(&self, outcome: Result<(), String>) {
-        let mut s = self.state.lock().unwrap_or_else(|e| e.into_inner());
-        s.ready += 1;
-        if let Err(e) = outcome {
-            s.failures.push(e);
-        }
-        self.changed.notify_all();
-    }
-
-    /// Blocks until the control side says go (`Some(start)`) or abort (`None`).
-    pub(crate) fn wait_go(&self) -> Option<Instant> {
-        let mut s = self.state.lock().unwrap_or_else(|e| e.into_inner());
-        while s.go.is_none() {
-            s = self.changed.wait(s).unwrap_or_else(|e| e.into_inner());
-        }
-        s.go.flatten()
-    }
-
-    fn wait_ready(&self, workers: usize) -> Vec<String> {
-        let mut s = self.state.lock().unwrap_or_else(|e| e.into_inner());
-        while s.ready < workers {
-            s = self.changed.wait(s).unwrap_or_else(|e| e.into_inner());
-        }
-        s.failures.clone()
-    }
-
-    fn open(&self, start: Option<Instant>) {
-        let mut s = self.state.lock().unwrap_or_else(|e| e.into_inner());
-        s.go = Some(start);
-        self.changed.notify_all();
-    }
-}
-
-/// State the control side and the workers share.
-pub(crate) struct Shared {
-    pub(crate) gate: StartGate,
-    /// Nanoseconds after `start` at which a stop was asked; `u64::MAX` while none was.
-    stop_after_ns: AtomicU64,
-    start: Mutex<Option<Instant>>,
-    /// The highest second any worker has closed (for progress without a live channel).
-    pub(crate) seconds_done: AtomicI64,
-    /// Nanoseconds after `start` at which the last worker left its loop (for runs that end
-    /// on their [`Workload::io_limit`]).
-    pub(crate) finished_after_ns: AtomicU64,
-}
-
-impl Shared {
-    /// The instant a stop was asked for, if one was.
-    #[inline]
-    pub(crate) fn stop_instant(&self) -> Option<Instant> {
-        let ns = self.stop_after_ns.load(Ordering::Relaxed);
-        if ns == u64::MAX {
-            return None;
-        }
-        let start = (*self.start.lock().unwrap_or_else(|e| e.into_inner()))?;
-        Some(start + Duration::from_nanos(ns))
-    }
-
-    pub(crate) fn stop(&self) {
-        let start = *self.start.lock().unwrap_or_else(|e| e.into_inner());
-        let ns = start.map_or(0, |s| s.elapsed().as_nanos() as u64);
-        let _ =
-            self.stop_after_ns
-                .compare_exchange(u64::MAX, ns, Ordering::Relaxed, Ordering::Relaxed);
     }
 }
 
@@ -427,7 +340,7 @@ pub fn check_verify_memory(workload: &Workload, targets: &[TargetInfo]) -> Resul
 
 /// Refuses completion polling ([`crate::Polling::iopoll`]) unless every target is a block
 /// device with poll queues
-/// (`/sys/block/DEV/queue/io_poll` = 1): elsewhere every polled I/O fails with EOPNOTSUPP, and a
+/// (sysfs's `block/DEV/queue/io_poll` = 1): elsewhere every polled I/O fails with EOPNOTSUPP, and a
 /// run of nothing but errors is no measurement.
 pub fn check_poll_queues(targets: &[TargetInfo]) -> Result<(), EngineError> {
     let unpollable = lacking(targets, "io_poll", true, |v| v == "1");
@@ -452,21 +365,23 @@ fn lacking(
     files_lack: bool,
     has: impl Fn(&str) -> bool,
 ) -> Vec<String> {
+    let sysfs = Sysfs::default();
     targets
         .iter()
         .filter(|t| {
-            let Some(disk) = t.sys_block_disk() else {
+            let Some(disk) = t.whole_disk(&sysfs) else {
                 return files_lack;
             };
-            std::fs::read_to_string(format!("/sys/block/{disk}/queue/{attribute}"))
-                .map_or(true, |v| !has(v.trim()))
+            sysfs
+                .value(format!("block/{disk}/queue/{attribute}"))
+                .is_none_or(|v| !has(&v))
         })
         .map(|t| t.path.display().to_string())
         .collect()
 }
 
 /// Refuses a workload that trims a block device without discard support
-/// (`/sys/block/DEV/queue/discard_max_bytes` = 0): every trim would fail with EOPNOTSUPP.
+/// (sysfs's `block/DEV/queue/discard_max_bytes` = 0): every trim would fail with EOPNOTSUPP.
 /// Regular files are trimmed by punching holes, which the I/O itself tells about.
 pub fn check_trim_support(targets: &[TargetInfo]) -> Result<(), EngineError> {
     let cannot = lacking(targets, "discard_max_bytes", false, |v| v != "0");
@@ -527,13 +442,8 @@ impl PreparedRun {
     pub fn start(mut self) -> RunHandle {
         let mut handle = self.handle.take().expect("present until start");
         let start = Instant::now();
-        *handle
-            .shared
-            .start
-            .lock()
-            .unwrap_or_else(|e| e.into_inner()) = Some(start);
         handle.start = start;
-        handle.shared.gate.open(Some(start));
+        handle.shared.begin(start);
         handle
     }
 }
@@ -563,7 +473,7 @@ pub fn prepare(config: RunConfig) -> Result<PreparedRun, EngineError> {
     let targets: Vec<TargetInfo> = config
         .targets
         .iter()
-        .map(|p| target::probe(p))
+        .map(|p| hostmax_device::probe(p))
         .collect::<Result<_, _>>()?;
     validate(&config.workload, &targets)?;
     let online = placement::allowed_cpus()?;
@@ -603,13 +513,7 @@ pub fn prepare(config: RunConfig) -> Result<PreparedRun, EngineError> {
         .map(|t| target::open(t, write).map(Some))
         .collect::<Result<_, _>>()?;
 
-    let shared = Arc::new(Shared {
-        gate: StartGate::new(),
-        stop_after_ns: AtomicU64::new(u64::MAX),
-        start: Mutex::new(None),
-        seconds_done: AtomicI64::new(i64::MIN),
-        finished_after_ns: AtomicU64::new(0),
-    });
+    let shared = Arc::new(Shared::new());
     let (tx, rx) = if config.live {
         let (tx, rx) = channel();
         (Some(tx), Some(rx))
@@ -718,7 +622,7 @@ impl RunHandle {
     /// Waits for the end of the run.
     ///
     /// When a run that wrote returns, its `O_EXCL` claims on block devices are gone (it waits up
-    /// to [`target::EXCLUSIVE_OPEN_PATIENCE`] for the kernel to let go of them), so the caller
+    /// to [`hostmax_device::EXCLUSIVE_OPEN_PATIENCE`] for the kernel to let go of them), so the caller
     /// can discard, mount or start the next run at once.
     pub fn wait(self) -> Result<RunResult, EngineError> {
         let mut devices: Vec<Option<DeviceResult>> = vec![None; self.targets.len()];
@@ -831,7 +735,7 @@ mod tests {
     fn verify_is_refused_where_it_cannot_work() {
         let target = TargetInfo {
             path: "/dev/x".into(),
-            kind: crate::TargetKind::BlockDevice,
+            kind: hostmax_device::TargetKind::BlockDevice,
             size: 1 << 30,
             logical_block_size: 512,
             rdev: None,

@@ -13,24 +13,16 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::cpu_use::CpuClock;
-use crate::data::{self, BlockIdentity, BlockMaker, STATE_UNKNOWN, STATE_WRITING};
+use crate::data::{self, splitmix64, BlockIdentity, BlockMaker, STATE_UNKNOWN, STATE_WRITING};
 use crate::op::{BufferUse, OpKind, PerOp};
 use crate::ring::{Polling, RingFeatures, TrimMethod, UringIo};
-use crate::run::Shared;
+use crate::shared::Shared;
 use crate::workload::ErrorPolicy;
 use crate::{
     CpuUse, DeviceInterval, DeviceResult, EngineError, ErrorLog, IoCounts, IoErrorSample, OpResult,
-    ReadSamples, TargetInfo, TargetKind, VerifyLog, Workload, READ_SAMPLE_EVERY,
+    ReadSamples, VerifyLog, Workload, READ_SAMPLE_EVERY,
 };
-
-/// One step of SplitMix64: a fast, well-mixed 64-bit generator.
-pub(crate) fn splitmix64(state: &mut u64) -> u64 {
-    *state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
-    let mut z = *state;
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
-}
+use hostmax_device::{TargetInfo, TargetKind};
 
 /// The offsets and op kinds of one target's I/O: uniform random block-aligned
 /// offsets over the working set (or sequential, wrapping), reproducible from the seed.

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::Args;
-use hostmax_engine::placement::{parse_cpu_list, CpuListError};
+use hostmax_device::{parse_cpu_list, CpuListError};
 use hostmax_engine::{IoPattern, MAX_IODEPTH};
 
 use crate::plan::PlanRequest;

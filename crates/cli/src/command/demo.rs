@@ -64,7 +64,7 @@ pub fn demo(args: &DemoArgs) -> anyhow::Result<i32> {
     let targets = host
         .device_paths()
         .iter()
-        .map(|p| hostmax_engine::target::probe(p))
+        .map(|p| hostmax_device::probe(p))
         .collect::<Result<Vec<_>, _>>()?;
     let runtime = args
         .runtime

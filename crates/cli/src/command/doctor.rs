@@ -40,7 +40,7 @@ fn disks_of(root: &SysRoot, devices: &[OsString]) -> Result<Vec<String>, BadInpu
                 t.path.display()
             )));
         };
-        let disk = checks::whole_disk(root, name);
+        let disk = root.sysfs.whole_disk(name);
         if !disks.contains(&disk) {
             disks.push(disk);
         }
@@ -123,14 +123,15 @@ fn fix_for_all(fix: &str, scopes: &[&str]) -> String {
 
 /// Runs `hostmax doctor`; returns the exit code (0: the doctor only reports).
 pub fn run(args: &DoctorArgs) -> anyhow::Result<i32> {
-    let root = SysRoot(args.sysroot.clone().unwrap_or_else(|| PathBuf::from("/")));
-    if !root.0.is_dir() {
+    let dir = args.sysroot.clone().unwrap_or_else(|| PathBuf::from("/"));
+    if !dir.is_dir() {
         return Err(BadInput(format!(
             "--sysroot {}: not a directory; give a tree holding sys/ and proc/",
-            root.0.display()
+            dir.display()
         ))
         .into());
     }
+    let root = SysRoot::at(dir);
     if args.iodepth == 0 {
         return Err(BadInput("--iodepth 0: give 1 or more".into()).into());
     }
@@ -250,7 +251,7 @@ mod tests {
     fn a_stand_in_host_with_every_setting_wrong_is_diagnosed_most_harmful_first() {
         let dir = ScratchDir::new("doctor-bad");
         bad_host(&dir.0);
-        let root = SysRoot(dir.0.clone());
+        let root = SysRoot::at(&dir.0);
         assert_eq!(checks::all_disks(&root), vec!["nvme0n1".to_string()]);
         let findings = diagnose(&root, &["nvme0n1".into()], &shape_on(&[0, 1]));
         assert!(
@@ -334,7 +335,7 @@ mod tests {
             "sys/devices/system/cpu/cpu0/cpufreq/scaling_governor",
             "performance",
         );
-        let root = SysRoot(dir.0.clone());
+        let root = SysRoot::at(&dir.0);
         let findings = diagnose(&root, &["nvme0n1".into()], &shape_on(&[0, 1]));
         assert!(
             findings.iter().all(|f| f.severity == Severity::Ok),

@@ -1,10 +1,11 @@
-//! The checks themselves: each reads a few files under a [`SysRoot`] and returns
+//! The checks themselves: each reads a few files under a [`SysRoot`] (sysfs through its
+//! [`Sysfs`], procfs beside it) and returns
 //! [`Finding`]s. Nothing here writes anything; a missing file means the kernel or device
 //! lacks the setting, which is a finding of its own only where that matters.
 
 use std::path::{Path, PathBuf};
 
-use hostmax_engine::placement::{format_cpu_list, parse_cpu_list};
+use hostmax_device::{format_cpu_list, parse_cpu_list, QueueMap, Sysfs};
 
 use super::finding::{Finding, Severity};
 use crate::units::human_size;
@@ -12,28 +13,42 @@ use crate::units::human_size;
 /// Where the kernel's settings are read: `/` on a real host, a stand-in tree in tests
 /// (holding `sys/...` and `proc/...` laid out as the kernel does).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SysRoot(pub PathBuf);
+pub struct SysRoot {
+    /// The directory holding `sys/` and `proc/`.
+    dir: PathBuf,
+    /// Its `sys/`.
+    pub sysfs: Sysfs,
+}
 
 impl Default for SysRoot {
     fn default() -> Self {
-        SysRoot(PathBuf::from("/"))
+        SysRoot::at("/")
     }
 }
 
 impl SysRoot {
-    /// `rel` (such as `sys/block/sdb/queue/scheduler`) under this root.
-    pub fn path(&self, rel: &str) -> PathBuf {
-        self.0.join(rel)
+    /// The tree under `dir`.
+    pub fn at(dir: impl Into<PathBuf>) -> SysRoot {
+        let dir = dir.into();
+        SysRoot {
+            sysfs: Sysfs::at(dir.join("sys")),
+            dir,
+        }
     }
 
-    /// A file's text, trimmed; `None` when absent or unreadable.
-    pub fn read(&self, rel: &str) -> Option<String> {
-        read_trimmed(&self.path(rel))
+    /// `rel` (such as `interrupts`) under this root's `proc/`.
+    pub fn proc_path(&self, rel: &str) -> PathBuf {
+        self.dir.join("proc").join(rel)
+    }
+
+    /// A procfs file's text, trimmed; `None` when absent or unreadable.
+    pub fn proc(&self, rel: &str) -> Option<String> {
+        read_trimmed(&self.proc_path(rel))
     }
 
     /// Whether this is the running system's own root (so the kernel can be probed too).
     pub fn is_live(&self) -> bool {
-        self.0 == Path::new("/")
+        self.dir == Path::new("/")
     }
 }
 
@@ -56,24 +71,10 @@ pub struct RunShape {
     pub root: bool,
 }
 
-/// The whole disk `name` belongs to in `sys/block` (a partition's parent, else itself).
-pub fn whole_disk(root: &SysRoot, name: &str) -> String {
-    let class = root.path(&format!("sys/class/block/{name}"));
-    if class.join("partition").exists() {
-        if let Some(parent) = std::fs::canonicalize(&class)
-            .ok()
-            .and_then(|p| p.parent().and_then(|d| d.file_name()).map(|n| n.to_owned()))
-        {
-            return parent.to_string_lossy().into_owned();
-        }
-    }
-    name.to_string()
-}
-
 /// Every disk in `sys/block` worth checking when no `--devices` are given: those with a
 /// blk-mq map and a non-zero size (an unattached loop device has size 0).
 pub fn all_disks(root: &SysRoot) -> Vec<String> {
-    let Ok(entries) = std::fs::read_dir(root.path("sys/block")) else {
+    let Ok(entries) = std::fs::read_dir(root.sysfs.path("block")) else {
         return Vec::new();
     };
     let mut names: Vec<String> = entries
@@ -81,10 +82,11 @@ pub fn all_disks(root: &SysRoot) -> Vec<String> {
         .map(|e| e.file_name().to_string_lossy().into_owned())
         .filter(|name| {
             let size = root
-                .read(&format!("sys/block/{name}/size"))
+                .sysfs
+                .value(format!("block/{name}/size"))
                 .and_then(|s| s.parse::<u64>().ok())
                 .unwrap_or(0);
-            size > 0 && root.path(&format!("sys/block/{name}/mq")).is_dir()
+            size > 0 && root.sysfs.block(name).join("mq").is_dir()
         })
         .collect();
     names.sort_by(|a, b| crate::devices::natural_cmp(a.as_ref(), b.as_ref()));
@@ -100,7 +102,7 @@ fn selected(text: &str) -> Option<&str> {
 
 /// The per-device checks for whole disk `disk`, in no particular order.
 pub fn device_findings(root: &SysRoot, disk: &str, shape: &RunShape) -> Vec<Finding> {
-    let q = |f: &str| root.read(&format!("sys/block/{disk}/queue/{f}"));
+    let q = |f: &str| root.sysfs.value(format!("block/{disk}/queue/{f}"));
     let sysfs = |f: &str| format!("/sys/block/{disk}/queue/{f}");
     let scope = disk.to_string();
     let mut out = Vec::new();
@@ -273,19 +275,9 @@ pub fn device_findings(root: &SysRoot, disk: &str, shape: &RunShape) -> Vec<Find
 
 /// The hardware queues of `disk` and the CPUs each serves (`mq/N/cpu_list`).
 fn queue_map(root: &SysRoot, disk: &str) -> Vec<(usize, Vec<usize>)> {
-    let Ok(entries) = std::fs::read_dir(root.path(&format!("sys/block/{disk}/mq"))) else {
-        return Vec::new();
-    };
-    let mut map: Vec<(usize, Vec<usize>)> = entries
-        .filter_map(|e| e.ok())
-        .filter_map(|e| {
-            let index: usize = e.file_name().to_str()?.parse().ok()?;
-            let cpus = parse_cpu_list(&read_trimmed(&e.path().join("cpu_list"))?).ok()?;
-            Some((index, cpus))
-        })
-        .collect();
-    map.sort();
-    map
+    QueueMap::read(&root.sysfs, disk)
+        .map(|map| map.queues)
+        .unwrap_or_default()
 }
 
 /// The interrupt name prefix of `disk`'s queues in `/proc/interrupts` and how to turn the
@@ -313,11 +305,11 @@ fn irq_findings(root: &SysRoot, disk: &str) -> Vec<Finding> {
     if map.is_empty() {
         return Vec::new();
     }
-    let virtio_name = std::fs::canonicalize(root.path(&format!("sys/block/{disk}/device")))
+    let virtio_name = std::fs::canonicalize(root.sysfs.block(disk).join("device"))
         .ok()
         .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
         .filter(|n| n.starts_with("virtio"));
-    let Some(interrupts) = root.read("proc/interrupts") else {
+    let Some(interrupts) = root.proc("interrupts") else {
         return Vec::new();
     };
     let mut matched = 0;
@@ -339,8 +331,8 @@ fn irq_findings(root: &SysRoot, disk: &str) -> Vec<Finding> {
             continue;
         };
         let affinity = root
-            .read(&format!("proc/irq/{irq}/effective_affinity_list"))
-            .or_else(|| root.read(&format!("proc/irq/{irq}/smp_affinity_list")))
+            .proc(&format!("irq/{irq}/effective_affinity_list"))
+            .or_else(|| root.proc(&format!("irq/{irq}/smp_affinity_list")))
             .and_then(|t| parse_cpu_list(&t).ok());
         let Some(affinity) = affinity else { continue };
         matched += 1;
@@ -385,7 +377,7 @@ fn irq_findings(root: &SysRoot, disk: &str) -> Vec<Finding> {
 fn device_node(root: &SysRoot, disk: &str) -> Option<i64> {
     ["device/numa_node", "device/device/numa_node"]
         .iter()
-        .filter_map(|rel| root.read(&format!("sys/block/{disk}/{rel}")))
+        .filter_map(|rel| root.sysfs.value(format!("block/{disk}/{rel}")))
         .filter_map(|t| t.parse::<i64>().ok())
         .find(|&n| n >= 0)
 }
@@ -396,7 +388,8 @@ fn numa_findings(root: &SysRoot, disk: &str, shape: &RunShape) -> Vec<Finding> {
         return Vec::new();
     };
     let Some(node_cpus) = root
-        .read(&format!("sys/devices/system/node/node{node}/cpulist"))
+        .sysfs
+        .value(format!("devices/system/node/node{node}/cpulist"))
         .and_then(|t| parse_cpu_list(&t).ok())
     else {
         return Vec::new();
@@ -463,7 +456,7 @@ pub fn host_findings(root: &SysRoot, shape: &RunShape, device_count: usize) -> V
         fix: fix.map(str::to_string),
     };
 
-    match root.read("proc/sys/kernel/io_uring_disabled").as_deref() {
+    match root.proc("sys/kernel/io_uring_disabled").as_deref() {
         Some("2") => out.push(host(
             "kernel.io_uring_disabled",
             "2".into(),
@@ -488,7 +481,7 @@ pub fn host_findings(root: &SysRoot, shape: &RunShape, device_count: usize) -> V
         None => {}
     }
 
-    if let Some(text) = root.read("sys/kernel/mm/transparent_hugepage/enabled") {
+    if let Some(text) = root.sysfs.value("kernel/mm/transparent_hugepage/enabled") {
         let current = selected(&text).unwrap_or(&text).to_string();
         let (sev, why) = if current == "never" {
             (
@@ -564,7 +557,7 @@ pub fn host_findings(root: &SysRoot, shape: &RunShape, device_count: usize) -> V
 
 /// `Max locked memory` of `proc/self/limits`: `Some(None)` when unlimited.
 fn memlock_limit(root: &SysRoot) -> Option<Option<u64>> {
-    let limits = root.read("proc/self/limits")?;
+    let limits = root.proc("self/limits")?;
     let line = limits
         .lines()
         .find(|l| l.starts_with("Max locked memory"))?;
@@ -580,7 +573,7 @@ fn memlock_limit(root: &SysRoot) -> Option<Option<u64>> {
 
 /// Whether a process whose `comm` is `name` runs (read from `proc/PID/comm`).
 fn process_running(root: &SysRoot, name: &str) -> bool {
-    let Ok(entries) = std::fs::read_dir(root.path("proc")) else {
+    let Ok(entries) = std::fs::read_dir(root.proc_path("")) else {
         return false;
     };
     entries.filter_map(|e| e.ok()).any(|e| {
@@ -602,8 +595,8 @@ fn cpu_findings(root: &SysRoot, shape: &RunShape) -> Vec<Finding> {
     let mut slow: Vec<usize> = Vec::new();
     let mut deep: Vec<(String, u64)> = Vec::new();
     for &cpu in &shape.cpus {
-        let base = format!("sys/devices/system/cpu/cpu{cpu}");
-        if let Some(g) = root.read(&format!("{base}/cpufreq/scaling_governor")) {
+        let base = format!("devices/system/cpu/cpu{cpu}");
+        if let Some(g) = root.sysfs.value(format!("{base}/cpufreq/scaling_governor")) {
             if g != "performance" {
                 slow.push(cpu);
             }
@@ -614,14 +607,15 @@ fn cpu_findings(root: &SysRoot, shape: &RunShape) -> Vec<Finding> {
         }
         for state in 0.. {
             let dir = format!("{base}/cpuidle/state{state}");
-            let Some(name) = root.read(&format!("{dir}/name")) else {
+            let Some(name) = root.sysfs.value(format!("{dir}/name")) else {
                 break;
             };
             let latency: u64 = root
-                .read(&format!("{dir}/latency"))
+                .sysfs
+                .value(format!("{dir}/latency"))
                 .and_then(|t| t.parse().ok())
                 .unwrap_or(0);
-            let enabled = root.read(&format!("{dir}/disable")).as_deref() != Some("1");
+            let enabled = root.sysfs.value(format!("{dir}/disable")).as_deref() != Some("1");
             if enabled && latency > DEEP_IDLE_US && !deep.iter().any(|(n, _)| *n == name) {
                 deep.push((name, latency));
             }

@@ -113,7 +113,7 @@ pub fn warning_line(plan: &RunPlan) -> Option<String> {
     let root = SysRoot::default();
     let mut disks: Vec<String> = Vec::new();
     for name in plan.targets.iter().filter_map(|t| t.kernel_name.as_ref()) {
-        let disk = checks::whole_disk(&root, name);
+        let disk = root.sysfs.whole_disk(name);
         if !disks.contains(&disk) {
             disks.push(disk);
         }

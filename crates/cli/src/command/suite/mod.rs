@@ -2,7 +2,7 @@
 //! natively, resumably, with SNIA PTS steady state.
 //!
 //! - [`crate::args::suite::SuiteArgs`]: the command line; [`run`] checks it (device resolution and write safety
-//!   are the main run's: [`crate::plan::plan_run`], [`hostmax_engine::safety::check_write_safety`]),
+//!   are the main run's: [`crate::plan::plan_run`], [`hostmax_device::check_write_safety`]),
 //!   sets the suite up ([`SuiteConfig`]) and runs it.
 //! - [`matrix`]: the tests ([`SuiteTest`]), their cells ([`matrix::CellSpec`], keys like `4k_65_35`)
 //!   and each cell's engine [`hostmax_engine::Workload`].
@@ -32,7 +32,7 @@ mod table;
 
 use std::path::{Path, PathBuf};
 
-use hostmax_engine::{IoPattern, Misfit, SettingError, TargetKind, Workload};
+use hostmax_engine::{Misfit, SettingError, TargetKind, Workload};
 
 use crate::args::suite::{SuiteArgs, SuiteSize};
 pub use matrix::{Mix, SuiteTest};
@@ -43,7 +43,7 @@ use crate::error::BadInput;
 use crate::output::destination::{self, Destination};
 use crate::plan::{plan_run, PlanRequest};
 use crate::units::{format_size, human_size};
-use hostmax_engine::safety::{check_write_safety, SystemSources, WriteSafety};
+use hostmax_device::{check_write_safety, SystemSources, WriteSafety};
 use runner::SuiteRunner;
 use state::{DeviceRecord, STATE_FORMAT};
 
@@ -401,7 +401,7 @@ fn start(
                 size: t.size,
                 logical_block_size: t.logical_block_size,
                 block_device: t.kind == TargetKind::BlockDevice,
-                identity: Some(hostmax_engine::identity::identify_with_signatures(t)),
+                identity: Some(hostmax_device::identity::identify_with_signatures(t)),
             })
             .collect(),
         cells,
@@ -536,7 +536,7 @@ fn resume(
         .zip(&config.devices)
         .filter_map(|(t, d)| {
             let then = d.identity.as_ref()?;
-            let why = then.differs(&hostmax_engine::identity::identify(t))?;
+            let why = then.differs(&hostmax_device::identity::identify(t))?;
             Some(format!("{} was {why}", d.path.display()))
         })
         .collect();
@@ -718,7 +718,6 @@ fn check_suite_writes(
     if writes {
         check_write_safety(
             targets,
-            IoPattern::RandWrite,
             WriteSafety { allow_write, force },
             &SystemSources::default(),
         )

@@ -10,7 +10,7 @@ use std::io::IsTerminal;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use hostmax_aggregate::{summarize, SecondPoint, TimeSeries};
-use hostmax_engine::safety::{SystemSources, WriteSafety};
+use hostmax_device::{Sysfs, SystemSources, WriteSafety};
 use hostmax_engine::{
     DeviceInterval, IoPattern, MeasureRequest, Observer, OpKind, RunConfig, RunHandle, RunResult,
     SafetyCheck, TargetInfo, Workload,
@@ -235,7 +235,7 @@ impl SuiteRunner {
                     human_size(self.config.range),
                     t.path.display()
                 ));
-                match hostmax_engine::target::discard(t, range.clone()) {
+                match hostmax_engine::discard(t, range.clone()) {
                     Ok(()) => done = Some("discard"),
                     Err(e) => failed.push(format!("discard: {e}")),
                 }
@@ -246,7 +246,7 @@ impl SuiteRunner {
                     human_size(self.config.range),
                     t.path.display()
                 ));
-                match hostmax_engine::target::zero_out(t, range) {
+                match hostmax_engine::zero_out(t, range) {
                     Ok(()) => done = Some("zero fill"),
                     Err(e) => failed.push(format!("zero fill: {e}")),
                 }
@@ -547,15 +547,17 @@ impl Observer for CellRun<'_> {
 /// ATA secure erase of the whole disk `t` with hdparm: sets `password` as the user security
 /// password, then erases with it (which also clears it). Only ATA disks that are not frozen.
 fn ata_secure_erase(t: &TargetInfo, password: &str) -> Result<(), String> {
+    let sysfs = Sysfs::default();
     let disk = t
-        .sys_block_disk()
+        .whole_disk(&sysfs)
         .ok_or_else(|| "not a block device".to_string())?;
     if t.kernel_name.as_deref() != Some(disk.as_str()) {
         return Err("a partition: secure erase takes the whole disk".into());
     }
-    let vendor =
-        std::fs::read_to_string(format!("/sys/block/{disk}/device/vendor")).unwrap_or_default();
-    if vendor.trim() != "ATA" {
+    let vendor = sysfs
+        .value(format!("block/{disk}/device/vendor"))
+        .unwrap_or_default();
+    if vendor != "ATA" {
         return Err("not an ATA disk".into());
     }
     let hdparm = |args: &[&str]| -> Result<String, String> {

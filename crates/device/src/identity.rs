@@ -1,16 +1,18 @@
 //! What a target is, whatever it is called today ([`identify`]): the kernel's stable traits of
 //! a block device (WWID, serial, the `/dev/disk/by-id` names that lead to it, a loop device's
 //! backing file), a regular file's inode, and the size, plus (for the suite's checkpoint) the
-//! signatures found on it ([`identify_with_signatures`]). The CLI's suite checkpoint records
-//! it and `--resume` refuses a path that now leads elsewhere; reports carry it per device
-//! (`hostmax_aggregate` re-exports [`DeviceIdentity`] and only carries it).
+//! signatures found on it ([`identify_with_signatures`]). A tool that comes back to a device
+//! later (hostmax's suite checkpoint, resumed) compares identities to refuse a path that now
+//! leads elsewhere; reports carry it per device.
 
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use crate::{TargetInfo, TargetKind};
+use crate::signature::probe_device;
+use crate::sysfs::Sysfs;
+use crate::target::{TargetInfo, TargetKind};
 
 /// What a device is, whatever its name today: the stable identity the kernel gives it where
 /// it has one, else its size ([`identify`] reads it). Two identities are compared by
@@ -65,9 +67,9 @@ impl DeviceIdentity {
     }
 }
 
-/// The first non-empty line of a sysfs attribute.
-fn sysfs_text(path: &Path) -> Option<String> {
-    let text = std::fs::read_to_string(path).ok()?;
+/// The first non-empty line of a sysfs attribute (`rel` to the sysfs root).
+fn sysfs_text(sysfs: &Sysfs, rel: &Path) -> Option<String> {
+    let text = sysfs.read(rel).ok()?;
     let line = text.lines().next()?.trim().to_string();
     (!line.is_empty()).then_some(line)
 }
@@ -86,9 +88,9 @@ fn by_id_names(device: &Path) -> Vec<String> {
     names
 }
 
-/// Reads `target`'s identity from sysfs and `/dev/disk/by-id` alone: no I/O on the device, so
-/// a run's report costs the device nothing beyond the safety checks (its I/O counts stay
-/// comparable with the kernel's).
+/// Reads `target`'s identity from sysfs ([`Sysfs::default`]) and `/dev/disk/by-id` alone: no
+/// I/O on the device, so a run's report costs the device nothing beyond the safety checks
+/// (its I/O counts stay comparable with the kernel's).
 pub fn identify(target: &TargetInfo) -> DeviceIdentity {
     let mut id = DeviceIdentity {
         size: target.size,
@@ -102,11 +104,13 @@ pub fn identify(target: &TargetInfo) -> DeviceIdentity {
         }
         TargetKind::BlockDevice => {
             if let Some(name) = &target.kernel_name {
-                let sys = Path::new("/sys/class/block").join(name);
-                let first = |names: &[&str]| names.iter().find_map(|n| sysfs_text(&sys.join(n)));
+                let sysfs = Sysfs::default();
+                let node = Path::new("class/block").join(name);
+                let attribute = |n: &str| sysfs_text(&sysfs, &node.join(n));
+                let first = |names: &[&str]| names.iter().find_map(|n| attribute(n));
                 id.wwid = first(&["wwid", "device/wwid"]);
                 id.serial = first(&["serial", "device/serial"]);
-                id.backing_file = sysfs_text(&sys.join("loop/backing_file"));
+                id.backing_file = attribute("loop/backing_file");
             }
             id.by_id = by_id_names(&target.path);
         }
@@ -118,7 +122,7 @@ pub fn identify(target: &TargetInfo) -> DeviceIdentity {
 /// what the suite's checkpoint records when it starts, before anything is written.
 pub fn identify_with_signatures(target: &TargetInfo) -> DeviceIdentity {
     DeviceIdentity {
-        signatures: crate::signature::probe_device(&target.path)
+        signatures: probe_device(&target.path)
             .map(|found| found.iter().map(ToString::to_string).collect())
             .unwrap_or_default(),
         ..identify(target)

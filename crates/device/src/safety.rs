@@ -11,14 +11,14 @@
 //! [`WriteRefused`] listing each refused target with its [`RefusalReason`]s; its message names
 //! the consents by [`ConsentWords`] (a tool passes its own option names, the CLI its flags).
 //!
-//! [`crate::measure()`] runs these checks for a library user; a tool that measures the same
-//! devices several times (the CLI's phases, sweep steps, suite cells) checks once up front and
-//! lets each run re-check while it holds the devices ([`recheck_while_held`]).
+//! Both checks are for a workload that writes: a read-only one needs none. A tool that writes
+//! the same devices several times (hostmax's phases, sweep steps, suite cells) checks once up
+//! front and lets each run re-check while it holds the devices ([`recheck_while_held`]).
 //!
 //! The checks are split so tests can feed synthetic system state: [`parse_mountinfo`] and
 //! [`parse_swaps`] read the text of `/proc/self/mountinfo` and `/proc/swaps`,
-//! [`read_family`] reads a device and its partitions from a `/sys/class/block`-shaped
-//! directory, [`root_device_names`] finds the devices under `/`, and [`write_refusals`]
+//! [`read_family`] reads a device and its partitions from a [`Sysfs`] (a stand-in tree in
+//! tests), [`root_device_names`] finds the devices under `/`, and [`write_refusals`]
 //! decides from those alone ([`WriteSafety`] is the user's consent). [`SystemSources`] names
 //! where the real files are.
 
@@ -26,8 +26,10 @@ use std::fmt;
 use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
+use crate::claim::open_exclusive;
 use crate::signature::{probe_with_blkid, Signature};
-use crate::{IoPattern, TargetInfo, TargetKind};
+use crate::sysfs::Sysfs;
+use crate::target::{TargetInfo, TargetKind};
 
 /// Where the system state the checks read comes from.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -36,8 +38,8 @@ pub struct SystemSources {
     pub mountinfo: PathBuf,
     /// `/proc/swaps`.
     pub swaps: PathBuf,
-    /// `/sys/class/block`.
-    pub sys_class_block: PathBuf,
+    /// Sysfs, for block devices, their partitions, holders and the devices below them.
+    pub sysfs: Sysfs,
 }
 
 impl Default for SystemSources {
@@ -45,7 +47,7 @@ impl Default for SystemSources {
         SystemSources {
             mountinfo: PathBuf::from("/proc/self/mountinfo"),
             swaps: PathBuf::from("/proc/swaps"),
-            sys_class_block: PathBuf::from("/sys/class/block"),
+            sysfs: Sysfs::default(),
         }
     }
 }
@@ -186,11 +188,11 @@ fn list_dir_names(dir: &Path) -> Vec<String> {
     names
 }
 
-/// Reads a block device named `name` with device number `dev` and its partitions from a
-/// `/sys/class/block`-shaped directory: a partition is a subdirectory whose name starts with
-/// the device's and that has a `dev` file; holders are the entries of each `holders` dir.
-pub fn read_family(sys_class_block: &Path, name: &str, dev: (u32, u32)) -> DeviceFamily {
-    let dir = sys_class_block.join(name);
+/// Reads a block device named `name` with device number `dev` and its partitions from
+/// sysfs's `class/block`: a partition is a subdirectory whose name starts with the device's
+/// and that has a `dev` file; holders are the entries of each `holders` dir.
+pub fn read_family(sysfs: &Sysfs, name: &str, dev: (u32, u32)) -> DeviceFamily {
+    let dir = sysfs.class_block(name);
     let mut nodes = vec![BlockNode {
         name: name.to_string(),
         dev,
@@ -511,8 +513,9 @@ impl WriteRefused {
 
 /// The kernel names of the block devices under `/`: the device mounted there (the last
 /// mount of `/` in `mounts`, the one visible), every device below it (`slaves`, for dm and md)
-/// and the whole disk of each partition among them. Reads only `sys_class_block`.
-pub fn root_device_names(mounts: &[MountEntry], sys_class_block: &Path) -> Vec<String> {
+/// and the whole disk of each partition among them. Reads only sysfs's `class/block`.
+pub fn root_device_names(mounts: &[MountEntry], sysfs: &Sysfs) -> Vec<String> {
+    let sys_class_block = sysfs.path("class/block");
     let Some(root) = mounts
         .iter()
         .rev()
@@ -520,7 +523,7 @@ pub fn root_device_names(mounts: &[MountEntry], sys_class_block: &Path) -> Vec<S
     else {
         return Vec::new();
     };
-    let all = list_dir_names(sys_class_block);
+    let all = list_dir_names(&sys_class_block);
     let by_dev = |dev: (u32, u32)| {
         all.iter()
             .find(|name| {
@@ -551,11 +554,8 @@ pub fn root_device_names(mounts: &[MountEntry], sys_class_block: &Path) -> Vec<S
     while i < names.len() {
         let name = names[i].clone();
         let below = list_dir_names(&sys_class_block.join(&name).join("slaves"));
-        // The whole disk of a partition lists the partition as a subdirectory.
-        let parents = all
-            .iter()
-            .filter(|d| **d != name && sys_class_block.join(d).join(&name).is_dir());
-        for n in below.iter().chain(parents) {
+        let disk = sysfs.partition_disk(&name);
+        for n in below.iter().chain(&disk) {
             if !names.contains(n) {
                 names.push(n.clone());
             }
@@ -633,7 +633,7 @@ fn exclusive_open_busy(path: &Path) -> bool {
     options
         .read(true)
         .custom_flags(libc::O_EXCL | libc::O_CLOEXEC);
-    let opened = crate::target::open_exclusive(&options, path);
+    let opened = open_exclusive(&options, path);
     matches!(opened, Err(e) if e.raw_os_error() == Some(libc::EBUSY))
 }
 
@@ -661,16 +661,15 @@ pub fn file_holds_data(path: &Path) -> bool {
     }
 }
 
-/// Checks every target of a run before any I/O: a workload that writes must not touch a
+/// Checks every target of a workload that writes, before any I/O: it must not touch a
 /// refused target. Reads the real system state from `sources`, and (without `force`) the
-/// signature areas of every block device. A read-only workload passes without reading anything.
+/// signature areas of every block device. A read-only workload needs no check.
 pub fn check_write_safety(
     targets: &[TargetInfo],
-    pattern: IoPattern,
     flags: WriteSafety,
     sources: &SystemSources,
 ) -> Result<(), WriteRefused> {
-    write_safety(targets, pattern, flags, sources, true)
+    write_safety(targets, flags, sources, true)
 }
 
 /// The same checks again right before the first write, while this process already holds every
@@ -680,7 +679,6 @@ pub fn check_write_safety(
 /// and are not looked at again.
 pub fn recheck_while_held(
     targets: &[TargetInfo],
-    pattern: IoPattern,
     allow_write: bool,
     sources: &SystemSources,
 ) -> Result<(), WriteRefused> {
@@ -688,19 +686,15 @@ pub fn recheck_while_held(
         allow_write,
         force: true,
     };
-    write_safety(targets, pattern, flags, sources, false)
+    write_safety(targets, flags, sources, false)
 }
 
 fn write_safety(
     targets: &[TargetInfo],
-    pattern: IoPattern,
     flags: WriteSafety,
     sources: &SystemSources,
     first_check: bool,
 ) -> Result<(), WriteRefused> {
-    if !pattern.writes() {
-        return Ok(());
-    }
     let any_device = targets.iter().any(|t| t.kind == TargetKind::BlockDevice);
     let read = |p: &Path| std::fs::read_to_string(p).map_err(|e| format!("{}: {e}", p.display()));
     let mounts = match read(&sources.mountinfo) {
@@ -722,14 +716,14 @@ fn write_safety(
                         .map(|n| n.to_string_lossy().into_owned())
                         .unwrap_or_default()
                 });
-                Some(read_family(&sources.sys_class_block, &name, dev))
+                Some(read_family(&sources.sysfs, &name, dev))
             }
             _ => None,
         })
         .collect();
     let root = mounts
         .as_ref()
-        .map(|m| root_device_names(m, &sources.sys_class_block))
+        .map(|m| root_device_names(m, &sources.sysfs))
         .unwrap_or_default();
     let mut refusals = match &mounts {
         Ok(mounts) => write_refusals(targets, &families, flags, mounts, &swaps, &root),
@@ -1056,8 +1050,10 @@ Filename\t\t\t\tType\t\tSize\t\tUsed\t\tPriority
 
     #[test]
     fn families_come_from_a_sys_class_block_tree() {
-        let root = PathBuf::from(format!("/dev/shm/hostmax-sysfs-{}", std::process::id()));
-        let _ = fs::remove_dir_all(&root);
+        let sysfs_root = PathBuf::from(format!("/dev/shm/hostmax-sysfs-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&sysfs_root);
+        let sysfs = Sysfs::at(&sysfs_root);
+        let root = sysfs.path("class/block");
         fs::create_dir_all(root.join("loop3/holders")).unwrap();
         fs::create_dir_all(root.join("loop3/loop3p1/holders/dm-0")).unwrap();
         fs::write(root.join("loop3/loop3p1/dev"), "259:0\n").unwrap();
@@ -1065,7 +1061,7 @@ Filename\t\t\t\tType\t\tSize\t\tUsed\t\tPriority
         fs::write(root.join("loop3/loop3p2/dev"), "259:1\n").unwrap();
         fs::create_dir_all(root.join("loop3/queue")).unwrap();
         fs::create_dir_all(root.join("loop3/mq/0")).unwrap();
-        let fam = read_family(&root, "loop3", (7, 3));
+        let fam = read_family(&sysfs, "loop3", (7, 3));
         assert_eq!(
             fam.nodes,
             vec![
@@ -1076,22 +1072,21 @@ Filename\t\t\t\tType\t\tSize\t\tUsed\t\tPriority
         );
         // A device without a sysfs entry is just itself.
         assert_eq!(
-            read_family(&root, "sdz", (8, 0)).nodes,
+            read_family(&sysfs, "sdz", (8, 0)).nodes,
             vec![node("sdz", (8, 0), &[])]
         );
-        fs::remove_dir_all(&root).unwrap();
+        fs::remove_dir_all(&sysfs_root).unwrap();
     }
 
     #[test]
-    fn read_only_workloads_are_never_refused() {
+    fn writes_fail_closed_when_the_mount_table_cannot_be_read() {
+        // (That a read-only workload is never checked is the engine's `measure` test.)
         let targets = [device("nonexistent-loop", (7, 250))];
         let sources = SystemSources {
             mountinfo: PathBuf::from("/nonexistent/mountinfo"),
             ..SystemSources::default()
         };
-        assert!(check_write_safety(&targets, IoPattern::RandRead, NO_FLAGS, &sources).is_ok());
-        // Writes fail closed when the mount table cannot be read.
-        let err = check_write_safety(&targets, IoPattern::RandWrite, ALLOW, &sources).unwrap_err();
+        let err = check_write_safety(&targets, ALLOW, &sources).unwrap_err();
         assert!(err.to_string().contains("cannot be checked"), "{err}");
     }
 
@@ -1201,23 +1196,30 @@ Filename\t\t\t\tType\t\tSize\t\tUsed\t\tPriority
         assert!(matches!(r[0].reasons[0], RefusalReason::Mounted { .. }));
     }
 
-    /// A fake `/sys/class/block`: `(name, dev, parent, slaves)`.
+    /// A fake sysfs with `class/block` entries `(name, dev, parent, slaves)`, laid out as the
+    /// kernel does: a partition's directory (with a `partition` file) inside its disk's, and
+    /// `class/block/NAME` a link to each device's directory.
     fn fake_sysfs(tag: &str, nodes: &[(&str, &str, Option<&str>, &[&str])]) -> PathBuf {
         let root = PathBuf::from(format!(
             "/dev/shm/hostmax-root-{tag}-{}",
             std::process::id()
         ));
         let _ = fs::remove_dir_all(&root);
+        fs::create_dir_all(root.join("class/block")).unwrap();
         for (name, dev, parent, slaves) in nodes {
-            let dir = root.join(name);
+            let dir = match parent {
+                Some(p) => root.join("devices").join(p).join(name),
+                None => root.join("devices").join(name),
+            };
             fs::create_dir_all(dir.join("slaves")).unwrap();
             fs::write(dir.join("dev"), format!("{dev}\n")).unwrap();
+            if parent.is_some() {
+                fs::write(dir.join("partition"), "1\n").unwrap();
+            }
             for s in *slaves {
                 fs::create_dir_all(dir.join("slaves").join(s)).unwrap();
             }
-            if let Some(p) = parent {
-                fs::create_dir_all(root.join(p).join(name)).unwrap();
-            }
+            std::os::unix::fs::symlink(&dir, root.join("class/block").join(name)).unwrap();
         }
         root
     }
@@ -1234,7 +1236,8 @@ Filename\t\t\t\tType\t\tSize\t\tUsed\t\tPriority
                 ("vdb", "254:16", None, &[]),
             ],
         );
-        let on = |line: &str| root_device_names(&parse_mountinfo(line), &sys);
+        let sysfs = Sysfs::at(&sys);
+        let on = |line: &str| root_device_names(&parse_mountinfo(line), &sysfs);
         assert_eq!(
             on("1 0 253:0 / / rw - ext4 /dev/mapper/root rw"),
             vec!["dm-0", "vda2", "vda"]
@@ -1258,7 +1261,9 @@ Filename\t\t\t\tType\t\tSize\t\tUsed\t\tPriority
     #[test]
     fn this_hosts_root_device_is_found() {
         let mounts = parse_mountinfo(&fs::read_to_string("/proc/self/mountinfo").unwrap());
-        let sys = Path::new("/sys/class/block");
+        let sysfs = Sysfs::default();
+        let class_block = sysfs.path("class/block");
+        let sys = class_block.as_path();
         let Some(root) = mounts
             .iter()
             .rev()
@@ -1266,7 +1271,7 @@ Filename\t\t\t\tType\t\tSize\t\tUsed\t\tPriority
         else {
             panic!("no / in /proc/self/mountinfo");
         };
-        let names = root_device_names(&mounts, sys);
+        let names = root_device_names(&mounts, &sysfs);
         let backed = fs::read_dir(sys).unwrap().filter_map(|e| e.ok()).any(|e| {
             fs::read_to_string(e.path().join("dev"))
                 .ok()

@@ -1,0 +1,55 @@
+//! hostmax-device inspects block devices and regular files before anything writes to them:
+//! what a target is, what it carries, who uses it, and whether a write may touch it. It does
+//! no I/O beyond reading (the one exception, an exclusive open, writes nothing).
+//!
+//! - [`probe`] reads a target into a [`TargetInfo`] ([`TargetKind`], size, logical block size
+//!   or a file's `O_DIRECT` alignment, device number, kernel name); [`ProbeError`] says why not.
+//! - [`safety`] decides which targets a write workload must not touch (mounted, held, swap, the
+//!   root filesystem, claimed by another exclusive opener, or carrying data without consent:
+//!   [`WriteSafety`]); [`check_write_safety`] returns one [`WriteRefused`] naming every refused
+//!   target and reason. The system state comes from [`SystemSources`].
+//! - [`signature`] finds on-disk signatures (partition tables, filesystems, RAID, LVM, LUKS,
+//!   ZFS, swap, storage stacks' labels) by their magic numbers, and through libblkid where
+//!   util-linux is installed; [`Signature`] is one finding.
+//! - [`identity`] reads what a target is whatever it is called today ([`DeviceIdentity`]:
+//!   WWID, serial, by-id names, a loop device's backing file, a file's inode).
+//! - [`Sysfs`] is where sysfs is (`/sys`, or a stand-in tree in tests) and the one way its
+//!   files are read, including the partition-to-disk resolver ([`Sysfs::whole_disk`]);
+//!   [`QueueMap`] is a disk's blk-mq queue map; [`parse_cpu_list`] and [`format_cpu_list`]
+//!   read and write the kernel's CPU lists ([`CpuListError`]).
+//! - [`open_exclusive`] opens a block device with `O_EXCL`, waiting out a claim of a moment.
+//!
+//! ```no_run
+//! use hostmax_device::{check_write_safety, probe, SystemSources, WriteSafety};
+//!
+//! let target = probe("/dev/loop3".as_ref())?;
+//! let consent = WriteSafety { allow_write: true, force: false };
+//! match check_write_safety(&[target], consent, &SystemSources::default()) {
+//!     Ok(()) => println!("a write may touch it"),
+//!     Err(refused) => println!("{refused}"),
+//! }
+//! # Ok::<(), hostmax_device::ProbeError>(())
+//! ```
+
+#![warn(missing_docs)]
+
+mod claim;
+mod cpu_list;
+pub mod identity;
+mod queue_map;
+pub mod safety;
+pub mod signature;
+mod sysfs;
+mod target;
+
+pub use claim::{open_exclusive, EXCLUSIVE_OPEN_PATIENCE};
+pub use cpu_list::{format_cpu_list, parse_cpu_list, CpuListError, MAX_CPU};
+pub use identity::DeviceIdentity;
+pub use queue_map::QueueMap;
+pub use safety::{
+    check_write_safety, recheck_while_held, ConsentWords, RefusalReason, SystemSources,
+    WriteRefused, WriteSafety,
+};
+pub use signature::Signature;
+pub use sysfs::Sysfs;
+pub use target::{probe, ProbeError, TargetInfo, TargetKind};
