@@ -139,7 +139,7 @@ impl<F: FnMut(DeviceInterval)> Observer for F {
 /// ```
 /// use std::time::Duration;
 ///
-/// use hostmax_engine::safety::WriteSafety;
+/// use hostmax_engine::WriteSafety;
 /// use hostmax_engine::{
 ///     measure, DeviceInterval, EngineError, IoPattern, MeasureRequest, OpKind, Workload,
 /// };
