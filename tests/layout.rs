@@ -550,3 +550,34 @@ fn the_checker_sees_a_circle_through_a_reexport_and_a_super_path() {
         vec![vec![vec!["a".to_string()], vec!["b".to_string()]]]
     );
 }
+
+/// The command-line crate keeps one room per command: `command/NAME` (a file or a folder) is
+/// the only place a subcommand lives; nothing below uses a command's module, and no command
+/// uses another's. Only the crate root's dispatch names them.
+#[test]
+fn each_command_is_one_room_that_only_the_dispatch_enters() {
+    let src = workspace_root().join("crates/cli/src");
+    let sources = read_crate(&src);
+    let room =
+        |m: &ModPath| (m.first().map(String::as_str) == Some("command")).then(|| m.get(1).cloned());
+    let mut wrong = Vec::new();
+    for (from, targets) in sources.edges() {
+        for to in targets {
+            let Some(to_room) = room(&to) else { continue };
+            let allowed = match room(&from) {
+                // The dispatch (lib.rs) and command/mod.rs name the rooms.
+                None => from.is_empty(),
+                Some(None) => true,
+                Some(from_room) => from_room == to_room,
+            };
+            if !allowed && to_room.is_some() {
+                wrong.push(format!("{} -> {}", from.join("::"), to.join("::")));
+            }
+        }
+    }
+    assert!(
+        wrong.is_empty(),
+        "a module uses a command's room (move what it needs below crate::command):\n{}",
+        wrong.join("\n")
+    );
+}
