@@ -1,7 +1,24 @@
 //! The `--json` report: its destination is checked before the run
-//! ([`super::destination::JSON`]), and it is written whole after it.
+//! ([`super::destination::JSON`]), and it is written whole after it, as the [`JsonReport`]
+//! output of every command.
 
-use super::destination::{write_output, Destination, OutputError, JSON};
+use super::destination::{write_output, Destination, OutputError, OutputFile, JSON};
+use super::export::Export;
+
+/// `--json`: the command's JSON root (a [`hostmax_aggregate::HostReport`], `hostmax verify`'s
+/// [`hostmax_aggregate::VerifyReport`]...), pretty-printed, to a file or standard output.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct JsonReport;
+
+impl<R: serde::Serialize + ?Sized> Export<R> for JsonReport {
+    fn file(&self) -> &'static OutputFile {
+        &JSON
+    }
+
+    fn write(self: Box<Self>, dest: &Destination, result: &R) -> anyhow::Result<()> {
+        Ok(write_json(result, dest)?)
+    }
+}
 
 /// Why the JSON report could not be written.
 #[derive(Debug, thiserror::Error)]
