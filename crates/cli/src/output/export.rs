@@ -208,3 +208,68 @@ impl<R: ?Sized> Outputs<R> {
         first.map_or(Ok(()), Err)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::output::destination::{write_output, HTML, JSON, SVG};
+    use crate::test_support::ScratchDir;
+
+    /// A format that writes the result as it is.
+    struct Text(&'static OutputFile);
+
+    impl Export<str> for Text {
+        fn file(&self) -> &'static OutputFile {
+            self.0
+        }
+
+        fn write(self: Box<Self>, dest: &Destination, result: &str) -> anyhow::Result<()> {
+            Ok(write_output(self.0, dest, result.as_bytes())?)
+        }
+    }
+
+    #[test]
+    fn outputs_are_checked_when_declared_and_kept_apart() {
+        let scratch = ScratchDir::new("declare");
+        let same = scratch.0.join("r.out");
+        let err = Outputs::<str>::new()
+            .declare(Some(&same), Text(&JSON))
+            .unwrap()
+            .declare(Some(&same), Text(&SVG))
+            .err()
+            .unwrap();
+        assert!(err.0.contains("--json writes that file too"), "{err}");
+        let err = Outputs::<str>::new()
+            .declare(Some(Path::new("-")), Text(&HTML))
+            .err()
+            .unwrap();
+        assert!(err.0.starts_with("--html -"), "{err}");
+        let outputs = Outputs::<str>::new()
+            .declare(Some(Path::new("-")), Text(&JSON))
+            .unwrap()
+            .declare(None, Text(&SVG))
+            .unwrap();
+        assert_eq!(outputs.json(), Some(&Destination::Stdout));
+        assert!(outputs.files().is_empty() && outputs.destination("--svg").is_none());
+        assert!(
+            scratch.entries().is_empty(),
+            "nothing written when declared"
+        );
+    }
+
+    #[test]
+    fn a_failed_output_does_not_stop_the_others() {
+        let scratch = ScratchDir::new("write-all");
+        let gone = scratch.0.join("gone");
+        std::fs::create_dir(&gone).unwrap();
+        let outputs = Outputs::<str>::new()
+            .declare(Some(&gone.join("r.json")), Text(&JSON))
+            .unwrap()
+            .declare(Some(&scratch.0.join("c.svg")), Text(&SVG))
+            .unwrap();
+        std::fs::remove_dir(&gone).unwrap();
+        let err = outputs.write("<svg/>").unwrap_err().to_string();
+        assert!(err.starts_with("--json "), "{err}");
+        assert_eq!(scratch.entries(), vec!["c.svg"]);
+    }
+}

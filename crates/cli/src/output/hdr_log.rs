@@ -567,6 +567,69 @@ mod tests {
     }
 
     #[test]
+    fn runs_of_one_command_share_a_log_each_tagged_and_placed_in_time() {
+        let scratch = ScratchDir::new("steps");
+        let path = scratch.0.join("s.hlog");
+        let workload = Workload {
+            runtime: Duration::from_millis(1500),
+            ..Workload::default()
+        };
+        let start = SystemTime::UNIX_EPOCH + Duration::from_secs(1_800_000_000);
+        let one: Vec<PathBuf> = vec!["/dev/loop3".into()];
+        let two: Vec<PathBuf> = vec!["/dev/loop3".into(), "/dev/loop4".into()];
+        let run = |label, targets, measured_start| RunStart {
+            label: Some(label),
+            targets,
+            workload: &workload,
+            measured_start,
+        };
+        let mut log = HdrLogRecorder::create_for(&path, &run("step1", &one, start)).unwrap();
+        let mut series = TimeSeries::new(1).hand_over_histograms(true);
+        for second in 0..2 {
+            feed(&mut log, &mut series, interval(0, second, &[1000; 3], &[]));
+        }
+        for host in series.finish_with_histograms().1 {
+            log.push_host(&host);
+        }
+        // The second run starts 4.25 s after the first's measured window.
+        let later = start + Duration::from_millis(4250);
+        log.begin_run(&run("step2", &two, later)).unwrap();
+        let mut series = TimeSeries::new(2).hand_over_histograms(true);
+        for second in 0..2 {
+            feed(&mut log, &mut series, interval(0, second, &[1000], &[]));
+            feed(&mut log, &mut series, interval(1, second, &[2000; 2], &[]));
+        }
+        finish(log, series).unwrap();
+
+        let bytes = fs::read(&path).unwrap();
+        let mut lines: BTreeMap<(String, u128), (u64, u128)> = BTreeMap::new();
+        for entry in IntervalLogIterator::new(&bytes) {
+            if let LogEntry::Interval(i) = entry.unwrap() {
+                let h = hostmax_aggregate::decode_histogram(i.encoded_histogram()).unwrap();
+                let key = (
+                    i.tag().unwrap().to_string(),
+                    i.start_timestamp().as_millis(),
+                );
+                assert!(lines
+                    .insert(key, (h.len(), i.duration().as_millis()))
+                    .is_none());
+            }
+        }
+        let get = |tag: &str, ms: u128| lines.get(&(tag.to_string(), ms)).copied();
+        assert_eq!(get("step1-loop3-read", 0), Some((3, 1000)));
+        assert_eq!(get("step1-host-read", 1000), Some((3, 500)));
+        assert_eq!(get("step2-loop3-read", 4250), Some((1, 1000)));
+        assert_eq!(get("step2-loop4-read", 5250), Some((2, 500)));
+        assert_eq!(get("step2-host-read", 5250), Some((3, 500)));
+        // Step 1: 1 device + host, 2 s; step 2: 2 devices + host, 2 s.
+        assert_eq!(lines.len(), 2 * 2 + 3 * 2, "{lines:?}");
+        let text = String::from_utf8(bytes).unwrap();
+        assert_eq!(text.matches("#[StartTime:").count(), 1);
+        assert!(text.contains("\n#step2: randread bs=4096 iodepth=32 on 2 devices; its measured window starts at 4.250 s\n"), "{text}");
+        assert!(text.contains("\n#tag step2-loop4: /dev/loop4\n"), "{text}");
+    }
+
+    #[test]
     fn read_only_runs_log_only_reads_and_unfinished_logs_leave_nothing() {
         let scratch = ScratchDir::new("reads");
         let path = scratch.0.join("r.hlog");
