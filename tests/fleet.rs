@@ -476,6 +476,100 @@ fn hdr_log_has_one_interval_per_device_op_and_second_adding_up_to_the_report() {
     assert_eq!(names.len(), 2, "{names:?}");
 }
 
+/// A command of several runs keeps every run in its one `--hdr-log`: `hostmax sweep` over 1
+/// then 2 volumes logs both steps, each tagged by its step (`step2-loop0-read`,
+/// `step2-host-read`), the second step's seconds after the first's, and each step's logged
+/// I/Os add up exactly to that step's report.
+#[test]
+fn sweep_hdr_log_holds_every_step_tagged_by_step() {
+    require_root!();
+    let scratch = ScratchDir::new("fleet-sweep-hlog");
+    let host = volumes(2, 32 * MIB);
+    let paths = volume_paths(&host);
+    let (json, log) = (path_in(&scratch, "s.json"), path_in(&scratch, "s.hlog"));
+    {
+        let _lock = rate_test_lock();
+        let mut args = vec!["sweep".to_string()];
+        args.extend(short_run(
+            &paths,
+            &json,
+            "2s",
+            &["--steps", "1,2", "--hdr-log", &log],
+        ));
+        hostmax_ok(&args);
+    }
+    let root = read_json(&json);
+    let runs = root["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 2, "{root}");
+    let (counts, _) = read_interval_log(&log);
+    let names: Vec<String> = paths
+        .iter()
+        .map(|p| {
+            Path::new(p)
+                .file_name()
+                .unwrap()
+                .to_string_lossy()
+                .into_owned()
+        })
+        .collect();
+    let seconds_of = |tag: &str| -> Vec<u64> {
+        counts
+            .keys()
+            .filter(|(t, _)| t == tag)
+            .map(|(_, s)| *s)
+            .collect()
+    };
+    let mut expected_lines = 0;
+    let mut last_second_before: Option<u64> = None;
+    for (i, run) in runs.iter().enumerate() {
+        let step = format!("step{}", i + 1);
+        let volumes = i + 1;
+        let seconds = run["time_series"].as_array().unwrap().len();
+        assert!(seconds >= 2, "{step}: {}", run["time_series"]);
+        // Every second of the step is in the log, after the previous step's.
+        let host_seconds = seconds_of(&format!("{step}-host-read"));
+        assert_eq!(host_seconds.len(), seconds, "{step}: {counts:?}");
+        if let Some(before) = last_second_before {
+            assert!(host_seconds[0] > before, "{step} overlaps: {counts:?}");
+        }
+        last_second_before = host_seconds.last().copied();
+        // Each step's logged I/Os add up to that step's report, device by device and host.
+        let sum = |tag: String| logged_ios(&counts, &tag);
+        for (d, name) in names.iter().enumerate().take(volumes) {
+            assert_eq!(
+                seconds_of(&format!("{step}-{name}-read")).len(),
+                seconds,
+                "{step} {name}"
+            );
+            assert_eq!(
+                sum(format!("{step}-{name}-read")),
+                ios(&run["devices"][d], "read"),
+                "{step} {name}"
+            );
+        }
+        assert!(ios(&run["host"], "read") > 0, "{step}");
+        assert_eq!(
+            sum(format!("{step}-host-read")),
+            ios(&run["host"], "read"),
+            "{step}"
+        );
+        expected_lines += (volumes + 1) * seconds;
+    }
+    // Nothing else: no untagged or other step's lines (step 1 has no second volume).
+    assert_eq!(counts.len(), expected_lines, "{counts:?}");
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert_eq!(text.matches("#[StartTime:").count(), 1, "{text}");
+    for step in ["step1", "step2"] {
+        assert!(text.contains(&format!("\n#{step}: randread ")), "{text}");
+    }
+    assert!(
+        text.contains(&format!("\n#tag step2-{}: {}\n", names[1], paths[1])),
+        "{text}"
+    );
+    // Written atomically: no temporary file left beside them.
+    assert_eq!(std::fs::read_dir(&scratch.0).unwrap().count(), 2);
+}
+
 #[test]
 fn start_at_delays_the_start() {
     require_root!();

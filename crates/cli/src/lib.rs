@@ -6,16 +6,19 @@
 //! - `command`: one module per subcommand (the main run, `demo`, `verify`, `sweep`, `curve`,
 //!   `suite`, `doctor`, `merge`), each from its parsed options to its exit code.
 //! - `measure`: measuring a plan, the one way every command runs I/O (engine, live view,
-//!   `--start-at`, `--hdr-log`, signals, a stamped report), and printing a report.
+//!   `--start-at`, the outputs that record runs, signals, a stamped report), and printing a
+//!   report.
 //! - `verdict`: spec options into a spec set, the run shape each promise needs, the verdict
 //!   table. `diagnosis`: the host settings that hold a test back (`hostmax doctor`, and the
 //!   main run's one-line warning).
 //! - [`plan`]: [`plan::plan_run`] checks a plain [`plan::PlanRequest`] against the targets
 //!   and the host before any I/O into a [`plan::RunPlan`], its fleet options
 //!   ([`plan::fleet`], [`plan::start_at`]) included.
-//! - `output`: the live view, the final table, the `--json` report, the `--hdr-log`, the
-//!   curve's table and chart, and every output file's destination (checked once, written
-//!   atomically); [`chart`] draws SVG charts; [`provenance`] stamps each report with its run
+//! - `output`: the live view, the final table, the curve's table and chart, and every output
+//!   file: each command declares its outputs beside its plan (`output::export::Outputs`),
+//!   checked once before any I/O and written once through one trait, `output::export::Export`
+//!   (the `--json` report, the `--hdr-log` holding every run, `--svg` charts, the suite's
+//!   page), atomically; [`chart`] draws SVG charts; [`provenance`] stamps each report with its run
 //!   id, window, version and host, and checks that merged runs were measured together.
 //! - [`args`]: the command line ([`args::Cli`]; [`args::RunArgs::request`] makes the plan
 //!   request); [`units`] parses sizes, durations, CPU lists; [`devices`] expands and

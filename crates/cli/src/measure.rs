@@ -1,6 +1,7 @@
 //! Measuring a plan, the one way every command runs I/O: engine, live view, `--start-at`,
-//! `--hdr-log`, signals, aggregation into a stamped report ([`measure`]); printing and writing
-//! a report ([`emit`]); and the engine's errors as refusals ([`refusal_or_error`]).
+//! the outputs that record the runs (`--hdr-log`), signals, aggregation into a stamped report
+//! ([`measure`]); printing a report and writing its outputs ([`emit`]); and the engine's errors
+//! as refusals ([`refusal_or_error`]).
 //!
 //! The I/O path is the engine's pinned threads; this side only reads their one-second
 //! intervals, feeds the live view, and turns the result into a report. Signals: see
@@ -19,25 +20,23 @@ use hostmax_engine::{
 
 use crate::error::BadInput;
 use crate::exit_code;
-use crate::output::destination::Destination;
-use crate::output::hdr_log::HdrLogRecorder;
+use crate::output::export::{Outputs, RecordRuns, Recorders, RunStart};
 use crate::output::{self, progress::LiveView};
 use crate::plan::RunPlan;
 use crate::signals::RunningGuard;
 
-/// Measures the plan, lets `complete` add to the report (a verdict), prints the table and
-/// writes the JSON, then the `--hdr-log`: the report is out first, so a failure writing the
-/// interval log cannot lose it. Returns the report and the interrupting signal (0 if none).
+/// Measures the plan (a command's only run), lets `complete` add to the report (a verdict),
+/// prints the table and writes the outputs: the JSON first, then the `--hdr-log`, so a failure
+/// writing the interval log cannot lose the report. Returns the report and the interrupting
+/// signal (0 if none).
 pub fn run_and_emit(
     plan: &RunPlan,
+    mut outputs: Outputs<HostReport>,
     complete: impl FnOnce(&mut HostReport),
 ) -> anyhow::Result<(HostReport, i32)> {
-    let (mut report, interrupted, hdr_log) = measure_keeping_log(plan)?;
+    let (mut report, interrupted) = measure(plan, None, &mut outputs.recorders())?;
     complete(&mut report);
-    emit(&report, plan.json.as_ref())?;
-    if let Some(log) = hdr_log {
-        log.finish()?;
-    }
+    emit(&report, outputs)?;
     Ok((report, interrupted))
 }
 
@@ -52,25 +51,18 @@ pub fn exit_code(report: &HostReport, interrupted_by: i32) -> i32 {
     .code()
 }
 
-/// Runs the plan with a live view and signal handling; returns the report and the signal
-/// number that interrupted it (0 if none). A `--hdr-log` is written before it returns.
-pub fn measure(plan: &RunPlan) -> anyhow::Result<(HostReport, i32)> {
-    let (report, signal, hdr_log) = measure_keeping_log(plan)?;
-    if let Some(log) = hdr_log {
-        log.finish()?;
-    }
-    Ok((report, signal))
-}
-
-/// What the CLI does while the engine measures a plan: waits for `--start-at`, opens the
-/// `--hdr-log`, registers the run with the signal watch, and feeds the live view and the log.
-struct LiveRun<'a> {
+/// What the CLI does while the engine measures a plan: waits for `--start-at`, tells the
+/// recorders (the `--hdr-log`) the run begins, registers the run with the signal watch, and
+/// feeds the live view and the recorders.
+struct LiveRun<'a, 'r> {
     plan: &'a RunPlan,
+    /// The run's name among the command's runs (`step2`), for the recorders.
+    label: Option<&'a str>,
     series: TimeSeries,
     /// Made when the run starts: it speaks at once (the ramp notice), and nothing may come
     /// before `--start-at`'s "starting at" line.
     view: Option<LiveView>,
-    hdr_log: Option<HdrLogRecorder>,
+    recorders: &'a mut Recorders<'r>,
     /// Why the run was called off before it started (the `--hdr-log` could not be made).
     failed: Option<anyhow::Error>,
     /// The signal that came while waiting for `--start-at`.
@@ -78,22 +70,25 @@ struct LiveRun<'a> {
     running: Option<RunningGuard<'static>>,
 }
 
-impl Observer for LiveRun<'_> {
+impl Observer for LiveRun<'_, '_> {
     fn before_start(&mut self, prepared: &PreparedRun) -> ControlFlow<()> {
         let plan = self.plan;
         let ready = crate::plan::start_at::wait_for_start(plan.fleet.start_at).and_then(|sig| {
             self.interrupted = sig;
-            match sig {
-                Some(_) => Ok(None),
-                None => HdrLogRecorder::for_run(&plan.fleet, prepared.targets(), &plan.workload),
+            if sig.is_some() {
+                return Ok(());
             }
+            let targets: Vec<_> = prepared.targets().iter().map(|t| t.path.clone()).collect();
+            self.recorders.begin(&RunStart {
+                label: self.label,
+                targets: &targets,
+                workload: &plan.workload,
+                measured_start: std::time::SystemTime::now() + plan.workload.ramp,
+            })
         });
         match ready {
-            Ok(log) if self.interrupted.is_none() => {
-                self.hdr_log = log;
-                ControlFlow::Continue(())
-            }
-            Ok(_) => ControlFlow::Break(()),
+            Ok(()) if self.interrupted.is_none() => ControlFlow::Continue(()),
+            Ok(()) => ControlFlow::Break(()),
             Err(e) => {
                 self.failed = Some(e);
                 ControlFlow::Break(())
@@ -111,17 +106,15 @@ impl Observer for LiveRun<'_> {
     }
 
     fn interval(&mut self, interval: DeviceInterval) {
-        if let Some(log) = &mut self.hdr_log {
-            log.push(&interval);
-        }
+        self.recorders.interval(&interval);
         if let Some(point) = self.series.push(interval) {
             if let Some(view) = &mut self.view {
                 view.update(&point);
             }
         }
-        if let Some(log) = &mut self.hdr_log {
+        if !self.recorders.is_empty() {
             for host in self.series.take_histograms() {
-                log.push_host(&host);
+                self.recorders.host_second(&host);
             }
         }
     }
@@ -149,22 +142,28 @@ fn measure_request(plan: &RunPlan) -> MeasureRequest {
     }
 }
 
-/// [`measure`], leaving the `--hdr-log` recorder to the caller to finish (after the report is
-/// safe).
-fn measure_keeping_log(
+/// Runs the plan with a live view and signal handling, `recorders` (the outputs that record
+/// runs, such as the `--hdr-log`) seeing its seconds under `label` (its name among the
+/// command's runs, `None` for its only run); returns the report and the signal number that
+/// interrupted it (0 if none). The outputs are written by the command, once all its runs are
+/// done.
+pub fn measure(
     plan: &RunPlan,
-) -> anyhow::Result<(HostReport, i32, Option<HdrLogRecorder>)> {
+    label: Option<&str>,
+    recorders: &mut Recorders<'_>,
+) -> anyhow::Result<(HostReport, i32)> {
     let workload = &plan.workload;
     // Before any I/O, so the signatures shown are those the devices carried.
     let identities: Vec<_> = plan.targets.iter().map(identify).collect();
     let mut live = LiveRun {
         plan,
-        // A --hdr-log takes each second's host histograms from the series: merged once.
+        label,
+        // A recorder takes each second's host histograms from the series: merged once.
         series: TimeSeries::new(plan.targets.len())
             .keep_histograms(plan.fleet.series_histograms)
-            .hand_over_histograms(plan.fleet.hdr_log.is_some()),
+            .hand_over_histograms(!recorders.is_empty()),
         view: None,
-        hdr_log: None,
+        recorders,
         failed: None,
         interrupted: None,
         running: None,
@@ -173,7 +172,7 @@ fn measure_keeping_log(
     let LiveRun {
         series,
         view,
-        mut hdr_log,
+        recorders,
         failed,
         interrupted,
         running,
@@ -191,11 +190,9 @@ fn measure_keeping_log(
         Err(e) => return Err(refusal_or_error(e, "the run failed")),
     };
     let (points, partial_seconds) = series.finish_with_histograms();
-    if let Some(log) = &mut hdr_log {
-        log.run_ended_after(result.measured);
-        for host in &partial_seconds {
-            log.push_host(host);
-        }
+    recorders.ended_after(result.measured);
+    for host in &partial_seconds {
+        recorders.host_second(host);
     }
     if let Some(view) = view {
         view.finish();
@@ -213,21 +210,19 @@ fn measure_keeping_log(
     let sig = crate::signals::watch().signal();
     // Interrupted means a signal; a stop-all after an I/O error is reported by its errors.
     report.interrupted = sig != 0;
-    Ok((report, sig, hdr_log))
+    Ok((report, sig))
 }
 
-/// Prints the table (stdout, or stderr when the JSON goes to stdout) and writes the JSON.
-pub fn emit(report: &HostReport, json: Option<&Destination>) -> anyhow::Result<()> {
+/// Prints the table (stdout, or stderr when the JSON goes to stdout) and writes the outputs.
+pub fn emit(report: &HostReport, outputs: Outputs<HostReport>) -> anyhow::Result<()> {
+    let json = outputs.json();
     let width = match json {
-        Some(Destination::Stdout) => output::table::stderr_width(),
+        Some(output::destination::Destination::Stdout) => output::table::stderr_width(),
         _ => output::table::terminal_width(),
     };
     let table = output::table::render_table_fitting(report, width);
     output::destination::print_beside_json(&table, json);
-    if let Some(dest) = json {
-        output::json::write_json(report, dest)?;
-    }
-    Ok(())
+    outputs.write(report)
 }
 
 /// Turns an engine error into a refusal (exit 2) where the user can fix it, else into an

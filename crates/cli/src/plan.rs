@@ -21,7 +21,6 @@ use hostmax_engine::{
 
 use crate::devices::{create_files, expand_device_args, resolve_targets_creating};
 use crate::error::BadInput;
-use crate::output::destination::Destination;
 use crate::units::{format_size, human_size};
 
 /// Open files a run needs besides one per target (stdio, rings, eventfds, the report).
@@ -55,8 +54,9 @@ pub struct PlanRequest {
     pub seed: Option<u64>,
     /// `--rate-iops`, per device.
     pub rate_iops: Option<u64>,
-    /// `--json` (`-`: standard output).
-    pub json: Option<PathBuf>,
+    /// The files the command writes (its declared outputs, as option and absolute path):
+    /// refused as targets, whose data the run would read or write.
+    pub outputs: Vec<(&'static str, PathBuf)>,
     /// `--allow-write`.
     pub allow_write: bool,
     /// `--allow-overlap`.
@@ -75,8 +75,6 @@ pub struct PlanRequest {
     pub write_data: WriteData,
     /// `--start-at`.
     pub start_at: Option<SystemTime>,
-    /// `--hdr-log`.
-    pub hdr_log: Option<PathBuf>,
     /// Keep each second's histograms in the JSON (`--no-series-histograms` turns it off).
     pub series_histograms: bool,
 }
@@ -96,7 +94,7 @@ impl Default for PlanRequest {
             cpus: None,
             seed: None,
             rate_iops: None,
-            json: None,
+            outputs: Vec::new(),
             allow_write: false,
             allow_overlap: false,
             force: false,
@@ -106,7 +104,6 @@ impl Default for PlanRequest {
             polling: Polling::default(),
             write_data: WriteData::default(),
             start_at: None,
-            hdr_log: None,
             series_histograms: true,
         }
     }
@@ -124,48 +121,28 @@ pub struct RunPlan {
     pub workload: Workload,
     /// CPUs the workers may use; `None` is every allowed CPU.
     pub cpus: Option<Vec<usize>>,
-    /// Where the JSON report goes, if anywhere.
-    pub json: Option<Destination>,
     /// `--allow-write` was given (and the write safety checks passed).
     pub allow_write: bool,
     /// Threads per CPU (default) or per device (`--thread-per-device`, for comparisons).
     pub layout: ThreadLayout,
     /// What to do when a device fails an I/O (`--on-error`).
     pub on_error: ErrorPolicy,
-    /// `--start-at` and `--hdr-log`.
+    /// `--start-at` and the per-second histograms.
     pub fleet: fleet::FleetPlan,
     /// `--iopoll` / `--sqpoll`.
     pub polling: Polling,
 }
 
 impl RunPlan {
-    /// Refuses outputs that would overwrite each other or a target: the run's `--json` and
-    /// `--hdr-log` and a command's `extra` ones (option, path), against every target
-    /// (`output::destination::check_apart`).
-    pub fn check_outputs_apart(&self, extra: &[(&str, &Path)]) -> Result<(), BadInput> {
-        let mut outputs = extra.to_vec();
-        if let Some(Destination::File(path)) = &self.json {
-            outputs.push(("--json", path));
-        }
-        if let Some(path) = &self.fleet.hdr_log {
-            outputs.push(("--hdr-log", path));
-        }
+    /// Refuses outputs (option, path) that are one of the run's targets
+    /// (`output::destination::check_apart`): writing one would replace what the run measures.
+    pub fn check_outputs_apart(&self, outputs: &[(&str, &Path)]) -> Result<(), BadInput> {
         let inputs: Vec<(&str, &Path)> = self
             .targets
             .iter()
             .map(|t| ("--devices", t.path.as_path()))
             .collect();
-        crate::output::destination::check_apart(&outputs, &inputs)
-    }
-
-    /// Checks `--svg` (a file, apart from the run's other outputs and its devices) before any I/O.
-    pub fn check_svg(&self, svg: Option<&Path>) -> Result<Option<Destination>, BadInput> {
-        let Some(path) = svg else {
-            return Ok(None);
-        };
-        let path = crate::output::destination::SVG.check_file(path)?;
-        self.check_outputs_apart(&[("--svg", &path)])?;
-        Ok(Some(Destination::File(path)))
+        crate::output::destination::check_apart(outputs, &inputs)
     }
 }
 
@@ -236,11 +213,6 @@ pub fn plan_run_with(request: &PlanRequest, limits: &HostLimits) -> Result<RunPl
         Some(list) => Some(check_cpus(list, limits)?),
         None => None,
     };
-    let json = request
-        .json
-        .as_deref()
-        .map(|path| crate::output::destination::JSON.check(path))
-        .transpose()?;
     let devices = &request.devices;
     if devices.is_empty() {
         return Err(BadInput(
@@ -267,7 +239,6 @@ pub fn plan_run_with(request: &PlanRequest, limits: &HostLimits) -> Result<RunPl
     }
     let fleet = fleet::plan_fleet(
         request.start_at,
-        request.hdr_log.as_deref(),
         request.series_histograms,
         workload.runtime,
     )?;
@@ -279,14 +250,18 @@ pub fn plan_run_with(request: &PlanRequest, limits: &HostLimits) -> Result<RunPl
         targets,
         workload,
         cpus,
-        json,
         allow_write: request.allow_write,
         layout: request.layout,
         on_error: request.on_error,
         fleet,
         polling: request.polling,
     };
-    plan.check_outputs_apart(&[])?;
+    let outputs: Vec<(&str, &Path)> = request
+        .outputs
+        .iter()
+        .map(|(option, path)| (*option, path.as_path()))
+        .collect();
+    plan.check_outputs_apart(&outputs)?;
     // Every check passed: now a word on the names dropped as repeats (a refusal stays one line).
     for note in crate::devices::duplicate_notes(&candidates) {
         eprintln!("hostmax: {note}");

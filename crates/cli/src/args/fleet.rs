@@ -32,6 +32,7 @@ pub struct FleetRunArgs {
 
     /// Write per-second latency histograms of every device and op (tags such as loop3-read)
     /// and of the host (host-read, host-write) to PATH, in HdrHistogram's interval-log format.
+    /// verify, sweep and curve log every run, its tags led by its name (step2-loop3-read).
     #[arg(long, value_name = "PATH")]
     pub hdr_log: Option<PathBuf>,
 

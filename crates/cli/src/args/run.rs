@@ -9,6 +9,10 @@ use clap::Args;
 use hostmax_device::{parse_cpu_list, CpuListError};
 use hostmax_engine::{IoPattern, MAX_IODEPTH};
 
+use crate::error::BadInput;
+use crate::output::export::Outputs;
+use crate::output::hdr_log::HdrLog;
+use crate::output::json::JsonReport;
 use crate::plan::PlanRequest;
 use crate::units::{parse_count, parse_duration, parse_percent, parse_seed, parse_size};
 
@@ -150,7 +154,25 @@ pub struct RunArgs {
 }
 
 impl RunArgs {
-    /// The plain planning request these options make.
+    /// The outputs every measuring command declares from these options, whatever its JSON
+    /// root `R`: `--json`, then `--hdr-log` (every run of the command in it). Checked now,
+    /// before any I/O; a command adds its own (`--svg`).
+    pub(crate) fn outputs<R: serde::Serialize + ?Sized>(&self) -> Result<Outputs<R>, BadInput> {
+        Outputs::new()
+            .declare(self.json.as_deref(), JsonReport)?
+            .declare(self.fleet.hdr_log.as_deref(), HdrLog::default())
+    }
+
+    /// The plain planning request these options make, keeping its targets apart from the
+    /// files `outputs` write.
+    pub(crate) fn request_beside<R: ?Sized>(&self, outputs: &Outputs<R>) -> PlanRequest {
+        PlanRequest {
+            outputs: outputs.files(),
+            ..self.request()
+        }
+    }
+
+    /// The plain planning request these options make (no output files to keep apart).
     pub fn request(&self) -> PlanRequest {
         PlanRequest {
             devices: device_args(self),
@@ -164,7 +186,7 @@ impl RunArgs {
             cpus: self.cpus.as_ref().map(|list| list.0.clone()),
             seed: self.seed,
             rate_iops: self.rate_iops,
-            json: self.json.clone(),
+            outputs: Vec::new(),
             allow_write: self.allow_write,
             allow_overlap: self.allow_overlap,
             force: self.force,
@@ -185,7 +207,6 @@ impl RunArgs {
                 verify: self.verify,
             },
             start_at: self.fleet.start_at,
-            hdr_log: self.fleet.hdr_log.clone(),
             series_histograms: !self.fleet.no_series_histograms,
         }
     }

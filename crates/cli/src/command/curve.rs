@@ -12,6 +12,7 @@ use crate::error::BadInput;
 use crate::measure;
 use crate::output::curve::{curve_chart, render_curve};
 use crate::output::destination::print_beside_json;
+use crate::output::svg::SvgChart;
 use crate::plan::plan_run;
 
 /// The depths a curve runs by default: light load to well past where most volumes saturate.
@@ -34,8 +35,14 @@ impl CurveArgs {
 
 /// Runs `hostmax curve`; returns the exit code.
 pub fn curve(args: &CurveArgs) -> anyhow::Result<i32> {
-    let base = plan_run(&args.run.request())?;
-    let svg = base.check_svg(args.svg.as_deref())?;
+    // Declared before any I/O, written once at the end: the JSON, the chart and one
+    // `--hdr-log` holding every depth.
+    let mut outputs = args.run.outputs::<CurveReport>()?.declare(
+        args.svg.as_deref(),
+        SvgChart(|r: &CurveReport| curve_chart(&r.curve)),
+    )?;
+    let base = plan_run(&args.run.request_beside(&outputs))?;
+    let json = outputs.json().cloned();
     let depths = args
         .depths
         .as_ref()
@@ -58,13 +65,13 @@ pub fn curve(args: &CurveArgs) -> anyhow::Result<i32> {
     for (i, &depth) in depths.iter().enumerate() {
         let mut plan = base.clone();
         plan.workload.iodepth = depth;
-        plan.json = None;
         eprintln!(
             "hostmax curve: step {}/{}: depth {depth} per volume",
             i + 1,
             depths.len()
         );
-        let (report, sig) = measure::measure(&plan)?;
+        let label = format!("step{}", i + 1);
+        let (report, sig) = measure::measure(&plan, Some(&label), &mut outputs.recorders())?;
         reports.push(report);
         if sig != 0 {
             signal = sig;
@@ -80,7 +87,7 @@ pub fn curve(args: &CurveArgs) -> anyhow::Result<i32> {
     };
     print_beside_json(
         &format!("\n{}", render_curve(&found, &reports)),
-        base.json.as_ref(),
+        json.as_ref(),
     );
     // Consistency is judged where the host would be run: at its knee, else at saturation.
     let at = found
@@ -98,16 +105,8 @@ pub fn curve(args: &CurveArgs) -> anyhow::Result<i32> {
     if let Some(c) = &consistency {
         print_beside_json(
             &format!("at depth {at}: {}", crate::verdict::consistency::render(c)),
-            base.json.as_ref(),
+            json.as_ref(),
         );
-    }
-    if let Some(dest) = &svg {
-        let chart = curve_chart(&found).to_svg()?;
-        crate::output::destination::write_output(
-            &crate::output::destination::SVG,
-            dest,
-            chart.as_bytes(),
-        )?;
     }
     let code = crate::exit_code::Outcome {
         signal,
@@ -116,15 +115,13 @@ pub fn curve(args: &CurveArgs) -> anyhow::Result<i32> {
         verdict_failed: consistency.as_ref().is_some_and(|c| !c.pass),
     }
     .code();
-    if let Some(dest) = &base.json {
-        let root = CurveReport {
-            schema_version: SCHEMA_VERSION,
-            curve: found,
-            runs: reports,
-            consistency,
-        };
-        crate::output::json::write_json(&root, dest)?;
-    }
+    let root = CurveReport {
+        schema_version: SCHEMA_VERSION,
+        curve: found,
+        runs: reports,
+        consistency,
+    };
+    outputs.write(&root)?;
     Ok(code)
 }
 

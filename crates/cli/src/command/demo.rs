@@ -9,6 +9,7 @@ use hostmax_aggregate::HostReport;
 use crate::args::demo::DemoArgs;
 use crate::error::BadInput;
 use crate::measure::{emit, exit_code, measure};
+use crate::output::export::{Outputs, Recorders};
 use crate::plan::RunPlan;
 use hostmax_simhost::{SimHostMode, SimHostSpec, SimulatedHost};
 
@@ -78,15 +79,15 @@ pub fn demo(args: &DemoArgs) -> anyhow::Result<i32> {
             ..hostmax_engine::Workload::default()
         },
         cpus: None,
-        json: None,
         allow_write: false,
         layout: Default::default(),
         on_error: Default::default(),
         fleet: Default::default(),
         polling: Default::default(),
     };
-    let (report, signal) = measure(&plan)?;
-    emit(&report, None)?;
+    // The demo writes no file: its table is its only output.
+    let (report, signal) = measure(&plan, None, &mut Recorders::none())?;
+    emit(&report, Outputs::new())?;
     if capped {
         println!();
         println!("{}", demo_caps_summary(&report, &host));

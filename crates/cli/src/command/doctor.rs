@@ -135,30 +135,25 @@ pub fn run(args: &DoctorArgs) -> anyhow::Result<i32> {
     if args.iodepth == 0 {
         return Err(BadInput("--iodepth 0: give 1 or more".into()).into());
     }
-    let json = args
-        .json
-        .as_deref()
-        .map(|p| crate::output::destination::JSON.check(p))
-        .transpose()?;
+    let outputs = crate::output::export::Outputs::<DoctorReport>::new()
+        .declare(args.json.as_deref(), crate::output::json::JsonReport)?;
     let disks = disks_of(&root, &args.devices)?;
     let findings = diagnose(&root, &disks, &shape(args.iodepth, 4096, None));
-    crate::output::destination::print_beside_json(&render(&findings, &disks), json.as_ref());
-    if let Some(dest) = &json {
-        let report = DoctorReport {
-            schema_version: hostmax_aggregate::SCHEMA_VERSION,
-            harmful: findings
-                .iter()
-                .filter(|f| f.severity == Severity::Harmful)
-                .count(),
-            warnings: findings
-                .iter()
-                .filter(|f| f.severity == Severity::Warning)
-                .count(),
-            devices: disks,
-            findings,
-        };
-        crate::output::json::write_json(&report, dest)?;
-    }
+    crate::output::destination::print_beside_json(&render(&findings, &disks), outputs.json());
+    let report = DoctorReport {
+        schema_version: hostmax_aggregate::SCHEMA_VERSION,
+        harmful: findings
+            .iter()
+            .filter(|f| f.severity == Severity::Harmful)
+            .count(),
+        warnings: findings
+            .iter()
+            .filter(|f| f.severity == Severity::Warning)
+            .count(),
+        devices: disks,
+        findings,
+    };
+    outputs.write(&report)?;
     Ok(0)
 }
 

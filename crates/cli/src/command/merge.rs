@@ -7,7 +7,8 @@ use hostmax_aggregate::{merge_reports, HostReport, MergeError, SCHEMA_VERSION};
 
 use crate::args::fleet::MergeArgs;
 use crate::error::{option_for, BadInput};
-use crate::output::destination;
+use crate::output::export::Outputs;
+use crate::output::json::JsonReport;
 use crate::provenance;
 
 /// Reads one report file, refusing (as [`BadInput`]) anything that is not a hostmax report of
@@ -50,19 +51,13 @@ pub fn load_report(path: &Path) -> Result<HostReport, BadInput> {
 /// JSON. Every refusal (unreadable file, not a report, other schema, differing workloads,
 /// missing histograms) is a [`BadInput`] naming the file and the field.
 pub fn run_merge(args: &MergeArgs) -> anyhow::Result<i32> {
-    let json = args
-        .json
-        .as_deref()
-        .map(|p| destination::JSON.check(p))
-        .transpose()?;
-    if let Some(out) = &args.json {
-        let inputs: Vec<(&str, &Path)> = args
-            .reports
-            .iter()
-            .map(|p| ("a report being merged", p.as_path()))
-            .collect();
-        destination::check_apart(&[("--json", out)], &inputs)?;
-    }
+    let outputs = Outputs::<HostReport>::new().declare(args.json.as_deref(), JsonReport)?;
+    let inputs: Vec<(&str, &Path)> = args
+        .reports
+        .iter()
+        .map(|p| ("a report being merged", p.as_path()))
+        .collect();
+    outputs.check_apart_from(&inputs)?;
     let reports = args
         .reports
         .iter()
@@ -105,7 +100,7 @@ pub fn run_merge(args: &MergeArgs) -> anyhow::Result<i32> {
     if let Some(note) = seeds_note(&merged) {
         eprintln!("{note}");
     }
-    crate::measure::emit(&merged, json.as_ref())?;
+    crate::measure::emit(&merged, outputs)?;
     Ok(0)
 }
 

@@ -9,7 +9,8 @@ use crate::args::verify::{Step, SweepArgs};
 use crate::chart::{Band, LegendCorner, LineChart, Series, SeriesStyle, TickFormat};
 use crate::error::BadInput;
 use crate::measure;
-use crate::output::destination::{self, print_beside_json};
+use crate::output::destination::print_beside_json;
+use crate::output::svg::SvgChart;
 use crate::plan::plan_run;
 use crate::units::format_mib_per_sec;
 
@@ -161,12 +162,18 @@ pub fn sweep_chart(sweep: &Sweep) -> LineChart {
 
 /// Runs `hostmax sweep`; returns the exit code.
 pub fn sweep(args: &SweepArgs) -> anyhow::Result<i32> {
-    let base = plan_run(&args.run.request())?;
+    // Declared before any I/O, written once at the end: the JSON, the chart and one
+    // `--hdr-log` holding every step.
+    let mut outputs = args.run.outputs::<SweepReport>()?.declare(
+        args.svg.as_deref(),
+        SvgChart(|r: &SweepReport| sweep_chart(&r.sweep)),
+    )?;
+    let base = plan_run(&args.run.request_beside(&outputs))?;
     let steps = resolve_steps(
         args.steps.as_ref().map(|s| s.0.as_slice()),
         base.targets.len(),
     )?;
-    let svg = base.check_svg(args.svg.as_deref())?;
+    let json = outputs.json().cloned();
     let specs = args.run.spec.spec_set(&base.targets)?;
     let tolerance = specs
         .as_ref()
@@ -192,14 +199,14 @@ pub fn sweep(args: &SweepArgs) -> anyhow::Result<i32> {
     for (i, &n) in steps.iter().enumerate() {
         let mut plan = base.clone();
         plan.targets.truncate(n);
-        plan.json = None;
         eprintln!(
             "hostmax sweep: step {}/{}: {n} volume{}",
             i + 1,
             steps.len(),
             if n == 1 { "" } else { "s" }
         );
-        let (report, sig) = measure::measure(&plan)?;
+        let label = format!("step{}", i + 1);
+        let (report, sig) = measure::measure(&plan, Some(&label), &mut outputs.recorders())?;
         eprintln!(
             "hostmax sweep: {n} volume{}: {:.0} IOPS",
             if n == 1 { "" } else { "s" },
@@ -218,28 +225,22 @@ pub fn sweep(args: &SweepArgs) -> anyhow::Result<i32> {
     };
     print_beside_json(
         &format!("\n{}", render_sweep(&found, &reports)),
-        base.json.as_ref(),
+        json.as_ref(),
     );
-    if let Some(dest) = &svg {
-        let chart = sweep_chart(&found).to_svg()?;
-        destination::write_output(&destination::SVG, dest, chart.as_bytes())?;
-    }
     let code = crate::exit_code::Outcome {
         signal,
         io_errors: reports.iter().any(|r| r.host.errors > 0),
         ..Default::default()
     }
     .code();
-    if let Some(dest) = &base.json {
-        let root = SweepReport {
-            schema_version: SCHEMA_VERSION,
-            hostname: crate::provenance::hostname(),
-            provenance: crate::provenance::spanning(&reports),
-            sweep: found,
-            runs: reports,
-        };
-        crate::output::json::write_json(&root, dest)?;
-    }
+    let root = SweepReport {
+        schema_version: SCHEMA_VERSION,
+        hostname: crate::provenance::hostname(),
+        provenance: crate::provenance::spanning(&reports),
+        sweep: found,
+        runs: reports,
+    };
+    outputs.write(&root)?;
     Ok(code)
 }
 

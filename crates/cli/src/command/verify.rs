@@ -12,7 +12,8 @@ use hostmax_engine::IoPattern;
 use crate::args::verify::VerifyArgs;
 use crate::error::BadInput;
 use crate::measure;
-use crate::output::destination::{print_beside_json, Destination};
+use crate::output::destination::print_beside_json;
+use crate::output::export::Outputs;
 use crate::plan::{plan_run, PlanRequest, RunPlan};
 use crate::verdict::{judged_exit_code, table};
 
@@ -64,15 +65,16 @@ pub fn phase_request(base: &PlanRequest, kind: RuleKind, throughput_bs: u64) -> 
     if let Some(depth) = needs.depth.fixed() {
         request.iodepth = depth;
     }
-    request.json = None;
     request
 }
 
-/// Checks every phase (and the spec) before any I/O; also gives the JSON destination.
+/// Checks every phase (and the spec) before any I/O, each apart from the files `outputs`
+/// write.
 pub fn plan_phases(
     args: &VerifyArgs,
-) -> anyhow::Result<(Vec<Phase>, hostmax_aggregate::SpecSet, Option<Destination>)> {
-    let request = args.run.request();
+    outputs: &Outputs<VerifyReport>,
+) -> anyhow::Result<(Vec<Phase>, hostmax_aggregate::SpecSet)> {
+    let request = args.run.request_beside(outputs);
     let base = plan_run(&request)?;
     let Some(set) = args.run.spec.spec_set(&base.targets)? else {
         return Err(BadInput(
@@ -93,13 +95,16 @@ pub fn plan_phases(
         })?;
         phases.push(Phase { kind, plan });
     }
-    // The JSON destination was checked with the base plan; it is written once, at the end.
-    Ok((phases, set, base.json))
+    Ok((phases, set))
 }
 
 /// Runs `hostmax verify`; returns the exit code.
 pub fn verify(args: &VerifyArgs) -> anyhow::Result<i32> {
-    let (phases, set, json) = plan_phases(args)?;
+    // Declared before any I/O, written once at the end: the JSON and one `--hdr-log` holding
+    // every phase.
+    let mut outputs = args.run.outputs::<VerifyReport>()?;
+    let (phases, set) = plan_phases(args, &outputs)?;
+    let json = outputs.json().cloned();
     let required = args.run.spec.consistency()?;
     let mut reports: Vec<HostReport> = Vec::new();
     let mut signal = 0;
@@ -110,7 +115,8 @@ pub fn verify(args: &VerifyArgs) -> anyhow::Result<i32> {
             phases.len(),
             phase.describe()
         );
-        let (report, sig) = measure::measure(&phase.plan)?;
+        let label = format!("phase{}", i + 1);
+        let (report, sig) = measure::measure(&phase.plan, Some(&label), &mut outputs.recorders())?;
         print_beside_json(
             &crate::output::table::render_table_fitting(
                 &report,
@@ -133,15 +139,13 @@ pub fn verify(args: &VerifyArgs) -> anyhow::Result<i32> {
         json.as_ref(),
     );
     let code = judged_exit_code(&refs, signal, pass);
-    if let Some(dest) = &json {
-        let root = VerifyReport {
-            schema_version: SCHEMA_VERSION,
-            hostname: crate::provenance::hostname(),
-            provenance: crate::provenance::spanning(&reports),
-            verdict,
-            phases: reports,
-        };
-        crate::output::json::write_json(&root, dest)?;
-    }
+    let root = VerifyReport {
+        schema_version: SCHEMA_VERSION,
+        hostname: crate::provenance::hostname(),
+        provenance: crate::provenance::spanning(&reports),
+        verdict,
+        phases: reports,
+    };
+    outputs.write(&root)?;
     Ok(code)
 }

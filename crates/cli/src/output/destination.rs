@@ -1,6 +1,6 @@
 //! Every output file of every command, in one place: checked once before any I/O
-//! ([`OutputFile::check`], [`check_apart`]) and written whole or not at all ([`write_output`],
-//! through [`super::atomic`]).
+//! ([`OutputFile::check`], [`check_apart`]; [`super::export::Outputs::declare`] calls them)
+//! and written whole or not at all ([`write_output`], through [`super::atomic`]).
 //!
 //! `-` is standard output where that makes sense (a JSON report, which is then the only thing
 //! written there) and refused with a one-line error elsewhere (an interval log or a picture
@@ -138,17 +138,6 @@ impl OutputFile {
             std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf()),
         ))
     }
-
-    /// [`OutputFile::check`] for an output that is always a file (`-` is refused).
-    pub fn check_file(&self, path: &Path) -> Result<PathBuf, BadInput> {
-        match self.check(path)? {
-            Destination::File(path) => Ok(path),
-            Destination::Stdout => Err(BadInput(format!(
-                "{} -: this output goes to a file; give a path such as {}",
-                self.option, self.example
-            ))),
-        }
-    }
 }
 
 /// Refuses an output file that is also another output or one of the command's inputs (a
@@ -268,7 +257,6 @@ mod tests {
             let err = output.check(Path::new("-")).unwrap_err();
             assert!(err.0.contains("goes to a file"), "{err}");
             assert_one_line_naming(&err, output.option, "-");
-            assert!(output.check_file(Path::new("-")).is_err());
         }
     }
 
@@ -318,7 +306,10 @@ mod tests {
         assert_eq!(JSON.check(&path).unwrap(), Destination::File(path.clone()));
         assert!(scratch.entries().is_empty());
         let dotted = scratch.0.join(".").join("x.svg");
-        assert_eq!(SVG.check_file(&dotted).unwrap(), scratch.0.join("x.svg"));
+        assert_eq!(
+            SVG.check(&dotted).unwrap(),
+            Destination::File(scratch.0.join("x.svg"))
+        );
     }
 
     #[test]

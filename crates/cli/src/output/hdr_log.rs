@@ -1,13 +1,19 @@
 //! `--hdr-log`: per-second latency histograms in HdrHistogram's interval-log format, readable
 //! by its own tools (Java `HistogramLogProcessor`, HdrHistogram's log analyzers, the Rust
-//! crate's `IntervalLogIterator`).
+//! crate's `IntervalLogIterator`): the [`HdrLog`] output, written by [`HdrLogRecorder`].
 //!
 //! One tag per device and op (`loop3-read`, `loop3-write`, `loop3-trim`) and per host op
 //! (`host-read`, `host-write`, `host-trim`); only the ops the workload does are logged.
 //! Timestamps are seconds since the measured window's start, which the log's `StartTime` and `BaseTime` give; values are
 //! nanoseconds. Device intervals are written as the engine hands them over (each tag's lines
 //! are in time order); a host interval as the run's time series completes each second. The file is
-//! written beside its path and renamed into place when the run ends, like the JSON.
+//! written beside its path and renamed into place when the command ends, like the JSON.
+//!
+//! A command of several runs (verify's phases, sweep's steps, curve's depths) writes them all
+//! to one log: each run's tags start with its name (`step2-loop3-read`, `step2-host-read`), a
+//! comment line names the run, its workload and devices, and its timestamps are seconds since
+//! the first run's measured window started (the log's `StartTime`), so every run keeps its
+//! place in time.
 
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
@@ -20,7 +26,77 @@ use hdrhistogram::Histogram;
 use hostmax_aggregate::SecondHistograms;
 use hostmax_engine::{DeviceInterval, OpKind, Workload};
 
+use super::destination::{Destination, OutputFile, HDR_LOG};
+use super::export::{Export, RecordRuns, RunStart};
+use crate::error::BadInput;
 use crate::output::atomic::AtomicFile;
+
+/// `--hdr-log`: the interval log of every run of the command, made while they go and renamed
+/// into place when the command writes its outputs.
+#[derive(Default)]
+pub struct HdrLog {
+    /// The checked destination.
+    path: Option<PathBuf>,
+    /// Made when the first run starts.
+    recorder: Option<HdrLogRecorder>,
+}
+
+impl RecordRuns for HdrLog {
+    fn begin(&mut self, run: &RunStart<'_>) -> anyhow::Result<()> {
+        match &mut self.recorder {
+            Some(recorder) => recorder.begin_run(run),
+            None => {
+                let path = self.path.as_deref().expect("prepared when declared");
+                self.recorder = Some(HdrLogRecorder::create_for(path, run)?);
+                Ok(())
+            }
+        }
+    }
+
+    fn interval(&mut self, interval: &DeviceInterval) {
+        if let Some(recorder) = &mut self.recorder {
+            recorder.push(interval);
+        }
+    }
+
+    fn host_second(&mut self, host: &SecondHistograms) {
+        if let Some(recorder) = &mut self.recorder {
+            recorder.push_host(host);
+        }
+    }
+
+    fn ended_after(&mut self, measured: Duration) {
+        if let Some(recorder) = &mut self.recorder {
+            recorder.run_ended_after(measured);
+        }
+    }
+}
+
+impl<R: ?Sized> Export<R> for HdrLog {
+    fn file(&self) -> &'static OutputFile {
+        &HDR_LOG
+    }
+
+    fn prepare(&mut self, dest: &Destination) -> Result<(), BadInput> {
+        // `-` was refused when declared: HDR_LOG is a file only.
+        if let Destination::File(path) = dest {
+            self.path = Some(path.clone());
+        }
+        Ok(())
+    }
+
+    fn recorder(&mut self) -> Option<&mut dyn RecordRuns> {
+        Some(self)
+    }
+
+    /// Renames the log into place; a command that ran nothing has no log to write.
+    fn write(self: Box<Self>, _dest: &Destination, _result: &R) -> anyhow::Result<()> {
+        match self.recorder {
+            Some(recorder) => recorder.finish(),
+            None => Ok(()),
+        }
+    }
+}
 
 /// The interval-log tags of a run's devices: the file name of each path (`/dev/loop3` ->
 /// `loop3`), with characters tags may not hold (`,` and whitespace) replaced by `_`, and
@@ -61,6 +137,14 @@ pub fn device_tags(paths: &[PathBuf]) -> Vec<String> {
         .collect()
 }
 
+/// The kinds of I/O `workload` issues: only those are logged.
+fn logged_ops(workload: &Workload) -> Vec<OpKind> {
+    OpKind::ALL
+        .into_iter()
+        .filter(|&op| workload.pattern.issues(op))
+        .collect()
+}
+
 /// Writes the `--hdr-log` file while a run goes on: feed it every [`DeviceInterval`]
 /// ([`HdrLogRecorder::push`]) and the host's merged histograms of every second from the run's
 /// [`hostmax_aggregate::TimeSeries`] ([`HdrLogRecorder::push_host`]: the series merges each
@@ -70,7 +154,14 @@ pub struct HdrLogRecorder {
     path: PathBuf,
     file: BufWriter<AtomicFile>,
     serializer: V2DeflateSerializer,
+    /// The current run's device tags (its name first, for a run of several).
     tags: Vec<String>,
+    /// The current run's host tag: `host`, or `step2-host`.
+    host_tag: String,
+    /// When the log's time starts: the first run's measured window.
+    base: SystemTime,
+    /// Where the current run's measured window starts in the log's time.
+    offset: Duration,
     /// The kinds of I/O the workload issues: only those are logged.
     logged: Vec<OpKind>,
     /// Where the measured window ends: the planned runtime until [`HdrLogRecorder::run_ended_after`]
@@ -84,19 +175,64 @@ pub struct HdrLogRecorder {
 }
 
 impl HdrLogRecorder {
-    /// The recorder of a run about to start, if `--hdr-log` was given; the measured window
-    /// starts after the workload's ramp.
-    pub fn for_run(
-        fleet: &crate::plan::fleet::FleetPlan,
-        targets: &[hostmax_engine::TargetInfo],
-        workload: &Workload,
-    ) -> anyhow::Result<Option<HdrLogRecorder>> {
-        let Some(path) = &fleet.hdr_log else {
-            return Ok(None);
+    /// Creates the log for the first run of a command (see [`RunStart`]): a command's only run
+    /// is logged as [`HdrLogRecorder::create`] logs it; a named run starts a log of several.
+    pub fn create_for(path: &Path, run: &RunStart<'_>) -> anyhow::Result<HdrLogRecorder> {
+        let Some(label) = run.label else {
+            return HdrLogRecorder::create(path, run.targets, run.workload, run.measured_start);
         };
-        let paths: Vec<PathBuf> = targets.iter().map(|t| t.path.clone()).collect();
-        let measured_start = SystemTime::now() + workload.ramp;
-        HdrLogRecorder::create(path, &paths, workload, measured_start).map(Some)
+        let mut recorder = HdrLogRecorder::open(path, run.targets, run.workload)?;
+        recorder.base = run.measured_start;
+        let mut builder = IntervalLogWriterBuilder::new();
+        builder
+            .add_comment(&format!(
+                "[Logged with hostmax {}]",
+                env!("CARGO_PKG_VERSION")
+            ))
+            .add_comment("[Histogram log format version 1.3]")
+            .add_comment(&format!(
+                "several runs, each tagged by its name ({label}-host-read); latencies in nanoseconds; timestamps are seconds since the first run's measured window's start"
+            ))
+            .with_start_time(run.measured_start)
+            .with_base_time(run.measured_start);
+        recorder.begin_header(builder)?;
+        recorder.begin_run(run)?;
+        Ok(recorder)
+    }
+
+    /// Starts logging the next run of a command of several: the previous run's last lines
+    /// are written, then a comment naming this run, and its lines are tagged by its name.
+    pub fn begin_run(&mut self, run: &RunStart<'_>) -> anyhow::Result<()> {
+        self.release_held();
+        let label = run.label.unwrap_or("run");
+        let workload = run.workload;
+        self.tags = device_tags(run.targets)
+            .into_iter()
+            .map(|tag| format!("{label}-{tag}"))
+            .collect();
+        self.host_tag = format!("{label}-host");
+        self.logged = logged_ops(workload);
+        self.window_end = workload.runtime;
+        self.offset = run
+            .measured_start
+            .duration_since(self.base)
+            .unwrap_or_default();
+        let mut comments = vec![format!(
+            "{label}: {} bs={} iodepth={} on {} device{}; its measured window starts at {:.3} s",
+            workload.pattern,
+            workload.block_size,
+            workload.iodepth,
+            run.targets.len(),
+            if run.targets.len() == 1 { "" } else { "s" },
+            self.offset.as_secs_f64()
+        )];
+        for (tag, path) in self.tags.iter().zip(run.targets) {
+            comments.push(format!("tag {tag}: {}", path.display()));
+        }
+        let written = IntervalLogWriterBuilder::new()
+            .begin_log_with(&mut self.file, &mut self.serializer)
+            .and_then(|mut log| comments.iter().try_for_each(|c| log.write_comment(c)));
+        written.with_context(|| format!("--hdr-log: writing {label}'s header"))
     }
 
     /// Creates the log's temporary file beside `path` and writes its header, for a run of
@@ -107,24 +243,30 @@ impl HdrLogRecorder {
         workload: &Workload,
         measured_start: SystemTime,
     ) -> anyhow::Result<HdrLogRecorder> {
+        let mut recorder = HdrLogRecorder::open(path, paths, workload)?;
+        recorder.base = measured_start;
+        // On an error the recorder drops and its temporary file goes with it.
+        recorder.write_header(paths, workload, measured_start)?;
+        Ok(recorder)
+    }
+
+    /// The log's temporary file, no header written yet.
+    fn open(path: &Path, paths: &[PathBuf], workload: &Workload) -> anyhow::Result<Self> {
         let file =
             AtomicFile::create(path).with_context(|| format!("--hdr-log {}", path.display()))?;
-        let mut recorder = HdrLogRecorder {
+        Ok(HdrLogRecorder {
             path: path.to_path_buf(),
             file: BufWriter::new(file),
             serializer: V2DeflateSerializer::new(),
             tags: device_tags(paths),
-            logged: OpKind::ALL
-                .into_iter()
-                .filter(|&op| workload.pattern.issues(op))
-                .collect(),
+            host_tag: "host".into(),
+            base: SystemTime::UNIX_EPOCH,
+            offset: Duration::ZERO,
+            logged: logged_ops(workload),
             window_end: workload.runtime,
             held: Vec::new(),
             failed: None,
-        };
-        // On an error the recorder drops and its temporary file goes with it.
-        recorder.write_header(paths, workload, measured_start)?;
-        Ok(recorder)
+        })
     }
 
     fn write_header(
@@ -150,6 +292,11 @@ impl HdrLogRecorder {
         builder
             .with_start_time(measured_start)
             .with_base_time(measured_start);
+        self.begin_header(builder)
+    }
+
+    /// Writes the header `builder` holds, then the column legend.
+    fn begin_header(&mut self, builder: IntervalLogWriterBuilder) -> anyhow::Result<()> {
         builder
             .begin_log_with(&mut self.file, &mut self.serializer)
             .context("--hdr-log: writing the header")?;
@@ -181,8 +328,9 @@ impl HdrLogRecorder {
         if host.second < 0 {
             return;
         }
+        let host_tag = self.host_tag.clone();
         for op in self.logged.clone() {
-            self.write(&host.ops[op], host.second, &format!("host-{op}"));
+            self.write(&host.ops[op], host.second, &format!("{host_tag}-{op}"));
         }
     }
 
@@ -222,12 +370,13 @@ impl HdrLogRecorder {
             .window_end
             .saturating_sub(start)
             .clamp(Duration::from_millis(1), Duration::from_secs(1));
+        let at = self.offset + start;
         // An empty builder writes no header: each call only appends this interval.
         let written = IntervalLogWriterBuilder::new()
             .begin_log_with(&mut self.file, &mut self.serializer)
             .map_err(anyhow::Error::from)
             .and_then(|mut log| {
-                log.write_histogram(histogram, start, length, Tag::new(tag))
+                log.write_histogram(histogram, at, length, Tag::new(tag))
                     .map_err(|e| anyhow::anyhow!("{e}"))
             });
         if let Err(e) = written {
@@ -415,6 +564,69 @@ mod tests {
         assert_eq!(lengths[&("loop3-read".to_string(), 3)], 250);
         assert_eq!(lengths[&("host-read".to_string(), 3)], 250);
         assert_eq!(lengths.len(), 3 * 3 + 2);
+    }
+
+    #[test]
+    fn runs_of_one_command_share_a_log_each_tagged_and_placed_in_time() {
+        let scratch = ScratchDir::new("steps");
+        let path = scratch.0.join("s.hlog");
+        let workload = Workload {
+            runtime: Duration::from_millis(1500),
+            ..Workload::default()
+        };
+        let start = SystemTime::UNIX_EPOCH + Duration::from_secs(1_800_000_000);
+        let one: Vec<PathBuf> = vec!["/dev/loop3".into()];
+        let two: Vec<PathBuf> = vec!["/dev/loop3".into(), "/dev/loop4".into()];
+        let run = |label, targets, measured_start| RunStart {
+            label: Some(label),
+            targets,
+            workload: &workload,
+            measured_start,
+        };
+        let mut log = HdrLogRecorder::create_for(&path, &run("step1", &one, start)).unwrap();
+        let mut series = TimeSeries::new(1).hand_over_histograms(true);
+        for second in 0..2 {
+            feed(&mut log, &mut series, interval(0, second, &[1000; 3], &[]));
+        }
+        for host in series.finish_with_histograms().1 {
+            log.push_host(&host);
+        }
+        // The second run starts 4.25 s after the first's measured window.
+        let later = start + Duration::from_millis(4250);
+        log.begin_run(&run("step2", &two, later)).unwrap();
+        let mut series = TimeSeries::new(2).hand_over_histograms(true);
+        for second in 0..2 {
+            feed(&mut log, &mut series, interval(0, second, &[1000], &[]));
+            feed(&mut log, &mut series, interval(1, second, &[2000; 2], &[]));
+        }
+        finish(log, series).unwrap();
+
+        let bytes = fs::read(&path).unwrap();
+        let mut lines: BTreeMap<(String, u128), (u64, u128)> = BTreeMap::new();
+        for entry in IntervalLogIterator::new(&bytes) {
+            if let LogEntry::Interval(i) = entry.unwrap() {
+                let h = hostmax_aggregate::decode_histogram(i.encoded_histogram()).unwrap();
+                let key = (
+                    i.tag().unwrap().to_string(),
+                    i.start_timestamp().as_millis(),
+                );
+                assert!(lines
+                    .insert(key, (h.len(), i.duration().as_millis()))
+                    .is_none());
+            }
+        }
+        let get = |tag: &str, ms: u128| lines.get(&(tag.to_string(), ms)).copied();
+        assert_eq!(get("step1-loop3-read", 0), Some((3, 1000)));
+        assert_eq!(get("step1-host-read", 1000), Some((3, 500)));
+        assert_eq!(get("step2-loop3-read", 4250), Some((1, 1000)));
+        assert_eq!(get("step2-loop4-read", 5250), Some((2, 500)));
+        assert_eq!(get("step2-host-read", 5250), Some((3, 500)));
+        // Step 1: 1 device + host, 2 s; step 2: 2 devices + host, 2 s.
+        assert_eq!(lines.len(), 2 * 2 + 3 * 2, "{lines:?}");
+        let text = String::from_utf8(bytes).unwrap();
+        assert_eq!(text.matches("#[StartTime:").count(), 1);
+        assert!(text.contains("\n#step2: randread bs=4096 iodepth=32 on 2 devices; its measured window starts at 4.250 s\n"), "{text}");
+        assert!(text.contains("\n#tag step2-loop4: /dev/loop4\n"), "{text}");
     }
 
     #[test]

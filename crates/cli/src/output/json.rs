@@ -1,7 +1,49 @@
 //! The `--json` report: its destination is checked before the run
-//! ([`super::destination::JSON`]), and it is written whole after it.
+//! ([`super::destination::JSON`]), and it is written whole after it, as the [`JsonReport`]
+//! output of every command.
 
-use super::destination::{write_output, Destination, OutputError, JSON};
+use super::destination::{write_output, Destination, OutputError, OutputFile, JSON};
+use super::export::Export;
+
+/// `--json`: the command's JSON root (a [`hostmax_aggregate::HostReport`], `hostmax verify`'s
+/// [`hostmax_aggregate::VerifyReport`]...), pretty-printed, to a file or standard output.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct JsonReport;
+
+impl<R: serde::Serialize + ?Sized> Export<R> for JsonReport {
+    fn file(&self) -> &'static OutputFile {
+        &JSON
+    }
+
+    /// A report that cannot be written to its file after the run is kept in the temporary
+    /// directory, and the error says where: a finished run is not lost.
+    fn write(self: Box<Self>, dest: &Destination, result: &R) -> anyhow::Result<()> {
+        match write_json(result, dest) {
+            Err(JsonWriteError::Output(failed @ OutputError::File { .. })) => {
+                Err(keep_elsewhere(failed, &report_json(result)?))
+            }
+            written => Ok(written?),
+        }
+    }
+}
+
+/// Keeps `text`, the report that `failed` to be written, in the temporary directory
+/// (`hostmax-kept-PID-NAME`), and says where in the error (or that this failed too).
+fn keep_elsewhere(failed: OutputError, text: &str) -> anyhow::Error {
+    let name = match &failed {
+        OutputError::File { path, .. } => path.file_name(),
+        OutputError::Stdout { .. } => None,
+    }
+    .map_or_else(
+        || "hostmax.json".to_string(),
+        |n| n.to_string_lossy().into_owned(),
+    );
+    let kept = std::env::temp_dir().join(format!("hostmax-kept-{}-{name}", std::process::id()));
+    match super::atomic::write_atomically(&kept, text.as_bytes()) {
+        Ok(()) => anyhow::anyhow!("{failed}; the report is kept in {}", kept.display()),
+        Err(e) => anyhow::anyhow!("{failed}; keeping the report elsewhere failed too ({e})"),
+    }
+}
 
 /// Why the JSON report could not be written.
 #[derive(Debug, thiserror::Error)]
@@ -62,6 +104,32 @@ mod tests {
         let v: serde_json::Value = serde_json::from_str(&text).unwrap();
         assert_eq!(v["schema_version"], hostmax_aggregate::SCHEMA_VERSION);
         assert_eq!(v["devices"][1]["path"], "/dev/loop11");
+    }
+
+    #[test]
+    fn a_report_that_cannot_be_written_after_the_run_is_kept_elsewhere() {
+        let scratch = ScratchDir::new("json-kept");
+        let gone = scratch.0.join("gone");
+        fs::create_dir(&gone).unwrap();
+        let name = format!("kept-{}.json", std::process::id());
+        let path = gone.join(&name);
+        let dest = JSON.check(&path).unwrap();
+        // The directory goes away during the run.
+        fs::remove_dir(&gone).unwrap();
+        let report = sample_report();
+        let err = Box::new(JsonReport)
+            .write(&dest, &report)
+            .unwrap_err()
+            .to_string();
+        let kept = std::env::temp_dir().join(format!("hostmax-kept-{}-{name}", std::process::id()));
+        assert!(
+            err.starts_with(&format!("--json {}: ", path.display()))
+                && err.ends_with(&format!("; the report is kept in {}", kept.display())),
+            "{err}"
+        );
+        let back: HostReport = serde_json::from_str(&fs::read_to_string(&kept).unwrap()).unwrap();
+        fs::remove_file(&kept).unwrap();
+        assert_eq!(back, report);
     }
 
     #[test]

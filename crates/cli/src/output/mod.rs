@@ -8,9 +8,14 @@
 //! - [`destination`]: every output file of every command (`--json`, `--hdr-log`, `--svg`,
 //!   `--html`), checked once before any I/O and written whole ([`atomic`]); `-` is stdout for
 //!   JSON and refused elsewhere.
-//! - [`json::write_json`]: the `--json` report, written atomically to a file or to stdout.
-//! - [`hdr_log::HdrLogRecorder`]: the `--hdr-log` file of per-second interval histograms in
-//!   HdrHistogram's interval-log format.
+//! - [`export`]: a command's outputs, declared beside its plan ([`export::Outputs`]), checked
+//!   once before any I/O and written once through one trait, [`export::Export`], implemented
+//!   once per format:
+//!   - [`json::JsonReport`]: the `--json` report, written atomically to a file or to stdout;
+//!   - [`hdr_log::HdrLog`]: the `--hdr-log` file of per-second interval histograms in
+//!     HdrHistogram's interval-log format, every run of the command in it, tagged by run;
+//!   - [`svg::SvgChart`]: an `--svg` chart of the result;
+//!   - the suite's `--html` page (`crate::command::suite::html`).
 //! - [`curve`]: the load-latency curve's table and chart (`hostmax curve`, the suite's page).
 //!
 //! How latencies and throughputs are spelled (µs/ms/s, MiB/s) is [`crate::units`].
@@ -18,9 +23,11 @@
 pub mod atomic;
 pub mod curve;
 pub mod destination;
+pub mod export;
 pub mod hdr_log;
 pub mod json;
 pub mod progress;
+pub mod svg;
 pub mod table;
 
 #[cfg(test)]

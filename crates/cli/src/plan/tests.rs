@@ -2,7 +2,10 @@
 //! names the option and the fix. (A file of its own: the planner is below the command line.)
 
 use super::*;
+use crate::output::destination::Destination;
+use crate::output::export::Outputs;
 use crate::test_support::ScratchDir;
+use hostmax_aggregate::HostReport;
 
 fn limits() -> HostLimits {
     HostLimits {
@@ -13,14 +16,30 @@ fn limits() -> HostLimits {
     }
 }
 
-fn parse(argv: &[&str]) -> Result<PlanRequest, clap::Error> {
+fn cli(argv: &[&str]) -> Result<crate::args::Cli, clap::Error> {
     use clap::Parser;
     crate::args::Cli::try_parse_from(std::iter::once("hostmax").chain(argv.iter().copied()))
-        .map(|c| c.run.request())
 }
 
+fn parse(argv: &[&str]) -> Result<PlanRequest, clap::Error> {
+    cli(argv).map(|c| c.run.request())
+}
+
+/// The main run's outputs, declared beside its plan as the command does.
+fn outputs(argv: &[&str]) -> Result<Outputs<HostReport>, BadInput> {
+    cli(argv).expect("parses").run.outputs()
+}
+
+/// Where the main run's JSON goes.
+fn json_of(argv: &[&str]) -> Option<Destination> {
+    outputs(argv).expect("checked").json().cloned()
+}
+
+/// The plan the main run makes: its outputs declared first, then kept apart from its targets.
 fn plan(argv: &[&str]) -> Result<RunPlan, BadInput> {
-    plan_run_with(&parse(argv).expect("parses"), &limits())
+    let outputs = outputs(argv)?;
+    let args = cli(argv).expect("parses").run;
+    plan_run_with(&args.request_beside(&outputs), &limits())
 }
 
 fn plan_err(argv: &[&str]) -> String {
@@ -44,7 +63,7 @@ fn defaults_match_the_issue() {
     assert_eq!(w.rwmixread, 50);
     assert!(w.record_latency);
     assert_eq!(plan.cpus, None);
-    assert_eq!(plan.json, None);
+    assert_eq!(json_of(&["--devices", &f]), None);
     assert_eq!(plan.targets.len(), 1);
 }
 
@@ -54,7 +73,7 @@ fn every_option_reaches_the_plan() {
     let a = dir.file("a", 8 << 20).display().to_string();
     let b = dir.file("b", 8 << 20).display().to_string();
     let json = dir.0.join("r.json");
-    let got = plan(&[
+    let argv = [
         "--devices",
         &a,
         "--devices",
@@ -84,8 +103,8 @@ fn every_option_reaches_the_plan() {
         json.to_str().unwrap(),
         "--allow-write",
         "--no-latency",
-    ])
-    .unwrap();
+    ];
+    let got = plan(&argv).unwrap();
     let w = &got.workload;
     assert_eq!(got.targets.len(), 2);
     assert_eq!((w.pattern, w.rwmixread), (IoPattern::RandRw, 70));
@@ -98,9 +117,11 @@ fn every_option_reaches_the_plan() {
     assert_eq!((w.seed, w.rate_iops), (16, Some(5000)));
     assert!(!w.record_latency && got.allow_write);
     assert_eq!(got.cpus, Some(vec![0, 1, 2]));
-    assert_eq!(got.json, Some(Destination::File(json)));
-    let stdout = plan(&["--devices", &a, "--json", "-"]).unwrap();
-    assert_eq!(stdout.json, Some(Destination::Stdout));
+    assert_eq!(json_of(&argv), Some(Destination::File(json)));
+    assert_eq!(
+        json_of(&["--devices", &a, "--json", "-"]),
+        Some(Destination::Stdout)
+    );
 }
 
 #[test]
@@ -187,7 +208,6 @@ fn per_second_histograms_are_kept_for_runs_of_up_to_an_hour_unless_refused() {
     let keep = |args: &PlanRequest, runtime: u64| {
         fleet::plan_fleet(
             args.start_at,
-            args.hdr_log.as_deref(),
             args.series_histograms,
             Duration::from_secs(runtime),
         )

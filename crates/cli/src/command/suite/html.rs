@@ -1,13 +1,69 @@
 //! `--html`: one self-contained page (inline CSS and SVG, no script, no external request)
-//! with the suite's verdict, tables and charts.
+//! with the suite's verdict, tables and charts, and the `--curve` report when given: the
+//! [`SuitePage`] output.
 
 use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
 
 use super::charts::charts;
 use super::matrix::TrackedMetric;
 use super::report::SuiteReport;
 use super::table::cell_figure;
+use crate::error::BadInput;
+use crate::output::destination::{write_output, Destination, OutputFile, HTML};
+use crate::output::export::Export;
 use crate::units::human_size;
+
+/// `--html`: the suite's page, with the load-latency curve of `curve` (a `hostmax curve
+/// --json` report) when given.
+#[derive(Debug, Clone, Default)]
+pub struct SuitePage {
+    /// `--curve`.
+    pub curve: Option<PathBuf>,
+}
+
+impl Export<SuiteReport> for SuitePage {
+    fn file(&self) -> &'static OutputFile {
+        &HTML
+    }
+
+    fn write(self: Box<Self>, dest: &Destination, report: &SuiteReport) -> anyhow::Result<()> {
+        let mut page = render(report)?;
+        if let Some(curve) = &self.curve {
+            page = with_curve(page, &load_curve(curve)?)?;
+        }
+        Ok(write_output(&HTML, dest, page.as_bytes())?)
+    }
+}
+
+/// Reads a `hostmax curve --json` report for `--curve`.
+pub(crate) fn load_curve(path: &Path) -> Result<hostmax_aggregate::CurveReport, BadInput> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| BadInput(format!("--curve {}: cannot read it: {e}", path.display())))?;
+    serde_json::from_str(&text).map_err(|e| {
+        BadInput(format!(
+            "--curve {}: not a 'hostmax curve --json' report ({e}); give the JSON hostmax curve wrote",
+            path.display()
+        ))
+    })
+}
+
+/// The page with the curve's table and chart added before its end.
+fn with_curve(page: String, curve: &hostmax_aggregate::CurveReport) -> anyhow::Result<String> {
+    let svg = crate::output::curve::curve_chart(&curve.curve).to_svg()?;
+    let svg = inline_svg(&svg);
+    let table = esc(&crate::output::curve::render_curve(
+        &curve.curve,
+        &curve.runs,
+    ));
+    let section = format!(
+        "<h2>Load-latency curve</h2>\n<pre>{table}</pre>\n<figure class=\"chart\" id=\"chart-curve\">{svg}<figcaption>Latency against IOPS, by queue depth</figcaption></figure>\n"
+    );
+    Ok(match page.rfind("</body>") {
+        Some(at) => format!("{}{section}{}", &page[..at], &page[at..]),
+        None => page + &section,
+    })
+}
 
 const STYLE: &str = "
 body{font-family:system-ui,-apple-system,'Segoe UI',sans-serif;margin:2em auto;max-width:960px;color:#222;padding:0 1em}

@@ -41,6 +41,8 @@ pub use state::{StateDir, SuiteConfig};
 
 use crate::error::BadInput;
 use crate::output::destination::{self, Destination};
+use crate::output::export::Outputs;
+use crate::output::json::JsonReport;
 use crate::plan::{plan_run, PlanRequest};
 use crate::units::{format_size, human_size};
 use hostmax_device::{check_write_safety, SystemSources, WriteSafety};
@@ -55,7 +57,7 @@ const RANGE_ALIGN: u64 = 1 << 20;
 /// when signal N stopped it.
 pub fn run(args: &SuiteArgs) -> anyhow::Result<i32> {
     let args = &take_test_from_devices(args)?;
-    let (config, state, targets) = match &args.resume {
+    let (config, state, targets, outputs) = match &args.resume {
         Some(dir) => resume(dir, args)?,
         None => start(args)?,
     };
@@ -80,7 +82,7 @@ pub fn run(args: &SuiteArgs) -> anyhow::Result<i32> {
         outcome.precondition,
         interrupted,
     )?;
-    emit(&runner.config, &report)?;
+    emit(&report, outputs)?;
     if interrupted {
         eprintln!(
             "hostmax suite: interrupted; continue with: hostmax suite --resume {}{}",
@@ -111,54 +113,25 @@ pub fn run(args: &SuiteArgs) -> anyhow::Result<i32> {
 }
 
 /// Prints the table (stdout, or stderr when the JSON goes there) and writes JSON and HTML.
-fn emit(config: &SuiteConfig, report: &SuiteReport) -> anyhow::Result<()> {
+fn emit(report: &SuiteReport, outputs: Outputs<SuiteReport>) -> anyhow::Result<()> {
     let table = table::render(report);
-    let json = config.json.as_deref().map(json_dest);
-    destination::print_beside_json(&table, json.as_ref());
-    if let Some(dest) = &json {
-        crate::output::json::write_json(report, dest)?;
-    }
-    if let Some(path) = &config.html {
-        let mut page = html::render(report)?;
-        if let Some(curve) = &config.curve {
-            page = with_curve(page, &load_curve(curve)?)?;
-        }
-        destination::write_output(
-            &destination::HTML,
-            &Destination::File(path.clone()),
-            page.as_bytes(),
-        )?;
-    }
-    Ok(())
+    destination::print_beside_json(&table, outputs.json());
+    outputs.write(report)
 }
 
-/// Reads a `hostmax curve --json` report for `--curve`.
-fn load_curve(path: &Path) -> Result<hostmax_aggregate::CurveReport, BadInput> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| BadInput(format!("--curve {}: cannot read it: {e}", path.display())))?;
-    serde_json::from_str(&text).map_err(|e| {
-        BadInput(format!(
-            "--curve {}: not a 'hostmax curve --json' report ({e}); give the JSON hostmax curve wrote",
-            path.display()
-        ))
-    })
-}
-
-/// The page with the curve's table and chart added before its end.
-fn with_curve(page: String, curve: &hostmax_aggregate::CurveReport) -> anyhow::Result<String> {
-    let svg = crate::output::curve::curve_chart(&curve.curve).to_svg()?;
-    let svg = html::inline_svg(&svg);
-    let table = html::esc(&crate::output::curve::render_curve(
-        &curve.curve,
-        &curve.runs,
-    ));
-    let section = format!(
-        "<h2>Load-latency curve</h2>\n<pre>{table}</pre>\n<figure class=\"chart\" id=\"chart-curve\">{svg}<figcaption>Latency against IOPS, by queue depth</figcaption></figure>\n"
-    );
-    Ok(match page.rfind("</body>") {
-        Some(at) => format!("{}{section}{}", &page[..at], &page[at..]),
-        None => page + &section,
-    })
+/// The suite's outputs, checked now, before any I/O: `--json`, then the `--html` page (with
+/// the `--curve` report in it).
+fn declare_outputs(
+    json: Option<&Path>,
+    html: Option<&Path>,
+    curve: Option<&Path>,
+) -> Result<Outputs<SuiteReport>, BadInput> {
+    Outputs::new().declare(json, JsonReport)?.declare(
+        html,
+        html::SuitePage {
+            curve: curve.map(Path::to_path_buf),
+        },
+    )
 }
 
 /// `hostmax suite --devices /dev/sdb iops` gives `iops` to `--devices` (it takes several
@@ -189,10 +162,16 @@ pub fn take_test_from_devices(args: &SuiteArgs) -> Result<SuiteArgs, BadInput> {
     }
 }
 
+/// A suite set up to run: its settings, checkpoint, targets and declared outputs.
+type Setup = (
+    SuiteConfig,
+    StateDir,
+    Vec<hostmax_engine::TargetInfo>,
+    Outputs<SuiteReport>,
+);
+
 /// Checks a fresh suite's options, resolves its devices and makes its checkpoint directory.
-fn start(
-    args: &SuiteArgs,
-) -> anyhow::Result<(SuiteConfig, StateDir, Vec<hostmax_engine::TargetInfo>)> {
+fn start(args: &SuiteArgs) -> anyhow::Result<Setup> {
     let test = take_test_from_devices(args)?
         .test
         .expect("take_test_from_devices gives a test unless --resume");
@@ -228,16 +207,14 @@ fn start(
             .into());
         }
     }
-    let json = args
-        .json
-        .as_ref()
-        .map(|p| check_dest(&destination::JSON, p))
-        .transpose()?;
-    let html = args
-        .html
-        .as_ref()
-        .map(|p| check_dest(&destination::HTML, p))
-        .transpose()?;
+    let outputs = declare_outputs(
+        args.json.as_deref(),
+        args.html.as_deref(),
+        args.curve.as_deref(),
+    )?;
+    // The checkpoint keeps them absolute (`-` stays `-`).
+    let json = kept_path(&outputs, &destination::JSON);
+    let html = kept_path(&outputs, &destination::HTML);
 
     // Device resolution and the checks every run gets are the main run's.
     let plan = plan_run(&PlanRequest {
@@ -250,12 +227,7 @@ fn start(
         ..PlanRequest::default()
     })?;
     let targets = plan.targets;
-    check_outputs_apart(
-        json.as_deref(),
-        html.as_deref(),
-        args.curve.as_deref(),
-        &targets,
-    )?;
+    check_outputs_apart(&outputs, args.curve.as_deref(), &targets)?;
     // The plan checked the largest block; each smaller one against the engine's check too.
     for &bs in &block_sizes {
         let workload = Workload {
@@ -430,7 +402,7 @@ fn start(
         secure_erase_password: args.secure_erase_password.clone(),
         curve: match &args.curve {
             Some(path) => {
-                load_curve(path)?;
+                html::load_curve(path)?;
                 Some(std::fs::canonicalize(path).unwrap_or_else(|_| path.clone()))
             }
             None => None,
@@ -455,14 +427,11 @@ fn start(
     }
     config.promises = spec::promises(&args.spec, &targets)?;
     let state = StateDir::create(&state_dir, &config)?;
-    Ok((config, state, targets))
+    Ok((config, state, targets, outputs))
 }
 
 /// Reopens a checkpoint, checks that its devices are the same ones, and rechecks write safety.
-fn resume(
-    dir: &Path,
-    args: &SuiteArgs,
-) -> anyhow::Result<(SuiteConfig, StateDir, Vec<hostmax_engine::TargetInfo>)> {
+fn resume(dir: &Path, args: &SuiteArgs) -> anyhow::Result<Setup> {
     let (state, mut config) = StateDir::open(dir)?;
     if config.writes_block_devices && !args.allow_write {
         return Err(BadInput(format!(
@@ -566,63 +535,42 @@ fn resume(
         args.allow_write,
         args.force,
     )?;
-    for (output, dest) in [
-        (&destination::JSON, &config.json),
-        (&destination::HTML, &config.html),
-    ] {
-        if let Some(path) = dest {
-            check_dest(output, path)?;
-        }
-    }
-    check_outputs_apart(
+    let outputs = declare_outputs(
         config.json.as_deref(),
         config.html.as_deref(),
         config.curve.as_deref(),
-        &targets,
     )?;
+    check_outputs_apart(&outputs, config.curve.as_deref(), &targets)?;
     let done = state.rounds()?.len();
     eprintln!(
         "hostmax suite: resuming from {} ({done} cell run(s) already done)",
         dir.display()
     );
-    Ok((config, state, targets))
+    Ok((config, state, targets, outputs))
 }
 
-/// Checks an output path ([`destination::OutputFile::check`]) and gives it back absolute, as
-/// the checkpoint keeps it (`-` stays `-`).
-fn check_dest(output: &destination::OutputFile, path: &Path) -> Result<PathBuf, BadInput> {
-    Ok(match output.check(path)? {
-        Destination::Stdout => path.to_path_buf(),
-        Destination::File(path) => path,
+/// Where a declared output goes, as the checkpoint keeps it: absolute, `-` for standard
+/// output.
+fn kept_path(outputs: &Outputs<SuiteReport>, output: &destination::OutputFile) -> Option<PathBuf> {
+    outputs.destination(output.option).map(|dest| match dest {
+        Destination::Stdout => PathBuf::from("-"),
+        Destination::File(path) => path.clone(),
     })
 }
 
-/// The JSON destination the checkpoint keeps (`-` is standard output).
-fn json_dest(path: &Path) -> Destination {
-    if path.as_os_str() == "-" {
-        Destination::Stdout
-    } else {
-        Destination::File(path.to_path_buf())
-    }
-}
-
-/// Refuses a `--json` or `--html` that is the other one, a device or the `--curve` report.
+/// Refuses a `--json` or `--html` that is a device or the `--curve` report (the outputs were
+/// kept apart from each other when declared).
 fn check_outputs_apart(
-    json: Option<&Path>,
-    html: Option<&Path>,
+    outputs: &Outputs<SuiteReport>,
     curve: Option<&Path>,
     targets: &[hostmax_engine::TargetInfo],
 ) -> Result<(), BadInput> {
-    let outputs: Vec<(&str, &Path)> = [("--json", json), ("--html", html)]
-        .into_iter()
-        .filter_map(|(option, path)| Some((option, path?)))
-        .collect();
     let mut inputs: Vec<(&str, &Path)> = targets
         .iter()
         .map(|t| ("--devices", t.path.as_path()))
         .collect();
     inputs.extend(curve.map(|c| ("--curve", c)));
-    destination::check_apart(&outputs, &inputs)
+    outputs.check_apart_from(&inputs)
 }
 
 /// `iops.json` -> `iops.state`; else `iops.html` -> `iops.state`; with `--json -` alone a new
