@@ -102,6 +102,7 @@ impl Observer for LiveRun<'_> {
     }
 
     fn started(&mut self, run: &RunHandle) {
+        crate::devices::note_run_started();
         self.running = Some(crate::signals::watch().running(run.stopper()));
         let workload = &self.plan.workload;
         self.view = Some(LiveView::new(
@@ -183,7 +184,10 @@ fn measure_keeping_log(
         Ok(result) => result,
         // The prepared run was released without any I/O.
         Err(EngineError::CalledOff) => match (interrupted, failed) {
-            (Some(sig), _) => std::process::exit(128 + sig),
+            (Some(sig), _) => {
+                crate::devices::remove_unused_files();
+                std::process::exit(128 + sig)
+            }
             (None, failed) => {
                 return Err(failed.unwrap_or_else(|| anyhow::anyhow!("the run was called off")))
             }

@@ -17,7 +17,7 @@ use crate::worker::WorkerTask;
 use crate::workload::ErrorPolicy;
 use crate::{
     target, DeviceInterval, DeviceResult, EngineError, RunResult, Setting, SettingError, Workload,
-    MAX_BLOCK_SIZE, MAX_IODEPTH, MIN_BLOCK_SIZE,
+    MAX_BLOCK_SIZE, MAX_IODEPTH, MAX_RATE_IOPS, MAX_RUN_TIME, MIN_BLOCK_SIZE,
 };
 
 /// What to run where.
@@ -122,6 +122,18 @@ pub fn validate(workload: &Workload, targets: &[TargetInfo]) -> Result<(), Engin
             &[Runtime],
         );
     }
+    for (what, d, setting) in [("runtime", w.runtime, Runtime), ("ramp", w.ramp, Ramp)] {
+        if d > MAX_RUN_TIME {
+            return bad(
+                format!(
+                    "{what} of {} s is longer than the engine runs: use at most {} s (365 days)",
+                    d.as_secs(),
+                    MAX_RUN_TIME.as_secs()
+                ),
+                &[setting],
+            );
+        }
+    }
     if let Some(limit) = w.io_limit {
         if limit < u64::from(w.block_size) {
             return bad(
@@ -136,6 +148,14 @@ pub fn validate(workload: &Workload, targets: &[TargetInfo]) -> Result<(), Engin
     if w.rate_iops == Some(0) {
         return bad(
             "rate of 0 IOPS would never submit: give a positive rate".into(),
+            &[RateIops],
+        );
+    }
+    if let Some(rate) = w.rate_iops.filter(|&r| r > MAX_RATE_IOPS) {
+        return bad(
+            format!(
+                "rate of {rate} IOPS is beyond what the engine paces: use at most {MAX_RATE_IOPS}"
+            ),
             &[RateIops],
         );
     }

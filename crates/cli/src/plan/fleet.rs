@@ -23,7 +23,8 @@ pub struct FleetPlan {
 /// held in memory until the report is written); longer runs keep per-second percentiles only.
 pub const SERIES_HISTOGRAMS_MAX_RUNTIME: Duration = Duration::from_secs(3600);
 
-/// Checks `--start-at` (not in the past, by more than `start_at::PAST_GRACE`) and that the
+/// Checks `--start-at` (not in the past, by more than `start_at::PAST_GRACE`, nor more than
+/// 365 days ahead) and that the
 /// `--hdr-log` file can be created (`-` is refused), for a run measuring `runtime`.
 pub fn plan_fleet(
     start_at: Option<SystemTime>,
@@ -32,7 +33,9 @@ pub fn plan_fleet(
     runtime: Duration,
 ) -> Result<FleetPlan, BadInput> {
     if let Some(at) = start_at {
-        start_at::check_not_past(at, SystemTime::now())?;
+        let now = SystemTime::now();
+        start_at::check_not_past(at, now)?;
+        start_at::check_not_too_far(at, now)?;
     }
     let hdr_log = hdr_log
         .map(|path| crate::output::destination::HDR_LOG.check_file(path))
