@@ -39,6 +39,16 @@ pub fn resolve_steps(steps: Option<&[Step]>, total: usize) -> Result<Vec<usize>,
 
 /// The sweep's table for people.
 pub fn render_sweep(sweep: &Sweep, reports: &[HostReport]) -> String {
+    render(sweep, reports, false)
+}
+
+/// The table of a sweep a signal cut short: its steps and highest figure, no knee, and no
+/// word on saturation (the steps not run decide it).
+pub fn render_interrupted_sweep(sweep: &Sweep, reports: &[HostReport]) -> String {
+    render(sweep, reports, true)
+}
+
+fn render(sweep: &Sweep, reports: &[HostReport], interrupted: bool) -> String {
     let mut out = String::new();
     if let Some(first) = reports.first() {
         let w = &first.workload;
@@ -91,7 +101,7 @@ pub fn render_sweep(sweep: &Sweep, reports: &[HostReport]) -> String {
             if sweep.knee_volumes == 1 { "" } else { "s" }
         );
     }
-    match (sweep.saturated, sweep.rate_cap_iops) {
+    match (sweep.saturated || interrupted, sweep.rate_cap_iops) {
         (false, Some(cap)) => out += &format!(
             "not saturated: every step gave what --rate-iops {cap:.0} allows per volume; the host's ceiling is above this (run without --rate-iops to find it)\n"
         ),
@@ -213,13 +223,29 @@ pub fn sweep(args: &SweepArgs) -> anyhow::Result<i32> {
     }
     let points: Vec<SweepPoint> = reports.iter().map(SweepPoint::from_report).collect();
     let rate_cap = base.workload.rate_iops.map(|c| c as f64);
-    let Some(found) = Sweep::with_rate_cap(points, caps.as_deref(), rate_cap, tolerance) else {
+    let Some(mut found) = Sweep::with_rate_cap(points, caps.as_deref(), rate_cap, tolerance) else {
         anyhow::bail!("the sweep measured nothing (stopped before its first step ended)");
     };
-    print_beside_json(
-        &format!("\n{}", render_sweep(&found, &reports)),
-        base.json.as_ref(),
-    );
+    let interrupted = signal != 0;
+    let not_measured = steps[reports.len()..].to_vec();
+    let mut table = if interrupted {
+        found.withhold_conclusions();
+        render_interrupted_sweep(&found, &reports)
+    } else {
+        render_sweep(&found, &reports)
+    };
+    if interrupted {
+        table += &format!(
+            "interrupted during the step of {} volumes{}: no knee is given\n",
+            steps[reports.len() - 1],
+            if not_measured.is_empty() {
+                String::new()
+            } else {
+                format!("; steps not measured: {not_measured:?} volumes")
+            }
+        );
+    }
+    print_beside_json(&format!("\n{table}"), base.json.as_ref());
     if let Some(dest) = &svg {
         let chart = sweep_chart(&found).to_svg()?;
         destination::write_output(&destination::SVG, dest, chart.as_bytes())?;
@@ -237,6 +263,8 @@ pub fn sweep(args: &SweepArgs) -> anyhow::Result<i32> {
             provenance: crate::provenance::spanning(&reports),
             sweep: found,
             runs: reports,
+            interrupted,
+            steps_not_measured: not_measured,
         };
         crate::output::json::write_json(&root, dest)?;
     }

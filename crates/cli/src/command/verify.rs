@@ -127,11 +127,23 @@ pub fn verify(args: &VerifyArgs) -> anyhow::Result<i32> {
     let refs: Vec<&HostReport> = reports.iter().collect();
     let mut verdict = judge(&set, &refs);
     crate::verdict::consistency::apply(&mut verdict, &set, &refs, required);
+    // A phase cut short, and those never run, judge nothing: no PASS from part of the work.
+    let interrupted = signal != 0;
+    let not_measured: Vec<String> = phases[reports.len()..]
+        .iter()
+        .map(Phase::describe)
+        .collect();
+    if interrupted {
+        verdict.pass = false;
+    }
     let pass = verdict.pass;
-    print_beside_json(
-        &format!("\n{}", table::render_verdict(&verdict)),
-        json.as_ref(),
-    );
+    let rendered = if interrupted {
+        let cut = phases[reports.len() - 1].describe();
+        table::render_unconcluded(&verdict, &cut, &not_measured)
+    } else {
+        table::render_verdict(&verdict)
+    };
+    print_beside_json(&format!("\n{rendered}"), json.as_ref());
     let code = judged_exit_code(&refs, signal, pass);
     if let Some(dest) = &json {
         let root = VerifyReport {
@@ -140,6 +152,8 @@ pub fn verify(args: &VerifyArgs) -> anyhow::Result<i32> {
             provenance: crate::provenance::spanning(&reports),
             verdict,
             phases: reports,
+            interrupted,
+            phases_not_measured: not_measured,
         };
         crate::output::json::write_json(&root, dest)?;
     }
