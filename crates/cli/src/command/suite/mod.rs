@@ -82,11 +82,20 @@ pub fn run(args: &SuiteArgs) -> anyhow::Result<i32> {
     )?;
     emit(&runner.config, &report)?;
     if interrupted {
+        // The password is not in the checkpoint: the resume needs it while the purge is to do.
+        let config = &runner.config;
+        let password_needed =
+            config.secure_erase && config.purge && report.preparation.purge.record.is_none();
         eprintln!(
-            "hostmax suite: interrupted; continue with: hostmax suite --resume {}{}",
+            "hostmax suite: interrupted; continue with: hostmax suite --resume {}{}{}",
             runner.state.path().display(),
-            if runner.config.writes_block_devices {
+            if config.writes_block_devices {
                 " --allow-write"
+            } else {
+                ""
+            },
+            if password_needed {
+                " --secure-erase-password PASSWORD"
             } else {
                 ""
             }
@@ -427,6 +436,7 @@ fn start(
         promises: None,
         sleep_between_ms: args.sleep_between.as_millis() as u64,
         precondition_time_ms: args.precondition_time.map(|d| d.as_millis() as u64),
+        secure_erase: args.secure_erase_password.is_some(),
         secure_erase_password: args.secure_erase_password.clone(),
         curve: match &args.curve {
             Some(path) => {
@@ -464,6 +474,12 @@ fn resume(
     args: &SuiteArgs,
 ) -> anyhow::Result<(SuiteConfig, StateDir, Vec<hostmax_engine::TargetInfo>)> {
     let (state, mut config) = StateDir::open(dir)?;
+    resume_secure_erase(
+        dir,
+        &state,
+        &mut config,
+        args.secure_erase_password.as_deref(),
+    )?;
     if config.writes_block_devices && !args.allow_write {
         return Err(BadInput(format!(
             "the suite in {} writes to block devices: resume it with --resume {} --allow-write",
@@ -586,6 +602,42 @@ fn resume(
         dir.display()
     );
     Ok((config, state, targets))
+}
+
+/// The ATA secure erase password on `--resume`: the checkpoint does not keep it, so a suite
+/// whose purge (by secure erase) is not done yet needs it given again; one that never used it
+/// refuses it.
+fn resume_secure_erase(
+    dir: &Path,
+    state: &StateDir,
+    config: &mut SuiteConfig,
+    given: Option<&str>,
+) -> anyhow::Result<()> {
+    let uses_it = config.secure_erase || config.secure_erase_password.is_some();
+    match given {
+        Some(_) if !uses_it => Err(BadInput(format!(
+            "--secure-erase-password: the suite in {} was started without it and its purge cannot change now; drop --secure-erase-password",
+            dir.display()
+        ))
+        .into()),
+        Some(password) => {
+            config.secure_erase_password = Some(password.to_string());
+            Ok(())
+        }
+        None if uses_it
+            && config.purge
+            && config.secure_erase_password.is_none()
+            && state.prep("purge")?.is_none() =>
+        {
+            Err(BadInput(format!(
+                "the suite in {} purges by ATA secure erase first, and its password is not kept in the checkpoint (a secret): resume it with --resume {} --secure-erase-password PASSWORD (the one it started with)",
+                dir.display(),
+                dir.display()
+            ))
+            .into())
+        }
+        None => Ok(()),
+    }
 }
 
 /// Checks an output path ([`destination::OutputFile::check`]) and gives it back absolute, as
