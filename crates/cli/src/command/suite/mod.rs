@@ -582,12 +582,26 @@ fn resume(
         args.allow_write,
         args.force,
     )?;
+    // The checkpoint fixed the outputs and the CPUs: a refusal's fix must not be to change
+    // them, which --resume cannot.
+    let kept = |what: &'static str| {
+        let dir = dir.display();
+        move |e: BadInput| {
+            let problem =
+                e.0.rsplit_once("; ")
+                    .map_or(e.0.as_str(), |(p, _)| p)
+                    .to_string();
+            BadInput(format!(
+                "{problem}; the suite in {dir} keeps {what} in its checkpoint and --resume cannot change it: make it usable again, or start a new suite (--fresh)"
+            ))
+        }
+    };
     for (output, dest) in [
         (&destination::JSON, &config.json),
         (&destination::HTML, &config.html),
     ] {
         if let Some(path) = dest {
-            check_dest(output, path)?;
+            check_dest(output, path).map_err(kept("this path"))?;
         }
     }
     check_outputs_apart(
@@ -595,13 +609,37 @@ fn resume(
         config.html.as_deref(),
         config.curve.as_deref(),
         &targets,
-    )?;
+    )
+    .map_err(kept("this path"))?;
+    if let Some(cpus) = &config.cpus {
+        check_resumed_cpus(cpus, &crate::plan::HostLimits::read()?)
+            .map_err(kept("its CPUs (--cpus)"))?;
+    }
     let done = state.rounds()?.len();
     eprintln!(
         "hostmax suite: resuming from {} ({done} cell run(s) already done)",
         dir.display()
     );
     Ok((config, state, targets))
+}
+
+/// Checks the CPUs a resumed suite runs on: each still online and in this process's affinity
+/// mask.
+fn check_resumed_cpus(cpus: &[usize], limits: &crate::plan::HostLimits) -> Result<(), BadInput> {
+    let gone: Vec<usize> = cpus
+        .iter()
+        .copied()
+        .filter(|c| !limits.online_cpus.contains(c) || !limits.allowed_cpus.contains(c))
+        .collect();
+    if gone.is_empty() {
+        return Ok(());
+    }
+    Err(BadInput(format!(
+        "CPU {} of its --cpus {} is not online or not in this process's affinity mask now (allowed: {}); bring it back",
+        hostmax_device::format_cpu_list(&gone),
+        hostmax_device::format_cpu_list(cpus),
+        hostmax_device::format_cpu_list(&limits.allowed_cpus)
+    )))
 }
 
 /// The ATA secure erase password on `--resume`: the checkpoint does not keep it, so a suite
