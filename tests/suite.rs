@@ -995,7 +995,10 @@ fn the_secure_erase_password_is_kept_out_of_reports_and_the_checkpoint() {
         .position(|a| *a == "--secure-erase-password")
         .expect("the option is recorded");
     assert_eq!(line[at + 1], "<redacted>", "{line:?}");
-    let mut written = vec![Path::new(&json).to_path_buf(), Path::new(&html).to_path_buf()];
+    let mut written = vec![
+        Path::new(&json).to_path_buf(),
+        Path::new(&html).to_path_buf(),
+    ];
     let mut pending = vec![Path::new(&state).to_path_buf()];
     while let Some(d) = pending.pop() {
         for entry in fs::read_dir(&d).unwrap() {
@@ -1009,7 +1012,11 @@ fn the_secure_erase_password_is_kept_out_of_reports_and_the_checkpoint() {
     }
     for path in &written {
         let text = fs::read_to_string(path).unwrap();
-        assert!(!text.contains(SECRET), "{} holds the password", path.display());
+        assert!(
+            !text.contains(SECRET),
+            "{} holds the password",
+            path.display()
+        );
     }
     // Resumed before its purge is done: the password is asked for, then taken.
     fs::remove_file(Path::new(&state).join("purge.json")).unwrap();
@@ -1022,11 +1029,20 @@ fn the_secure_erase_password_is_kept_out_of_reports_and_the_checkpoint() {
         stderr_of(&refused)
     );
     let resumed = run_hostmax(
-        &["suite", "--resume", &state, "--secure-erase-password", SECRET],
+        &[
+            "suite",
+            "--resume",
+            &state,
+            "--secure-erase-password",
+            SECRET,
+        ],
         None,
     );
     assert_eq!(resumed.status.code(), Some(0), "{}", stderr_of(&resumed));
-    assert!(Path::new(&state).join("purge.json").exists(), "purged again");
+    assert!(
+        Path::new(&state).join("purge.json").exists(),
+        "purged again"
+    );
     let suite_json = fs::read_to_string(Path::new(&state).join("suite.json")).unwrap();
     assert!(!suite_json.contains(SECRET));
 }

@@ -583,12 +583,8 @@ fn verify_and_the_suite_give_one_spec_on_one_volume_the_same_verdict() {
 
 /// Reads the JSON a run wrote, naming the run's stderr when there is none.
 fn report_of(json: &Path, out: &std::process::Output) -> Value {
-    let text = std::fs::read_to_string(json).unwrap_or_else(|e| {
-        panic!(
-            "no report ({e}): {}",
-            String::from_utf8_lossy(&out.stderr)
-        )
-    });
+    let text = std::fs::read_to_string(json)
+        .unwrap_or_else(|e| panic!("no report ({e}): {}", String::from_utf8_lossy(&out.stderr)));
     serde_json::from_str(&text).expect("the report is JSON")
 }
 
@@ -626,7 +622,10 @@ fn a_verify_interrupted_in_its_first_phase_gives_no_pass() {
     assert_eq!(report["verdict"]["pass"], false);
     let left = report["phases_not_measured"].as_array().expect("a list");
     assert_eq!(left.len(), 1, "{left:?}");
-    assert!(left[0].as_str().unwrap().starts_with("throughput"), "{left:?}");
+    assert!(
+        left[0].as_str().unwrap().starts_with("throughput"),
+        "{left:?}"
+    );
     assert_eq!(report["phases"].as_array().unwrap().len(), 1);
     assert!(!stdout.contains("PASS:"), "{stdout}");
     assert!(
