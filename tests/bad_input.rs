@@ -1343,3 +1343,28 @@ fn resume_refusals_name_fixes_that_resume_allows() {
         assert!(String::from_utf8_lossy(&out.stderr).contains(&format!("CPU {last}")));
     }
 }
+
+/// A verify phase's block size is set by verify (`--throughput-bs` for the throughput phase),
+/// not by `--bs`: its refusals name the option that works.
+#[test]
+fn verify_phase_refusals_name_the_option_that_sets_the_block_size() {
+    let dir = ScratchDir::new("verify-phase");
+    let f = file_arg(&dir, "f", 8 << 20);
+    let args = strings(&[
+        "verify",
+        "--devices",
+        &f,
+        "--expect-volume-mbps",
+        "10",
+        "--size",
+        "512k",
+    ]);
+    let out = run(&args);
+    assert_bad_input(
+        "throughput phase larger than --size",
+        &args,
+        &out,
+        "--throughput-bs 1m is larger than --size 512k",
+    );
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("--bs "));
+}

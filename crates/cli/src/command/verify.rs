@@ -85,10 +85,23 @@ pub fn plan_phases(
     for kind in crate::verdict::phases_for(&set) {
         let phase = phase_request(&request, kind, args.throughput_bs);
         let plan = plan_run(&phase).map_err(|e| {
+            // The phase's block size is not --bs (verify sets it): name what does set it, so
+            // the fix offered is one that works.
+            let size = crate::units::format_size(phase.block_size);
+            let (sets_it, named) = match kind.promise().needs.blocks {
+                BlockSizes::AtLeast(_) => (
+                    format!("--throughput-bs {size}"),
+                    "--throughput-bs ".to_string(),
+                ),
+                BlockSizes::AtMost(_) => (
+                    format!("{size} blocks, fixed for this phase"),
+                    "the phase's block size ".to_string(),
+                ),
+            };
+            let why = format!("{e:#}").replace("--bs ", &named);
             anyhow::Error::new(BadInput(format!(
-                "the {} phase (--bs {}): {e:#}",
-                kind.promise().phase,
-                crate::units::format_size(phase.block_size)
+                "the {} phase ({sets_it}): {why}",
+                kind.promise().phase
             )))
         })?;
         phases.push(Phase { kind, plan });
