@@ -834,4 +834,53 @@ mod tests {
         let err = validate(&w(512, None), std::slice::from_ref(&target)).unwrap_err();
         assert_eq!(err.to_string(), format!("/dev/x: {misfit} (block_size)"));
     }
+
+    #[test]
+    fn times_and_rates_beyond_what_a_run_can_use_are_refused() {
+        let target = TargetInfo {
+            path: "/dev/x".into(),
+            kind: crate::TargetKind::BlockDevice,
+            size: 1 << 30,
+            logical_block_size: 512,
+            rdev: None,
+            kernel_name: None,
+        };
+        let refused = |w: Workload| {
+            validate(&w, std::slice::from_ref(&target))
+                .unwrap_err()
+                .to_string()
+        };
+        let forever = Duration::from_secs(u64::MAX);
+        let err = refused(Workload {
+            runtime: forever,
+            ..Workload::default()
+        });
+        assert!(
+            err.contains("at most 31536000 s") && err.ends_with("(runtime)"),
+            "{err}"
+        );
+        let err = refused(Workload {
+            ramp: MAX_RUN_TIME + Duration::from_secs(1),
+            ..Workload::default()
+        });
+        assert!(
+            err.starts_with("ramp of") && err.ends_with("(ramp)"),
+            "{err}"
+        );
+        let err = refused(Workload {
+            rate_iops: Some(u64::MAX),
+            ..Workload::default()
+        });
+        assert!(
+            err.contains("at most 1000000000") && err.ends_with("(rate_iops)"),
+            "{err}"
+        );
+        let longest = Workload {
+            runtime: MAX_RUN_TIME,
+            ramp: MAX_RUN_TIME,
+            rate_iops: Some(MAX_RATE_IOPS),
+            ..Workload::default()
+        };
+        assert!(validate(&longest, std::slice::from_ref(&target)).is_ok());
+    }
 }
