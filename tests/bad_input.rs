@@ -1326,6 +1326,27 @@ fn resume_refusals_name_fixes_that_resume_allows() {
     );
     assert!(!String::from_utf8_lossy(&out.stderr).contains("choose another path"));
     fs::create_dir(dir.path("out")).unwrap();
+    // A device of another size: not the suite's, and no --size to offer.
+    fs::OpenOptions::new()
+        .write(true)
+        .open(&f)
+        .unwrap()
+        .set_len(4 << 20)
+        .unwrap();
+    let out = run(&resume);
+    assert_bad_input(
+        "resume, device shrunk",
+        &resume,
+        &out,
+        "is not the device the suite started on",
+    );
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("--size"));
+    fs::OpenOptions::new()
+        .write(true)
+        .open(&f)
+        .unwrap()
+        .set_len(8 << 20)
+        .unwrap();
     if cpus.len() > 1 {
         let first = cpus[0];
         let out = tool_command("taskset", "util-linux")

@@ -247,7 +247,16 @@ pub fn sweep(args: &SweepArgs) -> anyhow::Result<i32> {
     }
     print_beside_json(&format!("\n{table}"), base.json.as_ref());
     if let Some(dest) = &svg {
-        let chart = sweep_chart(&found).to_svg()?;
+        let mut chart = sweep_chart(&found);
+        if interrupted {
+            for band in &mut chart.bands {
+                band.name = format!(
+                    "highest {:.0} IOPS: interrupted, no knee",
+                    found.ceiling_iops
+                );
+            }
+        }
+        let chart = chart.to_svg()?;
         destination::write_output(&destination::SVG, dest, chart.as_bytes())?;
     }
     let code = crate::exit_code::Outcome {

@@ -499,6 +499,21 @@ fn resume(
         ))
         .into());
     }
+    // A device of another size is not the suite's: said before planning, whose refusal
+    // would offer --size, which --resume cannot change.
+    for d in &config.devices {
+        if let Ok(now) = hostmax_device::probe(&name_of(d)) {
+            if now.size != d.size {
+                return Err(BadInput(format!(
+                    "{} is not the device the suite started on (now {}, then {}); give the suite its own device back, or start a new suite (--fresh)",
+                    name_of(d).display(),
+                    human_size(now.size),
+                    human_size(d.size)
+                ))
+                .into());
+            }
+        }
+    }
     let targets = plan_run(&PlanRequest {
         devices: config
             .devices
