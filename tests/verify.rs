@@ -671,3 +671,40 @@ fn an_interrupted_sweep_names_no_knee() {
         "{stdout}"
     );
 }
+
+/// The main run judged against a spec, interrupted: no PASS either.
+#[test]
+fn an_interrupted_judged_run_gives_no_pass() {
+    let dir = ScratchDir::new("run-interrupted");
+    let file = dir.file("vol", 64 * MIB).display().to_string();
+    let json = dir.join("run.json");
+    let args: Vec<String> = [
+        "--devices",
+        &file,
+        "--expect-volume-iops",
+        "10",
+        "--runtime",
+        "30s",
+        "--ramp",
+        "0s",
+        "--json",
+        &json.display().to_string(),
+    ]
+    .map(String::from)
+    .to_vec();
+    let out = interrupt_after(&args, "/30 s]", std::time::Duration::from_millis(500));
+    assert_eq!(
+        out.status.code(),
+        Some(130),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report = report_of(&json, &out);
+    assert_eq!(report["interrupted"], true);
+    assert_eq!(report["verdict"]["pass"], false, "{}", report["verdict"]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        !stdout.contains("PASS:") && stdout.contains("NOT CONCLUDED: interrupted during the run"),
+        "{stdout}"
+    );
+}
