@@ -101,6 +101,8 @@ fn the_knee_is_where_depth_over_cap_crosses_the_promise() {
 /// every volume), the depths never run named, exit 130.
 #[test]
 fn an_interrupted_curve_gives_no_saturation_point() {
+    // Full-speed I/O: never beside a test that measures rates.
+    let _rate = rate_test_lock();
     let dir = ScratchDir::new("curve-interrupted");
     let file = dir.file("vol", 64 * MIB).display().to_string();
     let json = dir.join("curve.json");

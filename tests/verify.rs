@@ -592,6 +592,8 @@ fn report_of(json: &Path, out: &std::process::Output) -> Value {
 /// not conclude), the root says it was interrupted and which phase never ran, exit 130.
 #[test]
 fn a_verify_interrupted_in_its_first_phase_gives_no_pass() {
+    // Full-speed I/O: never beside a test that measures rates.
+    let _rate = rate_test_lock();
     let dir = ScratchDir::new("verify-interrupted");
     let file = dir.file("vol", 64 * MIB).display().to_string();
     let json = dir.join("verify.json");
@@ -639,6 +641,8 @@ fn a_verify_interrupted_in_its_first_phase_gives_no_pass() {
 /// 130.
 #[test]
 fn an_interrupted_sweep_names_no_knee() {
+    // Full-speed I/O: never beside a test that measures rates.
+    let _rate = rate_test_lock();
     let dir = ScratchDir::new("sweep-interrupted");
     let files: Vec<String> = ["a", "b"]
         .iter()
@@ -675,6 +679,8 @@ fn an_interrupted_sweep_names_no_knee() {
 /// The main run judged against a spec, interrupted: no PASS either.
 #[test]
 fn an_interrupted_judged_run_gives_no_pass() {
+    // Full-speed I/O: never beside a test that measures rates.
+    let _rate = rate_test_lock();
     let dir = ScratchDir::new("run-interrupted");
     let file = dir.file("vol", 64 * MIB).display().to_string();
     let json = dir.join("run.json");
