@@ -1062,3 +1062,330 @@ fn every_enum_option_lists_its_values_in_help() {
     }
     assert!(line("--filename").contains("colon-separated"));
 }
+
+/// Runs hostmax, killing it (and failing) if it has not ended within `secs`: a value that
+/// overflowed once made runs that never end.
+fn run_within(args: &[String], secs: u64) -> Output {
+    let mut child = Command::new(HOSTMAX)
+        .args(args)
+        .env_remove("RUST_BACKTRACE")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("run hostmax");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(secs);
+    while child.try_wait().expect("wait").is_none() {
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            let out = child.wait_with_output().unwrap();
+            panic!(
+                "hostmax {args:?} still running after {secs} s: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    child.wait_with_output().expect("hostmax's output")
+}
+
+/// Durations, rates and start times too large for a run are one-line refusals naming the
+/// bound (exit 2), never an overflow panic or a run that cannot end.
+#[test]
+fn durations_rates_and_start_times_that_overflow_are_refused() {
+    let dir = ScratchDir::new("overflow");
+    let f = file_arg(&dir, "f", 1 << 20);
+    let d = |extra: &[&str]| -> Vec<String> {
+        let mut v = strings(&["--devices", &f, "--ramp", "0s"]);
+        v.extend(strings(extra));
+        v
+    };
+    let cases: Vec<(&str, Vec<String>, &str)> = vec![
+        (
+            "runtime of i64::MAX seconds",
+            d(&["--runtime", "9223372036854775807s"]),
+            "at most 8760h",
+        ),
+        (
+            "runtime of u64::MAX milliseconds",
+            d(&["--runtime", "18446744073709551615ms"]),
+            "at most 8760h",
+        ),
+        (
+            "ramp beyond a year",
+            strings(&["--devices", &f, "--runtime", "1s", "--ramp", "8761h"]),
+            "at most 8760h",
+        ),
+        (
+            "rate beyond what can be paced",
+            d(&["--runtime", "1s", "--rate-iops", "18446744073709551615"]),
+            "at most 1000000000",
+        ),
+        (
+            "relative start beyond a year",
+            d(&["--runtime", "1s", "--start-at", "+18446744073709551615ms"]),
+            "at most 8760h",
+        ),
+        (
+            "absolute start in year 9999",
+            d(&["--runtime", "1s", "--start-at", "9999-12-31T00:00:00Z"]),
+            "at most 365 days ahead",
+        ),
+        (
+            "suite cell time",
+            strings(&[
+                "suite",
+                "iops",
+                "--devices",
+                &f,
+                "--cell-time",
+                "9223372036854775807s",
+            ]),
+            "at most 8760h",
+        ),
+        (
+            "verify runtime",
+            strings(&[
+                "verify",
+                "--devices",
+                &f,
+                "--expect-volume-iops",
+                "10",
+                "--runtime",
+                "153722867280912930m",
+            ]),
+            "at most 8760h",
+        ),
+    ];
+    for (label, args, expected) in cases {
+        let out = run_within(&args, 30);
+        assert_bad_input(label, &args, &out, expected);
+    }
+}
+
+/// A missing `--devices` path given with `--size` becomes a new file only for a run that
+/// starts: a later refusal (polling on a file, buffers beyond memory) takes it away again.
+#[test]
+fn a_file_made_for_size_is_removed_when_the_run_is_refused() {
+    let dir = ScratchDir::new("made-file");
+    let new = dir.path("new.img");
+    let args = strings(&[
+        "--devices",
+        &new,
+        "--size",
+        "1m",
+        "--iopoll",
+        "--runtime",
+        "1s",
+    ]);
+    let out = run(&args);
+    assert_bad_input("--iopoll on a new file", &args, &out, "--iopoll");
+    assert!(!Path::new(&new).exists(), "{new} was left behind");
+    // 4 new files x iodepth 4096 x 8 MiB, twice for a mix: 256 GiB of buffers.
+    let news: Vec<String> = (0..4).map(|i| dir.path(&format!("n{i}.img"))).collect();
+    let mut args = strings(&["--devices"]);
+    args.extend(news.iter().cloned());
+    args.extend(strings(&[
+        "--size",
+        "8m",
+        "--bs",
+        "8m",
+        "--iodepth",
+        "4096",
+        "--rw",
+        "randrw",
+        "--runtime",
+        "1s",
+    ]));
+    let out = run(&args);
+    assert_bad_input(
+        "buffers beyond memory",
+        &args,
+        &out,
+        "I/O buffers would need",
+    );
+    for n in &news {
+        assert!(!Path::new(n).exists(), "{n} was left behind");
+    }
+    // A file that was there before is never removed.
+    let kept = file_arg(&dir, "kept.img", 1 << 20);
+    let args = strings(&["--devices", &kept, "--iopoll", "--runtime", "1s"]);
+    let out = run(&args);
+    assert_bad_input("--iopoll on an existing file", &args, &out, "--iopoll");
+    assert!(Path::new(&kept).exists());
+}
+
+/// A run killed mid-way leaves its `--hdr-log` temporary file (`.NAME.tmp-PID-0`); the next
+/// run writing to that directory removes it, since its process is gone.
+#[test]
+fn a_killed_runs_temporary_file_is_removed_by_the_next_run() {
+    let dir = ScratchDir::new("stale-temp");
+    let f = file_arg(&dir, "f", 1 << 20);
+    let log = dir.path("run.hlog");
+    let mut child = Command::new(HOSTMAX)
+        .args(strings(&[
+            "--devices",
+            &f,
+            "--runtime",
+            "60s",
+            "--ramp",
+            "0s",
+            "--hdr-log",
+            &log,
+        ]))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("run hostmax");
+    let temp = dir.join(&format!(".run.hlog.tmp-{}-0", child.id()));
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !temp.exists() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no {}",
+            temp.display()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert!(temp.exists(), "SIGKILL leaves the temporary file");
+    let out = run(&strings(&[
+        "--devices",
+        &f,
+        "--runtime",
+        "1s",
+        "--ramp",
+        "0s",
+        "--hdr-log",
+        &log,
+    ]));
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!temp.exists(), "{} is still there", temp.display());
+    assert!(Path::new(&log).exists());
+}
+
+/// On `--resume` the checkpoint fixes the outputs and the CPUs: a refusal says to make them
+/// usable again or start a new suite, never to give another path or other --cpus, which
+/// --resume refuses.
+#[test]
+fn resume_refusals_name_fixes_that_resume_allows() {
+    let dir = ScratchDir::new("resume-fixes");
+    let f = file_arg(&dir, "f", 8 << 20);
+    fs::create_dir(dir.path("out")).unwrap();
+    let json = dir.path("out/s.json");
+    let state = dir.path("s.state");
+    let allowed = nix::sched::sched_getaffinity(nix::unistd::Pid::from_raw(0)).unwrap();
+    let cpus: Vec<usize> = (0..nix::sched::CpuSet::count())
+        .filter(|&c| allowed.is_set(c).unwrap_or(false))
+        .collect();
+    let mut args = strings(&[
+        "suite",
+        "iops",
+        "--devices",
+        &f,
+        "--block-sizes",
+        "4k",
+        "--mixes",
+        "100/0",
+        "--cell-time",
+        "200ms",
+        "--max-rounds",
+        "5",
+        "--no-precondition",
+        "--no-purge",
+        "--json",
+        &json,
+        "--state-dir",
+        &state,
+    ]);
+    // The last allowed CPU: a resume narrowed to the first one no longer has it.
+    let last = *cpus.last().unwrap();
+    if cpus.len() > 1 {
+        args.extend(strings(&["--cpus", &last.to_string()]));
+    }
+    let out = run(&args);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    fs::remove_dir_all(dir.path("out")).unwrap();
+    let resume = strings(&["suite", "--resume", &state]);
+    let out = run(&resume);
+    assert_bad_input(
+        "resume, output directory gone",
+        &resume,
+        &out,
+        "--resume cannot change it",
+    );
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("choose another path"));
+    fs::create_dir(dir.path("out")).unwrap();
+    // A device of another size: not the suite's, and no --size to offer.
+    fs::OpenOptions::new()
+        .write(true)
+        .open(&f)
+        .unwrap()
+        .set_len(4 << 20)
+        .unwrap();
+    let out = run(&resume);
+    assert_bad_input(
+        "resume, device shrunk",
+        &resume,
+        &out,
+        "is not the device the suite started on",
+    );
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("--size"));
+    fs::OpenOptions::new()
+        .write(true)
+        .open(&f)
+        .unwrap()
+        .set_len(8 << 20)
+        .unwrap();
+    if cpus.len() > 1 {
+        let first = cpus[0];
+        let out = tool_command("taskset", "util-linux")
+            .args(["-c", &first.to_string(), HOSTMAX])
+            .args(&resume)
+            .env_remove("RUST_BACKTRACE")
+            .output()
+            .expect("run hostmax under taskset");
+        assert_bad_input(
+            "resume, CPU gone",
+            &resume,
+            &out,
+            "--resume cannot change it",
+        );
+        assert!(String::from_utf8_lossy(&out.stderr).contains(&format!("CPU {last}")));
+    }
+}
+
+/// A verify phase's block size is set by verify (`--throughput-bs` for the throughput phase),
+/// not by `--bs`: its refusals name the option that works.
+#[test]
+fn verify_phase_refusals_name_the_option_that_sets_the_block_size() {
+    let dir = ScratchDir::new("verify-phase");
+    let f = file_arg(&dir, "f", 8 << 20);
+    let args = strings(&[
+        "verify",
+        "--devices",
+        &f,
+        "--expect-volume-mbps",
+        "10",
+        "--size",
+        "512k",
+    ]);
+    let out = run(&args);
+    assert_bad_input(
+        "throughput phase larger than --size",
+        &args,
+        &out,
+        "--throughput-bs 1m is larger than --size 512k",
+    );
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("--bs "));
+}

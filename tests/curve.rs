@@ -96,3 +96,48 @@ fn the_knee_is_where_depth_over_cap_crosses_the_promise() {
     let svg = std::fs::read_to_string(&svg).expect("the SVG");
     assert!(svg.contains("SLO knee") && svg.contains("promise: mean"));
 }
+
+/// SIGINT at the first of three depths: no knee and no saturation point (for the host and
+/// every volume), the depths never run named, exit 130.
+#[test]
+fn an_interrupted_curve_gives_no_saturation_point() {
+    // Full-speed I/O: never beside a test that measures rates.
+    let _rate = rate_test_lock();
+    let dir = ScratchDir::new("curve-interrupted");
+    let file = dir.file("vol", 64 * MIB).display().to_string();
+    let json = dir.join("curve.json");
+    let args: Vec<String> = [
+        "curve",
+        "--devices",
+        &file,
+        "--depths",
+        "1,2,4",
+        "--p99-max",
+        "1s",
+        "--runtime",
+        "30s",
+        "--ramp",
+        "0s",
+        "--json",
+        &json.display().to_string(),
+    ]
+    .map(String::from)
+    .to_vec();
+    let out = interrupt_after(&args, "step 1/3", std::time::Duration::from_millis(1500));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{stderr}");
+    let text = std::fs::read_to_string(&json).unwrap_or_else(|e| panic!("{e}: {stderr}"));
+    let report: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(report["interrupted"], true, "{report}");
+    assert_eq!(report["depths_not_measured"], serde_json::json!([2, 4]));
+    let curve = &report["curve"];
+    for answer in std::iter::once(&curve["host"]).chain(curve["volumes"].as_array().unwrap()) {
+        assert!(answer["saturation"].is_null(), "{answer}");
+        assert!(answer["knee"].is_null(), "{answer}");
+    }
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        !stdout.contains("saturation at depth") && stdout.contains("no saturation point"),
+        "{stdout}"
+    );
+}

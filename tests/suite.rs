@@ -943,3 +943,142 @@ fn a_finished_suite_runs_again_only_with_fresh_and_json_to_stdout_keeps_state_ou
         dir.0.join("r.state/suite.json").exists() && dir.0.join("r.state.2/suite.json").exists()
     );
 }
+
+/// `--secure-erase-password` is a secret: not in the report's `command_line`, the HTML page,
+/// the checkpoint or its rounds; a `--resume` before the purge is done asks for it again (exit
+/// 2) and takes it. (A file has no ATA security: the purge falls back to discard.)
+#[test]
+fn the_secure_erase_password_is_kept_out_of_reports_and_the_checkpoint() {
+    let _lock = rate_test_lock();
+    const SECRET: &str = "hunter2-secret";
+    let dir = Scratch::new("secret");
+    let file = dir.file("vol", 8 * MIB).display().to_string();
+    let json = dir.path("s.json");
+    let html = dir.path("s.html");
+    let state = dir.path("s.state");
+    let out = run_hostmax(
+        &[
+            "suite",
+            "iops",
+            "--devices",
+            &file,
+            "--block-sizes",
+            "4k",
+            "--mixes",
+            "100/0",
+            "--cell-time",
+            "200ms",
+            "--max-rounds",
+            "5",
+            "--no-precondition",
+            "--secure-erase-password",
+            SECRET,
+            "--json",
+            &json,
+            "--html",
+            &html,
+            "--state-dir",
+            &state,
+        ],
+        None,
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    let report = read_json(&json);
+    let line: Vec<&str> = report["command_line"]
+        .as_array()
+        .expect("command_line")
+        .iter()
+        .map(|a| a.as_str().unwrap())
+        .collect();
+    let at = line
+        .iter()
+        .position(|a| *a == "--secure-erase-password")
+        .expect("the option is recorded");
+    assert_eq!(line[at + 1], "<redacted>", "{line:?}");
+    let mut written = vec![
+        Path::new(&json).to_path_buf(),
+        Path::new(&html).to_path_buf(),
+    ];
+    let mut pending = vec![Path::new(&state).to_path_buf()];
+    while let Some(d) = pending.pop() {
+        for entry in fs::read_dir(&d).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                pending.push(path);
+            } else {
+                written.push(path);
+            }
+        }
+    }
+    for path in &written {
+        let text = fs::read_to_string(path).unwrap();
+        assert!(
+            !text.contains(SECRET),
+            "{} holds the password",
+            path.display()
+        );
+    }
+    // Resumed before its purge is done: the password is asked for, then taken.
+    fs::remove_file(Path::new(&state).join("purge.json")).unwrap();
+    let args = ["suite", "--resume", state.as_str()];
+    let refused = run_hostmax(&args, None);
+    assert_eq!(refused.status.code(), Some(2), "{}", stderr_of(&refused));
+    assert!(
+        stderr_of(&refused).contains("--secure-erase-password PASSWORD"),
+        "{}",
+        stderr_of(&refused)
+    );
+    let resumed = run_hostmax(
+        &[
+            "suite",
+            "--resume",
+            &state,
+            "--secure-erase-password",
+            SECRET,
+        ],
+        None,
+    );
+    assert_eq!(resumed.status.code(), Some(0), "{}", stderr_of(&resumed));
+    assert!(
+        Path::new(&state).join("purge.json").exists(),
+        "purged again"
+    );
+    let suite_json = fs::read_to_string(Path::new(&state).join("suite.json")).unwrap();
+    assert!(!suite_json.contains(SECRET));
+}
+
+/// SIGINT during the first cell: the report says which cells of the round were not measured.
+#[test]
+fn an_interrupted_suite_names_the_cells_not_measured() {
+    let _lock = rate_test_lock();
+    let dir = Scratch::new("suite-interrupted");
+    let file = dir.file("vol", 8 * MIB).display().to_string();
+    let json = dir.path("s.json");
+    let args: Vec<String> = [
+        "suite",
+        "iops",
+        "--devices",
+        &file,
+        "--block-sizes",
+        "4k,8k",
+        "--mixes",
+        "100/0",
+        "--cell-time",
+        "20s",
+        "--no-precondition",
+        "--no-purge",
+        "--json",
+        &json,
+    ]
+    .map(String::from)
+    .to_vec();
+    let out = support::interrupt_after(&args, "checkpoint in", Duration::from_millis(1500));
+    assert_eq!(out.status.code(), Some(130), "{}", stderr_of(&out));
+    let report = read_json(&json);
+    assert_eq!(report["interrupted"], true);
+    assert_eq!(
+        report["cells_not_measured"],
+        serde_json::json!(["4k_100_0", "8k_100_0"]),
+        "{report}"
+    );
+}

@@ -580,3 +580,137 @@ fn verify_and_the_suite_give_one_spec_on_one_volume_the_same_verdict() {
         );
     }
 }
+
+/// Reads the JSON a run wrote, naming the run's stderr when there is none.
+fn report_of(json: &Path, out: &std::process::Output) -> Value {
+    let text = std::fs::read_to_string(json)
+        .unwrap_or_else(|e| panic!("no report ({e}): {}", String::from_utf8_lossy(&out.stderr)));
+    serde_json::from_str(&text).expect("the report is JSON")
+}
+
+/// SIGINT in phase 1 of 2: no PASS (the JSON's `verdict.pass` is false, the table says it did
+/// not conclude), the root says it was interrupted and which phase never ran, exit 130.
+#[test]
+fn a_verify_interrupted_in_its_first_phase_gives_no_pass() {
+    // Full-speed I/O: never beside a test that measures rates.
+    let _rate = rate_test_lock();
+    let dir = ScratchDir::new("verify-interrupted");
+    let file = dir.file("vol", 64 * MIB).display().to_string();
+    let json = dir.join("verify.json");
+    // Promises a file beats by far: a finished run would PASS.
+    let args: Vec<String> = [
+        "verify",
+        "--devices",
+        &file,
+        "--expect-volume-iops",
+        "10",
+        "--expect-volume-mbps",
+        "1",
+        "--runtime",
+        "30s",
+        "--ramp",
+        "0s",
+        "--json",
+        &json.display().to_string(),
+    ]
+    .map(String::from)
+    .to_vec();
+    let out = interrupt_after(&args, "phase 1/2", std::time::Duration::from_millis(1500));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{stderr}");
+    let report = report_of(&json, &out);
+    assert_eq!(report["interrupted"], true, "{report}");
+    assert_eq!(report["verdict"]["pass"], false);
+    let left = report["phases_not_measured"].as_array().expect("a list");
+    assert_eq!(left.len(), 1, "{left:?}");
+    assert!(
+        left[0].as_str().unwrap().starts_with("throughput"),
+        "{left:?}"
+    );
+    assert_eq!(report["phases"].as_array().unwrap().len(), 1);
+    assert!(!stdout.contains("PASS:"), "{stdout}");
+    assert!(
+        stdout.contains("NOT CONCLUDED: interrupted during IOPS")
+            && stdout.contains("not measured: throughput"),
+        "{stdout}"
+    );
+}
+
+/// SIGINT in step 1 of 2: no knee (`sweep.saturated` false), the step never run named, exit
+/// 130.
+#[test]
+fn an_interrupted_sweep_names_no_knee() {
+    // Full-speed I/O: never beside a test that measures rates.
+    let _rate = rate_test_lock();
+    let dir = ScratchDir::new("sweep-interrupted");
+    let files: Vec<String> = ["a", "b"]
+        .iter()
+        .map(|n| dir.file(n, 64 * MIB).display().to_string())
+        .collect();
+    let json = dir.join("sweep.json");
+    let mut args: Vec<String> = vec!["sweep".into(), "--devices".into()];
+    args.extend(files.iter().cloned());
+    args.extend(
+        ["--runtime", "30s", "--ramp", "0s", "--json"]
+            .map(String::from)
+            .to_vec(),
+    );
+    args.push(json.display().to_string());
+    let out = interrupt_after(&args, "step 1/2", std::time::Duration::from_millis(1500));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(130),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report = report_of(&json, &out);
+    assert_eq!(report["interrupted"], true, "{report}");
+    assert_eq!(report["steps_not_measured"], serde_json::json!([2]));
+    assert_eq!(report["sweep"]["saturated"], false);
+    assert!(!stdout.contains("knee at"), "{stdout}");
+    assert!(
+        stdout.contains("no knee is given") && stdout.contains("steps not measured: [2]"),
+        "{stdout}"
+    );
+}
+
+/// The main run judged against a spec, interrupted: no PASS either.
+#[test]
+fn an_interrupted_judged_run_gives_no_pass() {
+    // Full-speed I/O: never beside a test that measures rates.
+    let _rate = rate_test_lock();
+    let dir = ScratchDir::new("run-interrupted");
+    let file = dir.file("vol", 64 * MIB).display().to_string();
+    let json = dir.join("run.json");
+    let args: Vec<String> = [
+        "--devices",
+        &file,
+        "--expect-volume-iops",
+        "10",
+        "--runtime",
+        "30s",
+        "--ramp",
+        "0s",
+        "--json",
+        &json.display().to_string(),
+    ]
+    .map(String::from)
+    .to_vec();
+    let out = interrupt_after(&args, "/30 s]", std::time::Duration::from_millis(500));
+    assert_eq!(
+        out.status.code(),
+        Some(130),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report = report_of(&json, &out);
+    assert_eq!(report["interrupted"], true);
+    assert_eq!(report["verdict"]["pass"], false, "{}", report["verdict"]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        !stdout.contains("PASS:") && stdout.contains("NOT CONCLUDED: interrupted during the run"),
+        "{stdout}"
+    );
+}

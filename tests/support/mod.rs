@@ -17,6 +17,8 @@
 //! - [`assert_refused`]: the refusal contract (exit 2, one line naming each thing, nothing on
 //!   stdout); [`read_interval_log`]: a `--hdr-log`'s counts per tag and second
 //!   ([`logged_ios`] adds a tag's).
+//! - [`interrupt_after`]: a real run sent SIGINT a while after its stderr says a marker
+//!   (a phase, step or depth began), for the interrupted-means-not-concluded tests.
 //! - [`scaled_cap`] and [`full_speed`]: the caps of tests that measure throttled rates, smaller
 //!   where the CPU cannot reach them (the kernel matrix's emulated VM).
 
@@ -513,4 +515,65 @@ pub fn logged_ios(counts: &std::collections::BTreeMap<(String, u64), u64>, tag: 
         .filter(|((t, _), _)| t == tag)
         .map(|(_, n)| n)
         .sum()
+}
+
+/// Runs hostmax with `args`, sends it SIGINT `delay` after a line of its stderr contains
+/// `marker`, and returns its output (stderr whole, the marker's line included). Panics if the
+/// marker never comes, or the run does not end within a minute of the signal.
+pub fn interrupt_after(args: &[String], marker: &str, delay: std::time::Duration) -> Output {
+    use std::io::{BufRead, BufReader, Read};
+    use std::process::Stdio;
+    use std::time::{Duration, Instant};
+    let mut child = Command::new(hostmax_bin())
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run hostmax");
+    let mut stdout = child.stdout.take().expect("piped");
+    let reading_stdout = std::thread::spawn(move || {
+        let mut bytes = Vec::new();
+        let _ = stdout.read_to_end(&mut bytes);
+        bytes
+    });
+    let mut stderr = BufReader::new(child.stderr.take().expect("piped"));
+    let mut seen = String::new();
+    loop {
+        let mut line = String::new();
+        let n = stderr.read_line(&mut line).expect("read hostmax's stderr");
+        seen += &line;
+        if n == 0 {
+            let _ = child.kill();
+            panic!("hostmax ended before saying '{marker}': {seen}");
+        }
+        if line.contains(marker) {
+            break;
+        }
+    }
+    let reading_stderr = std::thread::spawn(move || {
+        let mut rest = String::new();
+        let _ = stderr.read_to_string(&mut rest);
+        rest
+    });
+    std::thread::sleep(delay);
+    // SAFETY: kill only takes a pid and a signal number; the child is ours and not yet reaped.
+    let ret = unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    assert_eq!(ret, 0, "kill: {}", std::io::Error::last_os_error());
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("wait for hostmax") {
+            break status;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("hostmax did not end within a minute of SIGINT: {seen}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    seen += &reading_stderr.join().expect("stderr reader");
+    Output {
+        status,
+        stdout: reading_stdout.join().expect("stdout reader"),
+        stderr: seen.into_bytes(),
+    }
 }

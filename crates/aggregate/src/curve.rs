@@ -193,8 +193,10 @@ pub struct CurveAnswer {
     /// of that most, the deepest). `None` without a promise, or when it held nowhere.
     pub knee: Option<AtDepth>,
     /// The first point within the tolerance of the most IOPS measured: deeper only adds
-    /// latency.
-    pub saturation: AtDepth,
+    /// latency. `None` when the curve was interrupted ([`Curve::withhold_conclusions`]): the
+    /// depths not measured might have given more.
+    #[serde(default)]
+    pub saturation: Option<AtDepth>,
     /// The most IOPS measured at any depth.
     pub peak_iops: f64,
     /// With a promise: whether it held at every depth (the knee is then only a lower bound:
@@ -219,10 +221,12 @@ impl CurveAnswer {
             latency_ns: f.latency_ns,
         };
         let peak = points.iter().map(|(_, f)| f.iops).fold(0.0, f64::max);
-        let saturation = points
-            .iter()
-            .find(|(_, f)| f.iops >= peak * (1.0 - tolerance))
-            .map(at)?;
+        let saturation = Some(
+            points
+                .iter()
+                .find(|(_, f)| f.iops >= peak * (1.0 - tolerance))
+                .map(at)?,
+        );
         let broken_from = promise.and_then(|p| {
             points
                 .iter()
@@ -281,6 +285,19 @@ pub struct Curve {
 }
 
 impl Curve {
+    /// Drops what only the whole curve can say, for a curve a signal cut short: the SLO knee,
+    /// the saturation point and whether the promise held everywhere, for the host and every
+    /// volume. The points and where a promise broke are measured facts and stay.
+    pub fn withhold_conclusions(&mut self) {
+        let answers =
+            std::iter::once(&mut self.host).chain(self.volumes.iter_mut().map(|v| &mut v.answer));
+        for answer in answers {
+            answer.knee = None;
+            answer.saturation = None;
+            answer.held_everywhere = None;
+        }
+    }
+
     /// The curve of `points` (sorted here by depth). `None` when there are none.
     pub fn new(
         mut points: Vec<CurvePoint>,
@@ -336,6 +353,13 @@ pub struct CurveReport {
     /// host kept it, second by second, in the run at the host's knee (else at saturation).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub consistency: Option<crate::consistency::ConsistencyVerdict>,
+    /// A signal stopped the curve: the depth it was running was cut short, the curve gives no
+    /// knee and no saturation point ([`Curve::withhold_conclusions`]).
+    #[serde(default)]
+    pub interrupted: bool,
+    /// The depths that never ran (interrupted curves only).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub depths_not_measured: Vec<u32>,
 }
 
 #[cfg(test)]
@@ -404,7 +428,7 @@ mod tests {
         // 4000 IOPS: 8/4000 = 2 ms holds, 16/4000 = 4 ms does not.
         assert_eq!(curve.volumes[1].answer.knee.as_ref().unwrap().iodepth, 8);
         // Capped from depth 1: saturated there.
-        assert_eq!(v0.saturation.iodepth, 1);
+        assert_eq!(v0.saturation.as_ref().unwrap().iodepth, 1);
         assert_eq!(curve.host.peak_iops, 6000.0);
         assert_eq!(curve.host.knee.as_ref().unwrap().iodepth, 4);
 
@@ -451,7 +475,7 @@ mod tests {
             max_ns: 1_000_000,
         };
         let a = CurveAnswer::new(&series, Some(&promise), 0.05).unwrap();
-        assert_eq!(a.saturation.iodepth, 8);
+        assert_eq!(a.saturation.as_ref().unwrap().iodepth, 8);
         assert_eq!(a.peak_iops, 51_000.0);
         // p99 = 2 x depth / IOPS: depth 16 gives 0.63 ms, 32 gives 1.27 ms.
         let knee = a.knee.unwrap();

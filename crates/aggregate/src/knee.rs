@@ -131,6 +131,12 @@ pub fn ideal_line(
 }
 
 impl Sweep {
+    /// Names no knee, for a sweep a signal cut short: the steps not run might have given
+    /// more, so the highest figure is only a lower bound of the ceiling (`saturated` false).
+    pub fn withhold_conclusions(&mut self) {
+        self.saturated = false;
+    }
+
     /// The sweep of `points` (at least one, none with zero volumes); `caps` are the volumes'
     /// promised IOPS in sweep order, if a spec gives them.
     pub fn new(
@@ -220,6 +226,13 @@ pub struct SweepReport {
     pub sweep: Sweep,
     /// One report per step, by volumes.
     pub runs: Vec<HostReport>,
+    /// A signal stopped the sweep: the step it was running was cut short, and the sweep
+    /// names no knee (`sweep.saturated` is false, the ceiling only a lower bound).
+    #[serde(default)]
+    pub interrupted: bool,
+    /// The steps (by volumes) that never ran (interrupted sweeps only).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub steps_not_measured: Vec<usize>,
 }
 
 #[cfg(test)]

@@ -341,6 +341,34 @@ fn planned_file(path: &Path, size: u64) -> Result<TargetInfo, BadInput> {
     })
 }
 
+/// The files this process made ([`create_files`]), by path and inode, until a run starts:
+/// [`remove_unused_files`] takes them away again when the command ends without one (a later
+/// check, such as the engine's `--iopoll` or buffer-memory check, refused the run).
+static MADE_UNUSED: std::sync::Mutex<Vec<(PathBuf, u64, u64)>> = std::sync::Mutex::new(Vec::new());
+
+/// A run has started I/O on its targets: the files made for it are its now, kept whatever
+/// happens next.
+pub fn note_run_started() {
+    if let Ok(mut made) = MADE_UNUSED.lock() {
+        made.clear();
+    }
+}
+
+/// Removes the files [`create_files`] made that no run has used (each only while it is still
+/// the file made: same device and inode). Called when a command ends in an error before any
+/// run started, and when a signal calls a run off before it started.
+pub fn remove_unused_files() {
+    let Ok(mut made) = MADE_UNUSED.lock() else {
+        return;
+    };
+    for (path, dev, ino) in made.drain(..) {
+        let same = std::fs::symlink_metadata(&path).is_ok_and(|m| m.dev() == dev && m.ino() == ino);
+        if same {
+            let _ = std::fs::remove_file(&path);
+        }
+    }
+}
+
 /// Makes the files [`resolve_targets_creating`] planned, each `size` bytes (allocated with
 /// `fallocate` where the filesystem can, else sparse), never replacing a file that appeared in
 /// the meantime (`O_EXCL`), and probes each one. On failure the files made so far are removed.
@@ -377,6 +405,9 @@ fn create_one(path: &Path, size: u64) -> Result<TargetInfo, BadInput> {
         .create_new(true)
         .open(path)
         .map_err(|e| fail("create it", e))?;
+    if let (Ok(meta), Ok(mut made)) = (file.metadata(), MADE_UNUSED.lock()) {
+        made.push((path.to_path_buf(), meta.dev(), meta.ino()));
+    }
     let len = libc::off_t::try_from(size).map_err(|_| {
         BadInput(format!(
             "{}: --size {size} is too large for a file",

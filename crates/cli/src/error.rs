@@ -42,6 +42,7 @@ pub fn option_for(setting: Setting) -> Option<&'static str> {
         Setting::Iodepth => "--iodepth",
         Setting::Rwmixread => "--rwmixread",
         Setting::Runtime => "--runtime",
+        Setting::Ramp => "--ramp",
         Setting::IoLimit => return None,
         Setting::RateIops => "--rate-iops",
         Setting::WorkingSet => "--size",

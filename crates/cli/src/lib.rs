@@ -58,7 +58,7 @@ pub fn run(cli: args::Cli) -> anyhow::Result<i32> {
         // a device's error.
         hostmax_engine::check_io_uring().map_err(|why| error::BadInput(why.to_string()))?;
     }
-    match cli.command {
+    let ran = match cli.command {
         Some(Command::Demo(args)) => command::demo::demo(&args),
         Some(Command::Suite(args)) => command::suite::run(&args),
         Some(Command::Merge(args)) => command::merge::run_merge(&args),
@@ -67,5 +67,10 @@ pub fn run(cli: args::Cli) -> anyhow::Result<i32> {
         Some(Command::Doctor(args)) => command::doctor::run(&args),
         Some(Command::Curve(args)) => command::curve::curve(&args),
         None => command::run::run(&cli.run),
+    };
+    if ran.is_err() {
+        // Refused before any I/O: the files made for `--size` hold nothing; take them away.
+        devices::remove_unused_files();
     }
+    ran
 }

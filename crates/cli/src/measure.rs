@@ -97,6 +97,7 @@ impl Observer for LiveRun<'_, '_> {
     }
 
     fn started(&mut self, run: &RunHandle) {
+        crate::devices::note_run_started();
         self.running = Some(crate::signals::watch().running(run.stopper()));
         let workload = &self.plan.workload;
         self.view = Some(LiveView::new(
@@ -182,7 +183,10 @@ pub fn measure(
         Ok(result) => result,
         // The prepared run was released without any I/O.
         Err(EngineError::CalledOff) => match (interrupted, failed) {
-            (Some(sig), _) => std::process::exit(128 + sig),
+            (Some(sig), _) => {
+                crate::devices::remove_unused_files();
+                std::process::exit(128 + sig)
+            }
             (None, failed) => {
                 return Err(failed.unwrap_or_else(|| anyhow::anyhow!("the run was called off")))
             }

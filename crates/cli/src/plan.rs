@@ -16,12 +16,12 @@ use hostmax_device::{
 };
 use hostmax_engine::{
     ErrorPolicy, IoPattern, Misfit, Polling, TargetInfo, ThreadLayout, Workload, WriteData,
-    MAX_BLOCK_SIZE, MAX_IODEPTH, MIN_BLOCK_SIZE,
+    MAX_BLOCK_SIZE, MAX_IODEPTH, MAX_RATE_IOPS, MAX_RUN_TIME, MIN_BLOCK_SIZE,
 };
 
 use crate::devices::{create_files, expand_device_args, resolve_targets_creating};
 use crate::error::BadInput;
-use crate::units::{format_size, human_size};
+use crate::units::{format_duration, format_size, human_size};
 
 /// Open files a run needs besides one per target (stdio, rings, eventfds, the report).
 pub const RESERVED_FDS: u64 = 32;
@@ -349,6 +349,22 @@ fn check_workload(request: &PlanRequest) -> Result<Workload, BadInput> {
         return Err(BadInput(
             "--rate-iops 0 would do no I/O; give a positive cap or leave it out".into(),
         ));
+    }
+    // The command line's parser bounds each duration already; a request built in code is
+    // held to the same bound, so the run's end never overflows an `Instant`.
+    for (option, d) in [("--runtime", request.runtime), ("--ramp", request.ramp)] {
+        if d > MAX_RUN_TIME {
+            return Err(BadInput(format!(
+                "{option} {} is too long: use at most {} (365 days)",
+                format_duration(d),
+                format_duration(MAX_RUN_TIME)
+            )));
+        }
+    }
+    if let Some(rate) = request.rate_iops.filter(|&r| r > MAX_RATE_IOPS) {
+        return Err(BadInput(format!(
+            "--rate-iops {rate} is beyond what a run can pace: use at most {MAX_RATE_IOPS} (1000m), or leave it out for no cap"
+        )));
     }
     Ok(Workload {
         pattern: request.pattern,

@@ -50,13 +50,40 @@ pub fn for_window(started: SystemTime, ended: SystemTime) -> Provenance {
         started_at: Some(format_rfc3339(started)),
         ended_at: Some(format_rfc3339(ended)),
         hostmax_version: Some(env!("CARGO_PKG_VERSION").to_string()),
-        command_line: Some(
-            std::env::args_os()
-                .map(|a| a.to_string_lossy().into_owned())
-                .collect(),
-        ),
+        command_line: Some(redacted_command_line(
+            std::env::args_os().map(|a| a.to_string_lossy().into_owned()),
+        )),
         kernel: kernel_release(),
     }
+}
+
+/// The options whose values are secrets: never in a report, a page or a state file.
+pub const SECRET_OPTIONS: [&str; 1] = ["--secure-erase-password"];
+
+/// What a report records of the command line: `args` with the value of every
+/// [`SECRET_OPTIONS`] option (`--opt VALUE` or `--opt=VALUE`) replaced by `<redacted>`.
+pub fn redacted_command_line(args: impl IntoIterator<Item = String>) -> Vec<String> {
+    const REDACTED: &str = "<redacted>";
+    let mut out = Vec::new();
+    let mut secret_next = false;
+    for arg in args {
+        if std::mem::take(&mut secret_next) {
+            out.push(REDACTED.to_string());
+            continue;
+        }
+        if SECRET_OPTIONS.contains(&arg.as_str()) {
+            secret_next = true;
+            out.push(arg);
+        } else if let Some(option) = SECRET_OPTIONS
+            .iter()
+            .find(|o| arg.strip_prefix(**o).is_some_and(|v| v.starts_with('=')))
+        {
+            out.push(format!("{option}={REDACTED}"));
+        } else {
+            out.push(arg);
+        }
+    }
+    out
 }
 
 /// One run's measured window, read back from a report (a merged report has one per host).
@@ -213,6 +240,25 @@ mod tests {
             start: at(start),
             end: at(end),
         }
+    }
+
+    #[test]
+    fn secrets_are_redacted_from_the_command_line() {
+        let line = |s: &str| s.split(' ').map(String::from).collect::<Vec<_>>();
+        assert_eq!(
+            redacted_command_line(line(
+                "hostmax suite --secure-erase-password hunter2 --json a"
+            )),
+            line("hostmax suite --secure-erase-password <redacted> --json a")
+        );
+        assert_eq!(
+            redacted_command_line(line("hostmax suite --secure-erase-password=hunter2")),
+            line("hostmax suite --secure-erase-password=<redacted>")
+        );
+        assert_eq!(
+            redacted_command_line(line("hostmax --devices x")),
+            line("hostmax --devices x")
+        );
     }
 
     #[test]

@@ -164,35 +164,49 @@ pub fn human_size(bytes: u64) -> String {
 const DURATION_ACCEPTED: &str =
     "use a whole number with an optional suffix ms, s, m or h (no suffix is seconds, e.g. 30s, 500ms, 2m)";
 
+/// The longest duration any option takes: 365 days (8760h), the engine's longest ramp and
+/// longest measured time ([`hostmax_engine::MAX_RUN_TIME`]). A longer one is an error here, so
+/// no later sum of durations (an `Instant` plus ramp plus runtime, a start time plus a wait)
+/// can overflow.
+pub const MAX_DURATION: Duration = hostmax_engine::MAX_RUN_TIME;
+
 /// Parses a duration: a whole number with a suffix `ms`, `s`, `m` (minutes) or `h`; a bare
-/// number is seconds, as in fio. Case does not matter.
+/// number is seconds, as in fio. Case does not matter. At most [`MAX_DURATION`].
 pub fn parse_duration(input: &str) -> Result<Duration, UnitError> {
     const WHAT: &str = "duration";
     let trimmed = non_empty(input, WHAT, "30s or 500ms")?;
     let (number, suffix) = parse_leading_u64(input, trimmed, WHAT, DURATION_ACCEPTED)?;
-    let too_long = || invalid(input, WHAT, "too long");
-    match suffix.to_ascii_lowercase().as_str() {
-        "ms" => Ok(Duration::from_millis(number)),
-        "" | "s" => Ok(Duration::from_secs(number)),
-        "m" => number
-            .checked_mul(60)
-            .map(Duration::from_secs)
-            .ok_or_else(too_long),
-        "h" => number
-            .checked_mul(3600)
-            .map(Duration::from_secs)
-            .ok_or_else(too_long),
-        _ if suffix.starts_with('.') => Err(invalid(
+    let too_long = || {
+        invalid(
             input,
             WHAT,
-            format!("fractions are not accepted; {DURATION_ACCEPTED}"),
-        )),
-        _ => Err(invalid(
-            input,
-            WHAT,
-            format!("unknown suffix '{suffix}'; {DURATION_ACCEPTED}"),
-        )),
-    }
+            format!(
+                "too long: use at most {} (365 days)",
+                format_duration(MAX_DURATION)
+            ),
+        )
+    };
+    let d = match suffix.to_ascii_lowercase().as_str() {
+        "ms" => Some(Duration::from_millis(number)),
+        "" | "s" => Some(Duration::from_secs(number)),
+        "m" => number.checked_mul(60).map(Duration::from_secs),
+        "h" => number.checked_mul(3600).map(Duration::from_secs),
+        _ if suffix.starts_with('.') => {
+            return Err(invalid(
+                input,
+                WHAT,
+                format!("fractions are not accepted; {DURATION_ACCEPTED}"),
+            ))
+        }
+        _ => {
+            return Err(invalid(
+                input,
+                WHAT,
+                format!("unknown suffix '{suffix}'; {DURATION_ACCEPTED}"),
+            ))
+        }
+    };
+    d.filter(|d| *d <= MAX_DURATION).ok_or_else(too_long)
 }
 
 /// Formats a duration in the largest unit that states it exactly (`90s` -> `90s`,
@@ -447,10 +461,7 @@ mod tests {
         assert_eq!(parse_duration("2m"), Ok(Duration::from_secs(120)));
         assert_eq!(parse_duration("1h"), Ok(Duration::from_secs(3600)));
         assert_eq!(parse_duration("0"), Ok(Duration::ZERO));
-        assert_eq!(
-            parse_duration(&u64::MAX.to_string()),
-            Ok(Duration::from_secs(u64::MAX))
-        );
+        assert_eq!(parse_duration("8760h"), Ok(MAX_DURATION));
     }
 
     #[test]
@@ -472,6 +483,10 @@ mod tests {
             "307445734561825861m",
             "5124095576030432h",
             "1m30s",
+            "9223372036854775807s",
+            "18446744073709551615ms",
+            "8761h",
+            "31536001",
         ] {
             let err = parse_duration(bad).expect_err(bad);
             assert!(!err.to_string().contains('\n'));
@@ -488,16 +503,21 @@ mod tests {
             .unwrap_err()
             .to_string()
             .contains("too long"));
+        assert!(parse_duration("9223372036854775807s")
+            .unwrap_err()
+            .to_string()
+            .contains("at most 8760h"));
     }
 
     #[test]
     fn durations_round_trip_through_formatting() {
         let mut rng = Rng(0x0dd_ba11_cafe_f00d);
         for _ in 0..20_000 {
+            // Within MAX_DURATION (31,536,000 s): longer ones are refused.
             let d = match rng.below(3) {
-                0 => Duration::from_millis(rng.below(1 << 40)),
-                1 => Duration::from_secs(rng.below(1 << 40)),
-                _ => Duration::from_secs(60 * rng.below(1 << 20)),
+                0 => Duration::from_millis(rng.below(1 << 34)),
+                1 => Duration::from_secs(rng.below(1 << 24)),
+                _ => Duration::from_secs(60 * rng.below(1 << 19)),
             };
             let text = format_duration(d);
             assert_eq!(parse_duration(&text), Ok(d), "{d:?} -> {text}");

@@ -114,7 +114,8 @@ pub use setting::{Setting, SettingError};
 pub use target::{discard, zero_out};
 pub use worker::OffsetStream;
 pub use workload::{
-    ErrorPolicy, IoPattern, UnknownPattern, Workload, MAX_BLOCK_SIZE, MAX_IODEPTH, MIN_BLOCK_SIZE,
+    ErrorPolicy, IoPattern, UnknownPattern, Workload, MAX_BLOCK_SIZE, MAX_IODEPTH, MAX_RATE_IOPS,
+    MAX_RUN_TIME, MIN_BLOCK_SIZE,
 };
 
 // The device crate's types this crate's API names (targets, consent, the refusal).

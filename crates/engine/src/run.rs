@@ -17,7 +17,7 @@ use crate::worker::WorkerTask;
 use crate::workload::ErrorPolicy;
 use crate::{
     target, DeviceInterval, DeviceResult, EngineError, RunResult, Setting, SettingError, Workload,
-    MAX_BLOCK_SIZE, MAX_IODEPTH, MIN_BLOCK_SIZE,
+    MAX_BLOCK_SIZE, MAX_IODEPTH, MAX_RATE_IOPS, MAX_RUN_TIME, MIN_BLOCK_SIZE,
 };
 
 /// What to run where.
@@ -122,6 +122,18 @@ pub fn validate(workload: &Workload, targets: &[TargetInfo]) -> Result<(), Engin
             &[Runtime],
         );
     }
+    for (what, d, setting) in [("runtime", w.runtime, Runtime), ("ramp", w.ramp, Ramp)] {
+        if d > MAX_RUN_TIME {
+            return bad(
+                format!(
+                    "{what} of {} s is longer than the engine runs: use at most {} s (365 days)",
+                    d.as_secs(),
+                    MAX_RUN_TIME.as_secs()
+                ),
+                &[setting],
+            );
+        }
+    }
     if let Some(limit) = w.io_limit {
         if limit < u64::from(w.block_size) {
             return bad(
@@ -136,6 +148,14 @@ pub fn validate(workload: &Workload, targets: &[TargetInfo]) -> Result<(), Engin
     if w.rate_iops == Some(0) {
         return bad(
             "rate of 0 IOPS would never submit: give a positive rate".into(),
+            &[RateIops],
+        );
+    }
+    if let Some(rate) = w.rate_iops.filter(|&r| r > MAX_RATE_IOPS) {
+        return bad(
+            format!(
+                "rate of {rate} IOPS is beyond what the engine paces: use at most {MAX_RATE_IOPS}"
+            ),
             &[RateIops],
         );
     }
@@ -813,5 +833,54 @@ mod tests {
         // validate words the same misfit with the target's path.
         let err = validate(&w(512, None), std::slice::from_ref(&target)).unwrap_err();
         assert_eq!(err.to_string(), format!("/dev/x: {misfit} (block_size)"));
+    }
+
+    #[test]
+    fn times_and_rates_beyond_what_a_run_can_use_are_refused() {
+        let target = TargetInfo {
+            path: "/dev/x".into(),
+            kind: crate::TargetKind::BlockDevice,
+            size: 1 << 30,
+            logical_block_size: 512,
+            rdev: None,
+            kernel_name: None,
+        };
+        let refused = |w: Workload| {
+            validate(&w, std::slice::from_ref(&target))
+                .unwrap_err()
+                .to_string()
+        };
+        let forever = Duration::from_secs(u64::MAX);
+        let err = refused(Workload {
+            runtime: forever,
+            ..Workload::default()
+        });
+        assert!(
+            err.contains("at most 31536000 s") && err.ends_with("(runtime)"),
+            "{err}"
+        );
+        let err = refused(Workload {
+            ramp: MAX_RUN_TIME + Duration::from_secs(1),
+            ..Workload::default()
+        });
+        assert!(
+            err.starts_with("ramp of") && err.ends_with("(ramp)"),
+            "{err}"
+        );
+        let err = refused(Workload {
+            rate_iops: Some(u64::MAX),
+            ..Workload::default()
+        });
+        assert!(
+            err.contains("at most 1000000000") && err.ends_with("(rate_iops)"),
+            "{err}"
+        );
+        let longest = Workload {
+            runtime: MAX_RUN_TIME,
+            ramp: MAX_RUN_TIME,
+            rate_iops: Some(MAX_RATE_IOPS),
+            ..Workload::default()
+        };
+        assert!(validate(&longest, std::slice::from_ref(&target)).is_ok());
     }
 }

@@ -17,6 +17,8 @@ pub enum Setting {
     Rwmixread,
     /// [`crate::Workload::runtime`].
     Runtime,
+    /// [`crate::Workload::ramp`].
+    Ramp,
     /// [`crate::Workload::io_limit`].
     IoLimit,
     /// [`crate::Workload::rate_iops`].
@@ -48,6 +50,7 @@ impl Setting {
             Setting::Iodepth => "iodepth",
             Setting::Rwmixread => "rwmixread",
             Setting::Runtime => "runtime",
+            Setting::Ramp => "ramp",
             Setting::IoLimit => "io_limit",
             Setting::RateIops => "rate_iops",
             Setting::WorkingSet => "working_set",

@@ -719,7 +719,7 @@ impl WorkerLoop {
                     .min(u32::try_from(max.saturating_sub(dev.submitted)).unwrap_or(u32::MAX));
             }
             if let Some(rate) = rate {
-                let allowed = (since_start.as_secs_f64() * rate as f64) as u64 + 1;
+                let allowed = ((since_start.as_secs_f64() * rate as f64) as u64).saturating_add(1);
                 let left = allowed.saturating_sub(dev.submitted);
                 if left < budget as u64 {
                     budget = left as u32;

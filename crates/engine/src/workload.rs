@@ -15,6 +15,14 @@ pub const MIN_BLOCK_SIZE: u32 = 512;
 /// Largest per-device queue depth; bounded by the ring size the kernel allows
 /// (`IORING_MAX_ENTRIES`, 32768) shared by all devices of one worker.
 pub const MAX_IODEPTH: u32 = 4096;
+/// Longest ramp, and longest measured time, the engine runs (365 days each): the run's end is
+/// an `Instant` ramp plus runtime away, which must not overflow, and a year of one-second
+/// intervals is already more than any report holds usefully.
+pub const MAX_RUN_TIME: Duration = Duration::from_secs(365 * 24 * 3600);
+/// Highest `rate_iops` the engine paces (10^9 per target, far beyond any device): the pacing
+/// arithmetic (elapsed seconds times the rate) stays well inside a `u64` for a
+/// [`MAX_RUN_TIME`] run.
+pub const MAX_RATE_IOPS: u64 = 1_000_000_000;
 
 /// The access pattern, named as fio names it (its `rw` option).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]

@@ -280,6 +280,14 @@ pub struct VerifyReport {
     pub verdict: Verdict,
     /// One report per phase, in the order they ran.
     pub phases: Vec<HostReport>,
+    /// A signal stopped the verify: the phase it was running was cut short, and the verdict
+    /// is no PASS (`verdict.pass` is false) however the figures measured compare.
+    #[serde(default)]
+    pub interrupted: bool,
+    /// The phases that never ran, described ("throughput: 1m randread, depth 32"),
+    /// interrupted runs only.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub phases_not_measured: Vec<String>,
 }
 
 #[cfg(test)]

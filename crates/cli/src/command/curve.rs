@@ -82,27 +82,39 @@ pub fn curve(args: &CurveArgs) -> anyhow::Result<i32> {
         .iter()
         .map(CurvePoint::from_report)
         .collect::<Result<Vec<_>, _>>()?;
-    let Some(found) = Curve::new(points, promise, tolerance) else {
+    let Some(mut found) = Curve::new(points, promise, tolerance) else {
         anyhow::bail!("the curve measured nothing (stopped before its first step ended)");
     };
-    print_beside_json(
-        &format!("\n{}", render_curve(&found, &reports)),
-        json.as_ref(),
-    );
-    // Consistency is judged where the host would be run: at its knee, else at saturation.
-    let at = found
-        .host
-        .knee
-        .as_ref()
-        .map_or(found.host.saturation.iodepth, |k| k.iodepth);
-    let consistency = match (&specs, required) {
-        (Some(set), Some(req)) => reports
+    let interrupted = signal != 0;
+    let not_measured = depths[reports.len()..].to_vec();
+    if interrupted {
+        found.withhold_conclusions();
+    }
+    let mut table = render_curve(&found, &reports);
+    if interrupted {
+        table += &format!(
+            "interrupted during depth {}{}: no knee and no saturation point are given\n",
+            depths[reports.len() - 1],
+            if not_measured.is_empty() {
+                String::new()
+            } else {
+                format!("; depths not measured: {not_measured:?}")
+            }
+        );
+    }
+    print_beside_json(&format!("\n{table}"), json.as_ref());
+    // Consistency is judged where the host would be run: at its knee, else at saturation
+    // (neither when interrupted).
+    let at = found.host.knee.as_ref().or(found.host.saturation.as_ref());
+    let consistency = match (&specs, required, at) {
+        (Some(set), Some(req), Some(at)) => reports
             .iter()
-            .find(|r| r.workload.iodepth == at)
+            .find(|r| r.workload.iodepth == at.iodepth)
             .and_then(|r| judge_consistency(set, &[r], req)),
         _ => None,
     };
-    if let Some(c) = &consistency {
+    if let (Some(c), Some(at)) = (&consistency, at) {
+        let at = at.iodepth;
         print_beside_json(
             &format!("at depth {at}: {}", crate::verdict::consistency::render(c)),
             json.as_ref(),
@@ -120,6 +132,8 @@ pub fn curve(args: &CurveArgs) -> anyhow::Result<i32> {
         curve: found,
         runs: reports,
         consistency,
+        interrupted,
+        depths_not_measured: not_measured,
     };
     outputs.write(&root)?;
     Ok(code)

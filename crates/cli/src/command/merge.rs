@@ -100,8 +100,28 @@ pub fn run_merge(args: &MergeArgs) -> anyhow::Result<i32> {
     if let Some(note) = seeds_note(&merged) {
         eprintln!("{note}");
     }
+    if let Some(note) = interrupted_note(&merged) {
+        eprintln!("{note}");
+    }
     crate::measure::emit(&merged, outputs)?;
     Ok(0)
+}
+
+/// A note naming the hosts whose runs a signal cut short (the merged report's `interrupted`,
+/// each in `fleet.hosts[].interrupted`): the fleet's figures cover less than their runtime.
+fn interrupted_note(merged: &HostReport) -> Option<String> {
+    let hosts = &merged.fleet.as_ref()?.hosts;
+    let cut: Vec<&str> = hosts
+        .iter()
+        .filter(|h| h.interrupted)
+        .map(|h| h.hostname.as_str())
+        .collect();
+    (!cut.is_empty()).then(|| {
+        format!(
+            "note: interrupted: the runs of {} were cut short, so the merged figures cover less than the runtime there (\"interrupted\": true); run those hosts again for a whole fleet measurement",
+            cut.join(", ")
+        )
+    })
 }
 
 /// A note listing the hosts' seeds when they differ (the merged workload shows the first).

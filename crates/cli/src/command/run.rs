@@ -40,13 +40,19 @@ fn run_judged(
     let (report, signal) = run_and_emit(&plan, outputs, |report| {
         let mut verdict = judge(&set, &[report]);
         consistency::apply(&mut verdict, &set, &[report], required);
+        // A run cut short judges nothing: no PASS from part of its time.
+        if report.interrupted {
+            verdict.pass = false;
+        }
         report.verdict = Some(verdict);
     })?;
     let verdict = report.verdict.as_ref().expect("set just above");
-    crate::output::destination::print_beside_json(
-        &format!("\n{}", table::render_verdict(verdict)),
-        json.as_ref(),
-    );
+    let rendered = if report.interrupted {
+        table::render_unconcluded(verdict, "the run", &[])
+    } else {
+        table::render_verdict(verdict)
+    };
+    crate::output::destination::print_beside_json(&format!("\n{rendered}"), json.as_ref());
     Ok(judged_exit_code(&[&report], signal, verdict.pass))
 }
 

@@ -40,6 +40,16 @@ pub fn resolve_steps(steps: Option<&[Step]>, total: usize) -> Result<Vec<usize>,
 
 /// The sweep's table for people.
 pub fn render_sweep(sweep: &Sweep, reports: &[HostReport]) -> String {
+    render(sweep, reports, false)
+}
+
+/// The table of a sweep a signal cut short: its steps and highest figure, no knee, and no
+/// word on saturation (the steps not run decide it).
+pub fn render_interrupted_sweep(sweep: &Sweep, reports: &[HostReport]) -> String {
+    render(sweep, reports, true)
+}
+
+fn render(sweep: &Sweep, reports: &[HostReport], interrupted: bool) -> String {
     let mut out = String::new();
     if let Some(first) = reports.first() {
         let w = &first.workload;
@@ -92,7 +102,7 @@ pub fn render_sweep(sweep: &Sweep, reports: &[HostReport]) -> String {
             if sweep.knee_volumes == 1 { "" } else { "s" }
         );
     }
-    match (sweep.saturated, sweep.rate_cap_iops) {
+    match (sweep.saturated || interrupted, sweep.rate_cap_iops) {
         (false, Some(cap)) => out += &format!(
             "not saturated: every step gave what --rate-iops {cap:.0} allows per volume; the host's ceiling is above this (run without --rate-iops to find it)\n"
         ),
@@ -103,6 +113,20 @@ pub fn render_sweep(sweep: &Sweep, reports: &[HostReport]) -> String {
 }
 
 /// The chart of IOPS against volumes with the ideal line and the ceiling band.
+/// The `--svg` chart of a sweep's report: an interrupted sweep's band says it gives no knee.
+fn report_chart(report: &SweepReport) -> LineChart {
+    let mut chart = sweep_chart(&report.sweep);
+    if report.interrupted {
+        for band in &mut chart.bands {
+            band.name = format!(
+                "highest {:.0} IOPS: interrupted, no knee",
+                report.sweep.ceiling_iops
+            );
+        }
+    }
+    chart
+}
+
 pub fn sweep_chart(sweep: &Sweep) -> LineChart {
     let t = sweep.tolerance;
     LineChart {
@@ -164,10 +188,10 @@ pub fn sweep_chart(sweep: &Sweep) -> LineChart {
 pub fn sweep(args: &SweepArgs) -> anyhow::Result<i32> {
     // Declared before any I/O, written once at the end: the JSON, the chart and one
     // `--hdr-log` holding every step.
-    let mut outputs = args.run.outputs::<SweepReport>()?.declare(
-        args.svg.as_deref(),
-        SvgChart(|r: &SweepReport| sweep_chart(&r.sweep)),
-    )?;
+    let mut outputs = args
+        .run
+        .outputs::<SweepReport>()?
+        .declare(args.svg.as_deref(), SvgChart(report_chart))?;
     let base = plan_run(&args.run.request_beside(&outputs))?;
     let steps = resolve_steps(
         args.steps.as_ref().map(|s| s.0.as_slice()),
@@ -220,13 +244,29 @@ pub fn sweep(args: &SweepArgs) -> anyhow::Result<i32> {
     }
     let points: Vec<SweepPoint> = reports.iter().map(SweepPoint::from_report).collect();
     let rate_cap = base.workload.rate_iops.map(|c| c as f64);
-    let Some(found) = Sweep::with_rate_cap(points, caps.as_deref(), rate_cap, tolerance) else {
+    let Some(mut found) = Sweep::with_rate_cap(points, caps.as_deref(), rate_cap, tolerance) else {
         anyhow::bail!("the sweep measured nothing (stopped before its first step ended)");
     };
-    print_beside_json(
-        &format!("\n{}", render_sweep(&found, &reports)),
-        json.as_ref(),
-    );
+    let interrupted = signal != 0;
+    let not_measured = steps[reports.len()..].to_vec();
+    let mut table = if interrupted {
+        found.withhold_conclusions();
+        render_interrupted_sweep(&found, &reports)
+    } else {
+        render_sweep(&found, &reports)
+    };
+    if interrupted {
+        table += &format!(
+            "interrupted during the step of {} volumes{}: no knee is given\n",
+            steps[reports.len() - 1],
+            if not_measured.is_empty() {
+                String::new()
+            } else {
+                format!("; steps not measured: {not_measured:?} volumes")
+            }
+        );
+    }
+    print_beside_json(&format!("\n{table}"), json.as_ref());
     let code = crate::exit_code::Outcome {
         signal,
         io_errors: reports.iter().any(|r| r.host.errors > 0),
@@ -239,6 +279,8 @@ pub fn sweep(args: &SweepArgs) -> anyhow::Result<i32> {
         provenance: crate::provenance::spanning(&reports),
         sweep: found,
         runs: reports,
+        interrupted,
+        steps_not_measured: not_measured,
     };
     outputs.write(&root)?;
     Ok(code)

@@ -87,10 +87,23 @@ pub fn plan_phases(
     for kind in crate::verdict::phases_for(&set) {
         let phase = phase_request(&request, kind, args.throughput_bs);
         let plan = plan_run(&phase).map_err(|e| {
+            // The phase's block size is not --bs (verify sets it): name what does set it, so
+            // the fix offered is one that works.
+            let size = crate::units::format_size(phase.block_size);
+            let (sets_it, named) = match kind.promise().needs.blocks {
+                BlockSizes::AtLeast(_) => (
+                    format!("--throughput-bs {size}"),
+                    "--throughput-bs ".to_string(),
+                ),
+                BlockSizes::AtMost(_) => (
+                    format!("{size} blocks, fixed for this phase"),
+                    "the phase's block size ".to_string(),
+                ),
+            };
+            let why = format!("{e:#}").replace("--bs ", &named);
             anyhow::Error::new(BadInput(format!(
-                "the {} phase (--bs {}): {e:#}",
-                kind.promise().phase,
-                crate::units::format_size(phase.block_size)
+                "the {} phase ({sets_it}): {why}",
+                kind.promise().phase
             )))
         })?;
         phases.push(Phase { kind, plan });
@@ -133,11 +146,23 @@ pub fn verify(args: &VerifyArgs) -> anyhow::Result<i32> {
     let refs: Vec<&HostReport> = reports.iter().collect();
     let mut verdict = judge(&set, &refs);
     crate::verdict::consistency::apply(&mut verdict, &set, &refs, required);
+    // A phase cut short, and those never run, judge nothing: no PASS from part of the work.
+    let interrupted = signal != 0;
+    let not_measured: Vec<String> = phases[reports.len()..]
+        .iter()
+        .map(Phase::describe)
+        .collect();
+    if interrupted {
+        verdict.pass = false;
+    }
     let pass = verdict.pass;
-    print_beside_json(
-        &format!("\n{}", table::render_verdict(&verdict)),
-        json.as_ref(),
-    );
+    let rendered = if interrupted {
+        let cut = phases[reports.len() - 1].describe();
+        table::render_unconcluded(&verdict, &cut, &not_measured)
+    } else {
+        table::render_verdict(&verdict)
+    };
+    print_beside_json(&format!("\n{rendered}"), json.as_ref());
     let code = judged_exit_code(&refs, signal, pass);
     let root = VerifyReport {
         schema_version: SCHEMA_VERSION,
@@ -145,6 +170,8 @@ pub fn verify(args: &VerifyArgs) -> anyhow::Result<i32> {
         provenance: crate::provenance::spanning(&reports),
         verdict,
         phases: reports,
+        interrupted,
+        phases_not_measured: not_measured,
     };
     outputs.write(&root)?;
     Ok(code)

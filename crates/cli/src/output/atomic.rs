@@ -5,7 +5,8 @@
 //! destination (created with `create_new`, so never through a planted link in a shared
 //! directory), are flushed to disk, and the temporary file is renamed over the destination,
 //! whose directory is then synced. A destination that is a symlink has its target replaced.
-//! An `AtomicFile` dropped before [`AtomicFile::commit`] removes its temporary file.
+//! An `AtomicFile` dropped before [`AtomicFile::commit`] removes its temporary file, and making
+//! one removes those a killed run left in the directory (their process is gone).
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};
@@ -46,6 +47,7 @@ impl AtomicFile {
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_else(|| "hostmax-output".to_string());
+        remove_dead_temporaries(&dir);
         let mut attempt = 0u32;
         loop {
             let temp = dir.join(format!(".{name}.tmp-{}-{attempt}", std::process::id()));
@@ -112,6 +114,43 @@ impl Drop for AtomicFile {
     }
 }
 
+/// Removes the temporary files a killed run left in `dir`: regular files of this user named
+/// `.NAME.tmp-PID-N` (as [`AtomicFile::create`] names them) whose process PID is gone. A
+/// live process's, another user's, and any other name are left alone.
+fn remove_dead_temporaries(dir: &Path) {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(entries) = fs::read_dir(dir) else {
+        return;
+    };
+    let me = nix::unistd::geteuid().as_raw();
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name.to_str().and_then(temporary_owner) else {
+            continue;
+        };
+        let ours = fs::symlink_metadata(entry.path())
+            .is_ok_and(|m| m.file_type().is_file() && m.uid() == me);
+        if ours && !pid_alive(pid) {
+            let _ = fs::remove_file(entry.path());
+        }
+    }
+}
+
+/// The PID in a temporary file's name `.NAME.tmp-PID-N`, if the name is one.
+fn temporary_owner(name: &str) -> Option<u32> {
+    let (base, tail) = name.strip_prefix('.')?.rsplit_once(".tmp-")?;
+    let (pid, attempt) = tail.split_once('-')?;
+    let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    (!base.is_empty() && digits(attempt)).then_some(())?;
+    pid.parse().ok().filter(|_| digits(pid))
+}
+
+/// Whether process `pid` exists (its `/proc` entry does), as the simulated host's sweep of
+/// scratch directories decides it.
+fn pid_alive(pid: u32) -> bool {
+    Path::new("/proc").join(pid.to_string()).exists()
+}
+
 /// Writes `bytes` to `path` whole or not at all (see the module overview).
 pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), AtomicWriteError> {
     let mut file = AtomicFile::create(path)?;
@@ -169,6 +208,21 @@ mod tests {
             .file_type()
             .is_symlink());
         assert_eq!(fs::read_to_string(&real).unwrap(), "new");
+    }
+
+    #[test]
+    fn a_dead_runs_temporaries_are_removed_and_a_live_ones_kept() {
+        let dir = ScratchDir::new("atomic-stale");
+        // 4194305 is above the kernel's largest pid_max, so no process has it.
+        let dead = dir.write(".out.json.tmp-4194305-0", "half");
+        let live = dir.write(&format!(".log.hdr.tmp-{}-3", std::process::id()), "x");
+        let other = dir.write(".notes.tmp-4194305-x", "keep");
+        write_atomically(&dir.0.join("out.json"), b"{}").unwrap();
+        assert!(!dead.exists());
+        assert!(live.exists() && other.exists());
+        assert_eq!(temporary_owner(".a.b.tmp-12-0"), Some(12));
+        assert_eq!(temporary_owner(".tmp-12-0"), None);
+        assert_eq!(temporary_owner(".a.tmp--0"), None);
     }
 
     #[test]

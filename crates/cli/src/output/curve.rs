@@ -9,6 +9,14 @@ use crate::units::{format_latency_ns, format_mib_per_sec};
 
 fn answer_line(name: &str, a: &CurveAnswer, promise: Option<&LatencyPromise>) -> String {
     let mut out = format!("{name}: ");
+    // An interrupted curve has its conclusions withheld (`Curve::withhold_conclusions`).
+    let Some(saturation) = &a.saturation else {
+        return out
+            + &format!(
+                "no knee, no saturation point: interrupted (peak {:.0} IOPS over the depths measured)\n",
+                a.peak_iops
+            );
+    };
     match (promise, &a.knee) {
         (Some(p), Some(k)) => {
             out += &format!(
@@ -34,7 +42,7 @@ fn answer_line(name: &str, a: &CurveAnswer, promise: Option<&LatencyPromise>) ->
     }
     out += &format!(
         "saturation at depth {} ({:.0} IOPS; peak {:.0})\n",
-        a.saturation.iodepth, a.saturation.iops, a.peak_iops
+        saturation.iodepth, saturation.iops, a.peak_iops
     );
     out
 }

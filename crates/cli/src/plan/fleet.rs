@@ -21,15 +21,17 @@ pub struct FleetPlan {
 /// held in memory until the report is written); longer runs keep per-second percentiles only.
 pub const SERIES_HISTOGRAMS_MAX_RUNTIME: Duration = Duration::from_secs(3600);
 
-/// Checks `--start-at` (not in the past, by more than `start_at::PAST_GRACE`), for a run
-/// measuring `runtime`.
+/// Checks `--start-at` (not in the past, by more than `start_at::PAST_GRACE`, nor more than
+/// 365 days ahead), for a run measuring `runtime`.
 pub fn plan_fleet(
     start_at: Option<SystemTime>,
     series_histograms: bool,
     runtime: Duration,
 ) -> Result<FleetPlan, BadInput> {
     if let Some(at) = start_at {
-        start_at::check_not_past(at, SystemTime::now())?;
+        let now = SystemTime::now();
+        start_at::check_not_past(at, now)?;
+        start_at::check_not_too_far(at, now)?;
     }
     Ok(FleetPlan {
         start_at,

@@ -26,6 +26,21 @@ pub fn check_not_past(at: SystemTime, now: SystemTime) -> Result<(), BadInput> {
     }
 }
 
+/// Refuses a start time more than [`crate::units::MAX_DURATION`] (365 days) after `now`: a
+/// wait no run uses, and one that would be written `--start-at 9999-12-31T00:00:00Z` by slip.
+pub fn check_not_too_far(at: SystemTime, now: SystemTime) -> Result<(), BadInput> {
+    let max = crate::units::MAX_DURATION;
+    match at.duration_since(now) {
+        Ok(ahead) if ahead > max => Err(BadInput(format!(
+            "--start-at {} is {} days ahead (now {}); give a time at most 365 days ahead, or +30s",
+            format_rfc3339(at),
+            ahead.as_secs() / 86_400,
+            format_rfc3339(now)
+        ))),
+        _ => Ok(()),
+    }
+}
+
 /// How waiting for the start time ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum StartWait {
@@ -123,6 +138,15 @@ mod tests {
             "{err}"
         );
         assert!(!err.contains('\n'));
+    }
+
+    #[test]
+    fn more_than_a_year_ahead_is_refused() {
+        let now = parse_rfc3339("2026-11-22T12:00:00Z").unwrap();
+        assert!(check_not_too_far(now + Duration::from_secs(3600), now).is_ok());
+        let far = parse_rfc3339("9999-12-31T00:00:00Z").unwrap();
+        let err = check_not_too_far(far, now).unwrap_err().0;
+        assert!(err.contains("at most 365 days ahead"), "{err}");
     }
 
     #[test]

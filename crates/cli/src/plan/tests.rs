@@ -227,3 +227,26 @@ fn per_second_histograms_are_kept_for_runs_of_up_to_an_hour_unless_refused() {
     };
     assert!(!keep(&refused, 30));
 }
+
+#[test]
+fn requests_built_in_code_are_held_to_the_parsers_bounds() {
+    let dir = ScratchDir::new("bounds");
+    let f = dir.file("a", 1 << 20).display().to_string();
+    let request = |change: fn(&mut PlanRequest)| {
+        let mut r = parse(&["--devices", &f]).expect("parses");
+        change(&mut r);
+        plan_run_with(&r, &limits()).unwrap_err().0
+    };
+    let err = request(|r| r.runtime = Duration::from_secs(u64::MAX));
+    assert!(
+        err.starts_with("--runtime ") && err.contains("at most 8760h"),
+        "{err}"
+    );
+    let err = request(|r| r.ramp = Duration::MAX);
+    assert!(
+        err.starts_with("--ramp ") && err.contains("at most 8760h"),
+        "{err}"
+    );
+    let err = request(|r| r.rate_iops = Some(u64::MAX));
+    assert!(err.contains("at most 1000000000"), "{err}");
+}

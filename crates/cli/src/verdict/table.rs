@@ -68,6 +68,22 @@ fn verdict_word(ok: bool) -> &'static str {
 
 /// Renders the verdict for people. The string ends with a newline.
 pub fn render_verdict(v: &Verdict) -> String {
+    render(v, None)
+}
+
+/// Renders the verdict of a run a signal cut short: the rows of what was measured, then
+/// instead of PASS or FAIL what was cut short (`cut`) and what never ran (`not_measured`).
+pub fn render_unconcluded(v: &Verdict, cut: &str, not_measured: &[String]) -> String {
+    let mut line = format!("NOT CONCLUDED: interrupted during {cut}");
+    if !not_measured.is_empty() {
+        line += &format!("; not measured: {}", not_measured.join("; "));
+    }
+    line += "; no PASS or FAIL is given: run it again to judge\n";
+    render(v, Some(line))
+}
+
+/// The verdict's rows, then `unconcluded` or the overall PASS/FAIL line.
+fn render(v: &Verdict, unconcluded: Option<String>) -> String {
     let t = Tolerance::new(v.tolerance).unwrap_or_default();
     let mut rows: Vec<Row> = Vec::new();
     for d in &v.devices {
@@ -189,7 +205,9 @@ pub fn render_verdict(v: &Verdict) -> String {
         out += &super::consistency::render(c);
     }
     let failures = v.failures();
-    if v.pass {
+    if let Some(line) = unconcluded {
+        out += &line;
+    } else if v.pass {
         let _ = writeln!(
             out,
             "PASS: every judged figure is within {t} of its promise"

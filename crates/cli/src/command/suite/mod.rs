@@ -84,11 +84,20 @@ pub fn run(args: &SuiteArgs) -> anyhow::Result<i32> {
     )?;
     emit(&report, outputs)?;
     if interrupted {
+        // The password is not in the checkpoint: the resume needs it while the purge is to do.
+        let config = &runner.config;
+        let password_needed =
+            config.secure_erase && config.purge && report.preparation.purge.record.is_none();
         eprintln!(
-            "hostmax suite: interrupted; continue with: hostmax suite --resume {}{}",
+            "hostmax suite: interrupted; continue with: hostmax suite --resume {}{}{}",
             runner.state.path().display(),
-            if runner.config.writes_block_devices {
+            if config.writes_block_devices {
                 " --allow-write"
+            } else {
+                ""
+            },
+            if password_needed {
+                " --secure-erase-password PASSWORD"
             } else {
                 ""
             }
@@ -399,6 +408,7 @@ fn start(args: &SuiteArgs) -> anyhow::Result<Setup> {
         promises: None,
         sleep_between_ms: args.sleep_between.as_millis() as u64,
         precondition_time_ms: args.precondition_time.map(|d| d.as_millis() as u64),
+        secure_erase: args.secure_erase_password.is_some(),
         secure_erase_password: args.secure_erase_password.clone(),
         curve: match &args.curve {
             Some(path) => {
@@ -433,6 +443,12 @@ fn start(args: &SuiteArgs) -> anyhow::Result<Setup> {
 /// Reopens a checkpoint, checks that its devices are the same ones, and rechecks write safety.
 fn resume(dir: &Path, args: &SuiteArgs) -> anyhow::Result<Setup> {
     let (state, mut config) = StateDir::open(dir)?;
+    resume_secure_erase(
+        dir,
+        &state,
+        &mut config,
+        args.secure_erase_password.as_deref(),
+    )?;
     if config.writes_block_devices && !args.allow_write {
         return Err(BadInput(format!(
             "the suite in {} writes to block devices: resume it with --resume {} --allow-write",
@@ -451,6 +467,21 @@ fn resume(dir: &Path, args: &SuiteArgs) -> anyhow::Result<Setup> {
             dir.display()
         ))
         .into());
+    }
+    // A device of another size is not the suite's: said before planning, whose refusal
+    // would offer --size, which --resume cannot change.
+    for d in &config.devices {
+        if let Ok(now) = hostmax_device::probe(&name_of(d)) {
+            if now.size != d.size {
+                return Err(BadInput(format!(
+                    "{} is not the device the suite started on (now {}, then {}); give the suite its own device back, or start a new suite (--fresh)",
+                    name_of(d).display(),
+                    human_size(now.size),
+                    human_size(d.size)
+                ))
+                .into());
+            }
+        }
     }
     let targets = plan_run(&PlanRequest {
         devices: config
@@ -535,18 +566,92 @@ fn resume(dir: &Path, args: &SuiteArgs) -> anyhow::Result<Setup> {
         args.allow_write,
         args.force,
     )?;
+    // The checkpoint fixed the outputs and the CPUs: a refusal's fix must not be to change
+    // them, which --resume cannot.
+    let kept = |what: &'static str| {
+        let dir = dir.display();
+        move |e: BadInput| {
+            let problem =
+                e.0.rsplit_once("; ")
+                    .map_or(e.0.as_str(), |(p, _)| p)
+                    .to_string();
+            BadInput(format!(
+                "{problem}; the suite in {dir} keeps {what} in its checkpoint and --resume cannot change it: make it usable again, or start a new suite (--fresh)"
+            ))
+        }
+    };
     let outputs = declare_outputs(
         config.json.as_deref(),
         config.html.as_deref(),
         config.curve.as_deref(),
-    )?;
-    check_outputs_apart(&outputs, config.curve.as_deref(), &targets)?;
+    )
+    .map_err(kept("this path"))?;
+    check_outputs_apart(&outputs, config.curve.as_deref(), &targets).map_err(kept("this path"))?;
+    if let Some(cpus) = &config.cpus {
+        check_resumed_cpus(cpus, &crate::plan::HostLimits::read()?)
+            .map_err(kept("its CPUs (--cpus)"))?;
+    }
     let done = state.rounds()?.len();
     eprintln!(
         "hostmax suite: resuming from {} ({done} cell run(s) already done)",
         dir.display()
     );
     Ok((config, state, targets, outputs))
+}
+
+/// Checks the CPUs a resumed suite runs on: each still online and in this process's affinity
+/// mask.
+fn check_resumed_cpus(cpus: &[usize], limits: &crate::plan::HostLimits) -> Result<(), BadInput> {
+    let gone: Vec<usize> = cpus
+        .iter()
+        .copied()
+        .filter(|c| !limits.online_cpus.contains(c) || !limits.allowed_cpus.contains(c))
+        .collect();
+    if gone.is_empty() {
+        return Ok(());
+    }
+    Err(BadInput(format!(
+        "CPU {} of its --cpus {} is not online or not in this process's affinity mask now (allowed: {}); bring it back",
+        hostmax_device::format_cpu_list(&gone),
+        hostmax_device::format_cpu_list(cpus),
+        hostmax_device::format_cpu_list(&limits.allowed_cpus)
+    )))
+}
+
+/// The ATA secure erase password on `--resume`: the checkpoint does not keep it, so a suite
+/// whose purge (by secure erase) is not done yet needs it given again; one that never used it
+/// refuses it.
+fn resume_secure_erase(
+    dir: &Path,
+    state: &StateDir,
+    config: &mut SuiteConfig,
+    given: Option<&str>,
+) -> anyhow::Result<()> {
+    let uses_it = config.secure_erase || config.secure_erase_password.is_some();
+    match given {
+        Some(_) if !uses_it => Err(BadInput(format!(
+            "--secure-erase-password: the suite in {} was started without it and its purge cannot change now; drop --secure-erase-password",
+            dir.display()
+        ))
+        .into()),
+        Some(password) => {
+            config.secure_erase_password = Some(password.to_string());
+            Ok(())
+        }
+        None if uses_it
+            && config.purge
+            && config.secure_erase_password.is_none()
+            && state.prep("purge")?.is_none() =>
+        {
+            Err(BadInput(format!(
+                "the suite in {} purges by ATA secure erase first, and its password is not kept in the checkpoint (a secret): resume it with --resume {} --secure-erase-password PASSWORD (the one it started with)",
+                dir.display(),
+                dir.display()
+            ))
+            .into())
+        }
+        None => Ok(()),
+    }
 }
 
 /// Where a declared output goes, as the checkpoint keeps it: absolute, `-` for standard

@@ -38,6 +38,10 @@ pub struct SuiteReport {
     pub complete: bool,
     /// Whether a signal stopped it (resume it with `--resume`).
     pub interrupted: bool,
+    /// When interrupted: the cells of the round in progress that were not measured (that
+    /// round, and every later one, is left out of the figures and the steady state).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub cells_not_measured: Vec<String>,
     /// Whether writes were ruled out (only 100/0 ran).
     pub read_only: bool,
     /// How the suite was set up, in words.
@@ -383,6 +387,16 @@ pub fn build(
         test: config.test,
         complete: !interrupted,
         interrupted,
+        cells_not_measured: if interrupted {
+            config
+                .cells
+                .iter()
+                .map(CellSpec::key)
+                .filter(|k| !records.contains_key(&(rounds_run + 1, k.clone())))
+                .collect()
+        } else {
+            Vec::new()
+        },
         read_only: config.read_only,
         notes: config.notes.clone(),
         settings: SuiteSettings {

@@ -530,6 +530,7 @@ struct CellRun<'a> {
 
 impl Observer for CellRun<'_> {
     fn started(&mut self, run: &RunHandle) {
+        crate::devices::note_run_started();
         self.running = Some(self.runner.signals.watch.running(run.stopper()));
     }
 

@@ -104,8 +104,14 @@ pub struct SuiteConfig {
     /// Most milliseconds preconditioning may take (`--precondition-time`).
     #[serde(default)]
     pub precondition_time_ms: Option<u64>,
-    /// The temporary ATA security password of `--secure-erase-password` (the erase clears it).
+    /// Whether the purge starts with ATA secure erase (`--secure-erase-password` was given):
+    /// a resume before the purge is done needs the password again.
     #[serde(default)]
+    pub secure_erase: bool,
+    /// The temporary ATA security password of `--secure-erase-password` (the erase clears
+    /// it). A secret: never written to the checkpoint (read from older ones that held it);
+    /// `--resume` takes it again.
+    #[serde(default, skip_serializing)]
     pub secure_erase_password: Option<String>,
     /// Absolute path of a `hostmax curve --json` report to include in the HTML page.
     #[serde(default)]
