@@ -1045,6 +1045,31 @@ mod tests {
     }
 
     #[test]
+    fn a_report_made_by_the_library_carries_its_run_id_and_is_refused_twice() {
+        let w = randrw();
+        let result = RunResult {
+            run_id: 0x00c0_ffee_1234_5678,
+            measured: Duration::from_secs(1),
+            ..Default::default()
+        };
+        let report = summarize(&result, &w, Vec::new());
+        assert_eq!(
+            report.provenance.run_id.as_deref(),
+            Some("00c0ffee12345678")
+        );
+        assert_eq!(
+            report.provenance.hostmax_version.as_deref(),
+            Some(env!("CARGO_PKG_VERSION"))
+        );
+        let err =
+            merge_reports(&[("one".into(), report.clone()), ("two".into(), report)]).unwrap_err();
+        assert!(
+            matches!(&err, MergeError::SameRun { run_id, .. } if run_id == "00c0ffee12345678"),
+            "{err}"
+        );
+    }
+
+    #[test]
     fn the_same_run_without_its_run_id_is_refused_by_what_it_measured() {
         let w = randrw();
         let stamped = |name: &str, seed: u64| HostReport {

@@ -305,7 +305,9 @@ impl From<&Workload> for WorkloadSummary {
 /// report's root object.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Provenance {
-    /// A random 128-bit id of this run (32 hex digits), new for every run and every merge.
+    /// A random id of this run, new for every run and every merge: 128 bits (32 hex digits)
+    /// from the `hostmax` tool, the engine's 64-bit run id (16 hex digits) in a report made
+    /// by [`summarize`] alone.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub run_id: Option<String>,
     /// Wall-clock start of the measured window (RFC 3339, UTC).
@@ -323,6 +325,21 @@ pub struct Provenance {
     /// The kernel release (`uname -r`) of the host that ran it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kernel: Option<String>,
+}
+
+impl Provenance {
+    /// What a report made by [`summarize`] knows of its run without doing I/O: the engine's
+    /// run id ([`RunResult::run_id`], the one stamped into every block the run wrote, as 16
+    /// hex digits; none for a result that carries none) and this library's version. The
+    /// wall-clock window, command line and kernel are the caller's to add (the `hostmax`
+    /// tool replaces the whole with its own, [`Provenance::run_id`] included).
+    pub fn of_run(result: &RunResult) -> Provenance {
+        Provenance {
+            run_id: (result.run_id != 0).then(|| format!("{:016x}", result.run_id)),
+            hostmax_version: Some(env!("CARGO_PKG_VERSION").to_string()),
+            ..Provenance::default()
+        }
+    }
 }
 
 /// Everything a run found, per device and for the host: the root of a run's JSON report.
@@ -478,7 +495,7 @@ pub fn summarize_with_histograms(
         schema_version: SCHEMA_VERSION,
         hostname: None,
         fleet: None,
-        provenance: Provenance::default(),
+        provenance: Provenance::of_run(result),
         workload: WorkloadSummary::from(workload),
         measured_secs: secs,
         interrupted: result.stopped_early,
