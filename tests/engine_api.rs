@@ -236,3 +236,34 @@ fn the_same_target_named_twice_is_refused_before_any_io() {
         );
     }
 }
+
+/// A report made through the libraries alone carries its run's id and measured window, so
+/// `merge_reports` refuses it given twice.
+#[test]
+fn a_library_report_carries_its_run_id_and_window() {
+    require_root!();
+    let host = volumes(1, 16 << 20);
+    let dev = host.device_paths()[0].clone();
+    let mut config = write_config(dev, Duration::from_millis(300));
+    config.workload.pattern = IoPattern::RandRead;
+    let before = std::time::SystemTime::now();
+    let result = hostmax_engine::start(config.clone())
+        .unwrap()
+        .wait()
+        .unwrap();
+    let from = result.measured_from.expect("the engine records its window");
+    assert!(from >= before, "{from:?} before {before:?}");
+    assert_ne!(result.run_id, 0);
+    let report = hostmax_aggregate::summarize(&result, &config.workload, Vec::new());
+    let p = &report.provenance;
+    assert_eq!(p.run_id, Some(format!("{:016x}", result.run_id)));
+    assert!(p.started_at.is_some() && p.ended_at.is_some(), "{p:?}");
+    assert!(p.started_at < p.ended_at, "{p:?}");
+    let err =
+        hostmax_aggregate::merge_reports(&[("one".into(), report.clone()), ("two".into(), report)])
+            .unwrap_err();
+    assert!(
+        matches!(err, hostmax_aggregate::MergeError::SameRun { .. }),
+        "{err}"
+    );
+}

@@ -520,6 +520,7 @@ mod tests {
             stopped_early: false,
             workers: Vec::new(),
             run_id: 0,
+            measured_from: None,
         };
         let points = (0..2)
             .map(|second| {
@@ -1049,7 +1050,8 @@ mod tests {
         let w = randrw();
         let result = RunResult {
             run_id: 0x00c0_ffee_1234_5678,
-            measured: Duration::from_secs(1),
+            measured: Duration::from_millis(1500),
+            measured_from: Some(std::time::UNIX_EPOCH + Duration::from_secs(1_764_064_800)),
             ..Default::default()
         };
         let report = summarize(&result, &w, Vec::new());
@@ -1060,6 +1062,14 @@ mod tests {
         assert_eq!(
             report.provenance.hostmax_version.as_deref(),
             Some(env!("CARGO_PKG_VERSION"))
+        );
+        assert_eq!(
+            report.provenance.started_at.as_deref(),
+            Some("2025-11-25T10:00:00.000Z")
+        );
+        assert_eq!(
+            report.provenance.ended_at.as_deref(),
+            Some("2025-11-25T10:00:01.500Z")
         );
         let err =
             merge_reports(&[("one".into(), report.clone()), ("two".into(), report)]).unwrap_err();

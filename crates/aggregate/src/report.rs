@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::histogram_codec::EncodedHistograms;
 use crate::latency::{add_exact, LatencySummary};
+use crate::rfc3339::format_rfc3339;
 use crate::series::SecondPoint;
 use crate::verdict::Verdict;
 
@@ -330,12 +331,17 @@ pub struct Provenance {
 impl Provenance {
     /// What a report made by [`summarize`] knows of its run without doing I/O: the engine's
     /// run id ([`RunResult::run_id`], the one stamped into every block the run wrote, as 16
-    /// hex digits; none for a result that carries none) and this library's version. The
-    /// wall-clock window, command line and kernel are the caller's to add (the `hostmax`
+    /// hex digits; none for a result that carries none), the measured window the engine
+    /// recorded ([`RunResult::measured_from`] plus [`RunResult::measured`]) and this
+    /// library's version. The command line and kernel are the caller's to add (the `hostmax`
     /// tool replaces the whole with its own, [`Provenance::run_id`] included).
     pub fn of_run(result: &RunResult) -> Provenance {
         Provenance {
             run_id: (result.run_id != 0).then(|| format!("{:016x}", result.run_id)),
+            started_at: result.measured_from.map(format_rfc3339),
+            ended_at: result
+                .measured_from
+                .map(|from| format_rfc3339(from + result.measured)),
             hostmax_version: Some(env!("CARGO_PKG_VERSION").to_string()),
             ..Provenance::default()
         }
@@ -622,6 +628,7 @@ mod tests {
             stopped_early: false,
             workers: Vec::new(),
             run_id: 0,
+            measured_from: None,
         }
     }
 
@@ -711,6 +718,7 @@ mod tests {
             stopped_early: true,
             workers: Vec::new(),
             run_id: 0,
+            measured_from: None,
         };
         let report = summarize(&result, &Workload::default(), vec![]);
         let a = &report.devices[0].figures;

@@ -5,7 +5,7 @@ use std::sync::atomic::Ordering;
 use std::sync::mpsc::{channel, Receiver};
 use std::sync::Arc;
 use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use hostmax_device::{Sysfs, TargetInfo};
 
@@ -68,6 +68,8 @@ pub struct RunHandle {
     workload: Workload,
     shared: Arc<Shared>,
     start: Instant,
+    /// The wall clock at `start`, for the result's measured window.
+    started_wall: SystemTime,
     workers: Vec<(WorkerPlanRef, JoinHandle<WorkerOutcome>)>,
     intervals: Option<Receiver<DeviceInterval>>,
     run_id: u64,
@@ -479,6 +481,7 @@ impl PreparedRun {
         let mut handle = self.handle.take().expect("present until start");
         let start = Instant::now();
         handle.start = start;
+        handle.started_wall = SystemTime::now();
         handle.shared.begin(start);
         handle
     }
@@ -609,6 +612,7 @@ pub fn prepare(config: RunConfig) -> Result<PreparedRun, EngineError> {
             workload: config.workload,
             shared,
             start: Instant::now(),
+            started_wall: SystemTime::now(),
             workers,
             intervals: rx,
             run_id,
@@ -733,6 +737,7 @@ impl RunHandle {
             stopped_early,
             workers: summaries,
             run_id: self.run_id,
+            measured_from: Some(self.started_wall + self.workload.ramp),
         })
     }
 }
