@@ -208,13 +208,18 @@ pub fn merge_reports(reports: &[(String, HostReport)]) -> Result<HostReport, Mer
     duplicate::refuse_repeated_runs(reports)?;
 
     let mut latency = PerOp::from_fn(|_| new_latency_histogram());
+    // Histograms add saturating: their counts are checked here, so that none saturates.
+    let mut recorded = PerOp::<u64>::default();
     let mut devices = Vec::new();
     let mut hosts = Vec::new();
     for (label, report) in reports {
-        add_all(
-            &mut latency,
-            &decode(label, "host", report.host.histograms.as_ref())?,
-        );
+        let host = decode(label, "host", report.host.histograms.as_ref())?;
+        for (op, h) in host.iter() {
+            add_count(&mut recorded[op], h.len(), label, || {
+                format!("host.histograms.{}", op.name())
+            })?;
+        }
+        add_all(&mut latency, &host);
         let hostname = report.hostname.clone().unwrap_or_else(|| label.clone());
         for device in &report.devices {
             decode(label, &device.path, device.figures.histograms.as_ref())?;
@@ -942,6 +947,23 @@ mod tests {
             err.to_string(),
             "b.json: host.read.ios added to the other reports' passes 2^64 - 1; give reports written by hostmax"
         );
+        // Histograms whose counts pass it: three hosts' of i64::MAX reads each (the most one
+        // encoding holds; each one's own sum is checked when decoded).
+        let mut h: Histogram<u64> = new_latency_histogram();
+        h.record_n(1000, i64::MAX as u64).unwrap();
+        let text = crate::encode_histogram(&h).unwrap();
+        let heavy: Vec<(String, HostReport)> = (1..=3)
+            .map(|seed| {
+                let mut r = host_report(&format!("host{seed}"), seed, 3, 1000, &w);
+                r.host.histograms.as_mut().unwrap().0[OpKind::Read] = text.clone();
+                (format!("h{seed}"), r)
+            })
+            .collect();
+        let err = merge_reports(&heavy).unwrap_err();
+        assert!(
+            matches!(&err, MergeError::CountOverflow { label, field } if label == "h3" && field == "host.histograms.read"),
+            "{err}"
+        );
         // One report whose own counts pass it, and each other count merge adds.
         let mut own = b.clone();
         own.host.drained[OpKind::Write] = u64::MAX;
@@ -1012,6 +1034,9 @@ mod tests {
                 "inf",
                 |r| r.time_series[0].devices[0].iops = f64::INFINITY,
             ),
+            ("devices[/dev/loop1].stopped_at_secs", "NaN", |r| {
+                r.devices[1].stopped_at_secs = Some(f64::NAN)
+            }),
             ("host.read.latency_ns.mean", "NaN", |r| {
                 r.host.ops[OpKind::Read].latency_ns.mean = f64::NAN
             }),

@@ -181,9 +181,14 @@ pub(super) fn check_report(label: &str, r: &HostReport) -> Result<(), MergeError
     for d in &r.devices {
         let active = match d.stopped_at_secs {
             Some(t) => {
-                finite(t.max(0.0), label, || {
-                    format!("devices[{}].stopped_at_secs", d.path)
-                })?;
+                // Negative when it stopped during the ramp; never NaN or infinite.
+                if !t.is_finite() {
+                    return Err(MergeError::BadFigure {
+                        label: label.to_string(),
+                        field: format!("devices[{}].stopped_at_secs", d.path),
+                        why: format!("{}, not a finite number", shown(t)),
+                    });
+                }
                 t.clamp(0.0, secs)
             }
             None => secs,
