@@ -183,6 +183,9 @@ fn workload_fields(r: &HostReport) -> [(&'static str, Setting, String); 8] {
 pub fn merge_reports(reports: &[(String, HostReport)]) -> Result<HostReport, MergeError> {
     let (first_label, first) = reports.first().ok_or(MergeError::NoReports)?;
     let expected = workload_fields(first);
+    // Every I/O of each host ([`Figures::all_ios`]): each kind of count is added checked
+    // below, and then their total, which is the merged report's `all_ios`.
+    let mut host_ios = Vec::with_capacity(reports.len());
     for (label, report) in reports {
         if report.schema_version != SCHEMA_VERSION {
             return Err(MergeError::SchemaVersion {
@@ -202,7 +205,7 @@ pub fn merge_reports(reports: &[(String, HostReport)]) -> Result<HostReport, Mer
                 })));
             }
         }
-        figures::check_report(label, report)?;
+        host_ios.push(figures::check_report(label, report)?);
     }
 
     duplicate::refuse_repeated_runs(reports)?;
@@ -255,6 +258,12 @@ pub fn merge_reports(reports: &[(String, HostReport)]) -> Result<HostReport, Mer
         histograms: EncodedHistograms::encode(&latency).ok(),
         ..sum_counts(reports)?.with_ops(ops, sum_errors(reports)?)
     };
+    let mut all_ios: u64 = 0;
+    for ((label, _), ios) in reports.iter().zip(host_ios) {
+        add_count(&mut all_ios, ios, label, || {
+            "host I/Os (ramp, measured, drained and failed together)".into()
+        })?;
+    }
     Ok(HostReport {
         schema_version: SCHEMA_VERSION,
         hostname: None,
@@ -963,6 +972,16 @@ mod tests {
         assert!(
             matches!(&err, MergeError::CountOverflow { label, field } if label == "h3" && field == "host.histograms.read"),
             "{err}"
+        );
+        // Counts that fit one by one, but not together.
+        let (mut ramp, mut drained) = (b.clone(), host_report("gamma", 3, 3, 1000, &w));
+        ramp.host.ramp[OpKind::Read] = 1 << 63;
+        drained.host.drained[OpKind::Write] = 1 << 63;
+        let err =
+            merge_reports(&[("r.json".into(), ramp), ("d.json".into(), drained)]).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "d.json: host I/Os (ramp, measured, drained and failed together) added to the other reports' passes 2^64 - 1; give reports written by hostmax"
         );
         // One report whose own counts pass it, and each other count merge adds.
         let mut own = b.clone();

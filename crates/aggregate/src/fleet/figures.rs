@@ -150,8 +150,9 @@ fn check_figures(f: &Figures, secs: f64, label: &str, scope: &str) -> Result<u64
 /// Checks every figure of one report before it is merged: its window, the host's and each
 /// device's figures (rates within their counts over the window), each second's figures
 /// (finite, and no more I/Os in a second than the run did), and for a merged report each
-/// host's line.
-pub(super) fn check_report(label: &str, r: &HostReport) -> Result<(), MergeError> {
+/// host's line. Returns every I/O of the host ([`Figures::all_ios`], which then cannot
+/// overflow).
+pub(super) fn check_report(label: &str, r: &HostReport) -> Result<u64, MergeError> {
     finite(r.measured_secs, label, || "measured_secs".into())?;
     // Rates are over each host's own window: a merged report's sum of them is bounded by
     // its shortest (non-empty) window.
@@ -220,5 +221,5 @@ pub(super) fn check_report(label: &str, r: &HostReport) -> Result<(), MergeError
             }
         }
     }
-    Ok(())
+    Ok(all_ios)
 }
