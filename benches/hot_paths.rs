@@ -97,6 +97,7 @@ fn synthetic_result() -> RunResult {
         stopped_early: false,
         workers: Vec::new(),
         run_id: 0,
+        measured_from: None,
     }
 }
 

@@ -176,3 +176,94 @@ fn measure_refuses_a_device_in_use_with_the_library_error() {
     assert!(result.devices[0].ops[OpKind::Write].ios > 0);
     assert!(intervals.get() > 0, "no interval reached the observer");
 }
+
+/// A library caller naming the same target twice, by any path (a hard link or a symlink to a
+/// file, a second name for a block device), gets the engine's typed refusal before any I/O,
+/// not a panic after the run.
+#[test]
+fn the_same_target_named_twice_is_refused_before_any_io() {
+    use hostmax_engine::{EngineError, MeasureRequest};
+    let scratch = ScratchDir::new("dup");
+    let dir = scratch.0.clone();
+    let file = dir.join("target.img");
+    std::fs::write(&file, vec![0u8; 1 << 20]).unwrap();
+    let hard = dir.join("hard.img");
+    let soft = dir.join("soft.img");
+    let _ = std::fs::remove_file(&hard);
+    let _ = std::fs::remove_file(&soft);
+    std::fs::hard_link(&file, &hard).unwrap();
+    std::os::unix::fs::symlink(&file, &soft).unwrap();
+    let refused = |second: &std::path::Path, err: EngineError| {
+        assert!(
+            matches!(&err, EngineError::DuplicateTarget { path, first, .. } if path == second && *first == file),
+            "{err:?}"
+        );
+    };
+    for second in [&hard, &soft, &file] {
+        let config = RunConfig {
+            targets: vec![file.clone(), second.clone()],
+            ..write_config(file.clone(), Duration::from_millis(300))
+        };
+        let err = hostmax_engine::start(config.clone())
+            .err()
+            .expect("started");
+        refused(second, err);
+        let request = MeasureRequest::new(config.targets.clone(), config.workload.clone());
+        let mut ignore = |_: hostmax_engine::DeviceInterval| {};
+        let err = hostmax_engine::measure(request, &mut ignore).expect_err("measured");
+        refused(second, err);
+    }
+    assert!(
+        std::fs::read(&file).unwrap().iter().all(|&b| b == 0),
+        "a refused run wrote"
+    );
+
+    // A block device under a second name (a symlink to its node).
+    if is_root() {
+        let host = volumes(1, 16 << 20);
+        let dev = host.device_paths()[0].clone();
+        let alias = dir.join("alias");
+        let _ = std::fs::remove_file(&alias);
+        std::os::unix::fs::symlink(&dev, &alias).unwrap();
+        let config = RunConfig {
+            targets: vec![dev.clone(), alias.clone()],
+            ..write_config(dev.clone(), Duration::from_millis(300))
+        };
+        let err = hostmax_engine::start(config).err().expect("started");
+        assert!(
+            matches!(&err, EngineError::DuplicateTarget { path, first, what: "device" } if *path == alias && *first == dev),
+            "{err:?}"
+        );
+    }
+}
+
+/// A report made through the libraries alone carries its run's id and measured window, so
+/// `merge_reports` refuses it given twice.
+#[test]
+fn a_library_report_carries_its_run_id_and_window() {
+    require_root!();
+    let host = volumes(1, 16 << 20);
+    let dev = host.device_paths()[0].clone();
+    let mut config = write_config(dev, Duration::from_millis(300));
+    config.workload.pattern = IoPattern::RandRead;
+    let before = std::time::SystemTime::now();
+    let result = hostmax_engine::start(config.clone())
+        .unwrap()
+        .wait()
+        .unwrap();
+    let from = result.measured_from.expect("the engine records its window");
+    assert!(from >= before, "{from:?} before {before:?}");
+    assert_ne!(result.run_id, 0);
+    let report = hostmax_aggregate::summarize(&result, &config.workload, Vec::new());
+    let p = &report.provenance;
+    assert_eq!(p.run_id, Some(format!("{:016x}", result.run_id)));
+    assert!(p.started_at.is_some() && p.ended_at.is_some(), "{p:?}");
+    assert!(p.started_at < p.ended_at, "{p:?}");
+    let err =
+        hostmax_aggregate::merge_reports(&[("one".into(), report.clone()), ("two".into(), report)])
+            .unwrap_err();
+    assert!(
+        matches!(err, hostmax_aggregate::MergeError::SameRun { .. }),
+        "{err}"
+    );
+}

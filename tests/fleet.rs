@@ -678,3 +678,154 @@ fn sigint_while_waiting_to_start_exits_cleanly() {
     assert!(clock.elapsed() < Duration::from_secs(10));
     assert!(!Path::new(&json).exists());
 }
+
+/// A report as the libraries make it (no I/O: a result built by hand), as JSON: one device
+/// that read 1000 times, measured 2026-11-25 10:00:00 to 10:00:01 on `hostname`.
+fn library_report(hostname: &str, run_id: u64, scale: u64) -> Value {
+    use hostmax_engine::{DeviceResult, OpKind, OpResult, PerOp, RunResult, Workload};
+    let mut read = OpResult::default();
+    for i in 0..1000u64 {
+        read.latency.record(1000 + i * scale).unwrap();
+    }
+    read.ios = 1000;
+    read.bytes = 1000 * 4096;
+    let result = RunResult {
+        devices: vec![DeviceResult {
+            path: "/dev/loop7".into(),
+            ops: PerOp::default().with(OpKind::Read, read),
+            ..Default::default()
+        }],
+        measured: Duration::from_secs(1),
+        run_id,
+        ..Default::default()
+    };
+    let mut report = hostmax_aggregate::summarize(&result, &Workload::default(), Vec::new());
+    assert!(
+        report.provenance.run_id.is_some(),
+        "the library gives a run id"
+    );
+    report.hostname = Some(hostname.into());
+    report.provenance.started_at = Some("2026-11-25T10:00:00.000Z".into());
+    report.provenance.ended_at = Some("2026-11-25T10:00:01.000Z".into());
+    serde_json::to_value(&report).unwrap()
+}
+
+/// `hostmax merge FILES` with its address space capped at 512 MiB (`ulimit -v`): a merge
+/// that tried to allocate what a hostile file claims would fail and abort. Expects exit 2
+/// with one line on stderr and no panic; returns that line.
+fn merge_refused_within_512_mib(files: &[&str]) -> String {
+    let out = Command::new("sh")
+        .arg("-c")
+        .arg("ulimit -v 524288 && exec \"$0\" merge \"$@\"")
+        .arg(hostmax_bin())
+        .args(files)
+        .env("RUST_BACKTRACE", "1")
+        .output()
+        .expect("run sh");
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(2), "merge {files:?}: {stderr}");
+    assert_eq!(
+        stderr.trim_end().lines().count(),
+        1,
+        "not one line: {stderr}"
+    );
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert!(out.stdout.is_empty());
+    stderr
+}
+
+#[test]
+fn merge_refuses_hostile_reports_in_one_line_without_allocating_what_they_claim() {
+    let scratch = ScratchDir::new("fleet-hostile");
+    let write = |name: &str, v: &Value| {
+        let path = path_in(&scratch, name);
+        std::fs::write(&path, v.to_string()).unwrap();
+        path
+    };
+    let a_report = library_report("alpha", 0x1111, 3);
+    let a = write("a.json", &a_report);
+    // Two sound reports merge (the baseline for every refusal below).
+    let b_report = library_report("beta", 0x2222, 5);
+    let b = write("b.json", &b_report);
+    let out = run_hostmax(&["merge", &a, &b], None);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    // A 48-character histogram whose header claims a 1 GiB (and a 4 GiB) payload.
+    for (claimed, text) in [
+        (
+            1u64 << 30,
+            "HISTFAAAABp42pNpmSzswAAHzFCaEUJxMNh/gLAAQ2kCwg==",
+        ),
+        (
+            u64::from(u32::MAX),
+            "HISTFAAAABx42pNpmSz8HwgYIIAZSjNCKA4G+w8QFgDD3wZ+",
+        ),
+    ] {
+        for scope in ["host", "device"] {
+            let mut hostile = b_report.clone();
+            let target = match scope {
+                "host" => &mut hostile["host"],
+                _ => &mut hostile["devices"][0],
+            };
+            target["histograms"]["read"] = text.into();
+            let path = write("hostile.json", &hostile);
+            let err = merge_refused_within_512_mib(&[&a, &path]);
+            assert!(
+                err.contains(&format!("{path}: the histograms of ")),
+                "{err}"
+            );
+            assert!(
+                err.contains(&format!(
+                    "claims a {claimed}-byte payload and carries 0 bytes"
+                )),
+                "{err}"
+            );
+        }
+    }
+
+    // Counts that pass 2^64 - 1 when added: 2^64 - 1 reads, and beta's 1000.
+    let mut full = a_report.clone();
+    full["host"]["read"]["ios"] = u64::MAX.into();
+    let full = write("full.json", &full);
+    let err = merge_refused_within_512_mib(&[&full, &b]);
+    assert!(
+        err.contains(&format!(
+            "{b}: host.read.ios added to the other reports' passes 2^64 - 1"
+        )),
+        "{err}"
+    );
+
+    // A rate no count over its window allows.
+    let mut absurd = b_report.clone();
+    absurd["host"]["read"]["iops"] = 1e308.into();
+    let absurd = write("absurd.json", &absurd);
+    let err = merge_refused_within_512_mib(&[&a, &absurd]);
+    assert!(
+        err.contains(&format!(
+            "{absurd}: host.read.iops is 1e308, more than its count 1000 over 1 s allows"
+        )),
+        "{err}"
+    );
+
+    // The same run without its run id (and renamed): refused by what it measured.
+    let mut copy = a_report.clone();
+    copy.as_object_mut().unwrap().remove("run_id");
+    copy["hostname"] = "gamma".into();
+    let copy = write("copy.json", &copy);
+    let err = merge_refused_within_512_mib(&[&a, &copy]);
+    assert!(
+        err.contains(&format!("{copy} holds the same run as {a} (host gamma: the same window and the same counts on every device)")),
+        "{err}"
+    );
+    // And with its run id: the library gave it one.
+    let err = merge_refused_within_512_mib(&[&a, &a]);
+    assert!(
+        err.contains(&format!("{a} is the same run as {a} (run_id ")),
+        "{err}"
+    );
+}

@@ -1,4 +1,10 @@
 //! Merging the reports of many hosts into one fleet report ([`merge_reports`]).
+//!
+//! A report is a file anyone can edit: [`figures`] checks every figure before it is added,
+//! [`duplicate`] finds a run given twice.
+
+mod duplicate;
+mod figures;
 
 use std::collections::BTreeMap;
 
@@ -11,6 +17,7 @@ use crate::report::{
     DeviceReport, Figures, FleetHost, FleetSummary, HostReport, OpSummary, SCHEMA_VERSION,
 };
 use crate::series::{DeviceSecond, OpSeconds, SecondPoint};
+use figures::{add_count, add_rate};
 
 /// Why reports cannot be merged. `label` is the name the caller gave the report (its file).
 #[derive(Debug, thiserror::Error)]
@@ -38,6 +45,36 @@ pub enum MergeError {
         first_label: String,
         /// The run id they share.
         run_id: String,
+    },
+    /// The same run given twice without its run id: the same window, and on every device
+    /// the same counts and latency histograms (for a run without I/O, also the same host).
+    #[error("{label} holds the same run as {first_label} (host {host}: the same window and the same counts on every device): each host's report counts once; give every report once")]
+    SameContent {
+        /// The report given second.
+        label: String,
+        /// The report that already holds the run.
+        first_label: String,
+        /// The run's host.
+        host: String,
+    },
+    /// A count that, added to the other reports', passes 2^64 - 1.
+    #[error("{label}: {field} added to the other reports' passes 2^64 - 1; give reports written by hostmax")]
+    CountOverflow {
+        /// The report.
+        label: String,
+        /// The field (`host.read.ios`, `devices[/dev/sdb].drained.writes`...).
+        field: String,
+    },
+    /// A figure that is not a finite non-negative number, or a rate above what its count
+    /// over its window allows.
+    #[error("{label}: {field} is {why}; give reports written by hostmax")]
+    BadFigure {
+        /// The report.
+        label: String,
+        /// The field (`host.iops`, `time_series[second 3].iops`...).
+        field: String,
+        /// Its value and what is wrong with it.
+        why: String,
     },
     /// A report without full histograms (written by an older hostmax).
     #[error("{label}: {what} has no histograms (written by an older hostmax?); re-run with this version to merge")]
@@ -138,11 +175,17 @@ fn workload_fields(r: &HostReport) -> [(&'static str, Setting, String); 8] {
 /// Refused: an empty list, a report of another schema version, workloads that differ in any
 /// of pattern, block size, iodepth, rwmixread, runtime, working set, rate cap or latency
 /// recording (seed and ramp may differ; each host's seed is listed), reports without full
-/// histograms, and the same run twice (by run id, also inside a merged report). Whether the
-/// runs' windows overlap is the caller's to check: the reports' times are text here.
+/// histograms, figures no run can have written (a rate that is not a finite number or is
+/// above its count over its window, counts whose sum passes 2^64 - 1), and the same run
+/// twice (by run id, or without one by its window and its devices' exact counts and
+/// histograms; also inside a merged report). Whether the runs' windows overlap is the
+/// caller's to check: the reports' times are text here.
 pub fn merge_reports(reports: &[(String, HostReport)]) -> Result<HostReport, MergeError> {
     let (first_label, first) = reports.first().ok_or(MergeError::NoReports)?;
     let expected = workload_fields(first);
+    // Every I/O of each host ([`Figures::all_ios`]): each kind of count is added checked
+    // below, and then their total, which is the merged report's `all_ios`.
+    let mut host_ios = Vec::with_capacity(reports.len());
     for (label, report) in reports {
         if report.schema_version != SCHEMA_VERSION {
             return Err(MergeError::SchemaVersion {
@@ -162,18 +205,24 @@ pub fn merge_reports(reports: &[(String, HostReport)]) -> Result<HostReport, Mer
                 })));
             }
         }
+        host_ios.push(figures::check_report(label, report)?);
     }
 
-    refuse_repeated_runs(reports)?;
+    duplicate::refuse_repeated_runs(reports)?;
 
     let mut latency = PerOp::from_fn(|_| new_latency_histogram());
+    // Histograms add saturating: their counts are checked here, so that none saturates.
+    let mut recorded = PerOp::<u64>::default();
     let mut devices = Vec::new();
     let mut hosts = Vec::new();
     for (label, report) in reports {
-        add_all(
-            &mut latency,
-            &decode(label, "host", report.host.histograms.as_ref())?,
-        );
+        let host = decode(label, "host", report.host.histograms.as_ref())?;
+        for (op, h) in host.iter() {
+            add_count(&mut recorded[op], h.len(), label, || {
+                format!("host.histograms.{}", op.name())
+            })?;
+        }
+        add_all(&mut latency, &host);
         let hostname = report.hostname.clone().unwrap_or_else(|| label.clone());
         for device in &report.devices {
             decode(label, &device.path, device.figures.histograms.as_ref())?;
@@ -200,14 +249,21 @@ pub fn merge_reports(reports: &[(String, HostReport)]) -> Result<HostReport, Mer
         }
     }
 
+    let mut ops = PerOp::<OpSummary>::default();
+    for (op, h) in latency.iter() {
+        ops[op] = sum_op(reports, op, h)?;
+    }
     let host = Figures {
         // Encoding only fails for a count above i64::MAX.
         histograms: EncodedHistograms::encode(&latency).ok(),
-        ..crate::report::sum_counts(reports.iter().map(|(_, r)| &r.host)).with_ops(
-            latency.map(|op, h| sum_op(reports, op, h)),
-            reports.iter().map(|(_, r)| r.host.errors).sum(),
-        )
+        ..sum_counts(reports)?.with_ops(ops, sum_errors(reports)?)
     };
+    let mut all_ios: u64 = 0;
+    for ((label, _), ios) in reports.iter().zip(host_ios) {
+        add_count(&mut all_ios, ios, label, || {
+            "host I/Os (ramp, measured, drained and failed together)".into()
+        })?;
+    }
     Ok(HostReport {
         schema_version: SCHEMA_VERSION,
         hostname: None,
@@ -222,43 +278,82 @@ pub fn merge_reports(reports: &[(String, HostReport)]) -> Result<HostReport, Mer
         interrupted: reports.iter().any(|(_, r)| r.interrupted),
         host,
         devices,
-        time_series: merge_series(reports),
+        time_series: merge_series(reports)?,
         // Verdicts are per host and per spec; a fleet report carries none of its own.
         verdict: None,
         // Each host's workers are in its own report.
         load_generator: None,
-        verify: crate::report::sum_verify(reports.iter().map(|(_, r)| r.verify.as_ref())),
+        verify: sum_verify(reports)?,
     })
 }
 
-/// The run ids a report holds: its own, or for a merged report its hosts'.
-fn run_ids(report: &HostReport) -> Vec<&str> {
-    match &report.fleet {
-        Some(fleet) => fleet
-            .hosts
-            .iter()
-            .filter_map(|h| h.provenance.run_id.as_deref())
-            .collect(),
-        None => report.provenance.run_id.as_deref().into_iter().collect(),
+/// The hosts' ramp, drained and read-sample counts added up, checked (the rest is filled in
+/// by [`Figures::with_ops`]).
+fn sum_counts(reports: &[(String, HostReport)]) -> Result<Figures, MergeError> {
+    let mut sum = Figures::default();
+    for (label, r) in reports {
+        let f = &r.host;
+        for op in OpKind::ALL {
+            let plural = format!("{}s", op.name());
+            add_count(&mut sum.ramp[op], f.ramp[op], label, || {
+                format!("host.ramp.{plural}")
+            })?;
+            add_count(&mut sum.drained[op], f.drained[op], label, || {
+                format!("host.drained.{plural}")
+            })?;
+        }
+        let (s, add) = (&mut sum.read_samples, &f.read_samples);
+        add_count(&mut s.sampled, add.sampled, label, || {
+            "host.read_samples.sampled".into()
+        })?;
+        add_count(&mut s.zero, add.zero, label, || {
+            "host.read_samples.zero".into()
+        })?;
     }
+    Ok(sum)
 }
 
-/// Refuses a run that two reports hold (the same file twice, or a host's report beside a
-/// merged report that already holds it).
-fn refuse_repeated_runs(reports: &[(String, HostReport)]) -> Result<(), MergeError> {
-    let mut seen: BTreeMap<&str, &str> = BTreeMap::new();
-    for (label, report) in reports {
-        for id in run_ids(report) {
-            if let Some(first) = seen.insert(id, label) {
-                return Err(MergeError::SameRun {
-                    label: label.clone(),
-                    first_label: first.to_string(),
-                    run_id: id.to_string(),
-                });
-            }
-        }
+/// The hosts' failed I/Os added up, checked.
+fn sum_errors(reports: &[(String, HostReport)]) -> Result<u64, MergeError> {
+    let mut sum = 0;
+    for (label, r) in reports {
+        add_count(&mut sum, r.host.errors, label, || "host.errors".into())?;
     }
-    Ok(())
+    Ok(sum)
+}
+
+/// The hosts' verification counts added up, checked (`None` when no host verified).
+fn sum_verify(
+    reports: &[(String, HostReport)],
+) -> Result<Option<hostmax_engine::VerifyLog>, MergeError> {
+    let mut sum: Option<hostmax_engine::VerifyLog> = None;
+    for (label, r) in reports {
+        let Some(log) = &r.verify else { continue };
+        let s = sum.get_or_insert_with(Default::default);
+        let mut checked = s.clone();
+        for (field, total, add) in [
+            (
+                "checked_during_run",
+                &mut checked.checked_during_run,
+                log.checked_during_run,
+            ),
+            (
+                "checked_after_run",
+                &mut checked.checked_after_run,
+                log.checked_after_run,
+            ),
+            ("unknown", &mut checked.unknown, log.unknown),
+            ("mismatches", &mut checked.mismatches, log.mismatches),
+            ("corruption", &mut checked.corruption, log.corruption),
+            ("misdirected", &mut checked.misdirected, log.misdirected),
+            ("lost_write", &mut checked.lost_write, log.lost_write),
+        ] {
+            add_count(total, add, label, || format!("verify.{field}"))?;
+        }
+        // The counts fit: add them (and the first mismatches) the log's own way.
+        s.add(log);
+    }
+    Ok(sum)
 }
 
 fn decode(
@@ -280,24 +375,31 @@ fn decode(
 }
 
 /// One kind of I/O over all hosts: counts and rates summed, percentiles from `latency`.
-fn sum_op(reports: &[(String, HostReport)], op: OpKind, latency: &Histogram<u64>) -> OpSummary {
+fn sum_op(
+    reports: &[(String, HostReport)],
+    op: OpKind,
+    latency: &Histogram<u64>,
+) -> Result<OpSummary, MergeError> {
     let mut sum = OpSummary {
         latency_ns: crate::LatencySummary::from_histogram(latency),
         ..OpSummary::default()
     };
-    for (_, r) in reports {
+    for (label, r) in reports {
         let o = &r.host.ops[op];
-        sum.ios += o.ios;
-        sum.bytes += o.bytes;
-        sum.iops += o.iops;
-        sum.bytes_per_sec += o.bytes_per_sec;
+        let field = |name: &str| format!("host.{}.{name}", op.name());
+        add_count(&mut sum.ios, o.ios, label, || field("ios"))?;
+        add_count(&mut sum.bytes, o.bytes, label, || field("bytes"))?;
+        add_rate(&mut sum.iops, o.iops, label, || field("iops"))?;
+        add_rate(&mut sum.bytes_per_sec, o.bytes_per_sec, label, || {
+            field("bytes_per_sec")
+        })?;
     }
-    sum
+    Ok(sum)
 }
 
 /// The hosts' per-second points matched by second index (the hosts started together).
 /// Each device's entry keeps its name and gets its host, as `devices[]` does.
-fn merge_series(reports: &[(String, HostReport)]) -> Vec<SecondPoint> {
+fn merge_series(reports: &[(String, HostReport)]) -> Result<Vec<SecondPoint>, MergeError> {
     let mut by_second: BTreeMap<i64, Vec<Option<&SecondPoint>>> = BTreeMap::new();
     for (i, (_, r)) in reports.iter().enumerate() {
         for p in &r.time_series {
@@ -332,14 +434,19 @@ fn merge_series(reports: &[(String, HostReport)]) -> Vec<SecondPoint> {
                     }));
                     continue;
                 };
-                merged.iops += p.iops;
+                let field = |name: &str| format!("time_series[second {second}].{name}");
+                add_rate(&mut merged.iops, p.iops, label, || field("iops"))?;
                 for (op, m) in merged.ops.0.iter_mut() {
-                    m.iops += p.ops[op].iops;
+                    add_rate(&mut m.iops, p.ops[op].iops, label, || {
+                        field(&format!("{}.iops", op.name()))
+                    })?;
                     m.p50_ns = m.p50_ns.max(p.ops[op].p50_ns);
                     m.p99_ns = m.p99_ns.max(p.ops[op].p99_ns);
                 }
-                merged.bytes_per_sec += p.bytes_per_sec;
-                merged.errors += p.errors;
+                add_rate(&mut merged.bytes_per_sec, p.bytes_per_sec, label, || {
+                    field("bytes_per_sec")
+                })?;
+                add_count(&mut merged.errors, p.errors, label, || field("errors"))?;
                 // A device of a merged report keeps the host it already names.
                 merged
                     .devices
@@ -356,7 +463,7 @@ fn merge_series(reports: &[(String, HostReport)]) -> Vec<SecondPoint> {
                 }
                 merged.histograms = EncodedHistograms::encode(&latency).ok();
             }
-            merged
+            Ok(merged)
         })
         .collect()
 }
@@ -427,6 +534,7 @@ mod tests {
             stopped_early: false,
             workers: Vec::new(),
             run_id: 0,
+            measured_from: None,
         };
         let points = (0..2)
             .map(|second| {
@@ -828,6 +936,250 @@ mod tests {
             .to_string();
         assert!(err.starts_with("v3.json: schema_version 3"), "{err}");
         assert!(matches!(merge_reports(&[]), Err(MergeError::NoReports)));
+    }
+
+    #[test]
+    fn counts_that_pass_2_64_are_refused_naming_file_and_field() {
+        let w = randrw();
+        let mut a = host_report("alpha", 1, 3, 1000, &w);
+        let b = host_report("beta", 2, 3, 1000, &w);
+        // alpha's I/Os add up to 2^64 - 1 exactly: its own report is sound.
+        let rest = a.host.all_ios() - a.host.ops[OpKind::Read].ios;
+        a.host.ops[OpKind::Read].ios = u64::MAX - rest;
+        let err = merge_reports(&[("a.json".into(), a.clone()), ("b.json".into(), b.clone())])
+            .unwrap_err();
+        assert!(
+            matches!(&err, MergeError::CountOverflow { label, field } if label == "b.json" && field == "host.read.ios"),
+            "{err}"
+        );
+        assert_eq!(
+            err.to_string(),
+            "b.json: host.read.ios added to the other reports' passes 2^64 - 1; give reports written by hostmax"
+        );
+        // Histograms whose counts pass it: three hosts' of i64::MAX reads each (the most one
+        // encoding holds; each one's own sum is checked when decoded).
+        let mut h: Histogram<u64> = new_latency_histogram();
+        h.record_n(1000, i64::MAX as u64).unwrap();
+        let text = crate::encode_histogram(&h).unwrap();
+        let heavy: Vec<(String, HostReport)> = (1..=3)
+            .map(|seed| {
+                let mut r = host_report(&format!("host{seed}"), seed, 3, 1000, &w);
+                r.host.histograms.as_mut().unwrap().0[OpKind::Read] = text.clone();
+                (format!("h{seed}"), r)
+            })
+            .collect();
+        let err = merge_reports(&heavy).unwrap_err();
+        assert!(
+            matches!(&err, MergeError::CountOverflow { label, field } if label == "h3" && field == "host.histograms.read"),
+            "{err}"
+        );
+        // Counts that fit one by one, but not together.
+        let (mut ramp, mut drained) = (b.clone(), host_report("gamma", 3, 3, 1000, &w));
+        ramp.host.ramp[OpKind::Read] = 1 << 63;
+        drained.host.drained[OpKind::Write] = 1 << 63;
+        let err =
+            merge_reports(&[("r.json".into(), ramp), ("d.json".into(), drained)]).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "d.json: host I/Os (ramp, measured, drained and failed together) added to the other reports' passes 2^64 - 1; give reports written by hostmax"
+        );
+        // One report whose own counts pass it, and each other count merge adds.
+        let mut own = b.clone();
+        own.host.drained[OpKind::Write] = u64::MAX;
+        let err = merge_reports(&[("own.json".into(), own)]).unwrap_err();
+        assert!(matches!(err, MergeError::CountOverflow { .. }), "{err}");
+        for (field, edit) in [
+            (
+                "host.errors",
+                (|r: &mut HostReport| r.host.errors = u64::MAX / 2 + 1) as fn(&mut HostReport),
+            ),
+            ("host.ramp.reads", |r| {
+                r.host.ramp[OpKind::Read] = u64::MAX / 2 + 1
+            }),
+            ("host.drained.writes", |r| {
+                r.host.drained[OpKind::Write] = u64::MAX / 2 + 1
+            }),
+            ("host.read_samples.zero", |r| {
+                r.host.read_samples.zero = u64::MAX;
+            }),
+            ("time_series[second 0].errors", |r| {
+                r.time_series[0].errors = u64::MAX
+            }),
+            ("verify.mismatches", |r| {
+                r.verify = Some(hostmax_engine::VerifyLog {
+                    mismatches: u64::MAX,
+                    ..Default::default()
+                })
+            }),
+        ] {
+            let (mut a, mut b) = (b.clone(), host_report("gamma", 3, 3, 1000, &w));
+            edit(&mut a);
+            edit(&mut b);
+            let err = merge_reports(&[("a.json".into(), a), ("c.json".into(), b)]).unwrap_err();
+            assert!(
+                matches!(&err, MergeError::CountOverflow { label, field: f } if label == "c.json" && f == field),
+                "{field}: {err}"
+            );
+        }
+    }
+
+    #[test]
+    fn figures_no_run_can_have_are_refused_naming_file_and_field() {
+        let w = randrw();
+        let a = host_report("alpha", 1, 3, 1000, &w);
+        for (field, why, edit) in [
+            (
+                "host.read.iops",
+                "1e308, more than its count",
+                (|r: &mut HostReport| r.host.ops[OpKind::Read].iops = 1e308) as fn(&mut HostReport),
+            ),
+            ("host.iops", "inf, not a finite", |r| {
+                r.host.iops = f64::INFINITY
+            }),
+            (
+                "devices[/dev/loop1].bytes_per_sec",
+                "NaN, not a finite",
+                |r| r.devices[1].figures.bytes_per_sec = f64::NAN,
+            ),
+            ("devices[/dev/loop0].write.iops", "-1, not a finite", |r| {
+                r.devices[0].figures.ops[OpKind::Write].iops = -1.0
+            }),
+            ("measured_secs", "NaN", |r| r.measured_secs = f64::NAN),
+            ("time_series[second 1].iops", "1e308, more than", |r| {
+                r.time_series[1].iops = 1e308
+            }),
+            (
+                "time_series[second 0].devices[/dev/loop0].iops",
+                "inf",
+                |r| r.time_series[0].devices[0].iops = f64::INFINITY,
+            ),
+            ("devices[/dev/loop1].stopped_at_secs", "NaN", |r| {
+                r.devices[1].stopped_at_secs = Some(f64::NAN)
+            }),
+            ("host.read.latency_ns.mean", "NaN", |r| {
+                r.host.ops[OpKind::Read].latency_ns.mean = f64::NAN
+            }),
+        ] {
+            let mut b = host_report("beta", 2, 3, 1000, &w);
+            edit(&mut b);
+            let err =
+                merge_reports(&[("a.json".into(), a.clone()), ("b.json".into(), b)]).unwrap_err();
+            let MergeError::BadFigure {
+                label,
+                field: f,
+                why: w,
+            } = &err
+            else {
+                panic!("{field}: {err}");
+            };
+            assert_eq!((label.as_str(), f.as_str()), ("b.json", field), "{err}");
+            assert!(w.starts_with(why), "{field}: {err}");
+            assert!(
+                err.to_string().starts_with(&format!("b.json: {field} is ")),
+                "{err}"
+            );
+        }
+        // A merged report's rates are its hosts' over their own windows: it merges again.
+        let short = host_report("beta", 2, 3, 500, &w);
+        let ab = merge_reports(&[("a".into(), a), ("b".into(), short)]).unwrap();
+        assert!(merge_reports(&[
+            ("ab".into(), ab),
+            ("c".into(), host_report("gamma", 3, 3, 1000, &w))
+        ])
+        .is_ok());
+    }
+
+    #[test]
+    fn a_report_made_by_the_library_carries_its_run_id_and_is_refused_twice() {
+        let w = randrw();
+        let result = RunResult {
+            run_id: 0x00c0_ffee_1234_5678,
+            measured: Duration::from_millis(1500),
+            measured_from: Some(std::time::UNIX_EPOCH + Duration::from_secs(1_764_064_800)),
+            ..Default::default()
+        };
+        let report = summarize(&result, &w, Vec::new());
+        assert_eq!(
+            report.provenance.run_id.as_deref(),
+            Some("00c0ffee12345678")
+        );
+        assert_eq!(
+            report.provenance.hostmax_version.as_deref(),
+            Some(env!("CARGO_PKG_VERSION"))
+        );
+        assert_eq!(
+            report.provenance.started_at.as_deref(),
+            Some("2025-11-25T10:00:00.000Z")
+        );
+        assert_eq!(
+            report.provenance.ended_at.as_deref(),
+            Some("2025-11-25T10:00:01.500Z")
+        );
+        let err =
+            merge_reports(&[("one".into(), report.clone()), ("two".into(), report)]).unwrap_err();
+        assert!(
+            matches!(&err, MergeError::SameRun { run_id, .. } if run_id == "00c0ffee12345678"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn the_same_run_without_its_run_id_is_refused_by_what_it_measured() {
+        let w = randrw();
+        let stamped = |name: &str, seed: u64| HostReport {
+            provenance: crate::report::Provenance {
+                started_at: Some("2026-11-25T10:00:00Z".into()),
+                ended_at: Some("2026-11-25T10:00:02Z".into()),
+                ..Default::default()
+            },
+            ..host_report(name, seed, 1, 2000, &w)
+        };
+        let (a, b) = (stamped("alpha", 3), stamped("beta", 5));
+        let err = merge_reports(&[
+            ("a.json".into(), a.clone()),
+            ("copy.json".into(), a.clone()),
+        ])
+        .unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "copy.json holds the same run as a.json (host alpha: the same window and the same counts on every device): each host's report counts once; give every report once"
+        );
+        // Renamed, it is still the same run.
+        let renamed = HostReport {
+            hostname: Some("other".into()),
+            ..a.clone()
+        };
+        assert!(matches!(
+            merge_reports(&[("a.json".into(), a.clone()), ("r.json".into(), renamed)]),
+            Err(MergeError::SameContent { .. })
+        ));
+        // Inside a merged report too.
+        let ab =
+            merge_reports(&[("a.json".into(), a.clone()), ("b.json".into(), b.clone())]).unwrap();
+        let err =
+            merge_reports(&[("ab.json".into(), ab), ("b.json".into(), b.clone())]).unwrap_err();
+        assert!(
+            matches!(&err, MergeError::SameContent { label, host, .. } if label == "b.json" && host == "beta"),
+            "{err}"
+        );
+        // Two hosts that did no I/O in the same window are two runs.
+        let idle = |name: &str| {
+            let mut r = stamped(name, 3);
+            for d in &mut r.devices {
+                d.figures = Figures {
+                    histograms: d.figures.histograms.clone(),
+                    ..Figures::default()
+                };
+            }
+            r
+        };
+        if let Err(e) = merge_reports(&[("x".into(), idle("x")), ("y".into(), idle("y"))]) {
+            panic!("{e}");
+        }
+        assert!(matches!(
+            merge_reports(&[("x".into(), idle("x")), ("x2".into(), idle("x"))]),
+            Err(MergeError::SameContent { .. })
+        ));
     }
 
     #[test]

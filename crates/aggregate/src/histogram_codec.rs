@@ -4,8 +4,15 @@
 //! [`encode_histogram`] and [`decode_histogram`] are inverses: a decoded histogram is equal,
 //! bin for bin and in its bounds, to the one encoded. [`EncodedHistograms`] is the
 //! `"histograms":{"read":...,"write":...,"trim":...}` object a report carries per device and for the host.
+//!
+//! Decoding trusts nothing the text claims: the compressed and the decoded payload lengths are
+//! checked against the bytes actually there, inflating stops at what hostmax's own bin layout
+//! can need, and a header whose range or precision goes beyond that layout is refused before
+//! any histogram is allocated ([`HistogramCodecError::Hostile`]).
 
 use std::borrow::Borrow;
+use std::io::Read as _;
+use std::sync::OnceLock;
 
 use base64::engine::general_purpose::STANDARD;
 use base64::Engine as _;
@@ -13,7 +20,7 @@ use hdrhistogram::serialization::{
     DeserializeError, Deserializer, Serializer, V2DeflateSerializeError, V2DeflateSerializer,
 };
 use hdrhistogram::Histogram;
-use hostmax_engine::{new_latency_histogram, PerOp};
+use hostmax_engine::{new_latency_histogram, PerOp, LATENCY_HIGHEST_NS, LATENCY_SIGFIG};
 use serde::{Deserialize, Serialize};
 
 use crate::latency::add_exact;
@@ -30,6 +37,37 @@ pub enum HistogramCodecError {
     /// The bytes are not a V2 (optionally DEFLATE-compressed) HdrHistogram.
     #[error("not an HdrHistogram V2 encoding: {0}")]
     Decode(#[from] DeserializeError),
+    /// The encoding claims more than it carries or more than any hostmax histogram can hold
+    /// (a payload longer than its bytes, a range or precision beyond hostmax's bin layout):
+    /// refused before anything of the claimed size is allocated.
+    #[error("not a histogram hostmax wrote: {0}")]
+    Hostile(String),
+}
+
+/// The V2 cookies (HdrHistogram's `V2_COOKIE` and `V2_COMPRESSED_COOKIE`).
+const V2_COOKIE: u32 = 0x1c84_9313;
+const V2_COMPRESSED_COOKIE: u32 = 0x1c84_9314;
+/// The V2 header: cookie, payload length, normalizing offset, significant figures (4 bytes
+/// each), lowest and highest trackable value, integer-to-double ratio (8 bytes each).
+const V2_HEADER_LEN: usize = 40;
+/// The longest a LEB128 count of the V2 payload can be.
+const MAX_VARINT_LEN: usize = 9;
+
+/// The widest histogram hostmax makes: [`new_latency_histogram`] grown to hold
+/// [`LATENCY_HIGHEST_NS`], as (highest trackable value, number of bins).
+fn widest_layout() -> (u64, usize) {
+    static WIDEST: OnceLock<(u64, usize)> = OnceLock::new();
+    *WIDEST.get_or_init(|| {
+        let mut h = new_latency_histogram();
+        hostmax_engine::record_latency(&mut h, LATENCY_HIGHEST_NS);
+        (h.high(), h.distinct_values())
+    })
+}
+
+/// The most bytes a V2 encoding of a hostmax histogram can take, header included: every bin
+/// of the widest layout as a full-length count.
+fn max_encoded_len() -> usize {
+    V2_HEADER_LEN + widest_layout().1 * MAX_VARINT_LEN
 }
 
 /// Encodes `histogram` as base64 of its V2 + DEFLATE serialization.
@@ -42,9 +80,132 @@ pub fn encode_histogram(histogram: &Histogram<u64>) -> Result<String, HistogramC
 /// Decodes what [`encode_histogram`] (or HdrHistogram's Java/C `encodeIntoCompressedByteBuffer`
 /// plus base64) made; surrounding whitespace is ignored. The histogram keeps the bounds it was
 /// encoded with.
+///
+/// What the text claims is checked before it is believed: a payload length beyond the bytes
+/// there, an inflated size beyond what hostmax's widest histogram needs, a range beyond
+/// [`LATENCY_HIGHEST_NS`] (as hostmax's growing histograms round it) or a precision beyond
+/// [`LATENCY_SIGFIG`] is [`HistogramCodecError::Hostile`].
 pub fn decode_histogram(text: &str) -> Result<Histogram<u64>, HistogramCodecError> {
-    let bytes = STANDARD.decode(text.trim())?;
-    Ok(Deserializer::new().deserialize(&mut bytes.as_slice())?)
+    let text = text.trim();
+    // Base64 carries 3 bytes in 4 characters; allow a compressed form a little larger than
+    // the plain one (DEFLATE's worst case adds a few bytes per 16 KiB block).
+    let max_text = (max_encoded_len() + 1024) / 3 * 4 + 8;
+    if text.len() > max_text {
+        return Err(hostile(format!(
+            "{} characters of base64, more than the {max_text} any hostmax histogram takes",
+            text.len()
+        )));
+    }
+    let bytes = STANDARD.decode(text)?;
+    let plain = plain_v2(&bytes)?;
+    check_v2(&plain)?;
+    Ok(Deserializer::new().deserialize(&mut plain.as_slice())?)
+}
+
+fn hostile(why: String) -> HistogramCodecError {
+    HistogramCodecError::Hostile(why)
+}
+
+fn be_u32(bytes: &[u8], at: usize) -> Option<u32> {
+    Some(u32::from_be_bytes(bytes.get(at..at + 4)?.try_into().ok()?))
+}
+
+fn be_u64(bytes: &[u8], at: usize) -> Option<u64> {
+    Some(u64::from_be_bytes(bytes.get(at..at + 8)?.try_into().ok()?))
+}
+
+/// The uncompressed V2 encoding in `bytes`: as it is, or inflated from the compressed form,
+/// never more than [`max_encoded_len`] bytes of it.
+fn plain_v2(bytes: &[u8]) -> Result<Vec<u8>, HistogramCodecError> {
+    match be_u32(bytes, 0) {
+        Some(V2_COOKIE) => Ok(bytes.to_vec()),
+        Some(V2_COMPRESSED_COOKIE) => {
+            let claimed = be_u32(bytes, 4)
+                .ok_or_else(|| hostile("the compressed form ends before its length".to_string()))?;
+            let present = bytes.len() - 8;
+            if claimed as usize > present {
+                return Err(hostile(format!(
+                    "it claims a {claimed}-byte compressed payload and carries {present} bytes"
+                )));
+            }
+            let limit = max_encoded_len();
+            let mut plain = Vec::new();
+            flate2::read::ZlibDecoder::new(&bytes[8..8 + claimed as usize])
+                .take(limit as u64 + 1)
+                .read_to_end(&mut plain)
+                .map_err(|e| HistogramCodecError::Decode(DeserializeError::IoError(e)))?;
+            if plain.len() > limit {
+                return Err(hostile(format!(
+                    "it inflates to more than {limit} bytes, more than any hostmax histogram takes"
+                )));
+            }
+            Ok(plain)
+        }
+        _ => Err(HistogramCodecError::Decode(DeserializeError::InvalidCookie)),
+    }
+}
+
+/// Checks the header of an uncompressed V2 encoding against the bytes there and hostmax's
+/// bin layout, and its counts against what the decoder can take, so that decoding allocates
+/// no more than hostmax's widest histogram.
+fn check_v2(plain: &[u8]) -> Result<(), HistogramCodecError> {
+    let truncated = || hostile(format!("{} bytes, shorter than the V2 header", plain.len()));
+    if be_u32(plain, 0) != Some(V2_COOKIE) {
+        return Err(HistogramCodecError::Decode(DeserializeError::InvalidCookie));
+    }
+    let claimed = be_u32(plain, 4).ok_or_else(truncated)? as usize;
+    let sigfig = be_u32(plain, 12).ok_or_else(truncated)?;
+    let low = be_u64(plain, 16).ok_or_else(truncated)?;
+    let high = be_u64(plain, 24).ok_or_else(truncated)?;
+    be_u64(plain, 32).ok_or_else(truncated)?;
+    let present = plain.len() - V2_HEADER_LEN;
+    if claimed > present {
+        return Err(hostile(format!(
+            "it claims a {claimed}-byte payload and carries {present} bytes"
+        )));
+    }
+    let (widest_high, _) = widest_layout();
+    if sigfig > u32::from(LATENCY_SIGFIG) || low == 0 || high > widest_high {
+        return Err(hostile(format!(
+            "values {low} to {high} at {sigfig} significant figures, beyond hostmax's bins (1 to {widest_high} at {LATENCY_SIGFIG})"
+        )));
+    }
+    check_counts(&plain[V2_HEADER_LEN..V2_HEADER_LEN + claimed])
+}
+
+/// Walks the payload's zig-zag LEB128 numbers as HdrHistogram's decoder reads them, refusing
+/// the one it cannot negate (a run of `i64::MIN` zeros) and counts whose sum overflows.
+fn check_counts(payload: &[u8]) -> Result<(), HistogramCodecError> {
+    let mut total: u64 = 0;
+    let mut rest = payload;
+    while !rest.is_empty() {
+        let mut value: u64 = 0;
+        let mut used = 0;
+        for (i, &b) in rest.iter().take(MAX_VARINT_LEN).enumerate() {
+            used = i + 1;
+            if i == MAX_VARINT_LEN - 1 {
+                value |= u64::from(b) << 56;
+                break;
+            }
+            value |= u64::from(b & 0x7f) << (7 * i);
+            if b & 0x80 == 0 {
+                break;
+            }
+        }
+        rest = &rest[used..];
+        let signed = ((value >> 1) as i64) ^ -((value & 1) as i64);
+        if signed == i64::MIN {
+            return Err(hostile(
+                "a run of zeros longer than any histogram".to_string(),
+            ));
+        }
+        if signed > 0 {
+            total = total
+                .checked_add(signed as u64)
+                .ok_or_else(|| hostile("its counts add up to more than 2^64 - 1".to_string()))?;
+        }
+    }
+    Ok(())
 }
 
 /// Decodes `text` and adds it into a histogram of hostmax's shared bin layout
@@ -173,6 +334,100 @@ mod tests {
         let truncated = &text[..text.len() / 2];
         let cut = &truncated[..truncated.len() / 4 * 4];
         assert!(decode_histogram(cut).is_err());
+    }
+
+    /// A V2 header (payload length, significant figures, range) and payload, compressed
+    /// with the compressed form's own length as `outer` (the true length when `None`).
+    fn forged(
+        claimed: u32,
+        sigfig: u32,
+        low: u64,
+        high: u64,
+        payload: &[u8],
+        outer: Option<u32>,
+    ) -> String {
+        use std::io::Write as _;
+        let mut plain = Vec::new();
+        plain.extend(V2_COOKIE.to_be_bytes());
+        plain.extend(claimed.to_be_bytes());
+        plain.extend(0u32.to_be_bytes());
+        plain.extend(sigfig.to_be_bytes());
+        plain.extend(low.to_be_bytes());
+        plain.extend(high.to_be_bytes());
+        plain.extend(1.0f64.to_be_bytes());
+        plain.extend(payload);
+        let mut z = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::best());
+        z.write_all(&plain).unwrap();
+        let deflated = z.finish().unwrap();
+        let mut bytes = V2_COMPRESSED_COOKIE.to_be_bytes().to_vec();
+        bytes.extend(outer.unwrap_or(deflated.len() as u32).to_be_bytes());
+        bytes.extend(deflated);
+        STANDARD.encode(bytes)
+    }
+
+    fn hostile_why(text: &str) -> String {
+        match decode_histogram(text) {
+            Err(HistogramCodecError::Hostile(why)) => why,
+            Err(other) => panic!("refused, but not as hostile: {other}"),
+            Ok(h) => panic!("decoded, {} values", h.len()),
+        }
+    }
+
+    #[test]
+    fn a_header_claiming_a_huge_payload_is_refused_before_allocating_it() {
+        // 56 characters that once made the decoder allocate 1 GiB (4 GiB: abort).
+        for claimed in [1 << 30, u32::MAX] {
+            let text = forged(claimed, 3, 1, 2048, &[], None);
+            assert!(text.len() <= 60, "{} characters", text.len());
+            let why = hostile_why(&text);
+            assert!(
+                why.contains(&format!(
+                    "claims a {claimed}-byte payload and carries 0 bytes"
+                )),
+                "{why}"
+            );
+        }
+        // The compressed form's own length, beyond the bytes there.
+        let text = forged(0, 3, 1, 2048, &[], Some(1 << 30));
+        assert!(hostile_why(&text).contains("compressed payload"));
+    }
+
+    #[test]
+    fn a_range_or_precision_beyond_hostmax_bins_is_refused() {
+        for (sigfig, low, high) in [
+            (5, 1, u64::MAX),
+            (3, 1, u64::MAX / 2),
+            (4, 1, 2048),
+            (3, 0, 2048),
+        ] {
+            let why = hostile_why(&forged(0, sigfig, low, high, &[], None));
+            assert!(why.contains("beyond hostmax's bins"), "{why}");
+        }
+        // The widest histogram hostmax makes still decodes.
+        let mut widest = new_latency_histogram();
+        hostmax_engine::record_latency(&mut widest, u64::MAX);
+        assert_eq!(
+            decode_histogram(&encode_histogram(&widest).unwrap()).unwrap(),
+            widest
+        );
+    }
+
+    #[test]
+    fn a_deflate_bomb_stops_at_the_widest_layout() {
+        let zeros = vec![0u8; 64 << 20];
+        let why = hostile_why(&forged(zeros.len() as u32, 3, 1, 2048, &zeros, None));
+        assert!(why.contains("inflates to more than"), "{why}");
+    }
+
+    #[test]
+    fn counts_the_decoder_cannot_take_are_refused() {
+        // u64::MAX zig-zag decodes to i64::MIN, a run of zeros the decoder would negate.
+        let min = [0xff; 9];
+        assert!(hostile_why(&forged(9, 3, 1, 2048, &min, None)).contains("run of zeros"));
+        // Three counts of i64::MAX: their sum overflows.
+        let max = [0xfe, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff];
+        let thrice = [max, max, max].concat();
+        assert!(hostile_why(&forged(27, 3, 1, 2048, &thrice, None)).contains("more than 2^64 - 1"));
     }
 
     #[test]

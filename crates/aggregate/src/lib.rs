@@ -14,7 +14,10 @@
 //!   devices' and host's in full.
 //! - [`merge_reports`] adds the reports of hosts that ran the same workload at the same time
 //!   into one fleet report ([`FleetSummary`]): counts and rates add, percentiles come from the
-//!   added histograms.
+//!   added histograms; a hostile file (a histogram claiming more than it carries, counts
+//!   passing 2^64 - 1, rates no count allows, a run given twice) is a [`MergeError`].
+//! - [`Provenance`]: where a report came from (run id, measured window in [`rfc3339`] text,
+//!   version); [`summarize`] fills in what the [`hostmax_engine::RunResult`] knows.
 //! - [`TimeSeries`] collects the one-second [`hostmax_engine::DeviceInterval`]s of every device,
 //!   in any order, and yields a host [`SecondPoint`] the moment every device has reported
 //!   that second (each kind's figures in [`OpSeconds`], a device's in [`OpRates`]).
@@ -106,6 +109,7 @@ mod histogram_codec;
 pub mod knee;
 mod latency;
 mod report;
+pub mod rfc3339;
 mod series;
 pub mod spec;
 mod steady_state;

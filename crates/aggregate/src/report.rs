@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::histogram_codec::EncodedHistograms;
 use crate::latency::{add_exact, LatencySummary};
+use crate::rfc3339::format_rfc3339;
 use crate::series::SecondPoint;
 use crate::verdict::Verdict;
 
@@ -305,7 +306,9 @@ impl From<&Workload> for WorkloadSummary {
 /// report's root object.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Provenance {
-    /// A random 128-bit id of this run (32 hex digits), new for every run and every merge.
+    /// A random id of this run, new for every run and every merge: 128 bits (32 hex digits)
+    /// from the `hostmax` tool, the engine's 64-bit run id (16 hex digits) in a report made
+    /// by [`summarize`] alone.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub run_id: Option<String>,
     /// Wall-clock start of the measured window (RFC 3339, UTC).
@@ -323,6 +326,26 @@ pub struct Provenance {
     /// The kernel release (`uname -r`) of the host that ran it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kernel: Option<String>,
+}
+
+impl Provenance {
+    /// What a report made by [`summarize`] knows of its run without doing I/O: the engine's
+    /// run id ([`RunResult::run_id`], the one stamped into every block the run wrote, as 16
+    /// hex digits; none for a result that carries none), the measured window the engine
+    /// recorded ([`RunResult::measured_from`] plus [`RunResult::measured`]) and this
+    /// library's version. The command line and kernel are the caller's to add (the `hostmax`
+    /// tool replaces the whole with its own, [`Provenance::run_id`] included).
+    pub fn of_run(result: &RunResult) -> Provenance {
+        Provenance {
+            run_id: (result.run_id != 0).then(|| format!("{:016x}", result.run_id)),
+            started_at: result.measured_from.map(format_rfc3339),
+            ended_at: result
+                .measured_from
+                .map(|from| format_rfc3339(from + result.measured)),
+            hostmax_version: Some(env!("CARGO_PKG_VERSION").to_string()),
+            ..Provenance::default()
+        }
+    }
 }
 
 /// Everything a run found, per device and for the host: the root of a run's JSON report.
@@ -478,7 +501,7 @@ pub fn summarize_with_histograms(
         schema_version: SCHEMA_VERSION,
         hostname: None,
         fleet: None,
-        provenance: Provenance::default(),
+        provenance: Provenance::of_run(result),
         workload: WorkloadSummary::from(workload),
         measured_secs: secs,
         interrupted: result.stopped_early,
@@ -605,6 +628,7 @@ mod tests {
             stopped_early: false,
             workers: Vec::new(),
             run_id: 0,
+            measured_from: None,
         }
     }
 
@@ -694,6 +718,7 @@ mod tests {
             stopped_early: true,
             workers: Vec::new(),
             run_id: 0,
+            measured_from: None,
         };
         let report = summarize(&result, &Workload::default(), vec![]);
         let a = &report.devices[0].figures;

@@ -39,7 +39,8 @@ mod measure;
 mod output;
 pub mod plan;
 pub mod provenance;
-mod rfc3339;
+// RFC 3339 times live with the reports that carry them (`crate::rfc3339::...` still reads).
+use hostmax_aggregate::rfc3339;
 pub mod signals;
 pub mod units;
 mod verdict;

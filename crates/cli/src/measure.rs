@@ -246,7 +246,9 @@ pub fn refusal_or_error(e: EngineError, failed: &'static str) -> anyhow::Error {
         EngineError::InvalidWorkload(refusal) | EngineError::InvalidCpus(refusal) => {
             BadInput::from(refusal).into()
         }
-        EngineError::Open { .. } | EngineError::Probe(_) => BadInput(e.to_string()).into(),
+        EngineError::Open { .. }
+        | EngineError::Probe(_)
+        | EngineError::DuplicateTarget { .. } => BadInput(e.to_string()).into(),
         _ => anyhow::Error::from(e).context(failed),
     }
 }

@@ -107,8 +107,8 @@ pub use result::{
 pub use ring::{probe_kernel_ring, KernelRingSupport, Polling, RingFeatures, TrimMethod};
 pub use run::{
     buffer_bytes, check_buffer_memory, check_fits, check_poll_queues, check_trim_support,
-    check_verify_memory, prepare, start, validate, verify_state_bytes, Misfit, PreparedRun,
-    RunConfig, RunHandle, StopHandle,
+    check_verify_memory, prepare, refuse_duplicate_targets, start, validate, verify_state_bytes,
+    Misfit, PreparedRun, RunConfig, RunHandle, StopHandle,
 };
 pub use setting::{Setting, SettingError};
 pub use target::{discard, zero_out};
@@ -140,6 +140,17 @@ pub enum EngineError {
         /// Why.
         #[source]
         source: std::io::Error,
+    },
+    /// The same device or file was named twice (by any path: compared by device number, or
+    /// by device and inode for a file); nothing was opened or written.
+    #[error("{}: the same {what} as {} (named earlier): name each target once", path.display(), first.display())]
+    DuplicateTarget {
+        /// The target as given the second time.
+        path: PathBuf,
+        /// The target as given the first time.
+        first: PathBuf,
+        /// "device" or "file".
+        what: &'static str,
     },
     /// The workload does not fit a target or is out of range.
     #[error("{0}")]

@@ -194,6 +194,7 @@ pub fn measure<O: Observer + ?Sized>(
             .iter()
             .map(|p| probe(p))
             .collect::<Result<Vec<_>, _>>()?;
+        crate::run::refuse_duplicate_targets(&run.targets, &targets)?;
         check_before_any_io(&targets, pattern, consent, &sources)?;
     }
     let prepared = crate::prepare(run)?;

@@ -408,6 +408,9 @@ pub struct RunResult {
     pub workers: Vec<WorkerSummary>,
     /// The run's random id, mixed into every written block.
     pub run_id: u64,
+    /// Wall-clock start of the measured window (the run's start plus its ramp; it lasted
+    /// [`RunResult::measured`]); `None` in a result no run made.
+    pub measured_from: Option<std::time::SystemTime>,
 }
 
 /// One second of one device, sent while the run goes on (see [`crate::RunHandle::recv_interval`]).

@@ -5,7 +5,7 @@ use std::sync::atomic::Ordering;
 use std::sync::mpsc::{channel, Receiver};
 use std::sync::Arc;
 use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use hostmax_device::{Sysfs, TargetInfo};
 
@@ -68,6 +68,8 @@ pub struct RunHandle {
     workload: Workload,
     shared: Arc<Shared>,
     start: Instant,
+    /// The wall clock at `start`, for the result's measured window.
+    started_wall: SystemTime,
     workers: Vec<(WorkerPlanRef, JoinHandle<WorkerOutcome>)>,
     intervals: Option<Receiver<DeviceInterval>>,
     run_id: u64,
@@ -83,6 +85,42 @@ impl std::fmt::Debug for StopHandle {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("StopHandle")
     }
+}
+
+/// Refuses a device or file named twice, by any path: two workers on one target would
+/// write each other's blocks and the run's results could not say which is whose. Block
+/// devices compare by device number, files by device and inode (a hard link or a bind
+/// mount is another path to the same file). `given` are the paths as named, for the message.
+pub fn refuse_duplicate_targets(
+    given: &[PathBuf],
+    targets: &[TargetInfo],
+) -> Result<(), EngineError> {
+    use std::os::unix::fs::MetadataExt;
+    let mut seen: Vec<((u64, u64), usize)> = Vec::new();
+    for (i, t) in targets.iter().enumerate() {
+        let key = match t.rdev {
+            // Device numbers and (dev, inode) pairs cannot collide: a block device's key
+            // has u64::MAX where a file's has its filesystem's device.
+            Some((major, minor)) => (u64::MAX, libc::makedev(major, minor)),
+            None => {
+                let meta = std::fs::metadata(&t.path).map_err(|source| EngineError::Open {
+                    path: given.get(i).unwrap_or(&t.path).clone(),
+                    source,
+                })?;
+                (meta.dev(), meta.ino())
+            }
+        };
+        if let Some(&(_, first)) = seen.iter().find(|(k, _)| *k == key) {
+            let name = |j: usize| given.get(j).unwrap_or(&targets[j].path).clone();
+            return Err(EngineError::DuplicateTarget {
+                path: name(i),
+                first: name(first),
+                what: if t.rdev.is_some() { "device" } else { "file" },
+            });
+        }
+        seen.push((key, i));
+    }
+    Ok(())
 }
 
 /// Checks a workload against the engine's limits and every target.
@@ -463,6 +501,7 @@ impl PreparedRun {
         let mut handle = self.handle.take().expect("present until start");
         let start = Instant::now();
         handle.start = start;
+        handle.started_wall = SystemTime::now();
         handle.shared.begin(start);
         handle
     }
@@ -495,6 +534,7 @@ pub fn prepare(config: RunConfig) -> Result<PreparedRun, EngineError> {
         .iter()
         .map(|p| hostmax_device::probe(p))
         .collect::<Result<_, _>>()?;
+    refuse_duplicate_targets(&config.targets, &targets)?;
     validate(&config.workload, &targets)?;
     let online = placement::allowed_cpus()?;
     let allowed = match &config.cpus {
@@ -592,6 +632,7 @@ pub fn prepare(config: RunConfig) -> Result<PreparedRun, EngineError> {
             workload: config.workload,
             shared,
             start: Instant::now(),
+            started_wall: SystemTime::now(),
             workers,
             intervals: rx,
             run_id,
@@ -716,6 +757,7 @@ impl RunHandle {
             stopped_early,
             workers: summaries,
             run_id: self.run_id,
+            measured_from: Some(self.started_wall + self.workload.ramp),
         })
     }
 }
@@ -730,6 +772,49 @@ impl StopHandle {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_file_named_twice_by_any_path_is_refused() {
+        let dir = std::env::temp_dir().join(format!("hostmax-dup-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let (a, b, link, other) = (
+            dir.join("a.img"),
+            dir.join("b.img"),
+            dir.join("link.img"),
+            dir.join("other.img"),
+        );
+        std::fs::write(&a, vec![0u8; 8192]).unwrap();
+        std::fs::write(&other, vec![0u8; 8192]).unwrap();
+        let _ = std::fs::remove_file(&b);
+        let _ = std::fs::remove_file(&link);
+        std::fs::hard_link(&a, &b).unwrap();
+        std::os::unix::fs::symlink(&a, &link).unwrap();
+        let probe = |paths: &[&PathBuf]| -> Vec<TargetInfo> {
+            paths
+                .iter()
+                .map(|p| hostmax_device::probe(p).unwrap())
+                .collect()
+        };
+        for twice in [&b, &link, &a] {
+            let given = vec![a.clone(), other.clone(), twice.clone()];
+            let err = refuse_duplicate_targets(&given, &probe(&[&a, &other, twice])).unwrap_err();
+            assert!(
+                matches!(&err, EngineError::DuplicateTarget { path, first, what: "file" } if path == twice && *first == a),
+                "{err}"
+            );
+            assert_eq!(
+                err.to_string(),
+                format!(
+                    "{}: the same file as {} (named earlier): name each target once",
+                    twice.display(),
+                    a.display()
+                )
+            );
+        }
+        let given = vec![a.clone(), other.clone()];
+        assert!(refuse_duplicate_targets(&given, &probe(&[&a, &other])).is_ok());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 
     #[test]
     fn buffer_memory_is_checked_against_mem_available() {

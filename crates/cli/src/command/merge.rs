@@ -49,7 +49,8 @@ pub fn load_report(path: &Path) -> Result<HostReport, BadInput> {
 
 /// Runs `hostmax merge`: loads every report, merges them, prints the table and writes the
 /// JSON. Every refusal (unreadable file, not a report, other schema, differing workloads,
-/// missing histograms) is a [`BadInput`] naming the file and the field.
+/// missing or hostile histograms, counts that overflow, figures no run can have, the same
+/// run twice) is a [`BadInput`] (exit 2, one line) naming the file and the field.
 pub fn run_merge(args: &MergeArgs) -> anyhow::Result<i32> {
     let outputs = Outputs::<HostReport>::new().declare(args.json.as_deref(), JsonReport)?;
     let inputs: Vec<(&str, &Path)> = args

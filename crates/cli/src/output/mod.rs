@@ -90,6 +90,7 @@ pub(crate) mod tests_support {
             stopped_early: false,
             workers: Vec::new(),
             run_id: 0,
+            measured_from: None,
         };
         let workload = Workload {
             pattern: IoPattern::RandRw,

@@ -593,6 +593,7 @@ fn merge_results(parts: Vec<RunResult>) -> RunResult {
     let mut devices = Vec::new();
     let mut workers = Vec::new();
     let run_id = parts.first().map_or(0, |p| p.run_id);
+    let measured_from = parts.first().and_then(|p| p.measured_from);
     for p in parts {
         devices.extend(p.devices);
         workers.extend(p.workers);
@@ -603,6 +604,7 @@ fn merge_results(parts: Vec<RunResult>) -> RunResult {
         stopped_early,
         workers,
         run_id,
+        measured_from,
     }
 }
 

@@ -1,5 +1,5 @@
-//! RFC 3339 times, parsed and written by a small parser here (`--start-at`, and the run
-//! windows reports carry): the format is fixed, and a date library would be the heaviest
+//! RFC 3339 times, parsed and written by a small parser here (the run windows reports carry
+//! in [`crate::Provenance`], and the `hostmax` tool's `--start-at`): the format is fixed, and a date library would be the heaviest
 //! dependency of the tool for two functions.
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
