@@ -218,9 +218,19 @@ pub fn judged_exit_code(reports: &[&HostReport], signal: i32, pass: bool) -> i32
 }
 
 /// The phases `hostmax verify` runs for a spec set: 4k for IOPS, 1m for throughput, 4k at
-/// depth 1 for latency, in that order.
+/// depth 1 for latency, in that order; one phase for kinds that need the same run (it judges
+/// them all), named by the first of them.
 pub fn phases_for(set: &SpecSet) -> Vec<RuleKind> {
-    set.rule_kinds()
+    let mut phases: Vec<RuleKind> = Vec::new();
+    for kind in set.rule_kinds() {
+        if !phases
+            .iter()
+            .any(|p| p.promise().needs == kind.promise().needs)
+        {
+            phases.push(kind);
+        }
+    }
+    phases
 }
 
 #[cfg(test)]
