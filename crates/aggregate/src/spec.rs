@@ -354,6 +354,14 @@ impl HostSpec {
         self.iops.is_none() && self.bytes_per_sec.is_none()
     }
 
+    /// `self` with every part `over` has replacing its own (options over a spec file).
+    pub fn overridden_by(&self, over: &HostSpec) -> HostSpec {
+        HostSpec {
+            iops: over.iops.or(self.iops),
+            bytes_per_sec: over.bytes_per_sec.or(self.bytes_per_sec),
+        }
+    }
+
     /// What the host is expected to deliver (a host promises no latency).
     pub fn expected(&self) -> Expectation {
         Expectation {

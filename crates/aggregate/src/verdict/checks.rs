@@ -2,10 +2,8 @@
 //! it ([`check_promise`], [`check_figure`]); a run as the rules see it is a [`JudgedRun`]
 //! (a report, or a suite cell). The worst of those runs' figures is the one compared.
 
-use hostmax_engine::OpKind;
-
-use super::outcome::{keeps, Figure, FigureCheck, MeasuredFigures};
-use super::promise::{RuleKind, RunShape};
+use super::outcome::{keeps, FigureCheck};
+use super::promise::{Figure, MeasuredFigures, OpFigures, RuleKind, RunShape};
 use crate::report::{Figures, HostReport, WorkloadSummary};
 use crate::spec::{Expectation, Tolerance};
 
@@ -31,10 +29,13 @@ impl From<&Figures> for MeasuredFigures {
         MeasuredFigures {
             iops: f.iops,
             bytes_per_sec: f.bytes_per_sec,
-            read_p95_ns: (f.ops[OpKind::Read].ios > 0)
-                .then_some(f.ops[OpKind::Read].latency_ns.p95),
-            write_p95_ns: (f.ops[OpKind::Write].ios > 0)
-                .then_some(f.ops[OpKind::Write].latency_ns.p95),
+            ops: f.ops.map(|_, o| {
+                (o.ios > 0).then_some(OpFigures {
+                    iops: o.iops,
+                    bytes_per_sec: o.bytes_per_sec,
+                    latency_ns: o.latency_ns,
+                })
+            }),
         }
     }
 }
@@ -81,11 +82,8 @@ impl JudgedRun {
     /// What its `rate_iops` allows of `figure`, per device (`None` uncapped or for latency).
     fn rate_cap(&self, figure: Figure) -> Option<f64> {
         let cap = self.rate_iops? as f64;
-        match figure {
-            Figure::Iops => Some(cap),
-            Figure::BytesPerSec => Some(cap * f64::from(self.shape.block_size)),
-            Figure::ReadP95Ns | Figure::WriteP95Ns => None,
-        }
+        let allowed = figure.rule().promise().rate_cap;
+        allowed.allows(cap, self.shape.block_size)
     }
 }
 
@@ -132,10 +130,11 @@ pub fn check_figure(
     }
 }
 
-/// Checks every figure `expected` promises of the device at `device` (the host for `None`):
-/// IOPS, throughput, and a p95 promise once for reads and once for writes. A latency check
-/// is left out for a direction no latency run did while the other was judged (a read-only
-/// run promises nothing of writes); with neither judged both are given, unjudged.
+/// Checks every figure `expected` promises of the device at `device` (the host for `None`),
+/// kind by kind in [`PROMISE_KINDS`](super::PROMISE_KINDS)' order: IOPS, throughput, and a
+/// p95 promise once for reads and once for writes. Of a kind with several figures, one no
+/// judging run did is left out while another was judged (a read-only latency run promises
+/// nothing of writes); with none judged all are given, unjudged.
 pub fn check_promise(
     expected: &Expectation,
     runs: &[JudgedRun],
@@ -143,21 +142,18 @@ pub fn check_promise(
     t: Tolerance,
 ) -> Vec<FigureCheck> {
     let mut checks = Vec::new();
-    let rates = [
-        (Figure::Iops, expected.iops),
-        (Figure::BytesPerSec, expected.bytes_per_sec),
-    ];
-    for (figure, promise) in rates {
-        if let Some(e) = promise {
-            checks.push(check_figure(figure, e, runs, device, t));
-        }
-    }
-    if let Some(p95) = expected.p95_ns {
-        let both = [Figure::ReadP95Ns, Figure::WriteP95Ns]
-            .map(|f| check_figure(f, p95 as f64, runs, device, t));
-        let any_judged = both.iter().any(|c| c.measured.is_some());
+    for kind in RuleKind::ALL {
+        let Some(promise) = kind.expected(expected) else {
+            continue;
+        };
+        let of_kind: Vec<FigureCheck> = kind
+            .figures()
+            .map(|f| check_figure(f, promise, runs, device, t))
+            .collect();
+        let any_judged = of_kind.iter().any(|c| c.measured.is_some());
         checks.extend(
-            both.into_iter()
+            of_kind
+                .into_iter()
                 .filter(|c| !any_judged || c.measured.is_some()),
         );
     }

@@ -8,13 +8,13 @@ use serde::{Deserialize, Serialize};
 use super::bottleneck::{bottleneck, Bottleneck, VolumeShare};
 use super::checks::{check_promise, JudgedRun};
 use super::outcome::{
-    device_checks, figure_to_reach, host_checks, DeviceVerdict, Figure, FigureCheck, HostVerdict,
-    NotJudged, Promiser, Verdict,
+    device_checks, figure_to_reach, host_checks, DeviceVerdict, FigureCheck, HostVerdict,
+    NotJudged, Promiser, Verdict, VerdictFigures,
 };
-use super::promise::RuleKind;
+use super::promise::{Figure, MeasuredFigures, PerKind, RuleKind};
 use super::spec_set::{DeviceExpectation, SpecSet};
-use crate::report::{Figures, HostReport, Provenance};
-use crate::spec::{Expectation, Tolerance};
+use crate::report::{HostReport, Provenance};
+use crate::spec::Tolerance;
 
 /// Judges `reports` (one run, or the phases of `hostmax verify`) against `specs`.
 ///
@@ -94,23 +94,23 @@ fn device_verdict(
     };
     let e = exp.expected();
     let checks = check_promise(&e, runs, Some(path), t);
-    let check = |f: Figure| checks.iter().find(|c| c.figure == f);
-    let measured = |f: Figure| check(f).and_then(|c| c.measured);
+    let mut figures = VerdictFigures::new(false);
+    for kind in RuleKind::ALL {
+        figures.expected[kind] = kind.expected(&e);
+    }
+    for c in &checks {
+        figures.measured[c.figure] = c.measured;
+        if c.rate_cap.is_some() {
+            figures.rate_cap[c.figure.rule()] = c.rate_cap;
+        }
+    }
     let mut v = DeviceVerdict {
         path: path.to_string(),
         given,
         pass: true,
         spec: exp.label.clone(),
         size_bytes: exp.spec.scales_with_size().then_some(exp.size_bytes),
-        expected_iops: e.iops,
-        measured_iops: measured(Figure::Iops),
-        expected_bytes_per_sec: e.bytes_per_sec,
-        measured_bytes_per_sec: measured(Figure::BytesPerSec),
-        expected_p95_ns: e.p95_ns,
-        measured_read_p95_ns: measured(Figure::ReadP95Ns).map(|n| n as u64),
-        measured_write_p95_ns: measured(Figure::WriteP95Ns).map(|n| n as u64),
-        rate_cap_iops: check(Figure::Iops).and_then(|c| c.rate_cap),
-        rate_cap_bytes_per_sec: check(Figure::BytesPerSec).and_then(|c| c.rate_cap),
+        figures,
         stopped_at_secs: reports
             .iter()
             .flat_map(|r| &r.devices)
@@ -121,27 +121,29 @@ fn device_verdict(
     (v, checks)
 }
 
+/// The host's figure of `kind` in `run` (a kind a host promises has one figure).
+fn host_figure(run: &HostReport, kind: RuleKind) -> Option<f64> {
+    let figure = kind.figures().next()?;
+    figure.of(&MeasuredFigures::from(&run.host))
+}
+
 /// The run the host's check of `kind` compares (of those that judge it, the one whose host
-/// `figure` is lowest); the bottleneck is read off it too.
-fn worst_run<'r>(
-    reports: &[&'r HostReport],
-    kind: RuleKind,
-    figure: fn(&Figures) -> f64,
-) -> Option<&'r HostReport> {
+/// figure is lowest); the bottleneck is read off it too.
+fn worst_run<'r>(reports: &[&'r HostReport], kind: RuleKind) -> Option<&'r HostReport> {
     reports
         .iter()
         .copied()
         .filter(|r| kind.judged_by(&r.workload))
-        .min_by(|a, b| figure(&a.host).total_cmp(&figure(&b.host)))
+        .filter(|r| host_figure(r, kind).is_some())
+        .min_by(|a, b| {
+            let (a, b) = (host_figure(a, kind), host_figure(b, kind));
+            a.unwrap_or(0.0).total_cmp(&b.unwrap_or(0.0))
+        })
 }
 
-/// What the volumes at `paths` promise together: only when every one has that kind of rule
-/// (a sum over some of them says nothing about the host).
-fn volumes_promise(
-    specs: &SpecSet,
-    paths: &[String],
-    f: fn(&Expectation) -> Option<f64>,
-) -> Option<f64> {
+/// What the volumes at `paths` promise together of `kind`: only when every one has that kind
+/// of rule (a sum over some of them says nothing about the host).
+fn volumes_promise(specs: &SpecSet, paths: &[String], kind: RuleKind) -> Option<f64> {
     if paths.is_empty() {
         return None;
     }
@@ -152,98 +154,80 @@ fn volumes_promise(
                 .devices
                 .iter()
                 .find(|d| &d.path == p)
-                .and_then(|d| f(&d.expected()))
+                .and_then(|d| kind.expected(&d.expected()))
         })
         .sum()
 }
 
 /// The host's verdict: its own promise on the worst run that judges it, what its volumes
-/// promise together, and what kept it below that.
+/// promise together, and what kept it below that, for each kind a host can promise.
 fn host_verdict(specs: &SpecSet, reports: &[&HostReport], paths: &[String]) -> HostVerdict {
     let t = specs.tolerance;
-    let iops_run = worst_run(reports, RuleKind::Iops, |f| f.iops);
-    let bw_run = worst_run(reports, RuleKind::Throughput, |f| f.bytes_per_sec);
-    let volumes_iops = volumes_promise(specs, paths, |e| e.iops);
-    let volumes_bw = volumes_promise(specs, paths, |e| e.bytes_per_sec);
-    // The host's cap from --rate-iops: per device times devices, when it is below the host's
-    // promise or the volumes' sum (else it held nothing back).
-    let host_cap = |run: Option<&HostReport>,
-                    per_device: fn(&HostReport) -> Option<f64>,
-                    promises: [Option<f64>; 2]| {
-        let run = run?;
-        let cap = per_device(run)? * run.devices.len() as f64;
-        promises
-            .into_iter()
-            .flatten()
-            .any(|p| !t.reaches(cap, p))
-            .then_some(cap)
-    };
+    let host_expected = specs.host.expected();
+    let mut figures = VerdictFigures::new(true);
+    let mut volumes = PerKind::<Option<f64>>::default();
+    let mut runs = PerKind::<Option<&HostReport>>::default();
+    for kind in RuleKind::ALL.into_iter().filter(|k| k.host_promises()) {
+        let run = worst_run(reports, kind);
+        runs[kind] = run;
+        let expected = kind.expected(&host_expected);
+        volumes[kind] = volumes_promise(specs, paths, kind);
+        figures.expected[kind] = expected;
+        for figure in kind.figures() {
+            figures.measured[figure] = run.and_then(|r| figure.of(&MeasuredFigures::from(&r.host)));
+        }
+        // The host's cap from --rate-iops: per device times devices, when it is below the
+        // host's promise or the volumes' sum (else it held nothing back).
+        figures.rate_cap[kind] = run.and_then(|run| {
+            let cap = rate_cap(run, kind)? * run.devices.len() as f64;
+            [expected, volumes[kind]]
+                .into_iter()
+                .flatten()
+                .any(|p| !t.reaches(cap, p))
+                .then_some(cap)
+        });
+    }
+    figures.volumes = Some(volumes);
     let mut host = HostVerdict {
         pass: true,
-        expected_iops: specs.host.iops,
-        measured_iops: iops_run.map(|r| r.host.iops),
-        expected_bytes_per_sec: specs.host.bytes_per_sec,
-        measured_bytes_per_sec: bw_run.map(|r| r.host.bytes_per_sec),
-        volumes_iops,
-        volumes_bytes_per_sec: volumes_bw,
-        bottleneck: host_bottleneck(
-            specs,
-            iops_run.filter(|_| volumes_iops.is_some()),
-            bw_run.filter(|_| volumes_bw.is_some()),
-        ),
-        rate_cap_iops: host_cap(iops_run, rate_cap_iops, [specs.host.iops, volumes_iops]),
-        rate_cap_bytes_per_sec: host_cap(
-            bw_run,
-            rate_cap_bytes_per_sec,
-            [specs.host.bytes_per_sec, volumes_bw],
-        ),
+        figures,
+        bottleneck: host_bottleneck(specs, &runs, &volumes),
     };
     host.pass = host_checks(&host, t).iter().all(|(_, ok)| *ok);
     host
 }
 
-/// What kept the host below what its volumes promise together, read off the run judging
-/// IOPS (`iops_run`, given only when every volume promises IOPS), else the one judging
-/// throughput (likewise): [`bottleneck`] on the volumes' shares, or the load generator when
-/// that run's own CPUs were saturated.
+/// What kept the host below what its volumes promise together, read off the run judging the
+/// first kind of the table a host promises whose volumes all promise it (IOPS, else
+/// throughput): [`bottleneck`] on the volumes' shares, or the load generator when that run's
+/// own CPUs were saturated.
 fn host_bottleneck(
     specs: &SpecSet,
-    iops_run: Option<&HostReport>,
-    bw_run: Option<&HostReport>,
+    runs: &PerKind<Option<&HostReport>>,
+    volumes: &PerKind<Option<f64>>,
 ) -> Option<Bottleneck> {
+    let (kind, run, per_second) = RuleKind::ALL.into_iter().find_map(|kind| {
+        let per_second = kind.promise().host_per_second?;
+        volumes[kind]?;
+        Some((kind, runs[kind]?, per_second))
+    })?;
+    let figure: Figure = kind.figures().next()?;
     // A volume held by the run's own --rate-iops can show no more than the cap: the
     // bottleneck analysis weighs each volume against the lower of its promise and the cap.
-    let shares = |run: &HostReport,
-                  f: fn(&Expectation) -> Option<f64>,
-                  m: fn(&Figures) -> f64,
-                  cap: Option<f64>| {
-        run.devices
-            .iter()
-            .filter_map(|d| {
-                let exp = specs.devices.iter().find(|x| x.path == d.path)?;
-                Some(VolumeShare {
-                    expected: figure_to_reach(f(&exp.expected())?, cap),
-                    measured: m(&d.figures),
-                })
+    let cap = rate_cap(run, kind);
+    let shares: Vec<VolumeShare> = run
+        .devices
+        .iter()
+        .filter_map(|d| {
+            let exp = specs.devices.iter().find(|x| x.path == d.path)?;
+            Some(VolumeShare {
+                expected: figure_to_reach(kind.expected(&exp.expected())?, cap),
+                measured: figure.of(&MeasuredFigures::from(&d.figures))?,
             })
-            .collect::<Vec<_>>()
-    };
-    let t = specs.tolerance;
-    let (run, found) = match (iops_run, bw_run) {
-        (Some(run), _) => {
-            let per_second: Vec<f64> = run.time_series.iter().map(|p| p.iops).collect();
-            let cap = rate_cap_iops(run);
-            let found = bottleneck(&shares(run, |e| e.iops, |f| f.iops, cap), &per_second, t);
-            (run, found)
-        }
-        (None, Some(run)) => {
-            let per_second: Vec<f64> = run.time_series.iter().map(|p| p.bytes_per_sec).collect();
-            let cap = rate_cap_bytes_per_sec(run);
-            let volumes = shares(run, |e| e.bytes_per_sec, |f| f.bytes_per_sec, cap);
-            (run, bottleneck(&volumes, &per_second, t))
-        }
-        (None, None) => return None,
-    };
+        })
+        .collect();
+    let seconds: Vec<f64> = run.time_series.iter().map(per_second).collect();
+    let found = bottleneck(&shares, &seconds, specs.tolerance);
     // Short of the volumes' sum on a run whose own CPUs were saturated: what limited it was
     // the load generator, whatever the shape of the shortfall.
     let saturated = run.load_generator.as_ref().is_some_and(|g| g.saturated);
@@ -254,14 +238,10 @@ fn host_bottleneck(
     }
 }
 
-/// The per-device IOPS cap a run was given (`--rate-iops`).
-fn rate_cap_iops(run: &HostReport) -> Option<f64> {
-    run.workload.rate_iops.map(|c| c as f64)
-}
-
-/// The per-device throughput cap `--rate-iops` sets: cap x block size.
-fn rate_cap_bytes_per_sec(run: &HostReport) -> Option<f64> {
-    rate_cap_iops(run).map(|c| c * f64::from(run.workload.block_size))
+/// What the per-device IOPS cap a run was given (`--rate-iops`) allows of `kind`.
+fn rate_cap(run: &HostReport, kind: RuleKind) -> Option<f64> {
+    let cap = run.workload.rate_iops? as f64;
+    kind.promise().rate_cap.allows(cap, run.workload.block_size)
 }
 
 /// The JSON root of `hostmax verify`: the verdict over every phase, and each phase's report.
@@ -293,12 +273,13 @@ pub struct VerifyReport {
 #[cfg(test)]
 mod tests {
     use super::super::checks::check_figure;
-    use super::super::outcome::MeasuredFigures;
-    use super::super::promise::RunShape;
+    use super::super::promise::{OpFigures, RunShape};
     use super::*;
+    use crate::report::Figures;
     use crate::report::WorkloadSummary;
     use crate::report::{DeviceReport, OpSummary, SCHEMA_VERSION};
     use crate::series::{OpSecond, OpSeconds, SecondPoint};
+    use crate::spec::Expectation;
     use crate::spec::{HostSpec, Scaled, VolumeSpec};
     use hostmax_engine::{IoPattern, OpKind, PerOp, Workload};
 
@@ -426,8 +407,11 @@ mod tests {
         run.workload.rate_iops = Some(2000);
         let v = judge(&specs, &[&run]);
         assert!(v.pass, "{:?}", v.failures());
-        assert!(v.devices.iter().all(|d| d.rate_cap_iops == Some(2000.0)));
-        assert_eq!(v.host.rate_cap_iops, Some(6000.0));
+        assert!(v
+            .devices
+            .iter()
+            .all(|d| d.figures.rate_cap[RuleKind::Iops] == Some(2000.0)));
+        assert_eq!(v.host.figures.rate_cap[RuleKind::Iops], Some(6000.0));
         assert_eq!(v.host.bottleneck, None, "the cap, not the host, held them");
         // Short of the cap itself is still a failure, of that volume only.
         run.devices[1].figures.iops = 1000.0;
@@ -437,8 +421,11 @@ mod tests {
         // A cap above the promise holds nothing back: judged as usual.
         run.workload.rate_iops = Some(5000);
         let v = judge(&specs, &[&run]);
-        assert!(v.devices.iter().all(|d| d.rate_cap_iops.is_none()));
-        assert!(v.host.rate_cap_iops.is_none());
+        assert!(v
+            .devices
+            .iter()
+            .all(|d| d.figures.rate_cap[RuleKind::Iops].is_none()));
+        assert!(v.host.figures.rate_cap[RuleKind::Iops].is_none());
         assert!(!v.pass);
     }
 
@@ -479,7 +466,10 @@ mod tests {
         assert!(v.devices[0].pass && !v.devices[1].pass && v.devices[2].pass);
         assert_eq!(v.failures(), vec!["/dev/b IOPS".to_string()]);
         assert!(v.host.pass, "no host figure given");
-        assert_eq!(v.host.volumes_iops, Some(6000.0));
+        assert_eq!(
+            v.host.figures.volumes.unwrap()[RuleKind::Iops],
+            Some(6000.0)
+        );
         assert_eq!(v.host.bottleneck, Some(Bottleneck::Volumes));
         assert!(v.not_judged.is_empty());
 
@@ -487,7 +477,7 @@ mod tests {
         let big = report(64 << 10, 32, &[("/dev/a", 1.0)], &[]);
         let v = judge(&specs, &[&big]);
         assert!(v.pass);
-        assert_eq!(v.devices[0].measured_iops, None);
+        assert_eq!(v.devices[0].figures.measured[Figure::Iops], None);
         assert!(
             v.not_judged[0]
                 .to_string()
@@ -574,14 +564,21 @@ mod tests {
         );
         let qd1 = report(4096, 1, &[("/dev/a", 900.0), ("/dev/b", 900.0)], &[1800; 4]);
         let v = judge(&specs, &[&small, &large, &qd1]);
-        assert_eq!(v.host.measured_iops, Some(2510.0));
+        assert_eq!(v.host.figures.measured[Figure::Iops], Some(2510.0));
         assert!(!v.host.pass, "2510 of 5000 IOPS");
         assert_eq!(v.host.bottleneck, Some(Bottleneck::Host));
         let d = &v.devices[0];
-        assert_eq!(d.measured_bytes_per_sec, Some(100.0 * 1048576.0));
+        assert_eq!(
+            d.figures.measured[Figure::BytesPerSec],
+            Some(100.0 * 1048576.0)
+        );
         // p95 0.6 ms against 0.5 ms (+10%): fails; IOPS 1250 of 2000: fails; MB/s passes.
-        assert_eq!(d.measured_read_p95_ns, Some(600_000));
-        assert_eq!(d.measured_write_p95_ns, None, "a read-only run");
+        assert_eq!(d.figures.measured[Figure::ReadP95Ns], Some(600_000.0));
+        assert_eq!(
+            d.figures.measured[Figure::WriteP95Ns],
+            None,
+            "a read-only run"
+        );
         assert_eq!(
             v.failures(),
             vec![
@@ -681,11 +678,21 @@ mod tests {
         };
         // A 96/4 mix at depth 1: reads at 0.4 ms, writes at 1.5 ms. The p95 of both together
         // would be 0.4 ms (writes are under 5% of the I/Os) and hide the slow writes.
+        let p95 = |ns| OpFigures {
+            latency_ns: crate::LatencySummary {
+                p95: ns,
+                ..Default::default()
+            },
+            ..Default::default()
+        };
         let mixed = MeasuredFigures {
             iops: 2000.0,
             bytes_per_sec: 2000.0 * 4096.0,
-            read_p95_ns: Some(400_000),
-            write_p95_ns: Some(1_500_000),
+            ops: PerOp::from_fn(|op| match op {
+                OpKind::Read => Some(p95(400_000)),
+                OpKind::Write => Some(p95(1_500_000)),
+                _ => None,
+            }),
         };
         let runs = [one_device_run("4k_96_4", shape(4096, 1), mixed)];
         let got: Vec<_> = check_promise(&expected, &runs, Some("/dev/a"), T)
@@ -700,10 +707,8 @@ mod tests {
             ]
         );
         // A read-only latency run promises nothing of writes: no write check.
-        let reads = MeasuredFigures {
-            write_p95_ns: None,
-            ..mixed
-        };
+        let mut reads = mixed;
+        reads.ops[OpKind::Write] = None;
         let runs = [one_device_run("4k_100_0", shape(4096, 1), reads)];
         let checks = check_promise(&expected, &runs, Some("/dev/a"), T);
         assert_eq!(checks.len(), 1);
@@ -733,8 +738,14 @@ mod tests {
             ..Default::default()
         };
         let v = judge(&specs, &[&qd1]);
-        assert_eq!(v.devices[0].measured_read_p95_ns, Some(400_000));
-        assert_eq!(v.devices[0].measured_write_p95_ns, Some(1_500_000));
+        assert_eq!(
+            v.devices[0].figures.measured[Figure::ReadP95Ns],
+            Some(400_000.0)
+        );
+        assert_eq!(
+            v.devices[0].figures.measured[Figure::WriteP95Ns],
+            Some(1_500_000.0)
+        );
         assert_eq!(v.failures(), vec!["/dev/a write p95".to_string()]);
     }
 }

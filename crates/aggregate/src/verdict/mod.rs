@@ -24,7 +24,8 @@
 //! A promise must hold on every run that can show it: the worst of those runs' figures (the
 //! lowest rate, the highest p95) is the one compared.
 //!
-//! The files, lowest first: `promise.rs` (the table), `bottleneck.rs` (the bottleneck rule),
+//! The files, lowest first: `promise.rs` (the tables: kinds of promise and their figures,
+//! what a run shows of each, and [`PerKind`]/[`PerFigure`], which a verdict keeps them in), `bottleneck.rs` (the bottleneck rule),
 //! `outcome.rs` (what a verdict says), `spec_set.rs` (what runs are judged against),
 //! `checks.rs` (each figure against the runs), `judge.rs` ([`judge`] and [`VerifyReport`]).
 
@@ -39,11 +40,12 @@ pub use bottleneck::{bottleneck, coefficient_of_variation, Bottleneck, VolumeSha
 pub use checks::{check_figure, check_promise, JudgedRun};
 pub use judge::{judge, VerifyReport};
 pub use outcome::{
-    figure_to_reach, keeps, DeviceVerdict, Figure, FigureCheck, HostVerdict, MeasuredFigures,
-    NotJudged, Promiser, Verdict,
+    figure_to_reach, keeps, DeviceVerdict, FigureCheck, HostVerdict, NotJudged, Promiser, Verdict,
+    VerdictFigures,
 };
 pub use promise::{
-    BlockSizes, DepthClass, PromiseKind, RuleKind, RunNeeds, RunShape, IOPS_BLOCK_MAX,
+    BlockSizes, DepthClass, Figure, FigureRow, MeasuredFigures, OpFigures, PerFigure, PerKind,
+    PromiseKind, RateCap, RuleKind, RunNeeds, RunShape, Unit, FIGURES, IOPS_BLOCK_MAX,
     PROMISE_KINDS, THROUGHPUT_BLOCK_MIN,
 };
 pub use spec_set::{DeviceExpectation, SpecSet};

@@ -4,75 +4,16 @@
 
 use std::fmt;
 
+use serde::de::{IgnoredAny, MapAccess, Visitor};
+use serde::ser::SerializeMap;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use super::bottleneck::Bottleneck;
-use super::promise::RuleKind;
+use super::promise::{
+    Figure, FigureRow, PerFigure, PerKind, RuleKind, Unit, FIGURES, PROMISE_KINDS,
+};
 use crate::consistency::ConsistencyVerdict;
 use crate::spec::Tolerance;
-
-/// A figure a promise names.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Figure {
-    /// Read plus write IOPS, at least.
-    Iops,
-    /// Bytes per second, at least.
-    BytesPerSec,
-    /// The reads' 95th percentile latency, at most, ns.
-    ReadP95Ns,
-    /// The writes' 95th percentile latency, at most, ns.
-    WriteP95Ns,
-}
-
-impl Figure {
-    /// The JSON name (`iops`, `bytes_per_sec`, `read_p95_ns`, `write_p95_ns`).
-    pub fn name(self) -> &'static str {
-        match self {
-            Figure::Iops => "iops",
-            Figure::BytesPerSec => "bytes_per_sec",
-            Figure::ReadP95Ns => "read_p95_ns",
-            Figure::WriteP95Ns => "write_p95_ns",
-        }
-    }
-
-    /// The kind of rule that judges it.
-    pub fn rule(self) -> RuleKind {
-        match self {
-            Figure::Iops => RuleKind::Iops,
-            Figure::BytesPerSec => RuleKind::Throughput,
-            Figure::ReadP95Ns | Figure::WriteP95Ns => RuleKind::Latency,
-        }
-    }
-
-    /// Whether the promise is a ceiling (latency) rather than a floor (rates).
-    pub fn is_ceiling(self) -> bool {
-        self.rule().promise().ceiling
-    }
-
-    /// This figure of `m`; `None` when the run did no I/O of that direction.
-    pub fn of(self, m: &MeasuredFigures) -> Option<f64> {
-        match self {
-            Figure::Iops => Some(m.iops),
-            Figure::BytesPerSec => Some(m.bytes_per_sec),
-            Figure::ReadP95Ns => m.read_p95_ns.map(|n| n as f64),
-            Figure::WriteP95Ns => m.write_p95_ns.map(|n| n as f64),
-        }
-    }
-}
-
-/// The figures of a device (or the host) in one run that promises are compared with.
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
-pub struct MeasuredFigures {
-    /// Read plus write IOPS.
-    pub iops: f64,
-    /// Bytes per second.
-    pub bytes_per_sec: f64,
-    /// The reads' p95 latency, ns; `None` without reads.
-    pub read_p95_ns: Option<u64>,
-    /// The writes' p95 latency, ns; `None` without writes.
-    pub write_p95_ns: Option<u64>,
-}
 
 /// One promised figure against the runs that can show it (the suite's JSON `spec` lists them).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -109,8 +50,142 @@ pub fn keeps(
     }
 }
 
+/// A verdict's figures, per kind of promise ([`PROMISE_KINDS`]) and per figure
+/// ([`FIGURES`]). In JSON each is a field of the verdict that holds it: `expected_<key>`,
+/// `measured_<figure>`, `volumes_<key>` (the host's), `rate_cap_<key>` (only when set), the
+/// host's for the kinds a host can promise only.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct VerdictFigures {
+    /// What each kind promises (`null` when nothing).
+    pub expected: PerKind<Option<f64>>,
+    /// Each figure measured on the run that judged it (the worst of them).
+    pub measured: PerFigure<Option<f64>>,
+    /// What the volumes promise together (the host's verdict: when every judged volume has
+    /// that kind of rule); `None` in a device's verdict.
+    pub volumes: Option<PerKind<Option<f64>>>,
+    /// What the run's own `rate_iops` allowed, when that is below the promise: the figure is
+    /// judged against this cap (it cannot show more), and reaching it is "capped", not a
+    /// failed promise.
+    pub rate_cap: PerKind<Option<f64>>,
+}
+
+impl VerdictFigures {
+    /// Empty figures of a device (`volumes: None`) or of the host.
+    pub fn new(host: bool) -> VerdictFigures {
+        VerdictFigures {
+            volumes: host.then(PerKind::default),
+            ..VerdictFigures::default()
+        }
+    }
+
+    /// Whether `kind`'s fields are written: every kind for a device, the kinds a host can
+    /// promise for the host.
+    fn writes(&self, kind: RuleKind) -> bool {
+        self.volumes.is_none() || kind.host_promises()
+    }
+
+    /// Each figure that was both promised and measured, in the table's order: its row, the
+    /// promise and the measurement.
+    pub fn judged(&self) -> impl Iterator<Item = (&'static FigureRow, f64, f64)> + '_ {
+        FIGURES
+            .iter()
+            .filter(|row| self.writes(row.kind))
+            .filter_map(|row| Some((row, self.expected[row.kind]?, self.measured[row.figure]?)))
+    }
+
+    /// (how the check is named, passed) of each figure that was both promised and measured.
+    pub fn checks(&self, t: Tolerance) -> Vec<(&'static str, bool)> {
+        self.judged()
+            .map(|(row, e, m)| {
+                let cap = self.rate_cap[row.kind];
+                (row.check, keeps(row.figure, e, m, cap, t))
+            })
+            .collect()
+    }
+}
+
+/// `value` as a kind of `unit` is written: nanoseconds whole.
+fn write_value<M: SerializeMap>(
+    map: &mut M,
+    key: &str,
+    unit: Unit,
+    value: Option<f64>,
+) -> Result<(), M::Error> {
+    match unit {
+        Unit::Nanoseconds => map.serialize_entry(key, &value.map(|v| v as u64)),
+        Unit::Iops | Unit::BytesPerSec => map.serialize_entry(key, &value),
+    }
+}
+
+impl Serialize for VerdictFigures {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(None)?;
+        let kinds = || PROMISE_KINDS.iter().filter(|p| self.writes(p.kind));
+        for p in kinds() {
+            let key = format!("expected_{}", p.key);
+            write_value(&mut map, &key, p.unit, self.expected[p.kind])?;
+            for figure in p.kind.figures() {
+                let key = format!("measured_{}", figure.name());
+                write_value(&mut map, &key, p.unit, self.measured[figure])?;
+            }
+        }
+        if let Some(volumes) = &self.volumes {
+            for p in kinds() {
+                let key = format!("volumes_{}", p.key);
+                write_value(&mut map, &key, p.unit, volumes[p.kind])?;
+            }
+        }
+        for p in kinds() {
+            if let Some(cap) = self.rate_cap[p.kind] {
+                write_value(&mut map, &format!("rate_cap_{}", p.key), p.unit, Some(cap))?;
+            }
+        }
+        map.end()
+    }
+}
+
+impl<'de> Deserialize<'de> for VerdictFigures {
+    /// Reads the fields [`Serialize`] writes (a `volumes_` field makes them the host's) and
+    /// passes over any other.
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct FieldsVisitor;
+        impl<'de> Visitor<'de> for FieldsVisitor {
+            type Value = VerdictFigures;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a verdict's figures")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<VerdictFigures, A::Error> {
+                let mut out = VerdictFigures::default();
+                while let Some(key) = map.next_key::<String>()? {
+                    let kind = |prefix: &str| {
+                        let rest = key.strip_prefix(prefix)?;
+                        PROMISE_KINDS.iter().find(|p| p.key == rest).map(|p| p.kind)
+                    };
+                    let figure = key
+                        .strip_prefix("measured_")
+                        .and_then(|rest| FIGURES.iter().find(|r| r.name == rest))
+                        .map(|r| r.figure);
+                    if let Some(k) = kind("expected_") {
+                        out.expected[k] = map.next_value()?;
+                    } else if let Some(f) = figure {
+                        out.measured[f] = map.next_value()?;
+                    } else if let Some(k) = kind("volumes_") {
+                        out.volumes.get_or_insert_with(PerKind::default)[k] = map.next_value()?;
+                    } else if let Some(k) = kind("rate_cap_") {
+                        out.rate_cap[k] = map.next_value()?;
+                    } else {
+                        map.next_value::<IgnoredAny>()?;
+                    }
+                }
+                Ok(out)
+            }
+        }
+        deserializer.deserialize_map(FieldsVisitor)
+    }
+}
+
 /// One device's verdict. A figure is `null` when no rule or no qualifying run covers it.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct DeviceVerdict {
     /// The device.
     pub path: String,
@@ -123,28 +198,12 @@ pub struct DeviceVerdict {
     pub spec: String,
     /// Provisioned size the per-GB rules were applied to, bytes; `null` when every rule is flat.
     pub size_bytes: Option<u64>,
-    /// IOPS promised.
-    pub expected_iops: Option<f64>,
-    /// IOPS measured on the run that judged them.
-    pub measured_iops: Option<f64>,
-    /// Bytes per second promised.
-    pub expected_bytes_per_sec: Option<f64>,
-    /// Bytes per second measured.
-    pub measured_bytes_per_sec: Option<f64>,
-    /// p95 latency promised (at most), ns: reads and writes must each keep it.
-    pub expected_p95_ns: Option<u64>,
-    /// The reads' p95 latency measured, ns (`null` when the latency run did no reads).
-    pub measured_read_p95_ns: Option<u64>,
-    /// The writes' p95 latency measured, ns (`null` when the latency run did no writes).
-    pub measured_write_p95_ns: Option<u64>,
-    /// IOPS the run's own `--rate-iops` allowed, when that is below the promise: the volume is
-    /// judged against this cap (it cannot show more), and reaching it is "capped", not a
-    /// failed promise.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub rate_cap_iops: Option<f64>,
-    /// Bytes per second `--rate-iops` allowed (cap x block size), when below the promise.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub rate_cap_bytes_per_sec: Option<f64>,
+    /// What it promises and what was measured, per kind of promise (`expected_iops`,
+    /// `measured_iops`, ..., `expected_p95_ns`, `measured_read_p95_ns`,
+    /// `measured_write_p95_ns`, `rate_cap_iops`, ...). A p95 promise holds for reads and
+    /// writes each; a direction the latency run did not do is `null`.
+    #[serde(flatten)]
+    pub figures: VerdictFigures,
     /// Taken out of a judged run after a failed I/O, this many seconds into its window
     /// (`devices[].stopped_at_secs`): a volume that failed under load has not kept its
     /// promise, whatever its rate over the time it ran.
@@ -152,34 +211,45 @@ pub struct DeviceVerdict {
     pub stopped_at_secs: Option<f64>,
 }
 
+impl Default for DeviceVerdict {
+    fn default() -> Self {
+        DeviceVerdict {
+            path: String::new(),
+            given: None,
+            pass: false,
+            spec: String::new(),
+            size_bytes: None,
+            figures: VerdictFigures::new(false),
+            stopped_at_secs: None,
+        }
+    }
+}
+
 /// The host's verdict.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct HostVerdict {
     /// Every judged host figure passed (true when the host promises nothing).
     pub pass: bool,
-    /// IOPS the host promises (`--expect-host-iops`).
-    pub expected_iops: Option<f64>,
-    /// The host's total IOPS on the run that judged IOPS.
-    pub measured_iops: Option<f64>,
-    /// Bytes per second the host promises.
-    pub expected_bytes_per_sec: Option<f64>,
-    /// The host's total bytes per second on the run that judged throughput.
-    pub measured_bytes_per_sec: Option<f64>,
-    /// What the volumes promise together, IOPS (when every judged volume has an IOPS rule).
-    pub volumes_iops: Option<f64>,
-    /// What the volumes promise together, bytes per second.
-    pub volumes_bytes_per_sec: Option<f64>,
+    /// What the host promises (`--expect-host-iops`), what its volumes promise together and
+    /// what the worst run judging each showed, for the kinds a host can promise
+    /// (`expected_iops`, `measured_iops`, `volumes_iops`, `rate_cap_iops`, the same for
+    /// `bytes_per_sec`). A rate cap is the host's (cap x devices), given when below its
+    /// promise or below what its volumes promise together.
+    #[serde(flatten)]
+    pub figures: VerdictFigures,
     /// What kept the host below the volumes' sum (IOPS if judged, else throughput); `null`
     /// when it reached it, or reached what `--rate-iops` allowed.
     pub bottleneck: Option<Bottleneck>,
-    /// IOPS `--rate-iops` allowed the host (cap x devices), when below its promise or below
-    /// what its volumes promise together.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub rate_cap_iops: Option<f64>,
-    /// Bytes per second `--rate-iops` allowed the host, when below its promise or the
-    /// volumes' sum.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub rate_cap_bytes_per_sec: Option<f64>,
+}
+
+impl Default for HostVerdict {
+    fn default() -> Self {
+        HostVerdict {
+            pass: true,
+            figures: VerdictFigures::new(true),
+            bottleneck: None,
+        }
+    }
 }
 
 /// The verdict over one or more runs.
@@ -238,35 +308,12 @@ pub(super) fn device_checks(d: &DeviceVerdict, t: Tolerance) -> Vec<(&'static st
     if d.stopped_at_secs.is_some() {
         out.push(("taken out after a failed I/O", false));
     }
-    if let (Some(e), Some(m)) = (d.expected_iops, d.measured_iops) {
-        out.push(("IOPS", keeps(Figure::Iops, e, m, d.rate_cap_iops, t)));
-    }
-    if let (Some(e), Some(m)) = (d.expected_bytes_per_sec, d.measured_bytes_per_sec) {
-        let cap = d.rate_cap_bytes_per_sec;
-        out.push(("MB/s", keeps(Figure::BytesPerSec, e, m, cap, t)));
-    }
-    let p95 = [
-        ("read p95", Figure::ReadP95Ns, d.measured_read_p95_ns),
-        ("write p95", Figure::WriteP95Ns, d.measured_write_p95_ns),
-    ];
-    for (name, figure, measured) in p95 {
-        if let (Some(e), Some(m)) = (d.expected_p95_ns, measured) {
-            out.push((name, keeps(figure, e as f64, m as f64, None, t)));
-        }
-    }
+    out.extend(d.figures.checks(t));
     out
 }
 
 pub(super) fn host_checks(h: &HostVerdict, t: Tolerance) -> Vec<(&'static str, bool)> {
-    let mut out = Vec::new();
-    if let (Some(e), Some(m)) = (h.expected_iops, h.measured_iops) {
-        out.push(("IOPS", keeps(Figure::Iops, e, m, h.rate_cap_iops, t)));
-    }
-    if let (Some(e), Some(m)) = (h.expected_bytes_per_sec, h.measured_bytes_per_sec) {
-        let cap = h.rate_cap_bytes_per_sec;
-        out.push(("MB/s", keeps(Figure::BytesPerSec, e, m, cap, t)));
-    }
-    out
+    h.figures.checks(t)
 }
 
 /// Whose promise a [`NotJudged`] entry is.
@@ -339,6 +386,79 @@ impl<'de> Deserialize<'de> for NotJudged {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn verdict_figures_keep_their_json_keys_and_read_back() {
+        let mut d = DeviceVerdict::default();
+        d.figures.expected[RuleKind::Latency] = Some(1_000_000.0);
+        d.figures.measured[Figure::ReadP95Ns] = Some(400_000.0);
+        d.figures.rate_cap[RuleKind::Iops] = Some(2000.0);
+        let json = serde_json::to_value(&d).unwrap();
+        let keys: Vec<&str> = json
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(|k| k.as_str())
+            .collect();
+        // Today's keys, each still there (a kind added to the table adds its own).
+        let want = [
+            "path",
+            "pass",
+            "spec",
+            "size_bytes",
+            "expected_iops",
+            "measured_iops",
+            "expected_bytes_per_sec",
+            "measured_bytes_per_sec",
+            "expected_p95_ns",
+            "measured_read_p95_ns",
+            "measured_write_p95_ns",
+            "rate_cap_iops",
+        ];
+        for key in want {
+            assert!(keys.contains(&key), "{key}: {keys:?}");
+        }
+        assert!(
+            !keys.contains(&"rate_cap_bytes_per_sec"),
+            "unset caps are left out"
+        );
+        assert!(
+            !keys.iter().any(|k| k.starts_with("volumes_")),
+            "a device's"
+        );
+        assert_eq!(json["expected_p95_ns"], 1_000_000, "nanoseconds are whole");
+        assert_eq!(json["measured_read_p95_ns"], 400_000);
+        assert_eq!(serde_json::from_value::<DeviceVerdict>(json).unwrap(), d);
+
+        let mut h = HostVerdict::default();
+        h.figures.expected[RuleKind::Iops] = Some(6000.0);
+        h.figures.volumes.as_mut().unwrap()[RuleKind::Throughput] = Some(1e8);
+        let json = serde_json::to_value(&h).unwrap();
+        let keys: Vec<&str> = json
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(|k| k.as_str())
+            .collect();
+        let want = [
+            "pass",
+            "expected_iops",
+            "measured_iops",
+            "expected_bytes_per_sec",
+            "measured_bytes_per_sec",
+            "volumes_iops",
+            "volumes_bytes_per_sec",
+            "bottleneck",
+        ];
+        for key in want {
+            assert!(keys.contains(&key), "{key}: {keys:?}");
+        }
+        assert!(
+            !keys.iter().any(|k| k.contains("p95")),
+            "a host promises no latency: {keys:?}"
+        );
+        assert_eq!(serde_json::from_value::<HostVerdict>(json).unwrap(), h);
+    }
 
     #[test]
     fn not_judged_is_written_as_its_text_and_read_back() {

@@ -1,9 +1,20 @@
 //! The kinds of promise, as one table ([`PROMISE_KINDS`]): what each measures and which run
 //! can show it (the module docs of [`crate::verdict`] say why). Everything that asks "can this
 //! run judge that promise?" or "what run would?" reads it: the checks, the verdict's
-//! `not_judged` entries, and a front end's phases and hints.
+//! `not_judged` entries, and a front end's phases and hints. Each row also names the figures
+//! it promises ([`FIGURES`]), how each is read off a run ([`MeasuredFigures`]), what a spec
+//! expects of it and how a verdict writes it: the checks, the verdicts and their JSON loop
+//! over the table, so a new kind of promise is a row here (and its figures' rows) plus what a
+//! spec says of it ([`Expectation`], in `spec.rs`).
 
 use std::fmt;
+use std::ops::{Index, IndexMut};
+
+use hostmax_engine::{OpKind, PerOp};
+
+use crate::latency::LatencySummary;
+use crate::series::SecondPoint;
+use crate::spec::Expectation;
 
 /// Largest block size whose runs judge IOPS rules.
 pub const IOPS_BLOCK_MAX: u32 = 4096;
@@ -113,8 +124,217 @@ fn kib(bytes: u32) -> String {
     }
 }
 
-/// One kind of promise: a row of [`PROMISE_KINDS`].
+/// A figure a promise names: a row of [`FIGURES`] ([`Figure::row`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Figure {
+    /// Read plus write IOPS, at least.
+    Iops,
+    /// Bytes per second, at least.
+    BytesPerSec,
+    /// The reads' 95th percentile latency, at most, ns.
+    ReadP95Ns,
+    /// The writes' 95th percentile latency, at most, ns.
+    WriteP95Ns,
+}
+
+/// What a kind's figures count, which says how they are written for people and in JSON.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Unit {
+    /// I/Os a second.
+    Iops,
+    /// Bytes a second (promised in MB/s, 10^6 bytes).
+    BytesPerSec,
+    /// Nanoseconds (whole numbers in JSON).
+    Nanoseconds,
+}
+
+/// What a run's own per-device IOPS cap (`rate_iops`) allows of a kind's figures.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RateCap {
+    /// The cap itself (I/Os a second).
+    Ios,
+    /// The cap times the run's block size (bytes a second).
+    Bytes,
+    /// Nothing: a cap on the rate does not bound the figure (latency).
+    Unbounded,
+}
+
+impl RateCap {
+    /// What `iops_cap` allows of the figure on a run of `block_size`.
+    pub fn allows(self, iops_cap: f64, block_size: u32) -> Option<f64> {
+        match self {
+            RateCap::Ios => Some(iops_cap),
+            RateCap::Bytes => Some(iops_cap * f64::from(block_size)),
+            RateCap::Unbounded => None,
+        }
+    }
+}
+
+/// One figure: a row of [`FIGURES`].
+#[derive(Debug, Clone, Copy)]
+pub struct FigureRow {
+    /// The figure.
+    pub figure: Figure,
+    /// The kind of promise it belongs to.
+    pub kind: RuleKind,
+    /// Its JSON name (`iops`, `read_p95_ns`); a verdict writes it as `measured_<name>`.
+    pub name: &'static str,
+    /// How a verdict's failures and table name it ("IOPS", "read p95").
+    pub check: &'static str,
+    /// How prose names it ("IOPS", "throughput", "read p95 latency").
+    pub title: &'static str,
+    /// Its value on a run; `None` when the run did no I/O of its kind.
+    pub read: fn(&MeasuredFigures) -> Option<f64>,
+}
+
+/// A figure's p95 latency of `op`, ns.
+fn p95(m: &MeasuredFigures, op: OpKind) -> Option<f64> {
+    m.ops[op].map(|o| o.latency_ns.p95 as f64)
+}
+
+/// Every figure, in [`Figure`]'s order (a kind's figures together, kinds in table order).
+pub const FIGURES: [FigureRow; 4] = [
+    FigureRow {
+        figure: Figure::Iops,
+        kind: RuleKind::Iops,
+        name: "iops",
+        check: "IOPS",
+        title: "IOPS",
+        read: |m| Some(m.iops),
+    },
+    FigureRow {
+        figure: Figure::BytesPerSec,
+        kind: RuleKind::Throughput,
+        name: "bytes_per_sec",
+        check: "MB/s",
+        title: "throughput",
+        read: |m| Some(m.bytes_per_sec),
+    },
+    FigureRow {
+        figure: Figure::ReadP95Ns,
+        kind: RuleKind::Latency,
+        name: "read_p95_ns",
+        check: "read p95",
+        title: "read p95 latency",
+        read: |m| p95(m, OpKind::Read),
+    },
+    FigureRow {
+        figure: Figure::WriteP95Ns,
+        kind: RuleKind::Latency,
+        name: "write_p95_ns",
+        check: "write p95",
+        title: "write p95 latency",
+        read: |m| p95(m, OpKind::Write),
+    },
+];
+
+impl Figure {
+    /// Every figure, in the table's order.
+    pub fn all() -> impl Iterator<Item = Figure> {
+        FIGURES.iter().map(|r| r.figure)
+    }
+
+    /// Its row of [`FIGURES`].
+    pub fn row(self) -> &'static FigureRow {
+        &FIGURES[self as usize]
+    }
+
+    /// The JSON name (`iops`, `bytes_per_sec`, `read_p95_ns`, `write_p95_ns`).
+    pub fn name(self) -> &'static str {
+        self.row().name
+    }
+
+    /// The kind of rule that judges it.
+    pub fn rule(self) -> RuleKind {
+        self.row().kind
+    }
+
+    /// Whether the promise is a ceiling (latency) rather than a floor (rates).
+    pub fn is_ceiling(self) -> bool {
+        self.rule().promise().ceiling
+    }
+
+    /// This figure of `m`; `None` when the run did no I/O of that direction.
+    pub fn of(self, m: &MeasuredFigures) -> Option<f64> {
+        (self.row().read)(m)
+    }
+}
+
+/// One kind of I/O's figures in a run, as promises read them.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct OpFigures {
+    /// Its I/Os a second.
+    pub iops: f64,
+    /// Bytes a second.
+    pub bytes_per_sec: f64,
+    /// Its latency.
+    pub latency_ns: LatencySummary,
+}
+
+/// The figures of a device (or the host) in one run that promises are compared with: what
+/// every row of [`FIGURES`] reads its value from.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct MeasuredFigures {
+    /// IOPS of every kind together.
+    pub iops: f64,
+    /// Bytes per second.
+    pub bytes_per_sec: f64,
+    /// Each kind of I/O's own figures; `None` for a kind the run did none of.
+    pub ops: PerOp<Option<OpFigures>>,
+}
+
+/// One value per kind of promise, indexed by [`RuleKind`] (a verdict's expected figures and
+/// caps).
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct PerKind<T>(pub [T; PROMISE_KINDS.len()]);
+
+impl<T> Index<RuleKind> for PerKind<T> {
+    type Output = T;
+    fn index(&self, kind: RuleKind) -> &T {
+        &self.0[kind as usize]
+    }
+}
+
+impl<T> IndexMut<RuleKind> for PerKind<T> {
+    fn index_mut(&mut self, kind: RuleKind) -> &mut T {
+        &mut self.0[kind as usize]
+    }
+}
+
+impl<T> PerKind<T> {
+    /// `f` of every kind.
+    pub fn from_fn(mut f: impl FnMut(RuleKind) -> T) -> Self {
+        PerKind(std::array::from_fn(|i| f(PROMISE_KINDS[i].kind)))
+    }
+}
+
+/// One value per figure, indexed by [`Figure`] (a verdict's measured figures).
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct PerFigure<T>(pub [T; FIGURES.len()]);
+
+impl<T> Index<Figure> for PerFigure<T> {
+    type Output = T;
+    fn index(&self, figure: Figure) -> &T {
+        &self.0[figure as usize]
+    }
+}
+
+impl<T> IndexMut<Figure> for PerFigure<T> {
+    fn index_mut(&mut self, figure: Figure) -> &mut T {
+        &mut self.0[figure as usize]
+    }
+}
+
+impl<T> PerFigure<T> {
+    /// `f` of every figure.
+    pub fn from_fn(mut f: impl FnMut(Figure) -> T) -> Self {
+        PerFigure(std::array::from_fn(|i| f(FIGURES[i].figure)))
+    }
+}
+
+/// One kind of promise: a row of [`PROMISE_KINDS`]. Rows are equal when their kinds are.
+#[derive(Debug, Clone, Copy)]
 pub struct PromiseKind {
     /// The kind.
     pub kind: RuleKind,
@@ -128,7 +348,28 @@ pub struct PromiseKind {
     pub ceiling: bool,
     /// The run that can show it.
     pub needs: RunNeeds,
+    /// How a verdict's JSON names its promise: `expected_<key>`, `rate_cap_<key>`,
+    /// `volumes_<key>` (`iops`, `bytes_per_sec`, `p95_ns`).
+    pub key: &'static str,
+    /// What its figures count.
+    pub unit: Unit,
+    /// What a spec expects of it.
+    pub expected: fn(&Expectation) -> Option<f64>,
+    /// What a run's own IOPS cap allows of it.
+    pub rate_cap: RateCap,
+    /// When a host can promise it too (its figures are then in the host's verdict, and the
+    /// volumes' sum with them): the host's figure in each second of a run, which the
+    /// bottleneck analysis reads.
+    pub host_per_second: Option<fn(&SecondPoint) -> f64>,
 }
+
+impl PartialEq for PromiseKind {
+    fn eq(&self, other: &Self) -> bool {
+        self.kind == other.kind
+    }
+}
+
+impl Eq for PromiseKind {}
 
 /// Every kind of promise, in [`RuleKind`]'s order (the order `hostmax verify` runs phases in).
 pub const PROMISE_KINDS: [PromiseKind; 3] = [
@@ -144,6 +385,11 @@ pub const PROMISE_KINDS: [PromiseKind; 3] = [
             timed: false,
             block_size: 4096,
         },
+        key: "iops",
+        unit: Unit::Iops,
+        expected: |e| e.iops,
+        rate_cap: RateCap::Ios,
+        host_per_second: Some(|p| p.iops),
     },
     PromiseKind {
         kind: RuleKind::Throughput,
@@ -157,6 +403,11 @@ pub const PROMISE_KINDS: [PromiseKind; 3] = [
             timed: false,
             block_size: 1 << 20,
         },
+        key: "bytes_per_sec",
+        unit: Unit::BytesPerSec,
+        expected: |e| e.bytes_per_sec,
+        rate_cap: RateCap::Bytes,
+        host_per_second: Some(|p| p.bytes_per_sec),
     },
     PromiseKind {
         kind: RuleKind::Latency,
@@ -170,6 +421,11 @@ pub const PROMISE_KINDS: [PromiseKind; 3] = [
             timed: true,
             block_size: 4096,
         },
+        key: "p95_ns",
+        unit: Unit::Nanoseconds,
+        expected: |e| e.p95_ns.map(|n| n as f64),
+        rate_cap: RateCap::Unbounded,
+        host_per_second: None,
     },
 ];
 
@@ -187,6 +443,24 @@ pub struct RunShape {
 impl RuleKind {
     /// Every kind, in the table's order.
     pub const ALL: [RuleKind; 3] = [RuleKind::Iops, RuleKind::Throughput, RuleKind::Latency];
+
+    /// Its figures, in the table's order.
+    pub fn figures(self) -> impl Iterator<Item = Figure> {
+        FIGURES
+            .iter()
+            .filter(move |r| r.kind == self)
+            .map(|r| r.figure)
+    }
+
+    /// What `expected` promises of this kind.
+    pub fn expected(self, expected: &Expectation) -> Option<f64> {
+        (self.promise().expected)(expected)
+    }
+
+    /// Whether a host can promise this kind.
+    pub fn host_promises(self) -> bool {
+        self.promise().host_per_second.is_some()
+    }
 
     /// Its row of [`PROMISE_KINDS`].
     pub fn promise(self) -> &'static PromiseKind {
@@ -216,8 +490,11 @@ mod tests {
 
     #[test]
     fn the_table_is_in_rule_kind_order() {
-        for (i, kind) in RuleKind::ALL.into_iter().enumerate() {
-            assert_eq!(PROMISE_KINDS[i].kind, kind);
+        for (i, row) in PROMISE_KINDS.iter().enumerate() {
+            assert_eq!(row.kind as usize, i);
+        }
+        for (i, row) in FIGURES.iter().enumerate() {
+            assert_eq!(row.figure as usize, i);
         }
         assert_eq!(
             RuleKind::Iops.needs(),

@@ -41,19 +41,15 @@ impl SpecSet {
         self.host.is_empty() && self.devices.iter().all(|d| d.spec.is_empty())
     }
 
-    /// The kinds of rule this set holds.
+    /// The kinds of rule this set holds, in the table's order.
     pub fn rule_kinds(&self) -> Vec<RuleKind> {
-        let any = |f: &dyn Fn(&Expectation) -> bool| self.devices.iter().any(|d| f(&d.expected()));
-        let mut kinds = Vec::new();
-        if self.host.iops.is_some() || any(&|e| e.iops.is_some()) {
-            kinds.push(RuleKind::Iops);
-        }
-        if self.host.bytes_per_sec.is_some() || any(&|e| e.bytes_per_sec.is_some()) {
-            kinds.push(RuleKind::Throughput);
-        }
-        if any(&|e| e.p95_ns.is_some()) {
-            kinds.push(RuleKind::Latency);
-        }
-        kinds
+        let host = self.host.expected();
+        let expected: Vec<Expectation> = self.devices.iter().map(|d| d.expected()).collect();
+        RuleKind::ALL
+            .into_iter()
+            .filter(|k| {
+                k.expected(&host).is_some() || expected.iter().any(|e| k.expected(e).is_some())
+            })
+            .collect()
     }
 }

@@ -5,7 +5,8 @@ use std::path::PathBuf;
 
 use clap::Args;
 use hostmax_aggregate::consistency::Consistency;
-use hostmax_aggregate::{spec, Tolerance, VolumeSpec};
+use hostmax_aggregate::spec::Scaled;
+use hostmax_aggregate::{spec, HostSpec, Tolerance, VolumeSpec};
 
 use crate::units::parse_count;
 
@@ -79,4 +80,33 @@ pub struct SpecArgs {
     /// judged].
     #[arg(long, value_name = "PERCENT", value_parser = consistency_arg)]
     pub consistency: Option<hostmax_aggregate::consistency::Consistency>,
+}
+
+impl SpecArgs {
+    /// Whether any spec option was given.
+    pub fn is_given(&self) -> bool {
+        !self.flat_volume_spec().is_empty()
+            || self.volume_spec.is_some()
+            || self.profile.is_some()
+            || self.spec_file.is_some()
+            || !self.flat_host_spec().is_empty()
+    }
+
+    /// What the flat `--expect-volume-*` options promise of every volume (over a profile's or
+    /// a spec's rules of the same kind).
+    pub fn flat_volume_spec(&self) -> VolumeSpec {
+        VolumeSpec {
+            iops: self.expect_volume_iops.map(|n| Scaled::Flat(n as f64)),
+            mbps: self.expect_volume_mbps.map(Scaled::Flat),
+            ..VolumeSpec::default()
+        }
+    }
+
+    /// What the `--expect-host-*` options promise of the host (over the spec file's).
+    pub fn flat_host_spec(&self) -> HostSpec {
+        HostSpec {
+            iops: self.expect_host_iops.map(|n| n as f64),
+            bytes_per_sec: self.expect_host_mbps.map(|m| m * spec::MB_PER_SEC),
+        }
+    }
 }

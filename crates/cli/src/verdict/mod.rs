@@ -14,9 +14,9 @@ pub mod table;
 
 use std::path::{Path, PathBuf};
 
-use hostmax_aggregate::spec::{self, Scaled, SpecFile, SpecFileText, VolumeClass};
+use hostmax_aggregate::spec::{self, SpecFile, SpecFileText, VolumeClass};
 use hostmax_aggregate::verdict::{DeviceExpectation, NotJudged, RuleKind};
-use hostmax_aggregate::{HostReport, HostSpec, SpecSet, VolumeSpec};
+use hostmax_aggregate::{HostReport, SpecSet, VolumeSpec};
 use hostmax_engine::TargetInfo;
 
 pub use crate::args::spec::SpecArgs;
@@ -25,17 +25,6 @@ use crate::exit_code;
 use crate::plan::RunPlan;
 
 impl SpecArgs {
-    /// Whether any spec option was given.
-    pub fn is_given(&self) -> bool {
-        self.expect_volume_iops.is_some()
-            || self.expect_volume_mbps.is_some()
-            || self.volume_spec.is_some()
-            || self.profile.is_some()
-            || self.spec_file.is_some()
-            || self.expect_host_iops.is_some()
-            || self.expect_host_mbps.is_some()
-    }
-
     /// The required consistency: `--consistency`, else the spec file's. Refused without a
     /// promise to hold.
     pub fn consistency(
@@ -65,11 +54,7 @@ impl SpecArgs {
             (None, Some(spec)) => (spec.clone(), spec.to_string()),
             (None, None) => (VolumeSpec::default(), String::new()),
         };
-        let flat = VolumeSpec {
-            iops: self.expect_volume_iops.map(|n| Scaled::Flat(n as f64)),
-            mbps: self.expect_volume_mbps.map(Scaled::Flat),
-            ..VolumeSpec::default()
-        };
+        let flat = self.flat_volume_spec();
         if !flat.is_empty() {
             let shown = flat.to_string();
             label = if label.is_empty() {
@@ -143,13 +128,7 @@ impl SpecArgs {
             });
         }
         let file_host = file.as_ref().map(|f| f.host).unwrap_or_default();
-        let host = HostSpec {
-            iops: self.expect_host_iops.map(|n| n as f64).or(file_host.iops),
-            bytes_per_sec: self
-                .expect_host_mbps
-                .map(|m| m * spec::MB_PER_SEC)
-                .or(file_host.bytes_per_sec),
-        };
+        let host = file_host.overridden_by(&self.flat_host_spec());
         let tolerance = self
             .tolerance
             .or(file.as_ref().and_then(|f| f.tolerance))
@@ -239,9 +218,19 @@ pub fn judged_exit_code(reports: &[&HostReport], signal: i32, pass: bool) -> i32
 }
 
 /// The phases `hostmax verify` runs for a spec set: 4k for IOPS, 1m for throughput, 4k at
-/// depth 1 for latency, in that order.
+/// depth 1 for latency, in that order; one phase for kinds that need the same run (it judges
+/// them all), named by the first of them.
 pub fn phases_for(set: &SpecSet) -> Vec<RuleKind> {
-    set.rule_kinds()
+    let mut phases: Vec<RuleKind> = Vec::new();
+    for kind in set.rule_kinds() {
+        if !phases
+            .iter()
+            .any(|p| p.promise().needs == kind.promise().needs)
+        {
+            phases.push(kind);
+        }
+    }
+    phases
 }
 
 #[cfg(test)]

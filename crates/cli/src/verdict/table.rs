@@ -6,7 +6,7 @@
 
 use std::fmt::Write as _;
 
-use hostmax_aggregate::verdict::{figure_to_reach, keeps, Figure};
+use hostmax_aggregate::verdict::{figure_to_reach, keeps, Unit, VerdictFigures, PROMISE_KINDS};
 use hostmax_aggregate::{Bottleneck, Tolerance, Verdict};
 
 use crate::units::format_latency_ns;
@@ -48,6 +48,44 @@ fn rate_row(
         ratio(measured, expected),
         word.to_string(),
     ]
+}
+
+/// How a rate of `unit` is shown: IOPS as they are, bytes a second in MB/s (10^6 bytes).
+fn unit_scale(unit: Unit) -> f64 {
+    match unit {
+        Unit::BytesPerSec => 1e6,
+        Unit::Iops | Unit::Nanoseconds => 1.0,
+    }
+}
+
+/// The rows of one device's (or the host's) figures that were both promised and measured,
+/// in the table's order.
+fn figure_rows(target: &str, spec: &str, figures: &VerdictFigures, t: Tolerance) -> Vec<Row> {
+    let mut rows = Vec::new();
+    for (row, e, m) in figures.judged() {
+        rows.push(match row.kind.promise().unit {
+            Unit::Nanoseconds => [
+                target.to_string(),
+                spec.to_string(),
+                format!("{} <=", row.check),
+                format_latency_ns(e as u64),
+                format_latency_ns(m as u64),
+                ratio(m, e),
+                verdict_word(keeps(row.figure, e, m, None, t)).into(),
+            ],
+            unit => rate_row(
+                target,
+                spec,
+                row.check,
+                e,
+                m,
+                figures.rate_cap[row.kind],
+                t,
+                unit_scale(unit),
+            ),
+        });
+    }
+    rows
 }
 
 fn ratio(measured: f64, expected: f64) -> String {
@@ -99,56 +137,10 @@ fn render(v: &Verdict, unconcluded: Option<String>) -> String {
             _ => d.spec.clone(),
         };
         let name = crate::output::table::device_name(&d.path, d.given.as_deref());
-        if let (Some(e), Some(m)) = (d.expected_iops, d.measured_iops) {
-            rows.push(rate_row(
-                &name,
-                &spec,
-                "IOPS",
-                e,
-                m,
-                d.rate_cap_iops,
-                t,
-                1.0,
-            ));
-        }
-        if let (Some(e), Some(m)) = (d.expected_bytes_per_sec, d.measured_bytes_per_sec) {
-            rows.push(rate_row(
-                &name,
-                &spec,
-                "MB/s",
-                e,
-                m,
-                d.rate_cap_bytes_per_sec,
-                t,
-                1e6,
-            ));
-        }
-        let p95 = [
-            (Figure::ReadP95Ns, "read p95 <=", d.measured_read_p95_ns),
-            (Figure::WriteP95Ns, "write p95 <=", d.measured_write_p95_ns),
-        ];
-        for (figure, check, measured) in p95 {
-            if let (Some(e), Some(m)) = (d.expected_p95_ns, measured) {
-                rows.push([
-                    name.clone(),
-                    spec.clone(),
-                    check.into(),
-                    format_latency_ns(e),
-                    format_latency_ns(m),
-                    ratio(m as f64, e as f64),
-                    verdict_word(keeps(figure, e as f64, m as f64, None, t)).into(),
-                ]);
-            }
-        }
+        rows.extend(figure_rows(&name, &spec, &d.figures, t));
     }
     let h = &v.host;
-    if let (Some(e), Some(m)) = (h.expected_iops, h.measured_iops) {
-        rows.push(rate_row("host", "", "IOPS", e, m, h.rate_cap_iops, t, 1.0));
-    }
-    if let (Some(e), Some(m)) = (h.expected_bytes_per_sec, h.measured_bytes_per_sec) {
-        let cap = h.rate_cap_bytes_per_sec;
-        rows.push(rate_row("host", "", "MB/s", e, m, cap, t, 1e6));
-    }
+    rows.extend(figure_rows("host", "", &h.figures, t));
 
     let header: Row = [
         "target", "spec", "check", "expected", "measured", "ratio", "result",
@@ -189,11 +181,15 @@ fn render(v: &Verdict, unconcluded: Option<String>) -> String {
     if rows.is_empty() {
         out += "  (nothing judged)\n";
     }
-    if let (Some(sum), Some(m)) = (h.volumes_iops, h.measured_iops) {
-        out += &sum_line("IOPS", sum, m, h.bottleneck, h.rate_cap_iops, 1.0);
-    } else if let (Some(sum), Some(m)) = (h.volumes_bytes_per_sec, h.measured_bytes_per_sec) {
-        let cap = h.rate_cap_bytes_per_sec;
-        out += &sum_line("MB/s", sum, m, h.bottleneck, cap, 1e6);
+    // The first kind whose volumes' sum was measured: the one the bottleneck was read off.
+    let volumes = h.figures.volumes.unwrap_or_default();
+    let sum = PROMISE_KINDS.iter().find_map(|p| {
+        let measured = h.figures.measured[p.kind.figures().next()?]?;
+        Some((p, volumes[p.kind]?, measured))
+    });
+    if let Some((p, sum, m)) = sum {
+        let cap = h.figures.rate_cap[p.kind];
+        out += &sum_line(p.name, sum, m, h.bottleneck, cap, unit_scale(p.unit));
     }
     if rows.iter().any(|r| r[6] == "CAPPED") {
         out += "CAPPED: held by this run's own --rate-iops below the promise, so the promise is not judged; run without --rate-iops to judge it\n";
@@ -273,18 +269,21 @@ fn sum_line(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use hostmax_aggregate::verdict::{DeviceVerdict, HostVerdict, NotJudged, Promiser, RuleKind};
+    use hostmax_aggregate::verdict::{
+        DeviceVerdict, Figure, HostVerdict, NotJudged, Promiser, RuleKind,
+    };
 
     fn device(path: &str, expected: f64, measured: f64, pass: bool) -> DeviceVerdict {
-        DeviceVerdict {
+        let mut d = DeviceVerdict {
             path: path.into(),
             pass,
             spec: "oci-balanced".into(),
             size_bytes: Some(50_000_000_000),
-            expected_iops: Some(expected),
-            measured_iops: Some(measured),
             ..DeviceVerdict::default()
-        }
+        };
+        d.figures.expected[RuleKind::Iops] = Some(expected);
+        d.figures.measured[Figure::Iops] = Some(measured);
+        d
     }
 
     #[test]
@@ -292,17 +291,16 @@ mod tests {
         let v = Verdict {
             pass: false,
             tolerance: 0.05,
-            host: HostVerdict {
-                pass: false,
-                expected_iops: Some(6000.0),
-                measured_iops: Some(4001.0),
-                expected_bytes_per_sec: None,
-                measured_bytes_per_sec: None,
-                volumes_iops: Some(6000.0),
-                volumes_bytes_per_sec: None,
-                bottleneck: Some(Bottleneck::Volumes),
-                rate_cap_iops: None,
-                rate_cap_bytes_per_sec: None,
+            host: {
+                let mut h = HostVerdict {
+                    pass: false,
+                    bottleneck: Some(Bottleneck::Volumes),
+                    ..HostVerdict::default()
+                };
+                h.figures.expected[RuleKind::Iops] = Some(6000.0);
+                h.figures.measured[Figure::Iops] = Some(4001.0);
+                h.figures.volumes.as_mut().unwrap()[RuleKind::Iops] = Some(6000.0);
+                h
             },
             devices: vec![
                 device("/dev/loop0", 3000.0, 2999.0, true),

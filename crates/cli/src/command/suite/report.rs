@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use hdrhistogram::Histogram;
 use hostmax_aggregate::spec::{Expectation, Tolerance};
-use hostmax_aggregate::verdict::{self, JudgedRun, MeasuredFigures, RunShape};
+use hostmax_aggregate::verdict::{self, JudgedRun, MeasuredFigures, OpFigures, RunShape};
 use hostmax_aggregate::{
     add_exact, EncodedHistograms, Figures, LatencySummary, SteadyState, SteadyStateRule, WindowFit,
 };
@@ -549,14 +549,23 @@ fn merged<'a>(figures: impl Iterator<Item = &'a Figures>) -> anyhow::Result<PerO
 
 /// The cells of `report` that ran, as the verdict's rules see runs (named by their keys).
 fn judged_runs(report: &SuiteReport) -> Vec<JudgedRun> {
-    let p95 = |ios: f64, latency: &LatencySummary| (ios > 0.0).then_some(latency.p95);
+    // A kind of I/O's figures, when the cell did any of it (its share of the mix, or its rate).
+    let op = |share: f64, iops: f64, bytes_per_sec: f64, latency: &LatencySummary| {
+        (share > 0.0).then_some(OpFigures {
+            iops,
+            bytes_per_sec,
+            latency_ns: *latency,
+        })
+    };
     report
         .cell_order
         .iter()
         .filter_map(|k| report.cells.get(k).map(|c| (k, c)))
         .filter(|(_, c)| !c.rounds.is_empty())
         .map(|(key, c)| {
-            let reads = f64::from(c.read_percent);
+            let share = |percent: f64| percent / 100.0;
+            let reads = share(f64::from(c.read_percent));
+            let writes = 1.0 - reads;
             JudgedRun {
                 label: key.clone(),
                 shape: RunShape {
@@ -568,18 +577,45 @@ fn judged_runs(report: &SuiteReport) -> Vec<JudgedRun> {
                 host: MeasuredFigures {
                     iops: c.iops,
                     bytes_per_sec: c.bytes_per_sec,
-                    read_p95_ns: p95(reads, &c.read_latency_ns),
-                    write_p95_ns: p95(100.0 - reads, &c.write_latency_ns),
+                    ops: PerOp::from_fn(|kind| match kind {
+                        OpKind::Read => op(
+                            reads,
+                            c.iops * reads,
+                            c.bytes_per_sec * reads,
+                            &c.read_latency_ns,
+                        ),
+                        OpKind::Write => op(
+                            writes,
+                            c.iops * writes,
+                            c.bytes_per_sec * writes,
+                            &c.write_latency_ns,
+                        ),
+                        _ => None,
+                    }),
                 },
                 devices: c
                     .devices
                     .iter()
                     .map(|d| {
+                        let block = f64::from(c.block_size);
                         let figures = MeasuredFigures {
                             iops: d.iops,
                             bytes_per_sec: d.bytes_per_sec,
-                            read_p95_ns: p95(d.read_iops, &d.read_latency_ns),
-                            write_p95_ns: p95(d.write_iops, &d.write_latency_ns),
+                            ops: PerOp::from_fn(|kind| match kind {
+                                OpKind::Read => op(
+                                    d.read_iops,
+                                    d.read_iops,
+                                    d.read_iops * block,
+                                    &d.read_latency_ns,
+                                ),
+                                OpKind::Write => op(
+                                    d.write_iops,
+                                    d.write_iops,
+                                    d.write_iops * block,
+                                    &d.write_latency_ns,
+                                ),
+                                _ => None,
+                            }),
                         };
                         (d.path.clone(), figures)
                     })

@@ -1,7 +1,7 @@
 //! The suite's text table: one row per mix, one column per block size, as CloudHarmony lays
 //! out its bs x mix table, followed by the steady-state verdict.
 
-use hostmax_aggregate::verdict::Figure;
+use hostmax_aggregate::verdict::{Figure, Unit};
 
 use super::matrix::TrackedMetric;
 use super::report::{CellReport, SuiteReport};
@@ -18,21 +18,16 @@ pub fn cell_figure(metric: TrackedMetric, cell: &CellReport) -> f64 {
 /// A promised or measured figure in its unit: IOPS, MB/s (10^6 bytes, as promises are stated
 /// and as `hostmax verify` judges them), or a latency.
 pub fn figure_text(figure: Figure, value: f64) -> String {
-    match figure {
-        Figure::Iops => format!("{value:.0} IOPS"),
-        Figure::BytesPerSec => format!("{:.1} MB/s", value / 1e6),
-        Figure::ReadP95Ns | Figure::WriteP95Ns => crate::units::format_latency_ns(value as u64),
+    match figure.rule().promise().unit {
+        Unit::Iops => format!("{value:.0} IOPS"),
+        Unit::BytesPerSec => format!("{:.1} MB/s", value / 1e6),
+        Unit::Nanoseconds => crate::units::format_latency_ns(value as u64),
     }
 }
 
 /// A figure's name for people (`bytes_per_sec` is the JSON's key, not a word).
 pub fn figure_name(figure: Figure) -> &'static str {
-    match figure {
-        Figure::Iops => "IOPS",
-        Figure::BytesPerSec => "throughput",
-        Figure::ReadP95Ns => "read p95 latency",
-        Figure::WriteP95Ns => "write p95 latency",
-    }
+    figure.row().title
 }
 
 /// Renders the table and the verdict.
