@@ -19,19 +19,50 @@
 //!   read and write the kernel's CPU lists ([`CpuListError`]).
 //! - [`open_exclusive`] opens a block device with `O_EXCL`, waiting out a claim of a moment.
 //!
-//! ```no_run
-//! use hostmax_device::{check_write_safety, probe, SystemSources, WriteSafety};
+//! # Example
 //!
-//! let target = probe("/dev/loop3".as_ref())?;
+//! Whether a write may touch a scratch file (a block device such as `/dev/sdb` is checked the
+//! same way, and also for mounts, holders, swap, the root filesystem and signatures):
+//!
+//! ```
+//! use std::io::Write;
+//!
+//! use hostmax_device::{check_write_safety, probe, ConsentWords, SystemSources, WriteSafety};
+//!
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let path = std::env::temp_dir().join(format!("hostmax-device-doc-{}.img", std::process::id()));
+//! let mut file = std::fs::File::create(&path)?;
+//! file.write_all(b"data worth keeping")?;
+//! file.set_len(1 << 20)?;
+//! file.sync_all()?;
+//!
+//! let target = probe(&path)?;
+//! let sources = SystemSources::default();
+//! // A file that holds data needs consent before a workload writes it.
+//! let refused = check_write_safety(&[target.clone()], WriteSafety::default(), &sources)
+//!     .expect_err("no consent given");
+//! // `Display` names the consent as the library field; a tool says its own option name.
+//! println!("{refused}");
+//! let flags = ConsentWords {
+//!     allow_write: "--allow-write",
+//!     force: "--force",
+//!     both: "--allow-write --force",
+//! };
+//! println!("{}", refused.message(&flags));
+//!
 //! let consent = WriteSafety { allow_write: true, force: false };
-//! match check_write_safety(&[target], consent, &SystemSources::default()) {
-//!     Ok(()) => println!("a write may touch it"),
-//!     Err(refused) => println!("{refused}"),
-//! }
-//! # Ok::<(), hostmax_device::ProbeError>(())
+//! check_write_safety(&[target], consent, &sources)?;
+//! std::fs::remove_file(&path)?;
+//! # Ok(())
+//! # }
 //! ```
 
 #![warn(missing_docs)]
+
+// The README's example is compiled and run as a doc test too, so it cannot drift.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeExample;
 
 mod claim;
 mod cpu_list;

@@ -17,8 +17,8 @@ pub struct SecondFigure {
     pub second: i64,
     /// The figure in that second (IOPS, or bytes per second).
     pub value: f64,
-    /// The run it belongs to when seconds of several runs are judged together (the suite's
-    /// `4k_65_35 round 6`).
+    /// The run it belongs to when seconds of several runs are judged together
+    /// (`4k_65_35 round 6`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub run: Option<String>,
 }

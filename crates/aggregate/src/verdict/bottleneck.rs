@@ -18,7 +18,7 @@ pub enum Bottleneck {
     /// The host: the short volumes are uniformly below their figures while the total is flat.
     Host,
     /// The load generator: a worker's CPU was saturated, so the run cannot tell what the
-    /// storage could do (more CPUs, `--cpus`, or fewer volumes per host would).
+    /// storage could do (more CPUs for the run, or fewer volumes per host would).
     LoadGenerator,
 }
 

@@ -254,12 +254,12 @@ fn host_bottleneck(
     }
 }
 
-/// The per-device IOPS cap a run was given (`--rate-iops`).
+/// The per-device IOPS cap a run was given (the workload's `rate_iops`).
 fn rate_cap_iops(run: &HostReport) -> Option<f64> {
     run.workload.rate_iops.map(|c| c as f64)
 }
 
-/// The per-device throughput cap `--rate-iops` sets: cap x block size.
+/// The per-device throughput cap `rate_iops` sets: cap x block size.
 fn rate_cap_bytes_per_sec(run: &HostReport) -> Option<f64> {
     rate_cap_iops(run).map(|c| c * f64::from(run.workload.block_size))
 }

@@ -137,12 +137,12 @@ pub struct DeviceVerdict {
     pub measured_read_p95_ns: Option<u64>,
     /// The writes' p95 latency measured, ns (`null` when the latency run did no writes).
     pub measured_write_p95_ns: Option<u64>,
-    /// IOPS the run's own `--rate-iops` allowed, when that is below the promise: the volume is
+    /// IOPS the run's own cap (the workload's `rate_iops`) allowed, when that is below the promise: the volume is
     /// judged against this cap (it cannot show more), and reaching it is "capped", not a
     /// failed promise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rate_cap_iops: Option<f64>,
-    /// Bytes per second `--rate-iops` allowed (cap x block size), when below the promise.
+    /// Bytes per second the `rate_iops` cap allowed (cap x block size), when below the promise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rate_cap_bytes_per_sec: Option<f64>,
     /// Taken out of a judged run after a failed I/O, this many seconds into its window
@@ -157,7 +157,7 @@ pub struct DeviceVerdict {
 pub struct HostVerdict {
     /// Every judged host figure passed (true when the host promises nothing).
     pub pass: bool,
-    /// IOPS the host promises (`--expect-host-iops`).
+    /// IOPS the host promises ([`HostSpec::iops`](crate::spec::HostSpec::iops)).
     pub expected_iops: Option<f64>,
     /// The host's total IOPS on the run that judged IOPS.
     pub measured_iops: Option<f64>,
@@ -170,13 +170,13 @@ pub struct HostVerdict {
     /// What the volumes promise together, bytes per second.
     pub volumes_bytes_per_sec: Option<f64>,
     /// What kept the host below the volumes' sum (IOPS if judged, else throughput); `null`
-    /// when it reached it, or reached what `--rate-iops` allowed.
+    /// when it reached it, or reached what the workload's `rate_iops` allowed.
     pub bottleneck: Option<Bottleneck>,
-    /// IOPS `--rate-iops` allowed the host (cap x devices), when below its promise or below
+    /// IOPS the workload's `rate_iops` allowed the host (cap x devices), when below its promise or below
     /// what its volumes promise together.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rate_cap_iops: Option<f64>,
-    /// Bytes per second `--rate-iops` allowed the host, when below its promise or the
+    /// Bytes per second the workload's `rate_iops` allowed the host, when below its promise or the
     /// volumes' sum.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rate_cap_bytes_per_sec: Option<f64>,
@@ -197,7 +197,7 @@ pub struct Verdict {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub not_judged: Vec<NotJudged>,
     /// How often each volume and the host kept the promise, second by second
-    /// (`--consistency`); its failures fail the verdict too.
+    /// (when a [`Consistency`](crate::spec::Consistency) rule is given); its failures fail the verdict too.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub consistency: Option<ConsistencyVerdict>,
 }
@@ -226,7 +226,7 @@ impl Verdict {
     }
 }
 
-/// The figure a measurement must reach: the promise, or what `--rate-iops` allowed when that
+/// The figure a measurement must reach: the promise, or what the workload's `rate_iops` allowed when that
 /// is lower (a capped run cannot show more).
 pub fn figure_to_reach(expected: f64, rate_cap: Option<f64>) -> f64 {
     rate_cap.map_or(expected, |cap| cap.min(expected))
