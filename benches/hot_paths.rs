@@ -91,13 +91,14 @@ fn synthetic_result() -> RunResult {
             }
         })
         .collect();
-    RunResult {
-        devices,
-        measured: Duration::from_secs(10),
-        stopped_early: false,
-        workers: Vec::new(),
-        run_id: 0,
-    }
+    let mut result = RunResult::default();
+    result.devices = devices;
+    result.measured = Duration::from_secs(10);
+    result.workload = Workload {
+        pattern: IoPattern::RandRw,
+        ..Workload::default()
+    };
+    result
 }
 
 fn histogram_benches(c: &mut Criterion) {
@@ -204,15 +205,11 @@ fn write_data_benches(c: &mut Criterion) {
 
 fn report_benches(c: &mut Criterion) {
     let result = synthetic_result();
-    let workload = Workload {
-        pattern: IoPattern::RandRw,
-        ..Workload::default()
-    };
     let mut group = c.benchmark_group("report");
     // ~12 ms an iteration: fewer samples keep it within the 2 s measurement.
     group.sample_size(10);
     group.bench_function("summarize_32", |b| {
-        b.iter(|| summarize(black_box(&result), &workload, Vec::new()))
+        b.iter(|| summarize(black_box(&result), Vec::new()))
     });
     group.finish();
 }

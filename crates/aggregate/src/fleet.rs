@@ -408,26 +408,23 @@ mod tests {
         millis: u64,
         workload: &Workload,
     ) -> HostReport {
-        let result = RunResult {
-            devices: (0..2)
-                .map(|i| DeviceResult {
-                    path: PathBuf::from(format!("/dev/loop{i}")),
-                    cpu: i,
-                    ops: PerOp::from_fn(|kind| match kind {
-                        OpKind::Read => op(seed + i as u64, 20_000 + 1000 * i, scale),
-                        OpKind::Write => op(seed + 10 + i as u64, 5000, scale * 2),
-                        _ => OpResult::default(),
-                    }),
-                    errors: ErrorLog::default(),
-                    failed: false,
-                    ..Default::default()
-                })
-                .collect(),
-            measured: Duration::from_millis(millis),
-            stopped_early: false,
-            workers: Vec::new(),
-            run_id: 0,
-        };
+        let mut result = RunResult::default();
+        result.devices = (0..2)
+            .map(|i| DeviceResult {
+                path: PathBuf::from(format!("/dev/loop{i}")),
+                cpu: i,
+                ops: PerOp::from_fn(|kind| match kind {
+                    OpKind::Read => op(seed + i as u64, 20_000 + 1000 * i, scale),
+                    OpKind::Write => op(seed + 10 + i as u64, 5000, scale * 2),
+                    _ => OpResult::default(),
+                }),
+                errors: ErrorLog::default(),
+                failed: false,
+                ..Default::default()
+            })
+            .collect();
+        result.measured = Duration::from_millis(millis);
+        result.workload = workload.clone();
         let points = (0..2)
             .map(|second| {
                 // The two devices run at different rates, so a name on the wrong figures shows.
@@ -465,7 +462,7 @@ mod tests {
             .collect();
         HostReport {
             hostname: Some(name.to_string()),
-            ..summarize(&result, workload, points)
+            ..summarize(&result, points)
         }
     }
 

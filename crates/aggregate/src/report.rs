@@ -405,17 +405,18 @@ impl HostHistograms {
 }
 
 /// Builds the report of a run: per-device figures, host figures from the merged histograms,
-/// and the time series collected during the run (see [`crate::TimeSeries`]).
-pub fn summarize(result: &RunResult, workload: &Workload, series: Vec<SecondPoint>) -> HostReport {
-    summarize_with_histograms(result, workload, series).0
+/// and the time series collected during the run (see [`crate::TimeSeries`]). The workload
+/// the report records is the one the run carries ([`RunResult::workload`]).
+pub fn summarize(result: &RunResult, series: Vec<SecondPoint>) -> HostReport {
+    summarize_with_histograms(result, series).0
 }
 
 /// [`summarize`], also handing back the merged host histograms.
 pub fn summarize_with_histograms(
     result: &RunResult,
-    workload: &Workload,
     mut series: Vec<SecondPoint>,
 ) -> (HostReport, HostHistograms) {
+    let workload = &result.workload;
     // The series knows devices by index only: name each second's entries like `devices`.
     for point in &mut series {
         for (entry, device) in point.devices.iter_mut().zip(&result.devices) {
@@ -599,13 +600,16 @@ mod tests {
     }
 
     fn run(devices: Vec<DeviceResult>, secs: u64) -> RunResult {
-        RunResult {
-            devices,
-            measured: Duration::from_secs(secs),
-            stopped_early: false,
-            workers: Vec::new(),
-            run_id: 0,
-        }
+        run_of(devices, secs, Workload::default())
+    }
+
+    /// A run of `workload` (a `RunResult` is the engine's to build: its fields are set here).
+    fn run_of(devices: Vec<DeviceResult>, secs: u64, workload: Workload) -> RunResult {
+        let mut result = RunResult::default();
+        result.devices = devices;
+        result.measured = Duration::from_secs(secs);
+        result.workload = workload;
+        result
     }
 
     #[test]
@@ -621,7 +625,7 @@ mod tests {
             ],
             10,
         );
-        let (report, hist) = summarize_with_histograms(&result, &Workload::default(), vec![]);
+        let (report, hist) = summarize_with_histograms(&result, vec![]);
 
         let mut direct_read = new_latency_histogram();
         for v in a.iter().chain(&b) {
@@ -662,7 +666,7 @@ mod tests {
             )],
             2,
         );
-        let report = summarize(&result, &Workload::default(), vec![]);
+        let report = summarize(&result, vec![]);
         let d = &report.devices[0];
         assert_eq!(d.figures.ops[OpKind::Write], OpSummary::default());
         assert_eq!(
@@ -675,8 +679,8 @@ mod tests {
 
     #[test]
     fn iops_and_throughput_are_per_measured_second() {
-        let result = RunResult {
-            devices: vec![
+        let mut result = run(
+            vec![
                 device(
                     "/dev/a",
                     0,
@@ -690,12 +694,11 @@ mod tests {
                     OpResult::default(),
                 ),
             ],
-            measured: Duration::from_millis(1500),
-            stopped_early: true,
-            workers: Vec::new(),
-            run_id: 0,
-        };
-        let report = summarize(&result, &Workload::default(), vec![]);
+            0,
+        );
+        result.measured = Duration::from_millis(1500);
+        result.stopped_early = true;
+        let report = summarize(&result, vec![]);
         let a = &report.devices[0].figures;
         assert_eq!(a.ops[OpKind::Read].iops, 2000.0);
         assert_eq!(a.ops[OpKind::Write].iops, 1000.0 / 1.5);
@@ -709,11 +712,9 @@ mod tests {
         assert_eq!(report.measured_secs, 1.5);
         assert!(report.interrupted);
 
-        let empty = RunResult {
-            measured: Duration::ZERO,
-            ..result
-        };
-        let report = summarize(&empty, &Workload::default(), vec![]);
+        let mut empty = result;
+        empty.measured = Duration::ZERO;
+        let report = summarize(&empty, vec![]);
         assert_eq!(report.host.iops, 0.0);
         assert_eq!(report.host.ops[OpKind::Read].ios, 4500);
     }
@@ -740,7 +741,7 @@ mod tests {
             ramp: Duration::from_secs(1),
             ..Workload::default()
         };
-        let report = summarize(&run(vec![stopped, whole], 4), &workload, vec![]);
+        let report = summarize(&run_of(vec![stopped, whole], 4, workload.clone()), vec![]);
         let (s, w) = (&report.devices[0], &report.devices[1]);
         assert_eq!(s.stopped_at_secs, Some(2.0));
         assert_eq!(
@@ -758,7 +759,7 @@ mod tests {
         // Taken out during the ramp: it stopped before the window, and ran none of it.
         let mut early = device("/dev/e", 0, OpResult::default(), OpResult::default());
         early.stopped_after = Some(Duration::from_millis(250));
-        let report = summarize(&run(vec![early], 4), &workload, vec![]);
+        let report = summarize(&run_of(vec![early], 4, workload), vec![]);
         assert_eq!(report.devices[0].stopped_at_secs, Some(-0.75));
         assert_eq!(report.devices[0].figures.iops, 0.0);
     }
@@ -776,7 +777,7 @@ mod tests {
             });
         }
         let clean = device("/dev/c", 1, op(&[1000], 4096), OpResult::default());
-        let report = summarize(&run(vec![d, clean], 1), &Workload::default(), vec![]);
+        let report = summarize(&run(vec![d, clean], 1), vec![]);
         assert_eq!(report.host.errors, 3);
         assert_eq!(report.devices[0].figures.errors, 3);
         assert_eq!(report.devices[0].error_detail.by_errno.get(&5), Some(&3));
@@ -836,7 +837,7 @@ mod tests {
             rate_iops: Some(1000),
             ..Workload::default()
         };
-        summarize(&run(vec![d], 1), &workload, vec![point])
+        summarize(&run_of(vec![d], 1, workload), vec![point])
     }
 
     #[test]

@@ -154,7 +154,6 @@ fn measure_request(plan: &RunPlan) -> MeasureRequest {
 fn measure_keeping_log(
     plan: &RunPlan,
 ) -> anyhow::Result<(HostReport, i32, Option<HdrLogRecorder>)> {
-    let workload = &plan.workload;
     // Before any I/O, so the signatures shown are those the devices carried.
     let identities: Vec<_> = plan.targets.iter().map(identify).collect();
     let mut live = LiveRun {
@@ -200,7 +199,7 @@ fn measure_keeping_log(
     if let Some(view) = view {
         view.finish();
     }
-    let mut report = summarize(&result, workload, points);
+    let mut report = summarize(&result, points);
     report.hostname = crate::provenance::hostname();
     crate::provenance::stamp_run(&mut report, result.measured);
     for (device, identity) in report.devices.iter_mut().zip(identities) {

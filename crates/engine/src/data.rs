@@ -21,7 +21,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::result::{MismatchKind, VerifyMismatch};
+use crate::mismatch::{MismatchKind, VerifyMismatch};
 
 /// One step of SplitMix64: a fast, well-mixed 64-bit generator (the write data's, and the
 /// worker's offsets').

@@ -77,6 +77,7 @@ mod availability;
 mod cpu_use;
 mod data;
 mod measure;
+mod mismatch;
 mod op;
 pub mod placement;
 mod result;
@@ -96,13 +97,13 @@ pub use hdrhistogram;
 pub use availability::{check_io_uring, IoUringUnavailable};
 pub use data::{BlockMaker, WriteData, COMPRESS_CHUNK, STAMP_SPACING, VERIFY_HEADER};
 pub use measure::{measure, MeasureRequest, Observer, SafetyCheck, TICK};
+pub use mismatch::{MismatchKind, VerifyMismatch};
 pub use op::{BufferUse, KeyedVisitor, OpKind, PerOp};
 pub use placement::{Placement, ThreadLayout, WorkerPlan};
 pub use result::{
     new_latency_histogram, record_latency, CpuUse, DeviceInterval, DeviceResult, ErrorLog,
-    IoCounts, IoErrorSample, MismatchKind, OpResult, ReadSamples, RunResult, VerifyLog,
-    VerifyMismatch, WorkerSummary, CPU_SATURATED, ERROR_SAMPLES, LATENCY_HIGHEST_NS,
-    LATENCY_SIGFIG, READ_SAMPLE_EVERY,
+    IoCounts, IoErrorSample, OpResult, ReadSamples, RunResult, VerifyLog, WorkerSummary,
+    CPU_SATURATED, ERROR_SAMPLES, LATENCY_HIGHEST_NS, LATENCY_SIGFIG, READ_SAMPLE_EVERY,
 };
 pub use ring::{probe_kernel_ring, KernelRingSupport, Polling, RingFeatures, TrimMethod};
 pub use run::{

@@ -7,7 +7,9 @@ use std::time::Duration;
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
+use crate::mismatch::{MismatchKind, VerifyMismatch};
 use crate::op::{KeyedVisitor, OpKind, PerOp};
+use crate::workload::Workload;
 
 /// Highest latency the histograms track: one hour, in nanoseconds. Higher values are clamped
 /// to it and still counted (no I/O is ever dropped from a histogram).
@@ -68,39 +70,6 @@ pub struct IoErrorSample {
     pub errno: i32,
     /// Bytes transferred when the transfer was short, else 0.
     pub transferred: u32,
-}
-
-/// What a verify check ([`crate::WriteData::verify`]) found wrong with a block.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum MismatchKind {
-    /// The checksum does not match the contents: the data was damaged.
-    Corruption,
-    /// A sound block that belongs elsewhere (another offset or device): a write landed at
-    /// the wrong place.
-    Misdirected,
-    /// A sound block of this place, but an older write (an earlier generation, another run,
-    /// or zeros): the last write was lost.
-    LostWrite,
-}
-
-/// One block that failed verification.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct VerifyMismatch {
-    /// Byte offset on the device.
-    pub offset: u64,
-    /// What was wrong.
-    pub kind: MismatchKind,
-    /// Whether it was found by a read during the run (else by the read-back after it).
-    pub during_run: bool,
-    /// The generation tag (1..=253) the block should carry.
-    pub expected_tag: u8,
-    /// The offset the block's header names.
-    pub found_offset: u64,
-    /// The generation tag of the write the block's header names.
-    pub found_tag: u8,
-    /// Whether the header names this run (else another run's data, or none).
-    pub found_this_run: bool,
 }
 
 /// A device's verify results ([`crate::WriteData::verify`]).
@@ -408,6 +377,8 @@ pub struct RunResult {
     pub workers: Vec<WorkerSummary>,
     /// The run's random id, mixed into every written block.
     pub run_id: u64,
+    /// The workload every target ran, as given (the report of a run is built from it).
+    pub workload: Workload,
 }
 
 /// One second of one device, sent while the run goes on (see [`crate::RunHandle::recv_interval`]).

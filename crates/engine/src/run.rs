@@ -696,6 +696,7 @@ impl RunHandle {
             stopped_early,
             workers: summaries,
             run_id: self.run_id,
+            workload: self.workload.clone(),
         })
     }
 }

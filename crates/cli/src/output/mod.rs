@@ -58,33 +58,29 @@ pub(crate) mod tests_support {
                 transferred: 0,
             });
         }
-        let result = RunResult {
-            devices: vec![
-                DeviceResult {
-                    path: PathBuf::from("/dev/loop0"),
-                    cpu: 0,
-                    ops: PerOp::default()
-                        .with(OpKind::Read, op(3000, 200_000, 4096))
-                        .with(OpKind::Write, op(1000, 1_500_000, 4096)),
-                    errors: ErrorLog::default(),
-                    failed: false,
-                    ..Default::default()
-                },
-                DeviceResult {
-                    path: PathBuf::from("/dev/loop11"),
-                    cpu: 1,
-                    ops: PerOp::default().with(OpKind::Read, op(1000, 90_000, 4096)),
-                    errors,
-                    failed: false,
-                    ..Default::default()
-                },
-            ],
-            measured: Duration::from_secs(2),
-            stopped_early: false,
-            workers: Vec::new(),
-            run_id: 0,
-        };
-        let workload = Workload {
+        let mut result = RunResult::default();
+        result.devices = vec![
+            DeviceResult {
+                path: PathBuf::from("/dev/loop0"),
+                cpu: 0,
+                ops: PerOp::default()
+                    .with(OpKind::Read, op(3000, 200_000, 4096))
+                    .with(OpKind::Write, op(1000, 1_500_000, 4096)),
+                errors: ErrorLog::default(),
+                failed: false,
+                ..Default::default()
+            },
+            DeviceResult {
+                path: PathBuf::from("/dev/loop11"),
+                cpu: 1,
+                ops: PerOp::default().with(OpKind::Read, op(1000, 90_000, 4096)),
+                errors,
+                failed: false,
+                ..Default::default()
+            },
+        ];
+        result.measured = Duration::from_secs(2);
+        result.workload = Workload {
             pattern: IoPattern::RandRw,
             rwmixread: 70,
             ..Workload::default()
@@ -101,6 +97,6 @@ pub(crate) mod tests_support {
                 });
             }
         }
-        summarize(&result, &workload, series.into_points())
+        summarize(&result, series.into_points())
     }
 }
