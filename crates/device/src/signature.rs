@@ -8,7 +8,7 @@
 //! [`HEAD_BYTES`] and its last few hundred KiB, where the trailing superblocks live);
 //! [`detect`] looks for every signature in a view. [`probe_device`] reads the view from a
 //! device (read-only, with `O_DIRECT`-aligned reads: nothing is ever written) and
-//! [`probe_bytes`] takes a whole image in memory (unit tests and the fuzzer).
+//! `probe_bytes` takes a whole image in memory (unit tests and the fuzzer).
 //!
 //! The checks are magic numbers plus the cheapest sanity checks that keep boot code and random
 //! data from looking like a table; they do not verify checksums, so an unchecked signature
@@ -291,6 +291,7 @@ pub struct DiskView {
 
 impl DiskView {
     /// A view of a whole image held in memory.
+    #[cfg(any(test, feature = "test-hooks"))]
     pub fn of_image(image: &[u8]) -> DiskView {
         DiskView {
             size: image.len() as u64,
@@ -507,7 +508,7 @@ pub fn wipefs_signatures(path: &Path) -> Option<Vec<WipefsEntry>> {
 }
 
 /// Every signature on `path`: this probe's findings, then each kind libblkid (through
-/// [`wipefs_signatures`], where installed) finds that this probe did not, once per kind.
+/// `wipefs`, where installed) finds that this probe did not, once per kind.
 pub fn probe_with_blkid(path: &Path) -> io::Result<Vec<Signature>> {
     let mut found = probe_device(path)?;
     for entry in wipefs_signatures(path).unwrap_or_default() {
@@ -686,6 +687,7 @@ fn detect_swap(view: &DiskView, found: &mut Vec<Signature>) {
 }
 
 /// Every signature in a whole image held in memory.
+#[cfg(any(test, feature = "test-hooks"))]
 pub fn probe_bytes(image: &[u8]) -> Vec<Signature> {
     detect(&DiskView::of_image(image))
 }

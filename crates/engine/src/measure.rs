@@ -112,7 +112,7 @@ impl<F: FnMut(DeviceInterval)> Observer for F {
 }
 
 /// Measures: checks write safety (as [`MeasureRequest::safety`] says), prepares the run
-/// ([`crate::prepare`]), checks again while the written targets are held `O_EXCL` (a mount or
+/// (probes, validates and places the targets, opens them, readies every worker's ring), checks again while the written targets are held `O_EXCL` (a mount or
 /// swapon that slipped in meanwhile is refused), starts it, hands every interval to
 /// `observer`, and returns the result once every ring is drained and every claim released.
 ///
@@ -196,7 +196,7 @@ pub fn measure<O: Observer + ?Sized>(
             .collect::<Result<Vec<_>, _>>()?;
         check_before_any_io(&targets, pattern, consent, &sources)?;
     }
-    let prepared = crate::prepare(run)?;
+    let prepared = crate::run::prepare(run)?;
     recheck_if_writing(
         prepared.targets(),
         pattern,

@@ -105,7 +105,7 @@ impl Placement {
 }
 
 /// [`plan`] with the queue maps given (one per target; `None` where a target has none).
-pub fn plan_with_maps(
+pub(crate) fn plan_with_maps(
     queue_maps: &[Option<Vec<usize>>],
     allowed: &[usize],
 ) -> Result<Placement, EngineError> {

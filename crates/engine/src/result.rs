@@ -17,7 +17,7 @@ pub const LATENCY_HIGHEST_NS: u64 = 3_600 * 1_000_000_000;
 /// Significant figures of every latency histogram (0.1% resolution).
 pub const LATENCY_SIGFIG: u8 = 3;
 /// How many failed I/Os per device keep their offset in [`ErrorLog::first`].
-pub const ERROR_SAMPLES: usize = 8;
+pub(crate) const ERROR_SAMPLES: usize = 8;
 
 /// A latency histogram as every hostmax histogram is made: nanoseconds from 1 ns, 3
 /// significant figures, growing its range as larger values arrive (up to
@@ -28,7 +28,8 @@ pub fn new_latency_histogram() -> Histogram<u64> {
     Histogram::new(LATENCY_SIGFIG).expect("constant histogram precision is valid")
 }
 
-/// Records one latency, clamped to [`LATENCY_HIGHEST_NS`].
+/// Records one latency, clamped to [`LATENCY_HIGHEST_NS`] (a test hook: public with the
+/// `test-hooks` feature).
 #[inline]
 pub fn record_latency(histogram: &mut Histogram<u64>, nanos: u64) {
     // Cannot fail: the value is within the clamped range, and growing only allocates.
@@ -90,7 +91,7 @@ pub struct VerifyLog {
     pub misdirected: u64,
     /// See [`MismatchKind::LostWrite`].
     pub lost_write: u64,
-    /// The first [`ERROR_SAMPLES`] failures.
+    /// The first 8 failures.
     pub first: Vec<VerifyMismatch>,
 }
 
@@ -133,7 +134,7 @@ pub struct ErrorLog {
     pub count: u64,
     /// Failed I/Os per errno (0 stands for short transfers).
     pub by_errno: BTreeMap<i32, u64>,
-    /// The first [`ERROR_SAMPLES`] failures.
+    /// The first 8 failures.
     pub first: Vec<IoErrorSample>,
 }
 
@@ -220,7 +221,7 @@ impl<'de> Deserialize<'de> for IoCounts {
 /// media), so a run whose every sampled read was zeros measured nothing real.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ReadSamples {
-    /// Successful reads checked (one in [`crate::READ_SAMPLE_EVERY`], ramp included).
+    /// Successful reads checked (one in 8, ramp included).
     pub sampled: u64,
     /// Of those, the ones whose first and last 8 bytes were all zero.
     pub zero: u64,
@@ -362,7 +363,7 @@ mod tests {
 }
 
 /// One in this many successful reads of a device has its buffer checked for zeros.
-pub const READ_SAMPLE_EVERY: u64 = 8;
+pub(crate) const READ_SAMPLE_EVERY: u64 = 8;
 
 /// The result of a whole run.
 #[derive(Debug, Clone, Default)]
