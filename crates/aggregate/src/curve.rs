@@ -16,6 +16,7 @@ use crate::{add_exact, Figures, HostReport, LatencySummary};
 /// ties to depth and IOPS: mean = depth / IOPS).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum LatencyStat {
     /// The mean.
     Mean,

@@ -14,6 +14,7 @@ use crate::series::{DeviceSecond, OpSeconds, SecondPoint};
 
 /// Why reports cannot be merged. `label` is the name the caller gave the report (its file).
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum MergeError {
     /// Nothing to merge.
     #[error("no reports to merge")]

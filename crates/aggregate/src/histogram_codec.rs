@@ -20,6 +20,7 @@ use crate::latency::add_exact;
 
 /// Why a histogram could not be encoded or decoded.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum HistogramCodecError {
     /// The histogram could not be serialized (a count above `i64::MAX`).
     #[error("cannot encode the histogram: {0}")]

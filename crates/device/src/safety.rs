@@ -220,6 +220,7 @@ pub fn read_family(sysfs: &Sysfs, name: &str, dev: (u32, u32)) -> DeviceFamily {
 
 /// Why a target is refused for writing.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum RefusalReason {
     /// A block device, or a regular file that holds data, to be written without
     /// [`WriteSafety::allow_write`].

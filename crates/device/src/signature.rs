@@ -32,6 +32,7 @@ const READ_ALIGN: u64 = 4096;
 
 /// Which ext family member a superblock describes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum ExtVersion {
     /// No journal, no ext4 features.
     Ext2,
@@ -45,6 +46,7 @@ pub enum ExtVersion {
 
 /// The FAT variant a boot sector names.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum FatKind {
     /// `FAT12   ` at offset 54.
     Fat12,
@@ -58,6 +60,7 @@ pub enum FatKind {
 
 /// One signature found on a device.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Signature {
     /// A GPT header (`EFI PART`) at LBA 1 for the given sector size, or only the backup
     /// header in the last sector.
@@ -123,6 +126,7 @@ pub enum Signature {
 
 /// Kinds that one magic number at a fixed place identifies (the offsets libblkid probes).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum MagicKind {
     /// F2FS superblock (`0xF2F52010` at 1 KiB).
     F2fs,

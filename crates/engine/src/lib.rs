@@ -142,6 +142,7 @@ use std::path::PathBuf;
 
 /// Everything that can stop a run from starting or finishing.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum EngineError {
     /// A target could not be probed (it does not exist, cannot be read, or is neither a block
     /// device nor a regular file).

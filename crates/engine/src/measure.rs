@@ -27,6 +27,7 @@ pub const TICK: Duration = Duration::from_millis(200);
 
 /// How much of the write-safety checking [`measure`] does itself.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum SafetyCheck {
     /// Every check ([`check_write_safety`]) before anything is opened, then the re-check
     /// while the targets are held ([`recheck_while_held`]): a measurement on its own.

@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 /// What a verify check ([`crate::WriteData::verify`]) found wrong with a block.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum MismatchKind {
     /// The checksum does not match the contents: the data was damaged.
     Corruption,

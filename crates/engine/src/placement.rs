@@ -57,6 +57,7 @@ pub fn allowed_cpus() -> Result<Vec<usize>, EngineError> {
 /// How many worker threads a run uses.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum ThreadLayout {
     /// One thread per used CPU, one ring over all its devices (the default: fastest measured).
     #[default]

@@ -48,6 +48,7 @@ pub struct RingFeatures {
 /// How a file's trims are issued ([`crate::OpKind::Trim`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "kebab-case")]
+#[non_exhaustive]
 pub enum TrimMethod {
     /// io_uring's block discard command (`BLOCK_URING_CMD_DISCARD`, Linux 6.12+): queued and
     /// completed like reads and writes, at the workload's depth.

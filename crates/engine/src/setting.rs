@@ -6,6 +6,7 @@ use std::fmt;
 
 /// A setting of a run that a refusal names as the thing to change.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum Setting {
     /// [`crate::Workload::pattern`].
     Pattern,

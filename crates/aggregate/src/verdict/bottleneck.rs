@@ -12,6 +12,7 @@ pub const FLAT_CV: f64 = 0.10;
 /// Which limit kept the host below what its volumes promise together.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum Bottleneck {
     /// The volumes: the short ones each stopped at a limit of their own.
     Volumes,

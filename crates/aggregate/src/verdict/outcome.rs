@@ -14,6 +14,7 @@ use crate::spec::Tolerance;
 /// A figure a promise names.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum Figure {
     /// Read plus write IOPS, at least.
     Iops,

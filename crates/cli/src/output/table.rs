@@ -379,6 +379,7 @@ fn verify_lines(report: &HostReport) -> String {
                 hostmax_engine::MismatchKind::Corruption => "corrupted (bad checksum)",
                 hostmax_engine::MismatchKind::Misdirected => "misdirected (holds another block)",
                 hostmax_engine::MismatchKind::LostWrite => "lost write (holds older data)",
+                _ => "failed verification",
             };
             let found = if m.found_this_run {
                 format!("offset {} generation tag {}", m.found_offset, m.found_tag)

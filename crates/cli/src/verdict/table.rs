@@ -236,6 +236,7 @@ fn sum_line(
         (Some(Bottleneck::LoadGenerator), _) => {
             "bottleneck: load generator (CPU): hostmax's workers' CPUs were saturated, so this run cannot tell what the host could do; give it more CPUs (--cpus) or fewer volumes".to_string()
         }
+        (Some(other), _) => format!("bottleneck: {}", other.name()),
     };
     let fmt = |v: f64| {
         if scale == 1.0 {

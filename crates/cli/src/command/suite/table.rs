@@ -22,6 +22,7 @@ pub fn figure_text(figure: Figure, value: f64) -> String {
         Figure::Iops => format!("{value:.0} IOPS"),
         Figure::BytesPerSec => format!("{:.1} MB/s", value / 1e6),
         Figure::ReadP95Ns | Figure::WriteP95Ns => crate::units::format_latency_ns(value as u64),
+        other => format!("{value} {}", other.name()),
     }
 }
 
@@ -32,6 +33,7 @@ pub fn figure_name(figure: Figure) -> &'static str {
         Figure::BytesPerSec => "throughput",
         Figure::ReadP95Ns => "read p95 latency",
         Figure::WriteP95Ns => "write p95 latency",
+        other => other.name(),
     }
 }
 
