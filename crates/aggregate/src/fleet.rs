@@ -384,7 +384,7 @@ mod tests {
     use super::*;
     use crate::report::summarize;
     use crate::LatencySummary;
-    use hostmax_engine::{DeviceResult, ErrorLog, IoPattern, OpResult, RunResult, Workload};
+    use hostmax_engine::{DeviceResult, IoPattern, OpResult, RunResult, Workload};
     use std::path::PathBuf;
     use std::time::Duration;
 
@@ -411,17 +411,16 @@ mod tests {
     ) -> HostReport {
         let mut result = RunResult::default();
         result.devices = (0..2)
-            .map(|i| DeviceResult {
-                path: PathBuf::from(format!("/dev/loop{i}")),
-                cpu: i,
-                ops: PerOp::from_fn(|kind| match kind {
-                    OpKind::Read => op(seed + i as u64, 20_000 + 1000 * i, scale),
-                    OpKind::Write => op(seed + 10 + i as u64, 5000, scale * 2),
-                    _ => OpResult::default(),
-                }),
-                errors: ErrorLog::default(),
-                failed: false,
-                ..Default::default()
+            .map(|i| {
+                DeviceResult::new(
+                    PathBuf::from(format!("/dev/loop{i}")),
+                    i,
+                    PerOp::from_fn(|kind| match kind {
+                        OpKind::Read => op(seed + i as u64, 20_000 + 1000 * i, scale),
+                        OpKind::Write => op(seed + 10 + i as u64, 5000, scale * 2),
+                        _ => OpResult::default(),
+                    }),
+                )
             })
             .collect();
         result.measured = Duration::from_millis(millis);
@@ -571,17 +570,8 @@ mod tests {
                 let read = op(scale * 10 + second as u64 * 2 + device as u64, 3000, scale).latency;
                 read_of_second.add(&read).unwrap();
                 let mut ops = PerOp::<OpResult>::default();
-                ops[OpKind::Read] = OpResult {
-                    ios: read.len(),
-                    bytes: read.len() * 4096,
-                    latency: read,
-                };
-                series.push(hostmax_engine::DeviceInterval {
-                    device,
-                    second,
-                    ops,
-                    errors: 0,
-                });
+                ops[OpKind::Read] = OpResult::new(read.len(), read.len() * 4096, read);
+                series.push(hostmax_engine::DeviceInterval::new(device, second, ops, 0));
             }
             seconds.push(read_of_second);
         }

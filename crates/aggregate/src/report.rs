@@ -571,18 +571,15 @@ mod tests {
     }
 
     fn device(path: &str, cpu: usize, read: OpResult, write: OpResult) -> DeviceResult {
-        DeviceResult {
-            path: PathBuf::from(path),
+        DeviceResult::new(
+            PathBuf::from(path),
             cpu,
-            ops: PerOp::from_fn(|op| match op {
+            PerOp::from_fn(|op| match op {
                 OpKind::Read => read.clone(),
                 OpKind::Write => write.clone(),
                 _ => OpResult::default(),
             }),
-            errors: ErrorLog::default(),
-            failed: false,
-            ..Default::default()
-        }
+        )
     }
 
     /// Deterministic, widely spread latencies (a few hundred ns to a few hundred ms).
@@ -768,13 +765,8 @@ mod tests {
     fn errors_are_summed_and_detailed() {
         let mut d = device("/dev/e", 0, op(&[1000], 4096), OpResult::default());
         for offset in [0u64, 4096, 8192] {
-            d.errors.record(IoErrorSample {
-                op: OpKind::Read,
-                offset,
-                len: 4096,
-                errno: 5,
-                transferred: 0,
-            });
+            d.errors
+                .record(IoErrorSample::new(OpKind::Read, offset, 4096, 5, 0));
         }
         let clean = device("/dev/c", 1, op(&[1000], 4096), OpResult::default());
         let report = summarize(&run(vec![d, clean], 1), vec![]);
@@ -792,13 +784,8 @@ mod tests {
             op(&latencies(6, 500), 4096),
             op(&latencies(7, 200), 4096),
         );
-        d.errors.record(IoErrorSample {
-            op: OpKind::Write,
-            offset: 12288,
-            len: 4096,
-            errno: 0,
-            transferred: 512,
-        });
+        d.errors
+            .record(IoErrorSample::new(OpKind::Write, 12288, 4096, 0, 512));
         let point = SecondPoint {
             second: 0,
             iops: 700.0,

@@ -427,12 +427,7 @@ mod tests {
             ops[op].ios = latencies.len() as u64;
             ops[op].bytes = latencies.len() as u64 * bs;
         }
-        DeviceInterval {
-            device,
-            second,
-            ops,
-            errors: device as u64,
-        }
+        DeviceInterval::new(device, second, ops, device as u64)
     }
 
     #[test]

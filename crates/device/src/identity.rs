@@ -18,6 +18,7 @@ use crate::target::{TargetInfo, TargetKind};
 /// it has one, else its size ([`identify`] reads it). Two identities are compared by
 /// [`DeviceIdentity::differs`].
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct DeviceIdentity {
     /// The World Wide (Unique) Identifier (`/sys/class/block/DEV/wwid` or `device/wwid`).
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -390,6 +390,7 @@ pub fn in_use_reasons(
 
 /// A refused target and every reason.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Refusal {
     /// The target's canonical path.
     pub path: PathBuf,
@@ -500,6 +501,7 @@ impl ConsentWords {
 /// [`WriteRefused::message`] names them as a tool's options.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{}", refusal_message(&self.refusals, &ConsentWords::LIBRARY))]
+#[non_exhaustive]
 pub struct WriteRefused {
     /// The refused targets.
     pub refusals: Vec<Refusal>,

@@ -20,6 +20,7 @@ pub enum MismatchKind {
 
 /// One block that failed verification.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct VerifyMismatch {
     /// Byte offset on the device.
     pub offset: u64,

@@ -17,6 +17,7 @@ use crate::{EngineError, Setting, SettingError};
 
 /// One worker: its CPU and the targets (indices) it drives.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct WorkerPlan {
     /// CPU the worker thread is pinned to.
     pub cpu: usize,
@@ -26,6 +27,7 @@ pub struct WorkerPlan {
 
 /// Where every target of a run is driven from.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct Placement {
     /// One entry per worker thread, in CPU order.
     pub workers: Vec<WorkerPlan>,

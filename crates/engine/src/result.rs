@@ -38,6 +38,7 @@ pub fn record_latency(histogram: &mut Histogram<u64>, nanos: u64) {
 
 /// Successful I/Os of one kind on one device in the measured window.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct OpResult {
     /// I/Os whose result equalled the requested length and completed in the window.
     pub ios: u64,
@@ -45,6 +46,18 @@ pub struct OpResult {
     pub bytes: u64,
     /// Their latencies in nanoseconds, submit to reap (empty when latency recording is off).
     pub latency: Histogram<u64>,
+}
+
+impl OpResult {
+    /// `ios` I/Os that moved `bytes`, with their latencies (a histogram of the common layout,
+    /// [`new_latency_histogram`]): for tools and tests that build or replay results.
+    pub fn new(ios: u64, bytes: u64, latency: Histogram<u64>) -> OpResult {
+        OpResult {
+            ios,
+            bytes,
+            latency,
+        }
+    }
 }
 
 impl Default for OpResult {
@@ -60,6 +73,7 @@ impl Default for OpResult {
 
 /// One failed I/O kept as an example.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct IoErrorSample {
     /// What the I/O was.
     pub op: OpKind,
@@ -73,8 +87,23 @@ pub struct IoErrorSample {
     pub transferred: u32,
 }
 
+impl IoErrorSample {
+    /// A failed `op` of `len` bytes at `offset`: `errno` (positive), or 0 with the bytes
+    /// `transferred` for a short transfer.
+    pub fn new(op: OpKind, offset: u64, len: u32, errno: i32, transferred: u32) -> IoErrorSample {
+        IoErrorSample {
+            op,
+            offset,
+            len,
+            errno,
+            transferred,
+        }
+    }
+}
+
 /// A device's verify results ([`crate::WriteData::verify`]).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct VerifyLog {
     /// Reads checked during the run (of blocks this run wrote, with no write in flight).
     pub checked_during_run: u64,
@@ -129,6 +158,7 @@ impl VerifyLog {
 /// Every I/O on a device whose result was not its requested length, at any time of the run
 /// (ramp included): none of them counts as an I/O.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct ErrorLog {
     /// Failed I/Os in all.
     pub count: u64,
@@ -220,6 +250,7 @@ impl<'de> Deserialize<'de> for IoCounts {
 /// written returns zeros (thin and cloud volumes serve it from metadata, without touching
 /// media), so a run whose every sampled read was zeros measured nothing real.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct ReadSamples {
     /// Successful reads checked (one in 8, ramp included).
     pub sampled: u64,
@@ -242,6 +273,7 @@ impl ReadSamples {
 
 /// What one device did in a run.
 #[derive(Debug, Clone, Default)]
+#[non_exhaustive]
 pub struct DeviceResult {
     /// The path the device was opened by (canonical).
     pub path: PathBuf,
@@ -268,8 +300,22 @@ pub struct DeviceResult {
     pub trim_method: Option<crate::TrimMethod>,
 }
 
+impl DeviceResult {
+    /// A device at `path`, driven from `cpu`, that did `ops` and nothing else (no errors, no
+    /// ramp or drained I/O, not taken out): for tools and tests that build or replay results.
+    pub fn new(path: PathBuf, cpu: usize, ops: PerOp<OpResult>) -> DeviceResult {
+        DeviceResult {
+            path,
+            cpu,
+            ops,
+            ..DeviceResult::default()
+        }
+    }
+}
+
 /// What one worker thread was and ran with.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct WorkerSummary {
     /// The CPU it was pinned to.
     pub cpu: usize,
@@ -285,6 +331,7 @@ pub struct WorkerSummary {
 /// and drain): its own time (`getrusage(RUSAGE_THREAD)`), and how busy its CPU was with every
 /// task on it (`/proc/stat`: the devices' kernel threads and interrupts share the CPU).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct CpuUse {
     /// User time of the worker thread, in nanoseconds.
     pub user_ns: u64,
@@ -367,6 +414,7 @@ pub(crate) const READ_SAMPLE_EVERY: u64 = 8;
 
 /// The result of a whole run.
 #[derive(Debug, Clone, Default)]
+#[non_exhaustive]
 pub struct RunResult {
     /// One entry per target, in the order the targets were given.
     pub devices: Vec<DeviceResult>,
@@ -384,6 +432,7 @@ pub struct RunResult {
 
 /// One second of one device, sent while the run goes on (see [`crate::RunHandle::recv_interval`]).
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct DeviceInterval {
     /// Index of the device in the run's target list.
     pub device: usize,
@@ -393,4 +442,17 @@ pub struct DeviceInterval {
     pub ops: PerOp<OpResult>,
     /// Failed I/Os in this second.
     pub errors: u64,
+}
+
+impl DeviceInterval {
+    /// Second `second` of device `device`: `ops` and `errors` failed I/Os (for tools and
+    /// tests that feed a time series).
+    pub fn new(device: usize, second: i64, ops: PerOp<OpResult>, errors: u64) -> DeviceInterval {
+        DeviceInterval {
+            device,
+            second,
+            ops,
+            errors,
+        }
+    }
 }

@@ -66,6 +66,7 @@ impl Setting {
 /// A run refused before any I/O: what is wrong and how to fix it, in words, and the settings
 /// the fix changes.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct SettingError {
     /// The problem and its fix ("queue depth 0 is out of range: use 1 to 4096").
     pub message: String,

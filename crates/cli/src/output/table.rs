@@ -582,11 +582,12 @@ mod tests {
         let worker = |cpu, fixed_buffers, saturated| hostmax_aggregate::WorkerReport {
             cpu,
             devices: vec![cpu],
-            ring: hostmax_engine::RingFeatures {
-                fixed_buffers,
-                fixed_files: true,
-                defer_taskrun: true,
-                ..Default::default()
+            ring: {
+                let mut ring = hostmax_engine::RingFeatures::default();
+                ring.fixed_buffers = fixed_buffers;
+                ring.fixed_files = true;
+                ring.defer_taskrun = true;
+                ring
             },
             user_secs: 0.5,
             system_secs: 1.25,
@@ -598,10 +599,8 @@ mod tests {
             saturated: true,
             workers: vec![worker(0, true, false), worker(1, false, true)],
         });
-        report.devices[1].figures.read_samples = hostmax_engine::ReadSamples {
-            sampled: 10,
-            zero: 10,
-        };
+        report.devices[1].figures.read_samples.sampled = 10;
+        report.devices[1].figures.read_samples.zero = 10;
         let text = render_table(&report);
         let lines: Vec<&str> = text.lines().collect();
         assert_eq!(
@@ -685,10 +684,8 @@ mod tests {
             saturated: true,
             workers: vec![worker(0), worker(127)],
         });
-        report.devices[1].figures.read_samples = hostmax_engine::ReadSamples {
-            sampled: 4,
-            zero: 4,
-        };
+        report.devices[1].figures.read_samples.sampled = 4;
+        report.devices[1].figures.read_samples.zero = 4;
         report.devices[1].given =
             Some("/dev/disk/by-id/nvme-Vendor_Model_With_A_Long_Serial_0123456789".into());
         report.devices[1].stopped_at_secs = Some(1.5);
