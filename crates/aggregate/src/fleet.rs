@@ -64,6 +64,7 @@ pub enum MergeError {
 /// The first workload field in which a report differs from the first report.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{}", self.describe(self.field))]
+#[non_exhaustive]
 pub struct WorkloadDifference {
     /// The report that differs.
     pub label: String,

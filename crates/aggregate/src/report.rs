@@ -19,6 +19,7 @@ pub const SCHEMA_VERSION: u32 = 2;
 
 /// Counts, rates and latency of one kind of I/O over the measured window.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct OpSummary {
     /// Successful I/Os in the measured window.
     pub ios: u64,
@@ -60,6 +61,7 @@ fn per_second(count: u64, secs: f64) -> f64 {
 
 /// The figures of a device or of the whole host.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct Figures {
     /// IOPS of every kind together.
     pub iops: f64,
@@ -126,6 +128,7 @@ pub use hostmax_device::DeviceIdentity;
 
 /// One device's figures.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct DeviceReport {
     /// The path the device was opened by, canonical (lossy if it is not UTF-8).
     pub path: String,
@@ -165,7 +168,8 @@ pub struct DeviceReport {
 }
 
 /// One worker thread: where it ran, what io_uring gave it, and how much CPU it used.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct WorkerReport {
     /// The CPU it was pinned to.
     pub cpu: usize,
@@ -205,6 +209,7 @@ impl WorkerReport {
 
 /// The load generator itself: its workers, and whether it was the limit.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct LoadGenerator {
     /// Whether any worker's CPU was saturated: then the figures may be the load generator's
     /// limit, not the storage's.
@@ -258,6 +263,7 @@ impl LoadGenerator {
 
 /// The workload as the report records it: durations in seconds.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct WorkloadSummary {
     /// Access pattern, fio's name.
     pub pattern: IoPattern,
@@ -327,6 +333,7 @@ pub struct Provenance {
 
 /// Everything a run found, per device and for the host: the root of a run's JSON report.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct HostReport {
     /// [`SCHEMA_VERSION`].
     pub schema_version: u32,
@@ -519,6 +526,7 @@ impl Figures {
 
 /// One host of a merged report.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct FleetHost {
     /// Its hostname (or, for a report without one, the name it was given to the merge).
     pub hostname: String,
@@ -547,6 +555,7 @@ pub struct FleetHost {
 
 /// What a merged report adds up: the `fleet` object of its JSON.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct FleetSummary {
     /// One entry per host, in the order the reports were given (a merged report given to a
     /// merge contributes all its hosts).

@@ -12,6 +12,7 @@ pub const WORST_SECONDS: usize = 5;
 
 /// One second, by its index from the start of the measured window.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct SecondFigure {
     /// 0 is the first second after the ramp.
     pub second: i64,
@@ -25,6 +26,7 @@ pub struct SecondFigure {
 
 /// How one series (a volume's or the host's) held its promise, second by second.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct SeriesConsistency {
     /// What was promised (IOPS or bytes per second); `None` when nothing was (the CV is
     /// still given).
@@ -81,6 +83,7 @@ impl SeriesConsistency {
 
 /// One volume's consistency.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct DeviceConsistency {
     /// The device.
     pub path: String,
@@ -91,6 +94,7 @@ pub struct DeviceConsistency {
 
 /// The consistency verdict of one run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct ConsistencyVerdict {
     /// The share of seconds required.
     pub required: Consistency,

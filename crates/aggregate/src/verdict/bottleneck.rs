@@ -36,6 +36,7 @@ impl Bottleneck {
 
 /// One volume's figures in the bottleneck analysis.
 #[derive(Debug, Clone, Copy, PartialEq)]
+#[non_exhaustive]
 pub struct VolumeShare {
     /// What it promises.
     pub expected: f64,

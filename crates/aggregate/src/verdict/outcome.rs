@@ -77,6 +77,7 @@ pub struct MeasuredFigures {
 
 /// One promised figure against the runs that can show it (the suite's JSON `spec` lists them).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct FigureCheck {
     /// The figure.
     pub figure: Figure,
@@ -112,6 +113,7 @@ pub fn keeps(
 
 /// One device's verdict. A figure is `null` when no rule or no qualifying run covers it.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct DeviceVerdict {
     /// The device.
     pub path: String,
@@ -154,7 +156,8 @@ pub struct DeviceVerdict {
 }
 
 /// The host's verdict.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct HostVerdict {
     /// Every judged host figure passed (true when the host promises nothing).
     pub pass: bool,
@@ -184,7 +187,8 @@ pub struct HostVerdict {
 }
 
 /// The verdict over one or more runs.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct Verdict {
     /// The host and every device passed.
     pub pass: bool,
@@ -293,6 +297,7 @@ impl Promiser {
 /// 256 KiB blocks or larger at a queue depth above 1"; a program reads [`NotJudged::kind`]
 /// (and its [`RuleKind::promise`] row) instead.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct NotJudged {
     /// Whose promise.
     pub promiser: Promiser,
@@ -301,6 +306,11 @@ pub struct NotJudged {
 }
 
 impl NotJudged {
+    /// `promiser`'s promise of `kind`, not judged.
+    pub fn new(promiser: Promiser, kind: RuleKind) -> NotJudged {
+        NotJudged { promiser, kind }
+    }
+
     /// Every entry there can be.
     fn all() -> impl Iterator<Item = NotJudged> {
         [Promiser::Volume, Promiser::Host]

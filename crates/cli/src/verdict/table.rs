@@ -259,47 +259,48 @@ mod tests {
     use hostmax_aggregate::verdict::{DeviceVerdict, HostVerdict, NotJudged, Promiser, RuleKind};
 
     fn device(path: &str, expected: f64, measured: f64, pass: bool) -> DeviceVerdict {
-        DeviceVerdict {
-            path: path.into(),
-            pass,
-            spec: "oci-balanced".into(),
-            size_bytes: Some(50_000_000_000),
-            expected_iops: Some(expected),
-            measured_iops: Some(measured),
-            ..DeviceVerdict::default()
-        }
+        let mut d = DeviceVerdict::default();
+        d.path = path.into();
+        d.pass = pass;
+        d.spec = "oci-balanced".into();
+        d.size_bytes = Some(50_000_000_000);
+        d.expected_iops = Some(expected);
+        d.measured_iops = Some(measured);
+        d
     }
 
     #[test]
     fn rows_ratios_bottleneck_and_the_failure_named() {
-        let v = Verdict {
-            pass: false,
-            tolerance: 0.05,
-            host: HostVerdict {
-                pass: false,
-                expected_iops: Some(6000.0),
-                measured_iops: Some(4001.0),
-                expected_bytes_per_sec: None,
-                measured_bytes_per_sec: None,
-                volumes_iops: Some(6000.0),
-                volumes_bytes_per_sec: None,
-                bottleneck: Some(Bottleneck::Volumes),
-                rate_cap_iops: None,
-                rate_cap_bytes_per_sec: None,
-            },
-            devices: vec![
+        let v = {
+            let mut x = Verdict::default();
+            x.pass = false;
+            x.tolerance = 0.05;
+            x.host = {
+                let mut x = HostVerdict::default();
+                x.pass = false;
+                x.expected_iops = Some(6000.0);
+                x.measured_iops = Some(4001.0);
+                x.expected_bytes_per_sec = None;
+                x.measured_bytes_per_sec = None;
+                x.volumes_iops = Some(6000.0);
+                x.volumes_bytes_per_sec = None;
+                x.bottleneck = Some(Bottleneck::Volumes);
+                x.rate_cap_iops = None;
+                x.rate_cap_bytes_per_sec = None;
+                x
+            };
+            x.devices = vec![
                 device("/dev/loop0", 3000.0, 2999.0, true),
                 device("/dev/loop1", 3000.0, 1002.0, false),
-                DeviceVerdict {
-                    given: Some("/dev/disk/by-id/virtio-vol2".into()),
-                    ..device("/dev/loop2", 3000.0, 3001.0, true)
+                {
+                    let mut d = device("/dev/loop2", 3000.0, 3001.0, true);
+                    d.given = Some("/dev/disk/by-id/virtio-vol2".into());
+                    d
                 },
-            ],
-            not_judged: vec![NotJudged {
-                promiser: Promiser::Volume,
-                kind: RuleKind::Throughput,
-            }],
-            consistency: None,
+            ];
+            x.not_judged = vec![NotJudged::new(Promiser::Volume, RuleKind::Throughput)];
+            x.consistency = None;
+            x
         };
         let text = render_verdict(&v);
         assert!(text.starts_with("verdict (tolerance 5%)\n"), "{text}");
