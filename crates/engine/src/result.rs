@@ -21,7 +21,7 @@ pub(crate) const ERROR_SAMPLES: usize = 8;
 
 /// A latency histogram as every hostmax histogram is made: nanoseconds from 1 ns, 3
 /// significant figures, growing its range as larger values arrive (up to
-/// [`LATENCY_HIGHEST_NS`], where [`record_latency`] clamps). All of them share one bin layout,
+/// [`LATENCY_HIGHEST_NS`], where the engine clamps). All of them share one bin layout,
 /// so adding any two is exact; memory follows the largest latency seen (about 150 KiB for
 /// 100 ms) instead of the whole hour, which keeps 32 devices' histograms small.
 pub fn new_latency_histogram() -> Histogram<u64> {
