@@ -26,8 +26,8 @@ use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughpu
 use hdrhistogram::Histogram;
 use hostmax_aggregate::{summarize, HostHistograms};
 use hostmax_engine::{
-    new_latency_histogram, record_latency, BlockMaker, DeviceResult, ErrorLog, IoPattern,
-    OffsetStream, OpKind, OpResult, PerOp, RunConfig, RunResult, Workload, WriteData,
+    new_latency_histogram, record_latency, BlockMaker, DeviceResult, IoPattern, OffsetStream,
+    OpKind, OpResult, PerOp, RunConfig, RunResult, Workload, WriteData,
 };
 
 /// Devices in the synthetic run: the top of the 20-32 volume range hostmax is built for.
@@ -72,33 +72,28 @@ fn filled_histogram(seed: u64) -> Histogram<u64> {
 fn synthetic_result() -> RunResult {
     let devices = (0..DEVICES)
         .map(|i| {
-            let of_4k = |latency: Histogram<u64>| OpResult {
-                ios: latency.len(),
-                bytes: latency.len() * 4096,
-                latency,
+            let of_4k = |latency: Histogram<u64>| {
+                OpResult::new(latency.len(), latency.len() * 4096, latency)
             };
             let read = filled_histogram(i as u64 * 2 + 1);
             let write = filled_histogram(i as u64 * 2 + 2);
-            DeviceResult {
-                path: PathBuf::from(format!("/dev/loop{i}")),
-                cpu: i % 2,
-                ops: PerOp::default()
+            DeviceResult::new(
+                PathBuf::from(format!("/dev/loop{i}")),
+                i % 2,
+                PerOp::default()
                     .with(OpKind::Read, of_4k(read))
                     .with(OpKind::Write, of_4k(write)),
-                errors: ErrorLog::default(),
-                failed: false,
-                ..Default::default()
-            }
+            )
         })
         .collect();
-    RunResult {
-        devices,
-        measured: Duration::from_secs(10),
-        stopped_early: false,
-        workers: Vec::new(),
-        run_id: 0,
-        measured_from: None,
-    }
+    let mut result = RunResult::default();
+    result.devices = devices;
+    result.measured = Duration::from_secs(10);
+    result.workload = Workload {
+        pattern: IoPattern::RandRw,
+        ..Workload::default()
+    };
+    result
 }
 
 fn histogram_benches(c: &mut Criterion) {
@@ -205,15 +200,11 @@ fn write_data_benches(c: &mut Criterion) {
 
 fn report_benches(c: &mut Criterion) {
     let result = synthetic_result();
-    let workload = Workload {
-        pattern: IoPattern::RandRw,
-        ..Workload::default()
-    };
     let mut group = c.benchmark_group("report");
     // ~12 ms an iteration: fewer samples keep it within the 2 s measurement.
     group.sample_size(10);
     group.bench_function("summarize_32", |b| {
-        b.iter(|| summarize(black_box(&result), &workload, Vec::new()))
+        b.iter(|| summarize(black_box(&result), Vec::new()))
     });
     group.finish();
 }

@@ -254,7 +254,7 @@ fn a_library_report_carries_its_run_id_and_window() {
     let from = result.measured_from.expect("the engine records its window");
     assert!(from >= before, "{from:?} before {before:?}");
     assert_ne!(result.run_id, 0);
-    let report = hostmax_aggregate::summarize(&result, &config.workload, Vec::new());
+    let report = hostmax_aggregate::summarize(&result, Vec::new());
     let p = &report.provenance;
     assert_eq!(p.run_id, Some(format!("{:016x}", result.run_id)));
     assert!(p.started_at.is_some() && p.ended_at.is_some(), "{p:?}");

@@ -365,7 +365,7 @@ fn wipefs_kinds(wipefs: &Path, image: &Path) -> Vec<String> {
         .output()
         .expect("run wipefs");
     assert!(out.status.success(), "wipefs {}", image.display());
-    hostmax_device::signature::parse_wipefs_json(&String::from_utf8_lossy(&out.stdout))
+    hostmax_device::parse_wipefs_json(&String::from_utf8_lossy(&out.stdout))
         .expect("wipefs JSON")
         .into_iter()
         .map(|e| e.kind)

@@ -2,7 +2,7 @@
 //! a head and a tail window of a device of any size. Never panics, never reads out of range.
 #![no_main]
 
-use hostmax_device::signature::{detect, probe_bytes, DiskView};
+use hostmax_device::{detect, probe_bytes, DiskView};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

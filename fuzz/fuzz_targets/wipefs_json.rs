@@ -2,7 +2,7 @@
 //! it accepts is one line.
 #![no_main]
 
-use hostmax_device::signature::parse_wipefs_json;
+use hostmax_device::parse_wipefs_json;
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

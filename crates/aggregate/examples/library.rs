@@ -34,13 +34,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut series = TimeSeries::new(targets.len());
     // A writing workload would be refused on devices in use or without consent
     // (`.with_consent(WriteSafety { allow_write: true, .. })`), as the CLI refuses them.
-    let request = MeasureRequest::new(targets, workload.clone());
+    let request = MeasureRequest::new(targets, workload);
     let result = hostmax_engine::measure(request, &mut |interval: DeviceInterval| {
         if let Some(point) = series.push(interval) {
             println!("second {}: {:.0} IOPS", point.second, point.iops);
         }
     })?;
-    let report = summarize(&result, &workload, series.finish());
+    let report = summarize(&result, series.finish());
     for d in &report.devices {
         println!(
             "{}: {:.0} IOPS, p99 {} ns, errors {}",

@@ -16,6 +16,7 @@ use crate::{add_exact, Figures, HostReport, LatencySummary};
 /// ties to depth and IOPS: mean = depth / IOPS).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum LatencyStat {
     /// The mean.
     Mean,
@@ -177,6 +178,7 @@ impl CurvePoint {
 
 /// A point of the curve named by its depth.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct AtDepth {
     /// I/Os in flight per volume.
     pub iodepth: u32,
@@ -188,6 +190,7 @@ pub struct AtDepth {
 
 /// What the curve says about the host or one volume.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct CurveAnswer {
     /// The SLO knee: the most IOPS at which the promise held (of points within the tolerance
     /// of that most, the deepest). `None` without a promise, or when it held nowhere.
@@ -261,6 +264,7 @@ impl CurveAnswer {
 
 /// One volume's answer.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct VolumeAnswer {
     /// The device's path.
     pub path: String,

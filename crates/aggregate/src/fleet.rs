@@ -21,6 +21,7 @@ use figures::{add_count, add_rate};
 
 /// Why reports cannot be merged. `label` is the name the caller gave the report (its file).
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum MergeError {
     /// Nothing to merge.
     #[error("no reports to merge")]
@@ -100,6 +101,7 @@ pub enum MergeError {
 /// The first workload field in which a report differs from the first report.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{}", self.describe(self.field))]
+#[non_exhaustive]
 pub struct WorkloadDifference {
     /// The report that differs.
     pub label: String,
@@ -490,7 +492,7 @@ mod tests {
     use super::*;
     use crate::report::summarize;
     use crate::LatencySummary;
-    use hostmax_engine::{DeviceResult, ErrorLog, IoPattern, OpResult, RunResult, Workload};
+    use hostmax_engine::{DeviceResult, IoPattern, OpResult, RunResult, Workload};
     use std::path::PathBuf;
     use std::time::Duration;
 
@@ -515,27 +517,22 @@ mod tests {
         millis: u64,
         workload: &Workload,
     ) -> HostReport {
-        let result = RunResult {
-            devices: (0..2)
-                .map(|i| DeviceResult {
-                    path: PathBuf::from(format!("/dev/loop{i}")),
-                    cpu: i,
-                    ops: PerOp::from_fn(|kind| match kind {
+        let mut result = RunResult::default();
+        result.devices = (0..2)
+            .map(|i| {
+                DeviceResult::new(
+                    PathBuf::from(format!("/dev/loop{i}")),
+                    i,
+                    PerOp::from_fn(|kind| match kind {
                         OpKind::Read => op(seed + i as u64, 20_000 + 1000 * i, scale),
                         OpKind::Write => op(seed + 10 + i as u64, 5000, scale * 2),
                         _ => OpResult::default(),
                     }),
-                    errors: ErrorLog::default(),
-                    failed: false,
-                    ..Default::default()
-                })
-                .collect(),
-            measured: Duration::from_millis(millis),
-            stopped_early: false,
-            workers: Vec::new(),
-            run_id: 0,
-            measured_from: None,
-        };
+                )
+            })
+            .collect();
+        result.measured = Duration::from_millis(millis);
+        result.workload = workload.clone();
         let points = (0..2)
             .map(|second| {
                 // The two devices run at different rates, so a name on the wrong figures shows.
@@ -573,7 +570,7 @@ mod tests {
             .collect();
         HostReport {
             hostname: Some(name.to_string()),
-            ..summarize(&result, workload, points)
+            ..summarize(&result, points)
         }
     }
 
@@ -681,17 +678,8 @@ mod tests {
                 let read = op(scale * 10 + second as u64 * 2 + device as u64, 3000, scale).latency;
                 read_of_second.add(&read).unwrap();
                 let mut ops = PerOp::<OpResult>::default();
-                ops[OpKind::Read] = OpResult {
-                    ios: read.len(),
-                    bytes: read.len() * 4096,
-                    latency: read,
-                };
-                series.push(hostmax_engine::DeviceInterval {
-                    device,
-                    second,
-                    ops,
-                    errors: 0,
-                });
+                ops[OpKind::Read] = OpResult::new(read.len(), read.len() * 4096, read);
+                series.push(hostmax_engine::DeviceInterval::new(device, second, ops, 0));
             }
             seconds.push(read_of_second);
         }
@@ -1006,10 +994,9 @@ mod tests {
                 r.time_series[0].errors = u64::MAX
             }),
             ("verify.mismatches", |r| {
-                r.verify = Some(hostmax_engine::VerifyLog {
-                    mismatches: u64::MAX,
-                    ..Default::default()
-                })
+                let mut log = hostmax_engine::VerifyLog::default();
+                log.mismatches = u64::MAX;
+                r.verify = Some(log)
             }),
         ] {
             let (mut a, mut b) = (b.clone(), host_report("gamma", 3, 3, 1000, &w));
@@ -1092,13 +1079,12 @@ mod tests {
     #[test]
     fn a_report_made_by_the_library_carries_its_run_id_and_is_refused_twice() {
         let w = randrw();
-        let result = RunResult {
-            run_id: 0x00c0_ffee_1234_5678,
-            measured: Duration::from_millis(1500),
-            measured_from: Some(std::time::UNIX_EPOCH + Duration::from_secs(1_764_064_800)),
-            ..Default::default()
-        };
-        let report = summarize(&result, &w, Vec::new());
+        let mut result = RunResult::default();
+        result.run_id = 0x00c0_ffee_1234_5678;
+        result.measured = Duration::from_millis(1500);
+        result.measured_from = Some(std::time::UNIX_EPOCH + Duration::from_secs(1_764_064_800));
+        result.workload = w.clone();
+        let report = summarize(&result, Vec::new());
         assert_eq!(
             report.provenance.run_id.as_deref(),
             Some("00c0ffee12345678")

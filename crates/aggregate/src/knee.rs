@@ -32,6 +32,7 @@ impl SweepPoint {
 /// A point of the ideal line: what `volumes` volumes would give if the host added nothing of
 /// its own limit.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct IdealPoint {
     /// Volumes.
     pub volumes: usize,

@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 /// Each percentile is the highest value equivalent to its bin (3 significant figures), as
 /// HdrHistogram reports it.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct LatencySummary {
     /// Median.
     pub p50: u64,

@@ -68,12 +68,13 @@
 //! // A host point once every device has reported that second.
 //! let mut series = TimeSeries::new(files.len());
 //! let result = measure(
-//!     MeasureRequest::new(files.clone(), workload.clone()),
+//!     MeasureRequest::new(files.clone(), workload),
 //!     &mut |interval: DeviceInterval| {
 //!         series.push(interval);
 //!     },
 //! )?;
-//! let report = summarize(&result, &workload, series.finish());
+//! // The result carries the workload it ran: the report records it.
+//! let report = summarize(&result, series.finish());
 //!
 //! assert_eq!(report.devices.len(), 2);
 //! let reads = &report.host.ops[OpKind::Read];

@@ -20,6 +20,7 @@ pub const SCHEMA_VERSION: u32 = 2;
 
 /// Counts, rates and latency of one kind of I/O over the measured window.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct OpSummary {
     /// Successful I/Os in the measured window.
     pub ios: u64,
@@ -61,6 +62,7 @@ fn per_second(count: u64, secs: f64) -> f64 {
 
 /// The figures of a device or of the whole host.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct Figures {
     /// IOPS of every kind together.
     pub iops: f64,
@@ -127,6 +129,7 @@ pub use hostmax_device::DeviceIdentity;
 
 /// One device's figures.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct DeviceReport {
     /// The path the device was opened by, canonical (lossy if it is not UTF-8).
     pub path: String,
@@ -166,7 +169,8 @@ pub struct DeviceReport {
 }
 
 /// One worker thread: where it ran, what io_uring gave it, and how much CPU it used.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct WorkerReport {
     /// The CPU it was pinned to.
     pub cpu: usize,
@@ -206,6 +210,7 @@ impl WorkerReport {
 
 /// The load generator itself: its workers, and whether it was the limit.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct LoadGenerator {
     /// Whether any worker's CPU was saturated: then the figures may be the load generator's
     /// limit, not the storage's.
@@ -259,6 +264,7 @@ impl LoadGenerator {
 
 /// The workload as the report records it: durations in seconds.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct WorkloadSummary {
     /// Access pattern, fio's name.
     pub pattern: IoPattern,
@@ -350,6 +356,7 @@ impl Provenance {
 
 /// Everything a run found, per device and for the host: the root of a run's JSON report.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct HostReport {
     /// [`SCHEMA_VERSION`].
     pub schema_version: u32,
@@ -428,17 +435,18 @@ impl HostHistograms {
 }
 
 /// Builds the report of a run: per-device figures, host figures from the merged histograms,
-/// and the time series collected during the run (see [`crate::TimeSeries`]).
-pub fn summarize(result: &RunResult, workload: &Workload, series: Vec<SecondPoint>) -> HostReport {
-    summarize_with_histograms(result, workload, series).0
+/// and the time series collected during the run (see [`crate::TimeSeries`]). The workload
+/// the report records is the one the run carries ([`RunResult::workload`]).
+pub fn summarize(result: &RunResult, series: Vec<SecondPoint>) -> HostReport {
+    summarize_with_histograms(result, series).0
 }
 
 /// [`summarize`], also handing back the merged host histograms.
 pub fn summarize_with_histograms(
     result: &RunResult,
-    workload: &Workload,
     mut series: Vec<SecondPoint>,
 ) -> (HostReport, HostHistograms) {
+    let workload = &result.workload;
     // The series knows devices by index only: name each second's entries like `devices`.
     for point in &mut series {
         for (entry, device) in point.devices.iter_mut().zip(&result.devices) {
@@ -541,6 +549,7 @@ impl Figures {
 
 /// One host of a merged report.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct FleetHost {
     /// Its hostname (or, for a report without one, the name it was given to the merge).
     pub hostname: String,
@@ -569,6 +578,7 @@ pub struct FleetHost {
 
 /// What a merged report adds up: the `fleet` object of its JSON.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct FleetSummary {
     /// One entry per host, in the order the reports were given (a merged report given to a
     /// merge contributes all its hosts).
@@ -593,18 +603,15 @@ mod tests {
     }
 
     fn device(path: &str, cpu: usize, read: OpResult, write: OpResult) -> DeviceResult {
-        DeviceResult {
-            path: PathBuf::from(path),
+        DeviceResult::new(
+            PathBuf::from(path),
             cpu,
-            ops: PerOp::from_fn(|op| match op {
+            PerOp::from_fn(|op| match op {
                 OpKind::Read => read.clone(),
                 OpKind::Write => write.clone(),
                 _ => OpResult::default(),
             }),
-            errors: ErrorLog::default(),
-            failed: false,
-            ..Default::default()
-        }
+        )
     }
 
     /// Deterministic, widely spread latencies (a few hundred ns to a few hundred ms).
@@ -622,14 +629,16 @@ mod tests {
     }
 
     fn run(devices: Vec<DeviceResult>, secs: u64) -> RunResult {
-        RunResult {
-            devices,
-            measured: Duration::from_secs(secs),
-            stopped_early: false,
-            workers: Vec::new(),
-            run_id: 0,
-            measured_from: None,
-        }
+        run_of(devices, secs, Workload::default())
+    }
+
+    /// A run of `workload` (a `RunResult` is the engine's to build: its fields are set here).
+    fn run_of(devices: Vec<DeviceResult>, secs: u64, workload: Workload) -> RunResult {
+        let mut result = RunResult::default();
+        result.devices = devices;
+        result.measured = Duration::from_secs(secs);
+        result.workload = workload;
+        result
     }
 
     #[test]
@@ -645,7 +654,7 @@ mod tests {
             ],
             10,
         );
-        let (report, hist) = summarize_with_histograms(&result, &Workload::default(), vec![]);
+        let (report, hist) = summarize_with_histograms(&result, vec![]);
 
         let mut direct_read = new_latency_histogram();
         for v in a.iter().chain(&b) {
@@ -686,7 +695,7 @@ mod tests {
             )],
             2,
         );
-        let report = summarize(&result, &Workload::default(), vec![]);
+        let report = summarize(&result, vec![]);
         let d = &report.devices[0];
         assert_eq!(d.figures.ops[OpKind::Write], OpSummary::default());
         assert_eq!(
@@ -699,8 +708,8 @@ mod tests {
 
     #[test]
     fn iops_and_throughput_are_per_measured_second() {
-        let result = RunResult {
-            devices: vec![
+        let mut result = run(
+            vec![
                 device(
                     "/dev/a",
                     0,
@@ -714,13 +723,11 @@ mod tests {
                     OpResult::default(),
                 ),
             ],
-            measured: Duration::from_millis(1500),
-            stopped_early: true,
-            workers: Vec::new(),
-            run_id: 0,
-            measured_from: None,
-        };
-        let report = summarize(&result, &Workload::default(), vec![]);
+            0,
+        );
+        result.measured = Duration::from_millis(1500);
+        result.stopped_early = true;
+        let report = summarize(&result, vec![]);
         let a = &report.devices[0].figures;
         assert_eq!(a.ops[OpKind::Read].iops, 2000.0);
         assert_eq!(a.ops[OpKind::Write].iops, 1000.0 / 1.5);
@@ -734,11 +741,9 @@ mod tests {
         assert_eq!(report.measured_secs, 1.5);
         assert!(report.interrupted);
 
-        let empty = RunResult {
-            measured: Duration::ZERO,
-            ..result
-        };
-        let report = summarize(&empty, &Workload::default(), vec![]);
+        let mut empty = result;
+        empty.measured = Duration::ZERO;
+        let report = summarize(&empty, vec![]);
         assert_eq!(report.host.iops, 0.0);
         assert_eq!(report.host.ops[OpKind::Read].ios, 4500);
     }
@@ -765,7 +770,7 @@ mod tests {
             ramp: Duration::from_secs(1),
             ..Workload::default()
         };
-        let report = summarize(&run(vec![stopped, whole], 4), &workload, vec![]);
+        let report = summarize(&run_of(vec![stopped, whole], 4, workload.clone()), vec![]);
         let (s, w) = (&report.devices[0], &report.devices[1]);
         assert_eq!(s.stopped_at_secs, Some(2.0));
         assert_eq!(
@@ -783,7 +788,7 @@ mod tests {
         // Taken out during the ramp: it stopped before the window, and ran none of it.
         let mut early = device("/dev/e", 0, OpResult::default(), OpResult::default());
         early.stopped_after = Some(Duration::from_millis(250));
-        let report = summarize(&run(vec![early], 4), &workload, vec![]);
+        let report = summarize(&run_of(vec![early], 4, workload), vec![]);
         assert_eq!(report.devices[0].stopped_at_secs, Some(-0.75));
         assert_eq!(report.devices[0].figures.iops, 0.0);
     }
@@ -792,16 +797,11 @@ mod tests {
     fn errors_are_summed_and_detailed() {
         let mut d = device("/dev/e", 0, op(&[1000], 4096), OpResult::default());
         for offset in [0u64, 4096, 8192] {
-            d.errors.record(IoErrorSample {
-                op: OpKind::Read,
-                offset,
-                len: 4096,
-                errno: 5,
-                transferred: 0,
-            });
+            d.errors
+                .record(IoErrorSample::new(OpKind::Read, offset, 4096, 5, 0));
         }
         let clean = device("/dev/c", 1, op(&[1000], 4096), OpResult::default());
-        let report = summarize(&run(vec![d, clean], 1), &Workload::default(), vec![]);
+        let report = summarize(&run(vec![d, clean], 1), vec![]);
         assert_eq!(report.host.errors, 3);
         assert_eq!(report.devices[0].figures.errors, 3);
         assert_eq!(report.devices[0].error_detail.by_errno.get(&5), Some(&3));
@@ -816,13 +816,8 @@ mod tests {
             op(&latencies(6, 500), 4096),
             op(&latencies(7, 200), 4096),
         );
-        d.errors.record(IoErrorSample {
-            op: OpKind::Write,
-            offset: 12288,
-            len: 4096,
-            errno: 0,
-            transferred: 512,
-        });
+        d.errors
+            .record(IoErrorSample::new(OpKind::Write, 12288, 4096, 0, 512));
         let point = SecondPoint {
             second: 0,
             iops: 700.0,
@@ -861,7 +856,7 @@ mod tests {
             rate_iops: Some(1000),
             ..Workload::default()
         };
-        summarize(&run(vec![d], 1), &workload, vec![point])
+        summarize(&run_of(vec![d], 1, workload), vec![point])
     }
 
     #[test]

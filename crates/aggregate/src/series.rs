@@ -153,6 +153,7 @@ pub struct SecondPoint {
 /// caller that logs them whole (an HdrHistogram interval log, say), so each second is merged
 /// once.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct SecondHistograms {
     /// Second index, as in [`SecondPoint::second`].
     pub second: i64,
@@ -162,6 +163,7 @@ pub struct SecondHistograms {
 
 /// One device's figures in one second: `time_series[].devices[]` in the JSON.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct DeviceSecond {
     /// The device, as the report's `devices[].path` names it. [`TimeSeries`] knows devices
     /// only by index and leaves this empty; [`crate::summarize`] fills it in.
@@ -427,12 +429,7 @@ mod tests {
             ops[op].ios = latencies.len() as u64;
             ops[op].bytes = latencies.len() as u64 * bs;
         }
-        DeviceInterval {
-            device,
-            second,
-            ops,
-            errors: device as u64,
-        }
+        DeviceInterval::new(device, second, ops, device as u64)
     }
 
     #[test]

@@ -149,6 +149,7 @@ impl fmt::Display for VolumeSpec {
 /// Why a spec, a profile name, a size or a tolerance was refused. Each message names the
 /// thing and how to write it.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
 pub enum SpecError {
     /// The spec is empty.
     #[error("the volume spec is empty: give e.g. \"iops=60/GB,max_iops=25000,mbps=0.48/GB,max_mbps=320\"")]

@@ -43,6 +43,7 @@ impl Default for SteadyStateRule {
 
 /// One window of rounds: its values, the least-squares line through them and the verdict.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct WindowFit {
     /// Round number (1-based) of the window's first value.
     pub first_round: u32,
@@ -80,6 +81,7 @@ impl WindowFit {
 
 /// What a series of rounds says about steady state.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct SteadyState {
     /// Whether some window passed.
     pub reached: bool,

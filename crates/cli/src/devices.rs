@@ -214,6 +214,7 @@ pub fn probe_error_message(path: &Path, err: &ProbeError) -> String {
             "{} is {what}; give a block device or a regular file",
             path.display()
         ),
+        other => format!("{}: {other}", path.display()),
     }
 }
 
@@ -286,6 +287,7 @@ pub fn resolve_targets_creating(
                     cand.path.display(),
                     cand.path.display()
                 ),
+                _ => format!("{} has size 0", cand.path.display()),
             }));
         }
         if let Some(p) = &cand.from_pattern {

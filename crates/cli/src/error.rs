@@ -53,6 +53,7 @@ pub fn option_for(setting: Setting) -> Option<&'static str> {
         Setting::Targets => "--devices",
         Setting::Cpus => "--cpus",
         Setting::Polling => "--iopoll",
+        _ => return None,
     })
 }
 

@@ -153,7 +153,6 @@ pub fn measure(
     label: Option<&str>,
     recorders: &mut Recorders<'_>,
 ) -> anyhow::Result<(HostReport, i32)> {
-    let workload = &plan.workload;
     // Before any I/O, so the signatures shown are those the devices carried.
     let identities: Vec<_> = plan.targets.iter().map(identify).collect();
     let mut live = LiveRun {
@@ -201,7 +200,7 @@ pub fn measure(
     if let Some(view) = view {
         view.finish();
     }
-    let mut report = summarize(&result, workload, points);
+    let mut report = summarize(&result, points);
     report.hostname = crate::provenance::hostname();
     crate::provenance::stamp_run(&mut report, result.measured);
     for (device, identity) in report.devices.iter_mut().zip(identities) {

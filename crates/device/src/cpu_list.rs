@@ -11,6 +11,7 @@ const CPUS_ACCEPTED: &str = "use CPU numbers and ranges separated by commas, e.g
 /// Why a CPU list could not be parsed. Reads as a sentence after the name of the setting or
 /// file it came from.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum CpuListError {
     /// Nothing was given.
     #[error("empty CPU list; give e.g. 0-3,6")]

@@ -1,9 +1,9 @@
 //! What a target is, whatever it is called today ([`identify`]): the kernel's stable traits of
 //! a block device (WWID, serial, the `/dev/disk/by-id` names that lead to it, a loop device's
-//! backing file), a regular file's inode, and the size, plus (for the suite's checkpoint) the
-//! signatures found on it ([`identify_with_signatures`]). A tool that comes back to a device
-//! later (hostmax's suite checkpoint, resumed) compares identities to refuse a path that now
-//! leads elsewhere; reports carry it per device.
+//! backing file), a regular file's inode, and the size, plus (for a checkpoint taken before
+//! writing) the signatures found on it ([`identify_with_signatures`]). A tool that comes back
+//! to a device later compares identities: a checkpoint refuses a path that now leads
+//! elsewhere; reports carry it per device.
 
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;
@@ -18,6 +18,7 @@ use crate::target::{TargetInfo, TargetKind};
 /// it has one, else its size ([`identify`] reads it). Two identities are compared by
 /// [`DeviceIdentity::differs`].
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct DeviceIdentity {
     /// The World Wide (Unique) Identifier (`/sys/class/block/DEV/wwid` or `device/wwid`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -119,7 +120,7 @@ pub fn identify(target: &TargetInfo) -> DeviceIdentity {
 }
 
 /// [`identify`] plus the signatures on the device (read-only reads of its signature areas):
-/// what the suite's checkpoint records when it starts, before anything is written.
+/// what a checkpoint records when a long run starts, before anything is written.
 pub fn identify_with_signatures(target: &TargetInfo) -> DeviceIdentity {
     DeviceIdentity {
         signatures: probe_device(&target.path)

@@ -8,9 +8,12 @@
 //!   root filesystem, claimed by another exclusive opener, or carrying data without consent:
 //!   [`WriteSafety`]); [`check_write_safety`] returns one [`WriteRefused`] naming every refused
 //!   target and reason. The system state comes from [`SystemSources`].
-//! - [`signature`] finds on-disk signatures (partition tables, filesystems, RAID, LVM, LUKS,
-//!   ZFS, swap, storage stacks' labels) by their magic numbers, and through libblkid where
-//!   util-linux is installed; [`Signature`] is one finding.
+//! - [`probe_device`] finds on-disk signatures (partition tables, filesystems, RAID, LVM, LUKS,
+//!   ZFS, swap, storage stacks' labels) by their magic numbers (read-only, `O_DIRECT`-aligned
+//!   reads), and [`probe_with_blkid`] also through libblkid where util-linux is installed;
+//!   [`Signature`] is one finding. The checks are magic numbers plus the cheapest sanity
+//!   checks; they do not verify checksums, so an unchecked signature errs on the side of
+//!   refusing.
 //! - [`identity`] reads what a target is whatever it is called today ([`DeviceIdentity`]:
 //!   WWID, serial, by-id names, a loop device's backing file, a file's inode).
 //! - [`Sysfs`] is where sysfs is (`/sys`, or a stand-in tree in tests) and the one way its
@@ -19,26 +22,64 @@
 //!   read and write the kernel's CPU lists ([`CpuListError`]).
 //! - [`open_exclusive`] opens a block device with `O_EXCL`, waiting out a claim of a moment.
 //!
-//! ```no_run
-//! use hostmax_device::{check_write_safety, probe, SystemSources, WriteSafety};
+//! # Example
 //!
-//! let target = probe("/dev/loop3".as_ref())?;
+//! Whether a write may touch a scratch file (a block device such as `/dev/sdb` is checked the
+//! same way, and also for mounts, holders, swap, the root filesystem and signatures):
+//!
+//! ```
+//! use std::io::Write;
+//!
+//! use hostmax_device::{check_write_safety, probe, ConsentWords, SystemSources, WriteSafety};
+//!
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let path = std::env::temp_dir().join(format!("hostmax-device-doc-{}.img", std::process::id()));
+//! let mut file = std::fs::File::create(&path)?;
+//! file.write_all(b"data worth keeping")?;
+//! file.set_len(1 << 20)?;
+//! file.sync_all()?;
+//!
+//! let target = probe(&path)?;
+//! let sources = SystemSources::default();
+//! // A file that holds data needs consent before a workload writes it.
+//! let refused = check_write_safety(&[target.clone()], WriteSafety::default(), &sources)
+//!     .expect_err("no consent given");
+//! // `Display` names the consent as the library field; a tool says its own option name.
+//! println!("{refused}");
+//! let flags = ConsentWords {
+//!     allow_write: "--allow-write",
+//!     force: "--force",
+//!     both: "--allow-write --force",
+//! };
+//! println!("{}", refused.message(&flags));
+//!
 //! let consent = WriteSafety { allow_write: true, force: false };
-//! match check_write_safety(&[target], consent, &SystemSources::default()) {
-//!     Ok(()) => println!("a write may touch it"),
-//!     Err(refused) => println!("{refused}"),
-//! }
-//! # Ok::<(), hostmax_device::ProbeError>(())
+//! check_write_safety(&[target], consent, &sources)?;
+//! std::fs::remove_file(&path)?;
+//! # Ok(())
+//! # }
 //! ```
 
+//!
+//! # Cargo features
+//!
+//! - `test-hooks` (off by default): makes public the signature probe's insides the
+//!   repository's own tests and fuzzers use (`detect` over a `DiskView`, `probe_bytes`,
+//!   `parse_wipefs_json`, ...). They are not part of the stable API.
+
 #![warn(missing_docs)]
+
+// The README's example is compiled and run as a doc test too, so it cannot drift.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeExample;
 
 mod claim;
 mod cpu_list;
 pub mod identity;
 mod queue_map;
 pub mod safety;
-pub mod signature;
+mod signature;
 mod sysfs;
 mod target;
 
@@ -50,6 +91,15 @@ pub use safety::{
     check_write_safety, recheck_while_held, ConsentWords, RefusalReason, SystemSources,
     WriteRefused, WriteSafety,
 };
-pub use signature::Signature;
+pub use signature::{probe_device, probe_with_blkid, ExtVersion, FatKind, MagicKind, Signature};
 pub use sysfs::Sysfs;
 pub use target::{probe, ProbeError, TargetInfo, TargetKind};
+
+// Test hooks: the repository's tests and fuzzers feed the signature probe bytes and wipefs
+// output directly. Not part of the stable API: the non-default `test-hooks` feature turns
+// them on, and they may change in any release.
+#[cfg(feature = "test-hooks")]
+pub use signature::{
+    detect, parse_wipefs_json, probe_bytes, read_view, tail_offset, wipefs_signatures, DiskView,
+    WipefsEntry, HEAD_BYTES,
+};

@@ -9,10 +9,10 @@
 //! disk), or cannot be opened exclusively is refused, and so is a regular file that is an
 //! active swap file. [`check_write_safety`] checks every target and returns ONE
 //! [`WriteRefused`] listing each refused target with its [`RefusalReason`]s; its message names
-//! the consents by [`ConsentWords`] (a tool passes its own option names, the CLI its flags).
+//! the consents by [`ConsentWords`] (a tool passes the names its own users know them by).
 //!
 //! Both checks are for a workload that writes: a read-only one needs none. A tool that writes
-//! the same devices several times (hostmax's phases, sweep steps, suite cells) checks once up
+//! the same devices several times (phases, steps of a sweep) checks once up
 //! front and lets each run re-check while it holds the devices ([`recheck_while_held`]).
 //!
 //! The checks are split so tests can feed synthetic system state: [`parse_mountinfo`] and
@@ -220,6 +220,7 @@ pub fn read_family(sysfs: &Sysfs, name: &str, dev: (u32, u32)) -> DeviceFamily {
 
 /// Why a target is refused for writing.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum RefusalReason {
     /// A block device, or a regular file that holds data, to be written without
     /// [`WriteSafety::allow_write`].
@@ -389,6 +390,7 @@ pub fn in_use_reasons(
 
 /// A refused target and every reason.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Refusal {
     /// The target's canonical path.
     pub path: PathBuf,
@@ -397,7 +399,7 @@ pub struct Refusal {
 }
 
 /// One refused target's part of the message: its reasons (signatures merged into one "carries
-/// A, B and C"), then the flags that would let it be written when only flags stand in the way.
+/// A, B and C"), then the consents that would let it be written when only consent stands in the way.
 fn describe_refusal(r: &Refusal, words: &ConsentWords) -> String {
     let mut parts: Vec<String> = Vec::new();
     let mut carried: Vec<String> = Vec::new();
@@ -461,7 +463,7 @@ pub fn refusal_message(refusals: &[Refusal], words: &ConsentWords) -> String {
     }
 }
 
-/// The user's consent to writing (the CLI's `--allow-write` and `--force`). The default
+/// The user's consent to writing. The default
 /// consents to nothing: a write workload may then only touch regular files that hold no data.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct WriteSafety {
@@ -473,7 +475,7 @@ pub struct WriteSafety {
 }
 
 /// How a refusal's message names the consents of [`WriteSafety`]: a tool says its own
-/// option names (the CLI passes `--allow-write` and `--force`), a library user gets
+/// option names (a command line might pass `--allow-write` and `--force`), a library user gets
 /// [`ConsentWords::LIBRARY`] (the field names), which [`WriteRefused`]'s `Display` uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ConsentWords {
@@ -499,6 +501,7 @@ impl ConsentWords {
 /// [`WriteRefused::message`] names them as a tool's options.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{}", refusal_message(&self.refusals, &ConsentWords::LIBRARY))]
+#[non_exhaustive]
 pub struct WriteRefused {
     /// The refused targets.
     pub refusals: Vec<Refusal>,

@@ -8,7 +8,7 @@
 //! [`HEAD_BYTES`] and its last few hundred KiB, where the trailing superblocks live);
 //! [`detect`] looks for every signature in a view. [`probe_device`] reads the view from a
 //! device (read-only, with `O_DIRECT`-aligned reads: nothing is ever written) and
-//! [`probe_bytes`] takes a whole image in memory (unit tests and the fuzzer).
+//! `probe_bytes` takes a whole image in memory (unit tests and the fuzzer).
 //!
 //! The checks are magic numbers plus the cheapest sanity checks that keep boot code and random
 //! data from looking like a table; they do not verify checksums, so an unchecked signature
@@ -32,6 +32,7 @@ const READ_ALIGN: u64 = 4096;
 
 /// Which ext family member a superblock describes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum ExtVersion {
     /// No journal, no ext4 features.
     Ext2,
@@ -45,6 +46,7 @@ pub enum ExtVersion {
 
 /// The FAT variant a boot sector names.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum FatKind {
     /// `FAT12   ` at offset 54.
     Fat12,
@@ -58,6 +60,7 @@ pub enum FatKind {
 
 /// One signature found on a device.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Signature {
     /// A GPT header (`EFI PART`) at LBA 1 for the given sector size, or only the backup
     /// header in the last sector.
@@ -123,6 +126,7 @@ pub enum Signature {
 
 /// Kinds that one magic number at a fixed place identifies (the offsets libblkid probes).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum MagicKind {
     /// F2FS superblock (`0xF2F52010` at 1 KiB).
     F2fs,
@@ -291,6 +295,7 @@ pub struct DiskView {
 
 impl DiskView {
     /// A view of a whole image held in memory.
+    #[cfg(any(test, feature = "test-hooks"))]
     pub fn of_image(image: &[u8]) -> DiskView {
         DiskView {
             size: image.len() as u64,
@@ -507,7 +512,7 @@ pub fn wipefs_signatures(path: &Path) -> Option<Vec<WipefsEntry>> {
 }
 
 /// Every signature on `path`: this probe's findings, then each kind libblkid (through
-/// [`wipefs_signatures`], where installed) finds that this probe did not, once per kind.
+/// `wipefs`, where installed) finds that this probe did not, once per kind.
 pub fn probe_with_blkid(path: &Path) -> io::Result<Vec<Signature>> {
     let mut found = probe_device(path)?;
     for entry in wipefs_signatures(path).unwrap_or_default() {
@@ -686,6 +691,7 @@ fn detect_swap(view: &DiskView, found: &mut Vec<Signature>) {
 }
 
 /// Every signature in a whole image held in memory.
+#[cfg(any(test, feature = "test-hooks"))]
 pub fn probe_bytes(image: &[u8]) -> Vec<Signature> {
     detect(&DiskView::of_image(image))
 }

@@ -13,6 +13,7 @@ use crate::sysfs::Sysfs;
 /// What kind of file a target is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum TargetKind {
     /// A block device (`/dev/sdb`, `/dev/loop3`, `/dev/nvme0n1`).
     BlockDevice,
@@ -50,6 +51,7 @@ impl TargetInfo {
 
 /// Why a target could not be probed.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum ProbeError {
     /// The target could not be found, opened or asked its size.
     #[error("{}: {source}", path.display())]

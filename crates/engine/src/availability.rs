@@ -8,6 +8,7 @@ const DISABLED_SYSCTL: &str = "/proc/sys/kernel/io_uring_disabled";
 
 /// Why io_uring cannot be used by this process; each message names the cause and the fix.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum IoUringUnavailable {
     /// `kernel.io_uring_disabled = 2`: nobody may make a ring.
     #[error(

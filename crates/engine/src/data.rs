@@ -21,7 +21,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::result::{MismatchKind, VerifyMismatch};
+use crate::mismatch::{MismatchKind, VerifyMismatch};
 
 /// One step of SplitMix64: a fast, well-mixed 64-bit generator (the write data's, and the
 /// worker's offsets').
@@ -69,7 +69,7 @@ pub const STAMP_SPACING: usize = 4096;
 
 /// Bytes of the verify header ([`WriteData::verify`]) at the start of every written block:
 /// offset, run id, generation, device index, checksum.
-pub const VERIFY_HEADER: usize = 32;
+pub(crate) const VERIFY_HEADER: usize = 32;
 
 /// Generation tags a block's verify state cycles through (1..=253); 0 is "not written in this
 /// run", [`STATE_UNKNOWN`] and [`STATE_WRITING`] the other two states of its one byte.

@@ -1,8 +1,8 @@
 //! hostmax-engine drives many block volumes at once with io_uring and measures every I/O.
 //!
-//! [`measure`] is the one call that runs a measurement: write safety, [`prepare`], a last
-//! safety check while the written targets are held, start, every interval to an
-//! [`Observer`], the result. Underneath, a run ([`start`]) probes its targets
+//! [`measure`] is the one call that runs a measurement: write safety, preparing the run, a
+//! last safety check while the written targets are held, start, every interval to an
+//! [`Observer`], the result. Underneath, a run probes its targets
 //! ([`hostmax_device::probe`], [`TargetInfo`]), places them on CPUs from their blk-mq maps
 //! ([`placement::Placement`]), and starts one OS thread per used CPU. Each worker pins itself, builds its own io_uring inside itself, registers its files
 //! and one aligned buffer arena, and keeps every device's queue full with the [`Workload`]'s
@@ -66,6 +66,13 @@
 //!
 //! `hostmax_aggregate::summarize` turns the [`RunResult`] into host and per-device figures.
 
+//!
+//! # Cargo features
+//!
+//! - `test-hooks` (off by default): makes public a few items the repository's own tests,
+//!   benches and fuzzers use (`start`, a run with no write safety check; `validate`;
+//!   `OffsetStream`; `BlockMaker`; `record_latency`). They are not part of the stable API.
+
 #![warn(missing_docs)]
 
 // The README's example is compiled and run as a doc test too, so it cannot drift.
@@ -77,6 +84,7 @@ mod availability;
 mod cpu_use;
 mod data;
 mod measure;
+mod mismatch;
 mod op;
 pub mod placement;
 mod result;
@@ -94,29 +102,39 @@ mod workload;
 pub use hdrhistogram;
 
 pub use availability::{check_io_uring, IoUringUnavailable};
-pub use data::{BlockMaker, WriteData, COMPRESS_CHUNK, STAMP_SPACING, VERIFY_HEADER};
+pub use data::{WriteData, COMPRESS_CHUNK, STAMP_SPACING};
 pub use measure::{measure, MeasureRequest, Observer, SafetyCheck, TICK};
-pub use op::{BufferUse, KeyedVisitor, OpKind, PerOp};
+pub use mismatch::{MismatchKind, VerifyMismatch};
+pub use op::{KeyedVisitor, OpKind, PerOp};
 pub use placement::{Placement, ThreadLayout, WorkerPlan};
 pub use result::{
-    new_latency_histogram, record_latency, CpuUse, DeviceInterval, DeviceResult, ErrorLog,
-    IoCounts, IoErrorSample, MismatchKind, OpResult, ReadSamples, RunResult, VerifyLog,
-    VerifyMismatch, WorkerSummary, CPU_SATURATED, ERROR_SAMPLES, LATENCY_HIGHEST_NS,
-    LATENCY_SIGFIG, READ_SAMPLE_EVERY,
+    new_latency_histogram, CpuUse, DeviceInterval, DeviceResult, ErrorLog, IoCounts, IoErrorSample,
+    OpResult, ReadSamples, RunResult, VerifyLog, WorkerSummary, CPU_SATURATED, LATENCY_HIGHEST_NS,
+    LATENCY_SIGFIG,
 };
 pub use ring::{probe_kernel_ring, KernelRingSupport, Polling, RingFeatures, TrimMethod};
 pub use run::{
-    buffer_bytes, check_buffer_memory, check_fits, check_poll_queues, check_trim_support,
-    check_verify_memory, prepare, refuse_duplicate_targets, start, validate, verify_state_bytes,
-    Misfit, PreparedRun, RunConfig, RunHandle, StopHandle,
+    check_fits, refuse_duplicate_targets, Misfit, PreparedRun, RunConfig, RunHandle, StopHandle,
 };
 pub use setting::{Setting, SettingError};
 pub use target::{discard, zero_out};
-pub use worker::OffsetStream;
 pub use workload::{
     ErrorPolicy, IoPattern, UnknownPattern, Workload, MAX_BLOCK_SIZE, MAX_IODEPTH, MAX_RATE_IOPS,
     MAX_RUN_TIME, MIN_BLOCK_SIZE,
 };
+
+// Test hooks: the repository's tests, benches and fuzzers reach inside the engine through
+// these (a run with no write safety check, the workload check alone, the offset and block
+// generators, one latency recorded). Not part of the stable API: the non-default
+// `test-hooks` feature turns them on, and they may change in any release.
+#[cfg(feature = "test-hooks")]
+pub use data::BlockMaker;
+#[cfg(feature = "test-hooks")]
+pub use result::record_latency;
+#[cfg(feature = "test-hooks")]
+pub use run::{start, validate};
+#[cfg(feature = "test-hooks")]
+pub use worker::OffsetStream;
 
 // The device crate's types this crate's API names (targets, consent, the refusal).
 pub use hostmax_device::{
@@ -127,6 +145,7 @@ use std::path::PathBuf;
 
 /// Everything that can stop a run from starting or finishing.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum EngineError {
     /// A target could not be probed (it does not exist, cannot be read, or is neither a block
     /// device nor a regular file).

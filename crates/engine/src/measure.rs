@@ -27,6 +27,7 @@ pub const TICK: Duration = Duration::from_millis(200);
 
 /// How much of the write-safety checking [`measure`] does itself.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum SafetyCheck {
     /// Every check ([`check_write_safety`]) before anything is opened, then the re-check
     /// while the targets are held ([`recheck_while_held`]): a measurement on its own.
@@ -112,7 +113,7 @@ impl<F: FnMut(DeviceInterval)> Observer for F {
 }
 
 /// Measures: checks write safety (as [`MeasureRequest::safety`] says), prepares the run
-/// ([`crate::prepare`]), checks again while the written targets are held `O_EXCL` (a mount or
+/// (probes, validates and places the targets, opens them, readies every worker's ring), checks again while the written targets are held `O_EXCL` (a mount or
 /// swapon that slipped in meanwhile is refused), starts it, hands every interval to
 /// `observer`, and returns the result once every ring is drained and every claim released.
 ///
@@ -197,7 +198,7 @@ pub fn measure<O: Observer + ?Sized>(
         crate::run::refuse_duplicate_targets(&run.targets, &targets)?;
         check_before_any_io(&targets, pattern, consent, &sources)?;
     }
-    let prepared = crate::prepare(run)?;
+    let prepared = crate::run::prepare(run)?;
     recheck_if_writing(
         prepared.targets(),
         pattern,

@@ -19,6 +19,7 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 /// One kind of I/O.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
+#[non_exhaustive]
 pub enum OpKind {
     /// A read.
     Read,
@@ -30,7 +31,7 @@ pub enum OpKind {
 
 /// How an op kind uses its I/O buffer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum BufferUse {
+pub(crate) enum BufferUse {
     /// The kernel fills it (a read): the I/O's own slot, never a write's source.
     Fill,
     /// The kernel takes the data from it (a write): a block of the write pool.
@@ -55,7 +56,7 @@ impl OpKind {
     }
 
     /// What the I/O does with a buffer.
-    pub fn buffer_use(self) -> BufferUse {
+    pub(crate) fn buffer_use(self) -> BufferUse {
         match self {
             OpKind::Read => BufferUse::Fill,
             OpKind::Write => BufferUse::Source,

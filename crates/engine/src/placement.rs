@@ -17,6 +17,7 @@ use crate::{EngineError, Setting, SettingError};
 
 /// One worker: its CPU and the targets (indices) it drives.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct WorkerPlan {
     /// CPU the worker thread is pinned to.
     pub cpu: usize,
@@ -26,6 +27,7 @@ pub struct WorkerPlan {
 
 /// Where every target of a run is driven from.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct Placement {
     /// One entry per worker thread, in CPU order.
     pub workers: Vec<WorkerPlan>,
@@ -57,6 +59,7 @@ pub fn allowed_cpus() -> Result<Vec<usize>, EngineError> {
 /// How many worker threads a run uses.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum ThreadLayout {
     /// One thread per used CPU, one ring over all its devices (the default: fastest measured).
     #[default]
@@ -105,7 +108,7 @@ impl Placement {
 }
 
 /// [`plan`] with the queue maps given (one per target; `None` where a target has none).
-pub fn plan_with_maps(
+pub(crate) fn plan_with_maps(
     queue_maps: &[Option<Vec<usize>>],
     allowed: &[usize],
 ) -> Result<Placement, EngineError> {

@@ -7,7 +7,9 @@ use std::time::Duration;
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
+use crate::mismatch::{MismatchKind, VerifyMismatch};
 use crate::op::{KeyedVisitor, OpKind, PerOp};
+use crate::workload::Workload;
 
 /// Highest latency the histograms track: one hour, in nanoseconds. Higher values are clamped
 /// to it and still counted (no I/O is ever dropped from a histogram).
@@ -15,18 +17,19 @@ pub const LATENCY_HIGHEST_NS: u64 = 3_600 * 1_000_000_000;
 /// Significant figures of every latency histogram (0.1% resolution).
 pub const LATENCY_SIGFIG: u8 = 3;
 /// How many failed I/Os per device keep their offset in [`ErrorLog::first`].
-pub const ERROR_SAMPLES: usize = 8;
+pub(crate) const ERROR_SAMPLES: usize = 8;
 
 /// A latency histogram as every hostmax histogram is made: nanoseconds from 1 ns, 3
 /// significant figures, growing its range as larger values arrive (up to
-/// [`LATENCY_HIGHEST_NS`], where [`record_latency`] clamps). All of them share one bin layout,
+/// [`LATENCY_HIGHEST_NS`], where the engine clamps). All of them share one bin layout,
 /// so adding any two is exact; memory follows the largest latency seen (about 150 KiB for
 /// 100 ms) instead of the whole hour, which keeps 32 devices' histograms small.
 pub fn new_latency_histogram() -> Histogram<u64> {
     Histogram::new(LATENCY_SIGFIG).expect("constant histogram precision is valid")
 }
 
-/// Records one latency, clamped to [`LATENCY_HIGHEST_NS`].
+/// Records one latency, clamped to [`LATENCY_HIGHEST_NS`] (a test hook: public with the
+/// `test-hooks` feature).
 #[inline]
 pub fn record_latency(histogram: &mut Histogram<u64>, nanos: u64) {
     // Cannot fail: the value is within the clamped range, and growing only allocates.
@@ -35,6 +38,7 @@ pub fn record_latency(histogram: &mut Histogram<u64>, nanos: u64) {
 
 /// Successful I/Os of one kind on one device in the measured window.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct OpResult {
     /// I/Os whose result equalled the requested length and completed in the window.
     pub ios: u64,
@@ -42,6 +46,18 @@ pub struct OpResult {
     pub bytes: u64,
     /// Their latencies in nanoseconds, submit to reap (empty when latency recording is off).
     pub latency: Histogram<u64>,
+}
+
+impl OpResult {
+    /// `ios` I/Os that moved `bytes`, with their latencies (a histogram of the common layout,
+    /// [`new_latency_histogram`]): for tools and tests that build or replay results.
+    pub fn new(ios: u64, bytes: u64, latency: Histogram<u64>) -> OpResult {
+        OpResult {
+            ios,
+            bytes,
+            latency,
+        }
+    }
 }
 
 impl Default for OpResult {
@@ -57,6 +73,7 @@ impl Default for OpResult {
 
 /// One failed I/O kept as an example.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct IoErrorSample {
     /// What the I/O was.
     pub op: OpKind,
@@ -70,41 +87,23 @@ pub struct IoErrorSample {
     pub transferred: u32,
 }
 
-/// What a verify check ([`crate::WriteData::verify`]) found wrong with a block.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum MismatchKind {
-    /// The checksum does not match the contents: the data was damaged.
-    Corruption,
-    /// A sound block that belongs elsewhere (another offset or device): a write landed at
-    /// the wrong place.
-    Misdirected,
-    /// A sound block of this place, but an older write (an earlier generation, another run,
-    /// or zeros): the last write was lost.
-    LostWrite,
-}
-
-/// One block that failed verification.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct VerifyMismatch {
-    /// Byte offset on the device.
-    pub offset: u64,
-    /// What was wrong.
-    pub kind: MismatchKind,
-    /// Whether it was found by a read during the run (else by the read-back after it).
-    pub during_run: bool,
-    /// The generation tag (1..=253) the block should carry.
-    pub expected_tag: u8,
-    /// The offset the block's header names.
-    pub found_offset: u64,
-    /// The generation tag of the write the block's header names.
-    pub found_tag: u8,
-    /// Whether the header names this run (else another run's data, or none).
-    pub found_this_run: bool,
+impl IoErrorSample {
+    /// A failed `op` of `len` bytes at `offset`: `errno` (positive), or 0 with the bytes
+    /// `transferred` for a short transfer.
+    pub fn new(op: OpKind, offset: u64, len: u32, errno: i32, transferred: u32) -> IoErrorSample {
+        IoErrorSample {
+            op,
+            offset,
+            len,
+            errno,
+            transferred,
+        }
+    }
 }
 
 /// A device's verify results ([`crate::WriteData::verify`]).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct VerifyLog {
     /// Reads checked during the run (of blocks this run wrote, with no write in flight).
     pub checked_during_run: u64,
@@ -121,7 +120,7 @@ pub struct VerifyLog {
     pub misdirected: u64,
     /// See [`MismatchKind::LostWrite`].
     pub lost_write: u64,
-    /// The first [`ERROR_SAMPLES`] failures.
+    /// The first 8 failures.
     pub first: Vec<VerifyMismatch>,
 }
 
@@ -159,12 +158,13 @@ impl VerifyLog {
 /// Every I/O on a device whose result was not its requested length, at any time of the run
 /// (ramp included): none of them counts as an I/O.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct ErrorLog {
     /// Failed I/Os in all.
     pub count: u64,
     /// Failed I/Os per errno (0 stands for short transfers).
     pub by_errno: BTreeMap<i32, u64>,
-    /// The first [`ERROR_SAMPLES`] failures.
+    /// The first 8 failures.
     pub first: Vec<IoErrorSample>,
 }
 
@@ -250,8 +250,9 @@ impl<'de> Deserialize<'de> for IoCounts {
 /// written returns zeros (thin and cloud volumes serve it from metadata, without touching
 /// media), so a run whose every sampled read was zeros measured nothing real.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct ReadSamples {
-    /// Successful reads checked (one in [`crate::READ_SAMPLE_EVERY`], ramp included).
+    /// Successful reads checked (one in 8, ramp included).
     pub sampled: u64,
     /// Of those, the ones whose first and last 8 bytes were all zero.
     pub zero: u64,
@@ -272,6 +273,7 @@ impl ReadSamples {
 
 /// What one device did in a run.
 #[derive(Debug, Clone, Default)]
+#[non_exhaustive]
 pub struct DeviceResult {
     /// The path the device was opened by (canonical).
     pub path: PathBuf,
@@ -298,8 +300,22 @@ pub struct DeviceResult {
     pub trim_method: Option<crate::TrimMethod>,
 }
 
+impl DeviceResult {
+    /// A device at `path`, driven from `cpu`, that did `ops` and nothing else (no errors, no
+    /// ramp or drained I/O, not taken out): for tools and tests that build or replay results.
+    pub fn new(path: PathBuf, cpu: usize, ops: PerOp<OpResult>) -> DeviceResult {
+        DeviceResult {
+            path,
+            cpu,
+            ops,
+            ..DeviceResult::default()
+        }
+    }
+}
+
 /// What one worker thread was and ran with.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct WorkerSummary {
     /// The CPU it was pinned to.
     pub cpu: usize,
@@ -315,6 +331,7 @@ pub struct WorkerSummary {
 /// and drain): its own time (`getrusage(RUSAGE_THREAD)`), and how busy its CPU was with every
 /// task on it (`/proc/stat`: the devices' kernel threads and interrupts share the CPU).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct CpuUse {
     /// User time of the worker thread, in nanoseconds.
     pub user_ns: u64,
@@ -393,10 +410,11 @@ mod tests {
 }
 
 /// One in this many successful reads of a device has its buffer checked for zeros.
-pub const READ_SAMPLE_EVERY: u64 = 8;
+pub(crate) const READ_SAMPLE_EVERY: u64 = 8;
 
 /// The result of a whole run.
 #[derive(Debug, Clone, Default)]
+#[non_exhaustive]
 pub struct RunResult {
     /// One entry per target, in the order the targets were given.
     pub devices: Vec<DeviceResult>,
@@ -411,10 +429,13 @@ pub struct RunResult {
     /// Wall-clock start of the measured window (the run's start plus its ramp; it lasted
     /// [`RunResult::measured`]); `None` in a result no run made.
     pub measured_from: Option<std::time::SystemTime>,
+    /// The workload every target ran, as given (the report of a run is built from it).
+    pub workload: Workload,
 }
 
 /// One second of one device, sent while the run goes on (see [`crate::RunHandle::recv_interval`]).
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct DeviceInterval {
     /// Index of the device in the run's target list.
     pub device: usize,
@@ -424,4 +445,17 @@ pub struct DeviceInterval {
     pub ops: PerOp<OpResult>,
     /// Failed I/Os in this second.
     pub errors: u64,
+}
+
+impl DeviceInterval {
+    /// Second `second` of device `device`: `ops` and `errors` failed I/Os (for tools and
+    /// tests that feed a time series).
+    pub fn new(device: usize, second: i64, ops: PerOp<OpResult>, errors: u64) -> DeviceInterval {
+        DeviceInterval {
+            device,
+            second,
+            ops,
+            errors,
+        }
+    }
 }

@@ -28,6 +28,7 @@ const MAX_REGISTERED_REGIONS: usize = 1 << 14;
 
 /// Which optional ring features the kernel accepted; reported so users see what ran.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[non_exhaustive]
 pub struct RingFeatures {
     /// `IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN`.
     pub defer_taskrun: bool,
@@ -48,6 +49,7 @@ pub struct RingFeatures {
 /// How a file's trims are issued ([`crate::OpKind::Trim`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "kebab-case")]
+#[non_exhaustive]
 pub enum TrimMethod {
     /// io_uring's block discard command (`BLOCK_URING_CMD_DISCARD`, Linux 6.12+): queued and
     /// completed like reads and writes, at the workload's depth.
@@ -597,6 +599,7 @@ fn build_ring(sq: u32, cq: u32, polling: Polling) -> io::Result<(IoUring, bool, 
 /// What the running kernel's io_uring offers hostmax, found by building (and dropping) a
 /// small ring on the calling thread: for a health check before any run.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[non_exhaustive]
 pub struct KernelRingSupport {
     /// `IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN` (Linux 6.1+).
     pub defer_taskrun: bool,

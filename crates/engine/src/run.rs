@@ -303,7 +303,7 @@ impl std::fmt::Display for Misfit {
 }
 
 /// Checks that `workload` fits `target`: whole logical blocks, a working set within the
-/// target that holds at least one block. [`validate`] runs it on every target.
+/// target that holds at least one block. Every run checks it on every target before any I/O.
 pub fn check_fits(workload: &Workload, target: &TargetInfo) -> Result<(), Misfit> {
     let w = workload;
     if !w.block_size.is_multiple_of(target.logical_block_size) {
@@ -331,7 +331,7 @@ pub fn check_fits(workload: &Workload, target: &TargetInfo) -> Result<(), Misfit
 
 /// Refuses a run whose I/O buffers (targets x iodepth x block size) would not fit in the
 /// memory available now (`MemAvailable` in /proc/meminfo), before anything is allocated.
-pub fn check_buffer_memory(workload: &Workload, targets: usize) -> Result<(), EngineError> {
+pub(crate) fn check_buffer_memory(workload: &Workload, targets: usize) -> Result<(), EngineError> {
     let need = buffer_bytes(workload, targets);
     let Some(available) = std::fs::read_to_string("/proc/meminfo")
         .ok()
@@ -356,7 +356,7 @@ pub fn check_buffer_memory(workload: &Workload, targets: usize) -> Result<(), En
 
 /// Bytes of verify state a run keeps ([`crate::WriteData::verify`]): one per block of every
 /// target's working set.
-pub fn verify_state_bytes(workload: &Workload, targets: &[TargetInfo]) -> u64 {
+pub(crate) fn verify_state_bytes(workload: &Workload, targets: &[TargetInfo]) -> u64 {
     if !workload.write_data.verify {
         return 0;
     }
@@ -368,7 +368,10 @@ pub fn verify_state_bytes(workload: &Workload, targets: &[TargetInfo]) -> u64 {
 
 /// Refuses a verifying run whose state (one byte per block) and I/O buffers together would
 /// not fit in the memory available now, before anything is allocated.
-pub fn check_verify_memory(workload: &Workload, targets: &[TargetInfo]) -> Result<(), EngineError> {
+pub(crate) fn check_verify_memory(
+    workload: &Workload,
+    targets: &[TargetInfo],
+) -> Result<(), EngineError> {
     let state = verify_state_bytes(workload, targets);
     if state == 0 {
         return Ok(());
@@ -400,7 +403,7 @@ pub fn check_verify_memory(workload: &Workload, targets: &[TargetInfo]) -> Resul
 /// device with poll queues
 /// (sysfs's `block/DEV/queue/io_poll` = 1): elsewhere every polled I/O fails with EOPNOTSUPP, and a
 /// run of nothing but errors is no measurement.
-pub fn check_poll_queues(targets: &[TargetInfo]) -> Result<(), EngineError> {
+pub(crate) fn check_poll_queues(targets: &[TargetInfo]) -> Result<(), EngineError> {
     let unpollable = lacking(targets, "io_poll", true, |v| v == "1");
     if unpollable.is_empty() {
         return Ok(());
@@ -441,7 +444,7 @@ fn lacking(
 /// Refuses a workload that trims a block device without discard support
 /// (sysfs's `block/DEV/queue/discard_max_bytes` = 0): every trim would fail with EOPNOTSUPP.
 /// Regular files are trimmed by punching holes, which the I/O itself tells about.
-pub fn check_trim_support(targets: &[TargetInfo]) -> Result<(), EngineError> {
+pub(crate) fn check_trim_support(targets: &[TargetInfo]) -> Result<(), EngineError> {
     let cannot = lacking(targets, "discard_max_bytes", false, |v| v != "0");
     if cannot.is_empty() {
         return Ok(());
@@ -459,7 +462,7 @@ pub fn check_trim_support(targets: &[TargetInfo]) -> Result<(), EngineError> {
 
 /// Bytes of I/O buffers a run allocates: a read and a write buffer per queue slot when the
 /// pattern does both (a write never carries back what a read brought); a trim has none.
-pub fn buffer_bytes(workload: &Workload, targets: usize) -> u64 {
+pub(crate) fn buffer_bytes(workload: &Workload, targets: usize) -> u64 {
     let kinds = OpKind::ALL
         .into_iter()
         .filter(|&op| op.buffer_use() != BufferUse::None && workload.pattern.issues(op))
@@ -520,15 +523,17 @@ impl Drop for PreparedRun {
 }
 
 /// Probes every target, checks the workload against each, places them on CPUs, opens the
-/// targets and starts the workers, then starts the clock: [`prepare`] and
-/// [`PreparedRun::start`] in one call.
+/// targets and starts the workers, then starts the clock: `prepare` and
+/// [`PreparedRun::start`] in one call, with no write safety check at all: a test hook (public
+/// with the `test-hooks` feature), since a library user runs I/O through [`crate::measure`].
+#[cfg_attr(not(feature = "test-hooks"), allow(dead_code))]
 pub fn start(config: RunConfig) -> Result<RunHandle, EngineError> {
     Ok(prepare(config)?.start())
 }
 
-/// Everything [`start`] does before the first I/O. Returns once every worker has its ring
+/// Everything `start` does before the first I/O. Returns once every worker has its ring
 /// ready; no I/O has been issued.
-pub fn prepare(config: RunConfig) -> Result<PreparedRun, EngineError> {
+pub(crate) fn prepare(config: RunConfig) -> Result<PreparedRun, EngineError> {
     let targets: Vec<TargetInfo> = config
         .targets
         .iter()
@@ -758,6 +763,7 @@ impl RunHandle {
             workers: summaries,
             run_id: self.run_id,
             measured_from: Some(self.started_wall + self.workload.ramp),
+            workload: self.workload.clone(),
         })
     }
 }

@@ -6,6 +6,7 @@ use std::fmt;
 
 /// A setting of a run that a refusal names as the thing to change.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum Setting {
     /// [`crate::Workload::pattern`].
     Pattern,
@@ -68,6 +69,7 @@ impl Setting {
 /// A run refused before any I/O: what is wrong and how to fix it, in words, and the settings
 /// the fix changes.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct SettingError {
     /// The problem and its fix ("queue depth 0 is out of range: use 1 to 4096").
     pub message: String,

@@ -144,5 +144,7 @@ fn clear(info: &TargetInfo, range: std::ops::Range<u64>, how: Clear) -> Result<(
             (range.end - range.start) as libc::off_t,
         )
         .map_err(|e| err(e.into())),
+        // A kind of target the device crate learns later: nothing here knows how to clear it.
+        _ => Err(err(std::io::ErrorKind::Unsupported.into())),
     }
 }

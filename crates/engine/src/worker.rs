@@ -15,12 +15,13 @@ use std::time::{Duration, Instant};
 use crate::cpu_use::CpuClock;
 use crate::data::{self, splitmix64, BlockIdentity, BlockMaker, STATE_UNKNOWN, STATE_WRITING};
 use crate::op::{BufferUse, OpKind, PerOp};
+use crate::result::READ_SAMPLE_EVERY;
 use crate::ring::{Polling, RingFeatures, TrimMethod, UringIo};
 use crate::shared::Shared;
 use crate::workload::ErrorPolicy;
 use crate::{
     CpuUse, DeviceInterval, DeviceResult, EngineError, ErrorLog, IoCounts, IoErrorSample, OpResult,
-    ReadSamples, VerifyLog, Workload, READ_SAMPLE_EVERY,
+    ReadSamples, VerifyLog, Workload,
 };
 use hostmax_device::{TargetInfo, TargetKind};
 
@@ -556,7 +557,7 @@ impl WorkerLoop {
                     if record_latency {
                         let lat =
                             took_ns.unwrap_or_else(|| reap_ns.saturating_sub(slot.submitted_ns));
-                        crate::record_latency(&mut counts.latency, lat);
+                        crate::result::record_latency(&mut counts.latency, lat);
                     }
                 } else {
                     let (errno, transferred) = if result < 0 {

@@ -27,6 +27,7 @@ pub const MAX_RATE_IOPS: u64 = 1_000_000_000;
 /// The access pattern, named as fio names it (its `rw` option).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
+#[non_exhaustive]
 pub enum IoPattern {
     /// Uniformly random reads.
     RandRead,
@@ -225,6 +226,7 @@ impl Default for Workload {
 /// The default is [`ErrorPolicy::StopDevice`].
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
+#[non_exhaustive]
 pub enum ErrorPolicy {
     /// Keep submitting to the device; every failure is counted.
     Continue,

@@ -12,19 +12,21 @@ pub const WORST_SECONDS: usize = 5;
 
 /// One second, by its index from the start of the measured window.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct SecondFigure {
     /// 0 is the first second after the ramp.
     pub second: i64,
     /// The figure in that second (IOPS, or bytes per second).
     pub value: f64,
-    /// The run it belongs to when seconds of several runs are judged together (the suite's
-    /// `4k_65_35 round 6`).
+    /// The run it belongs to when seconds of several runs are judged together
+    /// (`4k_65_35 round 6`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub run: Option<String>,
 }
 
 /// How one series (a volume's or the host's) held its promise, second by second.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct SeriesConsistency {
     /// What was promised (IOPS or bytes per second); `None` when nothing was (the CV is
     /// still given).
@@ -81,6 +83,7 @@ impl SeriesConsistency {
 
 /// One volume's consistency.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct DeviceConsistency {
     /// The device.
     pub path: String,
@@ -91,6 +94,7 @@ pub struct DeviceConsistency {
 
 /// The consistency verdict of one run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct ConsistencyVerdict {
     /// The share of seconds required.
     pub required: Consistency,

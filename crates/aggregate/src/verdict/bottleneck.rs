@@ -12,13 +12,14 @@ pub const FLAT_CV: f64 = 0.10;
 /// Which limit kept the host below what its volumes promise together.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum Bottleneck {
     /// The volumes: the short ones each stopped at a limit of their own.
     Volumes,
     /// The host: the short volumes are uniformly below their figures while the total is flat.
     Host,
     /// The load generator: a worker's CPU was saturated, so the run cannot tell what the
-    /// storage could do (more CPUs, `--cpus`, or fewer volumes per host would).
+    /// storage could do (more CPUs for the run, or fewer volumes per host would).
     LoadGenerator,
 }
 
@@ -35,6 +36,7 @@ impl Bottleneck {
 
 /// One volume's figures in the bottleneck analysis.
 #[derive(Debug, Clone, Copy, PartialEq)]
+#[non_exhaustive]
 pub struct VolumeShare {
     /// What it promises.
     pub expected: f64,

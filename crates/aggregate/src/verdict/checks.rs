@@ -160,7 +160,7 @@ pub fn check_promise(
     checks
 }
 
-/// What `--rate-iops` allows when it keeps a run from showing `expected` (the cap is below it
+/// What the workload's `rate_iops` cap allows when it keeps a run from showing `expected` (the cap is below it
 /// beyond the tolerance), else `None`.
 fn rate_cap_below(cap: Option<f64>, expected: Option<f64>, t: Tolerance) -> Option<f64> {
     match (cap, expected) {

@@ -238,7 +238,7 @@ fn host_bottleneck(
     }
 }
 
-/// What the per-device IOPS cap a run was given (`--rate-iops`) allows of `kind`.
+/// What the per-device IOPS cap a run was given (the workload's `rate_iops`) allows of `kind`.
 fn rate_cap(run: &HostReport, kind: RuleKind) -> Option<f64> {
     let cap = run.workload.rate_iops? as f64;
     kind.promise().rate_cap.allows(cap, run.workload.block_size)

@@ -17,6 +17,7 @@ use crate::spec::Tolerance;
 
 /// One promised figure against the runs that can show it (the suite's JSON `spec` lists them).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct FigureCheck {
     /// The figure.
     pub figure: Figure,
@@ -186,6 +187,7 @@ impl<'de> Deserialize<'de> for VerdictFigures {
 
 /// One device's verdict. A figure is `null` when no rule or no qualifying run covers it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct DeviceVerdict {
     /// The device.
     pub path: String,
@@ -227,10 +229,11 @@ impl Default for DeviceVerdict {
 
 /// The host's verdict.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct HostVerdict {
     /// Every judged host figure passed (true when the host promises nothing).
     pub pass: bool,
-    /// What the host promises (`--expect-host-iops`), what its volumes promise together and
+    /// What the host promises ([`HostSpec::iops`](crate::spec::HostSpec::iops)), what its volumes promise together and
     /// what the worst run judging each showed, for the kinds a host can promise
     /// (`expected_iops`, `measured_iops`, `volumes_iops`, `rate_cap_iops`, the same for
     /// `bytes_per_sec`). A rate cap is the host's (cap x devices), given when below its
@@ -238,7 +241,7 @@ pub struct HostVerdict {
     #[serde(flatten)]
     pub figures: VerdictFigures,
     /// What kept the host below the volumes' sum (IOPS if judged, else throughput); `null`
-    /// when it reached it, or reached what `--rate-iops` allowed.
+    /// when it reached it, or reached what the workload's `rate_iops` allowed.
     pub bottleneck: Option<Bottleneck>,
 }
 
@@ -253,7 +256,8 @@ impl Default for HostVerdict {
 }
 
 /// The verdict over one or more runs.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct Verdict {
     /// The host and every device passed.
     pub pass: bool,
@@ -267,7 +271,7 @@ pub struct Verdict {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub not_judged: Vec<NotJudged>,
     /// How often each volume and the host kept the promise, second by second
-    /// (`--consistency`); its failures fail the verdict too.
+    /// (when a [`Consistency`](crate::spec::Consistency) rule is given); its failures fail the verdict too.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub consistency: Option<ConsistencyVerdict>,
 }
@@ -296,7 +300,7 @@ impl Verdict {
     }
 }
 
-/// The figure a measurement must reach: the promise, or what `--rate-iops` allowed when that
+/// The figure a measurement must reach: the promise, or what the workload's `rate_iops` allowed when that
 /// is lower (a capped run cannot show more).
 pub fn figure_to_reach(expected: f64, rate_cap: Option<f64>) -> f64 {
     rate_cap.map_or(expected, |cap| cap.min(expected))
@@ -339,6 +343,7 @@ impl Promiser {
 /// 256 KiB blocks or larger at a queue depth above 1"; a program reads [`NotJudged::kind`]
 /// (and its [`RuleKind::promise`] row) instead.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct NotJudged {
     /// Whose promise.
     pub promiser: Promiser,
@@ -347,6 +352,11 @@ pub struct NotJudged {
 }
 
 impl NotJudged {
+    /// `promiser`'s promise of `kind`, not judged.
+    pub fn new(promiser: Promiser, kind: RuleKind) -> NotJudged {
+        NotJudged { promiser, kind }
+    }
+
     /// Every entry there can be.
     fn all() -> impl Iterator<Item = NotJudged> {
         [Promiser::Volume, Promiser::Host]

@@ -23,6 +23,7 @@ pub const THROUGHPUT_BLOCK_MIN: u32 = 256 << 10;
 
 /// What kind of rule a run can judge (its row of [`PROMISE_KINDS`]: [`RuleKind::promise`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum RuleKind {
     /// IOPS (runs of 4 KiB blocks or smaller, more than one I/O in flight).
     Iops,

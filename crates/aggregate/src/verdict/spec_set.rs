@@ -13,7 +13,7 @@ pub struct DeviceExpectation {
     pub size_bytes: u64,
     /// The class's rules.
     pub spec: VolumeSpec,
-    /// Where the rules came from ("oci-balanced", a spec string, "--expect-volume-iops").
+    /// Where the rules came from ("oci-balanced", a spec string, or a tool's own name for a promise given directly).
     pub label: String,
 }
 

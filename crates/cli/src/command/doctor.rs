@@ -341,19 +341,16 @@ mod tests {
 
     #[test]
     fn the_kernel_probe_is_judged() {
-        let all = hostmax_engine::KernelRingSupport {
-            defer_taskrun: true,
-            coop_taskrun: true,
-            registered_ring: true,
-            fixed_buffers: true,
-            nodrop: true,
-            ext_arg: true,
-        };
+        let mut all = hostmax_engine::KernelRingSupport::default();
+        all.defer_taskrun = true;
+        all.coop_taskrun = true;
+        all.registered_ring = true;
+        all.fixed_buffers = true;
+        all.nodrop = true;
+        all.ext_arg = true;
         assert_eq!(ring_findings(Ok(all))[0].severity, Severity::Ok);
-        let old = hostmax_engine::KernelRingSupport {
-            defer_taskrun: false,
-            ..all
-        };
+        let mut old = all;
+        old.defer_taskrun = false;
         let f = &ring_findings(Ok(old))[0];
         assert_eq!(f.severity, Severity::Warning);
         assert!(f.found.starts_with("missing defer_taskrun"), "{f:#?}");

@@ -439,12 +439,7 @@ mod tests {
                 .for_each(|&v| ops[op].latency.record(v).unwrap());
             ops[op].ios = latencies.len() as u64;
         }
-        DeviceInterval {
-            device,
-            second,
-            ops,
-            errors: 0,
-        }
+        DeviceInterval::new(device, second, ops, 0)
     }
 
     #[test]

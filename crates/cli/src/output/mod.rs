@@ -57,42 +57,29 @@ pub(crate) mod tests_support {
     pub(crate) fn sample_report() -> HostReport {
         let mut errors = ErrorLog::default();
         for offset in [8192, 16384] {
-            errors.record(IoErrorSample {
-                op: OpKind::Write,
-                offset,
-                len: 4096,
-                errno: 5,
-                transferred: 0,
-            });
+            errors.record(IoErrorSample::new(OpKind::Write, offset, 4096, 5, 0));
         }
-        let result = RunResult {
-            devices: vec![
-                DeviceResult {
-                    path: PathBuf::from("/dev/loop0"),
-                    cpu: 0,
-                    ops: PerOp::default()
-                        .with(OpKind::Read, op(3000, 200_000, 4096))
-                        .with(OpKind::Write, op(1000, 1_500_000, 4096)),
-                    errors: ErrorLog::default(),
-                    failed: false,
-                    ..Default::default()
-                },
-                DeviceResult {
-                    path: PathBuf::from("/dev/loop11"),
-                    cpu: 1,
-                    ops: PerOp::default().with(OpKind::Read, op(1000, 90_000, 4096)),
-                    errors,
-                    failed: false,
-                    ..Default::default()
-                },
-            ],
-            measured: Duration::from_secs(2),
-            stopped_early: false,
-            workers: Vec::new(),
-            run_id: 0,
-            measured_from: None,
-        };
-        let workload = Workload {
+        let mut result = RunResult::default();
+        result.devices = vec![
+            DeviceResult::new(
+                PathBuf::from("/dev/loop0"),
+                0,
+                PerOp::default()
+                    .with(OpKind::Read, op(3000, 200_000, 4096))
+                    .with(OpKind::Write, op(1000, 1_500_000, 4096)),
+            ),
+            {
+                let mut d = DeviceResult::new(
+                    PathBuf::from("/dev/loop11"),
+                    1,
+                    PerOp::default().with(OpKind::Read, op(1000, 90_000, 4096)),
+                );
+                d.errors = errors;
+                d
+            },
+        ];
+        result.measured = Duration::from_secs(2);
+        result.workload = Workload {
             pattern: IoPattern::RandRw,
             rwmixread: 70,
             ..Workload::default()
@@ -100,15 +87,14 @@ pub(crate) mod tests_support {
         let mut series = TimeSeries::new(2);
         for device in 0..2 {
             for second in 0..2 {
-                series.push(DeviceInterval {
+                series.push(DeviceInterval::new(
                     device,
                     second,
-                    ops: PerOp::default()
-                        .with(OpKind::Read, op(1, 100_000 * (device as u64 + 1), 4096)),
-                    errors: 0,
-                });
+                    PerOp::default().with(OpKind::Read, op(1, 100_000 * (device as u64 + 1), 4096)),
+                    0,
+                ));
             }
         }
-        summarize(&result, &workload, series.into_points())
+        summarize(&result, series.into_points())
     }
 }

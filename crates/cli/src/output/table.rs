@@ -379,6 +379,7 @@ fn verify_lines(report: &HostReport) -> String {
                 hostmax_engine::MismatchKind::Corruption => "corrupted (bad checksum)",
                 hostmax_engine::MismatchKind::Misdirected => "misdirected (holds another block)",
                 hostmax_engine::MismatchKind::LostWrite => "lost write (holds older data)",
+                _ => "failed verification",
             };
             let found = if m.found_this_run {
                 format!("offset {} generation tag {}", m.found_offset, m.found_tag)
@@ -578,29 +579,32 @@ mod tests {
     #[test]
     fn workers_ring_features_and_zero_reads_are_said() {
         let mut report = sample_report();
-        let worker = |cpu, fixed_buffers, saturated| hostmax_aggregate::WorkerReport {
-            cpu,
-            devices: vec![cpu],
-            ring: hostmax_engine::RingFeatures {
-                fixed_buffers,
-                fixed_files: true,
-                defer_taskrun: true,
-                ..Default::default()
-            },
-            user_secs: 0.5,
-            system_secs: 1.25,
-            busy_share: 0.875,
-            cpu_busy_share: Some(if saturated { 0.97 } else { 0.5 }),
-            saturated,
+        let worker = |cpu, fixed_buffers, saturated| {
+            let mut x = hostmax_aggregate::WorkerReport::default();
+            x.cpu = cpu;
+            x.devices = vec![cpu];
+            x.ring = {
+                let mut ring = hostmax_engine::RingFeatures::default();
+                ring.fixed_buffers = fixed_buffers;
+                ring.fixed_files = true;
+                ring.defer_taskrun = true;
+                ring
+            };
+            x.user_secs = 0.5;
+            x.system_secs = 1.25;
+            x.busy_share = 0.875;
+            x.cpu_busy_share = Some(if saturated { 0.97 } else { 0.5 });
+            x.saturated = saturated;
+            x
         };
-        report.load_generator = Some(hostmax_aggregate::LoadGenerator {
-            saturated: true,
-            workers: vec![worker(0, true, false), worker(1, false, true)],
+        report.load_generator = Some({
+            let mut x = hostmax_aggregate::LoadGenerator::default();
+            x.saturated = true;
+            x.workers = vec![worker(0, true, false), worker(1, false, true)];
+            x
         });
-        report.devices[1].figures.read_samples = hostmax_engine::ReadSamples {
-            sampled: 10,
-            zero: 10,
-        };
+        report.devices[1].figures.read_samples.sampled = 10;
+        report.devices[1].figures.read_samples.zero = 10;
         let text = render_table(&report);
         let lines: Vec<&str> = text.lines().collect();
         assert_eq!(
@@ -670,24 +674,26 @@ mod tests {
     #[test]
     fn every_line_fits_80_columns_long_sentences_and_workers_too() {
         let mut report = sample_report();
-        let worker = |cpu: usize| hostmax_aggregate::WorkerReport {
-            cpu,
-            devices: (0..16).collect(),
-            ring: Default::default(),
-            user_secs: 12345.67,
-            system_secs: 23456.78,
-            busy_share: 1.0,
-            cpu_busy_share: Some(1.0),
-            saturated: true,
+        let worker = |cpu: usize| {
+            let mut x = hostmax_aggregate::WorkerReport::default();
+            x.cpu = cpu;
+            x.devices = (0..16).collect();
+            x.ring = Default::default();
+            x.user_secs = 12345.67;
+            x.system_secs = 23456.78;
+            x.busy_share = 1.0;
+            x.cpu_busy_share = Some(1.0);
+            x.saturated = true;
+            x
         };
-        report.load_generator = Some(hostmax_aggregate::LoadGenerator {
-            saturated: true,
-            workers: vec![worker(0), worker(127)],
+        report.load_generator = Some({
+            let mut x = hostmax_aggregate::LoadGenerator::default();
+            x.saturated = true;
+            x.workers = vec![worker(0), worker(127)];
+            x
         });
-        report.devices[1].figures.read_samples = hostmax_engine::ReadSamples {
-            sampled: 4,
-            zero: 4,
-        };
+        report.devices[1].figures.read_samples.sampled = 4;
+        report.devices[1].figures.read_samples.zero = 4;
         report.devices[1].given =
             Some("/dev/disk/by-id/nvme-Vendor_Model_With_A_Long_Serial_0123456789".into());
         report.devices[1].stopped_at_secs = Some(1.5);

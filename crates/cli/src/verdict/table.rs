@@ -250,6 +250,7 @@ fn sum_line(
         (Some(Bottleneck::LoadGenerator), _) => {
             "bottleneck: load generator (CPU): hostmax's workers' CPUs were saturated, so this run cannot tell what the host could do; give it more CPUs (--cpus) or fewer volumes".to_string()
         }
+        (Some(other), _) => format!("bottleneck: {}", other.name()),
     };
     let fmt = |v: f64| {
         if scale == 1.0 {
@@ -274,13 +275,11 @@ mod tests {
     };
 
     fn device(path: &str, expected: f64, measured: f64, pass: bool) -> DeviceVerdict {
-        let mut d = DeviceVerdict {
-            path: path.into(),
-            pass,
-            spec: "oci-balanced".into(),
-            size_bytes: Some(50_000_000_000),
-            ..DeviceVerdict::default()
-        };
+        let mut d = DeviceVerdict::default();
+        d.path = path.into();
+        d.pass = pass;
+        d.spec = "oci-balanced".into();
+        d.size_bytes = Some(50_000_000_000);
         d.figures.expected[RuleKind::Iops] = Some(expected);
         d.figures.measured[Figure::Iops] = Some(measured);
         d
@@ -288,33 +287,31 @@ mod tests {
 
     #[test]
     fn rows_ratios_bottleneck_and_the_failure_named() {
-        let v = Verdict {
-            pass: false,
-            tolerance: 0.05,
-            host: {
-                let mut h = HostVerdict {
-                    pass: false,
-                    bottleneck: Some(Bottleneck::Volumes),
-                    ..HostVerdict::default()
-                };
+        let v = {
+            let mut x = Verdict::default();
+            x.pass = false;
+            x.tolerance = 0.05;
+            x.host = {
+                let mut h = HostVerdict::default();
+                h.pass = false;
+                h.bottleneck = Some(Bottleneck::Volumes);
                 h.figures.expected[RuleKind::Iops] = Some(6000.0);
                 h.figures.measured[Figure::Iops] = Some(4001.0);
                 h.figures.volumes.as_mut().unwrap()[RuleKind::Iops] = Some(6000.0);
                 h
-            },
-            devices: vec![
+            };
+            x.devices = vec![
                 device("/dev/loop0", 3000.0, 2999.0, true),
                 device("/dev/loop1", 3000.0, 1002.0, false),
-                DeviceVerdict {
-                    given: Some("/dev/disk/by-id/virtio-vol2".into()),
-                    ..device("/dev/loop2", 3000.0, 3001.0, true)
+                {
+                    let mut d = device("/dev/loop2", 3000.0, 3001.0, true);
+                    d.given = Some("/dev/disk/by-id/virtio-vol2".into());
+                    d
                 },
-            ],
-            not_judged: vec![NotJudged {
-                promiser: Promiser::Volume,
-                kind: RuleKind::Throughput,
-            }],
-            consistency: None,
+            ];
+            x.not_judged = vec![NotJudged::new(Promiser::Volume, RuleKind::Throughput)];
+            x.consistency = None;
+            x
         };
         let text = render_verdict(&v);
         assert!(text.starts_with("verdict (tolerance 5%)\n"), "{text}");

@@ -461,7 +461,7 @@ impl SuiteRunner {
                 None => return Ok(None),
             }
         };
-        let report = summarize(&result, &workload, series);
+        let report = summarize(&result, series);
         Ok(Some(CellRound {
             round,
             cell: *cell,
@@ -587,25 +587,19 @@ fn ata_secure_erase(t: &TargetInfo, password: &str) -> Result<(), String> {
 }
 
 /// The results of runs of one device each, as one run.
+/// The first run's id and workload (every part ran the same) stand for the whole.
 fn merge_results(parts: Vec<RunResult>) -> RunResult {
-    let measured = parts.iter().map(|p| p.measured).min().unwrap_or_default();
-    let stopped_early = parts.iter().any(|p| p.stopped_early);
-    let mut devices = Vec::new();
-    let mut workers = Vec::new();
-    let run_id = parts.first().map_or(0, |p| p.run_id);
-    let measured_from = parts.first().and_then(|p| p.measured_from);
+    let mut parts = parts.into_iter();
+    let Some(mut merged) = parts.next() else {
+        return RunResult::default();
+    };
     for p in parts {
-        devices.extend(p.devices);
-        workers.extend(p.workers);
+        merged.measured = merged.measured.min(p.measured);
+        merged.stopped_early |= p.stopped_early;
+        merged.devices.extend(p.devices);
+        merged.workers.extend(p.workers);
     }
-    RunResult {
-        devices,
-        measured,
-        stopped_early,
-        workers,
-        run_id,
-        measured_from,
-    }
+    merged
 }
 
 /// A cell's figures in one line: `12345 IOPS  48.2 MiB/s  mean 410 µs  errors 0`.
