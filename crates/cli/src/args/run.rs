@@ -29,6 +29,17 @@ fn pattern_arg(s: &str) -> Result<IoPattern, hostmax_engine::UnknownPattern> {
     s.parse()
 }
 
+/// `--rw`'s help, naming every pattern the engine has (`IoPattern::ALL`), so a new pattern
+/// needs no edit here.
+fn pattern_help() -> String {
+    let names: Vec<&str> = IoPattern::ALL.iter().map(|p| p.name()).collect();
+    let (last, rest) = names.split_last().expect("the engine has patterns");
+    format!(
+        "Access pattern, fio's names: {} or {last} (patterns that write or trim change data: they need --allow-write)",
+        rest.join(", ")
+    )
+}
+
 /// Options of the host-max test, with fio's names.
 #[derive(Debug, Clone, Args)]
 pub struct RunArgs {
@@ -42,9 +53,8 @@ pub struct RunArgs {
     #[arg(long, value_name = "PATH[:PATH...]", action = clap::ArgAction::Append)]
     pub filename: Vec<String>,
 
-    /// Access pattern, fio's names: randread, randwrite, randrw, read, write, trim or randtrim
-    /// (writes and trims change data: they need --allow-write).
-    #[arg(long, value_name = "PATTERN", default_value = "randread", value_parser = pattern_arg, allow_hyphen_values = true)]
+    /// Access pattern; its help (`pattern_help`) names every pattern the engine has.
+    #[arg(long, value_name = "PATTERN", default_value = "randread", value_parser = pattern_arg, allow_hyphen_values = true, help = pattern_help())]
     pub rw: IoPattern,
 
     /// Read share in percent for randrw [default: 50].
