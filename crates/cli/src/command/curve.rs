@@ -92,14 +92,10 @@ pub fn curve(args: &CurveArgs) -> anyhow::Result<i32> {
     }
     let mut table = render_curve(&found, &reports);
     if interrupted {
-        table += &format!(
-            "interrupted during depth {}{}: no knee and no saturation point are given\n",
-            depths[reports.len() - 1],
-            if not_measured.is_empty() {
-                String::new()
-            } else {
-                format!("; depths not measured: {not_measured:?}")
-            }
+        table += &crate::output::interrupted_line(
+            &format!("depth {}", depths[reports.len() - 1]),
+            (!not_measured.is_empty()).then(|| format!("depths not measured: {not_measured:?}")),
+            "no knee and no saturation point are given",
         );
     }
     print_beside_json(&format!("\n{table}"), json.as_ref());

@@ -256,14 +256,11 @@ pub fn sweep(args: &SweepArgs) -> anyhow::Result<i32> {
         render_sweep(&found, &reports)
     };
     if interrupted {
-        table += &format!(
-            "interrupted during the step of {} volumes{}: no knee is given\n",
-            steps[reports.len() - 1],
-            if not_measured.is_empty() {
-                String::new()
-            } else {
-                format!("; steps not measured: {not_measured:?} volumes")
-            }
+        table += &crate::output::interrupted_line(
+            &format!("the step of {} volumes", steps[reports.len() - 1]),
+            (!not_measured.is_empty())
+                .then(|| format!("steps not measured: {not_measured:?} volumes")),
+            "no knee is given",
         );
     }
     print_beside_json(&format!("\n{table}"), json.as_ref());

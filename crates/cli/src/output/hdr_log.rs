@@ -183,16 +183,10 @@ impl HdrLogRecorder {
         };
         let mut recorder = HdrLogRecorder::open(path, run.targets, run.workload)?;
         recorder.base = run.measured_start;
-        let mut builder = IntervalLogWriterBuilder::new();
+        let mut builder = header_builder(&format!(
+            "several runs, each tagged by its name ({label}-host-read); latencies in nanoseconds; timestamps are seconds since the first run's measured window's start"
+        ));
         builder
-            .add_comment(&format!(
-                "[Logged with hostmax {}]",
-                env!("CARGO_PKG_VERSION")
-            ))
-            .add_comment("[Histogram log format version 1.3]")
-            .add_comment(&format!(
-                "several runs, each tagged by its name ({label}-host-read); latencies in nanoseconds; timestamps are seconds since the first run's measured window's start"
-            ))
             .with_start_time(run.measured_start)
             .with_base_time(run.measured_start);
         recorder.begin_header(builder)?;
@@ -275,17 +269,10 @@ impl HdrLogRecorder {
         workload: &Workload,
         measured_start: SystemTime,
     ) -> anyhow::Result<()> {
-        let mut builder = IntervalLogWriterBuilder::new();
-        builder
-            .add_comment(&format!(
-                "[Logged with hostmax {}]",
-                env!("CARGO_PKG_VERSION")
-            ))
-            .add_comment("[Histogram log format version 1.3]")
-            .add_comment(&format!(
-                "{} bs={} iodepth={}; latencies in nanoseconds; timestamps are seconds since the measured window's start",
-                workload.pattern, workload.block_size, workload.iodepth
-            ));
+        let mut builder = header_builder(&format!(
+            "{} bs={} iodepth={}; latencies in nanoseconds; timestamps are seconds since the measured window's start",
+            workload.pattern, workload.block_size, workload.iodepth
+        ));
         for (tag, path) in self.tags.iter().zip(paths) {
             builder.add_comment(&format!("tag {tag}: {}", path.display()));
         }
@@ -401,6 +388,20 @@ impl HdrLogRecorder {
             .with_context(context)?;
         file.commit().with_context(context)
     }
+}
+
+/// A log header's builder with hostmax's version, the format's version and `about` (what the
+/// log holds) as its opening comments.
+fn header_builder(about: &str) -> IntervalLogWriterBuilder {
+    let mut builder = IntervalLogWriterBuilder::new();
+    builder
+        .add_comment(&format!(
+            "[Logged with hostmax {}]",
+            env!("CARGO_PKG_VERSION")
+        ))
+        .add_comment("[Histogram log format version 1.3]")
+        .add_comment(about);
+    builder
 }
 
 #[cfg(test)]

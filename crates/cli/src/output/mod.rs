@@ -30,6 +30,13 @@ pub mod progress;
 pub mod svg;
 pub mod table;
 
+/// The line a command of several runs ends its table with when a signal cut it short: the run
+/// it was in, the runs it never started (if any), and what it therefore does not conclude.
+pub fn interrupted_line(during: &str, not_measured: Option<String>, withheld: &str) -> String {
+    let rest = not_measured.map_or(String::new(), |n| format!("; {n}"));
+    format!("interrupted during {during}{rest}: {withheld}\n")
+}
+
 #[cfg(test)]
 pub(crate) mod tests_support {
     use std::path::PathBuf;
