@@ -226,9 +226,14 @@ impl StateDir {
     /// Locks an existing checkpoint directory (a refusal when another process holds it, before
     /// anything is read) and reads its settings.
     pub fn open(dir: &Path) -> anyhow::Result<(StateDir, SuiteConfig)> {
-        // A path that is no directory gets the refusal below, which names what to give.
-        let held = if dir.is_dir() { Some(lock(dir)?) } else { None };
         let path = dir.join("suite.json");
+        // Only a checkpoint gets a lock file: any other path gets the refusal below, which
+        // names what to give, and no file left in it.
+        let held = if path.is_file() {
+            Some(lock(dir)?)
+        } else {
+            None
+        };
         let text = fs::read_to_string(&path).map_err(|e| {
             crate::error::BadInput(format!(
                 "--resume {}: cannot read {} ({e}); give the directory a suite wrote its state to",
