@@ -159,3 +159,67 @@ fn a_file_renamed_onto_a_target_between_cells_is_not_written() {
         "the moved file was written"
     );
 }
+
+#[test]
+fn a_sweep_step_refuses_a_target_renamed_onto_since_the_plan() {
+    let dir = ScratchDir::new("sweep-renamed");
+    let first = dir.join("v1.img");
+    let second = dir.join("v2.img");
+    for path in [&first, &second] {
+        File::create(path).unwrap().set_len(16 * MIB).unwrap();
+    }
+    let precious = dir.join("precious.img");
+    let bytes: Vec<u8> = (0..16 * MIB).map(|i| (i % 241) as u8).collect();
+    fs::write(&precious, &bytes).unwrap();
+    let args: Vec<String> = [
+        "sweep",
+        "--devices",
+        first.to_str().unwrap(),
+        second.to_str().unwrap(),
+        "--steps",
+        "1,2",
+        "--rw",
+        "randwrite",
+        "--runtime",
+        "1s",
+        "--ramp",
+        "0s",
+    ]
+    .map(String::from)
+    .to_vec();
+    let mut child = std::process::Command::new(hostmax_bin())
+        .args(&args)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("run hostmax");
+    let mut stderr = std::io::BufReader::new(child.stderr.take().unwrap());
+    let mut seen = String::new();
+    loop {
+        let mut line = String::new();
+        let n = std::io::BufRead::read_line(&mut stderr, &mut line).unwrap();
+        seen += &line;
+        assert!(n > 0, "the sweep ended before its first step: {seen}");
+        // Step 1 drives v1 alone; v2 is next used by step 2.
+        if line.contains("step 1/2") {
+            break;
+        }
+    }
+    fs::rename(&precious, &second).unwrap();
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut stderr, &mut rest).unwrap();
+    seen += &rest;
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(2), "{seen}");
+    let refusal = seen
+        .lines()
+        .find(|l| l.contains("planned on"))
+        .unwrap_or_else(|| panic!("no refusal naming the change: {seen}"));
+    assert!(refusal.contains(second.to_str().unwrap()), "{refusal}");
+    assert_eq!(refusal.matches("device:inode").count(), 2, "{refusal}");
+    assert!(refusal.contains("before step2"), "{refusal}");
+    assert!(
+        fs::read(&second).unwrap() == bytes,
+        "the moved file was written"
+    );
+}
