@@ -153,6 +153,12 @@ pub fn measure(
     label: Option<&str>,
     recorders: &mut Recorders<'_>,
 ) -> anyhow::Result<(HostReport, i32)> {
+    // A path renamed onto since the plan probed it is not the target that was checked.
+    crate::plan::identity::check_unchanged(
+        &plan.identities,
+        &plan.targets,
+        label.unwrap_or("the run"),
+    )?;
     // Before any I/O, so the signatures shown are those the devices carried.
     let identities: Vec<_> = plan.targets.iter().map(identify).collect();
     let mut live = LiveRun {

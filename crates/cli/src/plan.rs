@@ -5,6 +5,7 @@
 //! [`fleet::FleetPlan`]; [`start_at`] waits for `--start-at`.
 
 pub mod fleet;
+pub mod identity;
 pub mod start_at;
 
 use std::ffi::OsString;
@@ -131,6 +132,9 @@ pub struct RunPlan {
     pub fleet: fleet::FleetPlan,
     /// `--iopoll` / `--sqpoll`.
     pub polling: Polling,
+    /// What each target's path led to when planned: every run checks it again first
+    /// ([`identity::check_unchanged`]).
+    pub identities: Vec<identity::PlannedIdentity>,
 }
 
 impl RunPlan {
@@ -255,6 +259,7 @@ pub fn plan_run_with(request: &PlanRequest, limits: &HostLimits) -> Result<RunPl
         on_error: request.on_error,
         fleet,
         polling: request.polling,
+        identities: Vec::new(),
     };
     let outputs: Vec<(&str, &Path)> = request
         .outputs
@@ -274,6 +279,8 @@ pub fn plan_run_with(request: &PlanRequest, limits: &HostLimits) -> Result<RunPl
             }
         }
     }
+    // Last, so files made just now are recorded as made.
+    plan.identities = identity::PlannedIdentity::record(&plan.targets);
     Ok(plan)
 }
 

@@ -72,6 +72,7 @@ pub fn demo(args: &DemoArgs) -> anyhow::Result<i32> {
         .unwrap_or(Duration::from_secs(if capped { 10 } else { 5 }));
     let plan = RunPlan {
         given_names: Vec::new(),
+        identities: crate::plan::identity::PlannedIdentity::record(&targets),
         targets,
         workload: hostmax_engine::Workload {
             runtime,

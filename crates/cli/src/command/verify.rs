@@ -86,7 +86,7 @@ pub fn plan_phases(
     let mut phases = Vec::new();
     for kind in crate::verdict::phases_for(&set) {
         let phase = phase_request(&request, kind, args.throughput_bs);
-        let plan = plan_run(&phase).map_err(|e| {
+        let mut plan = plan_run(&phase).map_err(|e| {
             // The phase's block size is not --bs (verify sets it): name what does set it, so
             // the fix offered is one that works.
             let size = crate::units::format_size(phase.block_size);
@@ -106,6 +106,8 @@ pub fn plan_phases(
                 kind.promise().phase
             )))
         })?;
+        // Every phase checks its targets against the one probe the base plan made.
+        plan.identities = base.identities.clone();
         phases.push(Phase { kind, plan });
     }
     Ok((phases, set))

@@ -20,6 +20,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use super::matrix::{CellSpec, TrackedMetric};
 use super::report::{self, metric_value, Records};
 use super::state::{CellRound, PrepRecord, StateDir, SuiteConfig};
+use crate::plan::identity::{check_unchanged, PlannedIdentity};
 use crate::signals::RunningGuard;
 use crate::units::human_size;
 
@@ -140,6 +141,8 @@ pub struct SuiteRunner {
     pub targets: Vec<TargetInfo>,
     /// `--allow-write` was given.
     pub allow_write: bool,
+    /// What each target's path led to when the suite began: checked before every step.
+    identities: Vec<PlannedIdentity>,
     signals: SignalWatch,
     progress: SuiteProgress,
 }
@@ -167,6 +170,7 @@ impl SuiteRunner {
         SuiteRunner {
             config,
             state,
+            identities: PlannedIdentity::record(&targets),
             targets,
             allow_write,
             signals: SignalWatch::start(),
@@ -217,6 +221,7 @@ impl SuiteRunner {
             if self.signals.signal() != 0 {
                 return Ok(None);
             }
+            check_unchanged(&self.identities, std::slice::from_ref(t), "the purge")?;
             let range = 0..self.config.range;
             // Escalate: ATA secure erase (when asked), discard, zero fill; the first that works.
             let mut failed: Vec<String> = Vec::new();
@@ -301,7 +306,8 @@ impl SuiteRunner {
             human_size(self.config.range),
             self.targets.len()
         ));
-        let Some((result, _)) = self.engine_run(&self.targets, &workload, 0)? else {
+        let Some((result, _)) = self.engine_run(&self.targets, &workload, 0, "preconditioning")?
+        else {
             return Ok(None);
         };
         let written: u64 = result
@@ -442,6 +448,7 @@ impl SuiteRunner {
         position: u64,
     ) -> anyhow::Result<Option<CellRound>> {
         let workload = self.config.cell_settings().workload(cell, round);
+        let before = format!("round {round} cell {}", cell.key());
         // One device at a time has no common seconds: no series (the latency test judges
         // p95, not per-second consistency).
         let (result, series) = if self.config.test.one_device_at_a_time() {
@@ -449,14 +456,14 @@ impl SuiteRunner {
             let per_run = self.config.cell_time_ms + self.config.ramp_ms;
             for (i, t) in self.targets.iter().enumerate() {
                 let at = position + per_run * i as u64;
-                match self.engine_run(std::slice::from_ref(t), &workload, at)? {
+                match self.engine_run(std::slice::from_ref(t), &workload, at, &before)? {
                     Some((r, _)) => parts.push(r),
                     None => return Ok(None),
                 }
             }
             (merge_results(parts), Vec::new())
         } else {
-            match self.engine_run(&self.targets, &workload, position)? {
+            match self.engine_run(&self.targets, &workload, position, &before)? {
                 Some(r) => r,
                 None => return Ok(None),
             }
@@ -473,18 +480,21 @@ impl SuiteRunner {
         }))
     }
 
-    /// One engine measurement over `targets` (written ones re-checked while held: the suite
-    /// checked them all before it began). `None` when a signal stopped it early. `position` is
-    /// where the round's progress bar stood when it started.
+    /// One engine measurement over `targets` (each path first checked to lead where it did
+    /// when the suite began, written ones re-checked while held: the suite checked them all
+    /// before it began). `None` when a signal stopped it early. `position` is where the
+    /// round's progress bar stood when it started; `before` names the step for a refusal.
     fn engine_run(
         &self,
         targets: &[TargetInfo],
         workload: &Workload,
         position: u64,
+        before: &str,
     ) -> anyhow::Result<Option<(RunResult, Vec<SecondPoint>)>> {
         if self.signals.signal() != 0 {
             return Ok(None);
         }
+        check_unchanged(&self.identities, targets, before)?;
         // Per-second figures only where --consistency judges them (they grow the checkpoint).
         let live = self
             .config

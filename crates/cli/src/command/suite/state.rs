@@ -6,16 +6,21 @@
 //! Layout of the directory:
 //! - `suite.json`: [`SuiteConfig`], written once when the suite starts;
 //! - `purge.json`, `precondition.json`: a [`PrepRecord`] each, once that step is done;
-//! - `rounds/rNNN-KEY.json`: a [`CellRound`] per finished cell of round NNN (`r003-4k_0_100.json`).
+//! - `rounds/rNNN-KEY.json`: a [`CellRound`] per finished cell of round NNN (`r003-4k_0_100.json`);
+//! - `lock`: an exclusive `flock` held by the one process running the suite (fresh or resumed)
+//!   for as long as it runs, holding that process's pid: a second process is refused at once
+//!   rather than measuring the same cells beside it.
 
 use std::collections::BTreeMap;
-use std::fs;
-use std::io;
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::Context;
 use hostmax_aggregate::HostReport;
+use nix::errno::Errno;
+use nix::fcntl::{Flock, FlockArg};
 use serde::{Deserialize, Serialize};
 
 use super::matrix::{CellSettings, CellSpec, SuiteTest, TrackedMetric};
@@ -156,27 +161,79 @@ pub struct CellRound {
     pub finished_unix_ms: u64,
 }
 
-/// An open checkpoint directory.
-#[derive(Debug, Clone)]
+/// The lock file in a checkpoint directory ([`lock`]).
+const LOCK_FILE: &str = "lock";
+
+/// Takes the exclusive lock of the checkpoint directory `dir` without waiting, and writes this
+/// process's pid into the lock file for a refused one to name. Held until the returned lock is
+/// dropped (or the process dies: a `flock` belongs to the open file). Another process holding
+/// it is a refusal (exit 2) naming the directory and, when the file says, its pid.
+fn lock(dir: &Path) -> anyhow::Result<Flock<File>> {
+    let path = dir.join(LOCK_FILE);
+    let file = OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .read(true)
+        .write(true)
+        .open(&path)
+        .with_context(|| format!("opening the lock file {}", path.display()))?;
+    match Flock::lock(file, FlockArg::LockExclusiveNonblock) {
+        Ok(mut held) => {
+            // The pid is a courtesy for a refused process: failing to write it stops nothing.
+            let _ = held
+                .set_len(0)
+                .and_then(|()| writeln!(held, "{}", std::process::id()));
+            Ok(held)
+        }
+        Err((_, Errno::EWOULDBLOCK)) => {
+            let holder = fs::read_to_string(&path)
+                .ok()
+                .and_then(|text| text.trim().parse::<u32>().ok())
+                .map_or_else(String::new, |pid| format!(" (pid {pid})"));
+            Err(crate::error::BadInput(format!(
+                "{}: another hostmax suite{holder} is running on this state directory; wait for it to finish (or stop it), then --resume {}",
+                dir.display(),
+                dir.display()
+            ))
+            .into())
+        }
+        Err((_, errno)) => {
+            Err(io::Error::from(errno)).with_context(|| format!("locking {}", path.display()))
+        }
+    }
+}
+
+/// An open checkpoint directory, locked for this process while it lives.
+#[derive(Debug)]
 pub struct StateDir {
     dir: PathBuf,
+    _lock: Flock<File>,
 }
 
 impl StateDir {
-    /// Creates a fresh checkpoint directory (it may exist if empty).
+    /// Creates a fresh checkpoint directory (it may exist if empty) and locks it.
     pub fn create(dir: &Path, config: &SuiteConfig) -> anyhow::Result<StateDir> {
         fs::create_dir_all(dir.join("rounds"))
             .with_context(|| format!("creating the state directory {}", dir.display()))?;
         let state = StateDir {
             dir: dir.to_path_buf(),
+            _lock: lock(dir)?,
         };
         state.write_json("suite.json", config)?;
         Ok(state)
     }
 
-    /// Opens an existing checkpoint directory and reads its settings.
+    /// Locks an existing checkpoint directory (a refusal when another process holds it, before
+    /// anything is read) and reads its settings.
     pub fn open(dir: &Path) -> anyhow::Result<(StateDir, SuiteConfig)> {
         let path = dir.join("suite.json");
+        // Only a checkpoint gets a lock file: any other path gets the refusal below, which
+        // names what to give, and no file left in it.
+        let held = if path.is_file() {
+            Some(lock(dir)?)
+        } else {
+            None
+        };
         let text = fs::read_to_string(&path).map_err(|e| {
             crate::error::BadInput(format!(
                 "--resume {}: cannot read {} ({e}); give the directory a suite wrote its state to",
@@ -200,9 +257,14 @@ impl StateDir {
             .into());
         }
         fs::create_dir_all(dir.join("rounds"))?;
+        let held = match held {
+            Some(held) => held,
+            None => lock(dir)?,
+        };
         Ok((
             StateDir {
                 dir: dir.to_path_buf(),
+                _lock: held,
             },
             config,
         ))
