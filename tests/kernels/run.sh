@@ -48,8 +48,9 @@ installed_kernel() {
     6.1) pattern='/boot/vmlinuz-6.1.0-*-amd64' ;;
     *) pattern="/boot/vmlinuz-$1.*+deb*-amd64" ;;
   esac
+  # No match is no kernel yet, not a failure (pipefail would end the script with ls's 2).
   # shellcheck disable=SC2086
-  ls -1 $pattern 2>/dev/null | sort -V | tail -n 1
+  { ls -1 $pattern 2>/dev/null || true; } | sort -V | tail -n 1
 }
 
 # The newest Debian package of a series' kernel image.
