@@ -123,34 +123,10 @@ fn a_file_renamed_onto_a_target_between_cells_is_not_written() {
     ]
     .map(String::from)
     .to_vec();
-    let mut child = std::process::Command::new(hostmax_bin())
-        .args(&args)
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("run hostmax");
-    let mut stderr = std::io::BufReader::new(child.stderr.take().unwrap());
-    let mut seen = String::new();
-    loop {
-        let mut line = String::new();
-        let n = std::io::BufRead::read_line(&mut stderr, &mut line).unwrap();
-        seen += &line;
-        assert!(n > 0, "the suite ended before its first cell: {seen}");
-        // The first cell is done; the suite idles a second before the next.
-        if line.contains("[round 1] cell 1/") {
-            break;
-        }
-    }
-    fs::rename(&precious, &target).unwrap();
-    let mut rest = String::new();
-    std::io::Read::read_to_string(&mut stderr, &mut rest).unwrap();
-    seen += &rest;
-    let status = child.wait().unwrap();
-    assert_eq!(status.code(), Some(2), "{seen}");
-    let refusal = seen
-        .lines()
-        .find(|l| l.contains("planned on"))
-        .unwrap_or_else(|| panic!("no refusal naming the change: {seen}"));
+    // The first cell is done when its line shows; the suite idles a second before the next.
+    let (status, seen) = rename_during(&args, "[round 1] cell 1/", &precious, &target);
+    assert_eq!(status, Some(2), "{seen}");
+    let refusal = the_refusal(&seen);
     assert!(refusal.contains(target.to_str().unwrap()), "{refusal}");
     assert_eq!(refusal.matches("device:inode").count(), 2, "{refusal}");
     assert!(refusal.contains("round 1 cell"), "{refusal}");
@@ -187,8 +163,29 @@ fn a_sweep_step_refuses_a_target_renamed_onto_since_the_plan() {
     ]
     .map(String::from)
     .to_vec();
+    // Step 1 drives v1 alone; v2 is next used by step 2.
+    let (status, seen) = rename_during(&args, "step 1/2", &precious, &second);
+    assert_eq!(status, Some(2), "{seen}");
+    let refusal = the_refusal(&seen);
+    assert!(refusal.contains(second.to_str().unwrap()), "{refusal}");
+    assert_eq!(refusal.matches("device:inode").count(), 2, "{refusal}");
+    assert!(refusal.contains("before step2"), "{refusal}");
+    assert!(
+        fs::read(&second).unwrap() == bytes,
+        "the moved file was written"
+    );
+}
+
+/// Runs hostmax with `args`, renames `from` onto `onto` once a stderr line holds `marker`,
+/// and gives back the exit code and everything the run printed on stderr.
+fn rename_during(
+    args: &[String],
+    marker: &str,
+    from: &std::path::Path,
+    onto: &std::path::Path,
+) -> (Option<i32>, String) {
     let mut child = std::process::Command::new(hostmax_bin())
-        .args(&args)
+        .args(args)
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
@@ -199,27 +196,21 @@ fn a_sweep_step_refuses_a_target_renamed_onto_since_the_plan() {
         let mut line = String::new();
         let n = std::io::BufRead::read_line(&mut stderr, &mut line).unwrap();
         seen += &line;
-        assert!(n > 0, "the sweep ended before its first step: {seen}");
-        // Step 1 drives v1 alone; v2 is next used by step 2.
-        if line.contains("step 1/2") {
+        assert!(n > 0, "the run ended before '{marker}': {seen}");
+        if line.contains(marker) {
             break;
         }
     }
-    fs::rename(&precious, &second).unwrap();
+    fs::rename(from, onto).unwrap();
     let mut rest = String::new();
     std::io::Read::read_to_string(&mut stderr, &mut rest).unwrap();
     seen += &rest;
-    let status = child.wait().unwrap();
-    assert_eq!(status.code(), Some(2), "{seen}");
-    let refusal = seen
-        .lines()
+    (child.wait().unwrap().code(), seen)
+}
+
+/// The line of `seen` that refuses a target for leading elsewhere than planned.
+fn the_refusal(seen: &str) -> &str {
+    seen.lines()
         .find(|l| l.contains("planned on"))
-        .unwrap_or_else(|| panic!("no refusal naming the change: {seen}"));
-    assert!(refusal.contains(second.to_str().unwrap()), "{refusal}");
-    assert_eq!(refusal.matches("device:inode").count(), 2, "{refusal}");
-    assert!(refusal.contains("before step2"), "{refusal}");
-    assert!(
-        fs::read(&second).unwrap() == bytes,
-        "the moved file was written"
-    );
+        .unwrap_or_else(|| panic!("no refusal naming the change: {seen}"))
 }
