@@ -1,16 +1,34 @@
 #!/usr/bin/env bash
 # Runs inside the kernel matrix's VM (tests/kernels/run.sh), as root:
-#   guest.sh OUT EXECUTABLES HOSTMAX [ONLY]
+#   guest.sh OUT EXECUTABLES HOSTMAX [ONLY] [KIND]
 # OUT is the host directory the guest may write (results, logs), EXECUTABLES lists
 # "test-binary-name path" lines, HOSTMAX is the built binary, ONLY (optional) the test binaries
 # to run (space-separated; then the demo and sysctl checks are left out). Writes one line per test to
 # OUT/results ("kernel VERSION  PASS|FAIL|SKIP  NAME  (N s)"), the output of each failed test to
 # OUT/failed/NAME.log, and OUT/done at the end. KNOWN marks a listed failure another issue owns.
 set -uo pipefail
+
+# The tests of the disks VM (4 CPUs, cloud-style qemu disks: run.sh's vm_disk_opts), as
+# "BINARY NAME-SUBSTRING...": what needs real multi-queue devices, two paths to one LUN or qemu's
+# combined IOPS cap.
+selection_disks=(
+  "vm_disks a_multi_queue_disk"
+)
+
+# run.sh asks `guest.sh --wants-disks ONLY`: does any chosen test binary run in the disks VM?
+if [[ ${1:-} == --wants-disks ]]; then
+  for entry in "${selection_disks[@]}"; do
+    [[ " ${2:-} " == *" ${entry%% *} "* ]] && exit 0
+  done
+  exit 1
+fi
+
 out=$1
 executables=$2
 hostmax=$3
 only=${4:-}
+# main: the 2-CPU VM of null_blk/loop/cgroup tests; disks: the 4-CPU VM of selection_disks.
+kind=${5:-main}
 kernel=$(uname -r)
 results=$out/results
 mkdir -p "$out/failed" "$out/passed"
@@ -27,7 +45,7 @@ own_cgroup_before=$(cat /proc/self/cgroup)
 # A new user's first command, before loop or null_blk is loaded: the demo loads what it needs
 # and measures its volumes against their caps (on null_blk before 6.6: tmpfs takes no O_DIRECT).
 started=$(date +%s)
-if [[ -z $only ]]; then
+if [[ -z $only && $kind == main ]]; then
   "$hostmax" demo >"$out/demo.out" 2>"$out/demo.err"
   status=$?
   if ((status == 0)) && grep -q "the host is the bottleneck" "$out/demo.out" &&
@@ -104,6 +122,7 @@ run_one() { # BINARY EXECUTABLE TEST
   rm -f "$log"
 }
 
+[[ $kind == main ]] || selection=("${selection_disks[@]}")
 for entry in "${selection[@]}"; do
   read -r binary filters <<<"$entry"
   [[ -z $only || " $only " == *" $binary "* ]] || continue
@@ -122,7 +141,7 @@ done
 
 # io_uring switched off by the administrator (6.6+): one line naming the sysctl, exit 2, before
 # any device is opened (a device that does not exist must not be what it complains about).
-if [[ -z $only && -e /proc/sys/kernel/io_uring_disabled ]]; then
+if [[ -z $only && $kind == main && -e /proc/sys/kernel/io_uring_disabled ]]; then
   started=$(date +%s)
   sysctl -q kernel.io_uring_disabled=2
   err=$("$hostmax" --devices /dev/hostmax-no-such-device --runtime 1s 2>&1 >/dev/null)

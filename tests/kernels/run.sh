@@ -7,6 +7,10 @@
 #   HOSTMAX_KERNELS=6.12 bash tests/kernels/run.sh
 #   HOSTMAX_MATRIX_ONLY="trim" bash tests/kernels/run.sh   # only these test binaries' chosen tests
 #
+# Each kernel boots twice: a 2-CPU VM for the null_blk, loop and cgroup tests, then a 4-CPU VM
+# with cloud-style qemu disks (multi-queue virtio-blk and NVMe, one LUN on two paths, a volume
+# under qemu's IOPS cap) for the tests that need them (guest.sh's selection_disks).
+#
 # Installs what it needs when missing (root): qemu-system-x86 and the newest Debian kernel
 # package of each series (apt), virtme-ng (pip, in a venv under the target directory). Builds the
 # test executables here, then prints one line per kernel and test:
@@ -67,6 +71,8 @@ kernel_package() {
 command -v qemu-system-x86_64 >/dev/null || apt_install qemu-system-x86
 # virtme-ng makes its small initramfs from a statically linked busybox.
 dpkg -s busybox-static >/dev/null 2>&1 || apt_install busybox-static
+# The device-mapper tests (dm-delay, dm-linear over test volumes) drive dmsetup in the guest.
+command -v dmsetup >/dev/null || apt_install dmsetup
 kernels=()
 for s in $series; do
   k=$(installed_kernel "$s")
@@ -111,29 +117,64 @@ PY
 hostmax=$target/matrix/hostmax
 [[ -x $hostmax ]] || die "no $hostmax after the build"
 
-# --- one VM per kernel, one after the other --------------------------------------------------
+# --- the cloud-style disks of the second VM ----------------------------------------------------
+# Real virtio-blk and NVMe devices with several hardware queues, as cloud volumes and local NVMe
+# are, which null_blk and loop cannot stand in for: per-queue interrupt lines, a LUN reached by
+# two paths, qemu's combined read+write IOPS cap (a cloud volume's promise; blk-throttle caps
+# reads and writes apart). Tests find each by its serial (tests/support: VM_DISK_SERIALS) and
+# skip elsewhere. Fresh sparse images every run: nothing a test wrote survives it.
+disks=$work/disks
+vm_capped_iops=2000 # tests/support: VM_CAPPED_DISK_IOPS
+vm_disk_opts() {
+  rm -rf "$disks"
+  mkdir -p "$disks"
+  local img
+  for img in lun mq nvme capped; do truncate -s 256M "$disks/$img.img"; done
+  local opts=()
+  # One image, two virtio-blk devices with one serial: two paths to one LUN (multipath's
+  # view). share-rw lets qemu attach one image twice; locking off for the same reason.
+  for path in a b; do
+    opts+=(-drive "file=$disks/lun.img,if=none,id=lun_$path,format=raw,file.locking=off"
+      -device "virtio-blk-pci,drive=lun_$path,serial=hostmax-lun,share-rw=on")
+  done
+  opts+=(-drive "file=$disks/mq.img,if=none,id=mq,format=raw"
+    -device "virtio-blk-pci,drive=mq,num-queues=4,serial=hostmax-mq")
+  opts+=(-drive "file=$disks/nvme.img,if=none,id=nvm,format=raw"
+    -device "nvme,drive=nvm,serial=hostmax-nvme,max_ioqpairs=4")
+  opts+=(-drive "file=$disks/capped.img,if=none,id=cap,format=raw,throttling.iops-total=$vm_capped_iops"
+    -device "virtio-blk-pci,drive=cap,serial=hostmax-capped,num-queues=4")
+  echo "${opts[*]}"
+}
+
+# --- two VMs per kernel, one after the other ---------------------------------------------------
 # Two cores: two emulated VMs at once would each run at half speed and double the timeouts'
-# risk, for no gain in wall time.
+# risk, for no gain in wall time. The first VM (2 CPUs) runs the null_blk/loop/cgroup tests;
+# the second (4 CPUs, as the multi-queue recipes need) the tests of the cloud-style disks.
 failed=0
 summary=()
-for kernel in "${kernels[@]}"; do
-  version=${kernel#/boot/vmlinuz-}
-  out=$work/$version
+boot() { # KERNEL KIND CPUS [QEMU_OPTS]
+  local kernel=$1 kind=$2 cpus=$3 qemu_opts=${4:-}
+  local version=${kernel#/boot/vmlinuz-}
+  local out=$work/$version
+  [[ $kind == main ]] || out=$work/$version-$kind
   rm -rf "$out"
   mkdir -p "$out"
+  local started took vm_status
   started=$(date +%s)
-  say "booting $version (emulated; the first lines take about 20 s)"
+  say "booting $version ($kind VM, $cpus CPUs, emulated; the first lines take about 20 s)"
+  local vng_args=(--run "$kernel" --disable-kvm --cpus "$cpus" --memory 4G --rwdir "$out")
+  [[ -z $qemu_opts ]] || vng_args+=("--qemu-opts=$qemu_opts")
   set +e
   timeout --kill-after=30 "${HOSTMAX_KERNEL_TIMEOUT:-1800}" \
-    "$venv/bin/vng" --run "$kernel" --disable-kvm --cpus 2 --memory 4G \
-    --rwdir "$out" --exec "bash $repo/tests/kernels/guest.sh $out $work/executables $hostmax '$only'" \
+    "$venv/bin/vng" "${vng_args[@]}" \
+    --exec "bash $repo/tests/kernels/guest.sh $out $work/executables $hostmax '$only' $kind" \
     </dev/null >"$out/console.log" 2>&1
   vm_status=$?
   set -e
   took=$(($(date +%s) - started))
   grep -h '^kernel ' "$out/results" 2>/dev/null || true
   if [[ ! -s $out/done ]]; then
-    echo "kernel $version  FAIL  the VM did not finish (exit $vm_status); its console:"
+    echo "kernel $version ($kind VM)  FAIL  the VM did not finish (exit $vm_status); its console:"
     tail -n 40 "$out/console.log"
     failed=1
   elif grep -q '  FAIL  ' "$out/results"; then
@@ -145,8 +186,16 @@ for kernel in "${kernels[@]}"; do
     done
   fi
   count() { grep -c "  $1  " "$out/results" 2>/dev/null || true; }
-  summary+=("kernel $version: $(count PASS) passed, $(count FAIL) failed, $(count SKIP) skipped, $(count KNOWN) known failures of other issues, wall time ${took} s")
+  summary+=("kernel $version ($kind VM): $(count PASS) passed, $(count FAIL) failed, $(count SKIP) skipped, $(count KNOWN) known failures of other issues, wall time ${took} s")
+}
+for kernel in "${kernels[@]}"; do
+  boot "$kernel" main 2
+  # Only when a test of the disks VM was chosen (HOSTMAX_MATRIX_ONLY).
+  if [[ -z $only ]] || bash tests/kernels/guest.sh --wants-disks "$only"; then
+    boot "$kernel" disks 4 "$(vm_disk_opts)"
+  fi
 done
+rm -rf "$disks"
 printf '%s\n' "${summary[@]}"
 if ((failed)); then
   say "FAILED (logs in $work)"

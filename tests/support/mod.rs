@@ -577,3 +577,51 @@ pub fn interrupt_after(args: &[String], marker: &str, delay: std::time::Duration
         stderr: seen.into_bytes(),
     }
 }
+
+/// The serials of the cloud-style disks that the kernel matrix's second VM attaches
+/// (tests/kernels/run.sh, `vm_disk_opts`): `hostmax-lun` is one image attached twice (two paths
+/// to one LUN), `hostmax-mq` a virtio-blk disk with 4 queues, `hostmax-nvme` an NVMe namespace
+/// with 4 I/O queue pairs, `hostmax-capped` a virtio-blk disk under qemu's
+/// `throttling.iops-total` cap ([`VM_CAPPED_DISK_IOPS`]).
+pub const VM_DISK_SERIALS: [&str; 4] = ["hostmax-lun", "hostmax-mq", "hostmax-nvme", "hostmax-capped"];
+
+/// The combined read+write IOPS cap qemu puts on the `hostmax-capped` disk (run.sh passes the
+/// same number).
+pub const VM_CAPPED_DISK_IOPS: u64 = 2000;
+
+/// The kernel names (e.g. `vdb`, `nvme0n1`) of the block devices whose serial is `serial`,
+/// sorted: virtio-blk's `/sys/block/DEV/serial`, NVMe's `/sys/block/DEV/device/serial`. Empty
+/// where no such disk is attached: everywhere but the kernel matrix's disks VM.
+pub fn disks_with_serial(serial: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    let Ok(entries) = std::fs::read_dir("/sys/block") else {
+        return found;
+    };
+    for entry in entries.flatten() {
+        let dir = entry.path();
+        let own = std::fs::read_to_string(dir.join("serial"))
+            .or_else(|_| std::fs::read_to_string(dir.join("device/serial")));
+        if own.is_ok_and(|s| s.trim() == serial) {
+            found.push(entry.file_name().to_string_lossy().into_owned());
+        }
+    }
+    found.sort();
+    found
+}
+
+/// Skips the calling test (printing why) unless the kernel matrix's disks VM attached the
+/// disk(s) with serial `$serial`; otherwise evaluates to their kernel names.
+#[macro_export]
+macro_rules! require_vm_disks {
+    ($serial:expr) => {{
+        let names = $crate::support::disks_with_serial($serial);
+        if names.is_empty() {
+            $crate::skip!(
+                "no disk with serial {} is attached: it exists in the kernel matrix's disks VM \
+                 (bash tests/kernels/run.sh)",
+                $serial
+            );
+        }
+        names
+    }};
+}
