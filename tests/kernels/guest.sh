@@ -8,6 +8,24 @@
 # OUT/failed/NAME.log, and OUT/done at the end. KNOWN marks a listed failure another issue owns.
 set -uo pipefail
 
+# The tests that depend on the kernel, as "BINARY NAME-SUBSTRING..." (a test runs if its name
+# contains one of them). Chosen for what only a real kernel shows: null_blk as the backend of
+# tests that need any block device, --iopoll on null_blk poll queues against the kernel's
+# counters, cgroup v2 io.max volume and host caps, the demo, signals, a device turned read-only,
+# and the harness's clean-up. The emulated CPU is slow: tests that measure speed, argument
+# checks and file targets stay out (they depend on no kernel feature these kernels differ in).
+selection=(
+  "simhost loop_volumes_appear host_cap_volumes_are_slices null_blk_volumes_appear throttle_members sigkilled_owner capped_volumes_read host_cap_bounds"
+  "accuracy per_device_counts mixed_run_counts read_share throttled_volumes a_host_cap_below"
+  "polling iopoll sqpoll"
+  "demo demo_measures demo_without_a_usable_cgroup"
+  "faults read_only_mid_run sigint_gives sigterm_gives a_second_signal a_signal_as_soon"
+  "cli_run json_to_stdout"
+  "engine_api back_to_back"
+  "verify a_host_cap_below"
+  "trim trim_and_randtrim trimmed_blocks a_device_without_discard"
+)
+
 # The tests of the disks VM (4 CPUs, cloud-style qemu disks: run.sh's vm_disk_opts), as
 # "BINARY NAME-SUBSTRING...": what needs real multi-queue devices, two paths to one LUN or qemu's
 # combined IOPS cap.
@@ -15,10 +33,11 @@ selection_disks=(
   "vm_disks a_multi_queue_disk"
 )
 
-# run.sh asks `guest.sh --wants-disks ONLY`: does any chosen test binary run in the disks VM?
-if [[ ${1:-} == --wants-disks ]]; then
-  for entry in "${selection_disks[@]}"; do
-    [[ " ${2:-} " == *" ${entry%% *} "* ]] && exit 0
+# run.sh asks `guest.sh --wants KIND ONLY`: does any chosen test binary run in that VM?
+if [[ ${1:-} == --wants ]]; then
+  if [[ $2 == main ]]; then wanted=("${selection[@]}"); else wanted=("${selection_disks[@]}"); fi
+  for entry in "${wanted[@]}"; do
+    [[ " ${3:-} " == *" ${entry%% *} "* ]] && exit 0
   done
   exit 1
 fi
@@ -69,24 +88,6 @@ export HOSTMAX_TEST_BACKEND=null_blk
 export RUST_BACKTRACE=1
 # The host's cargo home and rustup are not needed: the executables are built.
 cd "$(dirname "$executables")"
-
-# The tests that depend on the kernel, as "BINARY NAME-SUBSTRING..." (a test runs if its name
-# contains one of them). Chosen for what only a real kernel shows: null_blk as the backend of
-# tests that need any block device, --iopoll on null_blk poll queues against the kernel's
-# counters, cgroup v2 io.max volume and host caps, the demo, signals, a device turned read-only,
-# and the harness's clean-up. The emulated CPU is slow: tests that measure speed, argument
-# checks and file targets stay out (they depend on no kernel feature these kernels differ in).
-selection=(
-  "simhost loop_volumes_appear host_cap_volumes_are_slices null_blk_volumes_appear throttle_members sigkilled_owner capped_volumes_read host_cap_bounds"
-  "accuracy per_device_counts mixed_run_counts read_share throttled_volumes a_host_cap_below"
-  "polling iopoll sqpoll"
-  "demo demo_measures demo_without_a_usable_cgroup"
-  "faults read_only_mid_run sigint_gives sigterm_gives a_second_signal a_signal_as_soon"
-  "cli_run json_to_stdout"
-  "engine_api back_to_back"
-  "verify a_host_cap_below"
-  "trim trim_and_randtrim trimmed_blocks a_device_without_discard"
-)
 
 # Failures owned by another open issue: reported as KNOWN (not failing the matrix) until fixed
 # there; a PASS line says the entry can go. None today: every count check is exact.

@@ -189,9 +189,11 @@ boot() { # KERNEL KIND CPUS [QEMU_OPTS]
   summary+=("kernel $version ($kind VM): $(count PASS) passed, $(count FAIL) failed, $(count SKIP) skipped, $(count KNOWN) known failures of other issues, wall time ${took} s")
 }
 for kernel in "${kernels[@]}"; do
-  boot "$kernel" main 2
-  # Only when a test of the disks VM was chosen (HOSTMAX_MATRIX_ONLY).
-  if [[ -z $only ]] || bash tests/kernels/guest.sh --wants-disks "$only"; then
+  # Each VM only when one of its tests was chosen (HOSTMAX_MATRIX_ONLY).
+  if [[ -z $only ]] || bash tests/kernels/guest.sh --wants main "$only"; then
+    boot "$kernel" main 2
+  fi
+  if [[ -z $only ]] || bash tests/kernels/guest.sh --wants disks "$only"; then
     boot "$kernel" disks 4 "$(vm_disk_opts)"
   fi
 done
