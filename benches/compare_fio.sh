@@ -17,6 +17,11 @@
 #   HOSTMAX=/path/to/hostmax                   use this binary instead of building one
 #   OUT=benches/results/compare-<date>.md      where the results go
 #   SCALING=1 SCALING_VOLUMES="1 2 4 8 16 20 32"   the scaling table instead
+#   ZRAM=1 ZRAM_MIB=1024                       one zram device (lz4) instead of the loop volumes:
+#                                              a device that compresses on the submitting CPU, so
+#                                              it scales with submitting CPUs (default workload
+#                                              randwrite; hostmax with no placement flags, fio
+#                                              with one job per CPU on it, split)
 #
 # Every loop device and file it makes is removed on exit, Ctrl-C or kill.
 
@@ -30,13 +35,20 @@ VOLUMES=${VOLUMES:-20}
 VOLUME_MIB=${VOLUME_MIB:-256}
 IODEPTH=${IODEPTH:-32}
 NOLAT_RUNS=${NOLAT_RUNS:-1}
+WORKLOADS_SET=${WORKLOADS:-}
 WORKLOADS=${WORKLOADS:-"randread randwrite randrw seqread"}
 FIO_BATCH_SUBMIT=${FIO_BATCH_SUBMIT:-32}
 FIO_BATCH_COMPLETE=${FIO_BATCH_COMPLETE:-64}
 FIO_EXTRA=${FIO_EXTRA:-}
 SCALING=${SCALING:-0}
 SCALING_VOLUMES=${SCALING_VOLUMES:-"1 2 4 8 16 20 32"}
-if [[ $SCALING == 1 ]]; then kind=scaling; else kind=compare; fi
+ZRAM=${ZRAM:-0}
+ZRAM_MIB=${ZRAM_MIB:-1024}
+if ((ZRAM == 1)); then
+    VOLUMES=1
+    WORKLOADS=${WORKLOADS_SET:-randwrite}
+fi
+if [[ $SCALING == 1 ]]; then kind=scaling; elif [[ $ZRAM == 1 ]]; then kind=zram; else kind=compare; fi
 OUT=${OUT:-$REPO/benches/results/$kind-$(date +%Y%m%d-%H%M%S).md}
 
 die() {
@@ -114,6 +126,7 @@ EOF
 
 WORK=$(mktemp -d /dev/shm/hostmax-bench.XXXXXX)
 LOOPS=()
+ZRAM_ID=
 CHILD=
 
 cleanup() {
@@ -123,9 +136,14 @@ cleanup() {
         kill -TERM "$CHILD" 2>/dev/null || true
         wait "$CHILD" 2>/dev/null || true
     fi
-    for dev in "${LOOPS[@]}"; do
-        losetup -d "$dev" 2>/dev/null || echo "compare_fio: could not detach $dev" >&2
-    done
+    if [[ -n $ZRAM_ID ]]; then
+        echo "$ZRAM_ID" >/sys/class/zram-control/hot_remove 2>/dev/null ||
+            echo "compare_fio: could not remove /dev/zram$ZRAM_ID" >&2
+    else
+        for dev in "${LOOPS[@]}"; do
+            losetup -d "$dev" 2>/dev/null || echo "compare_fio: could not detach $dev" >&2
+        done
+    fi
     rm -rf "$WORK"
     exit "$rc"
 }
@@ -133,34 +151,48 @@ trap cleanup EXIT
 trap 'echo "compare_fio: interrupted" >&2; exit 130' INT
 trap 'echo "compare_fio: terminated" >&2; exit 143' TERM
 
-max_volumes=$VOLUMES
-if ((SCALING == 1)); then
-    max_volumes=0
-    for n in $SCALING_VOLUMES; do
-        [[ $n =~ ^[0-9]+$ && $n -ge 1 ]] || die "SCALING_VOLUMES has '$n': give whole numbers >= 1"
-        ((n > max_volumes)) && max_volumes=$n
-    done
-fi
-need_kib=$((max_volumes * VOLUME_MIB * 1024))
-avail_kib=$(df --output=avail -k /dev/shm | tail -1)
-((need_kib < avail_kib)) ||
-    die "need $((need_kib / 1024)) MiB in /dev/shm for $max_volumes volumes, have $((avail_kib / 1024)) MiB: lower VOLUMES or VOLUME_MIB"
+mkdir "$WORK/runs"
+if ((ZRAM == 1)); then
+    [[ -w /sys/class/zram-control/hot_add ]] || die "no zram here (/sys/class/zram-control/hot_add): modprobe zram, as root"
+    ZRAM_ID=$(cat /sys/class/zram-control/hot_add)
+    echo lz4 >"/sys/block/zram$ZRAM_ID/comp_algorithm" || die "zram has no lz4 compressor"
+    echo "${ZRAM_MIB}M" >"/sys/block/zram$ZRAM_ID/disksize"
+    LOOPS=("/dev/zram$ZRAM_ID")
+    VOLUME_MIB=$ZRAM_MIB
+    say "volume: ${LOOPS[*]} (zram, lz4, $ZRAM_MIB MiB)"
+else
+    max_volumes=$VOLUMES
+    if ((SCALING == 1)); then
+        max_volumes=0
+        for n in $SCALING_VOLUMES; do
+            [[ $n =~ ^[0-9]+$ && $n -ge 1 ]] || die "SCALING_VOLUMES has '$n': give whole numbers >= 1"
+            ((n > max_volumes)) && max_volumes=$n
+        done
+    fi
+    need_kib=$((max_volumes * VOLUME_MIB * 1024))
+    avail_kib=$(df --output=avail -k /dev/shm | tail -1)
+    ((need_kib < avail_kib)) ||
+        die "need $((need_kib / 1024)) MiB in /dev/shm for $max_volumes volumes, have $((avail_kib / 1024)) MiB: lower VOLUMES or VOLUME_MIB"
 
-say "making $max_volumes loop volumes of $VOLUME_MIB MiB in $WORK"
-mkdir "$WORK/vol" "$WORK/runs"
-for ((i = 0; i < max_volumes; i++)); do
-    img=$WORK/vol/v$i.img
-    # Allocated, not sparse, so reads and writes see the same pages from the first run on.
-    fallocate -l "${VOLUME_MIB}M" "$img"
-    LOOPS+=("$(losetup -f --show --direct-io=on "$img")")
-done
-say "volumes: ${LOOPS[*]}"
+    say "making $max_volumes loop volumes of $VOLUME_MIB MiB in $WORK"
+    mkdir "$WORK/vol"
+    for ((i = 0; i < max_volumes; i++)); do
+        img=$WORK/vol/v$i.img
+        # Allocated, not sparse, so reads and writes see the same pages from the first run on.
+        fallocate -l "${VOLUME_MIB}M" "$img"
+        LOOPS+=("$(losetup -f --show --direct-io=on "$img")")
+    done
+    say "volumes: ${LOOPS[*]}"
+fi
 # tmpfs pages that fallocate made are zeroed on their first write, so the first write run
 # would pay for that and the runs after it not: write every volume once before measuring.
 if [[ " $WORKLOADS " == *write* || " $WORKLOADS " == *randrw* ]]; then
     say "writing every volume once (first writes to fallocated tmpfs pages cost more)"
+    # zram keeps a zero page as a flag, not a compressed page: fill it with data it must store.
+    fill=/dev/zero
+    ((ZRAM == 0)) || fill=/dev/urandom
     for dev in "${LOOPS[@]}"; do
-        dd if=/dev/zero of="$dev" bs=1M count="$VOLUME_MIB" oflag=direct status=none
+        dd if="$fill" of="$dev" bs=1M count="$VOLUME_MIB" oflag=direct status=none
     done
 fi
 
@@ -315,9 +347,9 @@ fi
 # ---- the report --------------------------------------------------------------------------
 
 python3 - "$RECORDS" "$OUT" "$HEADER" "$MODE" "$VOLUMES" "$IODEPTH" "$RUNTIME" "$RAMP" \
-    "$FIO_JOBS" "$VOLUME_MIB" "$WORK/runs" <<'EOF'
+    "$FIO_JOBS" "$VOLUME_MIB" "$WORK/runs" "$kind" <<'EOF'
 import glob, os, statistics as st, sys
-records, out, header, mode, volumes, iodepth, runtime, ramp, jobs, vol_mib, runs = sys.argv[1:]
+records, out, header, mode, volumes, iodepth, runtime, ramp, jobs, vol_mib, runs, kind = sys.argv[1:]
 rows = [l.rstrip("\n").split("\t") for l in open(records) if l.strip()]
 recs = [dict(mode=r[0], workload=r[1], tool=r[2], pair=int(r[3]), nvol=int(r[4]),
              iops=float(r[5]), cpu=float(r[6]) + float(r[7]), rss_kib=int(r[8]), kios=int(r[9]))
@@ -331,10 +363,12 @@ def med(xs):
 def k(x):
     return f"{x / 1000:.0f}K" if x == x else "-"
 
-lines = [f"# hostmax {'scaling' if mode == 'scaling' else 'vs fio'}", "", f"{header}", ""]
+lines = [f"# hostmax {'scaling' if mode == 'scaling' else 'vs fio'}{' on zram' if kind == 'zram' else ''}", "", f"{header}", ""]
 summary = []
 if mode == "compare":
-    lines.append(f"{volumes} loop volumes on tmpfs ({vol_mib} MiB, direct I/O), iodepth {iodepth} per volume, "
+    what = (f"one zram device (lz4, {vol_mib} MiB)" if kind == "zram"
+            else f"{volumes} loop volumes on tmpfs ({vol_mib} MiB, direct I/O)")
+    lines.append(f"{what}, iodepth {iodepth} per volume, "
                  f"runtime {runtime}, ramp {ramp}; fio: io_uring, fixedbufs, registerfiles, {jobs} jobs "
                  "(one per CPU, split) over all volumes. I/Os per CPU-s: I/Os the kernel completed on the "
                  "volumes during the process (/sys/block/*/stat, completed + merged) over its user+sys time.")
