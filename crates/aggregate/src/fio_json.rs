@@ -271,6 +271,7 @@ fn job(report: &HostReport, src: JobSource<'_>) -> Result<Value, HistogramCodecE
         "elapsed".into(),
         json!((report.workload.ramp_secs + measured).ceil() as u64),
     );
+    job.insert("job_start".into(), json!(started_ms(report)));
     job.insert(
         "job options".into(),
         job_options(report, &src.name, src.filename),
@@ -323,6 +324,18 @@ fn job(report: &HostReport, src: JobSource<'_>) -> Result<Value, HistogramCodecE
     job.insert("latency_percentile".into(), json!(100.0));
     job.insert("latency_window".into(), json!(0));
     Ok(Value::Object(job))
+}
+
+/// When the measured window started, in milliseconds since the epoch (fio's `job_start`,
+/// written by fio 3.35 and later).
+fn started_ms(report: &HostReport) -> u64 {
+    report
+        .provenance
+        .started_at
+        .as_deref()
+        .and_then(|t| parse_rfc3339(t).ok())
+        .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
+        .map_or(0, |d| d.as_millis() as u64)
 }
 
 fn empty_stats() -> Value {
