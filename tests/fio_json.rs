@@ -54,7 +54,9 @@ fn key_types(v: &Value, path: &str, out: &mut BTreeMap<String, &'static str>) {
 
 /// A file's JSON; fio may print warnings before its JSON, so it starts at the first brace.
 fn json_after_noise(text: &str) -> Value {
-    let start = text.find('{').unwrap_or_else(|| panic!("no JSON in {text}"));
+    let start = text
+        .find('{')
+        .unwrap_or_else(|| panic!("no JSON in {text}"));
     serde_json::from_str(&text[start..]).unwrap_or_else(|e| panic!("bad JSON ({e}): {text}"))
 }
 
@@ -142,7 +144,11 @@ fn every_key_real_fio_writes_is_there_with_its_type() {
             Some(_) => {}
         }
     }
-    assert!(wrong.is_empty(), "against fio's report:\n{}", wrong.join("\n"));
+    assert!(
+        wrong.is_empty(),
+        "against fio's report:\n{}",
+        wrong.join("\n")
+    );
     // The options fio-plot and other readers take from every job.
     let jobs = ours["jobs"].as_array().unwrap();
     assert_eq!(jobs.len(), 2, "the device and the host");
@@ -249,7 +255,13 @@ fn fio_plot() -> Result<PathBuf, String> {
     }
     let python = require_tool("python3", "python3")?;
     let _ = std::fs::remove_dir_all(&venv);
-    let make_venv = || Command::new(&python).arg("-m").arg("venv").arg(&venv).output();
+    let make_venv = || {
+        Command::new(&python)
+            .arg("-m")
+            .arg("venv")
+            .arg(&venv)
+            .output()
+    };
     let mut made = make_venv().map_err(|e| format!("python3 -m venv: {e}"))?;
     if !made.status.success() && is_root() {
         // Debian keeps the venv module in its own package.
@@ -295,8 +307,16 @@ fn draw(fio_plot: &Path, args: &[&str], png: &Path) {
     );
     assert!(out.status.success(), "fio-plot {args:?}: {said}");
     let bytes = std::fs::read(png).unwrap_or_else(|e| panic!("{}: {e}: {said}", png.display()));
-    assert!(bytes.starts_with(b"\x89PNG"), "not a PNG: {}", png.display());
-    assert!(bytes.len() > 20_000, "a {} byte PNG is no chart", bytes.len());
+    assert!(
+        bytes.starts_with(b"\x89PNG"),
+        "not a PNG: {}",
+        png.display()
+    );
+    assert!(
+        bytes.len() > 20_000,
+        "a {} byte PNG is no chart",
+        bytes.len()
+    );
 }
 
 #[test]
@@ -362,5 +382,81 @@ fn fio_plot_draws_a_curve_s_folder() {
             "-i", &a, &b, "-T", "volumes", "-C", "-r", "randread", "-d", "4", "-n", "2",
         ],
         &dir.0.join("volumes.png"),
+    );
+}
+
+/// Every `.json` file under `dir`, relative to it, sorted.
+fn json_files(dir: &Path) -> Vec<String> {
+    let mut found = Vec::new();
+    let mut todo = vec![dir.to_path_buf()];
+    while let Some(d) = todo.pop() {
+        for entry in std::fs::read_dir(&d).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                todo.push(path);
+            } else if path.extension().is_some_and(|e| e == "json") {
+                found.push(path.strip_prefix(dir).unwrap().display().to_string());
+            }
+        }
+    }
+    found.sort();
+    found
+}
+
+#[test]
+fn a_suite_writes_every_round_of_every_cell() {
+    require_root!();
+    let host = loop_volumes(2, 64 * MIB);
+    let paths = volume_paths(&host);
+    let dir = ScratchDir::new("fio-json-suite");
+    let folder = dir.0.join("fio");
+    let own = dir.0.join("suite.json");
+    let mut args = strings(&["suite", "iops", "--devices", &paths[0], &paths[1]]);
+    args.extend(strings(&[
+        "--block-sizes",
+        "4k",
+        "--mixes",
+        "100/0",
+        "--cell-time",
+        "1s",
+        "--ramp",
+        "0s",
+        "--max-rounds",
+        "5",
+        "--no-purge",
+        "--no-precondition",
+        "--json",
+        &own.display().to_string(),
+        "--fio-json",
+        &folder.display().to_string(),
+    ]));
+    hostmax_ok(&args);
+    let own = read_json(&own);
+    let rounds = own["cells"]["4k_100_0"]["rounds"].as_array().unwrap();
+    let depth = own["settings"]["iodepth"].as_u64().unwrap_or_else(|| {
+        panic!("settings.iodepth in {}", own["settings"]);
+    });
+    let devices = volume_kernel_names(&host);
+    let file = format!("randread-{depth}-2.json");
+    for name in &devices {
+        let mut want: Vec<String> = vec![format!("4k/{file}")];
+        want.extend((2..=rounds.len()).map(|r| format!("4k/run-{r}/{file}")));
+        want.sort();
+        assert_eq!(json_files(&folder.join(name)), want, "{name}");
+    }
+    // Round 1's host file holds both volumes and the host, whose IOPS is round 1's.
+    let host_folder = std::fs::read_dir(&folder)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .find(|n| !devices.contains(n))
+        .expect("a host folder");
+    let first = read_json(&folder.join(&host_folder).join("4k").join(&file));
+    let jobs = first["jobs"].as_array().unwrap();
+    assert_eq!(jobs.len(), 3);
+    let iops = number(&jobs[2]["read"]["iops"]);
+    assert!(
+        (iops - number(&rounds[0])).abs() <= number(&rounds[0]) * 1e-9,
+        "round 1: {iops} against {}",
+        rounds[0]
     );
 }

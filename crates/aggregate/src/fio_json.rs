@@ -65,7 +65,10 @@ pub fn fio_json(report: &HostReport) -> Result<Value, HistogramCodecError> {
 
 /// One device of the run in fio's json+ layout, as the run's only job (its figures are those
 /// of [`fio_json`]'s job for it). Panics if `device` is not an index of `report.devices`.
-pub fn fio_json_of_device(report: &HostReport, device: usize) -> Result<Value, HistogramCodecError> {
+pub fn fio_json_of_device(
+    report: &HostReport,
+    device: usize,
+) -> Result<Value, HistogramCodecError> {
     let job = device_job(report, device)?;
     Ok(document(
         report,
@@ -80,7 +83,10 @@ pub fn fio_size(bytes: u64) -> String {
     UNITS
         .iter()
         .find(|(unit, _)| bytes >= *unit && bytes % unit == 0)
-        .map_or_else(|| bytes.to_string(), |(unit, s)| format!("{}{s}", bytes / unit))
+        .map_or_else(
+            || bytes.to_string(),
+            |(unit, s)| format!("{}{s}", bytes / unit),
+        )
 }
 
 /// The job name of a device: its file name (`loop3`, `nvme0n1`), led by its host in a merged
@@ -234,9 +240,9 @@ fn host_job(report: &HostReport) -> Result<Value, HistogramCodecError> {
         .map(|p| p.ops.0.map(|_, s| s.iops))
         .collect();
     let cpu = report.load_generator.as_ref().map_or((0.0, 0.0), |lg| {
-        lg.workers.iter().fold((0.0, 0.0), |(u, s), w| {
-            (u + w.user_secs, s + w.system_secs)
-        })
+        lg.workers
+            .iter()
+            .fold((0.0, 0.0), |(u, s), w| (u + w.user_secs, s + w.system_secs))
     });
     job(
         report,
@@ -471,7 +477,9 @@ fn iodepth_level(iodepth: u32) -> Value {
 /// the job whose latency falls in each bucket; a key is the bucket's exclusive upper bound
 /// in its unit (`"4"` of `latency_us` is 2 to 4 µs), as fio's `io_u_mark_lat_*` count them.
 fn latency_buckets(h: &Histogram<u64>) -> [Value; 3] {
-    const KEYS: [&str; 10] = ["2", "4", "10", "20", "50", "100", "250", "500", "750", "1000"];
+    const KEYS: [&str; 10] = [
+        "2", "4", "10", "20", "50", "100", "250", "500", "750", "1000",
+    ];
     const BOUNDS: [u64; 10] = [2, 4, 10, 20, 50, 100, 250, 500, 750, 1000];
     let mut ns = [0u64; 10];
     let mut us = [0u64; 10];
@@ -513,7 +521,11 @@ fn latency_buckets(h: &Histogram<u64>) -> [Value; 3] {
         )
     };
     let ms_keys: Vec<&str> = KEYS.iter().copied().chain(["2000", ">=2000"]).collect();
-    [object(&ns, &KEYS), object(&us, &KEYS), object(&ms, &ms_keys)]
+    [
+        object(&ns, &KEYS),
+        object(&us, &KEYS),
+        object(&ms, &ms_keys),
+    ]
 }
 
 /// `t` as C's `ctime` writes it (`Wed Nov 25 18:25:50 2026`), in UTC.

@@ -4,7 +4,8 @@
 //!
 //! A single run is one file: every device a job, then the host as `All clients`. A command of
 //! several runs (sweep steps, curve points, verify phases) fills a folder in the layout
-//! fio-plot and bench-fio use, `PATH/NAME/BS/RW-IODEPTH-NUMJOBS.json`: NAME is the host
+//! fio-plot and bench-fio use, `PATH/NAME/BS/RW-IODEPTH-NUMJOBS.json` (a mixed pattern's in
+//! `PATH/NAME/RWMIX/BS/`, `randrw70` for 70 % reads, as bench-fio does): NAME is the host
 //! (every device and the host's `All clients`) and each device (that device alone), so
 //! fio-plot charts the host or compares volumes; NUMJOBS is how many volumes ran at once.
 //! A run whose file name an earlier run of the command took goes in `BS/run-N/` (bench-fio's
@@ -17,9 +18,7 @@ use hostmax_aggregate::fio_json::{device_job_name, fio_json, fio_json_of_device,
 use hostmax_aggregate::{CurveReport, HostReport, SweepReport, VerifyReport};
 
 use super::atomic::write_atomically;
-use super::destination::{
-    write_output, Destination, OutputFile, FIO_JSON_FILE, FIO_JSON_FOLDER,
-};
+use super::destination::{write_output, Destination, OutputFile, FIO_JSON_FILE, FIO_JSON_FOLDER};
 use super::export::Export;
 
 /// A command's result as the runs `--fio-json` writes.
@@ -106,10 +105,7 @@ fn write_in_folder(path: &Path, text: &str) -> anyhow::Result<()> {
 
 /// Every file of the folder for `runs`, as (path, JSON text): the host's and each device's
 /// file of each run, in fio-plot's layout (see the module's documentation).
-pub fn folder_files(
-    folder: &Path,
-    runs: &[&HostReport],
-) -> anyhow::Result<Vec<(PathBuf, String)>> {
+pub fn folder_files(folder: &Path, runs: &[&HostReport]) -> anyhow::Result<Vec<(PathBuf, String)>> {
     let mut files = Vec::new();
     let mut taken: BTreeMap<PathBuf, u32> = BTreeMap::new();
     for report in runs {
@@ -121,23 +117,27 @@ pub fn folder_files(
             report.devices.len()
         );
         let bs = fio_size(u64::from(w.block_size));
+        // bench-fio keeps each read share of a mixed pattern in its own folder (randrw70).
+        let mix = (w.pattern.reads() && w.pattern.writes())
+            .then(|| format!("{}{}", w.pattern.name(), w.rwmixread));
         let host = report.hostname.clone().unwrap_or_else(|| "host".into());
         let mut entries = vec![(host, fio_json(report)?)];
         for (index, device) in report.devices.iter().enumerate() {
             entries.push((device_job_name(device), fio_json_of_device(report, index)?));
         }
         for (name, value) in entries {
-            let first = folder.join(&name).join(&bs).join(&file);
+            let mut dir = folder.join(&name);
+            if let Some(mix) = &mix {
+                dir.push(mix);
+            }
+            dir.push(&bs);
+            let first = dir.join(&file);
             let seen = taken.entry(first.clone()).or_insert(0);
             *seen += 1;
             let path = if *seen == 1 {
                 first
             } else {
-                folder
-                    .join(&name)
-                    .join(&bs)
-                    .join(format!("run-{seen}"))
-                    .join(&file)
+                dir.join(format!("run-{seen}")).join(&file)
             };
             files.push((path, pretty(&value)?));
         }
@@ -161,7 +161,10 @@ mod tests {
         let v: serde_json::Value =
             serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
         let jobs = v["jobs"].as_array().unwrap();
-        let names: Vec<&str> = jobs.iter().map(|j| j["jobname"].as_str().unwrap()).collect();
+        let names: Vec<&str> = jobs
+            .iter()
+            .map(|j| j["jobname"].as_str().unwrap())
+            .collect();
         assert_eq!(names, ["loop0", "loop11", "All clients"]);
         // The host's read p99 is the report's own, off the merged histogram.
         assert_eq!(
@@ -187,15 +190,15 @@ mod tests {
         assert_eq!(
             rel,
             [
-                "host/4k/randrw-32-2.json",
-                "loop0/4k/randrw-32-2.json",
-                "loop11/4k/randrw-32-2.json",
-                "host/4k/randrw-64-2.json",
-                "loop0/4k/randrw-64-2.json",
-                "loop11/4k/randrw-64-2.json",
-                "host/4k/run-2/randrw-32-2.json",
-                "loop0/4k/run-2/randrw-32-2.json",
-                "loop11/4k/run-2/randrw-32-2.json",
+                "host/randrw70/4k/randrw-32-2.json",
+                "loop0/randrw70/4k/randrw-32-2.json",
+                "loop11/randrw70/4k/randrw-32-2.json",
+                "host/randrw70/4k/randrw-64-2.json",
+                "loop0/randrw70/4k/randrw-64-2.json",
+                "loop11/randrw70/4k/randrw-64-2.json",
+                "host/randrw70/4k/run-2/randrw-32-2.json",
+                "loop0/randrw70/4k/run-2/randrw-32-2.json",
+                "loop11/randrw70/4k/run-2/randrw-32-2.json",
             ]
         );
         let device: serde_json::Value = serde_json::from_str(&files[1].1).unwrap();
