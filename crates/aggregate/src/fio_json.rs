@@ -82,7 +82,7 @@ pub fn fio_size(bytes: u64) -> String {
     const UNITS: [(u64, &str); 3] = [(1 << 30, "g"), (1 << 20, "m"), (1 << 10, "k")];
     UNITS
         .iter()
-        .find(|(unit, _)| bytes >= *unit && bytes % unit == 0)
+        .find(|(unit, _)| bytes >= *unit && bytes.is_multiple_of(*unit))
         .map_or_else(
             || bytes.to_string(),
             |(unit, s)| format!("{}{s}", bytes / unit),
