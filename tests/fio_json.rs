@@ -460,3 +460,35 @@ fn a_suite_writes_every_round_of_every_cell() {
         rounds[0]
     );
 }
+
+#[test]
+fn a_file_where_a_folder_goes_and_a_folder_where_a_file_goes_are_refused() {
+    let dir = ScratchDir::new("fio-json-refused");
+    let file = dir.0.join("taken");
+    std::fs::write(&file, "x").unwrap();
+    let device = dir.0.join("volume.img").display().to_string();
+    let cases = [
+        (
+            strings(&["curve", "--devices", &device, "--fio-json"]),
+            file.display().to_string(),
+            "is not a folder",
+        ),
+        (
+            strings(&["--devices", &device, "--fio-json"]),
+            dir.0.display().to_string(),
+            "is a directory",
+        ),
+    ];
+    for (mut args, path, why) in cases {
+        args.push(path.clone());
+        let out = run_hostmax(&args, None);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(
+            err.contains(&format!("--fio-json {path}: ")) && err.contains(why),
+            "{args:?}: {err}"
+        );
+        assert_eq!(err.trim_end().lines().count(), 1, "one line: {err}");
+    }
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "x");
+}
