@@ -31,6 +31,8 @@
 //!   ceiling and knee from a sweep over volume counts ([`Sweep`]); [`curve`] finds the
 //!   load-latency curve's SLO knee and saturation point ([`Curve`]); [`consistency`] judges
 //!   how many seconds of a run kept the promise.
+//! - [`fio_json`]: a report in fio's JSON (json+) layout, for the tools that read fio's
+//!   results (fio-plot and others): one job per device, the host as fio's `All clients`.
 //!
 //! # Example
 //!
@@ -105,6 +107,7 @@ pub use hostmax_engine;
 
 pub mod consistency;
 pub mod curve;
+pub mod fio_json;
 mod fleet;
 mod histogram_codec;
 pub mod knee;

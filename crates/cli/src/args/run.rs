@@ -11,6 +11,7 @@ use hostmax_engine::{IoPattern, MAX_IODEPTH};
 
 use crate::error::BadInput;
 use crate::output::export::Outputs;
+use crate::output::fio_json::{FioJson, FioRuns};
 use crate::output::hdr_log::HdrLog;
 use crate::output::json::JsonReport;
 use crate::plan::PlanRequest;
@@ -99,6 +100,12 @@ pub struct RunArgs {
     #[arg(long, value_name = "PATH|-", allow_hyphen_values = true)]
     pub json: Option<PathBuf>,
 
+    /// Write the run in fio's JSON (json+) layout to PATH, for fio-plot and other tools that
+    /// read fio's results; a command of several runs (sweep, curve, verify) fills the folder
+    /// PATH in fio-plot's layout (NAME/BS/RW-IODEPTH-NUMJOBS.json).
+    #[arg(long, value_name = "PATH")]
+    pub fio_json: Option<PathBuf>,
+
     /// Allow writing to block devices and files that hold data (destroys their data).
     /// Mounted, held or swap devices are refused anyway.
     #[arg(long)]
@@ -165,12 +172,15 @@ pub struct RunArgs {
 
 impl RunArgs {
     /// The outputs every measuring command declares from these options, whatever its JSON
-    /// root `R`: `--json`, then `--hdr-log` (every run of the command in it). Checked now,
-    /// before any I/O; a command adds its own (`--svg`).
-    pub(crate) fn outputs<R: serde::Serialize + ?Sized>(&self) -> Result<Outputs<R>, BadInput> {
+    /// root `R`: `--json`, then `--hdr-log` (every run of the command in it), then
+    /// `--fio-json`. Checked now, before any I/O; a command adds its own (`--svg`).
+    pub(crate) fn outputs<R: serde::Serialize + FioRuns + ?Sized>(
+        &self,
+    ) -> Result<Outputs<R>, BadInput> {
         Outputs::new()
             .declare(self.json.as_deref(), JsonReport)?
-            .declare(self.fleet.hdr_log.as_deref(), HdrLog::default())
+            .declare(self.fleet.hdr_log.as_deref(), HdrLog::default())?
+            .declare(self.fio_json.as_deref(), FioJson)
     }
 
     /// The plain planning request these options make, keeping its targets apart from the

@@ -153,6 +153,11 @@ pub struct SuiteArgs {
     #[arg(long, value_name = "PATH")]
     pub html: Option<PathBuf>,
 
+    /// Write every cell's rounds in fio's JSON (json+) layout into the folder PATH, as
+    /// fio-plot reads them (NAME/BS/RW-IODEPTH-NUMJOBS.json; round N in BS/run-N/).
+    #[arg(long, value_name = "PATH")]
+    pub fio_json: Option<PathBuf>,
+
     /// Include a load-latency curve (the JSON of `hostmax curve --json`) in the HTML page:
     /// its table and chart, with the SLO knee.
     #[arg(long, value_name = "PATH", requires = "html")]
@@ -174,7 +179,7 @@ pub struct SuiteArgs {
     /// again if its purge by secure erase is not done: the checkpoint never keeps it).
     #[arg(long, value_name = "DIR", conflicts_with_all = [
         "test", "devices", "block_sizes", "skip_bs", "mixes", "cell_time", "ramp", "max_rounds",
-        "iodepth", "size", "no_precondition", "no_purge", "json", "html", "state_dir", "cpus", "seed",
+        "iodepth", "size", "no_precondition", "no_purge", "json", "html", "fio_json", "state_dir", "cpus", "seed",
         "expect_volume_iops", "expect_volume_mbps", "volume_spec", "profile", "spec_file",
         "expect_host_iops", "expect_host_mbps", "tolerance", "consistency", "active_range",
         "numjobs", "sleep_between", "precondition_time", "curve",

@@ -31,6 +31,9 @@ pub struct OutputFile {
     pub example: &'static str,
     /// Whether `-` means standard output.
     pub stdout: bool,
+    /// Whether the option names a folder the output fills with files (`--fio-json` of a
+    /// command of several runs) rather than one file.
+    pub folder: bool,
 }
 
 /// `--json` of every command: a file, or `-` for standard output.
@@ -41,6 +44,10 @@ pub const HDR_LOG: OutputFile = OutputFile::new("--hdr-log", "hostmax.hlog", fal
 pub const SVG: OutputFile = OutputFile::new("--svg", "chart.svg", false);
 /// `--html` of `hostmax suite`.
 pub const HTML: OutputFile = OutputFile::new("--html", "report.html", false);
+/// `--fio-json` of a single run: one file in fio's JSON layout.
+pub const FIO_JSON_FILE: OutputFile = OutputFile::new("--fio-json", "fio.json", false);
+/// `--fio-json` of a command of several runs: a folder in fio-plot's layout.
+pub const FIO_JSON_FOLDER: OutputFile = OutputFile::folder("--fio-json", "fio-results");
 
 impl OutputFile {
     /// The output file `option` names; `example` is the file name messages suggest, `stdout`
@@ -50,6 +57,18 @@ impl OutputFile {
             option,
             example,
             stdout,
+            folder: false,
+        }
+    }
+
+    /// The output folder `option` names (made when the output is written); `example` is the
+    /// folder name messages suggest.
+    pub const fn folder(option: &'static str, example: &'static str) -> OutputFile {
+        OutputFile {
+            option,
+            example,
+            stdout: false,
+            folder: true,
         }
     }
 
@@ -61,6 +80,9 @@ impl OutputFile {
     /// root, sysfs). A file is given back absolute, so a later change of directory cannot move
     /// it. Every refusal is one line naming the option, the path and the fix.
     pub fn check(&self, path: &Path) -> Result<Destination, BadInput> {
+        if self.folder {
+            return self.check_folder(path);
+        }
         let option = self.option;
         let example = self.example;
         let shown = path.display();
@@ -120,6 +142,65 @@ impl OutputFile {
                 )))
             }
         }
+        let probe = dir.join(format!(".hostmax-probe-{}", std::process::id()));
+        match OpenOptions::new().write(true).create_new(true).open(&probe) {
+            Ok(_) => {
+                let _ = fs::remove_file(&probe);
+            }
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+            Err(e) => {
+                return Err(BadInput(format!(
+                    "{option} {shown}: cannot create files in {} ({}); choose a writable directory",
+                    dir.display(),
+                    one_line(&e)
+                )))
+            }
+        }
+        Ok(Destination::File(
+            std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf()),
+        ))
+    }
+}
+
+impl OutputFile {
+    /// [`OutputFile::check`] for a folder: an existing directory that accepts new files, or a
+    /// path whose parent does (the folder is made when the output is written). Given back
+    /// absolute, as [`Destination::File`].
+    fn check_folder(&self, path: &Path) -> Result<Destination, BadInput> {
+        let option = self.option;
+        let example = self.example;
+        let shown = path.display();
+        if path.as_os_str() == "-" {
+            return Err(BadInput(format!(
+                "{option} -: this output is a folder of files, not standard output; give a folder path such as {example}"
+            )));
+        }
+        if path.as_os_str().is_empty() {
+            return Err(BadInput(format!(
+                "{option}: the path is empty; give a folder path such as {example}"
+            )));
+        }
+        let target = fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+        let dir = match fs::metadata(path) {
+            Ok(m) if m.is_dir() => target,
+            Ok(_) => {
+                return Err(BadInput(format!(
+                    "{option} {shown}: exists and is not a folder; this command writes a folder of files (one per run), give a folder path such as {example}"
+                )))
+            }
+            Err(_) => {
+                let parent = parent_dir(&target);
+                match fs::metadata(&parent) {
+                    Ok(m) if m.is_dir() => parent,
+                    _ => {
+                        return Err(BadInput(format!(
+                            "{option} {shown}: directory {} does not exist; create it or choose another path",
+                            parent.display()
+                        )))
+                    }
+                }
+            }
+        };
         let probe = dir.join(format!(".hostmax-probe-{}", std::process::id()));
         match OpenOptions::new().write(true).create_new(true).open(&probe) {
             Ok(_) => {

@@ -15,6 +15,8 @@
 //!   - [`hdr_log::HdrLog`]: the `--hdr-log` file of per-second interval histograms in
 //!     HdrHistogram's interval-log format, every run of the command in it, tagged by run;
 //!   - [`svg::SvgChart`]: an `--svg` chart of the result;
+//!   - [`fio_json::FioJson`]: `--fio-json`, the runs in fio's JSON layout (a file, or a
+//!     folder in fio-plot's layout for a command of several runs);
 //!   - the suite's `--html` page (`crate::command::suite::html`).
 //! - [`curve`]: the load-latency curve's table and chart (`hostmax curve`, the suite's page).
 //!
@@ -24,6 +26,7 @@ pub mod atomic;
 pub mod curve;
 pub mod destination;
 pub mod export;
+pub mod fio_json;
 pub mod hdr_log;
 pub mod json;
 pub mod progress;

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use super::charts::charts;
 use super::matrix::TrackedMetric;
-use super::report::SuiteReport;
+use super::report::{SuiteReport, SuiteResult};
 use super::table::cell_figure;
 use crate::error::BadInput;
 use crate::output::destination::{write_output, Destination, OutputFile, HTML};
@@ -22,13 +22,13 @@ pub struct SuitePage {
     pub curve: Option<PathBuf>,
 }
 
-impl Export<SuiteReport> for SuitePage {
+impl Export<SuiteResult> for SuitePage {
     fn file(&self) -> &'static OutputFile {
         &HTML
     }
 
-    fn write(self: Box<Self>, dest: &Destination, report: &SuiteReport) -> anyhow::Result<()> {
-        let mut page = render(report)?;
+    fn write(self: Box<Self>, dest: &Destination, result: &SuiteResult) -> anyhow::Result<()> {
+        let mut page = render(&result.report)?;
         if let Some(curve) = &self.curve {
             page = with_curve(page, &load_curve(curve)?)?;
         }

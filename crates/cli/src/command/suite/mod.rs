@@ -12,7 +12,7 @@
 //!   signal handling.
 //! - [`state`]: the checkpoint directory ([`StateDir`]): every finished cell of every round is
 //!   a file written atomically, so `--resume DIR` repeats no finished cell.
-//! - [`report`]: the JSON report ([`SuiteReport`]) built from the checkpoint alone, and the
+//! - [`report`]: the JSON report ([`report::SuiteReport`]) built from the checkpoint alone, and the
 //!   text table; [`charts`] draws its pictures with [`crate::chart`] and [`html`] puts it all
 //!   on one self-contained page.
 //!
@@ -36,12 +36,13 @@ use hostmax_engine::{Misfit, SettingError, TargetKind, Workload};
 
 use crate::args::suite::{SuiteArgs, SuiteSize};
 pub use matrix::{Mix, SuiteTest};
-pub use report::SuiteReport;
+pub use report::SuiteResult;
 pub use state::{StateDir, SuiteConfig};
 
 use crate::error::BadInput;
 use crate::output::destination::{self, Destination};
 use crate::output::export::Outputs;
+use crate::output::fio_json::FioJson;
 use crate::output::json::JsonReport;
 use crate::plan::{plan_run, PlanRequest};
 use crate::units::{format_size, human_size};
@@ -82,7 +83,10 @@ pub fn run(args: &SuiteArgs) -> anyhow::Result<i32> {
         outcome.precondition,
         interrupted,
     )?;
-    emit(&report, outputs)?;
+    let rounds = outcome.records.values().map(|r| r.report.clone()).collect();
+    let result = SuiteResult { report, rounds };
+    emit(&result, outputs)?;
+    let report = &result.report;
     if interrupted {
         // The password is not in the checkpoint: the resume needs it while the purge is to do.
         let config = &runner.config;
@@ -122,25 +126,29 @@ pub fn run(args: &SuiteArgs) -> anyhow::Result<i32> {
 }
 
 /// Prints the table (stdout, or stderr when the JSON goes there) and writes JSON and HTML.
-fn emit(report: &SuiteReport, outputs: Outputs<SuiteReport>) -> anyhow::Result<()> {
-    let table = table::render(report);
+fn emit(result: &SuiteResult, outputs: Outputs<SuiteResult>) -> anyhow::Result<()> {
+    let table = table::render(&result.report);
     destination::print_beside_json(&table, outputs.json());
-    outputs.write(report)
+    outputs.write(result)
 }
 
 /// The suite's outputs, checked now, before any I/O: `--json`, then the `--html` page (with
-/// the `--curve` report in it).
+/// the `--curve` report in it), then the `--fio-json` folder.
 fn declare_outputs(
     json: Option<&Path>,
     html: Option<&Path>,
     curve: Option<&Path>,
-) -> Result<Outputs<SuiteReport>, BadInput> {
-    Outputs::new().declare(json, JsonReport)?.declare(
-        html,
-        html::SuitePage {
-            curve: curve.map(Path::to_path_buf),
-        },
-    )
+    fio_json: Option<&Path>,
+) -> Result<Outputs<SuiteResult>, BadInput> {
+    Outputs::new()
+        .declare(json, JsonReport)?
+        .declare(
+            html,
+            html::SuitePage {
+                curve: curve.map(Path::to_path_buf),
+            },
+        )?
+        .declare(fio_json, FioJson)
 }
 
 /// `hostmax suite --devices /dev/sdb iops` gives `iops` to `--devices` (it takes several
@@ -176,7 +184,7 @@ type Setup = (
     SuiteConfig,
     StateDir,
     Vec<hostmax_engine::TargetInfo>,
-    Outputs<SuiteReport>,
+    Outputs<SuiteResult>,
 );
 
 /// Checks a fresh suite's options, resolves its devices and makes its checkpoint directory.
@@ -220,10 +228,12 @@ fn start(args: &SuiteArgs) -> anyhow::Result<Setup> {
         args.json.as_deref(),
         args.html.as_deref(),
         args.curve.as_deref(),
+        args.fio_json.as_deref(),
     )?;
     // The checkpoint keeps them absolute (`-` stays `-`).
     let json = kept_path(&outputs, &destination::JSON);
     let html = kept_path(&outputs, &destination::HTML);
+    let fio_json = kept_path(&outputs, &destination::FIO_JSON_FOLDER);
 
     // Device resolution and the checks every run gets are the main run's.
     let plan = plan_run(&PlanRequest {
@@ -404,6 +414,7 @@ fn start(args: &SuiteArgs) -> anyhow::Result<Setup> {
         read_only,
         json,
         html,
+        fio_json,
         notes,
         promises: None,
         sleep_between_ms: args.sleep_between.as_millis() as u64,
@@ -584,6 +595,7 @@ fn resume(dir: &Path, args: &SuiteArgs) -> anyhow::Result<Setup> {
         config.json.as_deref(),
         config.html.as_deref(),
         config.curve.as_deref(),
+        config.fio_json.as_deref(),
     )
     .map_err(kept("this path"))?;
     check_outputs_apart(&outputs, config.curve.as_deref(), &targets).map_err(kept("this path"))?;
@@ -656,7 +668,7 @@ fn resume_secure_erase(
 
 /// Where a declared output goes, as the checkpoint keeps it: absolute, `-` for standard
 /// output.
-fn kept_path(outputs: &Outputs<SuiteReport>, output: &destination::OutputFile) -> Option<PathBuf> {
+fn kept_path(outputs: &Outputs<SuiteResult>, output: &destination::OutputFile) -> Option<PathBuf> {
     outputs.destination(output.option).map(|dest| match dest {
         Destination::Stdout => PathBuf::from("-"),
         Destination::File(path) => path.clone(),
@@ -666,7 +678,7 @@ fn kept_path(outputs: &Outputs<SuiteReport>, output: &destination::OutputFile) -
 /// Refuses a `--json` or `--html` that is a device or the `--curve` report (the outputs were
 /// kept apart from each other when declared).
 fn check_outputs_apart(
-    outputs: &Outputs<SuiteReport>,
+    outputs: &Outputs<SuiteResult>,
     curve: Option<&Path>,
     targets: &[hostmax_engine::TargetInfo],
 ) -> Result<(), BadInput> {

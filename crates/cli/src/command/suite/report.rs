@@ -73,6 +73,29 @@ impl SuiteReport {
     }
 }
 
+/// What the suite's outputs are written from: the report (the JSON root: `--json` writes it
+/// alone) and every cell's rounds, in the order they ran, for `--fio-json`.
+#[derive(Debug, Clone)]
+pub struct SuiteResult {
+    /// The report.
+    pub report: SuiteReport,
+    /// Each measured cell's report, round by round.
+    pub rounds: Vec<hostmax_aggregate::HostReport>,
+}
+
+impl serde::Serialize for SuiteResult {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        self.report.serialize(serializer)
+    }
+}
+
+impl crate::output::fio_json::FioRuns for SuiteResult {
+    const FOLDER: bool = true;
+    fn fio_runs(&self) -> Vec<&hostmax_aggregate::HostReport> {
+        self.rounds.iter().collect()
+    }
+}
+
 /// The settings a suite ran with.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SuiteSettings {

@@ -121,6 +121,9 @@ pub struct SuiteConfig {
     /// Absolute path of a `hostmax curve --json` report to include in the HTML page.
     #[serde(default)]
     pub curve: Option<PathBuf>,
+    /// Absolute path of the `--fio-json` folder (absent in checkpoints of older versions).
+    #[serde(default)]
+    pub fio_json: Option<PathBuf>,
 }
 
 impl SuiteConfig {
