@@ -140,7 +140,7 @@ impl<R: ?Sized> Outputs<R> {
         let dest = export.file().check(path)?;
         let mut files = self.files();
         if let Destination::File(p) = &dest {
-            files.push((export.file().option, p.clone()));
+            files.push((export.file().option, p.path().to_path_buf()));
         }
         let pairs: Vec<(&str, &Path)> = files.iter().map(|(o, p)| (*o, p.as_path())).collect();
         check_apart(&pairs, &[])?;
@@ -159,7 +159,7 @@ impl<R: ?Sized> Outputs<R> {
         self.declared
             .iter()
             .filter_map(|d| match &d.dest {
-                Destination::File(path) => Some((d.export.file().option, path.clone())),
+                Destination::File(out) => Some((d.export.file().option, out.path().to_path_buf())),
                 Destination::Stdout => None,
             })
             .collect()

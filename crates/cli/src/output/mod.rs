@@ -26,6 +26,7 @@ pub mod destination;
 pub mod export;
 pub mod hdr_log;
 pub mod json;
+pub mod kept;
 pub mod progress;
 pub mod svg;
 pub mod table;

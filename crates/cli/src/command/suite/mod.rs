@@ -659,7 +659,7 @@ fn resume_secure_erase(
 fn kept_path(outputs: &Outputs<SuiteReport>, output: &destination::OutputFile) -> Option<PathBuf> {
     outputs.destination(output.option).map(|dest| match dest {
         Destination::Stdout => PathBuf::from("-"),
-        Destination::File(path) => path.clone(),
+        Destination::File(out) => out.path().to_path_buf(),
     })
 }
 
