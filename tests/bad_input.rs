@@ -1322,9 +1322,21 @@ fn resume_refusals_name_fixes_that_resume_allows() {
         "resume, output directory gone",
         &resume,
         &out,
-        "--resume cannot change it",
+        &format!(
+            "keeps this path in its checkpoint: give another with --resume {state} --json PATH"
+        ),
     );
     assert!(!String::from_utf8_lossy(&out.stderr).contains("choose another path"));
+    // A new --json given with --resume is refused in its own words (its fix works).
+    let gone = dir.path("out/again.json");
+    let with_json = strings(&["suite", "--resume", &state, "--json", &gone]);
+    let out = run(&with_json);
+    assert_bad_input(
+        "resume, new --json in a missing directory",
+        &with_json,
+        &out,
+        "create it or choose another path",
+    );
     fs::create_dir(dir.path("out")).unwrap();
     // A device of another size: not the suite's, and no --size to offer.
     fs::OpenOptions::new()

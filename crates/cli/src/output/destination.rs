@@ -67,6 +67,7 @@ impl OutputPath {
     }
 
     /// Where the file goes, as resolved when checked (a symlink's target).
+    #[cfg(test)]
     pub fn resolved(&self) -> PathBuf {
         self.dir.path().join(&self.name)
     }

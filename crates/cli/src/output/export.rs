@@ -158,9 +158,9 @@ impl<R: ?Sized> Outputs<R> {
     pub fn files(&self) -> Vec<(&'static str, PathBuf)> {
         self.declared
             .iter()
-            .filter_map(|d| match &d.dest {
-                Destination::File(out) => Some((d.export.file().option, out.path().to_path_buf())),
-                Destination::Stdout => None,
+            .filter_map(|d| {
+                let path = d.dest.file_path()?;
+                Some((d.export.file().option, path.to_path_buf()))
             })
             .collect()
     }
@@ -197,16 +197,37 @@ impl<R: ?Sized> Outputs<R> {
     }
 
     /// Writes every output from `result`, in the order declared. A failure does not stop the
-    /// others (each is its own file); the first is returned.
+    /// others (each is its own file); every failure is said, in one error (each kept output
+    /// says where it went).
     pub fn write(self, result: &R) -> anyhow::Result<()> {
-        let mut first = None;
-        for Declared { dest, export } in self.declared {
-            if let Err(e) = export.write(&dest, result) {
-                first.get_or_insert(e);
-            }
+        let failed: Vec<String> = self
+            .declared
+            .into_iter()
+            .filter_map(|Declared { dest, export }| export.write(&dest, result).err())
+            .map(|e| said_once(&e))
+            .collect();
+        match failed.is_empty() {
+            true => Ok(()),
+            false => Err(anyhow::anyhow!("{}", failed.join("; also "))),
         }
-        first.map_or(Ok(()), Err)
     }
+}
+
+/// An error and its causes, `outer: cause`, each text said once (an output's error already
+/// holds its source's text).
+fn said_once(e: &anyhow::Error) -> String {
+    let mut line = String::new();
+    for cause in e.chain() {
+        let text = cause.to_string();
+        if line.contains(&text) {
+            continue;
+        }
+        if !line.is_empty() {
+            line += ": ";
+        }
+        line += &text;
+    }
+    line
 }
 
 #[cfg(test)]

@@ -181,8 +181,8 @@ pub struct HdrLogRecorder {
 
 impl HdrLogRecorder {
     /// Creates the log for the first run of a command (see [`RunStart`]) in `file`, the
-    /// temporary file of `path`: a command's only run is logged as [`HdrLogRecorder::create`]
-    /// logs it; a named run starts a log of several.
+    /// temporary file of `path`: a command's only run gets the one-run header; a named run
+    /// starts a log of several.
     pub fn create_for(
         path: &Path,
         file: AtomicFile,
@@ -243,6 +243,7 @@ impl HdrLogRecorder {
 
     /// Creates the log's temporary file beside `path` and writes its header, for a run of
     /// `paths` whose measured window starts at `measured_start`.
+    #[cfg(test)]
     pub fn create(
         path: &Path,
         paths: &[PathBuf],
