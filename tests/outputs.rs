@@ -236,6 +236,30 @@ fn a_full_filesystem_is_refused_before_the_run() {
             "free some space there or choose another path",
         ],
     );
+    // The suite's page, and its checkpoint (a file per cell as it runs), alike.
+    let html = mount.0.join("s.html");
+    let state = mount.0.join("s.state");
+    for (option, path) in [("--html", &html), ("--state-dir", &state)] {
+        let args: Vec<String> = [
+            "suite",
+            "iops",
+            "--devices",
+            target.to_str().unwrap(),
+            "--no-purge",
+            "--no-precondition",
+            option,
+            path.to_str().unwrap(),
+        ]
+        .map(String::from)
+        .to_vec();
+        let out = run_hostmax(&args, None);
+        assert_refused(
+            &args,
+            &out,
+            &[&format!("{option} {}", path.display()), "0 B free"],
+        );
+    }
+    assert!(!state.exists());
 }
 
 /// The filesystem fills during the run: the report and the interval log are kept elsewhere,
@@ -342,4 +366,69 @@ fn a_block_device_put_in_an_outputs_way_mid_run_is_never_replaced() {
     assert!(json["host"].is_object(), "{json}");
     fs::remove_file(&kept).unwrap();
     fs::remove_file(&real).unwrap();
+}
+
+/// A suite whose report could not go where it was first meant to is resumed with new
+/// `--json` and `--html`: they are written, and kept for the next resume.
+#[test]
+fn a_resumed_suite_takes_new_outputs() {
+    let _lock = rate_test_lock();
+    let dir = ScratchDir::new("out-resume");
+    let target = target_in(&dir);
+    let first = dir.join("first");
+    fs::create_dir(&first).unwrap();
+    let state = dir.join("s.state");
+    let suite: Vec<String> = [
+        "suite",
+        "iops",
+        "--devices",
+        target.to_str().unwrap(),
+        "--block-sizes",
+        "4k",
+        "--mixes",
+        "100/0",
+        "--cell-time",
+        "200ms",
+        "--ramp",
+        "0s",
+        "--max-rounds",
+        "5",
+        "--no-purge",
+        "--no-precondition",
+        "--json",
+        first.join("s.json").to_str().unwrap(),
+        "--state-dir",
+        state.to_str().unwrap(),
+    ]
+    .map(String::from)
+    .to_vec();
+    let out = run_hostmax(&suite, None);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    fs::remove_dir_all(&first).unwrap();
+    let json = dir.join("again.json");
+    let html = dir.join("again.html");
+    let resume = [
+        "suite",
+        "--resume",
+        state.to_str().unwrap(),
+        "--json",
+        json.to_str().unwrap(),
+        "--html",
+        html.to_str().unwrap(),
+    ];
+    let out = run_hostmax(&resume, None);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    let report: serde_json::Value =
+        serde_json::from_str(&fs::read_to_string(&json).unwrap()).unwrap();
+    assert!(report["cells"].is_object(), "{report}");
+    assert!(fs::read_to_string(&html).unwrap().contains("<html"));
+    let config: serde_json::Value =
+        serde_json::from_str(&fs::read_to_string(state.join("suite.json")).unwrap()).unwrap();
+    assert_eq!(config["json"], json.to_str().unwrap());
+    assert_eq!(config["html"], html.to_str().unwrap());
+    // The next resume writes them again with no option given.
+    fs::remove_file(&json).unwrap();
+    let out = run_hostmax(&["suite", "--resume", state.to_str().unwrap()], None);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    assert!(json.exists());
 }

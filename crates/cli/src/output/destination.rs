@@ -231,22 +231,7 @@ impl OutputFile {
                 one_line(&e.source)
             )));
         }
-        if let Ok(fs) = dir.filesystem() {
-            // root may use the blocks the filesystem keeps for it; others may not.
-            let blocks = if nix::unistd::geteuid().is_root() {
-                fs.blocks_free()
-            } else {
-                fs.blocks_available()
-            };
-            let room = u64::from(blocks).saturating_mul(u64::from(fs.fragment_size()));
-            if room < MIN_ROOM {
-                return Err(BadInput(format!(
-                    "{option} {shown}: the filesystem of {dir_shown} has {} free, less than the {} an output needs; free some space there or choose another path",
-                    human_size(room),
-                    human_size(MIN_ROOM)
-                )));
-            }
-        }
+        check_room(option, &shown.to_string(), dir)?;
         let Ok(Some(existing)) = dir.entry(name) else {
             return Ok(());
         };
@@ -287,6 +272,57 @@ impl OutputFile {
         }
         Ok(())
     }
+}
+
+/// Refuses a directory whose filesystem has less than [`MIN_ROOM`] free for this user.
+fn check_room(option: &str, shown: &str, dir: &OutputDir) -> Result<(), BadInput> {
+    let Ok(fs) = dir.filesystem() else {
+        return Ok(());
+    };
+    // root may use the blocks the filesystem keeps for it; others may not.
+    let blocks = if nix::unistd::geteuid().is_root() {
+        fs.blocks_free()
+    } else {
+        fs.blocks_available()
+    };
+    let room = u64::from(blocks).saturating_mul(u64::from(fs.fragment_size()));
+    if room < MIN_ROOM {
+        return Err(BadInput(format!(
+            "{option} {shown}: the filesystem of {} has {} free, less than the {} an output needs; free some space there or choose another path",
+            dir.path().display(),
+            human_size(room),
+            human_size(MIN_ROOM)
+        )));
+    }
+    Ok(())
+}
+
+/// Checks, before any I/O, that the directory `dir` (which `option` names; made later if
+/// missing, so then its nearest existing ancestor is checked) can take the files a command
+/// writes into it while it runs (a suite's checkpoint): a file made there and removed, and
+/// room on its filesystem ([`MIN_ROOM`]).
+pub fn check_directory(option: &str, dir: &Path) -> Result<(), BadInput> {
+    let shown = dir.display().to_string();
+    let absolute = std::path::absolute(dir).unwrap_or_else(|_| dir.to_path_buf());
+    let existing = absolute
+        .ancestors()
+        .find(|a| a.is_dir())
+        .unwrap_or(Path::new("/"));
+    let opened = OutputDir::open(existing).map_err(|e| {
+        BadInput(format!(
+            "{option} {shown}: cannot use {} ({}); choose a writable directory",
+            existing.display(),
+            one_line(&e)
+        ))
+    })?;
+    if let Err(e) = AtomicFile::create_in(&opened, "suite.json".as_ref()) {
+        return Err(BadInput(format!(
+            "{option} {shown}: cannot create files in {} ({}); choose a writable directory",
+            opened.path().display(),
+            one_line(&e.source)
+        )));
+    }
+    check_room(option, &shown, &opened)
 }
 
 /// Whether this process has CAP_FOWNER (bit 3 of `CapEff` in `/proc/self/status`); without

@@ -283,14 +283,33 @@ mod tests {
         let scratch = ScratchDir::new("write-all");
         let gone = scratch.0.join("gone");
         std::fs::create_dir(&gone).unwrap();
+        let gone_too = scratch.0.join("gone-too");
+        std::fs::create_dir(&gone_too).unwrap();
+        let name = format!("all-{}", std::process::id());
         let outputs = Outputs::<str>::new()
-            .declare(Some(&gone.join("r.json")), Text(&JSON))
+            .declare(Some(&gone.join(format!("{name}.json"))), Text(&JSON))
             .unwrap()
             .declare(Some(&scratch.0.join("c.svg")), Text(&SVG))
+            .unwrap()
+            .declare(Some(&gone_too.join(format!("{name}.html"))), Text(&HTML))
             .unwrap();
         std::fs::remove_dir(&gone).unwrap();
+        std::fs::remove_dir(&gone_too).unwrap();
         let err = outputs.write("<svg/>").unwrap_err().to_string();
-        assert!(err.starts_with("--json "), "{err}");
+        // Both failures are said, each with where its bytes went.
+        let (json, html) = err.split_once("; also ").expect(&err);
+        assert!(
+            json.starts_with("--json ") && html.starts_with("--html "),
+            "{err}"
+        );
+        for (said, what) in [(json, "the report"), (html, "the page")] {
+            let kept = said
+                .rsplit_once(&format!("{what} is kept in "))
+                .expect(said)
+                .1;
+            assert_eq!(std::fs::read_to_string(kept).unwrap(), "<svg/>");
+            std::fs::remove_file(kept).unwrap();
+        }
         assert_eq!(scratch.entries(), vec!["c.svg"]);
     }
 }

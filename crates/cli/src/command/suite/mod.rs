@@ -436,6 +436,8 @@ fn start(args: &SuiteArgs) -> anyhow::Result<Setup> {
         .into());
     }
     config.promises = spec::promises(&args.spec, &targets)?;
+    // The checkpoint takes a file per cell while the suite runs: proved writable now.
+    destination::check_directory("--state-dir", &state_dir)?;
     let state = StateDir::create(&state_dir, &config)?;
     Ok((config, state, targets, outputs))
 }
@@ -443,6 +445,12 @@ fn start(args: &SuiteArgs) -> anyhow::Result<Setup> {
 /// Reopens a checkpoint, checks that its devices are the same ones, and rechecks write safety.
 fn resume(dir: &Path, args: &SuiteArgs) -> anyhow::Result<Setup> {
     let (state, mut config) = StateDir::open(dir)?;
+    destination::check_directory("--resume", dir).map_err(|e| {
+        BadInput(format!(
+            "{}; the checkpoint takes a file per cell: make room there, then resume",
+            problem_of(&e)
+        ))
+    })?;
     resume_secure_erase(
         dir,
         &state,
