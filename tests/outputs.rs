@@ -307,6 +307,50 @@ fn outputs_that_a_full_filesystem_cannot_take_after_the_run_are_kept() {
     assert!(!report.exists() && !log.exists());
 }
 
+/// A sweep's chart whose filesystem fills during the run: the old file stays as it was, no
+/// temporary file is left, and the chart is kept elsewhere, whole.
+#[test]
+fn a_chart_that_a_filling_filesystem_cannot_take_is_kept() {
+    require_root!();
+    let dir = ScratchDir::new("out-svg-fills");
+    let target = target_in(&dir);
+    let mount = Mount::tmpfs(&dir.join("small"), "2m");
+    let svg = mount.0.join("sweep.svg");
+    fs::write(&svg, "old").unwrap();
+    let args: Vec<String> = [
+        "sweep",
+        "--devices",
+        target.to_str().unwrap(),
+        "--runtime",
+        "2s",
+        "--ramp",
+        "0s",
+        "--steps",
+        "1",
+        "--svg",
+        svg.to_str().unwrap(),
+    ]
+    .map(String::from)
+    .to_vec();
+    let out = run_and_meanwhile(&args, || fill(&mount.0));
+    let stderr = stderr_of(&out);
+    assert_eq!(out.status.code(), Some(4), "{stderr}");
+    assert!(
+        stderr.contains(&format!("--svg {}", svg.display())),
+        "{stderr}"
+    );
+    assert_eq!(fs::read_to_string(&svg).unwrap(), "old");
+    let mut left: Vec<String> = fs::read_dir(&mount.0)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    left.sort();
+    assert_eq!(left, ["filler", "sweep.svg"], "a temporary file was left");
+    let kept = kept_path(&stderr, "the chart is kept in ");
+    assert!(fs::read_to_string(&kept).unwrap().contains("<svg"));
+    fs::remove_file(kept).unwrap();
+}
+
 /// An output link re-pointed mid-run at a block device: the report goes where the link led
 /// when checked, and the device node stays as it was. A device node put at the resolved name
 /// itself mid-run is not replaced either: the report is kept elsewhere and the run says so.
