@@ -285,7 +285,7 @@ fn check_room(option: &str, shown: &str, dir: &OutputDir) -> Result<(), BadInput
     } else {
         fs.blocks_available()
     };
-    let room = u64::from(blocks).saturating_mul(u64::from(fs.fragment_size()));
+    let room = blocks.saturating_mul(fs.fragment_size());
     if room < MIN_ROOM {
         return Err(BadInput(format!(
             "{option} {shown}: the filesystem of {} has {} free, less than the {} an output needs; free some space there or choose another path",
