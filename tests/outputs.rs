@@ -476,3 +476,32 @@ fn a_resumed_suite_takes_new_outputs() {
     assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
     assert!(json.exists());
 }
+
+/// `--json -` into a pipe nobody reads any more: the report is kept elsewhere and the error
+/// says where.
+#[test]
+fn a_report_standard_output_cannot_take_is_kept() {
+    let dir = ScratchDir::new("out-stdout");
+    let target = target_in(&dir);
+    let args = read_run(&target, "1s", &["--json", "-"]);
+    let mut child = Command::new(hostmax_bin())
+        .args(&args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The reader goes away before the report comes.
+    drop(child.stdout.take());
+    let out = child.wait_with_output().unwrap();
+    let stderr = stderr_of(&out);
+    assert_eq!(out.status.code(), Some(4), "{stderr}");
+    assert!(
+        stderr.contains("--json -: writing to standard output failed"),
+        "{stderr}"
+    );
+    let kept = kept_path(&stderr, "the report is kept in ");
+    let json: serde_json::Value =
+        serde_json::from_str(&fs::read_to_string(&kept).unwrap()).unwrap();
+    assert!(json["host"].is_object(), "{json}");
+    fs::remove_file(kept).unwrap();
+}

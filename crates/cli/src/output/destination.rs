@@ -396,14 +396,19 @@ pub enum OutputError {
         /// Where it went instead.
         kept: Kept,
     },
-    /// Writing to standard output failed (for example a closed pipe).
-    #[error("{option} -: writing to standard output failed: {source}")]
+    /// Writing to standard output failed (for example a closed pipe); what it would have
+    /// held was kept elsewhere (or not, as `kept` says).
+    #[error("{option} -: writing to standard output failed: {source}; {what} is {kept}")]
     Stdout {
         /// The option that chose standard output.
         option: &'static str,
+        /// What the output holds (`the report`).
+        what: &'static str,
         /// Why.
         #[source]
         source: io::Error,
+        /// Where it went instead.
+        kept: Kept,
     },
 }
 
@@ -421,7 +426,9 @@ pub fn write_output(
                 .and_then(|()| out.flush())
                 .map_err(|source| OutputError::Stdout {
                     option: output.option,
+                    what: output.what,
                     source,
+                    kept: keep(output.example.as_ref(), bytes),
                 })
         }
         Destination::File(out) => {
