@@ -27,8 +27,10 @@ use super::kept::{keep, name_of, Kept};
 use crate::error::BadInput;
 use crate::units::human_size;
 
-/// The least free space a filesystem must have for an output to be written there: a
-/// one-device report is tens of KiB, a large one a few MiB.
+/// The least free space a filesystem must have for an output to be written there. A floor,
+/// not a promise: a one-device 2 s report is 21 KiB, four devices over 10 s 196 KiB (their
+/// interval log 331 KiB), and a long run of many devices more; what a filesystem that fills
+/// during the run cannot take is kept elsewhere ([`super::kept`]).
 pub const MIN_ROOM: u64 = 1 << 20;
 
 /// Where a checked output goes.
