@@ -418,10 +418,11 @@ fn unwritable_json_directory() {
     );
 }
 
-/// An SVG that cannot be written whole (its tmpfs is full) leaves the old file as it was:
-/// written atomically, never a partial picture, and the failure is one line naming --svg.
+/// An SVG whose filesystem is full is refused before the run (a one-line error naming --svg,
+/// the old file as it was). One that fills during the run is kept elsewhere:
+/// tests/outputs.rs.
 #[test]
-fn a_sweep_svg_that_fails_to_write_leaves_no_partial_file() {
+fn a_sweep_svg_on_a_full_filesystem_is_refused_before_the_run() {
     if !is_root() {
         skip!("mounting a small tmpfs needs root");
     }
@@ -431,8 +432,7 @@ fn a_sweep_svg_that_fails_to_write_leaves_no_partial_file() {
     let _mount = Mount::tmpfs(&small, "8k");
     let svg = small.join("sweep.svg");
     fs::write(&svg, "old").unwrap();
-    // Fill the rest of the tmpfs (the write stops at ENOSPC), so the check before the run
-    // (an empty probe file) passes and writing the picture fails.
+    // Fill the rest of the tmpfs (the write stops at ENOSPC).
     let _ = fs::write(small.join("filler"), vec![1u8; 16 << 10]);
     let args = strings(&[
         "sweep",
@@ -447,13 +447,11 @@ fn a_sweep_svg_that_fails_to_write_leaves_no_partial_file() {
         "--svg",
         &svg.display().to_string(),
     ]);
-    let out = run(&args);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(4), "{stderr}");
-    let last = stderr.lines().last().unwrap_or_default();
-    assert!(
-        last.starts_with("hostmax: --svg ") && last.contains("No space left"),
-        "{stderr}"
+    assert_bad_input(
+        "svg on a full filesystem",
+        &args,
+        &run(&args),
+        "free, less than the 1 MiB an output needs; free some space there or choose another path",
     );
     assert_eq!(fs::read_to_string(&svg).unwrap(), "old");
     let mut left: Vec<String> = fs::read_dir(&small)
@@ -1322,9 +1320,21 @@ fn resume_refusals_name_fixes_that_resume_allows() {
         "resume, output directory gone",
         &resume,
         &out,
-        "--resume cannot change it",
+        &format!(
+            "keeps this path in its checkpoint: give another with --resume {state} --json PATH"
+        ),
     );
     assert!(!String::from_utf8_lossy(&out.stderr).contains("choose another path"));
+    // A new --json given with --resume is refused in its own words (its fix works).
+    let gone = dir.path("out/again.json");
+    let with_json = strings(&["suite", "--resume", &state, "--json", &gone]);
+    let out = run(&with_json);
+    assert_bad_input(
+        "resume, new --json in a missing directory",
+        &with_json,
+        &out,
+        "create it or choose another path",
+    );
     fs::create_dir(dir.path("out")).unwrap();
     // A device of another size: not the suite's, and no --size to offer.
     fs::OpenOptions::new()

@@ -1028,6 +1028,9 @@ fn the_secure_erase_password_is_kept_out_of_reports_and_the_checkpoint() {
         "{}",
         stderr_of(&refused)
     );
+    // New outputs given with it: suite.json is written again (their paths), still without it.
+    let json2 = dir.path("s2.json");
+    let html2 = dir.path("s2.html");
     let resumed = run_hostmax(
         &[
             "suite",
@@ -1035,6 +1038,10 @@ fn the_secure_erase_password_is_kept_out_of_reports_and_the_checkpoint() {
             &state,
             "--secure-erase-password",
             SECRET,
+            "--json",
+            &json2,
+            "--html",
+            &html2,
         ],
         None,
     );
@@ -1045,6 +1052,11 @@ fn the_secure_erase_password_is_kept_out_of_reports_and_the_checkpoint() {
     );
     let suite_json = fs::read_to_string(Path::new(&state).join("suite.json")).unwrap();
     assert!(!suite_json.contains(SECRET));
+    assert!(suite_json.contains(&json2), "{suite_json}");
+    for path in [&json2, &html2] {
+        let text = fs::read_to_string(path).unwrap();
+        assert!(!text.contains(SECRET), "{path} holds the password");
+    }
 }
 
 /// SIGINT during the first cell: the report says which cells of the round were not measured.

@@ -1,17 +1,37 @@
 //! Every output file of every command, in one place: checked once before any I/O
 //! ([`OutputFile::check`], [`check_apart`]; [`super::export::Outputs::declare`] calls them)
-//! and written whole or not at all ([`write_output`], through [`super::atomic`]).
+//! and written whole or not at all ([`write_output`], through [`super::atomic`]), or kept
+//! elsewhere when its destination fails after the run ([`super::kept`]).
+//!
+//! The check proves the file can be written, as the write will do it: the path is resolved
+//! once (a symlink followed now, to an existing file; the directory held open, and written
+//! through later whatever its path then leads to), a temporary file is made in the directory
+//! and removed, the filesystem has room, and a file already there can be replaced by this
+//! user (not another user's in a sticky directory, not immutable or append-only).
 //!
 //! `-` is standard output where that makes sense (a JSON report, which is then the only thing
 //! written there) and refused with a one-line error elsewhere (an interval log or a picture
 //! mixed into the table on stdout would be neither).
 
-use std::fs::{self, OpenOptions};
+use std::ffi::OsString;
+use std::fs;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
-use super::atomic::{parent_dir, write_atomically};
+use nix::fcntl::OFlag;
+
+use super::atomic::{
+    node_kind, parent_dir, resolve, AtomicFile, AtomicWriteError, OutputDir, ResolveError,
+};
+use super::kept::{keep, name_of, Kept};
 use crate::error::BadInput;
+use crate::units::human_size;
+
+/// The least free space a filesystem must have for an output to be written there. A floor,
+/// not a promise: a one-device 2 s report is 21 KiB, four devices over 10 s 196 KiB (their
+/// interval log 331 KiB), and a long run of many devices more; what a filesystem that fills
+/// during the run cannot take is kept elsewhere ([`super::kept`]).
+pub const MIN_ROOM: u64 = 1 << 20;
 
 /// Where a checked output goes.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -19,7 +39,48 @@ pub enum Destination {
     /// `-`: standard output, and nothing else goes there (JSON only).
     Stdout,
     /// A file, written to a temporary file beside it and renamed into place.
-    File(PathBuf),
+    File(OutputPath),
+    /// A folder of files (made if missing), as given (made absolute).
+    Folder(PathBuf),
+}
+
+impl Destination {
+    /// The file's path as given (made absolute), or `None` for standard output.
+    pub fn file_path(&self) -> Option<&Path> {
+        match self {
+            Destination::Stdout => None,
+            Destination::File(out) => Some(out.path()),
+            Destination::Folder(path) => Some(path),
+        }
+    }
+}
+
+/// An output file, resolved when it was checked: the directory it goes in (held open) and
+/// its name there.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OutputPath {
+    /// The path as given, absolute: what messages name.
+    path: PathBuf,
+    dir: OutputDir,
+    name: OsString,
+}
+
+impl OutputPath {
+    /// The path as given, made absolute.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Where the file goes, as resolved when checked (a symlink's target).
+    #[cfg(test)]
+    pub fn resolved(&self) -> PathBuf {
+        self.dir.path().join(&self.name)
+    }
+
+    /// A temporary file for it, in the directory resolved when checked.
+    pub fn create(&self) -> Result<AtomicFile, AtomicWriteError> {
+        AtomicFile::create_in(&self.dir, &self.name)
+    }
 }
 
 /// An option that names an output file.
@@ -34,51 +95,66 @@ pub struct OutputFile {
     /// Whether the option names a folder the output fills with files (`--fio-json` of a
     /// command of several runs) rather than one file.
     pub folder: bool,
+    /// What the file holds, as messages name it (`the report`).
+    pub what: &'static str,
 }
 
 /// `--json` of every command: a file, or `-` for standard output.
-pub const JSON: OutputFile = OutputFile::new("--json", "hostmax.json", true);
+pub const JSON: OutputFile = OutputFile::new("--json", "hostmax.json", true, "the report");
 /// `--hdr-log`: HdrHistogram's interval log.
-pub const HDR_LOG: OutputFile = OutputFile::new("--hdr-log", "hostmax.hlog", false);
+pub const HDR_LOG: OutputFile = OutputFile::new("--hdr-log", "hostmax.hlog", false, "the log");
 /// `--svg` of `hostmax sweep` and `hostmax curve`.
-pub const SVG: OutputFile = OutputFile::new("--svg", "chart.svg", false);
+pub const SVG: OutputFile = OutputFile::new("--svg", "chart.svg", false, "the chart");
 /// `--html` of `hostmax suite`.
-pub const HTML: OutputFile = OutputFile::new("--html", "report.html", false);
+pub const HTML: OutputFile = OutputFile::new("--html", "report.html", false, "the page");
 /// `--fio-json` of a single run: one file in fio's JSON layout.
-pub const FIO_JSON_FILE: OutputFile = OutputFile::new("--fio-json", "fio.json", false);
+pub const FIO_JSON_FILE: OutputFile =
+    OutputFile::new("--fio-json", "fio.json", false, "the fio report");
 /// `--fio-json` of a command of several runs: a folder in fio-plot's layout.
-pub const FIO_JSON_FOLDER: OutputFile = OutputFile::folder("--fio-json", "fio-results");
+pub const FIO_JSON_FOLDER: OutputFile =
+    OutputFile::folder("--fio-json", "fio-results", "the fio reports");
 
 impl OutputFile {
     /// The output file `option` names; `example` is the file name messages suggest, `stdout`
-    /// whether `-` means standard output.
-    pub const fn new(option: &'static str, example: &'static str, stdout: bool) -> OutputFile {
+    /// whether `-` means standard output, `what` what the file holds.
+    pub const fn new(
+        option: &'static str,
+        example: &'static str,
+        stdout: bool,
+        what: &'static str,
+    ) -> OutputFile {
         OutputFile {
             option,
             example,
             stdout,
             folder: false,
+            what,
         }
     }
 
     /// The output folder `option` names (made when the output is written); `example` is the
-    /// folder name messages suggest.
-    pub const fn folder(option: &'static str, example: &'static str) -> OutputFile {
+    /// folder name messages suggest, `what` what it holds.
+    pub const fn folder(
+        option: &'static str,
+        example: &'static str,
+        what: &'static str,
+    ) -> OutputFile {
         OutputFile {
             option,
             example,
             stdout: false,
             folder: true,
+            what,
         }
     }
 
     /// Checks, before any I/O of a run, that the output can go to `path`: `-` is standard
     /// output (or refused where it makes no sense); a file must be writable atomically: not
     /// empty, not a directory or a special file (the rename would replace a device node rather
-    /// than write into it), in an existing directory that accepts new files. The last is tried
-    /// with a small probe file, since permission bits alone do not tell (a read-only mount,
-    /// root, sysfs). A file is given back absolute, so a later change of directory cannot move
-    /// it. Every refusal is one line naming the option, the path and the fix.
+    /// than write into it), not a link to nothing, in an existing directory where this user
+    /// can make files, on a filesystem with room ([`MIN_ROOM`]), and replaceable if it exists
+    /// (see the module overview). The path is resolved now, once: the write goes to the
+    /// directory found now. Every refusal is one line naming the option, the path and the fix.
     pub fn check(&self, path: &Path) -> Result<Destination, BadInput> {
         if self.folder {
             return self.check_folder(path);
@@ -124,42 +200,179 @@ impl OutputFile {
                 "{option} {shown}: names a directory; give a file path such as {shown}{example}"
             )));
         }
-        let target = fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
-        let dir = parent_dir(&target);
-        match fs::metadata(&dir) {
-            Ok(m) if m.is_dir() => {}
-            Ok(_) => {
+        let (dir, name) = match resolve(path) {
+            Ok(resolved) => resolved,
+            Err(ResolveError::DanglingLink { target }) => {
+                let parent = parent_dir(&target);
+                return Err(BadInput(if parent.is_dir() {
+                    format!(
+                        "{option} {shown}: is a symbolic link to {}, which does not exist (a link is not followed to make a file); give {} itself, or remove the link",
+                        target.display(),
+                        target.display()
+                    )
+                } else {
+                    format!(
+                        "{option} {shown}: is a symbolic link to {}, whose directory {} does not exist; create it, or give another path",
+                        target.display(),
+                        parent.display()
+                    )
+                }));
+            }
+            Err(ResolveError::NoFileName) => {
+                return Err(BadInput(format!(
+                    "{option} {shown}: names no file; give a file path such as {example}"
+                )))
+            }
+            Err(ResolveError::Directory { dir, source })
+                if source.raw_os_error() == Some(libc::ENOTDIR) =>
+            {
                 return Err(BadInput(format!(
                     "{option} {shown}: {} is not a directory; choose a path in an existing directory",
                     dir.display()
                 )))
             }
-            Err(e) => {
+            Err(ResolveError::Directory { dir, source }) => {
                 return Err(BadInput(format!(
                     "{option} {shown}: directory {} does not exist or cannot be used ({}); create it or choose another path",
                     dir.display(),
-                    one_line(&e)
+                    one_line(&source)
                 )))
             }
-        }
-        let probe = dir.join(format!(".hostmax-probe-{}", std::process::id()));
-        match OpenOptions::new().write(true).create_new(true).open(&probe) {
-            Ok(_) => {
-                let _ = fs::remove_file(&probe);
-            }
-            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
-            Err(e) => {
-                return Err(BadInput(format!(
-                    "{option} {shown}: cannot create files in {} ({}); choose a writable directory",
-                    dir.display(),
-                    one_line(&e)
-                )))
-            }
-        }
-        Ok(Destination::File(
-            std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf()),
-        ))
+        };
+        self.check_writable(path, &dir, &name)?;
+        Ok(Destination::File(OutputPath {
+            path: std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf()),
+            dir,
+            name,
+        }))
     }
+
+    /// Proves that `name` in `dir` can be written as the write will do it: a temporary file
+    /// made there (and removed), room on the filesystem, and a file already there replaceable.
+    fn check_writable(
+        &self,
+        path: &Path,
+        dir: &OutputDir,
+        name: &OsString,
+    ) -> Result<(), BadInput> {
+        let option = self.option;
+        let shown = path.display();
+        let dir_shown = dir.path().display();
+        // The temporary file the write will make, made now and dropped (which removes it).
+        if let Err(e) = AtomicFile::create_in(dir, name) {
+            return Err(BadInput(format!(
+                "{option} {shown}: cannot create files in {dir_shown} ({}); choose a writable directory",
+                one_line(&e.source)
+            )));
+        }
+        check_room(option, &shown.to_string(), dir)?;
+        let Ok(Some(existing)) = dir.entry(name) else {
+            return Ok(());
+        };
+        let resolved = dir.path().join(name);
+        if node_kind(&existing) != "regular file" {
+            return Err(BadInput(format!(
+                "{option} {shown}: {} is a {}, not a regular file; give a regular file path",
+                resolved.display(),
+                node_kind(&existing)
+            )));
+        }
+        // In a sticky directory (/tmp) only the file's owner, the directory's owner or a
+        // process with CAP_FOWNER may replace (rename over) a file.
+        if let Ok(d) = dir.stat() {
+            let me = nix::unistd::geteuid().as_raw();
+            let sticky = d.st_mode & libc::S_ISVTX != 0;
+            if sticky && existing.st_uid != me && d.st_uid != me && !has_cap_fowner() {
+                return Err(BadInput(format!(
+                    "{option} {shown}: {} belongs to another user (uid {}) in the sticky directory {dir_shown}, so this user cannot replace it; choose another path, or have its owner remove it",
+                    resolved.display(),
+                    existing.st_uid
+                )));
+            }
+        }
+        // An immutable or append-only file cannot be renamed over, even by root; opening it
+        // for writing (nothing is written) is refused the same way.
+        let probe = dir.open_entry(
+            name,
+            OFlag::O_WRONLY | OFlag::O_NONBLOCK | OFlag::O_NOCTTY,
+            0,
+        );
+        if probe.is_err_and(|e| e.raw_os_error() == Some(libc::EPERM)) {
+            return Err(BadInput(format!(
+                "{option} {shown}: {} is immutable or append-only, so it cannot be replaced; clear that (chattr -i -a {}) or choose another path",
+                resolved.display(),
+                resolved.display()
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// Refuses a directory whose filesystem has less than [`MIN_ROOM`] free for this user.
+fn check_room(option: &str, shown: &str, dir: &OutputDir) -> Result<(), BadInput> {
+    let Ok(fs) = dir.filesystem() else {
+        return Ok(());
+    };
+    // root may use the blocks the filesystem keeps for it; others may not.
+    let blocks = if nix::unistd::geteuid().is_root() {
+        fs.blocks_free()
+    } else {
+        fs.blocks_available()
+    };
+    let room = blocks.saturating_mul(fs.fragment_size());
+    if room < MIN_ROOM {
+        return Err(BadInput(format!(
+            "{option} {shown}: the filesystem of {} has {} free, less than the {} an output needs; free some space there or choose another path",
+            dir.path().display(),
+            human_size(room),
+            human_size(MIN_ROOM)
+        )));
+    }
+    Ok(())
+}
+
+/// Checks, before any I/O, that the directory `dir` (which `option` names; made later if
+/// missing, so then its nearest existing ancestor is checked) can take the files a command
+/// writes into it while it runs (a suite's checkpoint): a file made there and removed, and
+/// room on its filesystem ([`MIN_ROOM`]).
+pub fn check_directory(option: &str, dir: &Path) -> Result<(), BadInput> {
+    let shown = dir.display().to_string();
+    let absolute = std::path::absolute(dir).unwrap_or_else(|_| dir.to_path_buf());
+    let existing = absolute
+        .ancestors()
+        .find(|a| a.is_dir())
+        .unwrap_or(Path::new("/"));
+    let opened = OutputDir::open(existing).map_err(|e| {
+        BadInput(format!(
+            "{option} {shown}: cannot use {} ({}); choose a writable directory",
+            existing.display(),
+            one_line(&e)
+        ))
+    })?;
+    if let Err(e) = AtomicFile::create_in(&opened, "suite.json".as_ref()) {
+        return Err(BadInput(format!(
+            "{option} {shown}: cannot create files in {} ({}); choose a writable directory",
+            opened.path().display(),
+            one_line(&e.source)
+        )));
+    }
+    check_room(option, &shown, &opened)
+}
+
+/// Whether this process has CAP_FOWNER (bit 3 of `CapEff` in `/proc/self/status`); without
+/// `/proc`, whether it is root.
+fn has_cap_fowner() -> bool {
+    const CAP_FOWNER: u32 = 3;
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|status| {
+            let hex = status.lines().find_map(|l| l.strip_prefix("CapEff:"))?;
+            u64::from_str_radix(hex.trim(), 16).ok()
+        })
+        .map_or_else(
+            || nix::unistd::geteuid().is_root(),
+            |caps| caps >> CAP_FOWNER & 1 == 1,
+        )
 }
 
 impl OutputFile {
@@ -202,7 +415,11 @@ impl OutputFile {
             }
         };
         let probe = dir.join(format!(".hostmax-probe-{}", std::process::id()));
-        match OpenOptions::new().write(true).create_new(true).open(&probe) {
+        match fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&probe)
+        {
             Ok(_) => {
                 let _ = fs::remove_file(&probe);
             }
@@ -215,7 +432,7 @@ impl OutputFile {
                 )))
             }
         }
-        Ok(Destination::File(
+        Ok(Destination::Folder(
             std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf()),
         ))
     }
@@ -260,30 +477,49 @@ pub fn check_apart(outputs: &[(&str, &Path)], inputs: &[(&str, &Path)]) -> Resul
 /// Why an output could not be written.
 #[derive(Debug, thiserror::Error)]
 pub enum OutputError {
-    /// Creating, writing or renaming the file failed.
-    #[error("{option} {}: {source}", path.display())]
+    /// Creating, writing or renaming the file failed; what it would have held was kept
+    /// elsewhere (or not, as `kept` says).
+    #[error("{option} {}: {source}; {what} is {kept}", path.display())]
     File {
         /// The option that named the file.
         option: &'static str,
-        /// The destination (a temporary file beside it is what was being written).
+        /// What the file holds (`the report`).
+        what: &'static str,
+        /// The destination as given.
         path: PathBuf,
         /// Why.
         #[source]
-        source: io::Error,
+        source: AtomicWriteError,
+        /// Where it went instead.
+        kept: Kept,
     },
-    /// Writing to standard output failed (for example a closed pipe).
-    #[error("{option} -: writing to standard output failed: {source}")]
+    /// A one-file output was given a folder destination: a mistake of the code that declared
+    /// it, never of the user's (folders are checked as folders).
+    #[error("{option} {}: is a folder, and this output is one file", path.display())]
+    NotOneFile {
+        /// The option that named the folder.
+        option: &'static str,
+        /// The folder.
+        path: PathBuf,
+    },
+    /// Writing to standard output failed (for example a closed pipe); what it would have
+    /// held was kept elsewhere (or not, as `kept` says).
+    #[error("{option} -: writing to standard output failed: {source}; {what} is {kept}")]
     Stdout {
         /// The option that chose standard output.
         option: &'static str,
+        /// What the output holds (`the report`).
+        what: &'static str,
         /// Why.
         #[source]
         source: io::Error,
+        /// Where it went instead.
+        kept: Kept,
     },
 }
 
-/// Writes `bytes` to a checked destination of `output`: a file whole or not at all, or
-/// standard output.
+/// Writes `bytes` to a checked destination of `output`: a file whole or not at all (kept
+/// elsewhere if it cannot be written there: see [`super::kept`]), or standard output.
 pub fn write_output(
     output: &OutputFile,
     dest: &Destination,
@@ -296,14 +532,31 @@ pub fn write_output(
                 .and_then(|()| out.flush())
                 .map_err(|source| OutputError::Stdout {
                     option: output.option,
+                    what: output.what,
                     source,
+                    kept: keep(output.example.as_ref(), bytes),
                 })
         }
-        Destination::File(path) => write_atomically(path, bytes).map_err(|e| OutputError::File {
+        Destination::Folder(path) => Err(OutputError::NotOneFile {
             option: output.option,
             path: path.clone(),
-            source: e.source,
         }),
+        Destination::File(out) => {
+            let written = out.create().and_then(|mut file| {
+                file.write_all(bytes).map_err(|source| AtomicWriteError {
+                    path: file.temp_path(),
+                    source,
+                })?;
+                file.commit()
+            });
+            written.map_err(|source| OutputError::File {
+                option: output.option,
+                what: output.what,
+                path: out.path().to_path_buf(),
+                source,
+                kept: keep(&name_of(out.path()), bytes),
+            })
+        }
     }
 }
 
@@ -384,13 +637,84 @@ mod tests {
     fn a_good_path_is_given_back_and_leaves_no_probe_behind() {
         let scratch = ScratchDir::new("probe");
         let path = scratch.0.join("r.json");
-        assert_eq!(JSON.check(&path).unwrap(), Destination::File(path.clone()));
+        let dest = JSON.check(&path).unwrap();
+        assert_eq!(dest.file_path(), Some(path.as_path()));
         assert!(scratch.entries().is_empty());
         let dotted = scratch.0.join(".").join("x.svg");
-        assert_eq!(
-            SVG.check(&dotted).unwrap(),
-            Destination::File(scratch.0.join("x.svg"))
+        let Destination::File(out) = SVG.check(&dotted).unwrap() else {
+            panic!("a file")
+        };
+        assert_eq!(out.resolved(), scratch.0.join("x.svg"));
+    }
+
+    #[test]
+    fn a_link_to_nothing_is_refused_naming_where_it_leads() {
+        let scratch = ScratchDir::new("dangling");
+        let link = scratch.0.join("r.json");
+        std::os::unix::fs::symlink(scratch.0.join("missing.json"), &link).unwrap();
+        let err = JSON.check(&link).unwrap_err();
+        assert_one_line_naming(&err, "--json", &link.display().to_string());
+        assert!(
+            err.0.contains("is a symbolic link to")
+                && err.0.contains("missing.json, which does not exist"),
+            "{err}"
         );
+        let to_dir = scratch.0.join("d.svg");
+        std::os::unix::fs::symlink(scratch.0.join("no-dir/c.svg"), &to_dir).unwrap();
+        let err = SVG.check(&to_dir).unwrap_err();
+        assert!(err.0.contains("no-dir does not exist; create it"), "{err}");
+        assert_eq!(scratch.entries(), vec!["d.svg", "r.json"]);
+    }
+
+    #[test]
+    fn the_write_goes_where_the_link_led_when_checked() {
+        let scratch = ScratchDir::new("relink");
+        let first = scratch.write("first.json", "old");
+        let second = scratch.write("second.json", "keep");
+        let link = scratch.0.join("r.json");
+        std::os::unix::fs::symlink(&first, &link).unwrap();
+        let dest = JSON.check(&link).unwrap();
+        // Re-pointed during the run.
+        fs::remove_file(&link).unwrap();
+        std::os::unix::fs::symlink(&second, &link).unwrap();
+        write_output(&JSON, &dest, b"{}").unwrap();
+        assert_eq!(fs::read_to_string(&first).unwrap(), "{}");
+        assert_eq!(fs::read_to_string(&second).unwrap(), "keep");
+        assert!(fs::symlink_metadata(&link)
+            .unwrap()
+            .file_type()
+            .is_symlink());
+    }
+
+    #[test]
+    fn a_node_put_at_the_name_after_the_check_is_not_replaced_and_the_output_is_kept() {
+        use std::os::unix::fs::FileTypeExt;
+        let scratch = ScratchDir::new("node");
+        let path = scratch.write(&format!("node-{}.svg", std::process::id()), "old");
+        let dest = SVG.check(&path).unwrap();
+        fs::remove_file(&path).unwrap();
+        nix::unistd::mkfifo(&path, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
+        let err = write_output(&SVG, &dest, b"<svg/>")
+            .unwrap_err()
+            .to_string();
+        assert!(fs::symlink_metadata(&path).unwrap().file_type().is_fifo());
+        assert!(
+            err.contains("is now a FIFO") && err.contains("not replaced"),
+            "{err}"
+        );
+        let kept = err.rsplit_once("the chart is kept in ").expect(&err).1;
+        assert_eq!(fs::read(kept).unwrap(), b"<svg/>");
+        fs::remove_file(kept).unwrap();
+        assert_eq!(scratch.entries().len(), 1, "no temporary file left");
+    }
+
+    #[test]
+    fn an_existing_file_that_cannot_be_written_here_is_refused_before_the_run() {
+        // A directory that is not a directory any more: the probe of a file in a file.
+        let scratch = ScratchDir::new("notdir");
+        let file = scratch.write("f", "x");
+        let err = HTML.check(&file.join("p.html")).unwrap_err();
+        assert!(err.0.contains("is not a directory"), "{err}");
     }
 
     #[test]
@@ -418,12 +742,25 @@ mod tests {
     #[test]
     fn a_failed_write_names_the_option_and_leaves_no_file() {
         let scratch = ScratchDir::new("write");
-        let path = scratch.0.join("gone/x.svg");
-        let err = write_output(&SVG, &Destination::File(path), b"<svg/>").unwrap_err();
+        fs::create_dir(scratch.0.join("gone")).unwrap();
+        let name = format!("gone-{}.svg", std::process::id());
+        let path = scratch.0.join("gone").join(&name);
+        let dest = SVG.check(&path).unwrap();
+        fs::remove_dir(scratch.0.join("gone")).unwrap();
+        let err = write_output(&SVG, &dest, b"<svg/>").unwrap_err();
         assert!(err.to_string().starts_with("--svg "), "{err}");
         assert!(scratch.entries().is_empty());
+        let OutputError::File {
+            kept: Kept::At(kept),
+            ..
+        } = err
+        else {
+            panic!("not kept: {err}")
+        };
+        assert_eq!(fs::read(&kept).unwrap(), b"<svg/>");
+        fs::remove_file(kept).unwrap();
         let ok = scratch.0.join("x.svg");
-        write_output(&SVG, &Destination::File(ok.clone()), b"<svg/>").unwrap();
+        write_output(&SVG, &SVG.check(&ok).unwrap(), b"<svg/>").unwrap();
         assert_eq!(fs::read(&ok).unwrap(), b"<svg/>");
         assert_eq!(scratch.entries(), vec!["x.svg"]);
     }

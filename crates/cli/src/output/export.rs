@@ -139,8 +139,8 @@ impl<R: ?Sized> Outputs<R> {
         };
         let dest = export.file().check(path)?;
         let mut files = self.files();
-        if let Destination::File(p) = &dest {
-            files.push((export.file().option, p.clone()));
+        if let Some(p) = dest.file_path() {
+            files.push((export.file().option, p.to_path_buf()));
         }
         let pairs: Vec<(&str, &Path)> = files.iter().map(|(o, p)| (*o, p.as_path())).collect();
         check_apart(&pairs, &[])?;
@@ -158,9 +158,9 @@ impl<R: ?Sized> Outputs<R> {
     pub fn files(&self) -> Vec<(&'static str, PathBuf)> {
         self.declared
             .iter()
-            .filter_map(|d| match &d.dest {
-                Destination::File(path) => Some((d.export.file().option, path.clone())),
-                Destination::Stdout => None,
+            .filter_map(|d| {
+                let path = d.dest.file_path()?;
+                Some((d.export.file().option, path.to_path_buf()))
             })
             .collect()
     }
@@ -197,16 +197,37 @@ impl<R: ?Sized> Outputs<R> {
     }
 
     /// Writes every output from `result`, in the order declared. A failure does not stop the
-    /// others (each is its own file); the first is returned.
+    /// others (each is its own file); every failure is said, in one error (each kept output
+    /// says where it went).
     pub fn write(self, result: &R) -> anyhow::Result<()> {
-        let mut first = None;
-        for Declared { dest, export } in self.declared {
-            if let Err(e) = export.write(&dest, result) {
-                first.get_or_insert(e);
-            }
+        let failed: Vec<String> = self
+            .declared
+            .into_iter()
+            .filter_map(|Declared { dest, export }| export.write(&dest, result).err())
+            .map(|e| said_once(&e))
+            .collect();
+        match failed.is_empty() {
+            true => Ok(()),
+            false => Err(anyhow::anyhow!("{}", failed.join("; also "))),
         }
-        first.map_or(Ok(()), Err)
     }
+}
+
+/// An error and its causes, `outer: cause`, each text said once (an output's error already
+/// holds its source's text).
+fn said_once(e: &anyhow::Error) -> String {
+    let mut line = String::new();
+    for cause in e.chain() {
+        let text = cause.to_string();
+        if line.contains(&text) {
+            continue;
+        }
+        if !line.is_empty() {
+            line += ": ";
+        }
+        line += &text;
+    }
+    line
 }
 
 #[cfg(test)]
@@ -262,14 +283,33 @@ mod tests {
         let scratch = ScratchDir::new("write-all");
         let gone = scratch.0.join("gone");
         std::fs::create_dir(&gone).unwrap();
+        let gone_too = scratch.0.join("gone-too");
+        std::fs::create_dir(&gone_too).unwrap();
+        let name = format!("all-{}", std::process::id());
         let outputs = Outputs::<str>::new()
-            .declare(Some(&gone.join("r.json")), Text(&JSON))
+            .declare(Some(&gone.join(format!("{name}.json"))), Text(&JSON))
             .unwrap()
             .declare(Some(&scratch.0.join("c.svg")), Text(&SVG))
+            .unwrap()
+            .declare(Some(&gone_too.join(format!("{name}.html"))), Text(&HTML))
             .unwrap();
         std::fs::remove_dir(&gone).unwrap();
+        std::fs::remove_dir(&gone_too).unwrap();
         let err = outputs.write("<svg/>").unwrap_err().to_string();
-        assert!(err.starts_with("--json "), "{err}");
+        // Both failures are said, each with where its bytes went.
+        let (json, html) = err.split_once("; also ").expect(&err);
+        assert!(
+            json.starts_with("--json ") && html.starts_with("--html "),
+            "{err}"
+        );
+        for (said, what) in [(json, "the report"), (html, "the page")] {
+            let kept = said
+                .rsplit_once(&format!("{what} is kept in "))
+                .expect(said)
+                .1;
+            assert_eq!(std::fs::read_to_string(kept).unwrap(), "<svg/>");
+            std::fs::remove_file(kept).unwrap();
+        }
         assert_eq!(scratch.entries(), vec!["c.svg"]);
     }
 }

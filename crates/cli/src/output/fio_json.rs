@@ -79,7 +79,7 @@ impl<R: FioRuns + ?Sized> Export<R> for FioJson {
             let text = pretty(&fio_json(report)?)?;
             return Ok(write_output(&FIO_JSON_FILE, dest, text.as_bytes())?);
         }
-        let Destination::File(folder) = dest else {
+        let Destination::Folder(folder) = dest else {
             anyhow::bail!("--fio-json writes a folder, not standard output");
         };
         for (path, text) in folder_files(folder, &runs)? {
@@ -216,7 +216,7 @@ mod tests {
         let made_later = scratch.0.join("results");
         assert_eq!(
             FIO_JSON_FOLDER.check(&made_later).unwrap(),
-            Destination::File(made_later.clone())
+            Destination::Folder(made_later.clone())
         );
         assert!(!made_later.exists(), "nothing made when checked");
         let err = FIO_JSON_FILE.check(&scratch.0).unwrap_err();

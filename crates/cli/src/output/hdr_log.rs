@@ -26,17 +26,18 @@ use hdrhistogram::Histogram;
 use hostmax_aggregate::SecondHistograms;
 use hostmax_engine::{DeviceInterval, OpKind, Workload};
 
-use super::destination::{Destination, OutputFile, HDR_LOG};
+use super::atomic::AtomicFile;
+use super::destination::{Destination, OutputError, OutputFile, OutputPath, HDR_LOG};
 use super::export::{Export, RecordRuns, RunStart};
+use super::kept::{name_of, SpillingFile};
 use crate::error::BadInput;
-use crate::output::atomic::AtomicFile;
 
 /// `--hdr-log`: the interval log of every run of the command, made while they go and renamed
 /// into place when the command writes its outputs.
 #[derive(Default)]
 pub struct HdrLog {
     /// The checked destination.
-    path: Option<PathBuf>,
+    path: Option<OutputPath>,
     /// Made when the first run starts.
     recorder: Option<HdrLogRecorder>,
 }
@@ -46,8 +47,11 @@ impl RecordRuns for HdrLog {
         match &mut self.recorder {
             Some(recorder) => recorder.begin_run(run),
             None => {
-                let path = self.path.as_deref().expect("prepared when declared");
-                self.recorder = Some(HdrLogRecorder::create_for(path, run)?);
+                let path = self.path.as_ref().expect("prepared when declared");
+                let file = path
+                    .create()
+                    .with_context(|| format!("--hdr-log {}", path.path().display()))?;
+                self.recorder = Some(HdrLogRecorder::create_for(path.path(), file, run)?);
                 Ok(())
             }
         }
@@ -79,8 +83,8 @@ impl<R: ?Sized> Export<R> for HdrLog {
 
     fn prepare(&mut self, dest: &Destination) -> Result<(), BadInput> {
         // `-` was refused when declared: HDR_LOG is a file only.
-        if let Destination::File(path) = dest {
-            self.path = Some(path.clone());
+        if let Destination::File(out) = dest {
+            self.path = Some(out.clone());
         }
         Ok(())
     }
@@ -92,7 +96,7 @@ impl<R: ?Sized> Export<R> for HdrLog {
     /// Renames the log into place; a command that ran nothing has no log to write.
     fn write(self: Box<Self>, _dest: &Destination, _result: &R) -> anyhow::Result<()> {
         match self.recorder {
-            Some(recorder) => recorder.finish(),
+            Some(recorder) => Ok(recorder.finish()?),
             None => Ok(()),
         }
     }
@@ -152,7 +156,8 @@ fn logged_ops(workload: &Workload) -> Vec<OpKind> {
 pub struct HdrLogRecorder {
     /// The destination, for messages.
     path: PathBuf,
-    file: BufWriter<AtomicFile>,
+    /// The log's temporary file, moved to a kept file if its destination fails.
+    file: BufWriter<SpillingFile>,
     serializer: V2DeflateSerializer,
     /// The current run's device tags (its name first, for a run of several).
     tags: Vec<String>,
@@ -175,13 +180,20 @@ pub struct HdrLogRecorder {
 }
 
 impl HdrLogRecorder {
-    /// Creates the log for the first run of a command (see [`RunStart`]): a command's only run
-    /// is logged as [`HdrLogRecorder::create`] logs it; a named run starts a log of several.
-    pub fn create_for(path: &Path, run: &RunStart<'_>) -> anyhow::Result<HdrLogRecorder> {
+    /// Creates the log for the first run of a command (see [`RunStart`]) in `file`, the
+    /// temporary file of `path`: a command's only run gets the one-run header; a named run
+    /// starts a log of several.
+    pub fn create_for(
+        path: &Path,
+        file: AtomicFile,
+        run: &RunStart<'_>,
+    ) -> anyhow::Result<HdrLogRecorder> {
+        let mut recorder = HdrLogRecorder::open(path, file, run.targets, run.workload);
         let Some(label) = run.label else {
-            return HdrLogRecorder::create(path, run.targets, run.workload, run.measured_start);
+            recorder.base = run.measured_start;
+            recorder.write_header(run.targets, run.workload, run.measured_start)?;
+            return Ok(recorder);
         };
-        let mut recorder = HdrLogRecorder::open(path, run.targets, run.workload)?;
         recorder.base = run.measured_start;
         let mut builder = header_builder(&format!(
             "several runs, each tagged by its name ({label}-host-read); latencies in nanoseconds; timestamps are seconds since the first run's measured window's start"
@@ -231,26 +243,27 @@ impl HdrLogRecorder {
 
     /// Creates the log's temporary file beside `path` and writes its header, for a run of
     /// `paths` whose measured window starts at `measured_start`.
+    #[cfg(test)]
     pub fn create(
         path: &Path,
         paths: &[PathBuf],
         workload: &Workload,
         measured_start: SystemTime,
     ) -> anyhow::Result<HdrLogRecorder> {
-        let mut recorder = HdrLogRecorder::open(path, paths, workload)?;
+        let file =
+            AtomicFile::create(path).with_context(|| format!("--hdr-log {}", path.display()))?;
+        let mut recorder = HdrLogRecorder::open(path, file, paths, workload);
         recorder.base = measured_start;
         // On an error the recorder drops and its temporary file goes with it.
         recorder.write_header(paths, workload, measured_start)?;
         Ok(recorder)
     }
 
-    /// The log's temporary file, no header written yet.
-    fn open(path: &Path, paths: &[PathBuf], workload: &Workload) -> anyhow::Result<Self> {
-        let file =
-            AtomicFile::create(path).with_context(|| format!("--hdr-log {}", path.display()))?;
-        Ok(HdrLogRecorder {
+    /// The log in `file`, the temporary file of `path`, no header written yet.
+    fn open(path: &Path, file: AtomicFile, paths: &[PathBuf], workload: &Workload) -> Self {
+        HdrLogRecorder {
             path: path.to_path_buf(),
-            file: BufWriter::new(file),
+            file: BufWriter::new(SpillingFile::new(file, name_of(path))),
             serializer: V2DeflateSerializer::new(),
             tags: device_tags(paths),
             host_tag: "host".into(),
@@ -260,7 +273,7 @@ impl HdrLogRecorder {
             window_end: workload.runtime,
             held: Vec::new(),
             failed: None,
-        })
+        }
     }
 
     fn write_header(
@@ -367,26 +380,33 @@ impl HdrLogRecorder {
                     .map_err(|e| anyhow::anyhow!("{e}"))
             });
         if let Err(e) = written {
-            self.failed = Some(e.context(format!(
-                "--hdr-log: writing {}",
-                self.file.get_ref().temp_path().display()
-            )));
+            self.failed = Some(e.context(format!("--hdr-log {}", self.path.display())));
         }
     }
 
-    /// Writes the lines held back, puts the file on disk and renames it over the destination.
+    /// Writes the lines held back, puts the file on disk and renames it over the destination;
+    /// when that fails, the log is kept elsewhere and the error says where.
     pub fn finish(mut self) -> anyhow::Result<()> {
         self.release_held();
         if let Some(e) = self.failed.take() {
             return Err(e);
         }
-        let context = || format!("--hdr-log {}", self.path.display());
         let file = self
             .file
             .into_inner()
             .map_err(|e| e.into_error())
-            .with_context(context)?;
-        file.commit().with_context(context)
+            .with_context(|| format!("--hdr-log {}", self.path.display()))?;
+        match file.finish() {
+            None => Ok(()),
+            Some((source, kept)) => Err(OutputError::File {
+                option: HDR_LOG.option,
+                what: HDR_LOG.what,
+                path: self.path,
+                source,
+                kept,
+            }
+            .into()),
+        }
     }
 }
 
@@ -579,7 +599,12 @@ mod tests {
             workload: &workload,
             measured_start,
         };
-        let mut log = HdrLogRecorder::create_for(&path, &run("step1", &one, start)).unwrap();
+        let mut log = HdrLogRecorder::create_for(
+            &path,
+            AtomicFile::create(&path).unwrap(),
+            &run("step1", &one, start),
+        )
+        .unwrap();
         let mut series = TimeSeries::new(1).hand_over_histograms(true);
         for second in 0..2 {
             feed(&mut log, &mut series, interval(0, second, &[1000; 3], &[]));

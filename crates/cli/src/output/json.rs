@@ -15,33 +15,10 @@ impl<R: serde::Serialize + ?Sized> Export<R> for JsonReport {
         &JSON
     }
 
-    /// A report that cannot be written to its file after the run is kept in the temporary
-    /// directory, and the error says where: a finished run is not lost.
+    /// A report that cannot be written to its file after the run is kept elsewhere, and the
+    /// error says where ([`write_output`]): a finished run is not lost.
     fn write(self: Box<Self>, dest: &Destination, result: &R) -> anyhow::Result<()> {
-        match write_json(result, dest) {
-            Err(JsonWriteError::Output(failed @ OutputError::File { .. })) => {
-                Err(keep_elsewhere(failed, &report_json(result)?))
-            }
-            written => Ok(written?),
-        }
-    }
-}
-
-/// Keeps `text`, the report that `failed` to be written, in the temporary directory
-/// (`hostmax-kept-PID-NAME`), and says where in the error (or that this failed too).
-fn keep_elsewhere(failed: OutputError, text: &str) -> anyhow::Error {
-    let name = match &failed {
-        OutputError::File { path, .. } => path.file_name(),
-        OutputError::Stdout { .. } => None,
-    }
-    .map_or_else(
-        || "hostmax.json".to_string(),
-        |n| n.to_string_lossy().into_owned(),
-    );
-    let kept = std::env::temp_dir().join(format!("hostmax-kept-{}-{name}", std::process::id()));
-    match super::atomic::write_atomically(&kept, text.as_bytes()) {
-        Ok(()) => anyhow::anyhow!("{failed}; the report is kept in {}", kept.display()),
-        Err(e) => anyhow::anyhow!("{failed}; keeping the report elsewhere failed too ({e})"),
+        Ok(write_json(result, dest)?)
     }
 }
 
@@ -66,10 +43,11 @@ pub fn report_json<R: serde::Serialize + ?Sized>(report: &R) -> Result<String, s
 
 /// Writes `report` to `dest`.
 ///
-/// For a file, the JSON goes to a temporary file in the same directory, is flushed to disk and
-/// renamed over the destination, so the path holds either the old content or the whole new
-/// report, never a half-written one. A symlink is followed and its target replaced. For
-/// stdout, the JSON is the only thing written there.
+/// For a file, the JSON goes to a temporary file in the directory resolved when it was
+/// checked, is flushed to disk and renamed over the destination, so the path holds either the
+/// old content or the whole new report, never a half-written one (and when that fails, the
+/// report is kept elsewhere: [`write_output`]). A symlink was followed when checked and its
+/// target is replaced. For stdout, the JSON is the only thing written there.
 pub fn write_json<R: serde::Serialize + ?Sized>(
     report: &R,
     dest: &Destination,
@@ -92,8 +70,8 @@ mod tests {
         let path = scratch.0.join("report.json");
         fs::write(&path, "{ half a report").unwrap();
         let report = sample_report();
-        let dest = Destination::File(path.clone());
-        assert_eq!(JSON.check(&path).unwrap(), dest);
+        let dest = JSON.check(&path).unwrap();
+        assert_eq!(dest.file_path(), Some(path.as_path()));
         write_json(&report, &dest).unwrap();
 
         assert_eq!(scratch.entries(), vec!["report.json".to_string()]);
@@ -139,7 +117,7 @@ mod tests {
         let link = scratch.0.join("link.json");
         fs::write(&real, "old").unwrap();
         std::os::unix::fs::symlink(&real, &link).unwrap();
-        write_json(&sample_report(), &Destination::File(link.clone())).unwrap();
+        write_json(&sample_report(), &JSON.check(&link).unwrap()).unwrap();
         assert!(fs::symlink_metadata(&link)
             .unwrap()
             .file_type()

@@ -6,8 +6,10 @@
 //!   line per second otherwise).
 //! - [`table::render_table`]: the final per-device and host table, as a `String`.
 //! - [`destination`]: every output file of every command (`--json`, `--hdr-log`, `--svg`,
-//!   `--html`), checked once before any I/O and written whole ([`atomic`]); `-` is stdout for
-//!   JSON and refused elsewhere.
+//!   `--html`, the suite's state directory), proved writable once before any I/O, resolved
+//!   then and written whole through the directory found then ([`atomic`]), or kept elsewhere
+//!   when it cannot be written after the run ([`kept`]); `-` is stdout for JSON and refused
+//!   elsewhere.
 //! - [`export`]: a command's outputs, declared beside its plan ([`export::Outputs`]), checked
 //!   once before any I/O and written once through one trait, [`export::Export`], implemented
 //!   once per format:
@@ -29,6 +31,7 @@ pub mod export;
 pub mod fio_json;
 pub mod hdr_log;
 pub mod json;
+pub mod kept;
 pub mod progress;
 pub mod svg;
 pub mod table;

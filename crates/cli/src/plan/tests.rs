@@ -117,7 +117,10 @@ fn every_option_reaches_the_plan() {
     assert_eq!((w.seed, w.rate_iops), (16, Some(5000)));
     assert!(!w.record_latency && got.allow_write);
     assert_eq!(got.cpus, Some(vec![0, 1, 2]));
-    assert_eq!(json_of(&argv), Some(Destination::File(json)));
+    assert_eq!(
+        json_of(&argv).as_ref().and_then(Destination::file_path),
+        Some(Path::new(&json))
+    );
     assert_eq!(
         json_of(&["--devices", &a, "--json", "-"]),
         Some(Destination::Stdout)

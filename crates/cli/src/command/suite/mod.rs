@@ -447,6 +447,8 @@ fn start(args: &SuiteArgs) -> anyhow::Result<Setup> {
         .into());
     }
     config.promises = spec::promises(&args.spec, &targets)?;
+    // The checkpoint takes a file per cell while the suite runs: proved writable now.
+    destination::check_directory("--state-dir", &state_dir)?;
     let state = StateDir::create(&state_dir, &config)?;
     Ok((config, state, targets, outputs))
 }
@@ -454,6 +456,12 @@ fn start(args: &SuiteArgs) -> anyhow::Result<Setup> {
 /// Reopens a checkpoint, checks that its devices are the same ones, and rechecks write safety.
 fn resume(dir: &Path, args: &SuiteArgs) -> anyhow::Result<Setup> {
     let (state, mut config) = StateDir::open(dir)?;
+    destination::check_directory("--resume", dir).map_err(|e| {
+        BadInput(format!(
+            "{}; the checkpoint takes a file per cell: make room there, then resume",
+            problem_of(&e)
+        ))
+    })?;
     resume_secure_erase(
         dir,
         &state,
@@ -577,19 +585,38 @@ fn resume(dir: &Path, args: &SuiteArgs) -> anyhow::Result<Setup> {
         args.allow_write,
         args.force,
     )?;
-    // The checkpoint fixed the outputs and the CPUs: a refusal's fix must not be to change
-    // them, which --resume cannot.
+    // The checkpoint fixed the CPUs: a refusal's fix must not be to change them, which
+    // --resume cannot. Its outputs --resume can change: new ones replace those kept.
     let kept = |what: &'static str| {
         let dir = dir.display();
         move |e: BadInput| {
-            let problem =
-                e.0.rsplit_once("; ")
-                    .map_or(e.0.as_str(), |(p, _)| p)
-                    .to_string();
             BadInput(format!(
-                "{problem}; the suite in {dir} keeps {what} in its checkpoint and --resume cannot change it: make it usable again, or start a new suite (--fresh)"
+                "{}; the suite in {dir} keeps {what} in its checkpoint and --resume cannot change it: make it usable again, or start a new suite (--fresh)",
+                problem_of(&e)
             ))
         }
+    };
+    let given_json = args.json.is_some();
+    let given_html = args.html.is_some();
+    if given_json {
+        config.json.clone_from(&args.json);
+    }
+    if given_html {
+        config.html.clone_from(&args.html);
+    }
+    let output_fix = |e: BadInput| {
+        let option = e.0.split([' ', ':']).next().unwrap_or_default().to_string();
+        let given = (option == destination::JSON.option && given_json)
+            || (option == destination::HTML.option && given_html);
+        if given || !option.starts_with("--") {
+            return e;
+        }
+        BadInput(format!(
+            "{}; the suite in {} keeps this path in its checkpoint: give another with --resume {} {option} PATH, or make it usable again",
+            problem_of(&e),
+            dir.display(),
+            dir.display()
+        ))
     };
     let outputs = declare_outputs(
         config.json.as_deref(),
@@ -597,8 +624,14 @@ fn resume(dir: &Path, args: &SuiteArgs) -> anyhow::Result<Setup> {
         config.curve.as_deref(),
         config.fio_json.as_deref(),
     )
-    .map_err(kept("this path"))?;
-    check_outputs_apart(&outputs, config.curve.as_deref(), &targets).map_err(kept("this path"))?;
+    .map_err(output_fix)?;
+    check_outputs_apart(&outputs, config.curve.as_deref(), &targets).map_err(output_fix)?;
+    if given_json || given_html {
+        // Kept for the next --resume too, absolute (`-` stays `-`).
+        config.json = kept_path(&outputs, &destination::JSON);
+        config.html = kept_path(&outputs, &destination::HTML);
+        state.save_config(&config)?;
+    }
     if let Some(cpus) = &config.cpus {
         check_resumed_cpus(cpus, &crate::plan::HostLimits::read()?)
             .map_err(kept("its CPUs (--cpus)"))?;
@@ -609,6 +642,11 @@ fn resume(dir: &Path, args: &SuiteArgs) -> anyhow::Result<Setup> {
         dir.display()
     );
     Ok((config, state, targets, outputs))
+}
+
+/// A refusal's problem without its fix (the text before its last `; `).
+fn problem_of(e: &BadInput) -> &str {
+    e.0.rsplit_once("; ").map_or(e.0.as_str(), |(p, _)| p)
 }
 
 /// Checks the CPUs a resumed suite runs on: each still online and in this process's affinity
@@ -671,7 +709,8 @@ fn resume_secure_erase(
 fn kept_path(outputs: &Outputs<SuiteResult>, output: &destination::OutputFile) -> Option<PathBuf> {
     outputs.destination(output.option).map(|dest| match dest {
         Destination::Stdout => PathBuf::from("-"),
-        Destination::File(path) => path.clone(),
+        Destination::File(out) => out.path().to_path_buf(),
+        Destination::Folder(path) => path.clone(),
     })
 }
 

@@ -6,6 +6,7 @@
 //! finished cell already is, and the suite writes its partial report and exits 128+signal.
 //! A second signal exits at once. `--resume DIR` continues from the checkpoint.
 
+use anyhow::Context;
 use std::io::IsTerminal;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -409,7 +410,14 @@ impl SuiteRunner {
                 let Some(record) = self.run_cell(round, cell, position)? else {
                     return Ok(());
                 };
-                self.state.save_round(&record)?;
+                self.state.save_round(&record).with_context(|| {
+                    format!(
+                        "saving cell {} of round {round} to the checkpoint {} (every cell finished before it is kept there; make room, then hostmax suite --resume {})",
+                        cell.key(),
+                        self.state.path().display(),
+                        self.state.path().display()
+                    )
+                })?;
                 self.progress.note(&format!(
                     "[round {round}] cell {}/{} {}: {}",
                     index + 1,

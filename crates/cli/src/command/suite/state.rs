@@ -283,6 +283,12 @@ impl StateDir {
         self.read_json(&format!("{step}.json"))
     }
 
+    /// Records the suite's settings again (`--resume` gave it new outputs); the secure-erase
+    /// password is never written.
+    pub fn save_config(&self, config: &SuiteConfig) -> anyhow::Result<()> {
+        self.write_json("suite.json", config)
+    }
+
     /// Records a finished preparation step.
     pub fn save_prep(&self, step: &str, record: &PrepRecord) -> anyhow::Result<()> {
         self.write_json(&format!("{step}.json"), record)

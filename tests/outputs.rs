@@ -1,0 +1,507 @@
+//! Outputs that cannot be lost: every output path that the write would fail on is refused
+//! before any I/O (exit 2, one line naming the path and a fix); a path is resolved once and
+//! written through the directory found then, never replacing a node put there later; and an
+//! output that still cannot be written after the run is kept elsewhere, the error saying where
+//! (exit non-zero). Runs of a second or two on regular files; root where a mount, a device node
+//! or another user is needed.
+
+mod support;
+
+use std::fs::{self, File};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::os::unix::fs::{FileTypeExt, MetadataExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+use support::*;
+
+const MIB: u64 = 1 << 20;
+
+/// A read run of `runtime` on `target` with `extra` options.
+fn read_run(target: &Path, runtime: &str, extra: &[&str]) -> Vec<String> {
+    let mut args: Vec<String> = [
+        "--devices",
+        target.to_str().unwrap(),
+        "--rw",
+        "randread",
+        "--runtime",
+        runtime,
+        "--ramp",
+        "0s",
+    ]
+    .map(String::from)
+    .to_vec();
+    args.extend(extra.iter().map(|s| s.to_string()));
+    args
+}
+
+/// A regular-file target of 16 MiB in `dir`, readable by every user.
+fn target_in(dir: &ScratchDir) -> PathBuf {
+    let target = dir.join("t.img");
+    File::create(&target).unwrap().set_len(16 * MIB).unwrap();
+    fs::set_permissions(&target, fs::Permissions::from_mode(0o644)).unwrap();
+    target
+}
+
+/// Runs hostmax with `args`, calls `during` once its stderr has said its first line (the
+/// run's first second, long after every check), and returns its output.
+fn run_and_meanwhile(args: &[String], during: impl FnOnce()) -> Output {
+    let mut child = Command::new(hostmax_bin())
+        .args(args)
+        .env("COLUMNS", "200")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run hostmax");
+    let mut stdout = child.stdout.take().unwrap();
+    let reading = std::thread::spawn(move || {
+        let mut bytes = Vec::new();
+        let _ = stdout.read_to_end(&mut bytes);
+        bytes
+    });
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let mut first = String::new();
+    stderr.read_line(&mut first).unwrap();
+    during();
+    let mut rest = String::new();
+    stderr.read_to_string(&mut rest).unwrap();
+    let status = child.wait().unwrap();
+    Output {
+        status,
+        stdout: reading.join().unwrap(),
+        stderr: (first + &rest).into_bytes(),
+    }
+}
+
+fn stderr_of(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// The path after `marker` in a message, up to the end of its line.
+fn kept_path(stderr: &str, marker: &str) -> PathBuf {
+    let at = stderr
+        .find(marker)
+        .unwrap_or_else(|| panic!("no '{marker}' in: {stderr}"));
+    let rest = stderr[at + marker.len()..].lines().next().unwrap();
+    PathBuf::from(rest.split("; also ").next().unwrap().trim())
+}
+
+#[test]
+fn a_link_to_nothing_is_refused_before_the_run() {
+    let dir = ScratchDir::new("out-dangling");
+    let target = target_in(&dir);
+    let link = dir.join("r.json");
+    std::os::unix::fs::symlink(dir.join("missing.json"), &link).unwrap();
+    let args = read_run(&target, "1s", &["--json", link.to_str().unwrap()]);
+    let out = run_hostmax(&args, None);
+    assert_refused(
+        &args,
+        &out,
+        &[
+            &format!("--json {}", link.display()),
+            "missing.json, which does not exist",
+            "remove the link",
+        ],
+    );
+    // A link into a directory that does not exist, for the interval log.
+    let log = dir.join("r.hlog");
+    std::os::unix::fs::symlink(dir.join("gone/r.hlog"), &log).unwrap();
+    let args = read_run(&target, "1s", &["--hdr-log", log.to_str().unwrap()]);
+    let out = run_hostmax(&args, None);
+    assert_refused(
+        &args,
+        &out,
+        &[
+            &format!("--hdr-log {}", log.display()),
+            "does not exist; create it",
+        ],
+    );
+    assert!(!dir.join("missing.json").exists() && !dir.join("gone").exists());
+}
+
+#[test]
+fn an_immutable_output_file_is_refused_before_the_run() {
+    require_root!();
+    let chattr = match require_tool("chattr", "e2fsprogs") {
+        Ok(path) => path,
+        Err(why) => skip!("{why}"),
+    };
+    let dir = ScratchDir::new("out-immutable");
+    let target = target_in(&dir);
+    let report = dir.write("r.json", "{}");
+    let set = Command::new(&chattr)
+        .arg("+i")
+        .arg(&report)
+        .output()
+        .unwrap();
+    if !set.status.success() {
+        skip!(
+            "chattr +i fails on {} ({}): no immutable files there",
+            dir.join("").display(),
+            String::from_utf8_lossy(&set.stderr).trim()
+        );
+    }
+    let args = read_run(&target, "1s", &["--json", report.to_str().unwrap()]);
+    let out = run_hostmax(&args, None);
+    let _ = Command::new(&chattr).arg("-i").arg(&report).status();
+    assert_refused(
+        &args,
+        &out,
+        &[
+            &format!("--json {}", report.display()),
+            "immutable or append-only",
+            "chattr -i -a",
+        ],
+    );
+    assert_eq!(fs::read_to_string(&report).unwrap(), "{}");
+}
+
+/// As root (CAP_FOWNER) another user's file in a sticky directory is replaced like any
+/// other; a user without it cannot rename over it (whatever `fs.protected_regular` says: that
+/// setting governs opening such a file, and the write renames), so that user is refused
+/// before the run.
+#[test]
+fn another_users_file_in_a_sticky_directory_is_refused_before_the_run() {
+    require_root!();
+    let setpriv = match require_tool("setpriv", "util-linux") {
+        Ok(path) => path,
+        Err(why) => skip!("{why}"),
+    };
+    let dir = ScratchDir::new("out-sticky");
+    fs::set_permissions(dir.join(""), fs::Permissions::from_mode(0o755)).unwrap();
+    let target = target_in(&dir);
+    let sticky = dir.join("tmp");
+    fs::create_dir(&sticky).unwrap();
+    fs::set_permissions(&sticky, fs::Permissions::from_mode(0o1777)).unwrap();
+    // root's file, where nobody may make files of its own.
+    let report = sticky.join("r.json");
+    fs::write(&report, "{}").unwrap();
+    let args = read_run(&target, "1s", &["--json", report.to_str().unwrap()]);
+    let out = Command::new(&setpriv)
+        .args(["--reuid=nobody", "--regid=nogroup", "--clear-groups"])
+        .arg(hostmax_bin())
+        .args(&args)
+        .output()
+        .unwrap();
+    assert_refused(
+        &args,
+        &out,
+        &[
+            &format!("--json {}", report.display()),
+            "belongs to another user (uid 0) in the sticky directory",
+            "choose another path",
+        ],
+    );
+    assert_eq!(fs::read_to_string(&report).unwrap(), "{}");
+    // nobody's own file there is fine, and so is root replacing nobody's.
+    let own = sticky.join("own.json");
+    let args = read_run(&target, "1s", &["--json", own.to_str().unwrap()]);
+    let out = Command::new(&setpriv)
+        .args(["--reuid=nobody", "--regid=nogroup", "--clear-groups"])
+        .arg(hostmax_bin())
+        .args(&args)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    assert_eq!(fs::metadata(&own).unwrap().uid(), 65534);
+    let out = run_hostmax(&args, None);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    assert_eq!(fs::metadata(&own).unwrap().uid(), 0);
+}
+
+/// Fills the filesystem `dir` is on (a small tmpfs) with one file.
+fn fill(dir: &Path) {
+    let mut filler = File::create(dir.join("filler")).unwrap();
+    let block = vec![0u8; 64 << 10];
+    while filler.write_all(&block).is_ok() {}
+    let _ = filler.sync_all();
+}
+
+#[test]
+fn a_full_filesystem_is_refused_before_the_run() {
+    require_root!();
+    let dir = ScratchDir::new("out-full");
+    let target = target_in(&dir);
+    let mount = Mount::tmpfs(&dir.join("small"), "2m");
+    fill(&mount.0);
+    let report = mount.0.join("r.json");
+    let args = read_run(&target, "1s", &["--json", report.to_str().unwrap()]);
+    let out = run_hostmax(&args, None);
+    assert_refused(
+        &args,
+        &out,
+        &[
+            &format!("--json {}", report.display()),
+            "0 B free, less than the 1 MiB an output needs",
+            "free some space there or choose another path",
+        ],
+    );
+    // The suite's page, and its checkpoint (a file per cell as it runs), alike.
+    let html = mount.0.join("s.html");
+    let state = mount.0.join("s.state");
+    for (option, path) in [("--html", &html), ("--state-dir", &state)] {
+        let args: Vec<String> = [
+            "suite",
+            "iops",
+            "--devices",
+            target.to_str().unwrap(),
+            "--no-purge",
+            "--no-precondition",
+            option,
+            path.to_str().unwrap(),
+        ]
+        .map(String::from)
+        .to_vec();
+        let out = run_hostmax(&args, None);
+        assert_refused(
+            &args,
+            &out,
+            &[&format!("{option} {}", path.display()), "0 B free"],
+        );
+    }
+    assert!(!state.exists());
+}
+
+/// The filesystem fills during the run: the report and the interval log are kept elsewhere,
+/// whole, the error names where, and the exit code is not 0.
+#[test]
+fn outputs_that_a_full_filesystem_cannot_take_after_the_run_are_kept() {
+    require_root!();
+    let dir = ScratchDir::new("out-fills");
+    let target = target_in(&dir);
+    let mount = Mount::tmpfs(&dir.join("small"), "4m");
+    let report = mount.0.join("r.json");
+    let log = mount.0.join("r.hlog");
+    let args = read_run(
+        &target,
+        "2s",
+        &[
+            "--json",
+            report.to_str().unwrap(),
+            "--hdr-log",
+            log.to_str().unwrap(),
+        ],
+    );
+    let out = run_and_meanwhile(&args, || fill(&mount.0));
+    let stderr = stderr_of(&out);
+    assert!(
+        out.status.code().is_some_and(|c| c != 0),
+        "exit code {:?}: {stderr}",
+        out.status.code()
+    );
+    assert!(
+        stderr.contains(&format!("--json {}", report.display())),
+        "{stderr}"
+    );
+    let kept_report = kept_path(&stderr, "the report is kept in ");
+    let json: serde_json::Value =
+        serde_json::from_str(&fs::read_to_string(&kept_report).unwrap()).unwrap();
+    assert!(json["host"].is_object(), "{json}");
+    // The log's own error says where the log went.
+    let kept_log = kept_path(&stderr, "the log is kept in ");
+    let (counts, _) = read_interval_log(kept_log.to_str().unwrap());
+    assert!(logged_ios(&counts, "host-read") > 0, "{counts:?}");
+    for kept in [kept_report, kept_log] {
+        fs::remove_file(kept).unwrap();
+    }
+    assert!(!report.exists() && !log.exists());
+}
+
+/// A sweep's chart whose filesystem fills during the run: the old file stays as it was, no
+/// temporary file is left, and the chart is kept elsewhere, whole.
+#[test]
+fn a_chart_that_a_filling_filesystem_cannot_take_is_kept() {
+    require_root!();
+    let dir = ScratchDir::new("out-svg-fills");
+    let target = target_in(&dir);
+    let mount = Mount::tmpfs(&dir.join("small"), "2m");
+    let svg = mount.0.join("sweep.svg");
+    fs::write(&svg, "old").unwrap();
+    let args: Vec<String> = [
+        "sweep",
+        "--devices",
+        target.to_str().unwrap(),
+        "--runtime",
+        "2s",
+        "--ramp",
+        "0s",
+        "--steps",
+        "1",
+        "--svg",
+        svg.to_str().unwrap(),
+    ]
+    .map(String::from)
+    .to_vec();
+    let out = run_and_meanwhile(&args, || fill(&mount.0));
+    let stderr = stderr_of(&out);
+    assert_eq!(out.status.code(), Some(4), "{stderr}");
+    assert!(
+        stderr.contains(&format!("--svg {}", svg.display())),
+        "{stderr}"
+    );
+    assert_eq!(fs::read_to_string(&svg).unwrap(), "old");
+    let mut left: Vec<String> = fs::read_dir(&mount.0)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    left.sort();
+    assert_eq!(left, ["filler", "sweep.svg"], "a temporary file was left");
+    let kept = kept_path(&stderr, "the chart is kept in ");
+    assert!(fs::read_to_string(&kept).unwrap().contains("<svg"));
+    fs::remove_file(kept).unwrap();
+}
+
+/// An output link re-pointed mid-run at a block device: the report goes where the link led
+/// when checked, and the device node stays as it was. A device node put at the resolved name
+/// itself mid-run is not replaced either: the report is kept elsewhere and the run says so.
+#[test]
+fn a_block_device_put_in_an_outputs_way_mid_run_is_never_replaced() {
+    require_root!();
+    let host = loop_volumes(1, 8 * MIB);
+    let device = PathBuf::from(&volume_paths(&host)[0]);
+    let rdev = fs::metadata(&device).unwrap().rdev();
+    let dir = ScratchDir::new("out-node");
+    let target = target_in(&dir);
+    let real = dir.write("real.json", "{}");
+    let link = dir.join("r.json");
+    std::os::unix::fs::symlink(&real, &link).unwrap();
+    let args = read_run(&target, "2s", &["--json", link.to_str().unwrap()]);
+    let out = run_and_meanwhile(&args, || {
+        let new = dir.join("r.json.new");
+        std::os::unix::fs::symlink(&device, &new).unwrap();
+        fs::rename(&new, &link).unwrap();
+    });
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    let node = fs::metadata(&device).unwrap();
+    assert!(node.file_type().is_block_device() && node.rdev() == rdev);
+    assert_eq!(fs::read_link(&link).unwrap(), device);
+    let json: serde_json::Value =
+        serde_json::from_str(&fs::read_to_string(&real).unwrap()).unwrap();
+    assert!(json["host"].is_object(), "{json}");
+
+    // The resolved name itself becomes the device's node.
+    let args = read_run(&target, "2s", &["--json", real.to_str().unwrap()]);
+    let out = run_and_meanwhile(&args, || {
+        fs::remove_file(&real).unwrap();
+        let made = Command::new("mknod")
+            .arg(&real)
+            .arg("b")
+            .arg(nix::sys::stat::major(rdev).to_string())
+            .arg(nix::sys::stat::minor(rdev).to_string())
+            .status()
+            .unwrap();
+        assert!(made.success());
+    });
+    let stderr = stderr_of(&out);
+    assert!(
+        out.status.code().is_some_and(|c| c != 0),
+        "exit code {:?}: {stderr}",
+        out.status.code()
+    );
+    assert!(
+        stderr.contains("is now a block device") && stderr.contains("not replaced"),
+        "{stderr}"
+    );
+    let node = fs::symlink_metadata(&real).unwrap();
+    assert!(node.file_type().is_block_device() && node.rdev() == rdev);
+    let kept = kept_path(&stderr, "the report is kept in ");
+    let json: serde_json::Value =
+        serde_json::from_str(&fs::read_to_string(&kept).unwrap()).unwrap();
+    assert!(json["host"].is_object(), "{json}");
+    fs::remove_file(&kept).unwrap();
+    fs::remove_file(&real).unwrap();
+}
+
+/// A suite whose report could not go where it was first meant to is resumed with new
+/// `--json` and `--html`: they are written, and kept for the next resume.
+#[test]
+fn a_resumed_suite_takes_new_outputs() {
+    let _lock = rate_test_lock();
+    let dir = ScratchDir::new("out-resume");
+    let target = target_in(&dir);
+    let first = dir.join("first");
+    fs::create_dir(&first).unwrap();
+    let state = dir.join("s.state");
+    let suite: Vec<String> = [
+        "suite",
+        "iops",
+        "--devices",
+        target.to_str().unwrap(),
+        "--block-sizes",
+        "4k",
+        "--mixes",
+        "100/0",
+        "--cell-time",
+        "200ms",
+        "--ramp",
+        "0s",
+        "--max-rounds",
+        "5",
+        "--no-purge",
+        "--no-precondition",
+        "--json",
+        first.join("s.json").to_str().unwrap(),
+        "--state-dir",
+        state.to_str().unwrap(),
+    ]
+    .map(String::from)
+    .to_vec();
+    let out = run_hostmax(&suite, None);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    fs::remove_dir_all(&first).unwrap();
+    let json = dir.join("again.json");
+    let html = dir.join("again.html");
+    let resume = [
+        "suite",
+        "--resume",
+        state.to_str().unwrap(),
+        "--json",
+        json.to_str().unwrap(),
+        "--html",
+        html.to_str().unwrap(),
+    ];
+    let out = run_hostmax(&resume, None);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    let report: serde_json::Value =
+        serde_json::from_str(&fs::read_to_string(&json).unwrap()).unwrap();
+    assert!(report["cells"].is_object(), "{report}");
+    assert!(fs::read_to_string(&html).unwrap().contains("<html"));
+    let config: serde_json::Value =
+        serde_json::from_str(&fs::read_to_string(state.join("suite.json")).unwrap()).unwrap();
+    assert_eq!(config["json"], json.to_str().unwrap());
+    assert_eq!(config["html"], html.to_str().unwrap());
+    // The next resume writes them again with no option given.
+    fs::remove_file(&json).unwrap();
+    let out = run_hostmax(&["suite", "--resume", state.to_str().unwrap()], None);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    assert!(json.exists());
+}
+
+/// `--json -` into a pipe nobody reads any more: the report is kept elsewhere and the error
+/// says where.
+#[test]
+fn a_report_standard_output_cannot_take_is_kept() {
+    let dir = ScratchDir::new("out-stdout");
+    let target = target_in(&dir);
+    let args = read_run(&target, "1s", &["--json", "-"]);
+    let mut child = Command::new(hostmax_bin())
+        .args(&args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The reader goes away before the report comes.
+    drop(child.stdout.take());
+    let out = child.wait_with_output().unwrap();
+    let stderr = stderr_of(&out);
+    assert_eq!(out.status.code(), Some(4), "{stderr}");
+    assert!(
+        stderr.contains("--json -: writing to standard output failed"),
+        "{stderr}"
+    );
+    let kept = kept_path(&stderr, "the report is kept in ");
+    let json: serde_json::Value =
+        serde_json::from_str(&fs::read_to_string(&kept).unwrap()).unwrap();
+    assert!(json["host"].is_object(), "{json}");
+    fs::remove_file(kept).unwrap();
+}
