@@ -17,6 +17,8 @@
 //!   - [`svg::SvgChart`]: an `--svg` chart of the result;
 //!   - the suite's `--html` page (`crate::command::suite::html`).
 //! - [`curve`]: the load-latency curve's table and chart (`hostmax curve`, the suite's page).
+//! - [`metrics`]: `--metrics-listen`, the live figures served to Prometheus while a command
+//!   runs, fed by the same seconds as the live view.
 //!
 //! How latencies and throughputs are spelled (µs/ms/s, MiB/s) is [`crate::units`].
 
@@ -26,6 +28,7 @@ pub mod destination;
 pub mod export;
 pub mod hdr_log;
 pub mod json;
+pub mod metrics;
 pub mod progress;
 pub mod svg;
 pub mod table;
