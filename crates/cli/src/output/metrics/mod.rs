@@ -51,7 +51,7 @@ pub fn serve(
     let board = Arc::new(Board::new(command));
     let server = MetricsServer::start(listen, board.clone())?;
     eprintln!(
-        "serving metrics at http://{}{} while the {command} runs",
+        "serving live metrics at http://{}{} until the {command} ends",
         server.addr(),
         server::METRICS_PATH
     );
