@@ -26,9 +26,12 @@ type Samples = BTreeMap<String, f64>;
 /// nothing answers.
 fn http_get(addr: SocketAddr, path: &str, accept: &str) -> Option<(String, String)> {
     let mut stream = TcpStream::connect_timeout(&addr, Duration::from_secs(2)).ok()?;
-    stream.set_read_timeout(Some(Duration::from_secs(10))).ok()?;
-    let request =
-        format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nAccept: {accept}\r\nConnection: close\r\n\r\n");
+    stream
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .ok()?;
+    let request = format!(
+        "GET {path} HTTP/1.1\r\nHost: {addr}\r\nAccept: {accept}\r\nConnection: close\r\n\r\n"
+    );
     stream.write_all(request.as_bytes()).ok()?;
     let mut response = String::new();
     stream.read_to_string(&mut response).ok()?;
@@ -54,9 +57,7 @@ fn samples(body: &str) -> Samples {
 /// The sum of the samples of `name` (exactly that name) whose labels include all of `labels`.
 fn sum_of(s: &Samples, name: &str, labels: &[&str]) -> f64 {
     s.iter()
-        .filter(|(k, _)| {
-            k.split('{').next() == Some(name) && labels.iter().all(|l| k.contains(l))
-        })
+        .filter(|(k, _)| k.split('{').next() == Some(name) && labels.iter().all(|l| k.contains(l)))
         .map(|(_, v)| v)
         .sum()
 }
@@ -162,8 +163,7 @@ fn scrapes_grow_during_a_run_and_equal_the_report_at_the_end() {
     // Every 200 ms until the server stops (it waits for this scrape of the final figures);
     // bounded: a 5 s run plus checks is well under 300 scrapes.
     for _ in 0..300 {
-        let Some((head, body)) = http_get(addr, "/metrics", "application/openmetrics-text")
-        else {
+        let Some((head, body)) = http_get(addr, "/metrics", "application/openmetrics-text") else {
             break;
         };
         assert!(
@@ -185,7 +185,11 @@ fn scrapes_grow_during_a_run_and_equal_the_report_at_the_end() {
     let (code, stderr) = run.wait(Duration::from_secs(60));
     assert_eq!(code, Some(0), "{stderr}");
     assert!(phases.contains(&"measured"), "{phases:?}");
-    assert_eq!(phases.last(), Some(&"done"), "{phases:?}: the final figures were scraped");
+    assert_eq!(
+        phases.last(),
+        Some(&"done"),
+        "{phases:?}: the final figures were scraped"
+    );
     let read_ios: Vec<f64> = scrapes
         .iter()
         .map(|s| sum_of(s, "hostmax_ios_total", &["kind=\"read\""]))
@@ -222,7 +226,11 @@ fn scrapes_grow_during_a_run_and_equal_the_report_at_the_end() {
         assert!(ios > 0.0, "{device} did I/O");
         let read = [dev.as_str(), "kind=\"read\""];
         assert_eq!(sum_of(last, "hostmax_latency_seconds_count", &read), ios);
-        let all = sum_of(last, "hostmax_latency_seconds_bucket", &[&dev, "kind=\"read\"", "le=\"+Inf\""]);
+        let all = sum_of(
+            last,
+            "hostmax_latency_seconds_bucket",
+            &[&dev, "kind=\"read\"", "le=\"+Inf\""],
+        );
         assert_eq!(all, ios, "the +Inf bucket holds every I/O");
         // The mean from the histogram's sum is the report's mean, to the bins' resolution.
         let mean_s = sum_of(last, "hostmax_latency_seconds_sum", &read) / ios;
@@ -244,7 +252,10 @@ fn scrapes_grow_during_a_run_and_equal_the_report_at_the_end() {
         );
     }
     assert_eq!(sum_of(last, "hostmax_runs_completed_total", &[]), 1.0);
-    assert!(sum_of(last, "hostmax_worker_cpu_seconds_total", &[]) > 0.0, "{last:?}");
+    assert!(
+        sum_of(last, "hostmax_worker_cpu_seconds_total", &[]) > 0.0,
+        "{last:?}"
+    );
     assert_eq!(sum_of(last, "hostmax_run_progress_ratio", &[]), 1.0);
     assert_eq!(
         sum_of(last, "hostmax_run_info", &["command=\"run\"", "step=\"\""]),
@@ -275,11 +286,13 @@ fn prometheus_text_passes_promtool() {
     let run = ServingRun::start(&run_args(&paths, &json, "127.0.0.1:0", "3s"));
     let mut checked = 0;
     for _ in 0..100 {
-        let Some((head, body)) = http_get(run.addr, "/metrics", "text/plain;version=0.0.4")
-        else {
+        let Some((head, body)) = http_get(run.addr, "/metrics", "text/plain;version=0.0.4") else {
             break;
         };
-        assert!(head.contains("Content-Type: text/plain; version=0.0.4"), "{head}");
+        assert!(
+            head.contains("Content-Type: text/plain; version=0.0.4"),
+            "{head}"
+        );
         if !body.contains("hostmax_phase{hostmax_phase=\"measured\"} 1") && checked > 0 {
             std::thread::sleep(Duration::from_millis(200));
             continue;
@@ -291,20 +304,34 @@ fn prometheus_text_passes_promtool() {
             .stderr(Stdio::piped())
             .spawn()
             .expect("run promtool");
-        check.stdin.take().unwrap().write_all(body.as_bytes()).unwrap();
+        check
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(body.as_bytes())
+            .unwrap();
         let out = check.wait_with_output().unwrap();
         let said = String::from_utf8_lossy(&out.stdout).into_owned()
             + &String::from_utf8_lossy(&out.stderr);
-        assert!(out.status.success() && said.trim().is_empty(), "promtool: {said}\n{body}");
+        assert!(
+            out.status.success() && said.trim().is_empty(),
+            "promtool: {said}\n{body}"
+        );
         checked += 1;
         if checked >= 2 {
             break;
         }
     }
-    assert_eq!(checked, 2, "a body before and one during the measured window checked");
+    assert_eq!(
+        checked, 2,
+        "a body before and one during the measured window checked"
+    );
     // The OpenMetrics body differs only where the formats do; promtool reads the older one.
     let (_, open_metrics) = http_get(run.addr, "/metrics", "*/*").expect("still serving");
-    assert!(open_metrics.contains("# TYPE hostmax_ios counter"), "{open_metrics}");
+    assert!(
+        open_metrics.contains("# TYPE hostmax_ios counter"),
+        "{open_metrics}"
+    );
     let (code, stderr) = run.wait(Duration::from_secs(60));
     assert_eq!(code, Some(0), "{stderr}");
 }
@@ -316,16 +343,22 @@ fn a_bad_address_or_a_port_in_use_is_refused_before_any_io() {
     let taken = TcpListener::bind("127.0.0.1:0").unwrap();
     let port = taken.local_addr().unwrap().port();
     for (listen, expected) in [
-        (format!("127.0.0.1:{port}"), vec![
-            format!("--metrics-listen 127.0.0.1:{port}"),
-            "in use".to_string(),
-            "pick a free port".to_string(),
-        ]),
-        ("localhost".to_string(), vec![
-            "--metrics-listen".to_string(),
-            "not ADDR:PORT".to_string(),
-            "127.0.0.1:9464".to_string(),
-        ]),
+        (
+            format!("127.0.0.1:{port}"),
+            vec![
+                format!("--metrics-listen 127.0.0.1:{port}"),
+                "in use".to_string(),
+                "pick a free port".to_string(),
+            ],
+        ),
+        (
+            "localhost".to_string(),
+            vec![
+                "--metrics-listen".to_string(),
+                "not ADDR:PORT".to_string(),
+                "127.0.0.1:9464".to_string(),
+            ],
+        ),
     ] {
         for command in [&[][..], &["sweep"][..], &["demo"][..]] {
             let mut args: Vec<String> = command.iter().map(|s| s.to_string()).collect();
@@ -338,7 +371,10 @@ fn a_bad_address_or_a_port_in_use_is_refused_before_any_io() {
             let out = run_hostmax(&args, None);
             let expected: Vec<&str> = expected.iter().map(String::as_str).collect();
             assert_refused(&args, &out, &expected);
-            assert!(!target.exists(), "nothing made before the refusal: {args:?}");
+            assert!(
+                !target.exists(),
+                "nothing made before the refusal: {args:?}"
+            );
         }
     }
 }
@@ -372,7 +408,10 @@ impl PrometheusServer {
         let log = std::fs::File::create(dir.join("prometheus.log")).unwrap();
         let child = Command::new(prometheus)
             .arg(format!("--config.file={}", config.display()))
-            .arg(format!("--storage.tsdb.path={}", dir.join("data").display()))
+            .arg(format!(
+                "--storage.tsdb.path={}",
+                dir.join("data").display()
+            ))
             .arg(format!("--web.listen-address={addr}"))
             .stdout(log.try_clone().unwrap())
             .stderr(log)
@@ -438,11 +477,17 @@ fn a_prometheus_server_scraping_every_second_sees_the_runs_ios() {
             let log = std::fs::read_to_string(scratch.0.join("prometheus.log")).unwrap_or_default();
             panic!("Prometheus has no hostmax_ios_total: {log}")
         });
-    assert_eq!(seen, reads, "Prometheus' last scrape holds the report's reads");
+    assert_eq!(
+        seen, reads,
+        "Prometheus' last scrape holds the report's reads"
+    );
     let scrapes = server
         .query("count_over_time(hostmax_ios_total{kind=\"read\"}[10m])")
         .unwrap();
-    assert!(scrapes >= 3.0, "scraped during the run, not once: {scrapes}");
+    assert!(
+        scrapes >= 3.0,
+        "scraped during the run, not once: {scrapes}"
+    );
     let p99 = server
         .query("histogram_quantile(0.99, sum by (le) (max_over_time(hostmax_latency_seconds_bucket{kind=\"read\"}[10m])))")
         .unwrap();

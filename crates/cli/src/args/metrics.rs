@@ -38,7 +38,10 @@ mod tests {
         assert!(parse_listen("[::1]:0").is_ok());
         for bad in ["9464", "localhost:9464", "127.0.0.1", "127.0.0.1:99999", ""] {
             let err = parse_listen(bad).unwrap_err();
-            assert!(err.contains("not ADDR:PORT") && err.contains("127.0.0.1:9464"), "{err}");
+            assert!(
+                err.contains("not ADDR:PORT") && err.contains("127.0.0.1:9464"),
+                "{err}"
+            );
         }
     }
 }

@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use hostmax_engine::{DeviceInterval, OpKind, OpResult, PerOp, RunResult, Workload};
 
-use super::worker_cpu::{self, WorkerTimes};
+use super::worker_cpu::{self, CpuTimes, WorkerTimes};
 
 /// Upper bounds of the latency histogram's buckets, in nanoseconds (5 µs to 10 s, 1-2.5-5
 /// steps; fixed, so scrapes and hosts add up). A last bucket, `+Inf`, takes the rest.
@@ -117,15 +117,6 @@ impl Phase {
             Phase::Done => "done",
         }
     }
-}
-
-/// A worker's CPU time, nanoseconds.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct CpuTimes {
-    /// User time.
-    pub user_ns: u64,
-    /// System time (submitting and reaping I/O).
-    pub system_ns: u64,
 }
 
 /// What a scrape shows: the board at one moment.
@@ -280,8 +271,7 @@ impl Board {
         let Some(mut run) = s.run.take() else { return };
         if let Some(result) = result {
             for (index, device) in result.devices.iter().enumerate() {
-                let (Some(name), Some(counted)) =
-                    (run.devices.get(index), run.counted.get(index))
+                let (Some(name), Some(counted)) = (run.devices.get(index), run.counted.get(index))
                 else {
                     continue;
                 };
@@ -366,7 +356,11 @@ impl Board {
             planned_secs: s.planned_secs,
             measured_secs,
             runs_completed: s.runs_completed,
-            devices: s.devices.iter().map(|(n, t)| (n.clone(), t.clone())).collect(),
+            devices: s
+                .devices
+                .iter()
+                .map(|(n, t)| (n.clone(), t.clone()))
+                .collect(),
             workers: workers.into_iter().collect(),
         }
     }
@@ -386,10 +380,7 @@ impl Board {
         } else {
             s.longest_gap * 2
         };
-        Some(gap.clamp(
-            super::FINAL_SCRAPE_WAIT_MIN,
-            super::FINAL_SCRAPE_WAIT_MAX,
-        ))
+        Some(gap.clamp(super::FINAL_SCRAPE_WAIT_MIN, super::FINAL_SCRAPE_WAIT_MAX))
     }
 
     /// Whether a scrape has read the final figures.
@@ -472,7 +463,10 @@ mod tests {
         let mean_ns = read_totals.latency_sum_ns / 110;
         // (100 x 30 µs + 10 x 2 ms) / 110 = 209.09 µs, to the histogram's 0.1%.
         assert!((208_880..=209_300).contains(&mean_ns), "{mean_ns}");
-        assert_eq!(board.scrape(start + Duration::from_secs(4)).phase, Phase::Drain);
+        assert_eq!(
+            board.scrape(start + Duration::from_secs(4)).phase,
+            Phase::Drain
+        );
 
         let mut result = RunResult::default();
         let mut device = DeviceResult::new(
@@ -485,11 +479,18 @@ mod tests {
         board.run_ended(Some(&result));
         let snap = board.scrape(start + Duration::from_secs(5));
         assert_eq!(snap.phase, Phase::Waiting);
-        assert_eq!(snap.devices[0].1.ops[OpKind::Read].ios, 110, "not counted twice");
+        assert_eq!(
+            snap.devices[0].1.ops[OpKind::Read].ios,
+            110,
+            "not counted twice"
+        );
         assert_eq!(snap.devices[0].1.errors, 3);
         assert_eq!(snap.runs_completed, 1);
         board.command_ended();
-        assert_eq!(board.scrape(start + Duration::from_secs(6)).phase, Phase::Done);
+        assert_eq!(
+            board.scrape(start + Duration::from_secs(6)).phase,
+            Phase::Done
+        );
         assert!(board.final_scraped());
     }
 
@@ -530,6 +531,10 @@ mod tests {
         board.command_ended();
         assert_eq!(board.final_scrape_wait(), Some(Duration::from_secs(30)));
         board.scrape(t + Duration::from_secs(20));
-        assert_eq!(board.final_scrape_wait(), None, "the final figures were read");
+        assert_eq!(
+            board.final_scrape_wait(),
+            None,
+            "the final figures were read"
+        );
     }
 }

@@ -171,7 +171,11 @@ pub fn render(snap: &Snapshot, format: Format) -> String {
         "Bytes those I/Os moved, by device and kind (trims move none).",
     );
     for &(device, op, t) in &by_kind {
-        bytes.sample("_total", &[("device", device), ("kind", op.name())], t.bytes);
+        bytes.sample(
+            "_total",
+            &[("device", device), ("kind", op.name())],
+            t.bytes,
+        );
     }
     let mut errors = family(
         o,
@@ -201,7 +205,11 @@ pub fn render(snap: &Snapshot, format: Format) -> String {
             latency.sample("_bucket", &[labels[0], labels[1], ("le", &le)], cumulative);
         }
         cumulative += t.buckets[LATENCY_BUCKETS_NS.len()];
-        latency.sample("_bucket", &[labels[0], labels[1], ("le", "+Inf")], cumulative);
+        latency.sample(
+            "_bucket",
+            &[labels[0], labels[1], ("le", "+Inf")],
+            cumulative,
+        );
         latency.sample("_count", &labels, t.ios);
         latency.sample("_sum", &labels, seconds(t.latency_sum_ns as f64));
     }
@@ -216,11 +224,7 @@ pub fn render(snap: &Snapshot, format: Format) -> String {
     for (n, t) in &snap.workers {
         let n = n.to_string();
         for (mode, ns) in [("user", t.user_ns), ("system", t.system_ns)] {
-            cpu.sample(
-                "_total",
-                &[("cpu", &n), ("mode", mode)],
-                seconds(ns as f64),
-            );
+            cpu.sample("_total", &[("cpu", &n), ("mode", mode)], seconds(ns as f64));
         }
     }
     family(
@@ -249,7 +253,11 @@ pub fn render(snap: &Snapshot, format: Format) -> String {
         "Where the command is: waiting (no run going on), ramp, measured, drain, done.",
     );
     for p in Phase::ALL {
-        phase.sample("", &[("hostmax_phase", p.name())], u8::from(p == snap.phase));
+        phase.sample(
+            "",
+            &[("hostmax_phase", p.name())],
+            u8::from(p == snap.phase),
+        );
     }
     family(
         o,
@@ -319,7 +327,8 @@ fn escape_help(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::output::metrics::board::{CpuTimes, DeviceTotals, KindTotals};
+    use crate::output::metrics::board::{DeviceTotals, KindTotals};
+    use crate::output::metrics::worker_cpu::CpuTimes;
 
     fn snapshot() -> Snapshot {
         let mut totals = DeviceTotals {
@@ -398,9 +407,15 @@ mod tests {
             "# TYPE hostmax_phase gauge",
             "hostmax_phase{hostmax_phase=\"measured\"} 1",
         ] {
-            assert!(text.lines().any(|l| l == line), "{line} missing from\n{text}");
+            assert!(
+                text.lines().any(|l| l == line),
+                "{line} missing from\n{text}"
+            );
         }
-        assert!(!text.contains("# UNIT") && !text.contains("# EOF"), "{text}");
+        assert!(
+            !text.contains("# UNIT") && !text.contains("# EOF"),
+            "{text}"
+        );
     }
 
     #[test]

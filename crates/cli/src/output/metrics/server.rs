@@ -236,8 +236,14 @@ mod tests {
             addr,
             "GET /metrics?x=1 HTTP/1.1\r\naccept: text/plain;version=0.0.4\r\n\r\n",
         );
-        assert!(plain.contains("Content-Type: text/plain; version=0.0.4"), "{plain}");
-        assert!(plain.contains("# TYPE hostmax_ios_total counter"), "{plain}");
+        assert!(
+            plain.contains("Content-Type: text/plain; version=0.0.4"),
+            "{plain}"
+        );
+        assert!(
+            plain.contains("# TYPE hostmax_ios_total counter"),
+            "{plain}"
+        );
         let head = get(addr, "HEAD /metrics HTTP/1.1\r\n\r\n");
         assert!(head.ends_with("\r\n\r\n"), "{head}");
         assert!(get(addr, "GET / HTTP/1.1\r\n\r\n").starts_with("HTTP/1.1 404"));

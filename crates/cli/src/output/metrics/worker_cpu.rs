@@ -7,7 +7,14 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use super::board::CpuTimes;
+/// A worker's CPU time, nanoseconds.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CpuTimes {
+    /// User time.
+    pub user_ns: u64,
+    /// System time (submitting and reaping I/O).
+    pub system_ns: u64,
+}
 
 /// Ticks per second of procfs' times (`USER_HZ`, 100 on every Linux architecture's ABI).
 const USER_HZ: u64 = 100;
@@ -102,8 +109,20 @@ mod tests {
         assert_eq!(
             times.0.into_iter().collect::<Vec<_>>(),
             vec![
-                (0, CpuTimes { user_ns: 0, system_ns: 7 * ms }),
-                (3, CpuTimes { user_ns: 125 * ms, system_ns: 35 * ms }),
+                (
+                    0,
+                    CpuTimes {
+                        user_ns: 0,
+                        system_ns: 7 * ms
+                    }
+                ),
+                (
+                    3,
+                    CpuTimes {
+                        user_ns: 125 * ms,
+                        system_ns: 35 * ms
+                    }
+                ),
             ]
         );
     }
