@@ -432,6 +432,13 @@ impl PrometheusServer {
 
     /// The value of an instant query that gives one number.
     fn query(&self, promql: &str) -> Option<f64> {
+        let result = self.query_vector(promql);
+        let value = &result.first()?["value"][1];
+        value.as_str()?.parse().ok()
+    }
+
+    /// The result of an instant query (which must succeed: valid PromQL).
+    fn query_vector(&self, promql: &str) -> Vec<Value> {
         let encoded: String = promql
             .bytes()
             .map(|b| match b {
@@ -441,11 +448,11 @@ impl PrometheusServer {
                 _ => format!("%{b:02X}"),
             })
             .collect();
-        let (_, body) = http_get(self.addr, &format!("/api/v1/query?query={encoded}"), "*/*")?;
-        let v: Value = serde_json::from_str(&body).ok()?;
+        let (_, body) = http_get(self.addr, &format!("/api/v1/query?query={encoded}"), "*/*")
+            .expect("Prometheus answers");
+        let v: Value = serde_json::from_str(&body).unwrap_or_else(|e| panic!("{e}: {body}"));
         assert_eq!(v["status"], "success", "{promql}: {body}");
-        let value = &v["data"]["result"].as_array()?.first()?["value"][1];
-        value.as_str()?.parse().ok()
+        v["data"]["result"].as_array().cloned().unwrap_or_default()
     }
 }
 
@@ -495,5 +502,92 @@ fn a_prometheus_server_scraping_every_second_sees_the_runs_ios() {
     assert_eq!(
         server.query("max_over_time(hostmax_phase{hostmax_phase=\"done\"}[10m])"),
         Some(1.0)
+    );
+    // Every query of the example Grafana dashboard is valid PromQL over these metrics, and
+    // those over rates find the run (the instant ones see the target gone, stale).
+    let dashboard =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/grafana-hostmax.json");
+    let dashboard: Value =
+        serde_json::from_str(&std::fs::read_to_string(dashboard).unwrap()).unwrap();
+    let mut checked = 0;
+    for panel in dashboard["panels"].as_array().unwrap() {
+        for target in panel["targets"].as_array().unwrap() {
+            let expr = target["expr"].as_str().unwrap();
+            let promql = expr
+                .replace("$__rate_interval", "1m")
+                .replace("$instance", ".*");
+            let result = server.query_vector(&promql);
+            if expr.contains("rate(") {
+                assert!(
+                    !result.is_empty(),
+                    "{} finds nothing: {promql}",
+                    panel["title"]
+                );
+            }
+            checked += 1;
+        }
+    }
+    assert!(checked >= 10, "{checked} dashboard queries");
+}
+
+#[test]
+fn a_sweep_shows_each_step_and_its_counters_add_its_steps() {
+    require_root!();
+    let host = volumes(2, 32 * MIB);
+    let paths = volume_paths(&host);
+    let scratch = ScratchDir::new("metrics-sweep");
+    let json = scratch.0.join("sweep.json");
+    let mut args = vec!["sweep".to_string(), "--devices".to_string()];
+    args.extend(paths.iter().cloned());
+    args.extend(
+        [
+            "--runtime",
+            "2s",
+            "--ramp",
+            "0s",
+            "--metrics-listen",
+            "127.0.0.1:0",
+            "--json",
+            &json.display().to_string(),
+        ]
+        .map(String::from),
+    );
+    let run = ServingRun::start(&args);
+    let mut steps = Vec::new();
+    let mut last = Samples::new();
+    for _ in 0..300 {
+        let Some((_, body)) = http_get(run.addr, "/metrics", "*/*") else {
+            break;
+        };
+        last = samples(&body);
+        let step = last
+            .keys()
+            .find_map(|k| k.strip_prefix("hostmax_run_info{command=\"sweep\",step=\""))
+            .and_then(|rest| rest.split('"').next())
+            .expect("the sweep's step is shown")
+            .to_string();
+        if steps.last() != Some(&step) {
+            steps.push(step);
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let (code, stderr) = run.wait(Duration::from_secs(60));
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(
+        steps.ends_with(&["step1".to_string(), "step2".to_string()]),
+        "{steps:?}"
+    );
+    let report: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let runs = report["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 2);
+    let reads: f64 = runs.iter().map(|r| number(&r["host"]["read"]["ios"])).sum();
+    assert_eq!(
+        sum_of(&last, "hostmax_ios_total", &["kind=\"read\""]),
+        reads
+    );
+    assert_eq!(sum_of(&last, "hostmax_runs_completed_total", &[]), 2.0);
+    assert_eq!(
+        sum_of(&last, "hostmax_phase", &["hostmax_phase=\"done\""]),
+        1.0
     );
 }
