@@ -51,6 +51,7 @@ pub struct KindTotals {
     /// Bytes they moved.
     pub bytes: u64,
     /// I/Os per latency bucket (not cumulative): `LATENCY_BUCKETS_NS`, then one for the rest.
+    /// They add up to `ios` unless the run timed nothing (the suite's preconditioning).
     pub buckets: [u64; LATENCY_BUCKETS_NS.len() + 1],
     /// Sum of their latencies, nanoseconds (each to the histogram's resolution).
     pub latency_sum_ns: u128,

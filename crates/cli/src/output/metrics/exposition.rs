@@ -194,7 +194,7 @@ pub fn render(snap: &Snapshot, format: Format) -> String {
         "hostmax_latency_seconds",
         Kind::Histogram,
         Some("seconds"),
-        "Latency of those I/Os, submission to completion, by device and kind (fixed buckets).",
+        "Latency of those I/Os that were timed (all but preconditioning writes), submission to completion, by device and kind (fixed buckets).",
     );
     for &(device, op, t) in &by_kind {
         let labels = [("device", device), ("kind", op.name())];
@@ -210,7 +210,8 @@ pub fn render(snap: &Snapshot, format: Format) -> String {
             &[labels[0], labels[1], ("le", "+Inf")],
             cumulative,
         );
-        latency.sample("_count", &labels, t.ios);
+        // The timed I/Os: all of them but the suite's preconditioning writes, timed by none.
+        latency.sample("_count", &labels, cumulative);
         latency.sample("_sum", &labels, seconds(t.latency_sum_ns as f64));
     }
     let mut cpu = family(
@@ -394,6 +395,24 @@ mod tests {
         assert!(text.contains("hostmax_run_info{command=\"sweep\",step=\"step2\",version=\""));
         assert!(text.ends_with("\n# EOF\n"), "{text}");
         assert_eq!(text.matches("# EOF").count(), 1);
+    }
+
+    #[test]
+    fn untimed_ios_count_but_stay_out_of_the_histogram() {
+        let mut snap = snapshot();
+        snap.devices[0].1.ops[OpKind::Write] = KindTotals {
+            ios: 7,
+            bytes: 7 * 131072,
+            ..KindTotals::default()
+        };
+        let text = render(&snap, Format::OpenMetrics);
+        for line in [
+            "hostmax_ios_total{device=\"/dev/loop\\\"3\",kind=\"write\"} 7",
+            "hostmax_latency_seconds_bucket{device=\"/dev/loop\\\"3\",kind=\"write\",le=\"+Inf\"} 0",
+            "hostmax_latency_seconds_count{device=\"/dev/loop\\\"3\",kind=\"write\"} 0",
+        ] {
+            assert!(text.lines().any(|l| l == line), "{line} missing from\n{text}");
+        }
     }
 
     #[test]
