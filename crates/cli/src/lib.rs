@@ -50,7 +50,8 @@ pub(crate) mod test_support;
 
 /// Runs the command `cli` names (the host-max test when it names none) and returns its exit
 /// code; an error maps to one with [`exit_code::for_error`]. The caller installs the signal
-/// watch first ([`signals::watch`]).
+/// watch first ([`signals::watch`]). A measuring command's `--metrics-listen` is bound here,
+/// before the command's first check, and served until it ends.
 pub fn run(cli: args::Cli) -> anyhow::Result<i32> {
     use args::Command;
     if !matches!(cli.command, Some(Command::Merge(_) | Command::Doctor(_))) {
