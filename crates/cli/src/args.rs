@@ -15,6 +15,7 @@ use clap::{Parser, Subcommand};
 pub mod demo;
 pub mod doctor;
 pub mod fleet;
+pub mod metrics;
 pub mod run;
 pub mod spec;
 pub mod suite;

@@ -50,7 +50,8 @@ pub(crate) mod test_support;
 
 /// Runs the command `cli` names (the host-max test when it names none) and returns its exit
 /// code; an error maps to one with [`exit_code::for_error`]. The caller installs the signal
-/// watch first ([`signals::watch`]).
+/// watch first ([`signals::watch`]). A measuring command's `--metrics-listen` is bound here,
+/// before the command's first check, and served until it ends.
 pub fn run(cli: args::Cli) -> anyhow::Result<i32> {
     use args::Command;
     if !matches!(cli.command, Some(Command::Merge(_) | Command::Doctor(_))) {
@@ -59,6 +60,8 @@ pub fn run(cli: args::Cli) -> anyhow::Result<i32> {
         // a device's error.
         hostmax_engine::check_io_uring().map_err(|why| error::BadInput(why.to_string()))?;
     }
+    // Bound before any I/O: a port in use is bad input.
+    let metrics = output::metrics::serve(metrics_listen(&cli), command_name(&cli))?;
     let ran = match cli.command {
         Some(Command::Demo(args)) => command::demo::demo(&args),
         Some(Command::Suite(args)) => command::suite::run(&args),
@@ -72,6 +75,38 @@ pub fn run(cli: args::Cli) -> anyhow::Result<i32> {
     if ran.is_err() {
         // Refused before any I/O: the files made for `--size` hold nothing; take them away.
         devices::remove_unused_files();
+    } else if let Some(metrics) = metrics {
+        // The figures are final: a scraper gets one more look (an error stops at once).
+        metrics.finish();
     }
     ran
+}
+
+/// Where a measuring command serves its live metrics (`--metrics-listen`), if it does.
+fn metrics_listen(cli: &args::Cli) -> Option<std::net::SocketAddr> {
+    use args::Command;
+    match &cli.command {
+        Some(Command::Demo(args)) => args.metrics.metrics_listen,
+        Some(Command::Suite(args)) => args.metrics.metrics_listen,
+        Some(Command::Verify(args)) => args.run.fleet.metrics.metrics_listen,
+        Some(Command::Sweep(args)) => args.run.fleet.metrics.metrics_listen,
+        Some(Command::Curve(args)) => args.run.fleet.metrics.metrics_listen,
+        Some(Command::Merge(_) | Command::Doctor(_)) => None,
+        None => cli.run.fleet.metrics.metrics_listen,
+    }
+}
+
+/// The command's name, as the metrics label it.
+fn command_name(cli: &args::Cli) -> &'static str {
+    use args::Command;
+    match &cli.command {
+        Some(Command::Demo(_)) => "demo",
+        Some(Command::Suite(_)) => "suite",
+        Some(Command::Merge(_)) => "merge",
+        Some(Command::Verify(_)) => "verify",
+        Some(Command::Sweep(_)) => "sweep",
+        Some(Command::Doctor(_)) => "doctor",
+        Some(Command::Curve(_)) => "curve",
+        None => "run",
+    }
 }

@@ -4,7 +4,8 @@
 //! as refusals ([`refusal_or_error`]).
 //!
 //! The I/O path is the engine's pinned threads; this side only reads their one-second
-//! intervals, feeds the live view, and turns the result into a report. Signals: see
+//! intervals, feeds the live view and the live metrics (`--metrics-listen`: one source, two
+//! views), and turns the result into a report. Signals: see
 //! [`crate::signals`] (the first stops the run and the report is still written, marked
 //! interrupted; a second exits at once).
 
@@ -21,6 +22,7 @@ use hostmax_engine::{
 use crate::error::BadInput;
 use crate::exit_code;
 use crate::output::export::{Outputs, RecordRuns, Recorders, RunStart};
+use crate::output::metrics::board::{self as metrics_board, Board};
 use crate::output::{self, progress::LiveView};
 use crate::plan::RunPlan;
 use crate::signals::RunningGuard;
@@ -68,6 +70,8 @@ struct LiveRun<'a, 'r> {
     /// The signal that came while waiting for `--start-at`.
     interrupted: Option<i32>,
     running: Option<RunningGuard<'static>>,
+    /// The live metrics' board, when the command serves them.
+    metrics: Option<std::sync::Arc<Board>>,
 }
 
 impl Observer for LiveRun<'_, '_> {
@@ -79,6 +83,9 @@ impl Observer for LiveRun<'_, '_> {
                 return Ok(());
             }
             let targets: Vec<_> = prepared.targets().iter().map(|t| t.path.clone()).collect();
+            if let Some(board) = &self.metrics {
+                board.run_begins(self.label, &targets, &plan.workload);
+            }
             self.recorders.begin(&RunStart {
                 label: self.label,
                 targets: &targets,
@@ -99,6 +106,9 @@ impl Observer for LiveRun<'_, '_> {
     fn started(&mut self, run: &RunHandle) {
         crate::devices::note_run_started();
         self.running = Some(crate::signals::watch().running(run.stopper()));
+        if let Some(board) = &self.metrics {
+            board.run_started(run.started());
+        }
         let workload = &self.plan.workload;
         self.view = Some(LiveView::new(
             workload.runtime.as_secs(),
@@ -107,6 +117,9 @@ impl Observer for LiveRun<'_, '_> {
     }
 
     fn interval(&mut self, interval: DeviceInterval) {
+        if let Some(board) = &self.metrics {
+            board.interval(&interval);
+        }
         self.recorders.interval(&interval);
         if let Some(point) = self.series.push(interval) {
             if let Some(view) = &mut self.view {
@@ -173,6 +186,7 @@ pub fn measure(
         failed: None,
         interrupted: None,
         running: None,
+        metrics: metrics_board::live(),
     };
     let measured = hostmax_engine::measure(measure_request(plan), &mut live);
     let LiveRun {
@@ -182,8 +196,12 @@ pub fn measure(
         failed,
         interrupted,
         running,
+        metrics,
         ..
     } = live;
+    if let Some(board) = metrics {
+        board.run_ended(measured.as_ref().ok());
+    }
     let result = match measured {
         Ok(result) => result,
         // The prepared run was released without any I/O.

@@ -16,4 +16,7 @@ pub struct DemoArgs {
     /// runtime when that is shorter.
     #[arg(long, value_name = "DURATION", value_parser = crate::units::parse_duration)]
     pub runtime: Option<Duration>,
+    /// Live metrics while the demo runs (`--metrics-listen`).
+    #[command(flatten)]
+    pub metrics: super::metrics::MetricsArgs,
 }

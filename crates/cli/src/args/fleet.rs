@@ -41,6 +41,10 @@ pub struct FleetRunArgs {
     /// merge` then shows the worst host's per-second percentiles. Whole-run histograms stay.
     #[arg(long)]
     pub no_series_histograms: bool,
+
+    /// Live metrics while the command runs (`--metrics-listen`).
+    #[command(flatten)]
+    pub metrics: super::metrics::MetricsArgs,
 }
 
 /// `hostmax merge`'s arguments.

@@ -196,6 +196,10 @@ pub struct SuiteArgs {
     #[arg(long, value_name = "N", value_parser = parse_seed)]
     pub seed: Option<u64>,
 
+    /// Live metrics while the suite runs (`--metrics-listen`).
+    #[command(flatten)]
+    pub metrics: super::metrics::MetricsArgs,
+
     /// What the volumes and the host promise: the suite's figures are compared with it
     /// (IOPS on 4k cells, throughput on 256k+ cells, p95 latency on 4k cells at depth 1).
     #[command(flatten)]

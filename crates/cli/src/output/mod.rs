@@ -21,6 +21,8 @@
 //!     folder in fio-plot's layout for a command of several runs);
 //!   - the suite's `--html` page (`crate::command::suite::html`).
 //! - [`curve`]: the load-latency curve's table and chart (`hostmax curve`, the suite's page).
+//! - [`metrics`]: `--metrics-listen`, the live figures served to Prometheus while a command
+//!   runs, fed by the same seconds as the live view.
 //!
 //! How latencies and throughputs are spelled (µs/ms/s, MiB/s) is [`crate::units`].
 
@@ -32,6 +34,7 @@ pub mod fio_json;
 pub mod hdr_log;
 pub mod json;
 pub mod kept;
+pub mod metrics;
 pub mod progress;
 pub mod svg;
 pub mod table;

@@ -503,12 +503,15 @@ impl SuiteRunner {
             return Ok(None);
         }
         check_unchanged(&self.identities, targets, before)?;
-        // Per-second figures only where --consistency judges them (they grow the checkpoint).
-        let live = self
+        // Per-second figures only where --consistency judges them (they grow the checkpoint)
+        // or the live metrics show them.
+        let metrics = crate::output::metrics::board::live();
+        let keep_series = self
             .config
             .promises
             .as_ref()
             .is_some_and(|p| p.consistency.is_some());
+        let live = keep_series || metrics.is_some();
         let request = MeasureRequest {
             run: RunConfig {
                 cpus: self.config.cpus.clone(),
@@ -524,16 +527,30 @@ impl SuiteRunner {
             }),
             sources: SystemSources::default(),
         };
+        if let Some(board) = &metrics {
+            let paths: Vec<_> = targets.iter().map(|t| t.path.clone()).collect();
+            board.run_begins(Some(before), &paths, workload);
+        }
         let mut cell = CellRun {
             runner: self,
             position,
             series: TimeSeries::new(targets.len()).keep_histograms(false),
             running: None,
+            metrics,
         };
-        let result = hostmax_engine::measure(request, &mut cell).map_err(|e| {
+        let measured = hostmax_engine::measure(request, &mut cell);
+        if let Some(board) = &cell.metrics {
+            board.run_ended(measured.as_ref().ok());
+        }
+        let result = measured.map_err(|e| {
             crate::measure::refusal_or_error(e, "an engine run of the suite failed")
         })?;
-        Ok((!result.stopped_early).then_some((result, cell.series.finish())))
+        let series = if keep_series {
+            cell.series.finish()
+        } else {
+            Vec::new()
+        };
+        Ok((!result.stopped_early).then_some((result, series)))
     }
 }
 
@@ -544,15 +561,23 @@ struct CellRun<'a> {
     position: u64,
     series: TimeSeries,
     running: Option<RunningGuard<'static>>,
+    /// The live metrics' board, when the suite serves them.
+    metrics: Option<std::sync::Arc<crate::output::metrics::board::Board>>,
 }
 
 impl Observer for CellRun<'_> {
     fn started(&mut self, run: &RunHandle) {
         crate::devices::note_run_started();
         self.running = Some(self.runner.signals.watch.running(run.stopper()));
+        if let Some(board) = &self.metrics {
+            board.run_started(run.started());
+        }
     }
 
     fn interval(&mut self, interval: DeviceInterval) {
+        if let Some(board) = &self.metrics {
+            board.interval(&interval);
+        }
         self.series.push(interval);
     }
 
