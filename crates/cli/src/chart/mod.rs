@@ -652,6 +652,9 @@ struct LegendEntry {
     glyph: LegendGlyph,
 }
 
+/// A path of a legend glyph, in pixels from its anchor.
+type GlyphPath = PathElement<(i32, i32)>;
+
 /// What a legend entry shows left of its name.
 #[derive(Debug, Clone, Copy)]
 enum LegendGlyph {
@@ -663,7 +666,7 @@ enum LegendGlyph {
 
 impl LegendGlyph {
     /// The glyph's parts, relative to its left end at its vertical middle, 22 px wide.
-    fn parts(self, color: RGBColor) -> (PathElement<(i32, i32)>, PathElement<(i32, i32)>) {
+    fn parts(self, color: RGBColor) -> (GlyphPath, GlyphPath) {
         let style = color.stroke_width(2);
         match self {
             // A swatch: a 10 px thick line.
