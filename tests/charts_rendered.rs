@@ -301,9 +301,12 @@ fn identical_series_are_told_apart_in_a_browser() {
     assert_readable_and_every_series_visible(&found, "two identical series", 2);
 }
 
+/// The axes' edges in pixels: (left, right, top, bottom).
+type PlotBox = (f64, f64, f64, f64);
+
 /// The axes' extent of `chart` (as [`CHECK_SCRIPT`] found it) and each drawn data position:
 /// `(left, right, top, bottom)` and `(x, y)` pixels.
-fn plot_and_data(chart: &Value) -> ((f64, f64, f64, f64), Vec<(f64, f64)>) {
+fn plot_and_data(chart: &Value) -> (PlotBox, Vec<(f64, f64)>) {
     let p = &chart["plot"];
     let f = |k: &str| {
         p[k].as_f64()
