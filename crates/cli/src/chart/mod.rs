@@ -115,8 +115,9 @@ pub enum LegendCorner {
     MiddleRight,
     /// The corner with the fewest points under it, chosen when drawing.
     Auto,
-    /// Right of the plot, outside the axes: the chart grows wider by the legend's width, so
-    /// the legend covers no point or line whatever the data.
+    /// Right of the plot, outside the axes, so the legend covers no point or line whatever
+    /// the data: the plot gives it its width (down to 60% of the chart's; a longer legend
+    /// makes the chart wider).
     Outside,
 }
 
@@ -454,11 +455,18 @@ impl LineChart {
         let outside = self.legend_corner() == LegendCorner::Outside;
         let legend_width = if outside { self.legend_width()? } else { 0 };
         {
-            let size = (self.size.0 + legend_width, self.size.1);
+            // The legend takes its width from the plot, down to 60% of the chart; a longer
+            // legend widens the chart instead.
+            let width = if outside {
+                self.size.0.max(self.size.0 * 3 / 5 + legend_width)
+            } else {
+                self.size.0
+            };
+            let size = (width, self.size.1);
             let root = SVGBackend::with_string(&mut svg, size).into_drawing_area();
             root.fill(&WHITE).map_err(draw_err)?;
             // plotters clips what is drawn to its area: an outside legend gets its own.
-            let (plot_root, legend_root) = root.split_horizontally(self.size.0);
+            let (plot_root, legend_root) = root.split_horizontally(width - legend_width);
             let mut legend_entries: Vec<LegendEntry> = Vec::new();
             let mut chart = ChartBuilder::on(&plot_root)
                 .caption(&self.title, ("sans-serif", CAPTION_FONT))
@@ -1122,14 +1130,14 @@ mod tests {
         for l in ["QD1", "QD2", "QD4"] {
             assert_eq!(svg.matches(&format!(">\n{l}\n<")).count(), 1, "{l}");
         }
-        // Wider than asked by the legend, which starts right of the plot.
+        // The width asked for, the legend in its right part, right of the plot.
         let width: u32 = svg["<svg width=\"".len()..]
             .split('"')
             .next()
             .unwrap()
             .parse()
             .unwrap();
-        assert!(width > chart.size.0 + 100, "{width}");
+        assert_eq!(width, chart.size.0);
         let legend_x: u32 = svg
             .split("opacity=\"0.85\"")
             .next()
@@ -1142,7 +1150,18 @@ mod tests {
             .unwrap()
             .parse()
             .unwrap();
-        assert!(legend_x > chart.size.0, "{legend_x}");
+        assert!(legend_x > chart.size.0 / 2, "{legend_x}");
+        // A legend longer than 40% of the chart widens it.
+        let mut long = chart.clone();
+        long.series[0].name = "x".repeat(80);
+        let svg = long.to_svg().unwrap();
+        let wide: u32 = svg["<svg width=\"".len()..]
+            .split('"')
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap();
+        assert!(wide > chart.size.0, "{wide}");
         chart.point_labels[0].labels.pop();
         assert!(matches!(
             chart.to_svg(),

@@ -194,6 +194,8 @@ pub fn curve_chart(curve: &Curve) -> LineChart {
         // Off the plot: the volumes' lines run along its bottom and the host's up its right.
         legend: LegendCorner::Outside,
         point_labels: depth_labels(curve),
+        // Fits the suite's page (960 px wide) unscaled, legend included.
+        size: (920, 500),
         ..LineChart::default()
     }
 }
