@@ -177,3 +177,36 @@ fn demo_takes_a_volume_count_and_a_runtime() {
     assert_eq!(refused.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&refused.stderr).contains("--runtime 5s"));
 }
+
+#[test]
+fn demo_says_once_that_its_reads_are_of_never_written_blocks_and_why_its_tails_are_100_ms() {
+    require_root!();
+    let _rate = rate_test_lock();
+    let out = run_hostmax(&["demo", "--volumes", "4", "--runtime", "1s"], None);
+    let (stdout, _) = succeeded(&out);
+    let devices: Vec<&str> = stdout
+        .lines()
+        .filter(|l| l.starts_with("/dev/loop"))
+        .filter_map(|l| l.split_whitespace().next())
+        .collect();
+    assert_eq!(devices.len(), 4, "{stdout}");
+    // Not one advice per volume to write it first: one line naming them all.
+    assert!(!stdout.contains("returned zeros"), "{stdout}");
+    let fresh: Vec<&str> = stdout
+        .lines()
+        .filter(|l| l.contains("never-written block"))
+        .collect();
+    assert_eq!(fresh.len(), 1, "{stdout}");
+    for d in &devices {
+        assert!(fresh[0].contains(d), "{d} not named in {}", fresh[0]);
+    }
+    // The throttle's 100 ms slice, said once.
+    assert_eq!(
+        stdout
+            .lines()
+            .filter(|l| l.contains("blk-throttle") && l.contains("100 ms slices"))
+            .count(),
+        1,
+        "{stdout}"
+    );
+}

@@ -9,6 +9,7 @@
 
 use plotters::coord::ranged1d::{AsRangedCoord, ValueFormatter};
 use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
 
 /// How a series is drawn.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -85,6 +86,17 @@ pub struct LineChart {
     /// Names of the x positions 1, 2, ... on a [`TickFormat::Count`] axis (volumes by name):
     /// the tick at i reads `x_names[i - 1]`. Empty: the numbers.
     pub x_names: Vec<String>,
+    /// Text written beside points (a curve's queue depths), drawn over the lines.
+    pub point_labels: Vec<PointLabels>,
+}
+
+/// The text beside each point of one series: `labels[i]` beside `series[series].points[i]`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PointLabels {
+    /// The series' index in [`LineChart::series`].
+    pub series: usize,
+    /// One label per point, in the series' order (an empty one draws nothing).
+    pub labels: Vec<String>,
 }
 
 /// The corner of the plot the legend is drawn in.
@@ -103,6 +115,10 @@ pub enum LegendCorner {
     MiddleRight,
     /// The corner with the fewest points under it, chosen when drawing.
     Auto,
+    /// Right of the plot, outside the axes, so the legend covers no point or line whatever
+    /// the data: the plot gives it its width (down to 60% of the chart's; a longer legend
+    /// makes the chart wider).
+    Outside,
 }
 
 impl Default for LineChart {
@@ -120,6 +136,7 @@ impl Default for LineChart {
             legend: LegendCorner::UpperLeft,
             size: (800, 500),
             x_names: Vec::new(),
+            point_labels: Vec::new(),
         }
     }
 }
@@ -149,6 +166,14 @@ pub enum ChartError {
     /// A band whose lower edge is above its upper edge.
     #[error("band '{0}' has its lower edge above its upper edge")]
     InvertedBand(String),
+    /// Point labels for a series that does not exist, or not one per point.
+    #[error("point labels for series {series}: {why}")]
+    PointLabels {
+        /// The series' index.
+        series: usize,
+        /// What is wrong.
+        why: String,
+    },
     /// plotters failed (it should not with an in-memory SVG).
     #[error("drawing the chart failed: {0}")]
     Draw(String),
@@ -159,6 +184,8 @@ pub enum ChartError {
 const LABEL_FONT: u32 = 16;
 const DESC_FONT: u32 = 17;
 const CAPTION_FONT: u32 = 22;
+/// Pixels between the plot's right edge and a legend drawn outside it.
+const LEGEND_GAP: u32 = 16;
 
 /// The colour series number `index` is drawn in, as (r, g, b): for tests and pages that check
 /// what was drawn.
@@ -184,14 +211,22 @@ impl LineChart {
     pub fn to_svg(&self) -> Result<String, ChartError> {
         self.check()?;
         let (x_range, y_range) = self.ranges();
-        // Byte sizes step in powers of two, so their log axis does too.
-        let x_log = x_range.clone().log_scale().base(log_base(self.x_ticks));
-        let y_log = y_range.clone().log_scale().base(log_base(self.y_ticks));
+        // Byte sizes step in powers of two, so their log axis does too; its ticks are ours.
+        let log_axis = |range: std::ops::Range<f64>, format: TickFormat| {
+            let ticks = log_ticks(range.clone(), format);
+            // `range` already ends on ticks (`ranges`): this only lists them.
+            range
+                .log_scale()
+                .base(log_base(format))
+                .with_key_points(ticks.labelled)
+                .with_light_points(ticks.light)
+        };
+        let (x_ticks, y_ticks) = (self.x_ticks, self.y_ticks);
         match (self.x_log, self.y_log) {
             (false, false) => self.render(x_range, y_range),
-            (true, false) => self.render(x_log, y_range),
-            (false, true) => self.render(x_range, y_log),
-            (true, true) => self.render(x_log, y_log),
+            (true, false) => self.render(log_axis(x_range, x_ticks), y_range),
+            (false, true) => self.render(x_range, log_axis(y_range, y_ticks)),
+            (true, true) => self.render(log_axis(x_range, x_ticks), log_axis(y_range, y_ticks)),
         }
     }
 
@@ -221,6 +256,22 @@ impl LineChart {
             }
             check_log(&b.name, "y", b.lower, self.y_log)?;
         }
+        for l in &self.point_labels {
+            let why = match self.series.get(l.series) {
+                None => format!("the chart has {} series", self.series.len()),
+                Some(s) if s.points.len() != l.labels.len() => format!(
+                    "{} labels for {} points of '{}'",
+                    l.labels.len(),
+                    s.points.len(),
+                    s.name
+                ),
+                Some(_) => continue,
+            };
+            return Err(ChartError::PointLabels {
+                series: l.series,
+                why,
+            });
+        }
         Ok(())
     }
 
@@ -229,11 +280,31 @@ impl LineChart {
     fn ranges(&self) -> (std::ops::Range<f64>, std::ops::Range<f64>) {
         let (x_range, y_range) = self.data_ranges();
         // Counts sit half a step in from the edges, so every whole number has room.
-        let x_range = if self.x_ticks == TickFormat::Count && !self.x_log {
+        let mut x_range = if self.x_ticks == TickFormat::Count && !self.x_log {
             let (lo, hi) = self.x_extent();
             (lo - 0.5)..(hi + 0.5)
         } else {
             x_range
+        };
+        // Labels are written right of their points: room for them at the right edge.
+        if !self.point_labels.is_empty() {
+            x_range.end = if self.x_log {
+                x_range.end * 1.5
+            } else {
+                x_range.end + 0.08 * (x_range.end - x_range.start)
+            };
+        }
+        // A log axis ends on labelled ticks below the lowest point and above the highest (a
+        // point beyond the last tick cannot be read off the axis).
+        let x_range = if self.x_log {
+            log_ticks(x_range, self.x_ticks).range
+        } else {
+            x_range
+        };
+        let y_range = if self.y_log {
+            log_ticks(y_range, self.y_ticks).range
+        } else {
+            y_range
         };
         (x_range, y_range)
     }
@@ -291,6 +362,30 @@ impl LineChart {
         .into_iter()
         .min_by_key(|&(_, n)| n)
         .map_or(LegendCorner::UpperRight, |(corner, _)| corner)
+    }
+
+    /// How wide an [`LegendCorner::Outside`] legend is, with the gap between it and the plot:
+    /// its longest entry as plotters lays the text out, its mark and its margins.
+    fn legend_width(&self) -> Result<u32, ChartError> {
+        let font = ("sans-serif", LABEL_FONT).into_font();
+        let mut widest = 0;
+        for name in self.legend_names() {
+            let (w, _) = font.box_size(&name).map_err(draw_err)?;
+            widest = widest.max(w);
+        }
+        // The gap, the box's padding both sides, the glyph's column, room at the right edge.
+        Ok(LEGEND_GAP + widest + 30 + 2 * LEGEND_PADDING as u32 + 12)
+    }
+
+    /// Every entry the legend shows, as it shows it.
+    fn legend_names(&self) -> Vec<String> {
+        let overlaps = self.overlaps();
+        let mut names: Vec<String> = self.bands.iter().map(|b| b.name.clone()).collect();
+        names.extend(self.series.iter().zip(&overlaps).map(|(s, on)| match on {
+            Some(j) => format!("{} (same as {})", s.name, self.series[*j].name),
+            None => s.name.clone(),
+        }));
+        names
     }
 
     fn x_extent(&self) -> (f64, f64) {
@@ -357,10 +452,23 @@ impl LineChart {
         Y::CoordDescType: ValueFormatter<f64>,
     {
         let mut svg = String::new();
+        let outside = self.legend_corner() == LegendCorner::Outside;
+        let legend_width = if outside { self.legend_width()? } else { 0 };
         {
-            let root = SVGBackend::with_string(&mut svg, self.size).into_drawing_area();
+            // The legend takes its width from the plot, down to 60% of the chart; a longer
+            // legend widens the chart instead.
+            let width = if outside {
+                self.size.0.max(self.size.0 * 3 / 5 + legend_width)
+            } else {
+                self.size.0
+            };
+            let size = (width, self.size.1);
+            let root = SVGBackend::with_string(&mut svg, size).into_drawing_area();
             root.fill(&WHITE).map_err(draw_err)?;
-            let mut chart = ChartBuilder::on(&root)
+            // plotters clips what is drawn to its area: an outside legend gets its own.
+            let (plot_root, legend_root) = root.split_horizontally(width - legend_width);
+            let mut legend_entries: Vec<LegendEntry> = Vec::new();
+            let mut chart = ChartBuilder::on(&plot_root)
                 .caption(&self.title, ("sans-serif", CAPTION_FONT))
                 .margin(12)
                 .x_label_area_size(52)
@@ -419,6 +527,11 @@ impl LineChart {
                     .legend(move |(x, y)| {
                         Rectangle::new([(x, y - 5), (x + 18, y + 5)], color.mix(0.3).filled())
                     });
+                legend_entries.push(LegendEntry {
+                    name: band.name.clone(),
+                    color,
+                    glyph: LegendGlyph::Band,
+                });
             }
             // A series lying on an earlier one is drawn dashed with hollow marks over it and
             // says so in the legend, so neither hides the other.
@@ -472,38 +585,157 @@ impl LineChart {
                     None => series.name.clone(),
                 };
                 let mark = style != SeriesStyle::Dashed || on_top_of.is_some();
+                let glyph = LegendGlyph::Line {
+                    marker: mark.then_some(marker),
+                };
+                legend_entries.push(LegendEntry {
+                    name: name.clone(),
+                    color,
+                    glyph,
+                });
                 drawn.label(name).legend(move |(x, y)| {
-                    // Offsets from the anchor (x, y).
-                    let outline = if mark {
-                        marker.outline((11, 0), 4)
-                    } else {
-                        Vec::new()
-                    };
-                    EmptyElement::at((x, y))
-                        + PathElement::new(vec![(0, 0), (22, 0)], color.stroke_width(2))
-                        + PathElement::new(outline, color.stroke_width(2))
+                    let (line, mark) = glyph.parts(color);
+                    EmptyElement::at((x, y)) + line + mark
                 });
             }
-            chart
-                .configure_series_labels()
-                .position(match self.legend_corner() {
-                    LegendCorner::UpperLeft => SeriesLabelPosition::UpperLeft,
-                    LegendCorner::UpperRight => SeriesLabelPosition::UpperRight,
-                    LegendCorner::LowerLeft => SeriesLabelPosition::LowerLeft,
-                    LegendCorner::LowerRight => SeriesLabelPosition::LowerRight,
-                    LegendCorner::MiddleRight | LegendCorner::Auto => {
-                        SeriesLabelPosition::MiddleRight
-                    }
-                })
-                .label_font(("sans-serif", LABEL_FONT))
-                .background_style(WHITE.mix(0.85))
-                .border_style(BLACK.mix(0.4))
-                .draw()
-                .map_err(draw_err)?;
+            for labels in &self.point_labels {
+                let points = &self.series[labels.series].points;
+                let text = TextStyle::from(("sans-serif", LABEL_FONT).into_font())
+                    .color(&RGBColor(60, 60, 60))
+                    .pos(Pos::new(HPos::Left, VPos::Center));
+                chart
+                    .draw_series(
+                        points
+                            .iter()
+                            .zip(&labels.labels)
+                            .filter(|(_, l)| !l.is_empty())
+                            .map(|(&p, l)| {
+                                EmptyElement::at(p) + Text::new(l.clone(), (7, -9), text.clone())
+                            }),
+                    )
+                    .map_err(draw_err)?;
+            }
+            if outside {
+                // Level with the plot's top edge, a gap right of its edge.
+                let top = chart.plotting_area().get_base_pixel().1;
+                draw_legend(&legend_root, top, &legend_entries)?;
+            } else {
+                self.draw_legend_inside(&mut chart)?;
+            }
             root.present().map_err(draw_err)?;
         }
         Ok(svg)
     }
+
+    /// plotters' own legend, in the corner [`LineChart::legend_corner`] picks.
+    fn draw_legend_inside<'a, 'b: 'a, X, Y>(
+        &self,
+        chart: &mut ChartContext<'a, SVGBackend<'b>, Cartesian2d<X, Y>>,
+    ) -> Result<(), ChartError>
+    where
+        X: Ranged<ValueType = f64>,
+        Y: Ranged<ValueType = f64>,
+    {
+        chart
+            .configure_series_labels()
+            .position(match self.legend_corner() {
+                LegendCorner::Outside | LegendCorner::UpperLeft => SeriesLabelPosition::UpperLeft,
+                LegendCorner::UpperRight => SeriesLabelPosition::UpperRight,
+                LegendCorner::LowerLeft => SeriesLabelPosition::LowerLeft,
+                LegendCorner::LowerRight => SeriesLabelPosition::LowerRight,
+                LegendCorner::MiddleRight | LegendCorner::Auto => SeriesLabelPosition::MiddleRight,
+            })
+            .label_font(("sans-serif", LABEL_FONT))
+            .background_style(WHITE.mix(0.85))
+            .border_style(BLACK.mix(0.4))
+            .draw()
+            .map_err(draw_err)
+    }
+}
+
+/// One entry of a legend drawn outside the plot.
+struct LegendEntry {
+    name: String,
+    color: RGBColor,
+    glyph: LegendGlyph,
+}
+
+/// A path of a legend glyph, in pixels from its anchor.
+type GlyphPath = PathElement<(i32, i32)>;
+
+/// What a legend entry shows left of its name.
+#[derive(Debug, Clone, Copy)]
+enum LegendGlyph {
+    /// A filled swatch (a band).
+    Band,
+    /// A short line, with the series' mark on it when its points are marked.
+    Line { marker: Option<Marker> },
+}
+
+impl LegendGlyph {
+    /// The glyph's parts, relative to its left end at its vertical middle, 22 px wide.
+    fn parts(self, color: RGBColor) -> (GlyphPath, GlyphPath) {
+        let style = color.stroke_width(2);
+        match self {
+            // A swatch: a 10 px thick line.
+            LegendGlyph::Band => (
+                PathElement::new(vec![(0, 0), (18, 0)], color.mix(0.3).stroke_width(10)),
+                PathElement::new(Vec::new(), style),
+            ),
+            LegendGlyph::Line { marker } => (
+                PathElement::new(vec![(0, 0), (22, 0)], style),
+                PathElement::new(
+                    marker.map_or_else(Vec::new, |m| m.outline((11, 0), 4)),
+                    style,
+                ),
+            ),
+        }
+    }
+}
+
+/// Rows of a legend drawn outside the plot, in pixels.
+const LEGEND_ROW: i32 = 20;
+const LEGEND_PADDING: i32 = 6;
+
+/// Draws `entries` as a boxed legend at the left of `area` (right of the plot), its top at
+/// `top` px: the same white box and border as plotters' own legend.
+fn draw_legend(
+    area: &DrawingArea<SVGBackend<'_>, plotters::coord::Shift>,
+    top: i32,
+    entries: &[LegendEntry],
+) -> Result<(), ChartError> {
+    let font = ("sans-serif", LABEL_FONT).into_font();
+    let mut widest = 0;
+    for e in entries {
+        widest = widest.max(font.box_size(&e.name).map_err(draw_err)?.0 as i32);
+    }
+    let left = LEGEND_GAP as i32;
+    let right = left + 2 * LEGEND_PADDING + 30 + widest;
+    let bottom = top + 2 * LEGEND_PADDING + LEGEND_ROW * entries.len() as i32;
+    area.draw(&Rectangle::new(
+        [(left, top), (right, bottom)],
+        WHITE.mix(0.85).filled(),
+    ))
+    .map_err(draw_err)?;
+    area.draw(&Rectangle::new(
+        [(left, top), (right, bottom)],
+        BLACK.mix(0.4),
+    ))
+    .map_err(draw_err)?;
+    let text = TextStyle::from(font).pos(Pos::new(HPos::Left, VPos::Center));
+    for (i, e) in entries.iter().enumerate() {
+        let y = top + LEGEND_PADDING + LEGEND_ROW * i as i32 + LEGEND_ROW / 2;
+        let (line, mark) = e.glyph.parts(e.color);
+        area.draw(&(EmptyElement::at((left + LEGEND_PADDING, y)) + line + mark))
+            .map_err(draw_err)?;
+        area.draw(&Text::new(
+            e.name.clone(),
+            (left + LEGEND_PADDING + 30, y),
+            text.clone(),
+        ))
+        .map_err(draw_err)?;
+    }
+    Ok(())
 }
 
 /// The mark drawn on each point of a series; series take them in turn, so lines that cross or
@@ -570,6 +802,56 @@ fn is_round_on_log_axis(v: f64) -> bool {
         .any(|m| (mantissa - m).abs() < 1e-6 * m)
 }
 
+/// A log axis's range and ticks: the range widened to the nearest tick below and above, the
+/// ticks that get a label, and the light grid lines between them.
+struct LogTicks {
+    range: std::ops::Range<f64>,
+    labelled: Vec<f64>,
+    light: Vec<f64>,
+}
+
+/// The ticks of a log axis over `range`: 1, 2 and 5 times each power of ten (each power of
+/// two for byte sizes), only the powers when the axis spans more than five of them, light
+/// lines at every whole multiple in between; the range is widened to a labelled tick at each
+/// end, so every point lies between two labels.
+fn log_ticks(range: std::ops::Range<f64>, format: TickFormat) -> LogTicks {
+    let base = log_base(format);
+    let first = (range.start.log(base) + 1e-9).floor() as i32;
+    let last = (range.end.log(base) - 1e-9).ceil() as i32;
+    let steps: &[f64] = if base != 10.0 || last - first > 5 {
+        &[1.0]
+    } else {
+        &[1.0, 2.0, 5.0]
+    };
+    let mut all: Vec<f64> = Vec::new();
+    let mut light: Vec<f64> = Vec::new();
+    for k in first..=last {
+        let power = base.powi(k);
+        all.extend(steps.iter().map(|m| m * power));
+        if base == 10.0 {
+            light.extend((1..10).map(|m| f64::from(m) * power));
+        }
+    }
+    let close = |a: f64, b: f64| (a / b - 1.0).abs() < 1e-6;
+    let lo = all
+        .iter()
+        .copied()
+        .rfind(|&t| t <= range.start || close(t, range.start))
+        .unwrap_or(range.start);
+    let hi = all
+        .iter()
+        .copied()
+        .find(|&t| t >= range.end || close(t, range.end))
+        .unwrap_or(range.end);
+    let within = |t: &f64| *t >= lo * (1.0 - 1e-9) && *t <= hi * (1.0 + 1e-9);
+    LogTicks {
+        // Just beyond the end ticks, so rounding cannot leave them out.
+        range: lo * (1.0 - 1e-9)..hi * (1.0 + 1e-9),
+        labelled: all.iter().copied().filter(within).collect(),
+        light: light.into_iter().filter(within).collect(),
+    }
+}
+
 fn log_base(format: TickFormat) -> f64 {
     match format {
         TickFormat::Decimal | TickFormat::Count => 10.0,
@@ -607,7 +889,8 @@ fn pad(lo: f64, hi: f64, log: bool, from_zero: bool) -> std::ops::Range<f64> {
         } else {
             (lo, hi)
         };
-        return lo / 1.2..hi * 1.2;
+        // Room for a mark at either end; [`LineChart::ranges`] widens this to a tick.
+        return lo / 1.1..hi * 1.1;
     }
     let span = if hi > lo { hi - lo } else { hi.abs().max(1.0) };
     let start = if from_zero && lo >= 0.0 {
@@ -634,7 +917,9 @@ pub fn format_tick(value: f64, format: TickFormat) -> String {
     let text = if v == v.round() || v.abs() >= 10.0 {
         format!("{v:.0}")
     } else {
-        let s = format!("{v:.2}");
+        // Two significant figures, however small (0.001 ms must not read "0").
+        let decimals = (2 - v.abs().log10().floor() as i32 - 1).max(2) as usize;
+        let s = format!("{v:.decimals$}");
         s.trim_end_matches('0').trim_end_matches('.').to_string()
     };
     format!("{text}{}", suffixes[i])
@@ -806,10 +1091,97 @@ mod tests {
     }
 
     #[test]
+    fn a_log_axis_ends_on_labelled_ticks_around_every_point() {
+        // The issue's curve: a host p50 of 0.03 ms, tails near 100 ms.
+        let t = log_ticks(0.03 / 1.1..98.0 * 1.1, TickFormat::Decimal);
+        assert!(
+            close(t.range.start, 0.02) && close(t.range.end, 200.0),
+            "{:?}",
+            t.range
+        );
+        assert!(close(t.labelled[0], 0.02) && close(*t.labelled.last().unwrap(), 200.0));
+        // Over more than five decades only the powers are labelled.
+        let t = log_ticks(3.0..2.0e7, TickFormat::Decimal);
+        assert!(
+            close(t.range.start, 1.0) && close(t.range.end, 1.0e8),
+            "{:?}",
+            t.range
+        );
+        assert_eq!(t.labelled.len(), 9);
+        // Byte sizes: powers of two.
+        let t = log_ticks(4096.0 / 1.1..1048576.0 * 1.1, TickFormat::Bytes);
+        assert!(close(t.range.start, 2048.0) && close(t.range.end, 2097152.0));
+    }
+
+    fn close(a: f64, b: f64) -> bool {
+        (a / b - 1.0).abs() < 1e-6
+    }
+
+    #[test]
+    fn point_labels_and_an_outside_legend() {
+        let mut chart = sweep_chart();
+        chart.legend = LegendCorner::Outside;
+        chart.point_labels = vec![PointLabels {
+            series: 0,
+            labels: ["QD1", "QD2", "QD4"].map(String::from).to_vec(),
+        }];
+        let svg = chart.to_svg().unwrap();
+        assert_well_formed_svg(&svg);
+        for l in ["QD1", "QD2", "QD4"] {
+            assert_eq!(svg.matches(&format!(">\n{l}\n<")).count(), 1, "{l}");
+        }
+        // The width asked for, the legend in its right part, right of the plot.
+        let width: u32 = svg["<svg width=\"".len()..]
+            .split('"')
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap();
+        assert_eq!(width, chart.size.0);
+        let legend_x: u32 = svg
+            .split("opacity=\"0.85\"")
+            .next()
+            .unwrap()
+            .rsplit("<rect x=\"")
+            .next()
+            .unwrap()
+            .split('"')
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap();
+        assert!(legend_x > chart.size.0 / 2, "{legend_x}");
+        // A legend longer than 40% of the chart widens it.
+        let mut long = chart.clone();
+        long.series[0].name = "x".repeat(80);
+        let svg = long.to_svg().unwrap();
+        let wide: u32 = svg["<svg width=\"".len()..]
+            .split('"')
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap();
+        assert!(wide > chart.size.0, "{wide}");
+        chart.point_labels[0].labels.pop();
+        assert!(matches!(
+            chart.to_svg(),
+            Err(ChartError::PointLabels { series: 0, .. })
+        ));
+        chart.point_labels[0].series = 7;
+        assert!(matches!(
+            chart.to_svg(),
+            Err(ChartError::PointLabels { .. })
+        ));
+    }
+
+    #[test]
     fn tick_labels() {
         assert_eq!(format_tick(25_000.0, TickFormat::Decimal), "25k");
         assert_eq!(format_tick(1_500_000.0, TickFormat::Decimal), "1.5M");
         assert_eq!(format_tick(2.5, TickFormat::Decimal), "2.5");
+        assert_eq!(format_tick(0.001, TickFormat::Decimal), "0.001");
+        assert_eq!(format_tick(0.025, TickFormat::Decimal), "0.025");
+        assert_eq!(format_tick(0.1, TickFormat::Decimal), "0.1");
         assert_eq!(format_tick(4096.0, TickFormat::Bytes), "4k");
         assert_eq!(format_tick(1048576.0, TickFormat::Bytes), "1m");
         assert_eq!(format_tick(512.0, TickFormat::Bytes), "512");

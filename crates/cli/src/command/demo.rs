@@ -8,8 +8,11 @@ use hostmax_aggregate::HostReport;
 
 use crate::args::demo::DemoArgs;
 use crate::error::BadInput;
-use crate::measure::{emit, exit_code, measure};
-use crate::output::export::{Outputs, Recorders};
+use crate::measure::{exit_code, measure};
+use crate::output::export::Recorders;
+use crate::output::table::{
+    join_names, render_table_noting, terminal_width, wrap_lines, UnwrittenReads,
+};
 use crate::plan::RunPlan;
 use hostmax_simhost::{SimHostMode, SimHostSpec, SimulatedHost};
 
@@ -88,7 +91,16 @@ pub fn demo(args: &DemoArgs) -> anyhow::Result<i32> {
     };
     // The demo writes no file: its table is its only output.
     let (report, signal) = measure(&plan, None, &mut Recorders::none())?;
-    emit(&report, Outputs::new())?;
+    let width = terminal_width();
+    let names: Vec<String> = report.devices.iter().map(|d| d.path.clone()).collect();
+    let mut text = render_table_noting(&report, width, UnwrittenReads::Expected);
+    text += &fresh_volumes_line(&names);
+    text.push('\n');
+    if capped {
+        text += THROTTLE_LATENCY_LINE;
+        text.push('\n');
+    }
+    print!("{}", width.map_or(text.clone(), |w| wrap_lines(&text, w)));
     if capped {
         println!();
         println!("{}", demo_caps_summary(&report, &host));
@@ -98,6 +110,21 @@ pub fn demo(args: &DemoArgs) -> anyhow::Result<i32> {
         println!("\n(plain files: no caps to compare against; run as root for the capped host)");
     }
     Ok(exit_code(&report, signal))
+}
+
+/// Why the capped demo's tails sit near 100 ms: blk-throttle (cgroup v1 blkio and v2 io.max
+/// alike) hands out each group's budget per slice of 100 ms (`throtl_slice`), so an I/O over
+/// the slice's budget waits for the next slice.
+const THROTTLE_LATENCY_LINE: &str = "latency: the caps are the kernel's blk-throttle, which lets each volume's I/Os through in 100 ms slices; an I/O over its slice's budget waits for the next one, so tails near 100 ms are the throttle's slice, not the volumes' media";
+
+/// The one line saying the demo read blocks nobody wrote (its volumes are new sparse files,
+/// which read as zeros): said once, naming every volume, instead of the table's advice to
+/// write them first, which is for real volumes.
+fn fresh_volumes_line(names: &[String]) -> String {
+    format!(
+        "reads: {} are the demo's new volumes, never written, so every read is of a never-written block (zeros); on a real volume write the range first, as hostmax advises when it sees this",
+        join_names(names)
+    )
 }
 
 /// What each volume and the host were allowed against what was measured.

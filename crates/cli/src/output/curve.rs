@@ -4,7 +4,7 @@
 use hostmax_aggregate::curve::{CurveAnswer, LatencyPromise, LatencyStat};
 use hostmax_aggregate::{Curve, HostReport};
 
-use crate::chart::{LegendCorner, LineChart, Series, SeriesStyle, TickFormat};
+use crate::chart::{LegendCorner, LineChart, PointLabels, Series, SeriesStyle, TickFormat};
 use crate::units::{format_latency_ns, format_mib_per_sec};
 
 fn answer_line(name: &str, a: &CurveAnswer, promise: Option<&LatencyPromise>) -> String {
@@ -102,6 +102,22 @@ pub fn render_curve(curve: &Curve, reports: &[HostReport]) -> String {
     out
 }
 
+/// Each host point's queue depth ("QD8"), beside it on both host lines (series 0 and 1: the
+/// promised percentile and p50); the volumes' points are at the same depths, in order.
+fn depth_labels(curve: &Curve) -> Vec<PointLabels> {
+    let labels: Vec<String> = curve
+        .points
+        .iter()
+        .map(|p| format!("QD{}", p.iodepth))
+        .collect();
+    [0, 1]
+        .map(|series| PointLabels {
+            series,
+            labels: labels.clone(),
+        })
+        .to_vec()
+}
+
 /// Latency (ms, log scale) against IOPS: the host's promised percentile (p99 without a
 /// promise) and p50, each volume's, the promise as a line and the knee as a point.
 pub fn curve_chart(curve: &Curve) -> LineChart {
@@ -169,13 +185,17 @@ pub fn curve_chart(curve: &Curve) -> LineChart {
         });
     }
     LineChart {
-        title: "Latency against IOPS, by queue depth".into(),
+        title: "Latency against IOPS, each point at its queue depth (QD)".into(),
         x_label: "IOPS".into(),
         y_label: "latency (ms)".into(),
         y_log: true,
         x_ticks: TickFormat::Decimal,
         series,
-        legend: LegendCorner::UpperLeft,
+        // Off the plot: the volumes' lines run along its bottom and the host's up its right.
+        legend: LegendCorner::Outside,
+        point_labels: depth_labels(curve),
+        // Fits the suite's page (960 px wide) unscaled, legend included.
+        size: (920, 500),
         ..LineChart::default()
     }
 }

@@ -63,6 +63,25 @@ pub fn shown_ops(report: &HostReport) -> Vec<OpKind> {
 /// [`render_table`] fitted to `width` columns (`None`: no limit): columns are left out in the
 /// order p99.9, p50, cpu until the rows fit, and a line says which.
 pub fn render_table_fitting(report: &HostReport, width: Option<usize>) -> String {
+    render_table_noting(report, width, UnwrittenReads::Advise)
+}
+
+/// What the table says of devices whose every sampled read returned zeros.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum UnwrittenReads {
+    /// One line naming them, with how to write them first (a real volume read before it was
+    /// written measures metadata, not media).
+    Advise,
+    /// Nothing: the caller knows its volumes are fresh and says so itself (`hostmax demo`).
+    Expected,
+}
+
+/// [`render_table_fitting`], saying of never-written blocks what `unwritten` asks.
+pub fn render_table_noting(
+    report: &HostReport,
+    width: Option<usize>,
+    unwritten: UnwrittenReads,
+) -> String {
     let w = &report.workload;
     let shown = shown_ops(report);
     let mixed = shown.len() > 1;
@@ -218,8 +237,13 @@ pub fn render_table_fitting(report: &HostReport, width: Option<usize>) -> String
         );
     }
 
-    for d in &report.devices {
-        out.push_str(&stopped_line(d, report));
+    for (names, note) in grouped(
+        report
+            .devices
+            .iter()
+            .filter_map(|d| Some((device_label(d), stopped_note(d, report)?))),
+    ) {
+        let _ = writeln!(out, "{} {note}", join_names(&names));
     }
     for d in report.devices.iter().filter(|d| d.error_detail.count > 0) {
         let kinds: Vec<String> = d
@@ -244,20 +268,15 @@ pub fn render_table_fitting(report: &HostReport, width: Option<usize>) -> String
         let _ = writeln!(
             out,
             "trims of {} were synchronous BLKDISCARD ioctls, one at a time per worker (io_uring discards need Linux 6.12, or HOSTMAX_TRIM_METHOD=ioctl asked for these): their latency is the ioctl's, and the queue depth did not apply",
-            synchronous.join(", ")
+            join_names(&synchronous)
         );
     }
     if let Some(generator) = &report.load_generator {
         out.push_str(&worker_lines(generator));
     }
     out.push_str(&verify_lines(report));
-    for d in report.devices.iter().filter(|d| d.figures.reads_all_zero()) {
-        let _ = writeln!(
-            out,
-            "every sampled read of {} returned zeros: its blocks were probably never written, and a thin or cloud volume serves those from metadata without touching its media. Write the range first (e.g. hostmax --devices {} --rw write --bs 1m --allow-write, run long enough to pass over the whole --size once), then measure reads",
-            device_label(d),
-            d.given.as_deref().unwrap_or(&d.path)
-        );
+    if unwritten == UnwrittenReads::Advise {
+        out.push_str(&zero_reads_line(report));
     }
     match width {
         Some(width) => wrap_lines(&out, width),
@@ -283,26 +302,69 @@ fn device_label(d: &DeviceReport) -> String {
     }
 }
 
-/// When a device taken out of the run stopped, and what its rates are over; empty for a
-/// device that ran to the end.
-fn stopped_line(d: &DeviceReport, report: &HostReport) -> String {
-    let Some(at) = d.stopped_at_secs else {
-        return String::new();
-    };
-    let name = device_label(d);
+/// When a device taken out of the run stopped, and what its rates are over, said after its
+/// name; `None` for a device that ran to the end.
+fn stopped_note(d: &DeviceReport, report: &HostReport) -> Option<String> {
+    let at = d.stopped_at_secs?;
     let window_secs = report.measured_secs;
     // The run ended early, right after this device stopped (--on-error stop-all: the whole
     // run stops moments after the failure): the window is the device's own time.
     let ended_with_it =
         window_secs < report.workload.runtime_secs && window_secs - at < STOPPED_WITH_RUN_SECS;
-    if at <= 0.0 {
-        format!("{name} stopped during the ramp, after a failed I/O: no measured I/O\n")
+    Some(if at <= 0.0 {
+        "stopped during the ramp, after a failed I/O: no measured I/O".to_string()
     } else if at >= window_secs || ended_with_it {
-        format!("{name} stopped at {at:.1} s, after a failed I/O, and the run with it\n")
+        format!("stopped at {at:.1} s, after a failed I/O, and the run with it")
     } else {
         format!(
-            "{name} stopped at {at:.1} s, after a failed I/O: its rates are over those {at:.1} s, not the {window_secs:.1} s window\n"
+            "stopped at {at:.1} s, after a failed I/O: its rates are over those {at:.1} s, not the {window_secs:.1} s window"
         )
+    })
+}
+
+/// One line naming every device whose sampled reads all returned zeros (empty when none
+/// did): 20 fresh volumes are one note, not 20.
+fn zero_reads_line(report: &HostReport) -> String {
+    let zero: Vec<&DeviceReport> = report
+        .devices
+        .iter()
+        .filter(|d| d.figures.reads_all_zero())
+        .collect();
+    if zero.is_empty() {
+        return String::new();
+    }
+    let names: Vec<String> = zero.iter().map(|d| device_label(d)).collect();
+    let paths: Vec<&str> = zero
+        .iter()
+        .map(|d| d.given.as_deref().unwrap_or(&d.path))
+        .collect();
+    let its = if zero.len() == 1 { "its" } else { "their" };
+    format!(
+        "every sampled read of {} returned zeros: {its} blocks were probably never written, and a thin or cloud volume serves those from metadata without touching its media. Write the range first (e.g. hostmax --devices {} --rw write --bs 1m --allow-write, run long enough to pass over the whole --size once), then measure reads\n",
+        join_names(&names),
+        paths.join(" ")
+    )
+}
+
+/// `notes` (a device's name and what is said of it) with the devices of the same note
+/// together, in the order each note first appears: identical notes become one line.
+fn grouped(notes: impl IntoIterator<Item = (String, String)>) -> Vec<(Vec<String>, String)> {
+    let mut groups: Vec<(Vec<String>, String)> = Vec::new();
+    for (name, note) in notes {
+        match groups.iter_mut().find(|(_, n)| *n == note) {
+            Some((names, _)) => names.push(name),
+            None => groups.push((vec![name], note)),
+        }
+    }
+    groups
+}
+
+/// Device names as a sentence lists them: "a", "a and b", "a, b and c".
+pub(crate) fn join_names(names: &[String]) -> String {
+    match names {
+        [] => String::new(),
+        [one] => one.clone(),
+        [rest @ .., last] => format!("{} and {last}", rest.join(", ")),
     }
 }
 
@@ -312,7 +374,7 @@ const STOPPED_WITH_RUN_SECS: f64 = 0.05;
 /// `text` with every line longer than `width` broken at spaces and continued on lines
 /// indented by two (a word longer than a line is cut): table rows already fit, this is for
 /// the sentences around them.
-fn wrap_lines(text: &str, width: usize) -> String {
+pub(crate) fn wrap_lines(text: &str, width: usize) -> String {
     const INDENT: usize = 2;
     let width = width.max(INDENT + 8);
     let mut out = String::with_capacity(text.len());
@@ -765,6 +827,42 @@ mod tests {
         report.devices[1].stopped_at_secs = Some(1.99);
         assert!(render_table(&report)
             .contains("/dev/loop11 stopped at 2.0 s, after a failed I/O, and the run with it"));
+    }
+
+    #[test]
+    fn the_same_note_about_many_devices_is_one_line_naming_them() {
+        let mut report = sample_report();
+        let mut third = report.devices[1].clone();
+        third.path = "/dev/loop12".into();
+        report.devices.push(third);
+        for d in &mut report.devices {
+            d.figures.read_samples.sampled = 8;
+            d.figures.read_samples.zero = 8;
+            d.stopped_at_secs = Some(-0.5);
+        }
+        let text = render_table(&report);
+        assert_eq!(text.matches("returned zeros").count(), 1, "{text}");
+        assert!(
+            text.contains("every sampled read of /dev/loop0, /dev/loop11 and /dev/loop12 returned zeros: their blocks"),
+            "{text}"
+        );
+        assert!(
+            text.contains("--devices /dev/loop0 /dev/loop11 /dev/loop12 --rw write"),
+            "{text}"
+        );
+        assert_eq!(text.matches("stopped during the ramp").count(), 1, "{text}");
+        assert!(
+            text.contains("/dev/loop0, /dev/loop11 and /dev/loop12 stopped during the ramp"),
+            "{text}"
+        );
+        // Different notes stay apart, each naming its own devices.
+        report.devices[2].stopped_at_secs = Some(1.3);
+        let text = render_table(&report);
+        assert!(text.contains("/dev/loop0 and /dev/loop11 stopped during the ramp"));
+        assert!(text.contains("/dev/loop12 stopped at 1.3 s"), "{text}");
+        // The demo says it of its fresh volumes itself.
+        let quiet = render_table_noting(&report, None, UnwrittenReads::Expected);
+        assert!(!quiet.contains("returned zeros"), "{quiet}");
     }
 
     #[test]

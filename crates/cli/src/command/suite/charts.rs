@@ -217,6 +217,7 @@ fn per_volume(report: &SuiteReport, figure: Figure) -> Option<LineChart> {
         },
         size: (820, 440),
         x_names,
+        point_labels: Vec::new(),
     })
 }
 
@@ -266,6 +267,7 @@ fn by_block_size(report: &SuiteReport, metric: TrackedMetric) -> Option<LineChar
         legend: LegendCorner::Auto,
         size: (820, 480),
         x_names: Vec::new(),
+        point_labels: Vec::new(),
     })
 }
 
@@ -393,6 +395,7 @@ fn convergence(report: &SuiteReport) -> Option<LineChart> {
         legend: LegendCorner::LowerRight,
         size: (820, 440),
         x_names: Vec::new(),
+        point_labels: Vec::new(),
     })
 }
 
