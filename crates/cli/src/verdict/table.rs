@@ -6,7 +6,9 @@
 
 use std::fmt::Write as _;
 
-use hostmax_aggregate::verdict::{figure_to_reach, keeps, Unit, VerdictFigures, PROMISE_KINDS};
+use hostmax_aggregate::verdict::{
+    figure_to_reach, keeps, BurstFinding, Unit, VerdictFigures, PROMISE_KINDS,
+};
 use hostmax_aggregate::{Bottleneck, Tolerance, Verdict};
 
 use crate::units::format_latency_ns;
@@ -194,6 +196,9 @@ fn render(v: &Verdict, unconcluded: Option<String>) -> String {
     if rows.iter().any(|r| r[6] == "CAPPED") {
         out += "CAPPED: held by this run's own --rate-iops below the promise, so the promise is not judged; run without --rate-iops to judge it\n";
     }
+    for b in &v.bursts {
+        out += &burst_line(b, v.bursts.iter().any(|o| o.run != b.run));
+    }
     for n in &v.not_judged {
         let _ = writeln!(out, "not judged: {}", super::not_judged_line(n));
     }
@@ -226,6 +231,30 @@ fn render(v: &Verdict, unconcluded: Option<String>) -> String {
         );
     }
     out
+}
+
+/// A drop after a sustained start, and that the rates were judged after it. `name_run` when
+/// the verdict covers runs of which another dropped too.
+fn burst_line(b: &BurstFinding, name_run: bool) -> String {
+    let who = match &b.device {
+        Some(path) => path.clone(),
+        None => "host".to_string(),
+    };
+    let run = if name_run {
+        format!(" in {}", b.run)
+    } else {
+        String::new()
+    };
+    let burst = &b.burst;
+    format!(
+        "burst: {who}{run} held {:.0} IOPS for the first {} s, then dropped to {:.0} IOPS \
+         (burst credits spent?); its rates are judged on the {} s baseline from second {} on\n",
+        burst.burst_iops,
+        burst.drop_at_secs,
+        burst.baseline_iops,
+        burst.baseline_secs,
+        burst.drop_at_secs
+    )
 }
 
 fn sum_line(
