@@ -14,8 +14,6 @@ use serde_json::{json, Value};
 use support::*;
 
 const MIB: u64 = 1 << 20;
-/// The ansible-core the playbook is tested with (the newest that runs on Python 3.11).
-const ANSIBLE: &str = "ansible-core==2.19.14";
 /// Ships the Kubernetes API's JSON schemas, so validation needs no cluster.
 const KUBERNETES_VALIDATE: &str = "kubernetes-validate==1.37.0";
 
@@ -41,7 +39,7 @@ fn strings(v: &Value) -> Vec<String> {
 #[test]
 fn playbook_runs_every_host_at_one_start_and_merges_their_reports() {
     require_root!();
-    let bin = match python_tools(&[ANSIBLE]) {
+    let bin = match python_tools(&[ANSIBLE_CORE]) {
         Ok(bin) => bin,
         Err(why) => skip!("ansible-core cannot be had: {why}"),
     };
@@ -205,7 +203,7 @@ fn kubernetes_validate(bin: &Path, manifest: &Path) -> std::process::Output {
 
 #[test]
 fn kubernetes_job_validates_and_asks_only_for_what_it_needs() {
-    let bin = match python_tools(&[ANSIBLE, KUBERNETES_VALIDATE]) {
+    let bin = match python_tools(&[ANSIBLE_CORE, KUBERNETES_VALIDATE]) {
         Ok(bin) => bin,
         Err(why) => skip!("kubernetes-validate cannot be had: {why}"),
     };

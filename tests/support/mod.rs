@@ -578,6 +578,10 @@ pub fn interrupt_after(args: &[String], marker: &str, delay: std::time::Duration
     }
 }
 
+/// The ansible-core the fleet playbook (`examples/fleet/playbook.yml`) is tested with, from
+/// PyPI through [`python_tools`] (the newest that runs on this machine's Python 3.11).
+pub const ANSIBLE_CORE: &str = "ansible-core==2.19.14";
+
 /// Where [`python_tools`] keeps its virtualenv: beside the test binaries' `target/` profile
 /// folder, so it is made once and reused by every later test run (and `cargo clean` removes it).
 pub fn python_tools_dir() -> PathBuf {

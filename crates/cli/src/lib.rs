@@ -4,7 +4,7 @@
 //!
 //! The rooms, top down (a module uses only those below it, never a command's):
 //! - `command`: one module per subcommand (the main run, `demo`, `verify`, `sweep`, `curve`,
-//!   `suite`, `doctor`, `merge`), each from its parsed options to its exit code.
+//!   `suite`, `doctor`, `merge`, `prepare`), each from its parsed options to its exit code.
 //! - `measure`: measuring a plan, the one way every command runs I/O (engine, live view,
 //!   `--start-at`, the outputs that record runs, signals, a stamped report), and printing a
 //!   report.
@@ -53,9 +53,12 @@ pub(crate) mod test_support;
 /// watch first ([`signals::watch`]).
 pub fn run(cli: args::Cli) -> anyhow::Result<i32> {
     use args::Command;
-    if !matches!(cli.command, Some(Command::Merge(_) | Command::Doctor(_))) {
-        // Every command but merge and doctor (which reports io_uring's state itself) runs the
-        // engine. Before any device is opened: a machine without io_uring gets its cause, not
+    if !matches!(
+        cli.command,
+        Some(Command::Merge(_) | Command::Doctor(_) | Command::Prepare(_))
+    ) {
+        // Every command but merge, doctor (which reports io_uring's state itself) and prepare
+        // (plain reads) measures with the engine. Before any device is opened: a machine without io_uring gets its cause, not
         // a device's error.
         hostmax_engine::check_io_uring().map_err(|why| error::BadInput(why.to_string()))?;
     }
@@ -67,6 +70,7 @@ pub fn run(cli: args::Cli) -> anyhow::Result<i32> {
         Some(Command::Sweep(args)) => command::sweep::sweep(&args),
         Some(Command::Doctor(args)) => command::doctor::run(&args),
         Some(Command::Curve(args)) => command::curve::curve(&args),
+        Some(Command::Prepare(args)) => command::prepare::run(&args),
         None => command::run::run(&cli.run),
     };
     if ran.is_err() {
