@@ -27,7 +27,7 @@ vols=($DOC_VOLUMES)
 declare -A named
 out=()
 sub=""
-case "$1" in demo|suite|merge|verify|sweep|curve|doctor) sub="$1";; esac
+case "$1" in demo|suite|merge|verify|sweep|curve|doctor|prepare) sub="$1";; esac
 have_runtime=0; have_ramp=0; have_cell_time=0; have_volumes=0; writes=0; resume=0
 while [ $# -gt 0 ]; do
   a="$1"; shift
@@ -61,7 +61,7 @@ case "$sub" in
       if [ $writes = 1 ]; then out+=(--mixes 100/0,0/100); else out+=(--mixes 100/0); fi
       [ $have_cell_time = 0 ] && out+=(--cell-time 200ms)
     fi;;
-  merge|doctor) ;;
+  merge|doctor|prepare) ;;
   *) [ $have_runtime = 0 ] && out+=(--runtime 1s); [ $have_ramp = 0 ] && out+=(--ramp 0s);;
 esac
 "$HOSTMAX_REAL" "${out[@]}"

@@ -59,7 +59,7 @@ pub struct JudgedRun {
 impl JudgedRun {
     /// The run of `report`, named `label`. Where its IOPS dropped after a sustained start
     /// (burst credits spent, [`BurstRule`]), the rates judged are the baseline's after the
-    /// drop ([`judged_figures`]).
+    /// drop ([`crate::baseline_rates`]).
     pub fn from_report(label: impl Into<String>, report: &HostReport) -> JudgedRun {
         let bursts = report_bursts(&BurstRule::default(), report);
         JudgedRun {

@@ -34,7 +34,7 @@ struct DeviceState {
 
 /// Runs `hostmax prepare` and returns its exit code.
 pub fn run(args: &PrepareArgs) -> anyhow::Result<i32> {
-    if args.bs < 4096 || args.bs % 4096 != 0 || args.bs > 64 << 20 {
+    if args.bs < 4096 || !args.bs.is_multiple_of(4096) || args.bs > 64 << 20 {
         return Err(BadInput(format!(
             "--bs {} is not a multiple of 4k between 4k and 64m; give e.g. --bs 1m",
             args.bs
@@ -50,6 +50,13 @@ pub fn run(args: &PrepareArgs) -> anyhow::Result<i32> {
     };
     let total: u64 = sizes.iter().sum();
     let already: u64 = from.iter().sum();
+    if already == total {
+        eprintln!(
+            "prepare: every block of {} was read before (--state says so); nothing to do",
+            human_size(total)
+        );
+        return Ok(exit_code::OK);
+    }
     if already > 0 {
         eprintln!(
             "prepare: continuing: {} of {} read before",
