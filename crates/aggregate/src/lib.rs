@@ -107,6 +107,7 @@ pub use hdrhistogram;
 /// [`Workload`](hostmax_engine::Workload)) appear throughout this API.
 pub use hostmax_engine;
 
+mod baseline;
 mod burst;
 pub mod consistency;
 pub mod curve;
@@ -121,7 +122,8 @@ pub mod spec;
 mod steady_state;
 pub mod verdict;
 
-pub use burst::{baseline_rates, report_bursts, BaselineRates, Burst, BurstRule, ReportBursts};
+pub use baseline::{baseline_rates, report_bursts, BaselineRates, ReportBursts};
+pub use burst::{Burst, BurstRule};
 pub use curve::{Curve, CurveReport};
 pub use fleet::{merge_reports, MergeError, WorkloadDifference};
 pub use histogram_codec::{

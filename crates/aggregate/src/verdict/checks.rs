@@ -4,7 +4,8 @@
 
 use super::outcome::{keeps, FigureCheck};
 use super::promise::{Figure, MeasuredFigures, OpFigures, RuleKind, RunShape};
-use crate::burst::{baseline_rates, report_bursts, BurstRule, ReportBursts};
+use crate::baseline::{baseline_rates, report_bursts, ReportBursts};
+use crate::burst::BurstRule;
 use crate::report::{Figures, HostReport, WorkloadSummary};
 use crate::spec::{Expectation, Tolerance};
 

@@ -13,7 +13,8 @@ use super::outcome::{
 };
 use super::promise::{Figure, MeasuredFigures, PerKind, RuleKind};
 use super::spec_set::{DeviceExpectation, SpecSet};
-use crate::burst::{report_bursts, BurstRule};
+use crate::baseline::report_bursts;
+use crate::burst::BurstRule;
 use crate::report::{HostReport, Provenance};
 use crate::spec::Tolerance;
 
