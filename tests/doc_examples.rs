@@ -6,7 +6,8 @@
 //! documented device names (`/dev/sdb`, `'/dev/sd[b-u]'`) onto the test's volumes, shortens
 //! times (`--runtime 1s`, `--cell-time 200ms`, a 2-cell suite of 5 rounds), and treats a failed
 //! verdict (exit 1) as an outcome: loop volumes need not keep a cloud provider's promise.
-//! Any other non-zero exit fails the block. `ssh HOST CMD` runs CMD here.
+//! Any other non-zero exit fails the block. The fleet tools run as if the fleet were this host
+//! ([`FLEET_STAND_INS`]): ssh, pdsh and rpdcp through stand-ins, ansible-playbook for real.
 
 mod support;
 
@@ -26,7 +27,7 @@ vols=($DOC_VOLUMES)
 declare -A named
 out=()
 sub=""
-case "$1" in demo|suite|merge|verify|sweep|curve|doctor) sub="$1";; esac
+case "$1" in demo|suite|merge|verify|sweep|curve|doctor|prepare) sub="$1";; esac
 have_runtime=0; have_ramp=0; have_cell_time=0; have_volumes=0; writes=0; resume=0
 while [ $# -gt 0 ]; do
   a="$1"; shift
@@ -43,6 +44,8 @@ while [ $# -gt 0 ]; do
     --resume) resume=1;;
   esac
   case "$a" in
+    # The test's own files (an inventory's report path) are not documented devices.
+    /dev/shm/*) out+=("$a");;
     /dev/*[\[\*\?]*) out+=("${vols[@]}");;
     /dev/*)
       if [ -z "${named[$a]}" ]; then named[$a]=${vols[${#named[@]}]}; fi
@@ -58,7 +61,7 @@ case "$sub" in
       if [ $writes = 1 ]; then out+=(--mixes 100/0,0/100); else out+=(--mixes 100/0); fi
       [ $have_cell_time = 0 ] && out+=(--cell-time 200ms)
     fi;;
-  merge|doctor) ;;
+  merge|doctor|prepare) ;;
   *) [ $have_runtime = 0 ] && out+=(--runtime 1s); [ $have_ramp = 0 ] && out+=(--ramp 0s);;
 esac
 "$HOSTMAX_REAL" "${out[@]}"
@@ -105,12 +108,90 @@ fn help_examples(help: &str) -> Vec<String> {
         .collect()
 }
 
-/// Blocks that need more than one host or tools this machine has no business running.
+/// Blocks that need what no test machine has: a Kubernetes cluster (the Job's manifest is
+/// validated against Kubernetes' schema by tests/fleet_playbook.rs instead), or an inventory
+/// of real hosts for Ansible's ad-hoc commands (the playbook runs here: [`ansible_playbook_env`]).
 fn needs_a_fleet(block: &str) -> Option<&'static str> {
-    ["pdsh", "ansible", "kubectl"]
-        .into_iter()
-        .find(|tool| block.contains(tool))
+    if block.contains("kubectl") {
+        return Some("a Kubernetes cluster");
+    }
+    block
+        .lines()
+        .any(|l| l.trim_start().starts_with("ansible "))
+        .then_some("an Ansible inventory of hosts")
 }
+
+/// What a block that runs `ansible-playbook` needs: the real one from PyPI (a virtualenv under
+/// target/), an inventory of this one host, and the repository's `examples/` (the block names
+/// them relative to the repository). None for other blocks.
+fn ansible_playbook_env(block: &str, dir: &ScratchDir) -> Vec<(&'static str, String)> {
+    if !block.contains("ansible-playbook") {
+        return Vec::new();
+    }
+    let bin = python_tools(&[ANSIBLE_CORE])
+        .unwrap_or_else(|why| panic!("ansible-core cannot be had: {why}"));
+    let inventory = dir.join("inventory.yml");
+    let host = serde_json::json!({"all": {"hosts": {"doc-host": {
+        "ansible_connection": "local",
+        "ansible_python_interpreter": bin.join("python"),
+        "hostmax_report": dir.join("report.json"),
+    }}}});
+    std::fs::write(&inventory, host.to_string()).unwrap();
+    let home = dir.join("ansible");
+    vec![
+        (
+            "DOC_ANSIBLE_PLAYBOOK",
+            bin.join("ansible-playbook").display().to_string(),
+        ),
+        ("DOC_INVENTORY", inventory.display().to_string()),
+        (
+            "DOC_REPO",
+            Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("../..")
+                .display()
+                .to_string(),
+        ),
+        ("LC_ALL", "C.UTF-8".to_string()),
+        ("ANSIBLE_HOME", home.display().to_string()),
+        (
+            "ANSIBLE_LOCAL_TEMP",
+            home.join("local").display().to_string(),
+        ),
+        (
+            "ANSIBLE_REMOTE_TEMP",
+            home.join("remote").display().to_string(),
+        ),
+        (
+            "ANSIBLE_ASYNC_DIR",
+            home.join("async").display().to_string(),
+        ),
+        ("ANSIBLE_NOCOLOR", "1".to_string()),
+        // `-b` as root on a machine without sudo.
+        ("ANSIBLE_BECOME_METHOD", "su".to_string()),
+    ]
+}
+
+/// Stand-ins for the fleet tools, as if the fleet were this one host: `ssh HOST CMD` and
+/// `pdsh ... CMD` run CMD here, `rpdcp ... FILE DIR` moves FILE to DIR/FILE.HOSTNAME (as
+/// rpdcp names its copies), `ansible-playbook` is the real one with `-i` this host's
+/// inventory and `examples/...` the repository's.
+const FLEET_STAND_INS: &str = r#"
+ssh() { shift; bash -c "$1"; }
+pdsh() { bash -c "${@: -1}"; }
+rpdcp() { mkdir -p "${@: -1}"; mv "${@: -2:1}" "${@: -1}/$(basename "${@: -2:1}").$(hostname)"; }
+ansible-playbook() {
+  local args=()
+  while [ $# -gt 0 ]; do
+    case "$1" in
+      -i) args+=(-i "$DOC_INVENTORY"); shift;;
+      examples/*) args+=("$DOC_REPO/$1");;
+      *) args+=("$1");;
+    esac
+    shift
+  done
+  "$DOC_ANSIBLE_PLAYBOOK" "${args[@]}"
+}
+"#;
 
 /// A script as documented, made runnable here: `cargo run ... --` is the built binary, and the
 /// test suite does not run itself (nor the kernel matrix, which runs it in VMs).
@@ -126,10 +207,16 @@ fn runnable(block: &str) -> String {
 
 /// Runs `script` in bash in `dir` with the wrapper on PATH; panics with its output unless every
 /// command succeeded, and returns the calls the wrapper logged.
-fn run_script(dir: &ScratchDir, volumes: &[String], what: &str, script: &str) -> Vec<String> {
+fn run_script(
+    dir: &ScratchDir,
+    volumes: &[String],
+    what: &str,
+    script: &str,
+    env: &[(&str, String)],
+) -> Vec<String> {
     let log = dir.join("calls.log");
     let _ = std::fs::remove_file(&log);
-    let prelude = "set -e -o pipefail\nssh() { shift; bash -c \"$1\"; }\n";
+    let prelude = format!("set -e -o pipefail\n{FLEET_STAND_INS}");
     let path = format!(
         "{}:{}",
         dir.0.display(),
@@ -143,6 +230,7 @@ fn run_script(dir: &ScratchDir, volumes: &[String], what: &str, script: &str) ->
         .env("HOSTMAX_REAL", hostmax_bin())
         .env("DOC_VOLUMES", volumes.join(" "))
         .env("DOC_LOG", &log)
+        .envs(env.iter().map(|(k, v)| (k, v)))
         .output()
         .expect("bash runs");
     let calls: Vec<String> = std::fs::read_to_string(&log)
@@ -205,13 +293,12 @@ fn readme_sh_blocks_run_as_written() {
     let mut ran = 0;
     for (n, (_, body)) in blocks.iter().filter(|(info, _)| info == "sh").enumerate() {
         if let Some(tool) = needs_a_fleet(body) {
-            say_skipped(&format!(
-                "README sh block {n} needs {tool} and a fleet of hosts"
-            ));
+            say_skipped(&format!("README sh block {n} needs {tool}"));
             continue;
         }
         let script = runnable(body);
-        if !script.contains("hostmax ") {
+        // The playbook runs hostmax on the hosts it names.
+        if !script.contains("hostmax ") && !script.contains("ansible-playbook") {
             // The test suite's own commands (cargo test, the kernel matrix) are not examples.
             say_skipped(&format!(
                 "README sh block {n} calls no hostmax command: {}",
@@ -220,7 +307,8 @@ fn readme_sh_blocks_run_as_written() {
             continue;
         }
         let dir = scratch_with_wrapper(&format!("doc-readme-{n}"));
-        ran += run_script(&dir, &paths, &format!("README sh block {n}"), &script).len();
+        let env = ansible_playbook_env(body, &dir);
+        ran += run_script(&dir, &paths, &format!("README sh block {n}"), &script, &env).len();
     }
     assert!(ran >= 10, "only {ran} README commands ran");
 }
@@ -259,6 +347,7 @@ fn help_examples_run_as_written() {
                 &paths,
                 &format!("'hostmax {}' example", argv.join(" ")),
                 &example,
+                &[],
             )
             .len();
         }

@@ -630,3 +630,98 @@ macro_rules! require_vm_disks {
         names
     }};
 }
+
+/// The ansible-core the fleet playbook (`examples/fleet/playbook.yml`) is tested with, from
+/// PyPI through [`python_tools`] (the newest that runs on this machine's Python 3.11).
+pub const ANSIBLE_CORE: &str = "ansible-core==2.19.14";
+
+/// Where [`python_tools`] keeps its virtualenv: beside the test binaries' `target/` profile
+/// folder, so it is made once and reused by every later test run (and `cargo clean` removes it).
+pub fn python_tools_dir() -> PathBuf {
+    // target/PROFILE/hostmax -> target/python-tools
+    let target = hostmax_bin()
+        .parent()
+        .and_then(Path::parent)
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| PathBuf::from("target"));
+    target.join("python-tools")
+}
+
+/// A virtualenv holding `requirements` (pip specifiers, pinned: `ansible-core==2.19.14`),
+/// made under [`python_tools_dir`] and installed into the first time a test asks for each;
+/// returns its `bin` folder. `Err` says why it cannot be had (no python3, no network for pip).
+pub fn python_tools(requirements: &[&str]) -> Result<PathBuf, String> {
+    let venv = python_tools_dir();
+    std::fs::create_dir_all(venv.parent().expect("under target/"))
+        .map_err(|e| format!("create {}: {e}", venv.display()))?;
+    let _held = lock_file(&format!("{}.lock", venv.display()));
+    let bin = venv.join("bin");
+    if !bin.join("pip").exists() {
+        let python = find_program("python3").ok_or("python3 is not installed")?;
+        let make = || {
+            Command::new(&python)
+                .args(["-m", "venv"])
+                .arg(&venv)
+                .output()
+        };
+        let mut out = make().map_err(|e| format!("python3 -m venv: {e}"))?;
+        if !out.status.success() {
+            // Debian's python3 makes venvs only with python3-venv installed.
+            let _ = std::fs::remove_dir_all(&venv);
+            if is_root() {
+                let _apt = lock_file(APT_LOCK_PATH);
+                let _ = Command::new("apt-get")
+                    .args([
+                        "install",
+                        "-y",
+                        "-qq",
+                        "--no-install-recommends",
+                        "python3-venv",
+                    ])
+                    .env("DEBIAN_FRONTEND", "noninteractive")
+                    .output();
+            }
+            out = make().map_err(|e| format!("python3 -m venv: {e}"))?;
+        }
+        if !out.status.success() {
+            return Err(format!(
+                "python3 -m venv {} failed: {}",
+                venv.display(),
+                String::from_utf8_lossy(&out.stderr).trim()
+            ));
+        }
+    }
+    // One line per requirement installed, so each is installed once.
+    let installed_list = venv.join("installed.txt");
+    let installed = std::fs::read_to_string(&installed_list).unwrap_or_default();
+    let missing: Vec<&str> = requirements
+        .iter()
+        .copied()
+        .filter(|r| !installed.lines().any(|l| l == *r))
+        .collect();
+    if !missing.is_empty() {
+        let out = Command::new(bin.join("pip"))
+            .args(["install", "-q", "--disable-pip-version-check"])
+            .args(&missing)
+            .output()
+            .map_err(|e| format!("pip: {e}"))?;
+        if !out.status.success() {
+            return Err(format!(
+                "pip install {} failed: {}",
+                missing.join(" "),
+                String::from_utf8_lossy(&out.stderr)
+                    .lines()
+                    .last()
+                    .unwrap_or("")
+            ));
+        }
+        let mut list = installed;
+        for r in missing {
+            list.push_str(r);
+            list.push('\n');
+        }
+        std::fs::write(&installed_list, list)
+            .map_err(|e| format!("write {}: {e}", installed_list.display()))?;
+    }
+    Ok(bin)
+}

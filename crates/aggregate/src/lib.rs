@@ -21,6 +21,10 @@
 //! - [`TimeSeries`] collects the one-second [`hostmax_engine::DeviceInterval`]s of every device,
 //!   in any order, and yields a host [`SecondPoint`] the moment every device has reported
 //!   that second (each kind's figures in [`OpSeconds`], a device's in [`OpRates`]).
+//! - [`BurstRule`] finds a burst in a per-second series: IOPS held at one level, then dropped
+//!   to a lower one for good (a cloud volume's credits spent); [`report_bursts`] looks at a
+//!   report's host and devices, and a [`Verdict`] judges the rates of the [`Burst`]'s
+//!   baseline ([`baseline_rates`]) and lists where it found one.
 //! - [`SteadyStateRule`] decides SNIA PTS steady state on a series of rounds ([`SteadyState`],
 //!   with the least-squares [`WindowFit`] of the window) for the benchmark suite.
 //! - [`spec`]: what volumes and hosts promise ([`VolumeSpec`], built-in [`PROFILES`],
@@ -105,6 +109,8 @@ pub use hdrhistogram;
 /// [`Workload`](hostmax_engine::Workload)) appear throughout this API.
 pub use hostmax_engine;
 
+mod baseline;
+mod burst;
 pub mod consistency;
 pub mod curve;
 pub mod fio_json;
@@ -119,6 +125,8 @@ pub mod spec;
 mod steady_state;
 pub mod verdict;
 
+pub use baseline::{baseline_rates, report_bursts, BaselineRates, ReportBursts};
+pub use burst::{Burst, BurstRule};
 pub use curve::{Curve, CurveReport};
 pub use fleet::{merge_reports, MergeError, WorkloadDifference};
 pub use histogram_codec::{

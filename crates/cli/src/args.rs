@@ -2,7 +2,7 @@
 //! plain [`PlanRequest`](crate::plan::PlanRequest) ([`RunArgs::request`]) for [`crate::plan::plan_run`] to check against
 //! the targets and the host before any I/O. Each subcommand's options are in a module of
 //! their own here ([`suite`], [`verify`] for verify, sweep and curve, [`fleet`] for merge,
-//! [`doctor`], [`demo`]); none imports the command it configures, and each command imports
+//! [`doctor`], [`demo`], [`prepare`]); none imports the command it configures, and each command imports
 //! its options from here.
 //!
 //! Syntax errors (a size that is not a size) come from clap's value parsers, which use
@@ -16,6 +16,7 @@ pub mod demo;
 pub mod doctor;
 pub mod fleet;
 pub mod metrics;
+pub mod prepare;
 pub mod run;
 pub mod spec;
 pub mod suite;
@@ -65,6 +66,12 @@ pub enum Command {
     /// volume and for the host; the most IOPS at which a latency promise holds (the SLO knee)
     /// and the saturation point.
     Curve(Box<verify::CurveArgs>),
+    /// Read every block of each device once, start to end (volumes restored from snapshots
+    /// are slow until each block has been read); never writes. Resumable with --state.
+    #[command(
+        after_help = "Examples:\n  hostmax prepare --devices '/dev/sd[b-u]'                        read 20 volumes whole\n  hostmax prepare --devices '/dev/sd[b-u]' --state prepare.json   a stopped one continues"
+    )]
+    Prepare(prepare::PrepareArgs),
 }
 
 #[cfg(test)]

@@ -4,7 +4,7 @@
 //!
 //! The rooms, top down (a module uses only those below it, never a command's):
 //! - `command`: one module per subcommand (the main run, `demo`, `verify`, `sweep`, `curve`,
-//!   `suite`, `doctor`, `merge`), each from its parsed options to its exit code.
+//!   `suite`, `doctor`, `merge`, `prepare`), each from its parsed options to its exit code.
 //! - `measure`: measuring a plan, the one way every command runs I/O (engine, live view,
 //!   `--start-at`, the outputs that record runs, signals, a stamped report), and printing a
 //!   report.
@@ -54,9 +54,12 @@ pub(crate) mod test_support;
 /// before the command's first check, and served until it ends.
 pub fn run(cli: args::Cli) -> anyhow::Result<i32> {
     use args::Command;
-    if !matches!(cli.command, Some(Command::Merge(_) | Command::Doctor(_))) {
-        // Every command but merge and doctor (which reports io_uring's state itself) runs the
-        // engine. Before any device is opened: a machine without io_uring gets its cause, not
+    if !matches!(
+        cli.command,
+        Some(Command::Merge(_) | Command::Doctor(_) | Command::Prepare(_))
+    ) {
+        // Every command but merge, doctor (which reports io_uring's state itself) and prepare
+        // (plain reads) measures with the engine. Before any device is opened: a machine without io_uring gets its cause, not
         // a device's error.
         hostmax_engine::check_io_uring().map_err(|why| error::BadInput(why.to_string()))?;
     }
@@ -70,6 +73,7 @@ pub fn run(cli: args::Cli) -> anyhow::Result<i32> {
         Some(Command::Sweep(args)) => command::sweep::sweep(&args),
         Some(Command::Doctor(args)) => command::doctor::run(&args),
         Some(Command::Curve(args)) => command::curve::curve(&args),
+        Some(Command::Prepare(args)) => command::prepare::run(&args),
         None => command::run::run(&cli.run),
     };
     if ran.is_err() {
@@ -91,7 +95,8 @@ fn metrics_listen(cli: &args::Cli) -> Option<std::net::SocketAddr> {
         Some(Command::Verify(args)) => args.run.fleet.metrics.metrics_listen,
         Some(Command::Sweep(args)) => args.run.fleet.metrics.metrics_listen,
         Some(Command::Curve(args)) => args.run.fleet.metrics.metrics_listen,
-        Some(Command::Merge(_) | Command::Doctor(_)) => None,
+        // prepare reads to initialise volumes: it measures nothing a scraper would want.
+        Some(Command::Merge(_) | Command::Doctor(_) | Command::Prepare(_)) => None,
         None => cli.run.fleet.metrics.metrics_listen,
     }
 }
@@ -107,6 +112,7 @@ fn command_name(cli: &args::Cli) -> &'static str {
         Some(Command::Sweep(_)) => "sweep",
         Some(Command::Doctor(_)) => "doctor",
         Some(Command::Curve(_)) => "curve",
+        Some(Command::Prepare(_)) => "prepare",
         None => "run",
     }
 }

@@ -20,7 +20,9 @@
 //! swap, the root filesystem, or carrying data without consent: [`WriteSafety`]). What a
 //! target is ([`TargetInfo`]), the sysfs facts placement reads and the consent types are
 //! `hostmax_device`'s; the ones this crate's API names are re-exported here. A purge before a
-//! benchmark clears ranges of a target with [`discard`] or [`zero_out`].
+//! benchmark clears ranges of a target with [`discard`] or [`zero_out`]; [`read_pass`] reads
+//! every block of volumes restored from snapshots once before they are measured
+//! ([`ReadPass`], resumable from its [`PassProgress`]; it never writes).
 //!
 //! All `unsafe` io_uring code lives in the private `ring` module.
 //!
@@ -87,6 +89,7 @@ mod measure;
 mod mismatch;
 mod op;
 pub mod placement;
+mod read_pass;
 mod result;
 mod ring;
 mod run;
@@ -107,6 +110,7 @@ pub use measure::{measure, MeasureRequest, Observer, SafetyCheck, TICK};
 pub use mismatch::{MismatchKind, VerifyMismatch};
 pub use op::{KeyedVisitor, OpKind, PerOp};
 pub use placement::{Placement, ThreadLayout, WorkerPlan};
+pub use read_pass::{read_pass, PassProgress, ReadPass};
 pub use result::{
     new_latency_histogram, CpuUse, DeviceInterval, DeviceResult, ErrorLog, IoCounts, IoErrorSample,
     OpResult, ReadSamples, RunResult, VerifyLog, WorkerSummary, CPU_SATURATED, LATENCY_HIGHEST_NS,
@@ -177,6 +181,17 @@ pub enum EngineError {
     /// The CPU set is empty or names CPUs that are not online.
     #[error("{0}")]
     InvalidCpus(SettingError),
+    /// A read of [`read_pass`] failed.
+    #[error("{}: read at byte {offset} failed: {source}", path.display())]
+    Read {
+        /// The target.
+        path: PathBuf,
+        /// Where the failed read started.
+        offset: u64,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
     /// io_uring could not be set up (kernel too old, disabled, or out of memory).
     #[error("io_uring setup failed: {0}")]
     Ring(std::io::Error),

@@ -4,6 +4,8 @@
 
 use super::outcome::{keeps, FigureCheck};
 use super::promise::{Figure, MeasuredFigures, OpFigures, RuleKind, RunShape};
+use crate::baseline::{baseline_rates, report_bursts, ReportBursts};
+use crate::burst::BurstRule;
 use crate::report::{Figures, HostReport, WorkloadSummary};
 use crate::spec::{Expectation, Tolerance};
 
@@ -56,17 +58,21 @@ pub struct JudgedRun {
 }
 
 impl JudgedRun {
-    /// The run of `report`, named `label`.
+    /// The run of `report`, named `label`. Where its IOPS dropped after a sustained start
+    /// (burst credits spent, [`BurstRule`]), the rates judged are the baseline's after the
+    /// drop ([`crate::baseline_rates`]).
     pub fn from_report(label: impl Into<String>, report: &HostReport) -> JudgedRun {
+        let bursts = report_bursts(&BurstRule::default(), report);
         JudgedRun {
             label: label.into(),
             shape: RunShape::from(&report.workload),
             rate_iops: report.workload.rate_iops,
-            host: MeasuredFigures::from(&report.host),
+            host: judged_figures(report, &bursts, None),
             devices: report
                 .devices
                 .iter()
-                .map(|d| (d.path.clone(), MeasuredFigures::from(&d.figures)))
+                .enumerate()
+                .map(|(i, d)| (d.path.clone(), judged_figures(report, &bursts, Some(i))))
                 .collect(),
         }
     }
@@ -85,6 +91,34 @@ impl JudgedRun {
         let allowed = figure.rule().promise().rate_cap;
         allowed.allows(cap, self.shape.block_size)
     }
+}
+
+/// The figures a verdict judges of the host (`None`) or the device at index `device` of
+/// `report`: the whole run's, with the rates of the baseline where `bursts` found a drop.
+pub(crate) fn judged_figures(
+    report: &HostReport,
+    bursts: &ReportBursts,
+    device: Option<usize>,
+) -> MeasuredFigures {
+    let whole = match device {
+        None => &report.host,
+        Some(i) => &report.devices[i].figures,
+    };
+    let mut figures = MeasuredFigures::from(whole);
+    if let Some(baseline) = baseline_rates(report, bursts, device) {
+        figures.iops = baseline.iops;
+        figures.bytes_per_sec = baseline.bytes_per_sec;
+        for (op, slot) in figures.ops.iter_mut() {
+            if let Some(o) = slot.as_mut() {
+                // Every I/O of a kind has the run's block size: its bytes follow its I/Os.
+                if o.iops > 0.0 {
+                    o.bytes_per_sec *= baseline.ops[op] / o.iops;
+                }
+                o.iops = baseline.ops[op];
+            }
+        }
+    }
+    figures
 }
 
 /// Checks one promised figure of the device at `device` (the host for `None`) on every run

@@ -6,13 +6,15 @@
 use serde::{Deserialize, Serialize};
 
 use super::bottleneck::{bottleneck, Bottleneck, VolumeShare};
-use super::checks::{check_promise, JudgedRun};
+use super::checks::{check_promise, judged_figures, JudgedRun};
 use super::outcome::{
-    device_checks, figure_to_reach, host_checks, DeviceVerdict, FigureCheck, HostVerdict,
-    NotJudged, Promiser, Verdict, VerdictFigures,
+    device_checks, figure_to_reach, host_checks, BurstFinding, DeviceVerdict, FigureCheck,
+    HostVerdict, NotJudged, Promiser, Verdict, VerdictFigures,
 };
 use super::promise::{Figure, MeasuredFigures, PerKind, RuleKind};
 use super::spec_set::{DeviceExpectation, SpecSet};
+use crate::baseline::report_bursts;
+use crate::burst::BurstRule;
 use crate::report::{HostReport, Provenance};
 use crate::spec::Tolerance;
 
@@ -45,6 +47,24 @@ pub fn judge(specs: &SpecSet, reports: &[&HostReport]) -> Verdict {
     let host_promise_checks = check_promise(&specs.host.expected(), &runs, None, t);
     note_unjudged(&mut not_judged, &host_promise_checks, Promiser::Host);
     let host = host_verdict(specs, reports, &paths);
+    let bursts = reports
+        .iter()
+        .zip(&runs)
+        .flat_map(|(report, run)| {
+            let found = report_bursts(&BurstRule::default(), report);
+            let host = found.host.map(|burst| BurstFinding {
+                run: run.label.clone(),
+                device: None,
+                burst,
+            });
+            let devices = found.devices.into_iter().map(|(path, burst)| BurstFinding {
+                run: run.label.clone(),
+                device: Some(path),
+                burst,
+            });
+            host.into_iter().chain(devices).collect::<Vec<_>>()
+        })
+        .collect();
     Verdict {
         pass: host.pass && devices.iter().all(|d| d.pass),
         tolerance: t.fraction(),
@@ -52,6 +72,7 @@ pub fn judge(specs: &SpecSet, reports: &[&HostReport]) -> Verdict {
         devices,
         not_judged,
         consistency: None,
+        bursts,
     }
 }
 
@@ -121,10 +142,12 @@ fn device_verdict(
     (v, checks)
 }
 
-/// The host's figure of `kind` in `run` (a kind a host promises has one figure).
+/// The host's figure of `kind` in `run` (a kind a host promises has one figure): its
+/// baseline's after a burst, as every check judges.
 fn host_figure(run: &HostReport, kind: RuleKind) -> Option<f64> {
     let figure = kind.figures().next()?;
-    figure.of(&MeasuredFigures::from(&run.host))
+    let bursts = report_bursts(&BurstRule::default(), run);
+    figure.of(&judged_figures(run, &bursts, None))
 }
 
 /// The run the host's check of `kind` compares (of those that judge it, the one whose host

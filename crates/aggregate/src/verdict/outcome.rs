@@ -12,6 +12,7 @@ use super::bottleneck::Bottleneck;
 use super::promise::{
     Figure, FigureRow, PerFigure, PerKind, RuleKind, Unit, FIGURES, PROMISE_KINDS,
 };
+use crate::burst::Burst;
 use crate::consistency::ConsistencyVerdict;
 use crate::spec::Tolerance;
 
@@ -274,6 +275,23 @@ pub struct Verdict {
     /// (when a [`Consistency`](crate::spec::Consistency) rule is given); its failures fail the verdict too.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub consistency: Option<ConsistencyVerdict>,
+    /// Where a run's IOPS dropped after a sustained start (burst credits spent): its rates
+    /// were judged over the baseline after the drop.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub bursts: Vec<BurstFinding>,
+}
+
+/// A drop found in one run's series, of the host or one device.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct BurstFinding {
+    /// The run, as checks name it (`run 1`, a verify phase).
+    pub run: String,
+    /// The device's path; `None` for the host.
+    pub device: Option<String>,
+    /// When the drop came, and the levels before and after.
+    #[serde(flatten)]
+    pub burst: Burst,
 }
 
 impl Verdict {

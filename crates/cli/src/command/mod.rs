@@ -12,11 +12,13 @@
 //!   preconditioning, SNIA steady state, checkpoints and reports.
 //! - [`doctor`]: `hostmax doctor`, the host settings that hold a test back.
 //! - [`merge`]: `hostmax merge`, one exact fleet report from many hosts' reports.
+//! - [`prepare`]: `hostmax prepare`, every block of volumes restored from snapshots read once.
 
 pub mod curve;
 pub mod demo;
 pub mod doctor;
 pub mod merge;
+pub mod prepare;
 pub mod run;
 pub mod suite;
 pub mod sweep;

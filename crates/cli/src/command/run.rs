@@ -58,6 +58,11 @@ fn run_judged(
 
 /// Runs the host-max test a plan describes and prints/writes its report. Returns the exit code.
 fn run_unjudged(plan: RunPlan, outputs: Outputs<HostReport>) -> anyhow::Result<i32> {
+    let json = outputs.json().cloned();
     let (report, interrupted) = run_and_emit(&plan, outputs, |_| {})?;
+    let bursts = table::unjudged_burst_lines(&report);
+    if !bursts.is_empty() {
+        crate::output::destination::print_beside_json(&bursts, json.as_ref());
+    }
     Ok(exit_code(&report, interrupted))
 }

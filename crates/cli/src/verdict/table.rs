@@ -6,8 +6,12 @@
 
 use std::fmt::Write as _;
 
-use hostmax_aggregate::verdict::{figure_to_reach, keeps, Unit, VerdictFigures, PROMISE_KINDS};
-use hostmax_aggregate::{Bottleneck, Tolerance, Verdict};
+use hostmax_aggregate::verdict::{
+    figure_to_reach, keeps, BurstFinding, Unit, VerdictFigures, PROMISE_KINDS,
+};
+use hostmax_aggregate::{
+    report_bursts, Bottleneck, Burst, BurstRule, HostReport, Tolerance, Verdict,
+};
 
 use crate::units::format_latency_ns;
 
@@ -194,6 +198,9 @@ fn render(v: &Verdict, unconcluded: Option<String>) -> String {
     if rows.iter().any(|r| r[6] == "CAPPED") {
         out += "CAPPED: held by this run's own --rate-iops below the promise, so the promise is not judged; run without --rate-iops to judge it\n";
     }
+    for b in &v.bursts {
+        out += &burst_line(b, v.bursts.iter().any(|o| o.run != b.run));
+    }
     for n in &v.not_judged {
         let _ = writeln!(out, "not judged: {}", super::not_judged_line(n));
     }
@@ -226,6 +233,52 @@ fn render(v: &Verdict, unconcluded: Option<String>) -> String {
         );
     }
     out
+}
+
+/// A drop after a sustained start, and that the rates were judged after it. `name_run` when
+/// the verdict covers runs of which another dropped too.
+fn burst_line(b: &BurstFinding, name_run: bool) -> String {
+    let run = if name_run {
+        format!(" in {}", b.run)
+    } else {
+        String::new()
+    };
+    format!(
+        "{}; its rates are judged on the {} s baseline from second {} on\n",
+        burst_words(b.device.as_deref(), &run, &b.burst),
+        b.burst.baseline_secs,
+        b.burst.drop_at_secs
+    )
+}
+
+/// "burst: /dev/sdb held 3000 IOPS for the first 12 s, then dropped to 1000 IOPS (burst
+/// credits spent?)".
+fn burst_words(device: Option<&str>, run: &str, burst: &Burst) -> String {
+    format!(
+        "burst: {}{run} held {:.0} IOPS for the first {} s, then dropped to {:.0} IOPS (burst credits spent?)",
+        device.unwrap_or("host"),
+        burst.burst_iops,
+        burst.drop_at_secs,
+        burst.baseline_iops,
+    )
+}
+
+/// The bursts of a run judged against no promise: where the host's or a device's IOPS
+/// dropped, and that the figures after the drop are what it keeps up (a verdict judges those).
+pub fn unjudged_burst_lines(report: &HostReport) -> String {
+    let found = report_bursts(&BurstRule::default(), report);
+    let host = found.host.iter().map(|b| (None, b));
+    let devices = found.devices.iter().map(|(p, b)| (Some(p.as_str()), b));
+    host.chain(devices)
+        .map(|(device, b)| {
+            format!(
+                "{}: {:.0} IOPS from second {} on is its baseline, what a verdict judges\n",
+                burst_words(device, "", b),
+                b.baseline_iops,
+                b.drop_at_secs
+            )
+        })
+        .collect()
 }
 
 fn sum_line(
