@@ -20,7 +20,7 @@ use serde_json::{json, Map, Value};
 
 use crate::histogram_codec::HistogramCodecError;
 use crate::report::{DeviceReport, Figures, HostReport};
-use crate::rfc3339::parse_rfc3339;
+use crate::rfc3339::{civil_from_days, parse_rfc3339};
 use crate::series::SecondPoint;
 
 /// fio's default percentile list, each with the quantile hostmax's own report reads off the
@@ -537,16 +537,7 @@ fn ctime(t: SystemTime) -> String {
     let secs = t.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
     let days = secs / 86_400;
     let rem = secs % 86_400;
-    // Howard Hinnant's civil_from_days.
-    let z = days as i64 + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
+    let (year, month, day) = civil_from_days(days as i64);
     format!(
         "{} {} {:2} {:02}:{:02}:{:02} {}",
         DAYS[(days % 7) as usize],

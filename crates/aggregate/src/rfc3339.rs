@@ -111,15 +111,9 @@ fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
     era * 146_097 + doe - 719_468
 }
 
-/// `t` as RFC 3339 in UTC with milliseconds, e.g. `2026-11-22T12:00:00.000Z`.
-pub fn format_rfc3339(t: SystemTime) -> String {
-    let (secs, millis) = match t.duration_since(UNIX_EPOCH) {
-        Ok(d) => (d.as_secs() as i64, d.subsec_millis()),
-        Err(e) => (-(e.duration().as_secs_f64().ceil() as i64), 0),
-    };
-    let days = secs.div_euclid(86_400);
-    let rem = secs.rem_euclid(86_400);
-    // Inverse of days_from_civil.
+/// The (year, month 1-12, day 1-31) of `days` since 1970-01-01: the inverse of
+/// `days_from_civil` (Howard Hinnant's civil_from_days).
+pub(crate) fn civil_from_days(days: i64) -> (i64, i64, i64) {
     let z = days + 719_468;
     let era = z.div_euclid(146_097);
     let doe = z - era * 146_097;
@@ -128,7 +122,17 @@ pub fn format_rfc3339(t: SystemTime) -> String {
     let mp = (5 * doy + 2) / 153;
     let day = doy - (153 * mp + 2) / 5 + 1;
     let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
+    (yoe + era * 400 + i64::from(month <= 2), month, day)
+}
+
+/// `t` as RFC 3339 in UTC with milliseconds, e.g. `2026-11-22T12:00:00.000Z`.
+pub fn format_rfc3339(t: SystemTime) -> String {
+    let (secs, millis) = match t.duration_since(UNIX_EPOCH) {
+        Ok(d) => (d.as_secs() as i64, d.subsec_millis()),
+        Err(e) => (-(e.duration().as_secs_f64().ceil() as i64), 0),
+    };
+    let rem = secs.rem_euclid(86_400);
+    let (year, month, day) = civil_from_days(secs.div_euclid(86_400));
     format!(
         "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{millis:03}Z",
         rem / 3600,

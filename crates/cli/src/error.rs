@@ -1,6 +1,7 @@
 //! The error for input the user can fix, [`BadInput`] (exit code 2, see
 //! [`crate::exit_code`]), and how the engine's refusals are worded with this tool's options:
-//! [`FLAG_WORDS`] for write consent, [`option_for`] for a workload setting.
+//! [`FLAG_WORDS`] for write consent, [`option_for`] for a workload setting; [`error_line`]
+//! says any error on one line.
 
 use std::fmt;
 
@@ -18,6 +19,24 @@ impl fmt::Display for BadInput {
 }
 
 impl std::error::Error for BadInput {}
+
+/// An error and its causes on one line, `outer: cause: ...`, each text said once: many errors
+/// (`open /dev/loop-control: No such file or directory`, an output's error) already include
+/// their source's text, which anyhow's `{:#}` would print again.
+pub fn error_line(err: &anyhow::Error) -> String {
+    let mut line = String::new();
+    for cause in err.chain() {
+        let text = cause.to_string();
+        if line.contains(&text) {
+            continue;
+        }
+        if !line.is_empty() {
+            line += ": ";
+        }
+        line += &text;
+    }
+    line.split_whitespace().collect::<Vec<_>>().join(" ")
+}
 
 /// The engine's write-safety consents as this tool's flags say them.
 pub const FLAG_WORDS: ConsentWords = ConsentWords {

@@ -38,28 +38,10 @@ fn main() -> ExitCode {
         }
         Ok(code) => exit_code::status(code),
         Err(err) => {
-            eprintln!("hostmax: {}", error_line(&err));
+            eprintln!("hostmax: {}", hostmax::error::error_line(&err));
             exit_code::status(exit_code::for_error(&err))
         }
     }
-}
-
-/// The error and its causes on one line, `outer: cause: ...`, each said once: many errors
-/// (`open /dev/loop-control: No such file or directory`) already include their source's text,
-/// which anyhow's `{:#}` would print again.
-fn error_line(err: &anyhow::Error) -> String {
-    let mut line = String::new();
-    for cause in err.chain() {
-        let text = cause.to_string();
-        if line.contains(&text) {
-            continue;
-        }
-        if !line.is_empty() {
-            line += ": ";
-        }
-        line += &text;
-    }
-    one_line(&line)
 }
 
 /// Collapses a message onto one line.

@@ -204,30 +204,13 @@ impl<R: ?Sized> Outputs<R> {
             .declared
             .into_iter()
             .filter_map(|Declared { dest, export }| export.write(&dest, result).err())
-            .map(|e| said_once(&e))
+            .map(|e| crate::error::error_line(&e))
             .collect();
         match failed.is_empty() {
             true => Ok(()),
             false => Err(anyhow::anyhow!("{}", failed.join("; also "))),
         }
     }
-}
-
-/// An error and its causes, `outer: cause`, each text said once (an output's error already
-/// holds its source's text).
-fn said_once(e: &anyhow::Error) -> String {
-    let mut line = String::new();
-    for cause in e.chain() {
-        let text = cause.to_string();
-        if line.contains(&text) {
-            continue;
-        }
-        if !line.is_empty() {
-            line += ": ";
-        }
-        line += &text;
-    }
-    line
 }
 
 #[cfg(test)]
