@@ -413,7 +413,7 @@ fn a_block_device_put_in_an_outputs_way_mid_run_is_never_replaced() {
 }
 
 /// A suite whose report could not go where it was first meant to is resumed with new
-/// `--json` and `--html`: they are written, and kept for the next resume.
+/// `--json`, `--html` and `--fio-json`: they are written, and kept for the next resume.
 #[test]
 fn a_resumed_suite_takes_new_outputs() {
     let _lock = rate_test_lock();
@@ -451,6 +451,7 @@ fn a_resumed_suite_takes_new_outputs() {
     fs::remove_dir_all(&first).unwrap();
     let json = dir.join("again.json");
     let html = dir.join("again.html");
+    let fio = dir.join("again-fio");
     let resume = [
         "suite",
         "--resume",
@@ -459,6 +460,8 @@ fn a_resumed_suite_takes_new_outputs() {
         json.to_str().unwrap(),
         "--html",
         html.to_str().unwrap(),
+        "--fio-json",
+        fio.to_str().unwrap(),
     ];
     let out = run_hostmax(&resume, None);
     assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
@@ -470,6 +473,9 @@ fn a_resumed_suite_takes_new_outputs() {
         serde_json::from_str(&fs::read_to_string(state.join("suite.json")).unwrap()).unwrap();
     assert_eq!(config["json"], json.to_str().unwrap());
     assert_eq!(config["html"], html.to_str().unwrap());
+    assert_eq!(config["fio_json"], fio.to_str().unwrap());
+    let fio_files = fs::read_dir(&fio).map(|d| d.count()).unwrap_or(0);
+    assert!(fio_files > 0, "--fio-json {} holds nothing", fio.display());
     // The next resume writes them again with no option given.
     fs::remove_file(&json).unwrap();
     let out = run_hostmax(&["suite", "--resume", state.to_str().unwrap()], None);

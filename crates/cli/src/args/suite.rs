@@ -177,10 +177,11 @@ pub struct SuiteArgs {
     /// Continue the suite whose checkpoint is in DIR; its settings come from DIR/suite.json
     /// (give --allow-write again if it writes to block devices, and --secure-erase-password
     /// again if its purge by secure erase is not done: the checkpoint never keeps it). A
-    /// --json or --html given with it replaces the one kept, for this and later resumes.
+    /// --json, --html or --fio-json given with it replaces the one kept, for this and later
+    /// resumes.
     #[arg(long, value_name = "DIR", conflicts_with_all = [
         "test", "devices", "block_sizes", "skip_bs", "mixes", "cell_time", "ramp", "max_rounds",
-        "iodepth", "size", "no_precondition", "no_purge", "fio_json", "state_dir", "cpus", "seed",
+        "iodepth", "size", "no_precondition", "no_purge", "state_dir", "cpus", "seed",
         "expect_volume_iops", "expect_volume_mbps", "volume_spec", "profile", "spec_file",
         "expect_host_iops", "expect_host_mbps", "tolerance", "consistency", "active_range",
         "numjobs", "sleep_between", "precondition_time", "curve",

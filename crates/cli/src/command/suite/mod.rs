@@ -598,6 +598,10 @@ fn resume(dir: &Path, args: &SuiteArgs) -> anyhow::Result<Setup> {
     };
     let given_json = args.json.is_some();
     let given_html = args.html.is_some();
+    let given_fio_json = args.fio_json.is_some();
+    if given_fio_json {
+        config.fio_json.clone_from(&args.fio_json);
+    }
     if given_json {
         config.json.clone_from(&args.json);
     }
@@ -607,7 +611,8 @@ fn resume(dir: &Path, args: &SuiteArgs) -> anyhow::Result<Setup> {
     let output_fix = |e: BadInput| {
         let option = e.0.split([' ', ':']).next().unwrap_or_default().to_string();
         let given = (option == destination::JSON.option && given_json)
-            || (option == destination::HTML.option && given_html);
+            || (option == destination::HTML.option && given_html)
+            || (option == destination::FIO_JSON_FOLDER.option && given_fio_json);
         if given || !option.starts_with("--") {
             return e;
         }
@@ -626,10 +631,11 @@ fn resume(dir: &Path, args: &SuiteArgs) -> anyhow::Result<Setup> {
     )
     .map_err(output_fix)?;
     check_outputs_apart(&outputs, config.curve.as_deref(), &targets).map_err(output_fix)?;
-    if given_json || given_html {
+    if given_json || given_html || given_fio_json {
         // Kept for the next --resume too, absolute (`-` stays `-`).
         config.json = kept_path(&outputs, &destination::JSON);
         config.html = kept_path(&outputs, &destination::HTML);
+        config.fio_json = kept_path(&outputs, &destination::FIO_JSON_FOLDER);
         state.save_config(&config)?;
     }
     if let Some(cpus) = &config.cpus {
