@@ -221,6 +221,21 @@ pub fn render_table_fitting(report: &HostReport, width: Option<usize>) -> String
     for d in &report.devices {
         out.push_str(&stopped_line(d, report));
     }
+    for d in &report.devices {
+        if let Some(n) = d.stalled_in_flight {
+            let _ = writeln!(
+                out,
+                "{} stopped answering: {n} I/Os still in flight {} s after the end, left to the kernel; its figures are the I/Os that completed",
+                device_label(d),
+                hostmax_engine::DRAIN_LIMIT.as_secs()
+            );
+        }
+    }
+    for d in &report.devices {
+        if let Some(why) = d.kernel.as_ref().and_then(|k| k.differs.as_deref()) {
+            let _ = writeln!(out, "kernel's count of {}: {why}", device_label(d));
+        }
+    }
     for d in report.devices.iter().filter(|d| d.error_detail.count > 0) {
         let kinds: Vec<String> = d
             .error_detail
@@ -500,7 +515,7 @@ fn keep_tail(text: &str, keep: usize) -> String {
 }
 
 /// `4096` -> `4 KiB`, `1048576` -> `1 MiB`, `1536` -> `1536 B`.
-fn format_block_size(bytes: u32) -> String {
+pub(crate) fn format_block_size(bytes: u32) -> String {
     match bytes {
         b if b >= 1 << 20 && b % (1 << 20) == 0 => format!("{} MiB", b >> 20),
         b if b >= 1 << 10 && b % (1 << 10) == 0 => format!("{} KiB", b >> 10),
