@@ -31,6 +31,22 @@ impl Snapshot {
         )
     }
 
+    /// The targets' counts once they stop moving: two readings 20 ms apart agree (at most
+    /// one second). The block layer posts a completion to its submitter before it counts it,
+    /// so a reading right after a run's drain can lag by an I/O or two.
+    pub fn settled(targets: &[TargetInfo], sysfs: &Sysfs) -> Snapshot {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(1);
+        let mut last = Snapshot::take(targets, sysfs);
+        loop {
+            std::thread::sleep(std::time::Duration::from_millis(20));
+            let now = Snapshot::take(targets, sysfs);
+            if now == last || std::time::Instant::now() >= deadline {
+                return now;
+            }
+            last = now;
+        }
+    }
+
     /// What was counted from `before` to this snapshot, per target.
     pub fn since(&self, before: &Snapshot) -> Snapshot {
         Snapshot(
@@ -93,7 +109,10 @@ impl RunStart {
 /// Sets each device's `kernel` in `report` (its devices are `targets`, in order): the counts
 /// from `start` to now, and why they differ from hostmax's.
 pub fn attach(report: &mut HostReport, targets: &[TargetInfo], start: &RunStart, sysfs: &Sysfs) {
-    let counted = Snapshot::take(targets, sysfs).since(&start.before);
+    if targets.iter().all(|t| t.kernel_name.is_none()) {
+        return;
+    }
+    let counted = Snapshot::settled(targets, sysfs).since(&start.before);
     let block_size = u64::from(report.workload.block_size);
     for (i, (device, target)) in report.devices.iter_mut().zip(targets).enumerate() {
         let Some(counts) = counted.get(i) else {
