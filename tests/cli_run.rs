@@ -279,15 +279,13 @@ fn the_kernels_count_stands_beside_hostmaxs_and_says_why_it_differs() {
     assert!(!table.contains("kernel's count"), "{table}");
 
     // 2 MiB reads on a loop device (max_sectors_kb 1280): each counts twice in the kernel.
-    let max_kib: u64 = std::fs::read_to_string(format!(
-        "/sys/block/{}/queue/max_sectors_kb",
-        names[0]
-    ))
-    .unwrap()
-    .trim()
-    .parse()
-    .unwrap();
-    let pieces = (2048 + max_kib - 1) / max_kib;
+    let max_kib: u64 =
+        std::fs::read_to_string(format!("/sys/block/{}/queue/max_sectors_kb", names[0]))
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
+    let pieces = 2048_u64.div_ceil(max_kib);
     let (device, table) = run(&["--bs", "2m"]);
     let (reads, _, _) = kernel_of(&device);
     let own = own_ios(&device, "read");
@@ -295,9 +293,14 @@ fn the_kernels_count_stands_beside_hostmaxs_and_says_why_it_differs() {
     if pieces > 1 {
         assert_eq!(reads, own * pieces, "{device}");
         let why = device["kernel"]["differs"].as_str().unwrap();
-        assert!(why.contains(&format!("+{} split", own * (pieces - 1))), "{why}");
         assert!(
-            table.contains(&format!("kernel's count of {dev}: reads: kernel {reads}, hostmax {own}")),
+            why.contains(&format!("+{} split", own * (pieces - 1))),
+            "{why}"
+        );
+        assert!(
+            table.contains(&format!(
+                "kernel's count of {dev}: reads: kernel {reads}, hostmax {own}"
+            )),
             "{table}"
         );
     }

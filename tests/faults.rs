@@ -665,7 +665,9 @@ impl Drop for DmDevice {
 /// Why device-mapper cannot be used here, if it cannot: no dm in the kernel (this machine's
 /// own kernel has no modules), no dm-delay target, or no dmsetup.
 fn dm_delay_unavailable() -> Option<String> {
-    let _ = Command::new("modprobe").args(["-a", "dm-mod", "dm-delay"]).output();
+    let _ = Command::new("modprobe")
+        .args(["-a", "dm-mod", "dm-delay"])
+        .output();
     let misc = std::fs::read_to_string("/proc/misc").unwrap_or_default();
     if !std::path::Path::new("/sys/module/dm_mod").exists() && !misc.contains("device-mapper") {
         return Some(
@@ -698,11 +700,15 @@ fn a_stalled_device_ends_the_run_within_the_drain_limit_naming_it() {
     // stopped answering.
     let sectors = 32 * MIB / 512;
     let table = format!("0 {sectors} delay {} 0 600000", paths[0]);
-    let dm = DmDevice::create(&dmsetup, &format!("hostmax-stall-{}", std::process::id()), &table)
-        .unwrap_or_else(|e| panic!("{e}"));
+    let dm = DmDevice::create(
+        &dmsetup,
+        &format!("hostmax-stall-{}", std::process::id()),
+        &table,
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
     let stalled = format!("/dev/{}", dm.kernel_name());
     let healthy = &paths[1];
-    let _ = baseline_completions(&[healthy.clone()], &names[1..]);
+    let _ = baseline_completions(&paths[1..], &names[1..]);
     let before = kernel_completions(&names[1]);
     let dir = ScratchDir::new("stalled");
     let json = dir.0.join("report.json").display().to_string();
@@ -740,7 +746,11 @@ fn a_stalled_device_ends_the_run_within_the_drain_limit_naming_it() {
     let devices = report["devices"].as_array().unwrap();
     assert_eq!(devices[0]["path"], stalled.as_str(), "{report}");
     assert_eq!(devices[0]["stalled_in_flight"], depth, "{}", devices[0]);
-    assert!(devices[1].get("stalled_in_flight").is_none(), "{}", devices[1]);
+    assert!(
+        devices[1].get("stalled_in_flight").is_none(),
+        "{}",
+        devices[1]
+    );
     assert!(
         stdout.contains(&format!(
             "{stalled} stopped answering: {depth} I/Os still in flight"

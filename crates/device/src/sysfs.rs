@@ -237,7 +237,10 @@ mod tests {
             return;
         };
         assert!(sysfs.io_counts(&name).is_some(), "{name}");
-        assert!(sysfs.max_io_bytes(&name).is_some_and(|b| b >= 4096), "{name}");
+        assert!(
+            sysfs.max_io_bytes(&name).is_some_and(|b| b >= 4096),
+            "{name}"
+        );
         assert_eq!(sysfs.io_counts("hostmax-no-such-device"), None);
     }
 }
