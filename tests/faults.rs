@@ -766,3 +766,87 @@ fn a_stalled_device_ends_the_run_within_the_drain_limit_naming_it() {
     drop(dm);
     drop(host);
 }
+
+#[test]
+fn a_device_that_cannot_drain_in_time_is_reported_stalled() {
+    require_root!();
+    let throttle = match IoThrottle::create() {
+        Ok(t) => t,
+        Err(e) => skip!("no usable cgroup io throttle here ({e})"),
+    };
+    let host = volumes(2, 32 * MIB);
+    let paths = volume_paths(&host);
+    let names = volume_kernel_names(&host);
+    let slow = host.volumes()[0].major_minor().unwrap();
+    let _ = baseline_completions(&paths, &names);
+    // One I/O a second with 32 in flight: at the run's end it needs ~32 s to drain, far more
+    // than the drain limit. No device-mapper needed: this runs on any kernel with a throttle.
+    throttle.limit_iops(slow, 1).unwrap();
+    let before = kernel_completions(&names[1]);
+    let dir = ScratchDir::new("undrained");
+    let json = dir.0.join("report.json").display().to_string();
+    let depth: u64 = 32;
+    let args = [
+        "--devices",
+        &paths[0],
+        &paths[1],
+        "--iodepth",
+        &depth.to_string(),
+        "--runtime",
+        "2s",
+        "--ramp",
+        "0s",
+        "--json",
+        &json,
+    ]
+    .map(String::from);
+    let started = Instant::now();
+    let out = run_hostmax(&args, Some(&throttle));
+    let took = started.elapsed();
+    // Let the throttled I/O go, so the volume can be taken down.
+    throttle
+        .limit(slow, &hostmax_simhost::DeviceLimit::default())
+        .unwrap();
+    let after = kernel_completions(&names[1]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let limit = hostmax_engine::DRAIN_LIMIT;
+    assert!(
+        took >= Duration::from_secs(2) + limit && took < Duration::from_secs(2) + limit * 2,
+        "took {took:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(out.status.code(), Some(6), "{stdout}");
+    let report = read_report(&json, &out);
+    let slow_dev = &report["devices"][0];
+    let stalled = slow_dev["stalled_in_flight"]
+        .as_u64()
+        .expect("stalled_in_flight");
+    // What the drain brought back and what it gave up on were the I/Os in flight at the end.
+    let drained = slow_dev["drained"]["reads"].as_u64().unwrap();
+    assert!(stalled >= 1 && stalled + drained <= depth, "{slow_dev}");
+    assert!(
+        stdout.contains(&format!(
+            "{} stopped answering: {stalled} I/Os still in flight",
+            paths[0]
+        )),
+        "{stdout}"
+    );
+    let healthy = &report["devices"][1];
+    assert!(healthy.get("stalled_in_flight").is_none(), "{healthy}");
+    let own = healthy["ramp"]["reads"].as_u64().unwrap()
+        + healthy["read"]["ios"].as_u64().unwrap()
+        + healthy["drained"]["reads"].as_u64().unwrap();
+    assert!(own > 0);
+    assert_eq!(own, after.0 - before.0, "{healthy}");
+    // The throttled I/O completes now that the rule is gone: nothing is left in flight.
+    let inflight = format!("/sys/block/{}/inflight", names[0]);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while std::fs::read_to_string(&inflight)
+        .map(|s| s.split_whitespace().any(|n| n != "0"))
+        .unwrap_or(false)
+        && Instant::now() < deadline
+    {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    drop(host);
+}
