@@ -783,6 +783,37 @@ mod tests {
     }
 
     #[test]
+    fn a_stalled_device_and_a_differing_kernel_count_each_get_a_line() {
+        let mut report = sample_report();
+        assert!(!render_table(&report).contains("stopped answering"));
+        assert!(!render_table(&report).contains("kernel's count"));
+        report.devices[1].stalled_in_flight = Some(32);
+        let counts = hostmax_aggregate::KernelCounts {
+            reads: 50,
+            ..Default::default()
+        };
+        report.devices[0].kernel = Some(hostmax_aggregate::KernelCount::new(
+            counts,
+            Some("reads: kernel 50, hostmax 0: +50 safety probe".into()),
+        ));
+        report.devices[1].kernel = Some(hostmax_aggregate::KernelCount::new(counts, None));
+        let text = render_table(&report);
+        assert!(
+            text.contains(
+                "/dev/loop11 stopped answering: 32 I/Os still in flight 10 s after the end"
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains(
+                "kernel's count of /dev/loop0: reads: kernel 50, hostmax 0: +50 safety probe\n"
+            ),
+            "{text}"
+        );
+        assert!(!text.contains("kernel's count of /dev/loop11"), "{text}");
+    }
+
+    #[test]
     fn read_only_run_has_no_write_columns() {
         let mut report = sample_report();
         report.workload.pattern = hostmax_engine::IoPattern::RandRead;
