@@ -4,7 +4,7 @@
 //! measured), [`STALLED`] (a device that stopped answering), [`IO_ERRORS`] (figures with I/O
 //! errors are judged neither good nor bad), [`VERDICT_FAILED`], [`OK`].
 
-use crate::error::BadInput;
+use crate::error::{BadInput, Stalled};
 
 /// The run finished without I/O errors (and every judged promise held).
 pub const OK: i32 = 0;
@@ -63,11 +63,13 @@ impl Outcome {
     }
 }
 
-/// The exit code for an error: [`BAD_INPUT`] if a [`BadInput`] is anywhere in its chain, else
-/// [`FAILURE`].
+/// The exit code for an error: [`BAD_INPUT`] if a [`BadInput`] is anywhere in its chain,
+/// [`STALLED`] for a [`Stalled`] device, else [`FAILURE`].
 pub fn for_error(err: &anyhow::Error) -> i32 {
     if err.chain().any(|e| e.is::<BadInput>()) {
         BAD_INPUT
+    } else if err.chain().any(|e| e.is::<Stalled>()) {
+        STALLED
     } else {
         FAILURE
     }
@@ -89,6 +91,8 @@ mod tests {
         assert_eq!(for_error(&bad), BAD_INPUT);
         assert_eq!(for_error(&bad.context("while planning")), BAD_INPUT);
         assert_eq!(for_error(&anyhow::anyhow!("disk on fire")), FAILURE);
+        let stalled: anyhow::Error = Stalled("/dev/sdb stopped answering".into()).into();
+        assert_eq!(for_error(&stalled.context("cell 4k")), STALLED);
         assert_eq!(interrupted(2), 130);
         assert_eq!(interrupted(15), 143);
     }
