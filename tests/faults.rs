@@ -652,15 +652,30 @@ impl Drop for DmDevice {
     fn drop(&mut self) {
         self.dmsetup(&["suspend", "--noudevsync"]);
         self.dmsetup(&["resume", "--noudevsync"]);
-        for _ in 0..150 {
+        // Held while the I/O a stalled run left is in flight: at most the table's delay.
+        let deadline = Instant::now() + DM_DELAY + Duration::from_secs(30);
+        while Instant::now() < deadline {
             if self.dmsetup(&["remove", "--noudevsync"]) {
                 return;
             }
             std::thread::sleep(Duration::from_millis(200));
         }
-        eprintln!("could not remove device-mapper device {}", self.name);
+        let info = Command::new(&self.dmsetup)
+            .args(["info", &self.name])
+            .output()
+            .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+            .unwrap_or_default();
+        panic!(
+            "could not remove device-mapper device {}: {info}",
+            self.name
+        );
     }
 }
+
+/// How long dm-delay holds each I/O of the stalled device: far beyond the run's end plus the
+/// drain limit (12 s), and short enough that the device can be removed soon after, whatever
+/// the kernel does with delayed I/O on suspend.
+const DM_DELAY: Duration = Duration::from_secs(45);
 
 /// Why device-mapper cannot be used here, if it cannot: no dm in the kernel (this machine's
 /// own kernel has no modules), no dm-delay target, or no dmsetup.
@@ -696,10 +711,10 @@ fn a_stalled_device_ends_the_run_within_the_drain_limit_naming_it() {
     let host = volumes(2, 32 * MIB);
     let paths = volume_paths(&host);
     let names = volume_kernel_names(&host);
-    // Every I/O of the first volume, seen through dm-delay, waits ten minutes: a device that
-    // stopped answering.
+    // Every I/O of the first volume, seen through dm-delay, waits DM_DELAY: a device that
+    // stopped answering, as far as the run can tell.
     let sectors = 32 * MIB / 512;
-    let table = format!("0 {sectors} delay {} 0 600000", paths[0]);
+    let table = format!("0 {sectors} delay {} 0 {}", paths[0], DM_DELAY.as_millis());
     let dm = DmDevice::create(
         &dmsetup,
         &format!("hostmax-stall-{}", std::process::id()),
@@ -779,13 +794,14 @@ fn a_device_that_cannot_drain_in_time_is_reported_stalled() {
     let names = volume_kernel_names(&host);
     let slow = host.volumes()[0].major_minor().unwrap();
     let _ = baseline_completions(&paths, &names);
-    // One I/O a second with 32 in flight: at the run's end it needs ~32 s to drain, far more
-    // than the drain limit. No device-mapper needed: this runs on any kernel with a throttle.
-    throttle.limit_iops(slow, 1).unwrap();
+    // Two I/Os a second (io.max takes no less) with 64 in flight: at the run's end they need
+    // ~32 s to drain, far more than the drain limit. No device-mapper needed: this runs on any
+    // kernel with a throttle.
+    throttle.limit_iops(slow, 2).unwrap();
     let before = kernel_completions(&names[1]);
     let dir = ScratchDir::new("undrained");
     let json = dir.0.join("report.json").display().to_string();
-    let depth: u64 = 32;
+    let depth: u64 = 64;
     let args = [
         "--devices",
         &paths[0],
