@@ -145,7 +145,6 @@ leftovers=$(
   {
     for b in /sys/block/loop*/loop/backing_file; do [[ -e $b ]] && grep -H hostmax "$b"; done
     ls -d /sys/kernel/config/nullb/hostmax* /sys/fs/cgroup/hostmax-* /dev/shm/hostmax-* 2>/dev/null
-    dmsetup ls 2>/dev/null | grep -o '^hostmax-stall-[0-9]*'
   } | tr '\n' ' '
 )
 subtree_after=$(cat /sys/fs/cgroup/cgroup.subtree_control 2>/dev/null)
