@@ -652,16 +652,17 @@ impl Drop for DmDevice {
     fn drop(&mut self) {
         self.dmsetup(&["suspend", "--noudevsync"]);
         self.dmsetup(&["resume", "--noudevsync"]);
-        // Held while the I/O a stalled run left is in flight: at most the table's delay.
-        let deadline = Instant::now() + DM_DELAY + Duration::from_secs(30);
+        // Suspending sends dm-delay's held I/O on, so the run's abandoned I/O completes; what
+        // may still hold it is udev's probe of the new device (its reads wait DM_DELAY each).
+        let deadline = Instant::now() + Duration::from_secs(15);
         while Instant::now() < deadline {
             if self.dmsetup(&["remove", "--noudevsync"]) {
                 return;
             }
             std::thread::sleep(Duration::from_millis(200));
         }
-        // Still open (seen in the 6.12 VM after a stalled run: open count 1 long after the
-        // delayed I/O was due): the kernel removes it once its last holder lets go.
+        // Still open (in the 6.12 VM: a udev worker probing the new device through the delay):
+        // the kernel removes it once its last holder lets go.
         let removed = self.dmsetup(&["remove", "--deferred", "--noudevsync"]);
         let info = Command::new(&self.dmsetup)
             .args(["info", "-c", "--noheadings", "-o", "name,open", &self.name])
