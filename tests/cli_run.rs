@@ -215,3 +215,119 @@ fn each_second_names_its_devices_and_carries_float_rates() {
     };
     assert!(total(1) > 2.0 * total(0), "{}", report["time_series"]);
 }
+
+/// The `kernel` object of a report's device, as (reads, writes, discards).
+fn kernel_of(device: &Value) -> (u64, u64, u64) {
+    let k = &device["kernel"];
+    let n = |key: &str| {
+        k[key]
+            .as_u64()
+            .unwrap_or_else(|| panic!("kernel.{key} missing in {device}"))
+    };
+    (n("reads"), n("writes"), n("discards"))
+}
+
+/// hostmax's own count of kind `op` (`read`, `write`) over the whole run: ramp, window, drain.
+fn own_ios(device: &Value, op: &str) -> u64 {
+    let plural = format!("{op}s");
+    device["ramp"][&plural].as_u64().unwrap()
+        + device[op]["ios"].as_u64().unwrap()
+        + device["drained"][&plural].as_u64().unwrap()
+}
+
+#[test]
+fn the_kernels_count_stands_beside_hostmaxs_and_says_why_it_differs() {
+    require_root!();
+    let host = loop_volumes(1, 64 * MIB);
+    let paths = volume_paths(&host);
+    let names = volume_kernel_names(&host);
+    let dev = &paths[0];
+    // A fresh device is read by the kernel's partition scan and udev's probe first.
+    let _ = baseline_completions(&paths, &names);
+    let run = |extra: &[&str]| {
+        let before = kernel_completions(&names[0]);
+        let mut args: Vec<&str> = vec!["--devices", dev, "--runtime", "1s", "--ramp", "0s"];
+        args.extend(extra);
+        args.extend(["--json", "-"]);
+        let out = run_hostmax(&args, None);
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+        let after = kernel_completions(&names[0]);
+        let device = report["devices"][0].clone();
+        // The report's count is the kernel's, as the test reads it on its own.
+        let (reads, writes, _) = kernel_of(&device);
+        assert_eq!(
+            (reads, writes),
+            (after.0 - before.0, after.1 - before.1),
+            "{args:?}: {device}"
+        );
+        (device, String::from_utf8_lossy(&out.stderr).into_owned())
+    };
+
+    // 4 KiB reads: nothing split, nothing else reading: the same count, no words.
+    let (device, table) = run(&[]);
+    let (reads, writes, discards) = kernel_of(&device);
+    assert_eq!(reads, own_ios(&device, "read"), "{device}");
+    assert!(reads > 0);
+    assert_eq!((writes, discards), (0, 0));
+    assert!(device["kernel"].get("differs").is_none(), "{device}");
+    assert!(!table.contains("kernel's count"), "{table}");
+
+    // 2 MiB reads on a loop device (max_sectors_kb 1280): each counts twice in the kernel.
+    let max_kib: u64 =
+        std::fs::read_to_string(format!("/sys/block/{}/queue/max_sectors_kb", names[0]))
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
+    let pieces = 2048_u64.div_ceil(max_kib);
+    let (device, table) = run(&["--bs", "2m"]);
+    let (reads, _, _) = kernel_of(&device);
+    let own = own_ios(&device, "read");
+    assert!(own > 0);
+    if pieces > 1 {
+        assert_eq!(reads, own * pieces, "{device}");
+        let why = device["kernel"]["differs"].as_str().unwrap();
+        assert!(
+            why.contains(&format!("+{} split", own * (pieces - 1))),
+            "{why}"
+        );
+        assert!(
+            table.contains(&format!(
+                "kernel's count of {dev}: reads: kernel {reads}, hostmax {own}"
+            )),
+            "{table}"
+        );
+    }
+
+    // A write run: the safety probe's reads are the kernel's, named; the writes are equal.
+    let (device, table) = run(&["--rw", "randwrite", "--allow-write"]);
+    let (reads, writes, _) = kernel_of(&device);
+    assert_eq!(writes, own_ios(&device, "write"), "{device}");
+    assert!(reads > 0, "the safety probe reads the device: {device}");
+    let why = device["kernel"]["differs"].as_str().unwrap();
+    assert_eq!(
+        why,
+        format!("reads: kernel {reads}, hostmax 0: +{reads} safety probe"),
+        "{device}"
+    );
+    assert!(table.contains("safety probe"), "{table}");
+}
+
+#[test]
+fn a_file_target_has_no_kernel_count() {
+    let dir = ScratchDir::new("kernel-count-file");
+    let file = dir.0.join("target.img");
+    std::fs::File::create(&file)
+        .unwrap()
+        .set_len(16 * MIB)
+        .unwrap();
+    let file = file.display().to_string();
+    let report = short_run(&[file]);
+    assert!(report["devices"][0].get("kernel").is_none(), "{report}");
+}

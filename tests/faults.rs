@@ -601,3 +601,295 @@ fn a_signal_during_merge_lets_it_finish_its_report_then_exit_130() {
         "{merged}"
     );
 }
+
+/// A device-mapper device made for a test (`dmsetup create --noudevsync`), removed on drop:
+/// suspended first (dm-delay then sends on the bios it holds), resumed, and removed once
+/// nothing holds it any more, retrying for a while (the I/O a stalled run left completes
+/// then, and the kernel's io_uring exit work lets go of the device).
+struct DmDevice {
+    dmsetup: std::path::PathBuf,
+    name: String,
+}
+
+impl DmDevice {
+    fn create(dmsetup: &std::path::Path, name: &str, table: &str) -> Result<DmDevice, String> {
+        let out = Command::new(dmsetup)
+            .args(["create", "--noudevsync", name, "--table", table])
+            .output()
+            .map_err(|e| format!("dmsetup: {e}"))?;
+        if !out.status.success() {
+            return Err(format!(
+                "dmsetup create {name} --table '{table}': {}",
+                String::from_utf8_lossy(&out.stderr).trim()
+            ));
+        }
+        Ok(DmDevice {
+            dmsetup: dmsetup.to_path_buf(),
+            name: name.to_string(),
+        })
+    }
+
+    /// Its kernel name (`dm-0`): `/dev/dm-0` is its node whether or not udev made
+    /// `/dev/mapper/NAME`.
+    fn kernel_name(&self) -> String {
+        let out = Command::new(&self.dmsetup)
+            .args(["info", "-c", "--noheadings", "-o", "blkdevname", &self.name])
+            .output()
+            .expect("dmsetup info");
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    }
+
+    fn dmsetup(&self, args: &[&str]) -> bool {
+        Command::new(&self.dmsetup)
+            .args(args)
+            .arg(&self.name)
+            .output()
+            .is_ok_and(|o| o.status.success())
+    }
+}
+
+impl Drop for DmDevice {
+    fn drop(&mut self) {
+        self.dmsetup(&["suspend", "--noudevsync"]);
+        self.dmsetup(&["resume", "--noudevsync"]);
+        // Suspending sends dm-delay's held I/O on, so the run's abandoned I/O completes; what
+        // may still hold it is udev's probe of the new device (its reads wait DM_DELAY each).
+        let deadline = Instant::now() + Duration::from_secs(15);
+        while Instant::now() < deadline {
+            if self.dmsetup(&["remove", "--noudevsync"]) {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        // Still open (in the 6.12 VM: a udev worker probing the new device through the delay):
+        // the kernel removes it once its last holder lets go.
+        let removed = self.dmsetup(&["remove", "--deferred", "--noudevsync"]);
+        let info = Command::new(&self.dmsetup)
+            .args(["info", "-c", "--noheadings", "-o", "name,open", &self.name])
+            .output()
+            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+            .unwrap_or_default();
+        // Which process holds it, if any does (none: the kernel itself, e.g. io_uring's exit work).
+        let node = format!("/dev/{}", self.kernel_name());
+        let holders: Vec<String> = std::fs::read_dir("/proc")
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter(|p| {
+                std::fs::read_dir(p.path().join("fd"))
+                    .into_iter()
+                    .flatten()
+                    .flatten()
+                    .any(|fd| {
+                        std::fs::read_link(fd.path()).is_ok_and(|l| l.as_os_str() == node.as_str())
+                    })
+            })
+            .map(|p| {
+                let comm = std::fs::read_to_string(p.path().join("comm")).unwrap_or_default();
+                format!("{} ({})", p.file_name().to_string_lossy(), comm.trim())
+            })
+            .collect();
+        use std::io::Write;
+        let _ = writeln!(
+            std::io::stderr().lock(),
+            "warning: device-mapper device {} still open ({info}; processes holding {node}: {holders:?}); deferred removal {}",
+            self.name,
+            if removed { "set" } else { "refused" }
+        );
+    }
+}
+
+/// How long dm-delay holds each I/O of the stalled device: far beyond the run's end plus the
+/// drain limit (12 s), and short enough that the device can be removed soon after, whatever
+/// the kernel does with delayed I/O on suspend.
+const DM_DELAY: Duration = Duration::from_secs(45);
+
+/// Why device-mapper cannot be used here, if it cannot: no dm in the kernel (this machine's
+/// own kernel has no modules), no dm-delay target, or no dmsetup.
+fn dm_delay_unavailable() -> Option<String> {
+    let _ = Command::new("modprobe")
+        .args(["-a", "dm-mod", "dm-delay"])
+        .output();
+    let misc = std::fs::read_to_string("/proc/misc").unwrap_or_default();
+    if !std::path::Path::new("/sys/module/dm_mod").exists() && !misc.contains("device-mapper") {
+        return Some(
+            "this kernel has no device-mapper (no /sys/module/dm_mod, no device-mapper in /proc/misc); the kernel matrix (tests/kernels/run.sh) runs it"
+                .into(),
+        );
+    }
+    let dmsetup = match require_tool("dmsetup", "dmsetup") {
+        Ok(path) => path,
+        Err(why) => return Some(why),
+    };
+    let targets = Command::new(dmsetup).arg("targets").output().ok()?;
+    if !String::from_utf8_lossy(&targets.stdout).contains("delay") {
+        return Some("this kernel has no dm-delay target (modprobe dm-delay failed)".into());
+    }
+    None
+}
+
+#[test]
+fn a_stalled_device_ends_the_run_within_the_drain_limit_naming_it() {
+    require_root!();
+    if let Some(why) = dm_delay_unavailable() {
+        skip!("{why}");
+    }
+    let dmsetup = require_tool("dmsetup", "dmsetup").unwrap();
+    let host = volumes(2, 32 * MIB);
+    let paths = volume_paths(&host);
+    let names = volume_kernel_names(&host);
+    // Every I/O of the first volume, seen through dm-delay, waits DM_DELAY: a device that
+    // stopped answering, as far as the run can tell.
+    let sectors = 32 * MIB / 512;
+    let table = format!("0 {sectors} delay {} 0 {}", paths[0], DM_DELAY.as_millis());
+    let dm = DmDevice::create(
+        &dmsetup,
+        &format!("hostmax-stall-{}", std::process::id()),
+        &table,
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let stalled = format!("/dev/{}", dm.kernel_name());
+    let healthy = &paths[1];
+    let _ = baseline_completions(&paths[1..], &names[1..]);
+    let before = kernel_completions(&names[1]);
+    let dir = ScratchDir::new("stalled");
+    let json = dir.0.join("report.json").display().to_string();
+    let runtime = Duration::from_secs(2);
+    let depth = 8;
+    let args = [
+        "--devices",
+        &stalled,
+        healthy,
+        "--iodepth",
+        &depth.to_string(),
+        "--runtime",
+        "2s",
+        "--ramp",
+        "0s",
+        "--json",
+        &json,
+    ]
+    .map(String::from);
+    let started = Instant::now();
+    let out = run_hostmax(&args, None);
+    let took = started.elapsed();
+    let after = kernel_completions(&names[1]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    // The bound: the runtime plus the drain limit, plus the start and the report (slow under
+    // the matrix's emulated CPU), and not less than the drain limit itself.
+    let limit = hostmax_engine::DRAIN_LIMIT;
+    assert!(
+        took < runtime + limit + Duration::from_secs(20) && took >= runtime + limit,
+        "took {took:?}: {stderr}"
+    );
+    assert_eq!(out.status.code(), Some(6), "{stdout}{stderr}");
+    let report = read_report(&json, &out);
+    let devices = report["devices"].as_array().unwrap();
+    assert_eq!(devices[0]["path"], stalled.as_str(), "{report}");
+    assert_eq!(devices[0]["stalled_in_flight"], depth, "{}", devices[0]);
+    assert!(
+        devices[1].get("stalled_in_flight").is_none(),
+        "{}",
+        devices[1]
+    );
+    assert!(
+        stdout.contains(&format!(
+            "{stalled} stopped answering: {depth} I/Os still in flight"
+        )),
+        "{stdout}"
+    );
+    // The healthy device's count is exact: the kernel's equals hostmax's.
+    let own = devices[1]["ramp"]["reads"].as_u64().unwrap()
+        + devices[1]["read"]["ios"].as_u64().unwrap()
+        + devices[1]["drained"]["reads"].as_u64().unwrap();
+    assert!(own > 0);
+    assert_eq!(own, after.0 - before.0, "{}", devices[1]);
+    drop(dm);
+    drop(host);
+}
+
+#[test]
+fn a_device_that_cannot_drain_in_time_is_reported_stalled() {
+    require_root!();
+    let throttle = match IoThrottle::create() {
+        Ok(t) => t,
+        Err(e) => skip!("no usable cgroup io throttle here ({e})"),
+    };
+    let host = volumes(2, 32 * MIB);
+    let paths = volume_paths(&host);
+    let names = volume_kernel_names(&host);
+    let slow = host.volumes()[0].major_minor().unwrap();
+    let _ = baseline_completions(&paths, &names);
+    // Two I/Os a second (io.max takes no less) with 64 in flight: at the run's end they need
+    // ~32 s to drain, far more than the drain limit. No device-mapper needed: this runs on any
+    // kernel with a throttle.
+    throttle.limit_iops(slow, 2).unwrap();
+    let before = kernel_completions(&names[1]);
+    let dir = ScratchDir::new("undrained");
+    let json = dir.0.join("report.json").display().to_string();
+    let depth: u64 = 64;
+    let args = [
+        "--devices",
+        &paths[0],
+        &paths[1],
+        "--iodepth",
+        &depth.to_string(),
+        "--runtime",
+        "2s",
+        "--ramp",
+        "0s",
+        "--json",
+        &json,
+    ]
+    .map(String::from);
+    let started = Instant::now();
+    let out = run_hostmax(&args, Some(&throttle));
+    let took = started.elapsed();
+    // Let the throttled I/O go, so the volume can be taken down.
+    throttle
+        .limit(slow, &hostmax_simhost::DeviceLimit::default())
+        .unwrap();
+    let after = kernel_completions(&names[1]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let limit = hostmax_engine::DRAIN_LIMIT;
+    assert!(
+        took >= Duration::from_secs(2) + limit && took < Duration::from_secs(2) + limit * 2,
+        "took {took:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(out.status.code(), Some(6), "{stdout}");
+    let report = read_report(&json, &out);
+    let slow_dev = &report["devices"][0];
+    let stalled = slow_dev["stalled_in_flight"]
+        .as_u64()
+        .expect("stalled_in_flight");
+    // What the drain brought back and what it gave up on were the I/Os in flight at the end.
+    let drained = slow_dev["drained"]["reads"].as_u64().unwrap();
+    assert!(stalled >= 1 && stalled + drained <= depth, "{slow_dev}");
+    assert!(
+        stdout.contains(&format!(
+            "{} stopped answering: {stalled} I/Os still in flight",
+            paths[0]
+        )),
+        "{stdout}"
+    );
+    let healthy = &report["devices"][1];
+    assert!(healthy.get("stalled_in_flight").is_none(), "{healthy}");
+    let own = healthy["ramp"]["reads"].as_u64().unwrap()
+        + healthy["read"]["ios"].as_u64().unwrap()
+        + healthy["drained"]["reads"].as_u64().unwrap();
+    assert!(own > 0);
+    assert_eq!(own, after.0 - before.0, "{healthy}");
+    // The throttled I/O completes now that the rule is gone: nothing is left in flight.
+    let inflight = format!("/sys/block/{}/inflight", names[0]);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while std::fs::read_to_string(&inflight)
+        .map(|s| s.split_whitespace().any(|n| n != "0"))
+        .unwrap_or(false)
+        && Instant::now() < deadline
+    {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    drop(host);
+}

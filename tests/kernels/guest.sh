@@ -12,14 +12,14 @@ set -uo pipefail
 # contains one of them). Chosen for what only a real kernel shows: null_blk as the backend of
 # tests that need any block device, --iopoll on null_blk poll queues against the kernel's
 # counters, cgroup v2 io.max volume and host caps, the demo, signals, a device turned read-only,
-# and the harness's clean-up. The emulated CPU is slow: tests that measure speed, argument
+# a device that stops answering (dm-delay), and the harness's clean-up. The emulated CPU is slow: tests that measure speed, argument
 # checks and file targets stay out (they depend on no kernel feature these kernels differ in).
 selection=(
   "simhost loop_volumes_appear host_cap_volumes_are_slices null_blk_volumes_appear throttle_members sigkilled_owner capped_volumes_read host_cap_bounds"
   "accuracy per_device_counts mixed_run_counts read_share throttled_volumes a_host_cap_below"
   "polling iopoll sqpoll"
   "demo demo_measures demo_without_a_usable_cgroup"
-  "faults read_only_mid_run sigint_gives sigterm_gives a_second_signal a_signal_as_soon"
+  "faults read_only_mid_run sigint_gives sigterm_gives a_second_signal a_signal_as_soon a_stalled_device a_device_that_cannot_drain"
   "cli_run json_to_stdout"
   "engine_api back_to_back"
   "verify a_host_cap_below"
@@ -83,6 +83,8 @@ modprobe -r null_blk 2>/dev/null
 # get 2 poll queues each unless a test says otherwise), configfs mounted, cgroup v2 with io.
 modprobe loop
 modprobe null_blk nr_devices=0 poll_queues=2
+# device-mapper with dm-delay: a device that stops answering (faults::a_stalled_device...).
+modprobe -a dm-mod dm-delay
 mountpoint -q /sys/kernel/config || mount -t configfs none /sys/kernel/config
 export HOSTMAX_TEST_BACKEND=null_blk
 export RUST_BACKTRACE=1

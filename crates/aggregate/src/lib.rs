@@ -137,8 +137,8 @@ pub use knee::{Sweep, SweepPoint, SweepReport};
 pub use latency::{add_exact, LatencySummary};
 pub use report::{
     summarize, summarize_with_histograms, DeviceIdentity, DeviceReport, Figures, FleetHost,
-    FleetSummary, HostHistograms, HostReport, LoadGenerator, OpSummary, Provenance, WorkerReport,
-    WorkloadSummary, SCHEMA_VERSION,
+    FleetSummary, HostHistograms, HostReport, KernelCount, KernelCounts, LoadGenerator, OpSummary,
+    Provenance, WorkerReport, WorkloadSummary, SCHEMA_VERSION,
 };
 pub use series::{
     DeviceSecond, OpRates, OpSecond, OpSeconds, SecondHistograms, SecondPoint, TimeSeries,

@@ -81,9 +81,10 @@ pub struct Figures {
     #[serde(default)]
     pub ramp: IoCounts,
     /// Successful I/Os that completed after the measured window (drained; not in any rate).
-    /// The kernel's completions (`/sys/block/DEV/stat` fields 1+2 and 5+6) equal
-    /// `ramp + read.ios/write.ios + drained + errors` exactly, and so do its discards
-    /// (fields 12+13) for trims.
+    /// `ramp + read.ios/write.ios + drained + errors` is every I/O hostmax issued that
+    /// completed; the kernel's count (`/sys/block/DEV/stat` fields 1+2, 5+6, 12+13: a
+    /// device's [`DeviceReport::kernel`]) is the same number when no I/O was larger than the
+    /// device takes in one piece and nothing else used the device.
     #[serde(default)]
     pub drained: IoCounts,
     /// Sampled reads and how many of them were all zeros (blocks never written).
@@ -127,6 +128,33 @@ impl Figures {
 /// ([`hostmax_device::identity::identify`]); the aggregator only carries it.
 pub use hostmax_device::DeviceIdentity;
 
+/// The kernel's own count of a device's completed I/Os ([`hostmax_device::KernelCounts`],
+/// read by the device crate from `/sys/block/DEV/stat`, merges included).
+pub use hostmax_device::KernelCounts;
+
+/// The kernel's count of a device's I/Os over a run, beside hostmax's, and why the two
+/// differ. Taken by the caller (the CLI reads it before the write-safety probe and after the
+/// drain); the aggregator only carries it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct KernelCount {
+    /// `reads`, `writes`, `discards` as the kernel counted them.
+    #[serde(flatten)]
+    pub counts: KernelCounts,
+    /// Why they are not hostmax's own (ramp, measured, drained and failed I/Os of the kind):
+    /// I/Os split by the device's limits, the safety probe's reads, other processes' I/O.
+    /// Absent when they are the same.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub differs: Option<String>,
+}
+
+impl KernelCount {
+    /// `counts`, with why they differ from hostmax's when they do.
+    pub fn new(counts: KernelCounts, differs: Option<String>) -> KernelCount {
+        KernelCount { counts, differs }
+    }
+}
+
 /// One device's figures.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[non_exhaustive]
@@ -166,6 +194,24 @@ pub struct DeviceReport {
     /// How its trims were issued; absent when the run did not trim.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub trim_method: Option<TrimMethod>,
+    /// The kernel's count of the device's I/Os over the run, set by the caller; absent for a
+    /// regular file (the kernel counts a file's I/O on the device under its filesystem,
+    /// beside everything else there) and in reports made through the libraries alone.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kernel: Option<KernelCount>,
+    /// The device stopped answering: the I/Os it still had in flight when the run stopped
+    /// waiting ([`hostmax_engine::DRAIN_LIMIT`] after its end). Absent when every I/O
+    /// completed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stalled_in_flight: Option<u64>,
+}
+
+impl DeviceReport {
+    /// hostmax's own count of kind `op` over the whole run: ramp, measured window and drain
+    /// (failed I/Os are counted apart, in `errors`). What the kernel's count is compared with.
+    pub fn whole_run_ios(&self, op: hostmax_engine::OpKind) -> u64 {
+        self.figures.ramp.0[op] + self.figures.ops[op].ios + self.figures.drained.0[op]
+    }
 }
 
 /// One worker thread: where it ran, what io_uring gave it, and how much CPU it used.
@@ -401,6 +447,12 @@ impl HostReport {
     pub fn verify_failed(&self) -> bool {
         self.verify.as_ref().is_some_and(|v| v.mismatches > 0)
     }
+
+    /// Whether a device stopped answering: it still had I/O in flight when the run stopped
+    /// waiting for it ([`DeviceReport::stalled_in_flight`]).
+    pub fn stalled(&self) -> bool {
+        self.devices.iter().any(|d| d.stalled_in_flight.is_some())
+    }
 }
 
 /// The sum of the devices' verify logs, if any device has one.
@@ -486,6 +538,8 @@ pub fn summarize_with_histograms(
                 verify: d.verify.clone(),
                 identity: None,
                 trim_method: d.trim_method,
+                kernel: None,
+                stalled_in_flight: d.stalled_in_flight,
             }
         })
         .collect::<Vec<_>>();

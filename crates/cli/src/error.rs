@@ -38,6 +38,20 @@ pub fn error_line(err: &anyhow::Error) -> String {
     line.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
+/// A device stopped answering in a command that cannot go on without it (a suite cell):
+/// exit code 6 ([`crate::exit_code::STALLED`]), one line naming the device and its I/Os in
+/// flight.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Stalled(pub String);
+
+impl fmt::Display for Stalled {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for Stalled {}
+
 /// The engine's write-safety consents as this tool's flags say them.
 pub const FLAG_WORDS: ConsentWords = ConsentWords {
     allow_write: "--allow-write",

@@ -1,10 +1,10 @@
 //! The exit codes of `hostmax`, every command's, in one table (README's "Exit codes" is the
 //! same table). When several apply, the first in this order wins: [`BAD_INPUT`] (found before
 //! any I/O), a signal ([`interrupted`]), [`VERIFY_FAILED`] (bad data outranks everything
-//! measured), [`IO_ERRORS`] (figures with I/O errors are judged neither good nor bad),
-//! [`VERDICT_FAILED`], [`OK`].
+//! measured), [`STALLED`] (a device that stopped answering), [`IO_ERRORS`] (figures with I/O
+//! errors are judged neither good nor bad), [`VERDICT_FAILED`], [`OK`].
 
-use crate::error::BadInput;
+use crate::error::{BadInput, Stalled};
 
 /// The run finished without I/O errors (and every judged promise held).
 pub const OK: i32 = 0;
@@ -19,6 +19,10 @@ pub const IO_ERRORS: i32 = 3;
 pub const FAILURE: i32 = 4;
 /// `--verify` found a block that was not what was written.
 pub const VERIFY_FAILED: i32 = 5;
+/// A device stopped answering: it still had I/O in flight `hostmax_engine::DRAIN_LIMIT`
+/// (10 s) after the run's end, and the run ended without it. The report names it and its
+/// I/Os in flight (`stalled_in_flight`); the other devices' figures are whole.
+pub const STALLED: i32 = 6;
 
 /// The exit code of a run a signal stopped (130 for SIGINT, 143 for SIGTERM), as shells do.
 pub fn interrupted(signal: i32) -> i32 {
@@ -34,6 +38,8 @@ pub struct Outcome {
     pub bad_data: bool,
     /// Some I/O failed.
     pub io_errors: bool,
+    /// A device stopped answering (I/O still in flight when the run gave up on it).
+    pub stalled: bool,
     /// A judged promise did not hold.
     pub verdict_failed: bool,
 }
@@ -45,6 +51,8 @@ impl Outcome {
             interrupted(self.signal)
         } else if self.bad_data {
             VERIFY_FAILED
+        } else if self.stalled {
+            STALLED
         } else if self.io_errors {
             IO_ERRORS
         } else if self.verdict_failed {
@@ -55,11 +63,13 @@ impl Outcome {
     }
 }
 
-/// The exit code for an error: [`BAD_INPUT`] if a [`BadInput`] is anywhere in its chain, else
-/// [`FAILURE`].
+/// The exit code for an error: [`BAD_INPUT`] if a [`BadInput`] is anywhere in its chain,
+/// [`STALLED`] for a [`Stalled`] device, else [`FAILURE`].
 pub fn for_error(err: &anyhow::Error) -> i32 {
     if err.chain().any(|e| e.is::<BadInput>()) {
         BAD_INPUT
+    } else if err.chain().any(|e| e.is::<Stalled>()) {
+        STALLED
     } else {
         FAILURE
     }
@@ -81,6 +91,8 @@ mod tests {
         assert_eq!(for_error(&bad), BAD_INPUT);
         assert_eq!(for_error(&bad.context("while planning")), BAD_INPUT);
         assert_eq!(for_error(&anyhow::anyhow!("disk on fire")), FAILURE);
+        let stalled: anyhow::Error = Stalled("/dev/sdb stopped answering".into()).into();
+        assert_eq!(for_error(&stalled.context("cell 4k")), STALLED);
         assert_eq!(interrupted(2), 130);
         assert_eq!(interrupted(15), 143);
     }
@@ -91,6 +103,7 @@ mod tests {
             signal: 2,
             bad_data: true,
             io_errors: true,
+            stalled: true,
             verdict_failed: true,
         };
         assert_eq!(all.code(), 130);
@@ -98,6 +111,11 @@ mod tests {
         assert_eq!(all.code(), VERIFY_FAILED);
         let all = Outcome {
             bad_data: false,
+            ..all
+        };
+        assert_eq!(all.code(), STALLED);
+        let all = Outcome {
+            stalled: false,
             ..all
         };
         assert_eq!(all.code(), IO_ERRORS);

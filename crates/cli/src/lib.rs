@@ -25,6 +25,8 @@
 //!   de-duplicates `--devices`; write safety is `hostmax_device`'s (`hostmax_device::safety`).
 //! - [`error`]: [`error::BadInput`], input the user can fix, and the engine's refusals worded
 //!   with this tool's flags ([`error::FLAG_WORDS`]); [`exit_code`] maps outcomes to codes.
+//! - [`kernel_count`]: the kernel's own count of each device's I/Os over a run, beside
+//!   hostmax's, and why they differ.
 //! - [`signals`]: SIGINT/SIGTERM handling. `hostmax demo` runs against the simulated host of
 //!   throttled loop volumes on tmpfs, the `hostmax_simhost` crate (the tests' too).
 
@@ -35,6 +37,7 @@ pub mod devices;
 mod diagnosis;
 pub mod error;
 pub mod exit_code;
+pub mod kernel_count;
 mod measure;
 mod output;
 pub mod plan;

@@ -48,6 +48,7 @@ pub fn exit_code(report: &HostReport, interrupted_by: i32) -> i32 {
         signal: interrupted_by,
         bad_data: report.verify_failed(),
         io_errors: report.host.errors > 0,
+        stalled: report.stalled(),
         verdict_failed: false,
     }
     .code()
@@ -188,6 +189,9 @@ pub fn measure(
         running: None,
         metrics: metrics_board::live(),
     };
+    let sysfs = hostmax_device::Sysfs::default();
+    let kernel_start =
+        crate::kernel_count::RunStart::of(&plan.kernel_window, &plan.targets, &sysfs);
     let measured = hostmax_engine::measure(measure_request(plan), &mut live);
     let LiveRun {
         series,
@@ -225,6 +229,8 @@ pub fn measure(
         view.finish();
     }
     let mut report = summarize(&result, points);
+    // After the drain: every I/O of the run that completed is in the kernel's count.
+    crate::kernel_count::attach(&mut report, &plan.targets, &kernel_start, &sysfs);
     report.hostname = crate::provenance::hostname();
     crate::provenance::stamp_run(&mut report, result.measured);
     for (device, identity) in report.devices.iter_mut().zip(identities) {

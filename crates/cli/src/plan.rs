@@ -135,6 +135,9 @@ pub struct RunPlan {
     /// What each target's path led to when planned: every run checks it again first
     /// ([`identity::check_unchanged`]).
     pub identities: Vec<identity::PlannedIdentity>,
+    /// The kernel's counts around the write-safety probe, for the first run's count
+    /// (default: none, the run counts from its own start).
+    pub kernel_window: crate::kernel_count::ProbeWindow,
 }
 
 impl RunPlan {
@@ -231,7 +234,10 @@ pub fn plan_run_with(request: &PlanRequest, limits: &HostLimits) -> Result<RunPl
     for target in &targets {
         check_fits(&workload, target)?;
     }
+    // The kernel's count of the first run starts before the safety probe reads the devices.
+    let mut kernel_window = crate::kernel_count::ProbeWindow::default();
     if workload.pattern.writes() {
+        let before = crate::kernel_count::Snapshot::take(&targets, &limits.sources.sysfs);
         check_write_safety(
             &targets,
             WriteSafety {
@@ -240,6 +246,8 @@ pub fn plan_run_with(request: &PlanRequest, limits: &HostLimits) -> Result<RunPl
             },
             &limits.sources,
         )?;
+        let after = crate::kernel_count::Snapshot::take(&targets, &limits.sources.sysfs);
+        kernel_window = crate::kernel_count::ProbeWindow::new(before, after);
     }
     let fleet = fleet::plan_fleet(
         request.start_at,
@@ -260,6 +268,7 @@ pub fn plan_run_with(request: &PlanRequest, limits: &HostLimits) -> Result<RunPl
         fleet,
         polling: request.polling,
         identities: Vec::new(),
+        kernel_window,
     };
     let outputs: Vec<(&str, &Path)> = request
         .outputs

@@ -17,7 +17,8 @@
 //! - [`identity`] reads what a target is whatever it is called today ([`DeviceIdentity`]:
 //!   WWID, serial, by-id names, a loop device's backing file, a file's inode).
 //! - [`Sysfs`] is where sysfs is (`/sys`, or a stand-in tree in tests) and the one way its
-//!   files are read, including the partition-to-disk resolver ([`Sysfs::whole_disk`]);
+//!   files are read, including the partition-to-disk resolver ([`Sysfs::whole_disk`]) and
+//!   the kernel's own count of a device's I/Os ([`KernelCounts`], [`Sysfs::io_counts`]);
 //!   [`QueueMap`] is a disk's blk-mq queue map; [`parse_cpu_list`] and [`format_cpu_list`]
 //!   read and write the kernel's CPU lists ([`CpuListError`]).
 //! - [`open_exclusive`] opens a block device with `O_EXCL`, waiting out a claim of a moment.
@@ -92,7 +93,7 @@ pub use safety::{
     WriteRefused, WriteSafety,
 };
 pub use signature::{probe_device, probe_with_blkid, ExtVersion, FatKind, MagicKind, Signature};
-pub use sysfs::Sysfs;
+pub use sysfs::{KernelCounts, Sysfs};
 pub use target::{probe, ProbeError, TargetInfo, TargetKind};
 
 // Test hooks: the repository's tests and fuzzers feed the signature probe bytes and wipefs

@@ -1,8 +1,61 @@
 //! [`Sysfs`]: where the kernel's sysfs is mounted (`/sys`, or a stand-in tree in tests), the
 //! one way every sysfs file is read, and the one partition-to-disk resolver
-//! ([`Sysfs::partition_disk`], [`Sysfs::whole_disk`]).
+//! ([`Sysfs::partition_disk`], [`Sysfs::whole_disk`]); [`KernelCounts`], the kernel's own
+//! count of a block device's completed I/Os ([`Sysfs::io_counts`]).
 
 use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+/// The kernel's own count of a block device's completed I/Os, from its `stat` file
+/// (`Documentation/block/stat.rst`): completed plus merged, per kind (fields 1+2 reads, 5+6
+/// writes, 12+13 discards). Flushes are not counted. The kernel counts what reached the
+/// device: one I/O larger than the device's limits (`queue/max_sectors_kb`,
+/// `queue/max_segments`) counts once per piece it was split into, and everyone's I/O counts,
+/// not only one program's.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct KernelCounts {
+    /// Reads completed plus reads merged.
+    pub reads: u64,
+    /// Writes completed plus writes merged.
+    pub writes: u64,
+    /// Discards completed plus discards merged (0 before Linux 4.18, whose `stat` has no
+    /// discard fields).
+    pub discards: u64,
+}
+
+impl KernelCounts {
+    /// The counts a `stat` file's text holds; `None` when it has fewer than the 11 fields
+    /// every kernel writes, or a field is not a number.
+    pub fn parse_stat(text: &str) -> Option<KernelCounts> {
+        let fields = text
+            .split_whitespace()
+            .map(|f| f.parse::<u64>().ok())
+            .collect::<Option<Vec<u64>>>()?;
+        if fields.len() < 11 {
+            return None;
+        }
+        Some(KernelCounts {
+            reads: fields[0] + fields[1],
+            writes: fields[4] + fields[5],
+            discards: match fields.get(11..13) {
+                Some(d) => d[0] + d[1],
+                None => 0,
+            },
+        })
+    }
+
+    /// What was counted since `before` (a counter that went back, as a device removed and
+    /// made again under the same name does, counts from zero).
+    pub fn since(&self, before: &KernelCounts) -> KernelCounts {
+        let delta = |now: u64, then: u64| now.checked_sub(then).unwrap_or(now);
+        KernelCounts {
+            reads: delta(self.reads, before.reads),
+            writes: delta(self.writes, before.writes),
+            discards: delta(self.discards, before.discards),
+        }
+    }
+}
 
 /// The root of sysfs: `/sys` on a real host ([`Sysfs::default`]), another directory laid out
 /// the same way in tests ([`Sysfs::at`]). Every path it takes is relative to that root
@@ -77,6 +130,23 @@ impl Sysfs {
             .map(|n| n.to_string_lossy().into_owned())
     }
 
+    /// The kernel's count of block device `name`'s completed I/Os so far (a partition's own
+    /// `stat` for a partition); `None` when sysfs has none (no such device).
+    pub fn io_counts(&self, name: &str) -> Option<KernelCounts> {
+        KernelCounts::parse_stat(&self.read(format!("class/block/{name}/stat")).ok()?)
+    }
+
+    /// The largest I/O, in bytes, block device `name` takes in one piece (its disk's
+    /// `queue/max_sectors_kb`); the kernel splits a larger one. `None` when sysfs does not say.
+    pub fn max_io_bytes(&self, name: &str) -> Option<u64> {
+        let disk = self.whole_disk(name);
+        let kib: u64 = self
+            .value(format!("block/{disk}/queue/max_sectors_kb"))?
+            .parse()
+            .ok()?;
+        Some(kib * 1024)
+    }
+
     /// The whole disk block device `name` belongs to: a partition's disk, else itself. The
     /// disk is what `block/` lists (its blk-mq map and queue settings apply to its
     /// partitions too).
@@ -116,5 +186,61 @@ mod tests {
         assert_eq!(sysfs.kernel_name((8, 2)), None);
         std::fs::remove_dir_all(&root).unwrap();
         assert_eq!(Sysfs::default().root(), Path::new("/sys"));
+    }
+
+    #[test]
+    fn stat_counts_add_merges_and_discards() {
+        // 6.x: 17 fields; reads 100+5, writes 40+2, discards 7+1.
+        let now = "     100        5     2000       10       40        2      800       20        0       30       30        7        1       64        3        0        0\n";
+        let counts = KernelCounts::parse_stat(now).unwrap();
+        assert_eq!(
+            counts,
+            KernelCounts {
+                reads: 105,
+                writes: 42,
+                discards: 8
+            }
+        );
+        // Before 4.18: 11 fields, no discards.
+        let old = "3 1 0 0 2 0 0 0 0 0 0";
+        assert_eq!(
+            KernelCounts::parse_stat(old),
+            Some(KernelCounts {
+                reads: 4,
+                writes: 2,
+                discards: 0
+            })
+        );
+        assert_eq!(KernelCounts::parse_stat("1 2 3"), None);
+        assert_eq!(KernelCounts::parse_stat("a b c d e f g h i j k"), None);
+        let before = KernelCounts {
+            reads: 100,
+            writes: 50,
+            discards: 0,
+        };
+        assert_eq!(
+            counts.since(&before),
+            KernelCounts {
+                reads: 5,
+                writes: 42,
+                discards: 8
+            }
+        );
+    }
+
+    #[test]
+    fn a_real_devices_counts_and_limits_are_read() {
+        let sysfs = Sysfs::default();
+        let Some(name) = std::fs::read_dir("/sys/block").ok().and_then(|mut d| {
+            d.find_map(|e| e.ok().map(|e| e.file_name().to_string_lossy().into_owned()))
+        }) else {
+            return;
+        };
+        assert!(sysfs.io_counts(&name).is_some(), "{name}");
+        assert!(
+            sysfs.max_io_bytes(&name).is_some_and(|b| b >= 4096),
+            "{name}"
+        );
+        assert_eq!(sysfs.io_counts("hostmax-no-such-device"), None);
     }
 }

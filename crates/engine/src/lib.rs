@@ -123,8 +123,8 @@ pub use run::{
 pub use setting::{Setting, SettingError};
 pub use target::{discard, zero_out};
 pub use workload::{
-    ErrorPolicy, IoPattern, UnknownPattern, Workload, MAX_BLOCK_SIZE, MAX_IODEPTH, MAX_RATE_IOPS,
-    MAX_RUN_TIME, MIN_BLOCK_SIZE,
+    ErrorPolicy, IoPattern, UnknownPattern, Workload, DRAIN_LIMIT, MAX_BLOCK_SIZE, MAX_IODEPTH,
+    MAX_RATE_IOPS, MAX_RUN_TIME, MIN_BLOCK_SIZE,
 };
 
 // Test hooks: the repository's tests, benches and fuzzers reach inside the engine through

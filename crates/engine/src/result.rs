@@ -298,6 +298,10 @@ pub struct DeviceResult {
     pub verify: Option<VerifyLog>,
     /// How its trims were issued; `None` when the workload does not trim.
     pub trim_method: Option<crate::TrimMethod>,
+    /// The I/Os it still had in flight when the run gave up waiting for them
+    /// ([`crate::DRAIN_LIMIT`] after the end): the device stopped answering. `None` when
+    /// every I/O it was given completed.
+    pub stalled_in_flight: Option<u64>,
 }
 
 impl DeviceResult {

@@ -177,6 +177,8 @@ pub(crate) struct UringIo {
     sync_done: Vec<Reaped>,
     /// Whether the CPU has a prefetch for writing ([`cpu_prefetches_for_write`]).
     write_prefetch: bool,
+    /// The caller gave up on the I/O still in flight ([`UringIo::abandon`]).
+    abandoned: bool,
 }
 
 impl UringIo {
@@ -228,6 +230,7 @@ impl UringIo {
             sync_trims: Vec::new(),
             sync_done: Vec::new(),
             write_prefetch: cpu_prefetches_for_write(),
+            abandoned: false,
         };
         io.trim_methods = vec![None; io.files.len()];
 
@@ -518,6 +521,13 @@ impl UringIo {
         &self.reaped
     }
 
+    /// Gives up on the I/O still in flight (a device that stopped answering): dropping this
+    /// then neither waits for it nor unregisters anything (both would wait as long as the
+    /// device does), and the arena is leaked, since the kernel may still write into it.
+    pub fn abandon(&mut self) {
+        self.abandoned = true;
+    }
+
     /// Waits until every queued or submitted I/O has completed, discarding the results.
     /// Returns `false` if the kernel stopped answering.
     fn drain(&mut self) -> bool {
@@ -540,7 +550,9 @@ impl UringIo {
 
 impl Drop for UringIo {
     fn drop(&mut self) {
-        if !self.drain() {
+        // An abandoned ring's requests keep their own references to the files; closing the
+        // ring leaves them to the kernel's exit work, which waits for them off this thread.
+        if self.abandoned || !self.drain() {
             // The kernel may still write into the arena: leaking it is the only safe choice.
             std::mem::forget(self.arena.take());
             return;

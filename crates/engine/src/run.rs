@@ -689,7 +689,9 @@ impl RunHandle {
     ///
     /// When a run that wrote returns, its `O_EXCL` claims on block devices are gone (it waits up
     /// to [`hostmax_device::EXCLUSIVE_OPEN_PATIENCE`] for the kernel to let go of them), so the caller
-    /// can discard, mount or start the next run at once.
+    /// can discard, mount or start the next run at once; except a device that stopped
+    /// answering ([`crate::DeviceResult::stalled_in_flight`]), held until its I/O completes.
+    /// A stalled device holds the run at most [`crate::DRAIN_LIMIT`] past its end.
     pub fn wait(self) -> Result<RunResult, EngineError> {
         let mut devices: Vec<Option<DeviceResult>> = vec![None; self.targets.len()];
         let mut first_err = None;
@@ -700,7 +702,15 @@ impl RunHandle {
             .map(|(plan, h)| (plan, h.join()))
             .collect();
         if self.workload.pattern.writes() {
-            for t in &self.targets {
+            // A device that stopped answering holds its claim until its I/O completes.
+            let stalled: Vec<&PathBuf> = joined
+                .iter()
+                .filter_map(|(_, j)| j.as_ref().ok()?.as_ref().ok())
+                .flat_map(|(_, _, results)| results)
+                .filter(|r| r.stalled_in_flight.is_some())
+                .map(|r| &r.path)
+                .collect();
+            for t in self.targets.iter().filter(|t| !stalled.contains(&&t.path)) {
                 target::await_release(t);
             }
         }

@@ -21,7 +21,7 @@ use crate::shared::Shared;
 use crate::workload::ErrorPolicy;
 use crate::{
     CpuUse, DeviceInterval, DeviceResult, EngineError, ErrorLog, IoCounts, IoErrorSample, OpResult,
-    ReadSamples, VerifyLog, Workload,
+    ReadSamples, VerifyLog, Workload, DRAIN_LIMIT,
 };
 use hostmax_device::{TargetInfo, TargetKind};
 
@@ -144,6 +144,8 @@ struct DeviceState {
     verify_writes_in_flight: Vec<u64>,
     /// How its trims are issued, when the workload trims.
     trim_method: Option<TrimMethod>,
+    /// The I/Os still in flight when the worker gave up on them ([`DRAIN_LIMIT`]).
+    stalled_in_flight: Option<u64>,
 }
 
 impl DeviceState {
@@ -264,6 +266,8 @@ impl WorkerTask {
             ramp_end: start + self.workload.ramp,
             end: start + self.workload.ramp + self.workload.runtime,
             current_second: i64::MIN,
+            drain_deadline: None,
+            gave_up: false,
         };
         run.slots = vec![
             Slot {
@@ -301,6 +305,7 @@ impl WorkerTask {
                     read_samples: d.read_samples,
                     verify: d.verify,
                     trim_method: d.trim_method,
+                    stalled_in_flight: d.stalled_in_flight,
                 })
                 .collect(),
         ))
@@ -400,6 +405,7 @@ impl WorkerTask {
                     ),
                     false => None,
                 },
+                stalled_in_flight: None,
             });
             next_slot += w.iodepth;
         }
@@ -423,6 +429,10 @@ struct WorkerLoop {
     end: Instant,
     /// The one-second interval the counters are filling (relative to `ramp_end`).
     current_second: i64,
+    /// Once the loop stops submitting: when it stops waiting for the I/O in flight.
+    drain_deadline: Option<Instant>,
+    /// It stopped waiting: some device never completed its I/O ([`DRAIN_LIMIT`]).
+    gave_up: bool,
 }
 
 impl WorkerLoop {
@@ -453,6 +463,13 @@ impl WorkerLoop {
             if stopping && self.io.in_flight() == 0 {
                 break;
             }
+            if stopping {
+                let deadline = *self.drain_deadline.get_or_insert(now + DRAIN_LIMIT);
+                if now >= deadline {
+                    self.give_up_on_stalled();
+                    break;
+                }
+            }
             let submit_time = Instant::now();
             if record_latency {
                 // One clock reading stamps the whole batch, as nanoseconds since the start so
@@ -467,6 +484,10 @@ impl WorkerLoop {
             let mut wake = self.next_boundary(submit_time);
             if let Some(t) = next_allowed {
                 wake = wake.min(t);
+            }
+            // Draining: nothing to submit and no second to close; any completion wakes it.
+            if let Some(deadline) = self.drain_deadline {
+                wake = deadline;
             }
             let timeout = wake.saturating_duration_since(submit_time);
             if self.io.in_flight() > 0 {
@@ -595,10 +616,26 @@ impl WorkerLoop {
         Ok(())
     }
 
+    /// Ends the wait for a device that stopped answering: each device's I/O still in flight
+    /// is recorded as stalled, and the ring is abandoned (its buffers stay the kernel's).
+    fn give_up_on_stalled(&mut self) {
+        for dev in &mut self.devices {
+            if dev.in_flight > 0 {
+                dev.stalled_in_flight = Some(u64::from(dev.in_flight));
+            }
+        }
+        self.io.abandon();
+        self.gave_up = true;
+    }
+
     /// Verifying runs: reads back every block this run wrote, once, and checks it. Uses each
     /// device's read buffers at its queue depth; these reads count in no figure (a failed one
     /// is an error of the device).
     fn read_back(&mut self) -> std::io::Result<()> {
+        // A ring with stalled I/O in flight would wait for it too; nothing is read back.
+        if self.gave_up {
+            return Ok(());
+        }
         for file in 0..self.devices.len() {
             let dev = &self.devices[file];
             if dev.verify.is_none() {

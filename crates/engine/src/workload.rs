@@ -19,6 +19,14 @@ pub const MAX_IODEPTH: u32 = 4096;
 /// an `Instant` ramp plus runtime away, which must not overflow, and a year of one-second
 /// intervals is already more than any report holds usefully.
 pub const MAX_RUN_TIME: Duration = Duration::from_secs(365 * 24 * 3600);
+/// How long a run waits, after its end (or a stop), for the I/O still in flight: a device
+/// that has not completed it by then stopped answering (a stalled path, a suspended
+/// device-mapper table, a dead disk), and the run ends without it. Its result says how many
+/// I/Os it gave up on ([`crate::DeviceResult::stalled_in_flight`]); every other device's
+/// counts are whole. Ten seconds is far beyond any healthy device's completion time at any
+/// queue depth the engine allows, and well below the 30 s a SCSI or NVMe command may take
+/// before the kernel times it out.
+pub const DRAIN_LIMIT: Duration = Duration::from_secs(10);
 /// Highest `rate_iops` the engine paces (10^9 per target, far beyond any device): the pacing
 /// arithmetic (elapsed seconds times the rate) stays well inside a `u64` for a
 /// [`MAX_RUN_TIME`] run.

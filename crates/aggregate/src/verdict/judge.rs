@@ -359,6 +359,8 @@ mod tests {
                 verify: None,
                 identity: None,
                 trim_method: None,
+                kernel: None,
+                stalled_in_flight: None,
             })
             .collect();
         let total: f64 = devices.iter().map(|d| d.1).sum();

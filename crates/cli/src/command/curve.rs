@@ -120,6 +120,7 @@ pub fn curve(args: &CurveArgs) -> anyhow::Result<i32> {
         signal,
         bad_data: false,
         io_errors: reports.iter().any(|r| r.host.errors > 0),
+        stalled: reports.iter().any(|r| r.stalled()),
         verdict_failed: consistency.as_ref().is_some_and(|c| !c.pass),
     }
     .code();

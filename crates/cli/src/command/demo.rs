@@ -88,6 +88,7 @@ pub fn demo(args: &DemoArgs) -> anyhow::Result<i32> {
         on_error: Default::default(),
         fleet: Default::default(),
         polling: Default::default(),
+        kernel_window: Default::default(),
     };
     // The demo writes no file: its table is its only output.
     let (report, signal) = measure(&plan, None, &mut Recorders::none())?;

@@ -267,6 +267,7 @@ pub fn sweep(args: &SweepArgs) -> anyhow::Result<i32> {
     let code = crate::exit_code::Outcome {
         signal,
         io_errors: reports.iter().any(|r| r.host.errors > 0),
+        stalled: reports.iter().any(|r| r.stalled()),
         ..Default::default()
     }
     .code();

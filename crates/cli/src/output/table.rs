@@ -245,6 +245,21 @@ pub fn render_table_noting(
     ) {
         let _ = writeln!(out, "{} {note}", join_names(&names));
     }
+    for d in &report.devices {
+        if let Some(n) = d.stalled_in_flight {
+            let _ = writeln!(
+                out,
+                "{} stopped answering: {n} I/Os still in flight {} s after the end, left to the kernel; its figures are the I/Os that completed",
+                device_label(d),
+                hostmax_engine::DRAIN_LIMIT.as_secs()
+            );
+        }
+    }
+    for d in &report.devices {
+        if let Some(why) = d.kernel.as_ref().and_then(|k| k.differs.as_deref()) {
+            let _ = writeln!(out, "kernel's count of {}: {why}", device_label(d));
+        }
+    }
     for d in report.devices.iter().filter(|d| d.error_detail.count > 0) {
         let kinds: Vec<String> = d
             .error_detail
@@ -562,7 +577,7 @@ fn keep_tail(text: &str, keep: usize) -> String {
 }
 
 /// `4096` -> `4 KiB`, `1048576` -> `1 MiB`, `1536` -> `1536 B`.
-fn format_block_size(bytes: u32) -> String {
+pub(crate) fn format_block_size(bytes: u32) -> String {
     match bytes {
         b if b >= 1 << 20 && b % (1 << 20) == 0 => format!("{} MiB", b >> 20),
         b if b >= 1 << 10 && b % (1 << 10) == 0 => format!("{} KiB", b >> 10),
@@ -863,6 +878,37 @@ mod tests {
         // The demo says it of its fresh volumes itself.
         let quiet = render_table_noting(&report, None, UnwrittenReads::Expected);
         assert!(!quiet.contains("returned zeros"), "{quiet}");
+    }
+
+    #[test]
+    fn a_stalled_device_and_a_differing_kernel_count_each_get_a_line() {
+        let mut report = sample_report();
+        assert!(!render_table(&report).contains("stopped answering"));
+        assert!(!render_table(&report).contains("kernel's count"));
+        report.devices[1].stalled_in_flight = Some(32);
+        let counts = hostmax_aggregate::KernelCounts {
+            reads: 50,
+            ..Default::default()
+        };
+        report.devices[0].kernel = Some(hostmax_aggregate::KernelCount::new(
+            counts,
+            Some("reads: kernel 50, hostmax 0: +50 safety probe".into()),
+        ));
+        report.devices[1].kernel = Some(hostmax_aggregate::KernelCount::new(counts, None));
+        let text = render_table(&report);
+        assert!(
+            text.contains(
+                "/dev/loop11 stopped answering: 32 I/Os still in flight 10 s after the end"
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains(
+                "kernel's count of /dev/loop0: reads: kernel 50, hostmax 0: +50 safety probe\n"
+            ),
+            "{text}"
+        );
+        assert!(!text.contains("kernel's count of /dev/loop11"), "{text}");
     }
 
     #[test]

@@ -212,6 +212,7 @@ pub fn judged_exit_code(reports: &[&HostReport], signal: i32, pass: bool) -> i32
         signal,
         bad_data: reports.iter().any(|r| r.verify_failed()),
         io_errors: reports.iter().any(|r| r.host.errors > 0),
+        stalled: reports.iter().any(|r| r.stalled()),
         verdict_failed: !pass,
     }
     .code()

@@ -545,6 +545,21 @@ impl SuiteRunner {
         let result = measured.map_err(|e| {
             crate::measure::refusal_or_error(e, "an engine run of the suite failed")
         })?;
+        // A device that stopped answering still holds its I/O (and, written, its claim): no
+        // later cell could measure it, so the suite stops here, resumable.
+        if let Some(d) = result
+            .devices
+            .iter()
+            .find(|d| d.stalled_in_flight.is_some())
+        {
+            return Err(crate::error::Stalled(format!(
+                "{}: stopped answering ({} I/Os still in flight {} s after the end of {before}); the suite stops: check the device, then continue with hostmax suite --resume",
+                d.path.display(),
+                d.stalled_in_flight.unwrap_or_default(),
+                hostmax_engine::DRAIN_LIMIT.as_secs()
+            ))
+            .into());
+        }
         let series = if keep_series {
             cell.series.finish()
         } else {
