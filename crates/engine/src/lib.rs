@@ -106,11 +106,11 @@ pub use data::{WriteData, COMPRESS_CHUNK, STAMP_SPACING};
 pub use measure::{measure, MeasureRequest, Observer, SafetyCheck, TICK};
 pub use mismatch::{MismatchKind, VerifyMismatch};
 pub use op::{KeyedVisitor, OpKind, PerOp};
-pub use placement::{Placement, ThreadLayout, WorkerPlan};
+pub use placement::{DeviceShare, Placement, ThreadLayout, WorkerPlan};
 pub use result::{
-    new_latency_histogram, CpuUse, DeviceInterval, DeviceResult, ErrorLog, IoCounts, IoErrorSample,
-    OpResult, ReadSamples, RunResult, VerifyLog, WorkerSummary, CPU_SATURATED, LATENCY_HIGHEST_NS,
-    LATENCY_SIGFIG,
+    new_latency_histogram, CpuUse, DeviceDriver, DeviceInterval, DeviceResult, ErrorLog, IoCounts,
+    IoErrorSample, OpResult, ReadSamples, RunResult, VerifyLog, WorkerSummary, CPU_SATURATED,
+    LATENCY_HIGHEST_NS, LATENCY_SIGFIG,
 };
 pub use ring::{probe_kernel_ring, KernelRingSupport, Polling, RingFeatures, TrimMethod};
 pub use run::{
@@ -119,8 +119,8 @@ pub use run::{
 pub use setting::{Setting, SettingError};
 pub use target::{discard, zero_out};
 pub use workload::{
-    ErrorPolicy, IoPattern, UnknownPattern, Workload, MAX_BLOCK_SIZE, MAX_IODEPTH, MAX_RATE_IOPS,
-    MAX_RUN_TIME, MIN_BLOCK_SIZE,
+    ErrorPolicy, IoPattern, UnknownPattern, Workload, MAX_BLOCK_SIZE, MAX_IODEPTH, MAX_NUMJOBS,
+    MAX_RATE_IOPS, MAX_RUN_TIME, MIN_BLOCK_SIZE,
 };
 
 // Test hooks: the repository's tests, benches and fuzzers reach inside the engine through
