@@ -212,6 +212,18 @@ pub fn validate(workload: &Workload, targets: &[TargetInfo]) -> Result<(), Engin
             &[Numjobs],
         );
     }
+    if let Some(n) = w.numjobs {
+        let total = u64::from(n) * u64::from(w.iodepth);
+        if total > u64::from(MAX_IODEPTH) {
+            return bad(
+                format!(
+                    "{n} workers x queue depth {} = {total} I/Os in flight per target, above the most the engine keeps ({MAX_IODEPTH}): lower one of them",
+                    w.iodepth
+                ),
+                &[Numjobs, Iodepth],
+            );
+        }
+    }
     if w.rwmixread > 100 {
         return bad(
             format!("read share {}% is over 100%: use 0 to 100", w.rwmixread),
