@@ -194,18 +194,20 @@ pub(crate) enum ShareCount {
 impl ShareCount {
     /// What `workload` allows a target of `size` bytes.
     pub(crate) fn of(workload: &Workload, size: u64) -> ShareCount {
+        // Every share needs a block of its own, an I/O a second and one of the I/O limit.
         let blocks = workload.working_set.unwrap_or(size) / u64::from(workload.block_size);
-        let mut most = u64::from(workload.iodepth).min(blocks.max(1));
+        let mut most = blocks.max(1);
         if let Some(rate) = workload.rate_iops {
             most = most.min(rate);
         }
         if let Some(limit) = workload.io_limit {
             most = most.min(limit / u64::from(workload.block_size)).max(1);
         }
-        let most = u32::try_from(most.max(1)).unwrap_or(u32::MAX);
+        let most = |also: u64| u32::try_from(most.min(also).max(1)).unwrap_or(u32::MAX);
         match workload.numjobs {
-            Some(n) => ShareCount::Exactly(n.min(most.max(1)).max(1)),
-            None => ShareCount::UpTo(most),
+            Some(n) => ShareCount::Exactly(most(u64::from(n))),
+            // Without numjobs the depth is split: at least one I/O in flight per share.
+            None => ShareCount::UpTo(most(u64::from(workload.iodepth))),
         }
     }
 }
@@ -507,6 +509,24 @@ mod tests {
         assert_eq!(p.workers.len(), 1);
         assert_eq!((p.workers[0].cpu, &p.workers[0].devices), (1, &vec![0, 1]));
         assert!(plan_shares(&maps, &up_to(2, 32), &[]).is_err());
+    }
+
+    #[test]
+    fn share_counts_follow_depth_without_numjobs_and_numjobs_with_it() {
+        let w = |iodepth, numjobs| Workload {
+            iodepth,
+            numjobs,
+            ..Workload::default()
+        };
+        assert_eq!(ShareCount::of(&w(2, None), 1 << 30), ShareCount::UpTo(2));
+        assert_eq!(ShareCount::of(&w(2, Some(3)), 1 << 30), ShareCount::Exactly(3));
+        // Two blocks: at most two shares, each with a block of its own.
+        assert_eq!(ShareCount::of(&w(32, Some(3)), 8192), ShareCount::Exactly(2));
+        let capped = Workload {
+            rate_iops: Some(1),
+            ..w(32, None)
+        };
+        assert_eq!(ShareCount::of(&capped, 1 << 30), ShareCount::UpTo(1));
     }
 
     #[test]

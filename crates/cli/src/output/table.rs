@@ -456,14 +456,7 @@ fn driver_lines(report: &HostReport) -> String {
             let parts: Vec<String> = d
                 .drivers
                 .iter()
-                .map(|x| {
-                    format!(
-                        "CPU {} depth {} {:.0}%",
-                        x.cpu,
-                        x.iodepth,
-                        100.0 * x.share
-                    )
-                })
+                .map(|x| format!("CPU {} depth {} {:.0}%", x.cpu, x.iodepth, 100.0 * x.share))
                 .collect();
             let _ = write!(
                 s,
@@ -497,7 +490,11 @@ fn driver_lines(report: &HostReport) -> String {
         .iter()
         .flat_map(|d| d.drivers.iter().map(|x| x.cpu))
         .collect();
-    let jobs = report.devices.iter().map(|d| d.drivers.len()).sum::<usize>();
+    let jobs = report
+        .devices
+        .iter()
+        .map(|d| d.drivers.len())
+        .sum::<usize>();
     if report.workload.numjobs.is_some() && jobs > cpus.len() {
         let _ = writeln!(
             s,
