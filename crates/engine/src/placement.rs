@@ -519,9 +519,15 @@ mod tests {
             ..Workload::default()
         };
         assert_eq!(ShareCount::of(&w(2, None), 1 << 30), ShareCount::UpTo(2));
-        assert_eq!(ShareCount::of(&w(2, Some(3)), 1 << 30), ShareCount::Exactly(3));
+        assert_eq!(
+            ShareCount::of(&w(2, Some(3)), 1 << 30),
+            ShareCount::Exactly(3)
+        );
         // Two blocks: at most two shares, each with a block of its own.
-        assert_eq!(ShareCount::of(&w(32, Some(3)), 8192), ShareCount::Exactly(2));
+        assert_eq!(
+            ShareCount::of(&w(32, Some(3)), 8192),
+            ShareCount::Exactly(2)
+        );
         let capped = Workload {
             rate_iops: Some(1),
             ..w(32, None)
