@@ -87,6 +87,11 @@ pub struct WorkerPlan {
 }
 
 impl WorkerPlan {
+    #[cfg(test)]
+    pub(crate) fn for_tests(cpu: usize, shares: Vec<DeviceShare>) -> WorkerPlan {
+        WorkerPlan::new(cpu, shares)
+    }
+
     fn new(cpu: usize, mut shares: Vec<DeviceShare>) -> WorkerPlan {
         shares.sort_by_key(|s| (s.device, s.part));
         let mut devices: Vec<usize> = shares.iter().map(|s| s.device).collect();

@@ -915,6 +915,55 @@ mod tests {
     }
 
     #[test]
+    fn a_devices_seconds_from_its_workers_arrive_as_one() {
+        use crate::placement::{DeviceShare, WorkerPlan};
+        // Device 0 has two shares (CPUs 0 and 1), device 1 one.
+        let placement = Placement {
+            workers: vec![
+                WorkerPlan::for_tests(
+                    0,
+                    vec![DeviceShare::new(0, 0, 2), DeviceShare::new(1, 0, 1)],
+                ),
+                WorkerPlan::for_tests(1, vec![DeviceShare::new(0, 1, 2)]),
+            ],
+            numa_nodes: vec![None, None],
+            oversubscribed: false,
+        };
+        let (tx, rx) = channel();
+        let mut merge = IntervalMerge::new(rx, &placement);
+        let second = |device, s, reads: u64| {
+            let mut ops: crate::PerOp<crate::OpResult> = Default::default();
+            ops[OpKind::Read].ios = reads;
+            crate::result::record_latency(&mut ops[OpKind::Read].latency, 1000 * reads);
+            DeviceInterval::new(device, s, ops, 1)
+        };
+        tx.send(second(0, 0, 3)).unwrap();
+        tx.send(second(1, 0, 5)).unwrap();
+        let got = merge.recv(Duration::from_millis(10)).unwrap();
+        assert_eq!(
+            (got.device, got.ops[OpKind::Read].ios),
+            (1, 5),
+            "one share: at once"
+        );
+        assert!(
+            merge.recv(Duration::from_millis(10)).is_none(),
+            "waits for the other share"
+        );
+        tx.send(second(0, 0, 4)).unwrap();
+        let got = merge.recv(Duration::from_millis(10)).unwrap();
+        assert_eq!((got.device, got.second), (0, 0));
+        assert_eq!(got.ops[OpKind::Read].ios, 7);
+        assert_eq!(got.ops[OpKind::Read].latency.len(), 2, "histograms added");
+        assert_eq!(got.errors, 2);
+        // A second only one share closed comes out when the workers are gone.
+        tx.send(second(0, 1, 1)).unwrap();
+        drop(tx);
+        let got = merge.recv(Duration::from_millis(10)).unwrap();
+        assert_eq!((got.second, got.ops[OpKind::Read].ios), (1, 1));
+        assert!(merge.recv(Duration::from_millis(10)).is_none());
+    }
+
+    #[test]
     fn buffer_memory_is_checked_against_mem_available() {
         assert_eq!(
             mem_available("MemTotal: 100 kB\nMemAvailable:   2048 kB\n"),
