@@ -4,9 +4,12 @@
 //! last safety check while the written targets are held, start, every interval to an
 //! [`Observer`], the result. Underneath, a run probes its targets
 //! ([`hostmax_device::probe`], [`TargetInfo`]), places them on CPUs from their blk-mq maps
-//! ([`placement::Placement`]), and starts one OS thread per used CPU. Each worker pins itself, builds its own io_uring inside itself, registers its files
-//! and one aligned buffer arena, and keeps every device's queue full with the [`Workload`]'s
-//! I/O. A completion counts only when its result equals the requested length; anything else
+//! ([`placement::Placement`]: a device gets a [`DeviceShare`] on each CPU its queues serve
+//! while CPUs are free, or [`Workload::numjobs`] of them, each its own part of the device),
+//! and starts one OS thread per used CPU. Each worker pins itself, builds its own io_uring
+//! inside itself, registers its files and one aligned buffer arena, and keeps every share's
+//! queue full with the [`Workload`]'s I/O; a device's result is its shares' added up
+//! ([`DeviceResult::drivers`] says who did what). A completion counts only when its result equals the requested length; anything else
 //! goes to the device's [`ErrorLog`].
 //!
 //! The control side holds a [`RunHandle`]: it reads one-second [`DeviceInterval`]s while the
