@@ -133,7 +133,8 @@ pub struct RunArgs {
     #[arg(long, value_name = "POLICY", default_value = "stop-device", value_parser = parse_error_policy)]
     pub on_error: hostmax_engine::ErrorPolicy,
 
-    /// One worker thread per device instead of one per CPU (fio's layout; for comparisons).
+    /// One worker thread per device (per device share, when a device is driven from several
+    /// CPUs) instead of one per CPU (fio's layout; for comparisons).
     #[arg(long)]
     pub thread_per_device: bool,
 
