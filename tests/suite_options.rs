@@ -58,9 +58,10 @@ fn active_range_numjobs_sleep_and_precondition_limit_shape_the_suite() {
     assert_eq!(out.status.code(), Some(0), "{stderr}");
     let json: Value = serde_json::from_str(&std::fs::read_to_string(&json_path).unwrap()).unwrap();
     let settings = &json["settings"];
-    // 25% of 64 MiB; 2 jobs x depth 4.
+    // 25% of 64 MiB; 2 jobs of depth 4 each (fio's numjobs: two workers per device).
     assert_eq!(settings["range_bytes"], 16 * MIB, "{settings:#}");
-    assert_eq!(settings["iodepth"], 8, "{settings:#}");
+    assert_eq!(settings["iodepth"], 4, "{settings:#}");
+    assert_eq!(settings["numjobs"], 2, "{settings:#}");
     assert_eq!(settings["sleep_between_secs"], 1.0);
     assert!(
         json["notes"]

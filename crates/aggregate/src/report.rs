@@ -204,6 +204,18 @@ pub struct DeviceReport {
     /// completed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stalled_in_flight: Option<u64>,
+    /// The workers that drove it, one per share of the device, each with its CPU and its
+    /// part of the device's I/Os (absent in reports of older versions).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub drivers: Vec<DriverReport>,
+    /// The NUMA node whose CPUs drove it, when its queues served every allowed CPU or it had
+    /// no queue map and sysfs named its node; absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub numa_node: Option<u32>,
+    /// Whether every worker that drove it had a saturated CPU: its figures may be the load
+    /// generator's limit, not the device's, and a promise it falls short of is not judged.
+    #[serde(default)]
+    pub load_generator_saturated: bool,
 }
 
 impl DeviceReport {
@@ -211,6 +223,46 @@ impl DeviceReport {
     /// (failed I/Os are counted apart, in `errors`). What the kernel's count is compared with.
     pub fn whole_run_ios(&self, op: hostmax_engine::OpKind) -> u64 {
         self.figures.ramp.0[op] + self.figures.ops[op].ios + self.figures.drained.0[op]
+    }
+}
+
+/// One worker's part in driving a device.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct DriverReport {
+    /// The CPU the worker was pinned to.
+    pub cpu: usize,
+    /// Its I/Os in flight on this device.
+    pub iodepth: u32,
+    /// Its successful I/Os in the measured window.
+    pub ios: u64,
+    /// Its share of the device's I/Os in the window (0..1).
+    pub share: f64,
+    /// Whether its CPU was saturated.
+    pub saturated: bool,
+}
+
+impl DriverReport {
+    /// The drivers of `device`: its result's shares, their CPUs' saturation from `workers`.
+    fn of(device: &hostmax_engine::DeviceResult, workers: &[WorkerSummary]) -> Vec<DriverReport> {
+        let total: u64 = device.drivers.iter().map(|d| d.ios).sum();
+        device
+            .drivers
+            .iter()
+            .map(|d| DriverReport {
+                cpu: d.cpu,
+                iodepth: d.iodepth,
+                ios: d.ios,
+                share: if total == 0 {
+                    0.0
+                } else {
+                    d.ios as f64 / total as f64
+                },
+                saturated: workers
+                    .iter()
+                    .any(|w| w.cpu == d.cpu && w.cpu_use.saturated()),
+            })
+            .collect()
     }
 }
 
@@ -318,8 +370,12 @@ pub struct WorkloadSummary {
     pub rwmixread: u8,
     /// Bytes per I/O.
     pub block_size: u32,
-    /// I/Os in flight per device.
+    /// I/Os in flight per device, or per job when `numjobs` is set.
     pub iodepth: u32,
+    /// Jobs per device (fio's numjobs), each keeping `iodepth` in flight; absent when the
+    /// engine placed the workers by queue and split `iodepth` among them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub numjobs: Option<u32>,
     /// Bytes per device that I/O touches; `null` is the whole device.
     pub working_set: Option<u64>,
     /// Planned measured time.
@@ -341,6 +397,7 @@ impl From<&Workload> for WorkloadSummary {
             rwmixread: w.pattern.read_percent(w.rwmixread),
             block_size: w.block_size,
             iodepth: w.iodepth,
+            numjobs: w.numjobs,
             working_set: w.working_set,
             runtime_secs: w.runtime.as_secs_f64(),
             ramp_secs: w.ramp.as_secs_f64(),
@@ -512,7 +569,9 @@ pub fn summarize_with_histograms(
     let devices = result
         .devices
         .iter()
-        .map(|d| {
+        .enumerate()
+        .map(|(i, d)| {
+            let drivers = DriverReport::of(d, &result.workers);
             let stopped_at_secs = d.stopped_after.map(|t| t.as_secs_f64() - ramp);
             // A device taken out early is rated over the part of the window it ran in.
             let active_secs = stopped_at_secs.map_or(secs, |t| t.clamp(0.0, secs));
@@ -540,6 +599,10 @@ pub fn summarize_with_histograms(
                 trim_method: d.trim_method,
                 kernel: None,
                 stalled_in_flight: d.stalled_in_flight,
+                load_generator_saturated: !drivers.is_empty()
+                    && drivers.iter().all(|d| d.saturated),
+                drivers,
+                numa_node: result.numa_nodes.get(i).copied().flatten(),
             }
         })
         .collect::<Vec<_>>();

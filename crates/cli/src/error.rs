@@ -73,6 +73,7 @@ pub fn option_for(setting: Setting) -> Option<&'static str> {
         Setting::Pattern => "--rw",
         Setting::BlockSize => "--bs",
         Setting::Iodepth => "--iodepth",
+        Setting::Numjobs => "--numjobs",
         Setting::Rwmixread => "--rwmixread",
         Setting::Runtime => "--runtime",
         Setting::Ramp => "--ramp",

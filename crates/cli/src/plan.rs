@@ -42,6 +42,9 @@ pub struct PlanRequest {
     pub block_size: u64,
     /// `--iodepth`.
     pub iodepth: u32,
+    /// `--numjobs`: workers per device, each at `iodepth` (`None`: placed by queue, the
+    /// device's `iodepth` split among its workers).
+    pub numjobs: Option<u32>,
     /// `--size`: working set per device (`None`: the whole device); a path that does not
     /// exist becomes a new file of this size.
     pub working_set: Option<u64>,
@@ -89,6 +92,7 @@ impl Default for PlanRequest {
             rwmixread: None,
             block_size: workload.block_size.into(),
             iodepth: workload.iodepth,
+            numjobs: None,
             working_set: None,
             runtime: workload.runtime,
             ramp: workload.ramp,
@@ -388,6 +392,7 @@ fn check_workload(request: &PlanRequest) -> Result<Workload, BadInput> {
         // Checked above to be at most MAX_BLOCK_SIZE, which is a u32.
         block_size: u32::try_from(bs).unwrap_or(MAX_BLOCK_SIZE),
         iodepth: request.iodepth,
+        numjobs: request.numjobs,
         working_set: request.working_set,
         runtime: request.runtime,
         ramp: request.ramp,

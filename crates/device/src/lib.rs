@@ -19,7 +19,8 @@
 //! - [`Sysfs`] is where sysfs is (`/sys`, or a stand-in tree in tests) and the one way its
 //!   files are read, including the partition-to-disk resolver ([`Sysfs::whole_disk`]) and
 //!   the kernel's own count of a device's I/Os ([`KernelCounts`], [`Sysfs::io_counts`]);
-//!   [`QueueMap`] is a disk's blk-mq queue map; [`parse_cpu_list`] and [`format_cpu_list`]
+//!   [`QueueMap`] is a disk's blk-mq queue map and [`numa_node_cpus`] its NUMA node's CPUs;
+//!   [`parse_cpu_list`] and [`format_cpu_list`]
 //!   read and write the kernel's CPU lists ([`CpuListError`]).
 //! - [`open_exclusive`] opens a block device with `O_EXCL`, waiting out a claim of a moment.
 //!
@@ -87,7 +88,7 @@ mod target;
 pub use claim::{open_exclusive, EXCLUSIVE_OPEN_PATIENCE};
 pub use cpu_list::{format_cpu_list, parse_cpu_list, CpuListError, MAX_CPU};
 pub use identity::DeviceIdentity;
-pub use queue_map::QueueMap;
+pub use queue_map::{numa_node_cpus, QueueMap};
 pub use safety::{
     check_write_safety, recheck_while_held, ConsentWords, RefusalReason, SystemSources,
     WriteRefused, WriteSafety,

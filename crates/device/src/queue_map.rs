@@ -54,6 +54,28 @@ impl QueueMap {
     }
 }
 
+/// A disk's NUMA node and its CPUs: the first `numa_node` of 0 or more found from the disk's
+/// `block/DEV/device` upwards (an NVMe namespace's controller, a virtio disk's PCI function),
+/// and that node's `devices/system/node/nodeN/cpulist`. `None` when no node is known (a
+/// single-node host often says -1; bio-based disks have no `device`).
+pub fn numa_node_cpus(sysfs: &Sysfs, disk: &str) -> Option<(u32, Vec<usize>)> {
+    let devices = std::fs::canonicalize(sysfs.path("devices")).ok()?;
+    let mut dir = std::fs::canonicalize(sysfs.block(disk).join("device")).ok()?;
+    let node = loop {
+        let value = std::fs::read_to_string(dir.join("numa_node")).ok();
+        if let Some(node) = value.and_then(|v| v.trim().parse::<i64>().ok()) {
+            if let Ok(node) = u32::try_from(node) {
+                break node;
+            }
+        }
+        if !dir.pop() || !dir.starts_with(&devices) || dir == devices {
+            return None;
+        }
+    };
+    let cpus = sysfs.value(format!("devices/system/node/node{node}/cpulist"))?;
+    Some((node, parse_cpu_list(&cpus).ok()?))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -74,6 +96,30 @@ mod tests {
         assert_eq!(map.queue(2), None);
         assert_eq!(map.cpus(), vec![0, 1, 2, 3]);
         assert_eq!(QueueMap::read(&sysfs, "sdz"), None);
+        std::fs::remove_dir_all(&root).unwrap();
+    }
+
+    #[test]
+    fn numa_node_is_found_on_the_pci_parent() {
+        let root = std::env::temp_dir().join(format!("hostmax-numa-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        let pci = root.join("devices/pci0000:00/0000:00:04.0");
+        let ctrl = pci.join("nvme/nvme0");
+        std::fs::create_dir_all(&ctrl).unwrap();
+        std::fs::write(ctrl.join("numa_node"), "-1\n").unwrap();
+        std::fs::write(pci.join("numa_node"), "1\n").unwrap();
+        let node = root.join("devices/system/node/node1");
+        std::fs::create_dir_all(&node).unwrap();
+        std::fs::write(node.join("cpulist"), "4-7\n").unwrap();
+        std::fs::create_dir_all(root.join("block/nvme0n1")).unwrap();
+        std::fs::create_dir_all(root.join("block/zram0")).unwrap();
+        std::os::unix::fs::symlink(&ctrl, root.join("block/nvme0n1/device")).unwrap();
+        let sysfs = Sysfs::at(&root);
+        assert_eq!(
+            numa_node_cpus(&sysfs, "nvme0n1"),
+            Some((1, vec![4, 5, 6, 7]))
+        );
+        assert_eq!(numa_node_cpus(&sysfs, "zram0"), None, "no device: no node");
         std::fs::remove_dir_all(&root).unwrap();
     }
 }

@@ -4,9 +4,12 @@
 //! last safety check while the written targets are held, start, every interval to an
 //! [`Observer`], the result. Underneath, a run probes its targets
 //! ([`hostmax_device::probe`], [`TargetInfo`]), places them on CPUs from their blk-mq maps
-//! ([`placement::Placement`]), and starts one OS thread per used CPU. Each worker pins itself, builds its own io_uring inside itself, registers its files
-//! and one aligned buffer arena, and keeps every device's queue full with the [`Workload`]'s
-//! I/O. A completion counts only when its result equals the requested length; anything else
+//! ([`placement::Placement`]: a device gets a [`DeviceShare`] on each CPU its queues serve
+//! while CPUs are free, or [`Workload::numjobs`] of them, each its own part of the device),
+//! and starts one OS thread per used CPU. Each worker pins itself, builds its own io_uring
+//! inside itself, registers its files and one aligned buffer arena, and keeps every share's
+//! queue full with the [`Workload`]'s I/O; a device's result is its shares' added up
+//! ([`DeviceResult::drivers`] says who did what). A completion counts only when its result equals the requested length; anything else
 //! goes to the device's [`ErrorLog`].
 //!
 //! The control side holds a [`RunHandle`]: it reads one-second [`DeviceInterval`]s while the
@@ -109,12 +112,12 @@ pub use data::{WriteData, COMPRESS_CHUNK, STAMP_SPACING};
 pub use measure::{measure, MeasureRequest, Observer, SafetyCheck, TICK};
 pub use mismatch::{MismatchKind, VerifyMismatch};
 pub use op::{KeyedVisitor, OpKind, PerOp};
-pub use placement::{Placement, ThreadLayout, WorkerPlan};
+pub use placement::{DeviceShare, Placement, ThreadLayout, WorkerPlan};
 pub use read_pass::{read_pass, PassProgress, ReadPass};
 pub use result::{
-    new_latency_histogram, CpuUse, DeviceInterval, DeviceResult, ErrorLog, IoCounts, IoErrorSample,
-    OpResult, ReadSamples, RunResult, VerifyLog, WorkerSummary, CPU_SATURATED, LATENCY_HIGHEST_NS,
-    LATENCY_SIGFIG,
+    new_latency_histogram, CpuUse, DeviceDriver, DeviceInterval, DeviceResult, ErrorLog, IoCounts,
+    IoErrorSample, OpResult, ReadSamples, RunResult, VerifyLog, WorkerSummary, CPU_SATURATED,
+    LATENCY_HIGHEST_NS, LATENCY_SIGFIG,
 };
 pub use ring::{probe_kernel_ring, KernelRingSupport, Polling, RingFeatures, TrimMethod};
 pub use run::{
@@ -124,7 +127,7 @@ pub use setting::{Setting, SettingError};
 pub use target::{discard, zero_out};
 pub use workload::{
     ErrorPolicy, IoPattern, UnknownPattern, Workload, DRAIN_LIMIT, MAX_BLOCK_SIZE, MAX_IODEPTH,
-    MAX_RATE_IOPS, MAX_RUN_TIME, MIN_BLOCK_SIZE,
+    MAX_NUMJOBS, MAX_RATE_IOPS, MAX_RUN_TIME, MIN_BLOCK_SIZE,
 };
 
 // Test hooks: the repository's tests, benches and fuzzers reach inside the engine through

@@ -277,7 +277,7 @@ impl ReadSamples {
 pub struct DeviceResult {
     /// The path the device was opened by (canonical).
     pub path: PathBuf,
-    /// The CPU its worker was pinned to.
+    /// The CPU its (first) worker was pinned to; every one is in [`DeviceResult::drivers`].
     pub cpu: usize,
     /// Each kind's I/Os in the measured window.
     pub ops: PerOp<OpResult>,
@@ -302,6 +302,35 @@ pub struct DeviceResult {
     /// ([`crate::DRAIN_LIMIT`] after the end): the device stopped answering. `None` when
     /// every I/O it was given completed.
     pub stalled_in_flight: Option<u64>,
+    /// The workers that drove it, one per share in share order, each with its part of the
+    /// I/Os; the figures above are theirs added up (histograms bin by bin).
+    pub drivers: Vec<DeviceDriver>,
+}
+
+/// One worker's share of a device ([`crate::DeviceShare`]) and what it did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct DeviceDriver {
+    /// The CPU the worker was pinned to.
+    pub cpu: usize,
+    /// Its part of the device, `0..parts`.
+    pub part: u32,
+    /// Successful I/Os of every kind it completed in the measured window.
+    pub ios: u64,
+    /// Its I/Os in flight ([`crate::Workload::iodepth`], or its part of it).
+    pub iodepth: u32,
+}
+
+impl DeviceDriver {
+    /// The worker on `cpu` that drove part `part` at depth `iodepth` and completed `ios`.
+    pub fn new(cpu: usize, part: u32, iodepth: u32, ios: u64) -> DeviceDriver {
+        DeviceDriver {
+            cpu,
+            part,
+            ios,
+            iodepth,
+        }
+    }
 }
 
 impl DeviceResult {
@@ -315,6 +344,43 @@ impl DeviceResult {
             ..DeviceResult::default()
         }
     }
+
+    /// Adds what another worker's share of the same device did: counts and bytes summed,
+    /// histograms added bin by bin (the same layout, so exactly), errors and verify results
+    /// merged, taken out if either was (at the earlier time), its drivers appended.
+    pub fn absorb(&mut self, other: DeviceResult) {
+        for (op, theirs) in other.ops.iter() {
+            let mine = &mut self.ops[op];
+            mine.ios += theirs.ios;
+            mine.bytes += theirs.bytes;
+            // Same bounds by construction, so adding cannot fail.
+            let _ = mine.latency.add(&theirs.latency);
+        }
+        self.errors.merge(&other.errors);
+        self.failed |= other.failed;
+        self.stopped_after = match (self.stopped_after, other.stopped_after) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        self.ramp.add(&other.ramp);
+        self.drained.add(&other.drained);
+        self.read_samples.add(&other.read_samples);
+        self.verify = match (self.verify.take(), other.verify) {
+            (Some(mut a), Some(b)) => {
+                a.add(&b);
+                Some(a)
+            }
+            (a, b) => a.or(b),
+        };
+        self.trim_method = self.trim_method.or(other.trim_method);
+        // A device stalls as a whole: its I/Os still in flight are every worker's added up.
+        self.stalled_in_flight = match (self.stalled_in_flight, other.stalled_in_flight) {
+            (Some(a), Some(b)) => Some(a + b),
+            (a, b) => a.or(b),
+        };
+        self.drivers.extend(other.drivers);
+        self.drivers.sort_by_key(|d| d.part);
+    }
 }
 
 /// What one worker thread was and ran with.
@@ -325,6 +391,9 @@ pub struct WorkerSummary {
     pub cpu: usize,
     /// Indices of the targets it drove.
     pub devices: Vec<usize>,
+    /// The shares of those targets it drove.
+    #[serde(default)]
+    pub shares: Vec<crate::DeviceShare>,
     /// The ring features the kernel accepted.
     pub ring: crate::RingFeatures,
     /// The CPU time the worker used and how busy its CPU was.
@@ -435,6 +504,11 @@ pub struct RunResult {
     pub measured_from: Option<std::time::SystemTime>,
     /// The workload every target ran, as given (the report of a run is built from it).
     pub workload: Workload,
+    /// Per target, the NUMA node whose CPUs drove it ([`crate::Placement::numa_nodes`]).
+    pub numa_nodes: Vec<Option<u32>>,
+    /// Whether some target had more workers than CPUs to give them
+    /// ([`crate::Placement::oversubscribed`]).
+    pub oversubscribed: bool,
 }
 
 /// One second of one device, sent while the run goes on (see [`crate::RunHandle::recv_interval`]).
@@ -452,6 +526,17 @@ pub struct DeviceInterval {
 }
 
 impl DeviceInterval {
+    /// Adds another worker's counts of the same device and second (histograms bin by bin).
+    pub(crate) fn absorb(&mut self, other: &DeviceInterval) {
+        for (op, theirs) in other.ops.iter() {
+            let mine = &mut self.ops[op];
+            mine.ios += theirs.ios;
+            mine.bytes += theirs.bytes;
+            let _ = mine.latency.add(&theirs.latency);
+        }
+        self.errors += other.errors;
+    }
+
     /// Second `second` of device `device`: `ops` and `errors` failed I/Os (for tools and
     /// tests that feed a time series).
     pub fn new(device: usize, second: i64, ops: PerOp<OpResult>, errors: u64) -> DeviceInterval {

@@ -17,7 +17,7 @@ use crate::worker::WorkerTask;
 use crate::workload::ErrorPolicy;
 use crate::{
     target, DeviceInterval, DeviceResult, EngineError, RunResult, Setting, SettingError, Workload,
-    MAX_BLOCK_SIZE, MAX_IODEPTH, MAX_RATE_IOPS, MAX_RUN_TIME, MIN_BLOCK_SIZE,
+    MAX_BLOCK_SIZE, MAX_IODEPTH, MAX_NUMJOBS, MAX_RATE_IOPS, MAX_RUN_TIME, MIN_BLOCK_SIZE,
 };
 
 /// What to run where.
@@ -71,8 +71,66 @@ pub struct RunHandle {
     /// The wall clock at `start`, for the result's measured window.
     started_wall: SystemTime,
     workers: Vec<(WorkerPlanRef, JoinHandle<WorkerOutcome>)>,
-    intervals: Option<Receiver<DeviceInterval>>,
+    intervals: Option<std::sync::Mutex<IntervalMerge>>,
     run_id: u64,
+}
+
+/// Joins the one-second intervals of a device's workers into one per device and second, so
+/// every consumer sees a device's second once, as with one worker.
+struct IntervalMerge {
+    rx: Receiver<DeviceInterval>,
+    /// Shares per target: how many intervals make a device's second.
+    parts: Vec<u32>,
+    /// Seconds some of a device's workers reported: (device, second) -> sum, reports.
+    pending: std::collections::BTreeMap<(usize, i64), (DeviceInterval, u32)>,
+}
+
+impl IntervalMerge {
+    fn new(rx: Receiver<DeviceInterval>, placement: &Placement) -> IntervalMerge {
+        let devices = placement
+            .workers
+            .iter()
+            .flat_map(|w| &w.devices)
+            .max()
+            .map_or(0, |&d| d + 1);
+        IntervalMerge {
+            rx,
+            parts: (0..devices).map(|d| placement.parts_of(d)).collect(),
+            pending: Default::default(),
+        }
+    }
+
+    fn recv(&mut self, timeout: Duration) -> Option<DeviceInterval> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let interval = match self.rx.recv_timeout(left) {
+                Ok(interval) => interval,
+                // Every worker is gone: what is left are seconds some share never closed.
+                Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+                    return self.pending.pop_first().map(|(_, (interval, _))| interval);
+                }
+                Err(std::sync::mpsc::RecvTimeoutError::Timeout) => return None,
+            };
+            let parts = self.parts.get(interval.device).copied().unwrap_or(1);
+            if parts <= 1 {
+                return Some(interval);
+            }
+            let key = (interval.device, interval.second);
+            let entry = match self.pending.entry(key) {
+                std::collections::btree_map::Entry::Vacant(v) => {
+                    v.insert((interval, 1));
+                    continue;
+                }
+                std::collections::btree_map::Entry::Occupied(o) => o.into_mut(),
+            };
+            entry.0.absorb(&interval);
+            entry.1 += 1;
+            if entry.1 >= parts {
+                return self.pending.remove(&key).map(|(interval, _)| interval);
+            }
+        }
+    }
 }
 
 /// A cheap, cloneable way to stop a run from another thread (a signal handler's task).
@@ -147,6 +205,24 @@ pub fn validate(workload: &Workload, targets: &[TargetInfo]) -> Result<(), Engin
             ),
             &[Iodepth],
         );
+    }
+    if let Some(n) = w.numjobs.filter(|n| !(1..=MAX_NUMJOBS).contains(n)) {
+        return bad(
+            format!("{n} workers per target is out of range: use 1 to {MAX_NUMJOBS}"),
+            &[Numjobs],
+        );
+    }
+    if let Some(n) = w.numjobs {
+        let total = u64::from(n) * u64::from(w.iodepth);
+        if total > u64::from(MAX_IODEPTH) {
+            return bad(
+                format!(
+                    "{n} workers x queue depth {} = {total} I/Os in flight per target, above the most the engine keeps ({MAX_IODEPTH}): lower one of them",
+                    w.iodepth
+                ),
+                &[Numjobs, Iodepth],
+            );
+        }
     }
     if w.rwmixread > 100 {
         return bad(
@@ -467,7 +543,8 @@ pub(crate) fn buffer_bytes(workload: &Workload, targets: usize) -> u64 {
         .into_iter()
         .filter(|&op| op.buffer_use() != BufferUse::None && workload.pattern.issues(op))
         .count() as u64;
-    targets as u64 * workload.iodepth as u64 * workload.block_size as u64 * kinds
+    let jobs = u64::from(workload.numjobs.unwrap_or(1));
+    targets as u64 * jobs * workload.iodepth as u64 * workload.block_size as u64 * kinds
 }
 
 fn mem_available(meminfo: &str) -> Option<u64> {
@@ -570,13 +647,18 @@ pub(crate) fn prepare(config: RunConfig) -> Result<PreparedRun, EngineError> {
     if config.workload.pattern.issues(OpKind::Trim) {
         check_trim_support(&targets)?;
     }
-    let placement = placement::plan(&targets, &allowed, config.layout)?;
+    let placement = placement::plan(&targets, &config.workload, &allowed, config.layout)?;
     let write = config.workload.pattern.writes();
-    // Open everything before starting any thread, so a refusal leaves nothing running.
-    let mut files: Vec<Option<std::fs::File>> = targets
+    // Open everything before starting any thread, so a refusal leaves nothing running; a
+    // target's other shares get duplicates of its one descriptor (one O_EXCL claim).
+    let files: Vec<std::fs::File> = targets
         .iter()
-        .map(|t| target::open(t, write).map(Some))
+        .map(|t| target::open(t, write))
         .collect::<Result<_, _>>()?;
+    let taken_out: Arc<[std::sync::atomic::AtomicBool]> = targets
+        .iter()
+        .map(|_| std::sync::atomic::AtomicBool::new(false))
+        .collect();
 
     let shared = Arc::new(Shared::new());
     let (tx, rx) = if config.live {
@@ -589,19 +671,21 @@ pub(crate) fn prepare(config: RunConfig) -> Result<PreparedRun, EngineError> {
     let mut workers = Vec::new();
     for (plan_index, plan) in placement.workers.iter().enumerate() {
         let devices = plan
-            .devices
+            .shares
             .iter()
-            .map(|&i| {
-                (
-                    i,
-                    targets[i].clone(),
-                    files[i].take().expect("each target is placed once"),
-                )
+            .map(|&share| {
+                let i = share.device;
+                let file = files[i].try_clone().map_err(|source| EngineError::Open {
+                    path: targets[i].path.clone(),
+                    source,
+                })?;
+                Ok((share, targets[i].clone(), file))
             })
-            .collect();
+            .collect::<Result<_, EngineError>>()?;
         let task = WorkerTask {
             cpu: plan.cpu,
             devices,
+            taken_out: taken_out.clone(),
             workload: config.workload.clone(),
             on_error: config.on_error,
             polling: config.polling,
@@ -619,6 +703,7 @@ pub(crate) fn prepare(config: RunConfig) -> Result<PreparedRun, EngineError> {
         workers.push(((plan.cpu, plan_index), handle));
     }
     drop(tx);
+    drop(files);
     let failures = shared.gate.wait_ready(workers.len());
     if let Some(first) = failures.into_iter().next() {
         shared.gate.open(None);
@@ -633,13 +718,13 @@ pub(crate) fn prepare(config: RunConfig) -> Result<PreparedRun, EngineError> {
     Ok(PreparedRun {
         handle: Some(RunHandle {
             targets,
-            placement,
             workload: config.workload,
             shared,
             start: Instant::now(),
             started_wall: SystemTime::now(),
             workers,
-            intervals: rx,
+            intervals: rx.map(|rx| std::sync::Mutex::new(IntervalMerge::new(rx, &placement))),
+            placement,
             run_id,
         }),
     })
@@ -682,7 +767,11 @@ impl RunHandle {
     /// The next one-second sample, waiting at most `timeout`; `None` on timeout, when the run
     /// was started without `live`, or when the run has ended and every sample was read.
     pub fn recv_interval(&self, timeout: Duration) -> Option<DeviceInterval> {
-        self.intervals.as_ref()?.recv_timeout(timeout).ok()
+        self.intervals
+            .as_ref()?
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .recv(timeout)
     }
 
     /// Waits for the end of the run.
@@ -707,8 +796,8 @@ impl RunHandle {
                 .iter()
                 .filter_map(|(_, j)| j.as_ref().ok()?.as_ref().ok())
                 .flat_map(|(_, _, results)| results)
-                .filter(|r| r.stalled_in_flight.is_some())
-                .map(|r| &r.path)
+                .filter(|(_, r)| r.stalled_in_flight.is_some())
+                .map(|(_, r)| &r.path)
                 .collect();
             for t in self.targets.iter().filter(|t| !stalled.contains(&&t.path)) {
                 target::await_release(t);
@@ -717,19 +806,20 @@ impl RunHandle {
         for ((cpu, plan_index), joined) in joined {
             match joined {
                 Ok(Ok((ring, cpu_use, results))) => {
+                    let plan = &self.placement.workers[plan_index];
                     summaries.push(crate::WorkerSummary {
                         cpu,
-                        devices: self.placement.workers[plan_index].devices.clone(),
+                        devices: plan.devices.clone(),
+                        shares: plan.shares.clone(),
                         ring,
                         cpu_use,
                     });
-                    for r in results {
-                        let i = self
-                            .targets
-                            .iter()
-                            .position(|t| t.path == r.path)
-                            .expect("results name their targets");
-                        devices[i] = Some(r);
+                    // A device's shares add up: counts summed, histograms bin by bin.
+                    for (i, r) in results {
+                        match &mut devices[i] {
+                            Some(merged) => merged.absorb(r),
+                            slot => *slot = Some(r),
+                        }
                     }
                 }
                 Ok(Err(e)) => {
@@ -774,6 +864,8 @@ impl RunHandle {
             run_id: self.run_id,
             measured_from: Some(self.started_wall + self.workload.ramp),
             workload: self.workload.clone(),
+            numa_nodes: self.placement.numa_nodes.clone(),
+            oversubscribed: self.placement.oversubscribed,
         })
     }
 }
@@ -830,6 +922,55 @@ mod tests {
         let given = vec![a.clone(), other.clone()];
         assert!(refuse_duplicate_targets(&given, &probe(&[&a, &other])).is_ok());
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_devices_seconds_from_its_workers_arrive_as_one() {
+        use crate::placement::{DeviceShare, WorkerPlan};
+        // Device 0 has two shares (CPUs 0 and 1), device 1 one.
+        let placement = Placement {
+            workers: vec![
+                WorkerPlan::for_tests(
+                    0,
+                    vec![DeviceShare::new(0, 0, 2), DeviceShare::new(1, 0, 1)],
+                ),
+                WorkerPlan::for_tests(1, vec![DeviceShare::new(0, 1, 2)]),
+            ],
+            numa_nodes: vec![None, None],
+            oversubscribed: false,
+        };
+        let (tx, rx) = channel();
+        let mut merge = IntervalMerge::new(rx, &placement);
+        let second = |device, s, reads: u64| {
+            let mut ops: crate::PerOp<crate::OpResult> = Default::default();
+            ops[OpKind::Read].ios = reads;
+            crate::result::record_latency(&mut ops[OpKind::Read].latency, 1000 * reads);
+            DeviceInterval::new(device, s, ops, 1)
+        };
+        tx.send(second(0, 0, 3)).unwrap();
+        tx.send(second(1, 0, 5)).unwrap();
+        let got = merge.recv(Duration::from_millis(10)).unwrap();
+        assert_eq!(
+            (got.device, got.ops[OpKind::Read].ios),
+            (1, 5),
+            "one share: at once"
+        );
+        assert!(
+            merge.recv(Duration::from_millis(10)).is_none(),
+            "waits for the other share"
+        );
+        tx.send(second(0, 0, 4)).unwrap();
+        let got = merge.recv(Duration::from_millis(10)).unwrap();
+        assert_eq!((got.device, got.second), (0, 0));
+        assert_eq!(got.ops[OpKind::Read].ios, 7);
+        assert_eq!(got.ops[OpKind::Read].latency.len(), 2, "histograms added");
+        assert_eq!(got.errors, 2);
+        // A second only one share closed comes out when the workers are gone.
+        tx.send(second(0, 1, 1)).unwrap();
+        drop(tx);
+        let got = merge.recv(Duration::from_millis(10)).unwrap();
+        assert_eq!((got.second, got.ops[OpKind::Read].ios), (1, 1));
+        assert!(merge.recv(Duration::from_millis(10)).is_none());
     }
 
     #[test]

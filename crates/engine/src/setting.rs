@@ -14,6 +14,8 @@ pub enum Setting {
     BlockSize,
     /// [`crate::Workload::iodepth`].
     Iodepth,
+    /// [`crate::Workload::numjobs`].
+    Numjobs,
     /// [`crate::Workload::rwmixread`].
     Rwmixread,
     /// [`crate::Workload::runtime`].
@@ -49,6 +51,7 @@ impl Setting {
             Setting::Pattern => "pattern",
             Setting::BlockSize => "block_size",
             Setting::Iodepth => "iodepth",
+            Setting::Numjobs => "numjobs",
             Setting::Rwmixread => "rwmixread",
             Setting::Runtime => "runtime",
             Setting::Ramp => "ramp",

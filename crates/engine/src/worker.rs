@@ -29,6 +29,8 @@ use hostmax_device::{TargetInfo, TargetKind};
 /// offsets over the working set (or sequential, wrapping), reproducible from the seed.
 #[derive(Debug, Clone)]
 pub struct OffsetStream {
+    /// The first block of the stream's part of the working set ([`crate::DeviceShare::blocks`]).
+    first_block: u64,
     offset_state: u64,
     mix_state: u64,
     blocks: u64,
@@ -44,8 +46,30 @@ pub struct OffsetStream {
 impl OffsetStream {
     /// The stream of target number `target` (its position in the run) under `seed`: the same
     /// seed and position give the same offsets.
+    #[cfg_attr(not(feature = "test-hooks"), allow(dead_code))]
     pub fn new(workload: &Workload, working_set: u64, seed: u64, target: usize) -> OffsetStream {
-        let mut base = seed ^ (target as u64).wrapping_mul(0xa076_1d64_78bd_642f);
+        OffsetStream::for_share(
+            workload,
+            working_set,
+            seed,
+            crate::DeviceShare::new(target, 0, 1),
+        )
+    }
+
+    /// The stream of one share of a target: offsets within the share's part of the working
+    /// set, from a seed that mixes in the part (part 0 of 1 is [`OffsetStream::new`]'s
+    /// stream), so the same seed and placement give the same offsets.
+    pub fn for_share(
+        workload: &Workload,
+        working_set: u64,
+        seed: u64,
+        share: crate::DeviceShare,
+    ) -> OffsetStream {
+        let target = share.device;
+        let part_mix = u64::from(share.part).wrapping_mul(0xe703_7ed1_a0b4_28db);
+        let mut base = (seed ^ part_mix) ^ (target as u64).wrapping_mul(0xa076_1d64_78bd_642f);
+        let all_blocks = (working_set / workload.block_size as u64).max(1);
+        let range = share.blocks(all_blocks);
         let offset_state = splitmix64(&mut base);
         let mix_state = splitmix64(&mut base);
         let share = workload.pattern.op_share(workload.rwmixread);
@@ -54,9 +78,10 @@ impl OffsetStream {
             .find(|(_, &percent)| percent == 100)
             .map(|(op, _)| op);
         OffsetStream {
+            first_block: range.start,
             offset_state,
             mix_state,
-            blocks: (working_set / workload.block_size as u64).max(1),
+            blocks: (range.end - range.start).max(1),
             block_size: workload.block_size as u64,
             next_sequential: 0,
             random: workload.pattern.is_random(),
@@ -77,7 +102,7 @@ impl OffsetStream {
             self.next_sequential = if b + 1 >= self.blocks { 0 } else { b + 1 };
             b
         };
-        block * self.block_size
+        (self.first_block + block) * self.block_size
     }
 
     /// The kind of the next I/O (from its own stream, so offsets do not depend on the mix).
@@ -100,6 +125,12 @@ impl OffsetStream {
 /// Everything a worker keeps about one of its targets.
 struct DeviceState {
     index: usize,
+    /// Which part of the device this is.
+    share: crate::DeviceShare,
+    /// The first block of its part of the working set: its verify state starts there.
+    first_block: u64,
+    /// Its part of the device's [`Workload::rate_iops`].
+    rate_iops: Option<u64>,
     block_size: u32,
     iodepth: u32,
     in_flight: u32,
@@ -149,6 +180,11 @@ struct DeviceState {
 }
 
 impl DeviceState {
+    /// Index in `verify_state` of the block at byte offset `offset` (within its part).
+    #[inline]
+    fn state_index(&self, offset: u64) -> usize {
+        (offset / u64::from(self.block_size) - self.first_block) as usize
+    }
     /// Byte offset in the device's region of the read buffer of `slot`.
     #[inline]
     fn read_buffer_offset(&self, slot: u32) -> usize {
@@ -218,7 +254,11 @@ struct PlannedIo {
 /// The plan one worker thread carries out.
 pub(crate) struct WorkerTask {
     pub cpu: usize,
-    pub devices: Vec<(usize, TargetInfo, std::fs::File)>,
+    /// Its shares of the run's targets, each with the target and an open file.
+    pub devices: Vec<(crate::DeviceShare, TargetInfo, std::fs::File)>,
+    /// Per target, set when a worker took it out of the run ([`ErrorPolicy::StopDevice`]):
+    /// its other workers stop submitting to it too.
+    pub taken_out: Arc<[std::sync::atomic::AtomicBool]>,
     pub workload: Workload,
     pub on_error: ErrorPolicy,
     pub polling: Polling,
@@ -228,14 +268,19 @@ pub(crate) struct WorkerTask {
     pub run_id: u64,
 }
 
-/// What a worker hands back: the ring features it got, its CPU use and its devices' results.
-pub(crate) type WorkerOutput = (RingFeatures, CpuUse, Vec<DeviceResult>);
+/// What a worker hands back: the ring features it got, its CPU use and the results of its
+/// shares (each with its target's index).
+pub(crate) type WorkerOutput = (RingFeatures, CpuUse, Vec<(usize, DeviceResult)>);
 
 impl WorkerTask {
     /// Pins the thread, builds the ring, waits for the start signal and runs to the end.
     pub fn run(self) -> Result<WorkerOutput, EngineError> {
         let cpu = self.cpu;
-        let paths = self.devices_paths();
+        let paths: Vec<std::path::PathBuf> = self
+            .devices
+            .iter()
+            .map(|(_, t, _)| t.path.clone())
+            .collect();
         let setup = self.setup();
         let (io, devices) = match setup {
             Ok(v) => {
@@ -260,6 +305,7 @@ impl WorkerTask {
             workload: self.workload.clone(),
             on_error: self.on_error,
             shared: self.shared.clone(),
+            taken_out: self.taken_out.clone(),
             intervals: self.intervals,
             run_id: self.run_id,
             start,
@@ -293,31 +339,35 @@ impl WorkerTask {
             cpu_use,
             run.devices
                 .into_iter()
-                .map(|d| DeviceResult {
-                    path: paths[d.index].clone(),
-                    cpu,
-                    ops: d.ops,
-                    errors: d.errors,
-                    failed: d.failed,
-                    stopped_after: d.failed_at.map(|t| t.saturating_duration_since(start)),
-                    ramp: d.ramp,
-                    drained: d.drained,
-                    read_samples: d.read_samples,
-                    verify: d.verify,
-                    trim_method: d.trim_method,
-                    stalled_in_flight: d.stalled_in_flight,
+                .zip(paths)
+                .map(|(d, path)| {
+                    let driver = crate::DeviceDriver::new(
+                        cpu,
+                        d.share.part,
+                        d.iodepth,
+                        d.ops.iter().map(|(_, o)| o.ios).sum(),
+                    );
+                    (
+                        d.index,
+                        DeviceResult {
+                            path,
+                            cpu,
+                            ops: d.ops,
+                            errors: d.errors,
+                            failed: d.failed,
+                            stopped_after: d.failed_at.map(|t| t.saturating_duration_since(start)),
+                            ramp: d.ramp,
+                            drained: d.drained,
+                            read_samples: d.read_samples,
+                            verify: d.verify,
+                            trim_method: d.trim_method,
+                            stalled_in_flight: d.stalled_in_flight,
+                            drivers: vec![driver],
+                        },
+                    )
                 })
                 .collect(),
         ))
-    }
-
-    fn devices_paths(&self) -> Vec<std::path::PathBuf> {
-        let max = self.devices.iter().map(|d| d.0).max().unwrap_or(0);
-        let mut v = vec![std::path::PathBuf::new(); max + 1];
-        for (i, info, _) in &self.devices {
-            v[*i] = info.path.clone();
-        }
-        v
     }
 
     fn setup(&self) -> Result<(UringIo, Vec<DeviceState>), EngineError> {
@@ -338,37 +388,59 @@ impl WorkerTask {
                 cpu: self.cpu,
                 message: format!("cannot duplicate a target's file descriptor: {e}"),
             })?;
-        let slots_len = w.block_size as usize * w.iodepth as usize;
         let (reads, writes) = (w.pattern.reads(), w.pattern.issues(OpKind::Write));
         let verify = w.write_data.verify && writes;
-        // --verify reads every written block back after the run: it needs read buffers.
-        let pool_blocks = BlockMaker::pool_blocks(w.block_size as usize, w.iodepth as usize);
-        let pool_len = (pool_blocks + 1) * w.block_size as usize;
-        let region_len = slots_len * usize::from(reads || verify) + pool_len * usize::from(writes);
-        let regions = vec![region_len; files.len()];
-        let slots = files.len() * w.iodepth as usize;
+        // Each share keeps the whole depth with numjobs (fio's job), else its part of it.
+        let depths: Vec<u32> = self
+            .devices
+            .iter()
+            .map(|(share, _, _)| match w.numjobs {
+                Some(_) => w.iodepth,
+                None => share.split(u64::from(w.iodepth)).max(1) as u32,
+            })
+            .collect();
+        let layout = |depth: u32| {
+            let slots_len = w.block_size as usize * depth as usize;
+            // --verify reads every written block back after the run: it needs read buffers.
+            let pool_blocks = BlockMaker::pool_blocks(w.block_size as usize, depth as usize);
+            let pool_len = (pool_blocks + 1) * w.block_size as usize;
+            let region_len =
+                slots_len * usize::from(reads || verify) + pool_len * usize::from(writes);
+            (slots_len, pool_blocks, pool_len, region_len)
+        };
+        let regions: Vec<usize> = depths.iter().map(|&d| layout(d).3).collect();
+        let slots = depths.iter().map(|&d| d as usize).sum();
         let mut io =
             UringIo::new(files, &regions, slots, self.polling).map_err(EngineError::Ring)?;
         let mut states = Vec::new();
         let mut next_slot = 0u32;
-        for (file, (index, info, _)) in self.devices.iter().enumerate() {
+        for (file, (share, info, _)) in self.devices.iter().enumerate() {
+            let (index, depth) = (&share.device, depths[file]);
+            let (slots_len, pool_blocks, pool_len, _) = layout(depth);
             let working_set = w.working_set.unwrap_or(info.size);
-            let maker = BlockMaker::new(w.write_data, self.run_id, *index);
+            let part = share.blocks((working_set / u64::from(w.block_size)).max(1));
+            // Each share makes its own blocks: the same maker in two workers would stamp
+            // the same keys, and two written blocks would be the same.
+            let part_mix = u64::from(share.part).wrapping_mul(0x8ebc_6af0_9c88_c6e3);
+            let maker = BlockMaker::new(w.write_data, self.run_id ^ part_mix, *index);
             let write_base = if reads || verify { slots_len } else { 0 };
             if writes {
                 maker.fill_pool(io.buffer_mut(file, write_base, pool_len));
             }
             states.push(DeviceState {
                 index: *index,
+                share: *share,
+                first_block: part.start,
+                rate_iops: w.rate_iops.map(|r| share.split(r).max(1)),
                 block_size: w.block_size,
-                iodepth: w.iodepth,
+                iodepth: depth,
                 in_flight: 0,
-                free_slots: (next_slot..next_slot + w.iodepth).rev().collect(),
-                offsets: OffsetStream::new(w, working_set, w.seed, *index),
+                free_slots: (next_slot..next_slot + depth).rev().collect(),
+                offsets: OffsetStream::for_share(w, working_set, w.seed, *share),
                 submitted: 0,
                 limit_ios: w
                     .io_limit
-                    .map(|bytes| bytes.div_ceil(u64::from(w.block_size))),
+                    .map(|bytes| share.split(bytes.div_ceil(u64::from(w.block_size))).max(1)),
                 interval: PerOp::default(),
                 interval_errors: 0,
                 ops: PerOp::default(),
@@ -385,7 +457,7 @@ impl WorkerTask {
                 reads_done: 0,
                 read_samples: ReadSamples::default(),
                 verify_state: if verify {
-                    vec![0; (working_set / u64::from(w.block_size)) as usize]
+                    vec![0; (part.end - part.start) as usize]
                 } else {
                     Vec::new()
                 },
@@ -407,7 +479,7 @@ impl WorkerTask {
                 },
                 stalled_in_flight: None,
             });
-            next_slot += w.iodepth;
+            next_slot += depth;
         }
         Ok((io, states))
     }
@@ -422,6 +494,7 @@ struct WorkerLoop {
     workload: Workload,
     on_error: ErrorPolicy,
     shared: Arc<Shared>,
+    taken_out: Arc<[std::sync::atomic::AtomicBool]>,
     intervals: Option<Sender<DeviceInterval>>,
     run_id: u64,
     start: Instant,
@@ -520,6 +593,11 @@ impl WorkerLoop {
                 }
                 let len = dev.block_size;
                 let read_offset = dev.read_buffer_offset(user_data as u32);
+                let state_index = if dev.verify.is_some() {
+                    dev.state_index(slot.offset)
+                } else {
+                    0
+                };
                 if let Some(log) = dev.verify.as_mut() {
                     let block = slot.offset / u64::from(len);
                     if slot.op == OpKind::Write {
@@ -528,7 +606,7 @@ impl WorkerLoop {
                             writes.swap_remove(i);
                         }
                     }
-                    let state = &mut dev.verify_state[block as usize];
+                    let state = &mut dev.verify_state[state_index];
                     let whole = result == len as i32;
                     match slot.op {
                         OpKind::Write if *state == STATE_WRITING => {
@@ -599,6 +677,7 @@ impl WorkerLoop {
                     if on_error != ErrorPolicy::Continue && !dev.failed {
                         dev.failed = true;
                         dev.failed_at = Some(now);
+                        self.taken_out[dev.index].store(true, Ordering::Relaxed);
                     }
                     stop_all |= on_error == ErrorPolicy::StopAll;
                 }
@@ -647,7 +726,7 @@ impl WorkerLoop {
                 .iter()
                 .enumerate()
                 .filter(|(_, &s)| s != 0)
-                .map(|(b, &s)| (b as u64, s))
+                .map(|(b, &s)| (dev.first_block + b as u64, s))
                 .collect();
             let mut next = 0;
             let mut slot_blocks: Vec<(u64, u8)> = vec![(0, 0); depth as usize];
@@ -744,13 +823,19 @@ impl WorkerLoop {
 
     /// Queues I/O for every target with free slots, as its rate allows.
     fn fill(&mut self, now: Instant, pushed: &mut Vec<u32>, next_allowed: &mut Option<Instant>) {
-        let rate = self.workload.rate_iops;
         let since_start = now.saturating_duration_since(self.start);
         let planned = &mut self.planned;
         for (file, dev) in self.devices.iter_mut().enumerate() {
             if dev.failed {
                 continue;
             }
+            // Another worker of this device took it out: this share stops as well.
+            if dev.share.parts > 1 && self.taken_out[dev.index].load(Ordering::Relaxed) {
+                dev.failed = true;
+                dev.failed_at = Some(now);
+                continue;
+            }
+            let rate = dev.rate_iops;
             let mut budget = dev.iodepth - dev.in_flight;
             if let Some(max) = dev.limit_ios {
                 budget = budget
@@ -846,8 +931,7 @@ impl WorkerLoop {
                         // Read at submit time, after the writes queued before it in this
                         // batch marked their blocks.
                         if dev.verify.is_some() {
-                            let state =
-                                dev.verify_state[(offset / u64::from(dev.block_size)) as usize];
+                            let state = dev.verify_state[dev.state_index(offset)];
                             if (1..STATE_UNKNOWN).contains(&state) {
                                 tag = state;
                             }
@@ -875,7 +959,8 @@ impl WorkerLoop {
                     // until a later write has the block to itself.
                     let overlapped = dev.verify_writes_in_flight.contains(&block);
                     dev.verify_writes_in_flight.push(block);
-                    dev.verify_state[block as usize] = if overlapped {
+                    let index = dev.state_index(offset);
+                    dev.verify_state[index] = if overlapped {
                         STATE_UNKNOWN
                     } else {
                         STATE_WRITING
@@ -999,6 +1084,36 @@ mod tests {
         }
         // 1000 expected per block; a fair generator stays well within +-20%.
         assert!(hits.iter().all(|&h| (800..1200).contains(&h)), "{hits:?}");
+    }
+
+    #[test]
+    fn shares_walk_their_own_part_and_reproduce() {
+        let w = workload(IoPattern::Write);
+        let share = |part| crate::DeviceShare::new(0, part, 2);
+        let mut first = OffsetStream::for_share(&w, 5 * 4096, 1, share(0));
+        let mut second = OffsetStream::for_share(&w, 5 * 4096, 1, share(1));
+        let a: Vec<u64> = (0..3).map(|_| first.next_offset() / 4096).collect();
+        let b: Vec<u64> = (0..4).map(|_| second.next_offset() / 4096).collect();
+        assert_eq!((a, b), (vec![0, 1, 0], vec![2, 3, 4, 2]));
+        let r = workload(IoPattern::RandWrite);
+        let draw = |part| -> Vec<u64> {
+            let mut s =
+                OffsetStream::for_share(&r, 1 << 30, 7, crate::DeviceShare::new(3, part, 4));
+            (0..1000).map(|_| s.next_offset()).collect()
+        };
+        let quarter = (1u64 << 30) / 4;
+        assert!(draw(2)
+            .iter()
+            .all(|&o| (2 * quarter..3 * quarter).contains(&o)));
+        assert_eq!(
+            draw(2),
+            draw(2),
+            "the same seed and share give the same offsets"
+        );
+        // One share of one is the whole target's stream.
+        let mut whole = OffsetStream::new(&r, 1 << 30, 7, 3);
+        let mut one = OffsetStream::for_share(&r, 1 << 30, 7, crate::DeviceShare::new(3, 0, 1));
+        assert!((0..100).all(|_| whole.next_offset() == one.next_offset()));
     }
 
     #[test]

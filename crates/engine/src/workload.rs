@@ -15,6 +15,8 @@ pub const MIN_BLOCK_SIZE: u32 = 512;
 /// Largest per-device queue depth; bounded by the ring size the kernel allows
 /// (`IORING_MAX_ENTRIES`, 32768) shared by all devices of one worker.
 pub const MAX_IODEPTH: u32 = 4096;
+/// Most workers per target ([`Workload::numjobs`]).
+pub const MAX_NUMJOBS: u32 = 256;
 /// Longest ramp, and longest measured time, the engine runs (365 days each): the run's end is
 /// an `Instant` ramp plus runtime away, which must not overflow, and a year of one-second
 /// intervals is already more than any report holds usefully.
@@ -158,7 +160,7 @@ impl FromStr for IoPattern {
 /// stream and counters.
 ///
 /// [`Workload::default`] is 4 KiB random reads ([`IoPattern::RandRead`]) at depth 32 over the
-/// whole of each target, a 5 s ramp then 30 s measured, no IOPS cap, no I/O limit, every I/O
+/// whole of each target (workers chosen by the engine), a 5 s ramp then 30 s measured, no IOPS cap, no I/O limit, every I/O
 /// timed, seed `0x5eed_f405_ca1e`, a 50% read share (used by [`IoPattern::RandRw`] only) and
 /// [`WriteData::default`](crate::WriteData) for writes (unique, incompressible, not verified).
 /// Set the fields you care about and take the rest from it:
@@ -185,8 +187,15 @@ pub struct Workload {
     pub rwmixread: u8,
     /// Bytes per I/O: a multiple of every target's logical block size, 512 B..=8 MiB.
     pub block_size: u32,
-    /// I/Os kept in flight per target.
+    /// I/Os kept in flight: per target when [`Workload::numjobs`] is `None` (split among the
+    /// target's workers), per worker (fio's job) when it is given.
     pub iodepth: u32,
+    /// Workers per target, fio's `numjobs`: each on its own CPU of the target's queue map
+    /// where it has enough, each keeping [`Workload::iodepth`] in flight over its own part of
+    /// the working set. `None` (the default) lets the engine choose: one worker per queue CPU
+    /// the target may use, while CPUs are free (see the placement in `RunConfig`).
+    #[serde(default)]
+    pub numjobs: Option<u32>,
     /// Bytes at the start of each target that I/O touches; `None` is the whole target.
     pub working_set: Option<u64>,
     /// Measured time, after the ramp.
@@ -195,11 +204,12 @@ pub struct Workload {
     pub ramp: Duration,
     /// Seed of the random offsets: the same seed gives every target the same offsets.
     pub seed: u64,
-    /// Optional cap on I/Os per second, per target.
+    /// Optional cap on I/Os per second, per target (shared by its workers).
     pub rate_iops: Option<u64>,
     /// Whether to time every I/O into the latency histograms (costs two clock reads per batch).
     pub record_latency: bool,
-    /// Bytes each target may be given, ramp included (fio's `io_size`): a target stops once
+    /// Bytes each target may be given, ramp included (fio's `io_size`, here shared by the
+    /// target's workers): a target stops once
     /// that many bytes were submitted, and the run ends when every target has stopped (or the
     /// runtime is over, whichever is first). `None` is no limit.
     #[serde(default)]
@@ -218,6 +228,7 @@ impl Default for Workload {
             rwmixread: 50,
             block_size: 4096,
             iodepth: 32,
+            numjobs: None,
             working_set: None,
             runtime: Duration::from_secs(30),
             ramp: Duration::from_secs(5),

@@ -13,6 +13,8 @@
 //!   so even a SIGKILLed process leaves none behind.
 //! - [`NullBlkDevice`]: one memory-backed null_blk device made through configfs, removed on
 //!   drop (a killed process's are swept by the next [`SimulatedHost`]).
+//! - [`ZramDevice`]: one zram device (bio-based, no queue map, compressing on the submitting
+//!   CPU), removed on drop, where [`zram_available`] says the kernel has zram.
 //! - [`IoThrottle`]: one cgroup (v1 `blkio` or v2 `io.max`) holding per-device caps; processes
 //!   in it are capped.
 //! - [`ScratchDir`]: a directory of this process's own, removed on drop (and by
@@ -35,6 +37,7 @@ mod programs;
 mod scratch;
 mod sys;
 mod throttle;
+mod zram;
 
 pub use error::SimHostError;
 pub use file_lock::FileLock;
@@ -46,6 +49,7 @@ pub use nullblk::{
 pub use programs::find_program;
 pub use scratch::{sweep_dead_owners, ScratchDir, TEST_SCRATCH_PREFIX};
 pub use throttle::{CgroupFlavor, DeviceLimit, IoThrottle, CGROUP_ROOT_ENV};
+pub use zram::{zram_available, ZramDevice};
 
 use std::path::{Path, PathBuf};
 

@@ -234,7 +234,7 @@ fn disk_name(sys_block: &Path, config_dir: &Path) -> Result<String, SimHostError
 }
 
 /// MAJ:MIN from `<sys_block>/<disk>/dev`.
-fn read_major_minor(sys_disk: &Path) -> Result<(u32, u32), SimHostError> {
+pub(crate) fn read_major_minor(sys_disk: &Path) -> Result<(u32, u32), SimHostError> {
     let path = sys_disk.join("dev");
     let text = fs::read_to_string(&path).map_err(SimHostError::io("read", &path))?;
     text.trim()
@@ -249,7 +249,7 @@ fn read_major_minor(sys_disk: &Path) -> Result<(u32, u32), SimHostError> {
 
 /// Waits until `path` is a block device: devtmpfs makes the node right after the disk is added
 /// (there is no udev here), but not necessarily before power-on returns.
-fn wait_for_node(path: &Path, patience: Duration) -> Result<(), SimHostError> {
+pub(crate) fn wait_for_node(path: &Path, patience: Duration) -> Result<(), SimHostError> {
     let deadline = Instant::now() + patience;
     loop {
         if fs::metadata(path).is_ok_and(|m| m.file_type().is_block_device()) {

@@ -137,7 +137,18 @@ fn device_verdict(
             .flat_map(|r| &r.devices)
             .find(|d| d.path == path && d.failed)
             .map(|d| d.stopped_at_secs.unwrap_or(0.0)),
+        bottleneck: None,
     };
+    // Short of a promise while every worker driving it was saturated: hostmax, not the
+    // volume, was the limit, and the promise is not judged.
+    let short = !v.figures.checks(t).iter().all(|(_, ok)| *ok);
+    let saturated = reports
+        .iter()
+        .flat_map(|r| &r.devices)
+        .any(|d| d.path == path && d.load_generator_saturated);
+    if short && saturated {
+        v.bottleneck = Some(Bottleneck::LoadGenerator);
+    }
     v.pass = device_checks(&v, t).iter().all(|(_, ok)| *ok);
     (v, checks)
 }
@@ -361,6 +372,9 @@ mod tests {
                 trim_method: None,
                 kernel: None,
                 stalled_in_flight: None,
+                drivers: Vec::new(),
+                numa_node: None,
+                load_generator_saturated: false,
             })
             .collect();
         let total: f64 = devices.iter().map(|d| d.1).sum();
@@ -557,6 +571,42 @@ mod tests {
             serde_json::to_value(&v).unwrap()["host"]["bottleneck"],
             "load_generator"
         );
+    }
+
+    #[test]
+    fn a_volume_short_on_saturated_workers_is_not_judged_and_names_the_load_generator() {
+        let specs = SpecSet {
+            devices: flat(200_000.0, "x", &["/dev/zram0", "/dev/b"]),
+            ..Default::default()
+        };
+        let mut run = report(
+            4096,
+            32,
+            &[("/dev/zram0", 100_000.0), ("/dev/b", 100_000.0)],
+            &[200_000; 3],
+        );
+        assert_eq!(
+            judge(&specs, &[&run]).failures(),
+            ["/dev/zram0 IOPS", "/dev/b IOPS"]
+        );
+        // Every worker of the first volume saturated: its promise is not judged.
+        run.devices[0].load_generator_saturated = true;
+        let v = judge(&specs, &[&run]);
+        assert_eq!(v.failures(), ["/dev/b IOPS"]);
+        assert!(v.devices[0].pass);
+        assert_eq!(v.devices[0].bottleneck, Some(Bottleneck::LoadGenerator));
+        assert_eq!(
+            v.devices[0].not_judged_reason(),
+            Some("not judged: load generator saturated")
+        );
+        assert_eq!(
+            serde_json::to_value(&v).unwrap()["devices"][0]["bottleneck"],
+            "load_generator"
+        );
+        assert_eq!(v.devices[1].bottleneck, None);
+        // A volume that kept its promise needs no excuse.
+        run.devices[0].figures.iops = 200_000.0;
+        assert_eq!(judge(&specs, &[&run]).devices[0].bottleneck, None);
     }
 
     #[test]

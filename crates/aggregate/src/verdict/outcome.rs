@@ -212,6 +212,19 @@ pub struct DeviceVerdict {
     /// promise, whatever its rate over the time it ran.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stopped_at_secs: Option<f64>,
+    /// What held it below its promise when that was not the volume: the load generator when
+    /// every worker driving it had a saturated CPU (`devices[].load_generator_saturated`).
+    /// Its figures are then not judged (the volume may deliver more than hostmax could ask).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bottleneck: Option<Bottleneck>,
+}
+
+impl DeviceVerdict {
+    /// What the verdict table and messages say of a promise this device was not judged on.
+    pub fn not_judged_reason(&self) -> Option<&'static str> {
+        (self.bottleneck == Some(Bottleneck::LoadGenerator))
+            .then_some("not judged: load generator saturated")
+    }
 }
 
 impl Default for DeviceVerdict {
@@ -224,6 +237,7 @@ impl Default for DeviceVerdict {
             size_bytes: None,
             figures: VerdictFigures::new(false),
             stopped_at_secs: None,
+            bottleneck: None,
         }
     }
 }
@@ -330,7 +344,10 @@ pub(super) fn device_checks(d: &DeviceVerdict, t: Tolerance) -> Vec<(&'static st
     if d.stopped_at_secs.is_some() {
         out.push(("taken out after a failed I/O", false));
     }
-    out.extend(d.figures.checks(t));
+    // Saturated workers: the run cannot tell what the volume could do.
+    if d.bottleneck != Some(Bottleneck::LoadGenerator) {
+        out.extend(d.figures.checks(t));
+    }
     out
 }
 

@@ -66,10 +66,20 @@ pub struct RunArgs {
     #[arg(long, value_name = "SIZE", default_value = "4k", value_parser = parse_size, allow_hyphen_values = true)]
     pub bs: u64,
 
-    /// I/Os in flight per device.
+    /// I/Os in flight: per device, split among the CPUs that drive it; with --numjobs, per
+    /// job (fio's meaning: a device then keeps numjobs x iodepth in flight).
     #[arg(long, value_name = "N", default_value_t = 32, allow_hyphen_values = true,
           value_parser = clap::value_parser!(u32).range(1..=i64::from(MAX_IODEPTH)))]
     pub iodepth: u32,
+
+    /// Jobs per device, fio's numjobs: N workers each keeping --iodepth in flight over its
+    /// own part of the device, each pinned to a different CPU of the device's queue map where
+    /// it has enough (fio's cpus_allowed_policy=split; more jobs than CPUs is allowed and
+    /// said). Without it a device gets one worker per queue CPU it may use while CPUs are
+    /// free, and --iodepth is the device's total.
+    #[arg(long, value_name = "N",
+          value_parser = clap::value_parser!(u32).range(1..=i64::from(hostmax_engine::MAX_NUMJOBS)))]
+    pub numjobs: Option<u32>,
 
     /// Working set per device, from its start, a multiple of --bs [default: the whole device].
     /// A --devices path that does not exist becomes a new file of this size.
@@ -130,7 +140,8 @@ pub struct RunArgs {
     #[arg(long, value_name = "POLICY", default_value = "stop-device", value_parser = parse_error_policy)]
     pub on_error: hostmax_engine::ErrorPolicy,
 
-    /// One worker thread per device instead of one per CPU (fio's layout; for comparisons).
+    /// One worker thread per device (per device share, when a device is driven from several
+    /// CPUs) instead of one per CPU (fio's layout; for comparisons).
     #[arg(long)]
     pub thread_per_device: bool,
 
@@ -200,6 +211,7 @@ impl RunArgs {
             rwmixread: self.rwmixread,
             block_size: self.bs,
             iodepth: self.iodepth,
+            numjobs: self.numjobs,
             working_set: self.size,
             runtime: self.runtime,
             ramp: self.ramp,

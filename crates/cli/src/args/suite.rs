@@ -88,7 +88,7 @@ pub struct SuiteArgs {
           value_parser = clap::value_parser!(u32).range(5..=100))]
     pub max_rounds: u32,
 
-    /// I/Os in flight per device [default: 64; latency: 1].
+    /// I/Os in flight per device, or per job with --numjobs [default: 64; latency: 1].
     #[arg(long, value_name = "N",
           value_parser = clap::value_parser!(u32).range(1..=i64::from(hostmax_engine::MAX_IODEPTH)))]
     pub iodepth: Option<u32>,
@@ -105,12 +105,13 @@ pub struct SuiteArgs {
     #[arg(long, value_name = "PERCENT", value_parser = percent_arg, conflicts_with = "size")]
     pub active_range: Option<u8>,
 
-    /// Jobs per device as fio counts them: every device keeps numjobs x iodepth I/Os in
-    /// flight (CloudHarmony runs up to 8 jobs of depth 64 on hosts with many CPUs). hostmax
-    /// keeps one ring per CPU, not a process per job.
-    #[arg(long, value_name = "N", default_value_t = 1,
+    /// Jobs per device, fio's numjobs: N workers each keeping --iodepth in flight over its
+    /// own part of the device, on distinct CPUs of its queue map where it has enough
+    /// (CloudHarmony runs up to 8 jobs of depth 64 on hosts with many CPUs). Without it each
+    /// device is driven from its queue CPUs and --iodepth is the device's total.
+    #[arg(long, value_name = "N",
           value_parser = clap::value_parser!(u32).range(1..=64))]
-    pub numjobs: u32,
+    pub numjobs: Option<u32>,
 
     /// Idle time after each cell (volumes with burst credits earn them back; the cell after
     /// it then starts from the same state).

@@ -114,7 +114,7 @@ pub fn render_table_noting(
     let devices: Vec<Vec<String>> = report
         .devices
         .iter()
-        .map(|d| row(device_label(d), d.cpu.to_string(), &d.figures))
+        .map(|d| row(device_label(d), device_cpus(d), &d.figures))
         .collect();
     let plural = if report.devices.len() == 1 { "" } else { "s" };
     let host_name = match &report.fleet {
@@ -194,12 +194,15 @@ pub fn render_table_noting(
     };
 
     let mut out = String::new();
+    let depth = match w.numjobs {
+        Some(jobs) => format!("{jobs} jobs x iodepth {}", w.iodepth),
+        None => format!("iodepth {}", w.iodepth),
+    };
     let _ = write!(
         out,
-        "{} {}, iodepth {}, {} device{plural}, {:.1} s measured",
+        "{} {}, {depth}, {} device{plural}, {:.1} s measured",
         w.pattern,
         format_block_size(w.block_size),
-        w.iodepth,
         report.devices.len(),
         report.measured_secs,
     );
@@ -286,6 +289,7 @@ pub fn render_table_noting(
             join_names(&synchronous)
         );
     }
+    out.push_str(&driver_lines(report));
     if let Some(generator) = &report.load_generator {
         out.push_str(&worker_lines(generator));
     }
@@ -506,6 +510,76 @@ fn ring_features_line(generator: &hostmax_aggregate::LoadGenerator) -> String {
         );
     }
     s.push('\n');
+    s
+}
+
+/// The CPUs that drove a device, as the table's cpu cell: "3", or "0,1" for several workers
+/// ("0,1,0" when --numjobs put two of them on one CPU).
+fn device_cpus(d: &hostmax_aggregate::DeviceReport) -> String {
+    if d.drivers.is_empty() {
+        return d.cpu.to_string();
+    }
+    let cpus: Vec<String> = d.drivers.iter().map(|x| x.cpu.to_string()).collect();
+    cpus.join(",")
+}
+
+/// How each device driven by more than one worker was driven: per worker its CPU, its I/Os
+/// in flight and its share of the device's I/Os; where a NUMA node chose the CPUs, that;
+/// where every worker of a device was saturated, that the load generator limited it.
+fn driver_lines(report: &HostReport) -> String {
+    let mut s = String::new();
+    for d in &report.devices {
+        if d.drivers.len() > 1 {
+            let parts: Vec<String> = d
+                .drivers
+                .iter()
+                .map(|x| format!("CPU {} depth {} {:.0}%", x.cpu, x.iodepth, 100.0 * x.share))
+                .collect();
+            let _ = write!(
+                s,
+                "{} driven by {} workers: {}",
+                device_label(d),
+                d.drivers.len(),
+                parts.join(", ")
+            );
+            if let Some(node) = d.numa_node {
+                let _ = write!(s, " (CPUs of its NUMA node {node})");
+            }
+            s.push('\n');
+        } else if let Some(node) = d.numa_node {
+            let _ = writeln!(
+                s,
+                "{} driven from CPU {} of its NUMA node {node}",
+                device_label(d),
+                device_cpus(d)
+            );
+        }
+        if d.load_generator_saturated {
+            let _ = writeln!(
+                s,
+                "every worker driving {} had a saturated CPU: its figures may be hostmax's limit rather than the device's (give it more CPUs with --cpus, or --numjobs)",
+                device_label(d)
+            );
+        }
+    }
+    let cpus: std::collections::BTreeSet<usize> = report
+        .devices
+        .iter()
+        .flat_map(|d| d.drivers.iter().map(|x| x.cpu))
+        .collect();
+    let jobs = report
+        .devices
+        .iter()
+        .map(|d| d.drivers.len())
+        .sum::<usize>();
+    if report.workload.numjobs.is_some() && jobs > cpus.len() {
+        let _ = writeln!(
+            s,
+            "--numjobs {} asked for {jobs} workers on {} CPUs: some CPUs drive more than one",
+            report.workload.numjobs.unwrap_or(1),
+            cpus.len()
+        );
+    }
     s
 }
 

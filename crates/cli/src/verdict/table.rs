@@ -141,7 +141,14 @@ fn render(v: &Verdict, unconcluded: Option<String>) -> String {
             _ => d.spec.clone(),
         };
         let name = crate::output::table::device_name(&d.path, d.given.as_deref());
-        rows.extend(figure_rows(&name, &spec, &d.figures, t));
+        let mut device_rows = figure_rows(&name, &spec, &d.figures, t);
+        if d.not_judged_reason().is_some() {
+            // Its workers were saturated: a shortfall is hostmax's, not the volume's.
+            for r in device_rows.iter_mut().filter(|r| r[6] == "FAIL") {
+                r[6] = "NOT JUDGED".to_string();
+            }
+        }
+        rows.extend(device_rows);
     }
     let h = &v.host;
     rows.extend(figure_rows("host", "", &h.figures, t));
@@ -203,6 +210,15 @@ fn render(v: &Verdict, unconcluded: Option<String>) -> String {
     }
     for n in &v.not_judged {
         let _ = writeln!(out, "not judged: {}", super::not_judged_line(n));
+    }
+    for d in &v.devices {
+        if let Some(reason) = d.not_judged_reason() {
+            let _ = writeln!(
+                out,
+                "{}: {reason} (every worker driving it had a saturated CPU, so the run cannot tell what it could do: give it more CPUs with --cpus or --numjobs)",
+                crate::output::table::device_name(&d.path, d.given.as_deref())
+            );
+        }
     }
     if let Some(c) = &v.consistency {
         out += &super::consistency::render(c);
@@ -392,6 +408,25 @@ mod tests {
         assert!(
             text.trim_end()
                 .ends_with("FAIL: /dev/loop1 IOPS, host IOPS (2 of 4 checks)"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn a_volume_on_saturated_workers_shows_not_judged_and_the_load_generator() {
+        let mut v = Verdict::default();
+        v.pass = true;
+        v.tolerance = 0.05;
+        v.devices = vec![{
+            let mut d = device("/dev/zram1", 200_000.0, 100_000.0, true);
+            d.bottleneck = Some(Bottleneck::LoadGenerator);
+            d
+        }];
+        let text = render_verdict(&v);
+        let row = text.lines().find(|l| l.starts_with("/dev/zram1")).unwrap();
+        assert!(row.ends_with("NOT JUDGED"), "{text}");
+        assert!(
+            text.contains("/dev/zram1: not judged: load generator saturated"),
             "{text}"
         );
     }

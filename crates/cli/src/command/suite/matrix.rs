@@ -255,8 +255,10 @@ pub fn cells(block_sizes: &[u32], mixes: &[Mix]) -> Vec<CellSpec> {
 pub struct CellSettings {
     /// Random or sequential.
     pub random: bool,
-    /// Queue depth per device.
+    /// Queue depth per device, or per job with `numjobs`.
     pub iodepth: u32,
+    /// Jobs per device (fio's numjobs), each at `iodepth`; `None`: placed by queue.
+    pub numjobs: Option<u32>,
     /// The tested range per device, from its start.
     pub range: u64,
     /// Measured time per cell.
@@ -279,6 +281,7 @@ impl CellSettings {
             rwmixread: cell.mix.read,
             block_size: cell.block_size,
             iodepth: self.iodepth,
+            numjobs: self.numjobs,
             working_set: Some(self.range),
             runtime: self.cell_time,
             ramp: self.ramp,
@@ -350,6 +353,7 @@ mod tests {
         let s = CellSettings {
             random: true,
             iodepth: 64,
+            numjobs: None,
             range: 1 << 30,
             cell_time: Duration::from_secs(60),
             ramp: Duration::ZERO,

@@ -399,7 +399,8 @@ fn start(args: &SuiteArgs) -> anyhow::Result<Setup> {
         tracked,
         metric: test.metric(),
         random: test.random(),
-        iodepth: args.iodepth.unwrap_or(test.default_iodepth()) * args.numjobs,
+        iodepth: args.iodepth.unwrap_or(test.default_iodepth()),
+        numjobs: args.numjobs,
         range,
         cell_time_ms: args.cell_time.as_millis() as u64,
         ramp_ms: args.ramp.as_millis() as u64,
@@ -430,15 +431,16 @@ fn start(args: &SuiteArgs) -> anyhow::Result<Setup> {
         },
         run_id: Some(crate::provenance::new_run_id()),
     };
-    if config.iodepth > hostmax_engine::MAX_IODEPTH {
-        return Err(BadInput(format!(
-            "--numjobs {} x --iodepth {} = {} I/Os per device, above the most hostmax keeps in flight ({}); lower one of them",
-            args.numjobs,
-            config.iodepth / args.numjobs,
-            config.iodepth,
-            hostmax_engine::MAX_IODEPTH
-        ))
-        .into());
+    if let Some(jobs) = args.numjobs {
+        let total = u64::from(jobs) * u64::from(config.iodepth);
+        if total > u64::from(hostmax_engine::MAX_IODEPTH) {
+            return Err(BadInput(format!(
+                "--numjobs {jobs} x --iodepth {} = {total} I/Os per device, above the most hostmax keeps in flight ({}); lower one of them",
+                config.iodepth,
+                hostmax_engine::MAX_IODEPTH
+            ))
+            .into());
+        }
     }
     if config.cell_time_ms == 0 {
         return Err(BadInput(

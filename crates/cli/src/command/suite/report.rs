@@ -106,8 +106,11 @@ pub struct SuiteSettings {
     pub cell_secs: f64,
     /// Unmeasured seconds before each cell.
     pub ramp_secs: f64,
-    /// Queue depth per device.
+    /// Queue depth per device, or per job with `numjobs`.
     pub iodepth: u32,
+    /// Jobs per device (`--numjobs`), each at `iodepth`; absent: placed by queue.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub numjobs: Option<u32>,
     /// Tested bytes per device, from its start.
     pub range_bytes: u64,
     /// Most rounds.
@@ -427,6 +430,7 @@ pub fn build(
             cell_secs: config.cell_time_ms as f64 / 1000.0,
             ramp_secs: config.ramp_ms as f64 / 1000.0,
             iodepth: config.iodepth,
+            numjobs: config.numjobs,
             range_bytes: config.range,
             max_rounds: config.max_rounds,
             random: config.random,
@@ -593,7 +597,8 @@ fn judged_runs(report: &SuiteReport) -> Vec<JudgedRun> {
                 label: key.clone(),
                 shape: RunShape {
                     block_size: c.block_size,
-                    iodepth: report.settings.iodepth,
+                    // The device's I/Os in flight: every job's depth.
+                    iodepth: report.settings.iodepth * report.settings.numjobs.unwrap_or(1),
                     record_latency: true,
                 },
                 rate_iops: None,

@@ -289,6 +289,7 @@ impl SuiteRunner {
             rwmixread: 0,
             block_size: PRECONDITION_BLOCK,
             iodepth: self.config.iodepth.clamp(16, 64),
+            numjobs: None,
             working_set: Some(self.config.range),
             // The I/O limit ends it; the runtime is a backstop, or --precondition-time.
             runtime: self

@@ -68,8 +68,11 @@ pub struct SuiteConfig {
     pub metric: TrackedMetric,
     /// Random (else sequential) offsets.
     pub random: bool,
-    /// Queue depth per device.
+    /// Queue depth per device, or per job with `numjobs`.
     pub iodepth: u32,
+    /// `--numjobs`: jobs per device, each at `iodepth` (`None`: placed by queue).
+    #[serde(default)]
+    pub numjobs: Option<u32>,
     /// Tested range per device, bytes from its start.
     pub range: u64,
     /// Measured milliseconds per cell.
@@ -132,6 +135,7 @@ impl SuiteConfig {
         CellSettings {
             random: self.random,
             iodepth: self.iodepth,
+            numjobs: self.numjobs,
             range: self.range,
             cell_time: Duration::from_millis(self.cell_time_ms),
             ramp: Duration::from_millis(self.ramp_ms),

@@ -1,0 +1,216 @@
+//! Where each device is driven from: a device that can use more than one CPU gets a worker
+//! on each CPU it may use (a zram device: bio-based, no queue map, compressing each write on
+//! the submitting CPU), devices outnumbering CPUs keep one ring per CPU, `--numjobs` gives
+//! fio's N jobs per device; and whatever the layout the counts are exactly the kernel's and
+//! `--verify` finds every block as written.
+
+mod support;
+
+use hostmax_simhost::{zram_available, ZramDevice};
+use serde_json::Value;
+use support::*;
+
+const MIB: u64 = 1 << 20;
+
+/// A zram device of 64 MiB, or the calling test skipped saying why there is none.
+macro_rules! require_zram {
+    () => {{
+        if let Err(why) = zram_available() {
+            skip!("{why}");
+        }
+        ZramDevice::new(64 * MIB, "lz4").unwrap_or_else(|e| panic!("zram: {e}"))
+    }};
+}
+
+/// The CPUs this process may run on.
+fn allowed_cpus() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+/// Every successful write the report counts (ramp, window, drained) plus its errors.
+fn counted_writes(device: &Value) -> u64 {
+    device["ramp"]["writes"].as_u64().unwrap()
+        + device["write"]["ios"].as_u64().unwrap()
+        + device["drained"]["writes"].as_u64().unwrap()
+        + device["errors"].as_u64().unwrap()
+}
+
+/// `hostmax ARGS` on one device, its report and the kernel's count of writes it completed
+/// meanwhile.
+fn run_counted(path: &str, name: &str, extra: &[&str]) -> (Value, u64) {
+    let before = baseline_completions(&[path.to_string()], &[name.to_string()]);
+    let mut args = vec![
+        "--devices",
+        path,
+        "--rw",
+        "randwrite",
+        "--runtime",
+        "1s",
+        "--ramp",
+        "1s",
+        "--allow-write",
+        "--force",
+    ];
+    args.extend_from_slice(extra);
+    let report = run_json_stdout(&args, None);
+    let after = kernel_completions(name);
+    (report, after.1 - before[0].1)
+}
+
+#[test]
+fn a_device_without_a_queue_map_gets_every_cpu_and_exact_counts() {
+    require_root!();
+    let cpus = allowed_cpus();
+    if cpus < 2 {
+        skip!("one CPU: nothing to spread over");
+    }
+    let z = require_zram!();
+    let path = z.path().to_string_lossy().into_owned();
+    let (report, kernel) = run_counted(&path, z.kernel_name(), &["--iodepth", "32"]);
+    let device = &report["devices"][0];
+    let drivers = device["drivers"].as_array().unwrap();
+    // One worker per allowed CPU, each pinned to its own, the depth of 32 split among them.
+    assert_eq!(drivers.len(), cpus, "{device:#}");
+    let mut on: Vec<u64> = drivers.iter().map(|d| d["cpu"].as_u64().unwrap()).collect();
+    on.sort_unstable();
+    on.dedup();
+    assert_eq!(on.len(), cpus, "distinct CPUs: {drivers:?}");
+    let depth: u64 = drivers.iter().map(|d| d["iodepth"].as_u64().unwrap()).sum();
+    assert_eq!(depth, 32, "--iodepth is the device's total: {drivers:?}");
+    // Each took a fair part of the I/Os, and the parts add up to the device's.
+    let ios: u64 = drivers.iter().map(|d| d["ios"].as_u64().unwrap()).sum();
+    assert_eq!(ios, device["write"]["ios"].as_u64().unwrap());
+    for d in drivers {
+        let share = number(&d["share"]);
+        assert!(share > 0.5 / cpus as f64, "{drivers:?}");
+    }
+    assert_eq!(
+        report["load_generator"]["workers"]
+            .as_array()
+            .unwrap()
+            .len(),
+        cpus
+    );
+    // Every write the kernel completed is counted once, by one of the workers.
+    assert_eq!(counted_writes(device), kernel, "{device:#}");
+}
+
+#[test]
+fn numjobs_gives_each_job_the_whole_depth_on_its_own_cpu() {
+    require_root!();
+    let cpus = allowed_cpus();
+    let z = require_zram!();
+    let path = z.path().to_string_lossy().into_owned();
+    let (report, kernel) = run_counted(
+        &path,
+        z.kernel_name(),
+        &["--numjobs", "2", "--iodepth", "4"],
+    );
+    let device = &report["devices"][0];
+    let drivers = device["drivers"].as_array().unwrap();
+    assert_eq!(drivers.len(), 2, "{device:#}");
+    assert!(drivers.iter().all(|d| d["iodepth"] == 4), "{drivers:?}");
+    if cpus >= 2 {
+        assert_ne!(drivers[0]["cpu"], drivers[1]["cpu"], "{drivers:?}");
+    }
+    assert_eq!(report["workload"]["numjobs"], 2);
+    assert_eq!(counted_writes(device), kernel, "{device:#}");
+
+    // More jobs than CPUs: allowed, and said.
+    let jobs = (cpus + 1).to_string();
+    let out = run_hostmax(
+        &[
+            "--devices",
+            &path,
+            "--rw",
+            "randwrite",
+            "--numjobs",
+            &jobs,
+            "--iodepth",
+            "2",
+            "--runtime",
+            "1s",
+            "--ramp",
+            "0s",
+            "--allow-write",
+            "--force",
+        ],
+        None,
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(
+        stdout.contains(&format!(
+            "--numjobs {jobs} asked for {jobs} workers on {cpus} CPUs"
+        )),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn verify_holds_with_several_writers_on_one_device() {
+    require_root!();
+    let z = require_zram!();
+    let path = z.path().to_string_lossy().into_owned();
+    let report = run_json_stdout(
+        &[
+            "--devices",
+            &path,
+            "--rw",
+            "randrw",
+            "--size",
+            "4m",
+            "--iodepth",
+            "16",
+            "--runtime",
+            "1s",
+            "--ramp",
+            "0s",
+            "--verify",
+            "--allow-write",
+            "--force",
+        ],
+        None,
+    );
+    let verify = &report["devices"][0]["verify"];
+    assert_eq!(verify["mismatches"], 0, "{verify:#}");
+    assert!(
+        verify["checked_after_run"].as_u64().unwrap() > 100,
+        "{verify:#}"
+    );
+}
+
+#[test]
+fn devices_outnumbering_cpus_keep_one_ring_per_cpu_and_a_lone_loop_gets_them_all() {
+    require_root!();
+    let cpus = allowed_cpus();
+    let host = loop_volumes(cpus + 1, 16 * MIB);
+    let paths = volume_paths(&host);
+    let mut args = vec!["--devices".to_string()];
+    args.extend(paths.iter().cloned());
+    args.extend(["--runtime", "1s", "--ramp", "0s"].map(String::from));
+    let report = run_json_stdout(&args, None);
+    for d in report["devices"].as_array().unwrap() {
+        assert_eq!(d["drivers"].as_array().unwrap().len(), 1, "{d:#}");
+    }
+    assert_eq!(
+        report["load_generator"]["workers"]
+            .as_array()
+            .unwrap()
+            .len(),
+        cpus,
+        "one worker per CPU over many devices"
+    );
+    // One loop device: one queue serving every CPU, so every CPU drives it.
+    let one = run_json_stdout(
+        &["--devices", &paths[0], "--runtime", "1s", "--ramp", "0s"],
+        None,
+    );
+    assert_eq!(
+        one["devices"][0]["drivers"].as_array().unwrap().len(),
+        cpus,
+        "{:#}",
+        one["devices"][0]
+    );
+}
