@@ -68,6 +68,35 @@ pub fn keep(name: &OsStr, bytes: &[u8]) -> Kept {
     Kept::Lost(why)
 }
 
+/// Keeps the files of a folder output named `name` that its destination failed to take,
+/// (path in the folder, bytes), all of them in one new folder in the first place that takes
+/// them whole, in the same layout.
+pub fn keep_folder(name: &OsStr, files: &[(PathBuf, Vec<u8>)]) -> Kept {
+    let mut why = String::from("no place to keep it");
+    for place in places() {
+        let root = place.join(kept_name(name));
+        if let Err(e) = std::fs::create_dir(&root) {
+            why = format!("{}: {e}", root.display());
+            continue;
+        }
+        let all = files.iter().try_for_each(|(rel, bytes)| {
+            let path = root.join(rel);
+            if let Some(dir) = path.parent() {
+                std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+            }
+            write_atomically(&path, bytes).map_err(|e| e.to_string())
+        });
+        match all {
+            Ok(()) => return Kept::At(root),
+            Err(e) => {
+                why = e;
+                let _ = std::fs::remove_dir_all(&root);
+            }
+        }
+    }
+    Kept::Lost(why)
+}
+
 /// A file written while the runs go, through an [`AtomicFile`] at its destination; when the
 /// destination fails (a full filesystem, a device gone), the bytes it took are read back and
 /// moved to a kept file, where the rest goes too. Writes fail only when keeping fails as well.
