@@ -885,4 +885,53 @@ mod tests {
         assert_eq!(fs::read(&ok).unwrap(), b"<svg/>");
         assert_eq!(scratch.entries(), vec!["x.svg"]);
     }
+
+    #[test]
+    fn a_folder_is_written_where_it_was_resolved_and_a_planted_link_is_not_followed() {
+        let scratch = ScratchDir::new("folder");
+        let folder = scratch.0.join("fio");
+        let dest = FIO_JSON_FOLDER.check(&folder).unwrap();
+        assert!(!folder.exists(), "nothing made when checked");
+        let files = vec![
+            (PathBuf::from("host/4k/a.json"), b"{}".to_vec()),
+            (PathBuf::from("loop0/4k/a.json"), b"[]".to_vec()),
+        ];
+        write_folder(&FIO_JSON_FOLDER, &dest, &files).unwrap();
+        assert_eq!(fs::read(folder.join("loop0/4k/a.json")).unwrap(), b"[]");
+        // A link planted at a subfolder's name after the check leads nowhere the write goes.
+        let elsewhere = scratch.0.join("elsewhere");
+        fs::create_dir(&elsewhere).unwrap();
+        fs::remove_dir_all(folder.join("loop0")).unwrap();
+        std::os::unix::fs::symlink(&elsewhere, folder.join("loop0")).unwrap();
+        let err = write_folder(&FIO_JSON_FOLDER, &dest, &files)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.starts_with(&format!("--fio-json {}: loop0/4k/a.json: ", folder.display())),
+            "{err}"
+        );
+        assert!(fs::read_dir(&elsewhere).unwrap().next().is_none());
+        assert!(fs::symlink_metadata(folder.join("loop0"))
+            .unwrap()
+            .file_type()
+            .is_symlink());
+        // Every file of the folder is kept, in its layout.
+        let kept = PathBuf::from(err.rsplit_once("the fio reports are kept in ").expect(&err).1);
+        assert_eq!(fs::read(kept.join("host/4k/a.json")).unwrap(), b"{}");
+        assert_eq!(fs::read(kept.join("loop0/4k/a.json")).unwrap(), b"[]");
+        fs::remove_dir_all(kept).unwrap();
+        // A link at a file's own name is not replaced.
+        fs::remove_file(folder.join("loop0")).unwrap();
+        let target = scratch.write("target.json", "keep");
+        fs::remove_file(folder.join("host/4k/a.json")).unwrap();
+        std::os::unix::fs::symlink(&target, folder.join("host/4k/a.json")).unwrap();
+        let err = write_folder(&FIO_JSON_FOLDER, &dest, &files)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("not replaced"), "{err}");
+        assert_eq!(fs::read_to_string(&target).unwrap(), "keep");
+        let kept = PathBuf::from(err.rsplit_once("the fio reports are kept in ").expect(&err).1);
+        fs::remove_dir_all(kept).unwrap();
+    }
+
 }
