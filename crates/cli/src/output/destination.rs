@@ -907,7 +907,10 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(
-            err.starts_with(&format!("--fio-json {}: loop0/4k/a.json: ", folder.display())),
+            err.starts_with(&format!(
+                "--fio-json {}: loop0/4k/a.json: ",
+                folder.display()
+            )),
             "{err}"
         );
         assert!(fs::read_dir(&elsewhere).unwrap().next().is_none());
@@ -916,7 +919,11 @@ mod tests {
             .file_type()
             .is_symlink());
         // Every file of the folder is kept, in its layout.
-        let kept = PathBuf::from(err.rsplit_once("the fio reports are kept in ").expect(&err).1);
+        let kept = PathBuf::from(
+            err.rsplit_once("the fio reports are kept in ")
+                .expect(&err)
+                .1,
+        );
         assert_eq!(fs::read(kept.join("host/4k/a.json")).unwrap(), b"{}");
         assert_eq!(fs::read(kept.join("loop0/4k/a.json")).unwrap(), b"[]");
         fs::remove_dir_all(kept).unwrap();
@@ -930,8 +937,11 @@ mod tests {
             .to_string();
         assert!(err.contains("not replaced"), "{err}");
         assert_eq!(fs::read_to_string(&target).unwrap(), "keep");
-        let kept = PathBuf::from(err.rsplit_once("the fio reports are kept in ").expect(&err).1);
+        let kept = PathBuf::from(
+            err.rsplit_once("the fio reports are kept in ")
+                .expect(&err)
+                .1,
+        );
         fs::remove_dir_all(kept).unwrap();
     }
-
 }
