@@ -510,7 +510,7 @@ fn two_files(dir: &ScratchDir) -> Vec<String> {
 
 /// fio's spelling of a block size in a folder name (4k, 1m).
 fn bs_folder(bytes: u64) -> String {
-    if bytes % MIB == 0 {
+    if bytes.is_multiple_of(MIB) {
         format!("{}m", bytes / MIB)
     } else {
         format!("{}k", bytes / 1024)

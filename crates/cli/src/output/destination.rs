@@ -545,7 +545,7 @@ pub enum OutputError {
     },
     /// A file of a folder output could not be written (nor made, nor its subfolder); every
     /// file of the folder was kept elsewhere, in the same layout (or not, as `kept` says).
-    #[error("{option} {}: {}: {source}; {what} are {kept}", path.display(), file.display())]
+    #[error("{option} {}: {source}; {what} are {kept}", path.display())]
     Folder {
         /// The option that named the folder.
         option: &'static str,
@@ -553,11 +553,10 @@ pub enum OutputError {
         what: &'static str,
         /// The folder as given.
         path: PathBuf,
-        /// The file that failed, in the folder.
-        file: PathBuf,
-        /// Why.
+        /// The file that failed (its path in the folder), and why (boxed: the error stays
+        /// as small as one file's).
         #[source]
-        source: io::Error,
+        source: Box<AtomicWriteError>,
         /// Where the folder's files went instead.
         kept: Kept,
     },
@@ -661,8 +660,10 @@ pub fn write_folder(
                 option: output.option,
                 what: output.what,
                 path: folder.path().to_path_buf(),
-                file: rel.clone(),
-                source,
+                source: Box::new(AtomicWriteError {
+                    path: rel.clone(),
+                    source,
+                }),
                 kept: keep_folder(&name_of(folder.path()), files),
             });
         }
