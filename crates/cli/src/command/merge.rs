@@ -1,5 +1,5 @@
-//! `hostmax merge a.json b.json ... [--json fleet.json]`: one exact fleet report from the
-//! reports of hosts that ran the same workload together.
+//! `hostmax merge a.json b.json ... [--json fleet.json] [--fio-json fio.json]`: one exact
+//! fleet report from the reports of hosts that ran the same workload together.
 
 use std::path::Path;
 

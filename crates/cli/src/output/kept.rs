@@ -1,9 +1,10 @@
 //! A finished run is not lost when its output cannot be written: what the destination could
 //! not take is kept elsewhere ([`keep`], as `hostmax-kept-PID-NAME` in the temporary
-//! directory, else `/dev/shm`, else the working directory), and the error says where
-//! ([`Kept`]). [`SpillingFile`] does the same for a file written while the runs go (the
-//! interval log): the moment its destination fails, what it holds so far moves to the kept
-//! file and the rest follows it there.
+//! directory, else `/dev/shm`, else the working directory; a folder output's files all
+//! together, in its layout, by [`keep_folder`]), and the error says where ([`Kept`]).
+//! [`SpillingFile`] does the same for a file written while the runs go (the interval log):
+//! the moment its destination fails, what it holds so far moves to the kept file and the
+//! rest follows it there.
 
 use std::ffi::{OsStr, OsString};
 use std::fmt;
