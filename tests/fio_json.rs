@@ -492,3 +492,149 @@ fn a_file_where_a_folder_goes_and_a_folder_where_a_file_goes_are_refused() {
     }
     assert_eq!(std::fs::read_to_string(&file).unwrap(), "x");
 }
+
+/// Two 16 MiB files in `dir` to run on (sparse: nothing is written), as arguments.
+fn two_files(dir: &ScratchDir) -> Vec<String> {
+    ["a.img", "b.img"]
+        .iter()
+        .map(|name| {
+            let path = dir.0.join(name);
+            std::fs::File::create(&path)
+                .unwrap()
+                .set_len(16 * MIB)
+                .unwrap();
+            path.display().to_string()
+        })
+        .collect()
+}
+
+/// fio's spelling of a block size in a folder name (4k, 1m).
+fn bs_folder(bytes: u64) -> String {
+    if bytes.is_multiple_of(MIB) {
+        format!("{}m", bytes / MIB)
+    } else {
+        format!("{}k", bytes / 1024)
+    }
+}
+
+/// Checks the files of one run (a sweep step, a verify phase) of the JSON report in the
+/// `--fio-json` folder: the host's (every device, then `All clients` with the run's host
+/// figures) and each device's (that device alone, its own figures); gives their paths,
+/// relative to the folder.
+fn check_run_files(folder: &Path, run: &Value) -> Vec<String> {
+    let w = &run["workload"];
+    let devices = run["devices"].as_array().unwrap();
+    let file = format!(
+        "{}-{}-{}.json",
+        w["pattern"].as_str().unwrap(),
+        w["iodepth"],
+        devices.len()
+    );
+    let bs = bs_folder(w["block_size"].as_u64().unwrap());
+    let same = |fio: &Value, own: &Value, what: &str| {
+        let (fio, own) = (&fio["read"], &own["read"]);
+        assert_eq!(fio["total_ios"], own["ios"], "{what}");
+        assert_eq!(fio["io_bytes"], own["bytes"], "{what}");
+        let (got, want) = (number(&fio["iops"]), number(&own["iops"]));
+        assert!((got - want).abs() <= want * 1e-9, "{what}: {got} vs {want}");
+        for (p, key) in [("50.000000", "p50"), ("99.000000", "p99")] {
+            assert_eq!(
+                fio["clat_ns"]["percentile"][p], own["latency_ns"][key],
+                "{what} {p}"
+            );
+        }
+    };
+    let host = run["hostname"].as_str().unwrap();
+    let host_file = format!("{host}/{bs}/{file}");
+    let v = read_json(&folder.join(&host_file));
+    let jobs = v["jobs"].as_array().unwrap();
+    assert_eq!(jobs.len(), devices.len() + 1, "{host_file}");
+    assert_eq!(jobs[devices.len()]["jobname"], "All clients");
+    same(&jobs[devices.len()], &run["host"], &host_file);
+    assert_eq!(v["global options"]["bs"], bs.as_str(), "{host_file}");
+    let mut files = vec![host_file];
+    for device in devices {
+        let path = device["path"].as_str().unwrap();
+        let name = Path::new(path).file_name().unwrap().to_string_lossy();
+        let device_file = format!("{name}/{bs}/{file}");
+        let v = read_json(&folder.join(&device_file));
+        let jobs = v["jobs"].as_array().unwrap();
+        assert_eq!(jobs.len(), 1, "{device_file}");
+        assert_eq!(jobs[0]["job options"]["filename"], path, "{device_file}");
+        same(&jobs[0], device, &device_file);
+        files.push(device_file);
+    }
+    files
+}
+
+#[test]
+fn a_sweep_writes_each_step_in_fio_plot_s_layout_with_its_figures() {
+    let dir = ScratchDir::new("fio-json-sweep");
+    let files = two_files(&dir);
+    let (own, folder) = (dir.0.join("sweep.json"), dir.0.join("fio"));
+    let mut args = strings(&["sweep", "--devices", &files[0], &files[1]]);
+    args.extend(strings(&[
+        "--steps",
+        "1,2",
+        "--runtime",
+        "1s",
+        "--ramp",
+        "0s",
+        "--json",
+        &own.display().to_string(),
+        "--fio-json",
+        &folder.display().to_string(),
+    ]));
+    hostmax_ok(&args);
+    let own = read_json(&own);
+    let runs = own["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 2);
+    let mut want: Vec<String> = runs
+        .iter()
+        .flat_map(|run| check_run_files(&folder, run))
+        .collect();
+    want.sort();
+    // Step 1 ran a.img alone (NUMJOBS 1), step 2 both; nothing else is in the folder.
+    assert!(want
+        .iter()
+        .any(|f| f.starts_with("a.img/") && f.ends_with("-1.json")));
+    assert!(!want
+        .iter()
+        .any(|f| f.starts_with("b.img/") && f.ends_with("-1.json")));
+    assert_eq!(json_files(&folder), want);
+}
+
+#[test]
+fn verify_writes_each_phase_in_fio_plot_s_layout_with_its_figures() {
+    let dir = ScratchDir::new("fio-json-verify");
+    let files = two_files(&dir);
+    let (own, folder) = (dir.0.join("verify.json"), dir.0.join("fio"));
+    let mut args = strings(&["verify", "--devices", &files[0], &files[1]]);
+    args.extend(strings(&[
+        "--expect-volume-iops",
+        "10",
+        "--expect-volume-mbps",
+        "1",
+        "--runtime",
+        "1s",
+        "--ramp",
+        "0s",
+        "--json",
+        &own.display().to_string(),
+        "--fio-json",
+        &folder.display().to_string(),
+    ]));
+    hostmax_ok(&args);
+    let own = read_json(&own);
+    let phases = own["phases"].as_array().unwrap();
+    assert_eq!(phases.len(), 2, "an IOPS and a throughput phase");
+    let mut want: Vec<String> = phases
+        .iter()
+        .flat_map(|phase| check_run_files(&folder, phase))
+        .collect();
+    want.sort();
+    // The phases' block sizes differ: each has its own BS folder.
+    assert!(want.iter().any(|f| f.contains("/4k/")), "{want:?}");
+    assert!(want.iter().any(|f| f.contains("/1m/")), "{want:?}");
+    assert_eq!(json_files(&folder), want);
+}

@@ -823,3 +823,71 @@ fn merge_refuses_hostile_reports_in_one_line_without_allocating_what_they_claim(
         "{err}"
     );
 }
+
+/// `merge --fio-json`: the fleet report in fio's JSON, a job per device named HOST:DEVICE and
+/// the fleet as `All clients`, with the merged report's own figures.
+#[test]
+fn merge_writes_the_fleet_in_fio_s_json() {
+    let scratch = ScratchDir::new("fleet-fio-json");
+    let (a, b) = (path_in(&scratch, "a.json"), path_in(&scratch, "b.json"));
+    std::fs::write(&a, library_report("alpha", 11, 1).to_string()).unwrap();
+    std::fs::write(&b, library_report("beta", 12, 3).to_string()).unwrap();
+    let (fleet, fio) = (
+        path_in(&scratch, "fleet.json"),
+        path_in(&scratch, "fio.json"),
+    );
+    hostmax_ok(&[
+        "merge".into(),
+        a,
+        b,
+        "--json".into(),
+        fleet.clone(),
+        "--fio-json".into(),
+        fio.clone(),
+    ]);
+    let (fleet, fio) = (read_json(&fleet), read_json(&fio));
+    let jobs = fio["jobs"].as_array().unwrap();
+    let names: Vec<&str> = jobs
+        .iter()
+        .map(|j| j["jobname"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["alpha:loop7", "beta:loop7", "All clients"]);
+    let all = &jobs[2]["read"];
+    assert_eq!(all["total_ios"], 2000);
+    assert_eq!(all["iops"], fleet["host"]["read"]["iops"]);
+    for p in ["50.000000", "99.000000"] {
+        let key = if p.starts_with("50") { "p50" } else { "p99" };
+        assert_eq!(
+            all["clat_ns"]["percentile"][p], fleet["host"]["read"]["latency_ns"][key],
+            "{p}"
+        );
+    }
+    // Each host's device keeps its own figures (beta's latencies are 3x alpha's spread).
+    assert_eq!(jobs[0]["read"]["total_ios"], 1000);
+    assert!(
+        jobs[1]["read"]["clat_ns"]["max"].as_u64() > jobs[0]["read"]["clat_ns"]["max"].as_u64(),
+        "{fio}"
+    );
+    // A folder is not what one report writes; a path of the merged reports is refused.
+    let dir = scratch.join("d");
+    std::fs::create_dir(&dir).unwrap();
+    let err = hostmax_refused(&[
+        "merge".into(),
+        path_in(&scratch, "a.json"),
+        "--fio-json".into(),
+        dir.display().to_string(),
+    ]);
+    assert!(
+        err.contains("--fio-json") && err.contains("is a directory"),
+        "{err}"
+    );
+    let err = hostmax_refused(&[
+        "merge".into(),
+        path_in(&scratch, "a.json"),
+        "--min-overlap".into(),
+        "0".into(),
+        "--fio-json".into(),
+        path_in(&scratch, "a.json"),
+    ]);
+    assert!(err.contains("is also an input"), "{err}");
+}

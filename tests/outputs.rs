@@ -511,3 +511,130 @@ fn a_report_standard_output_cannot_take_is_kept() {
     assert!(json["host"].is_object(), "{json}");
     fs::remove_file(kept).unwrap();
 }
+
+/// A one-step sweep of `target` writing `--fio-json folder`, for `runtime`.
+fn sweep_to_fio_folder(target: &Path, folder: &Path, runtime: &str) -> Vec<String> {
+    [
+        "sweep",
+        "--devices",
+        target.to_str().unwrap(),
+        "--runtime",
+        runtime,
+        "--ramp",
+        "0s",
+        "--steps",
+        "1",
+        "--fio-json",
+        folder.to_str().unwrap(),
+    ]
+    .map(String::from)
+    .to_vec()
+}
+
+/// Every file under `dir`, relative to it, sorted.
+fn files_under(dir: &Path) -> Vec<String> {
+    let mut found = Vec::new();
+    let mut todo = vec![dir.to_path_buf()];
+    while let Some(d) = todo.pop() {
+        for entry in fs::read_dir(&d).unwrap() {
+            let path = entry.unwrap().path();
+            if fs::symlink_metadata(&path).unwrap().is_dir() {
+                todo.push(path);
+            } else {
+                found.push(path.strip_prefix(dir).unwrap().display().to_string());
+            }
+        }
+    }
+    found.sort();
+    found
+}
+
+/// A `--fio-json` folder follows the rules of a file: on a full filesystem it is refused
+/// before the run, and when its filesystem fills during the run every file of the folder is
+/// kept elsewhere in the same layout, the error saying where.
+#[test]
+fn a_fio_json_folder_on_a_full_or_filling_filesystem_is_refused_or_kept() {
+    require_root!();
+    let dir = ScratchDir::new("out-fio-folder");
+    let target = target_in(&dir);
+    let mount = Mount::tmpfs(&dir.join("small"), "2m");
+    let folder = mount.0.join("fio");
+    fill(&mount.0);
+    let args = sweep_to_fio_folder(&target, &folder, "1s");
+    let out = run_hostmax(&args, None);
+    assert_refused(
+        &args,
+        &out,
+        &[&format!("--fio-json {}", folder.display()), "0 B free"],
+    );
+    assert!(!folder.exists());
+    fs::remove_file(mount.0.join("filler")).unwrap();
+
+    let args = sweep_to_fio_folder(&target, &folder, "2s");
+    let out = run_and_meanwhile(&args, || fill(&mount.0));
+    let stderr = stderr_of(&out);
+    assert_eq!(out.status.code(), Some(4), "{stderr}");
+    assert!(
+        stderr.contains(&format!("--fio-json {}: ", folder.display())),
+        "{stderr}"
+    );
+    let kept = kept_path(&stderr, "the fio reports are kept in ");
+    let files = files_under(&kept);
+    assert_eq!(files.len(), 2, "the host's file and t.img's: {files:?}");
+    assert!(
+        files.contains(&"t.img/4k/randread-32-1.json".to_string()),
+        "{files:?}"
+    );
+    for file in &files {
+        let v: serde_json::Value =
+            serde_json::from_str(&fs::read_to_string(kept.join(file)).unwrap()).unwrap();
+        assert!(
+            v["jobs"].as_array().is_some_and(|j| !j.is_empty()),
+            "{file}"
+        );
+    }
+    fs::remove_dir_all(kept).unwrap();
+    // No temporary file is left in the folder.
+    if folder.exists() {
+        assert!(
+            files_under(&folder).iter().all(|f| !f.contains(".tmp-")),
+            "{:?}",
+            files_under(&folder)
+        );
+    }
+}
+
+/// A link planted in a `--fio-json` folder during the run, where a device's subfolder goes,
+/// is not followed: nothing is written where it leads, the link stays, and the folder's
+/// files are kept elsewhere.
+#[test]
+fn a_link_planted_in_a_fio_json_folder_mid_run_is_not_followed() {
+    let dir = ScratchDir::new("out-fio-link");
+    let target = target_in(&dir);
+    let folder = dir.join("fio");
+    fs::create_dir(&folder).unwrap();
+    let elsewhere = dir.join("elsewhere");
+    fs::create_dir(&elsewhere).unwrap();
+    let planted = folder.join("t.img");
+    let args = sweep_to_fio_folder(&target, &folder, "2s");
+    let out = run_and_meanwhile(&args, || {
+        std::os::unix::fs::symlink(&elsewhere, &planted).unwrap()
+    });
+    let stderr = stderr_of(&out);
+    assert_eq!(out.status.code(), Some(4), "{stderr}");
+    assert!(
+        stderr.contains(&format!("--fio-json {}: t.img/4k/", folder.display())),
+        "{stderr}"
+    );
+    assert!(
+        files_under(&elsewhere).is_empty(),
+        "written through the link"
+    );
+    assert!(fs::symlink_metadata(&planted)
+        .unwrap()
+        .file_type()
+        .is_symlink());
+    let kept = kept_path(&stderr, "the fio reports are kept in ");
+    assert_eq!(files_under(&kept).len(), 2, "{:?}", files_under(&kept));
+    fs::remove_dir_all(kept).unwrap();
+}

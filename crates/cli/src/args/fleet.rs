@@ -58,6 +58,12 @@ pub struct MergeArgs {
     #[arg(long, value_name = "PATH|-", allow_hyphen_values = true)]
     pub json: Option<PathBuf>,
 
+    /// Write the fleet report in fio's JSON (json+) layout to PATH: one job per device
+    /// (named HOST:DEVICE) and the fleet as fio's `All clients`, for fio-plot and other tools
+    /// that read fio's results.
+    #[arg(long, value_name = "PATH")]
+    pub fio_json: Option<PathBuf>,
+
     /// The share of the runs' span that all of them must have measured together (0 skips
     /// the check, e.g. for reports of older versions that have no window).
     #[arg(long, value_name = "PERCENT", default_value = "50%", value_parser = crate::units::parse_percent)]

@@ -1,5 +1,5 @@
-//! `hostmax merge a.json b.json ... [--json fleet.json]`: one exact fleet report from the
-//! reports of hosts that ran the same workload together.
+//! `hostmax merge a.json b.json ... [--json fleet.json] [--fio-json fio.json]`: one exact
+//! fleet report from the reports of hosts that ran the same workload together.
 
 use std::path::Path;
 
@@ -8,6 +8,7 @@ use hostmax_aggregate::{merge_reports, HostReport, MergeError, SCHEMA_VERSION};
 use crate::args::fleet::MergeArgs;
 use crate::error::{option_for, BadInput};
 use crate::output::export::Outputs;
+use crate::output::fio_json::FioJson;
 use crate::output::json::JsonReport;
 use crate::provenance;
 
@@ -52,7 +53,9 @@ pub fn load_report(path: &Path) -> Result<HostReport, BadInput> {
 /// missing or hostile histograms, counts that overflow, figures no run can have, the same
 /// run twice) is a [`BadInput`] (exit 2, one line) naming the file and the field.
 pub fn run_merge(args: &MergeArgs) -> anyhow::Result<i32> {
-    let outputs = Outputs::<HostReport>::new().declare(args.json.as_deref(), JsonReport)?;
+    let outputs = Outputs::<HostReport>::new()
+        .declare(args.json.as_deref(), JsonReport)?
+        .declare(args.fio_json.as_deref(), FioJson)?;
     let inputs: Vec<(&str, &Path)> = args
         .reports
         .iter()

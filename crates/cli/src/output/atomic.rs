@@ -107,6 +107,36 @@ impl OutputDir {
         Ok(File::from(fd))
     }
 
+    /// The subdirectory `name`, made if missing and opened through this directory's
+    /// descriptor, never through a link: a link or anything else put at the name is refused
+    /// (`ELOOP`/`ENOTDIR`), so a folder's files go only where it was resolved.
+    pub fn subdir(&self, name: &OsStr) -> io::Result<OutputDir> {
+        match nix::sys::stat::mkdirat(self.fd.as_fd(), name, Mode::from_bits_truncate(0o777)) {
+            Ok(()) | Err(Errno::EEXIST) => {}
+            Err(e) => return Err(e.into()),
+        }
+        let fd = nix::fcntl::openat(
+            self.fd.as_fd(),
+            name,
+            OFlag::O_PATH | OFlag::O_DIRECTORY | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC,
+            Mode::empty(),
+        )?;
+        let dir = OutputDir {
+            fd: Arc::new(fd),
+            path: self.path.join(name),
+        };
+        // O_PATH with O_NOFOLLOW opens a link itself rather than failing: refuse it here.
+        let st = dir.stat()?;
+        if st.st_mode & SFlag::S_IFMT.bits() != SFlag::S_IFDIR.bits() {
+            return Err(io::Error::other(format!(
+                "{}: is now a {} (something put it there after the check): not followed",
+                dir.path.display(),
+                node_kind(&st)
+            )));
+        }
+        Ok(dir)
+    }
+
     /// The statistics of the filesystem the directory is on.
     pub fn filesystem(&self) -> io::Result<nix::sys::statvfs::Statvfs> {
         Ok(nix::sys::statvfs::fstatvfs(self.fd.as_fd())?)

@@ -23,7 +23,7 @@ use nix::fcntl::OFlag;
 use super::atomic::{
     node_kind, parent_dir, resolve, AtomicFile, AtomicWriteError, OutputDir, ResolveError,
 };
-use super::kept::{keep, name_of, Kept};
+use super::kept::{keep, keep_folder, name_of, Kept};
 use crate::error::BadInput;
 use crate::units::human_size;
 
@@ -40,8 +40,8 @@ pub enum Destination {
     Stdout,
     /// A file, written to a temporary file beside it and renamed into place.
     File(OutputPath),
-    /// A folder of files (made if missing), as given (made absolute).
-    Folder(PathBuf),
+    /// A folder of files (made if missing), resolved when checked.
+    Folder(OutputFolder),
 }
 
 impl Destination {
@@ -50,8 +50,51 @@ impl Destination {
         match self {
             Destination::Stdout => None,
             Destination::File(out) => Some(out.path()),
-            Destination::Folder(path) => Some(path),
+            Destination::Folder(out) => Some(out.path()),
         }
+    }
+}
+
+/// An output folder, resolved when it was checked: the folder itself held open, or, when it
+/// was missing, the directory it goes in (held open) and its name there, made when written.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OutputFolder {
+    /// The path as given, absolute: what messages name.
+    path: PathBuf,
+    /// The folder, or the directory it is made in.
+    base: OutputDir,
+    /// The folder's name in `base` when it did not exist yet.
+    missing: Option<OsString>,
+}
+
+impl OutputFolder {
+    /// The path as given, made absolute.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The folder, made now if it was missing, through the directory resolved when checked.
+    fn open(&self) -> io::Result<OutputDir> {
+        match &self.missing {
+            Some(name) => self.base.subdir(name),
+            None => Ok(self.base.clone()),
+        }
+    }
+
+    /// The directory `rel` (a relative path of plain names) in the folder, each missing
+    /// level made, each opened through the one above and never through a link.
+    fn dir_of(&self, rel: &Path) -> io::Result<OutputDir> {
+        let mut dir = self.open()?;
+        for part in rel.components() {
+            let std::path::Component::Normal(name) = part else {
+                return Err(io::Error::other(format!(
+                    "{}: not a plain name in the folder",
+                    rel.display()
+                )));
+            };
+            dir = dir.subdir(name)?;
+        }
+        Ok(dir)
     }
 }
 
@@ -393,18 +436,24 @@ impl OutputFile {
                 "{option}: the path is empty; give a folder path such as {example}"
             )));
         }
-        let target = fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
-        let dir = match fs::metadata(path) {
-            Ok(m) if m.is_dir() => target,
+        let absolute = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+        let (dir, missing) = match fs::metadata(path) {
+            // An existing folder (a link to one followed now, once).
+            Ok(m) if m.is_dir() => (fs::canonicalize(path).unwrap_or(absolute.clone()), None),
             Ok(_) => {
                 return Err(BadInput(format!(
                     "{option} {shown}: exists and is not a folder; this command writes a folder of files (one per run), give a folder path such as {example}"
                 )))
             }
+            Err(_) if fs::symlink_metadata(path).is_ok() => {
+                return Err(BadInput(format!(
+                    "{option} {shown}: is a symbolic link to nothing (a link is not followed to make a folder); give the folder itself, or remove the link"
+                )))
+            }
             Err(_) => {
-                let parent = parent_dir(&target);
-                match fs::metadata(&parent) {
-                    Ok(m) if m.is_dir() => parent,
+                let parent = parent_dir(&absolute);
+                match (fs::metadata(&parent), absolute.file_name()) {
+                    (Ok(m), Some(name)) if m.is_dir() => (parent, Some(name.to_os_string())),
                     _ => {
                         return Err(BadInput(format!(
                             "{option} {shown}: directory {} does not exist; create it or choose another path",
@@ -414,27 +463,28 @@ impl OutputFile {
                 }
             }
         };
-        let probe = dir.join(format!(".hostmax-probe-{}", std::process::id()));
-        match fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&probe)
-        {
-            Ok(_) => {
-                let _ = fs::remove_file(&probe);
-            }
-            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
-            Err(e) => {
-                return Err(BadInput(format!(
-                    "{option} {shown}: cannot create files in {} ({}); choose a writable directory",
-                    dir.display(),
-                    one_line(&e)
-                )))
-            }
+        let base = OutputDir::open(&dir).map_err(|e| {
+            BadInput(format!(
+                "{option} {shown}: cannot use {} ({}); choose a writable directory",
+                dir.display(),
+                one_line(&e)
+            ))
+        })?;
+        // A file made where the write will make the first ones (the folder, or the directory
+        // the folder is made in), then removed; and room for them.
+        if let Err(e) = AtomicFile::create_in(&base, "fio.json".as_ref()) {
+            return Err(BadInput(format!(
+                "{option} {shown}: cannot create files in {} ({}); choose a writable directory",
+                base.path().display(),
+                one_line(&e.source)
+            )));
         }
-        Ok(Destination::Folder(
-            std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf()),
-        ))
+        check_room(option, &shown.to_string(), &base)?;
+        Ok(Destination::Folder(OutputFolder {
+            path: absolute,
+            base,
+            missing,
+        }))
     }
 }
 
@@ -493,6 +543,23 @@ pub enum OutputError {
         /// Where it went instead.
         kept: Kept,
     },
+    /// A file of a folder output could not be written (nor made, nor its subfolder); every
+    /// file of the folder was kept elsewhere, in the same layout (or not, as `kept` says).
+    #[error("{option} {}: {source}; {what} are {kept}", path.display())]
+    Folder {
+        /// The option that named the folder.
+        option: &'static str,
+        /// What the folder holds (`the fio reports`).
+        what: &'static str,
+        /// The folder as given.
+        path: PathBuf,
+        /// The file that failed (its path in the folder), and why (boxed: the error stays
+        /// as small as one file's).
+        #[source]
+        source: Box<AtomicWriteError>,
+        /// Where the folder's files went instead.
+        kept: Kept,
+    },
     /// A one-file output was given a folder destination: a mistake of the code that declared
     /// it, never of the user's (folders are checked as folders).
     #[error("{option} {}: is a folder, and this output is one file", path.display())]
@@ -537,9 +604,9 @@ pub fn write_output(
                     kept: keep(output.example.as_ref(), bytes),
                 })
         }
-        Destination::Folder(path) => Err(OutputError::NotOneFile {
+        Destination::Folder(out) => Err(OutputError::NotOneFile {
             option: output.option,
-            path: path.clone(),
+            path: out.path().to_path_buf(),
         }),
         Destination::File(out) => {
             let written = out.create().and_then(|mut file| {
@@ -558,6 +625,61 @@ pub fn write_output(
             })
         }
     }
+}
+
+/// Writes `files` (paths relative to the folder, and their bytes) to a checked folder
+/// destination of `output`, as [`write_output`] writes one file: each file whole, through
+/// the folder resolved when checked (missing subfolders made, none followed through a link,
+/// no node but a regular file replaced). When one cannot be written, every file of the
+/// folder is kept elsewhere in the same layout ([`super::kept::keep_folder`]) and the error
+/// says where.
+pub fn write_folder(
+    output: &OutputFile,
+    dest: &Destination,
+    files: &[(PathBuf, Vec<u8>)],
+) -> Result<(), OutputError> {
+    let folder = match dest {
+        Destination::Folder(folder) => folder,
+        Destination::File(out) => {
+            return Err(OutputError::NotOneFile {
+                option: output.option,
+                path: out.path().to_path_buf(),
+            })
+        }
+        Destination::Stdout => {
+            return Err(OutputError::NotOneFile {
+                option: output.option,
+                path: PathBuf::from("-"),
+            })
+        }
+    };
+    for (rel, bytes) in files {
+        let written = write_in(folder, rel, bytes);
+        if let Err(source) = written {
+            return Err(OutputError::Folder {
+                option: output.option,
+                what: output.what,
+                path: folder.path().to_path_buf(),
+                source: Box::new(AtomicWriteError {
+                    path: rel.clone(),
+                    source,
+                }),
+                kept: keep_folder(&name_of(folder.path()), files),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// Writes one file of a folder (see [`write_folder`]).
+fn write_in(folder: &OutputFolder, rel: &Path, bytes: &[u8]) -> io::Result<()> {
+    let name = rel
+        .file_name()
+        .ok_or_else(|| io::Error::other("names no file"))?;
+    let dir = folder.dir_of(rel.parent().unwrap_or(Path::new("")))?;
+    let mut file = AtomicFile::create_in(&dir, name).map_err(|e| e.source)?;
+    file.write_all(bytes)?;
+    file.commit().map_err(|e| e.source)
 }
 
 /// Prints text for people to stdout, or to stderr when the JSON report goes to stdout (which
@@ -763,5 +885,64 @@ mod tests {
         write_output(&SVG, &SVG.check(&ok).unwrap(), b"<svg/>").unwrap();
         assert_eq!(fs::read(&ok).unwrap(), b"<svg/>");
         assert_eq!(scratch.entries(), vec!["x.svg"]);
+    }
+
+    #[test]
+    fn a_folder_is_written_where_it_was_resolved_and_a_planted_link_is_not_followed() {
+        let scratch = ScratchDir::new("folder");
+        let folder = scratch.0.join("fio");
+        let dest = FIO_JSON_FOLDER.check(&folder).unwrap();
+        assert!(!folder.exists(), "nothing made when checked");
+        let files = vec![
+            (PathBuf::from("host/4k/a.json"), b"{}".to_vec()),
+            (PathBuf::from("loop0/4k/a.json"), b"[]".to_vec()),
+        ];
+        write_folder(&FIO_JSON_FOLDER, &dest, &files).unwrap();
+        assert_eq!(fs::read(folder.join("loop0/4k/a.json")).unwrap(), b"[]");
+        // A link planted at a subfolder's name after the check leads nowhere the write goes.
+        let elsewhere = scratch.0.join("elsewhere");
+        fs::create_dir(&elsewhere).unwrap();
+        fs::remove_dir_all(folder.join("loop0")).unwrap();
+        std::os::unix::fs::symlink(&elsewhere, folder.join("loop0")).unwrap();
+        let err = write_folder(&FIO_JSON_FOLDER, &dest, &files)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.starts_with(&format!(
+                "--fio-json {}: loop0/4k/a.json: ",
+                folder.display()
+            )),
+            "{err}"
+        );
+        assert!(fs::read_dir(&elsewhere).unwrap().next().is_none());
+        assert!(fs::symlink_metadata(folder.join("loop0"))
+            .unwrap()
+            .file_type()
+            .is_symlink());
+        // Every file of the folder is kept, in its layout.
+        let kept = PathBuf::from(
+            err.rsplit_once("the fio reports are kept in ")
+                .expect(&err)
+                .1,
+        );
+        assert_eq!(fs::read(kept.join("host/4k/a.json")).unwrap(), b"{}");
+        assert_eq!(fs::read(kept.join("loop0/4k/a.json")).unwrap(), b"[]");
+        fs::remove_dir_all(kept).unwrap();
+        // A link at a file's own name is not replaced.
+        fs::remove_file(folder.join("loop0")).unwrap();
+        let target = scratch.write("target.json", "keep");
+        fs::remove_file(folder.join("host/4k/a.json")).unwrap();
+        std::os::unix::fs::symlink(&target, folder.join("host/4k/a.json")).unwrap();
+        let err = write_folder(&FIO_JSON_FOLDER, &dest, &files)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("not replaced"), "{err}");
+        assert_eq!(fs::read_to_string(&target).unwrap(), "keep");
+        let kept = PathBuf::from(
+            err.rsplit_once("the fio reports are kept in ")
+                .expect(&err)
+                .1,
+        );
+        fs::remove_dir_all(kept).unwrap();
     }
 }

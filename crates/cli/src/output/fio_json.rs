@@ -17,8 +17,9 @@ use std::path::{Path, PathBuf};
 use hostmax_aggregate::fio_json::{device_job_name, fio_json, fio_json_of_device, fio_size};
 use hostmax_aggregate::{CurveReport, HostReport, SweepReport, VerifyReport};
 
-use super::atomic::write_atomically;
-use super::destination::{write_output, Destination, OutputFile, FIO_JSON_FILE, FIO_JSON_FOLDER};
+use super::destination::{
+    write_folder, write_output, Destination, OutputFile, FIO_JSON_FILE, FIO_JSON_FOLDER,
+};
 use super::export::Export;
 
 /// A command's result as the runs `--fio-json` writes.
@@ -79,13 +80,11 @@ impl<R: FioRuns + ?Sized> Export<R> for FioJson {
             let text = pretty(&fio_json(report)?)?;
             return Ok(write_output(&FIO_JSON_FILE, dest, text.as_bytes())?);
         }
-        let Destination::Folder(folder) = dest else {
-            anyhow::bail!("--fio-json writes a folder, not standard output");
-        };
-        for (path, text) in folder_files(folder, &runs)? {
-            write_in_folder(&path, &text)?;
-        }
-        Ok(())
+        let files: Vec<(PathBuf, Vec<u8>)> = folder_files(Path::new(""), &runs)?
+            .into_iter()
+            .map(|(rel, text)| (rel, text.into_bytes()))
+            .collect();
+        Ok(write_folder(&FIO_JSON_FOLDER, dest, &files)?)
     }
 }
 
@@ -93,14 +92,6 @@ fn pretty(value: &serde_json::Value) -> serde_json::Result<String> {
     let mut text = serde_json::to_string_pretty(value)?;
     text.push('\n');
     Ok(text)
-}
-
-fn write_in_folder(path: &Path, text: &str) -> anyhow::Result<()> {
-    let fail = |e: &dyn std::fmt::Display| anyhow::anyhow!("--fio-json {}: {e}", path.display());
-    if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir).map_err(|e| fail(&e))?;
-    }
-    write_atomically(path, text.as_bytes()).map_err(|e| fail(&e.source))
 }
 
 /// Every file of the folder for `runs`, as (path, JSON text): the host's and each device's
@@ -215,8 +206,8 @@ mod tests {
         assert!(FIO_JSON_FOLDER.check(Path::new("-")).is_err());
         let made_later = scratch.0.join("results");
         assert_eq!(
-            FIO_JSON_FOLDER.check(&made_later).unwrap(),
-            Destination::Folder(made_later.clone())
+            FIO_JSON_FOLDER.check(&made_later).unwrap().file_path(),
+            Some(made_later.as_path())
         );
         assert!(!made_later.exists(), "nothing made when checked");
         let err = FIO_JSON_FILE.check(&scratch.0).unwrap_err();

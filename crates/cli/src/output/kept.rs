@@ -1,9 +1,10 @@
 //! A finished run is not lost when its output cannot be written: what the destination could
 //! not take is kept elsewhere ([`keep`], as `hostmax-kept-PID-NAME` in the temporary
-//! directory, else `/dev/shm`, else the working directory), and the error says where
-//! ([`Kept`]). [`SpillingFile`] does the same for a file written while the runs go (the
-//! interval log): the moment its destination fails, what it holds so far moves to the kept
-//! file and the rest follows it there.
+//! directory, else `/dev/shm`, else the working directory; a folder output's files all
+//! together, in its layout, by [`keep_folder`]), and the error says where ([`Kept`]).
+//! [`SpillingFile`] does the same for a file written while the runs go (the interval log):
+//! the moment its destination fails, what it holds so far moves to the kept file and the
+//! rest follows it there.
 
 use std::ffi::{OsStr, OsString};
 use std::fmt;
@@ -63,6 +64,35 @@ pub fn keep(name: &OsStr, bytes: &[u8]) -> Kept {
         match write_atomically(&path, bytes) {
             Ok(()) => return Kept::At(path),
             Err(e) => why = e.to_string(),
+        }
+    }
+    Kept::Lost(why)
+}
+
+/// Keeps the files of a folder output named `name` that its destination failed to take,
+/// (path in the folder, bytes), all of them in one new folder in the first place that takes
+/// them whole, in the same layout.
+pub fn keep_folder(name: &OsStr, files: &[(PathBuf, Vec<u8>)]) -> Kept {
+    let mut why = String::from("no place to keep it");
+    for place in places() {
+        let root = place.join(kept_name(name));
+        if let Err(e) = std::fs::create_dir(&root) {
+            why = format!("{}: {e}", root.display());
+            continue;
+        }
+        let all = files.iter().try_for_each(|(rel, bytes)| {
+            let path = root.join(rel);
+            if let Some(dir) = path.parent() {
+                std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+            }
+            write_atomically(&path, bytes).map_err(|e| e.to_string())
+        });
+        match all {
+            Ok(()) => return Kept::At(root),
+            Err(e) => {
+                why = e;
+                let _ = std::fs::remove_dir_all(&root);
+            }
         }
     }
     Kept::Lost(why)

@@ -718,7 +718,7 @@ fn kept_path(outputs: &Outputs<SuiteResult>, output: &destination::OutputFile) -
     outputs.destination(output.option).map(|dest| match dest {
         Destination::Stdout => PathBuf::from("-"),
         Destination::File(out) => out.path().to_path_buf(),
-        Destination::Folder(path) => path.clone(),
+        Destination::Folder(out) => out.path().to_path_buf(),
     })
 }
 
