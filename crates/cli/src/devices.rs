@@ -340,6 +340,9 @@ fn planned_file(path: &Path, size: u64) -> Result<TargetInfo, BadInput> {
         logical_block_size: 512,
         rdev: None,
         kernel_name: None,
+        // Not made yet: the probe of the file hostmax makes records its inode.
+        inode: None,
+        media: None,
     })
 }
 

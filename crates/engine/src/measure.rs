@@ -58,6 +58,12 @@ pub struct MeasureRequest {
     /// Where the system state the safety checks read comes from (the real `/proc` and `/sys`
     /// by default).
     pub sources: SystemSources,
+    /// With [`SafetyCheck::CheckedBefore`]: the targets as the caller probed and checked them
+    /// (in [`RunConfig::targets`]' order). Each descriptor the run writes through must be
+    /// the same file or device (inode; device number and what stands behind it), else
+    /// [`EngineError::TargetChanged`] before any I/O. Empty: the run's own probe stands in.
+    /// [`SafetyCheck::Full`] checks what it probes itself.
+    pub checked: Vec<TargetInfo>,
 }
 
 impl MeasureRequest {
@@ -73,6 +79,7 @@ impl MeasureRequest {
             },
             safety: SafetyCheck::Full(WriteSafety::default()),
             sources: SystemSources::default(),
+            checked: Vec::new(),
         }
     }
 
@@ -186,6 +193,7 @@ pub fn measure<O: Observer + ?Sized>(
         run,
         safety,
         sources,
+        mut checked,
     } = request;
     let pattern = run.workload.pattern;
     let live = run.live;
@@ -197,8 +205,9 @@ pub fn measure<O: Observer + ?Sized>(
             .collect::<Result<Vec<_>, _>>()?;
         crate::run::refuse_duplicate_targets(&run.targets, &targets)?;
         check_before_any_io(&targets, pattern, consent, &sources)?;
+        checked = targets;
     }
-    let prepared = crate::run::prepare(run)?;
+    let prepared = crate::run::prepare(run, &checked)?;
     recheck_if_writing(
         prepared.targets(),
         pattern,
@@ -273,6 +282,8 @@ mod tests {
             logical_block_size: 512,
             rdev: Some((7, 250)),
             kernel_name: Some("nonexistent-loop".into()),
+            inode: None,
+            media: None,
         }];
         let sources = SystemSources {
             mountinfo: PathBuf::from("/nonexistent/mountinfo"),

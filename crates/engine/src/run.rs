@@ -528,17 +528,29 @@ impl Drop for PreparedRun {
 /// with the `test-hooks` feature), since a library user runs I/O through [`crate::measure`].
 #[cfg_attr(not(feature = "test-hooks"), allow(dead_code))]
 pub fn start(config: RunConfig) -> Result<RunHandle, EngineError> {
-    Ok(prepare(config)?.start())
+    Ok(prepare(config, &[])?.start())
 }
 
 /// Everything `start` does before the first I/O. Returns once every worker has its ring
-/// ready; no I/O has been issued.
-pub(crate) fn prepare(config: RunConfig) -> Result<PreparedRun, EngineError> {
+/// ready; no I/O has been issued. `checked` (empty, or one per target in order) is what the
+/// safety checks judged: each target must still be that one, and each descriptor is checked
+/// against it when opened.
+pub(crate) fn prepare(
+    config: RunConfig,
+    checked: &[TargetInfo],
+) -> Result<PreparedRun, EngineError> {
     let targets: Vec<TargetInfo> = config
         .targets
         .iter()
         .map(|p| hostmax_device::probe(p))
         .collect::<Result<_, _>>()?;
+    if checked.len() == targets.len() {
+        for (then, now) in checked.iter().zip(&targets) {
+            if let Some(changed) = hostmax_device::TargetChanged::between(then, now) {
+                return Err(changed.into());
+            }
+        }
+    }
     refuse_duplicate_targets(&config.targets, &targets)?;
     validate(&config.workload, &targets)?;
     let online = placement::allowed_cpus()?;
@@ -575,7 +587,15 @@ pub(crate) fn prepare(config: RunConfig) -> Result<PreparedRun, EngineError> {
     // Open everything before starting any thread, so a refusal leaves nothing running.
     let mut files: Vec<Option<std::fs::File>> = targets
         .iter()
-        .map(|t| target::open(t, write).map(Some))
+        .enumerate()
+        .map(|(i, t)| {
+            let judged = if checked.len() == targets.len() {
+                &checked[i]
+            } else {
+                t
+            };
+            target::open(judged, write).map(Some)
+        })
         .collect::<Result<_, _>>()?;
 
     let shared = Arc::new(Shared::new());
@@ -851,6 +871,8 @@ mod tests {
             logical_block_size: 512,
             rdev: None,
             kernel_name: None,
+            inode: None,
+            media: None,
         };
         let with = |pattern, dedupe_percent| Workload {
             pattern,
@@ -897,6 +919,8 @@ mod tests {
             logical_block_size: 4096,
             rdev: None,
             kernel_name: None,
+            inode: None,
+            media: None,
         };
         let w = |block_size, working_set| Workload {
             block_size,
@@ -935,6 +959,8 @@ mod tests {
             logical_block_size: 512,
             rdev: None,
             kernel_name: None,
+            inode: None,
+            media: None,
         };
         let refused = |w: Workload| {
             validate(&w, std::slice::from_ref(&target))

@@ -515,6 +515,8 @@ impl SuiteRunner {
                 ..WriteSafety::default()
             }),
             sources: SystemSources::default(),
+            // Each descriptor the cell writes through must be what the suite checked.
+            checked: targets.to_vec(),
         };
         let mut cell = CellRun {
             runner: self,
