@@ -25,7 +25,10 @@ fn a_multi_queue_disk_found_by_serial_is_counted_exactly() {
         .sum::<u64>()
         + device["read"]["ios"].as_u64().unwrap()
         + device["errors"].as_u64().unwrap();
-    eprintln!("{name}: hostmax {hostmax} reads, kernel {}", after.0 - before[0].0);
+    eprintln!(
+        "{name}: hostmax {hostmax} reads, kernel {}",
+        after.0 - before[0].0
+    );
     assert!(hostmax > 100, "{name}: too few reads: {report}");
     assert_eq!(after.0 - before[0].0, hostmax, "{name}");
     assert_eq!(after.1 - before[0].1, 0, "{name}");

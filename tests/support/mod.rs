@@ -583,7 +583,12 @@ pub fn interrupt_after(args: &[String], marker: &str, delay: std::time::Duration
 /// to one LUN), `hostmax-mq` a virtio-blk disk with 4 queues, `hostmax-nvme` an NVMe namespace
 /// with 4 I/O queue pairs, `hostmax-capped` a virtio-blk disk under qemu's
 /// `throttling.iops-total` cap ([`VM_CAPPED_DISK_IOPS`]).
-pub const VM_DISK_SERIALS: [&str; 4] = ["hostmax-lun", "hostmax-mq", "hostmax-nvme", "hostmax-capped"];
+pub const VM_DISK_SERIALS: [&str; 4] = [
+    "hostmax-lun",
+    "hostmax-mq",
+    "hostmax-nvme",
+    "hostmax-capped",
+];
 
 /// The combined read+write IOPS cap qemu puts on the `hostmax-capped` disk (run.sh passes the
 /// same number).

@@ -141,7 +141,12 @@ impl MediaSources<'_> {
 
     /// The extents block device `name`'s bytes `range` reach, and every device passed on the
     /// way (`name` first) into `stack`.
-    pub fn device_extents(&self, name: &str, range: (u64, u64), stack: &mut Vec<String>) -> Vec<Extent> {
+    pub fn device_extents(
+        &self,
+        name: &str,
+        range: (u64, u64),
+        stack: &mut Vec<String>,
+    ) -> Vec<Extent> {
         let mut out = Vec::new();
         self.walk(name, range, stack, &mut out, 0);
         out
@@ -220,8 +225,13 @@ impl MediaSources<'_> {
             match table {
                 Some(segments) => {
                     for seg in segments {
-                        let Some((dev, offset)) = seg.linear else { continue };
-                        let (s, e) = (start.max(seg.start), end.min(seg.start.saturating_add(seg.len)));
+                        let Some((dev, offset)) = seg.linear else {
+                            continue;
+                        };
+                        let (s, e) = (
+                            start.max(seg.start),
+                            end.min(seg.start.saturating_add(seg.len)),
+                        );
                         if s >= e {
                             continue;
                         }
@@ -334,7 +344,10 @@ pub fn media_users(
 ) -> Vec<MediaUser> {
     let mut users: Vec<MediaUser> = Vec::new();
     let device_user = |users: &mut Vec<MediaUser>, name: String, what: String| {
-        if users.iter().any(|u| u.device.as_deref() == Some(name.as_str())) {
+        if users
+            .iter()
+            .any(|u| u.device.as_deref() == Some(name.as_str()))
+        {
             return;
         }
         let mut stack = Vec::new();
@@ -405,9 +418,12 @@ pub fn shared_media<'u>(
                 continue;
             }
         }
-        let hit = extents
-            .iter()
-            .find_map(|mine| user.extents.iter().find(|theirs| mine.overlaps(theirs)).map(|_| mine));
+        let hit = extents.iter().find_map(|mine| {
+            user.extents
+                .iter()
+                .find(|theirs| mine.overlaps(theirs))
+                .map(|_| mine)
+        });
         if let Some(mine) = hit {
             found.push((user, mine.label.clone()));
         }
