@@ -13,6 +13,7 @@ set -uo pipefail
 # combined IOPS cap.
 selection_disks=(
   "vm_disks a_multi_queue_disk"
+  "same_media two_paths_to_one_lun"
 )
 
 # run.sh asks `guest.sh --wants-disks ONLY`: does any chosen test binary run in the disks VM?
@@ -86,6 +87,7 @@ selection=(
   "engine_api back_to_back"
   "verify a_host_cap_below"
   "trim trim_and_randtrim trimmed_blocks a_device_without_discard"
+  "same_media a_dm_linear a_mounted_image a_mount_of_the_whole the_backing_file_of_an_active_swap"
 )
 
 # Failures owned by another open issue: reported as KNOWN (not failing the matrix) until fixed
