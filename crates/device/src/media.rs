@@ -456,3 +456,233 @@ pub fn media_identity(sysfs: &Sysfs, name: &str) -> Option<String> {
                 .find_map(|a| attr(a).map(|s| format!("serial {s}")))
         })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::safety::MountEntry;
+    use std::fs;
+    use std::path::PathBuf;
+
+    const MIB: u64 = 1 << 20;
+
+    /// A stand-in sysfs: each node `(name, dev, parent disk, attributes)` laid out as the
+    /// kernel does (a partition inside its disk's directory, `class/block` and `dev/block`
+    /// links to each).
+    struct FakeSysfs(PathBuf);
+
+    impl FakeSysfs {
+        fn new(tag: &str) -> FakeSysfs {
+            let root =
+                std::env::temp_dir().join(format!("hostmax-media-{tag}-{}", std::process::id()));
+            let _ = fs::remove_dir_all(&root);
+            fs::create_dir_all(root.join("class/block")).unwrap();
+            fs::create_dir_all(root.join("dev/block")).unwrap();
+            FakeSysfs(root)
+        }
+
+        fn node(&self, name: &str, dev: &str, parent: Option<&str>, attrs: &[(&str, &str)]) {
+            let dir = match parent {
+                Some(p) => self.0.join("devices").join(p).join(name),
+                None => self.0.join("devices").join(name),
+            };
+            fs::create_dir_all(dir.join("slaves")).unwrap();
+            fs::write(dir.join("dev"), format!("{dev}\n")).unwrap();
+            if parent.is_some() {
+                fs::write(dir.join("partition"), "1\n").unwrap();
+            }
+            for (rel, value) in attrs {
+                let path = dir.join(rel);
+                fs::create_dir_all(path.parent().unwrap()).unwrap();
+                if rel.starts_with("slaves/") {
+                    fs::create_dir_all(&path).unwrap();
+                } else {
+                    fs::write(&path, format!("{value}\n")).unwrap();
+                }
+            }
+            std::os::unix::fs::symlink(&dir, self.0.join("class/block").join(name)).unwrap();
+            std::os::unix::fs::symlink(&dir, self.0.join("dev/block").join(dev)).unwrap();
+        }
+    }
+
+    impl Drop for FakeSysfs {
+        fn drop(&mut self) {
+            let _ = fs::remove_dir_all(&self.0);
+        }
+    }
+
+    fn mounted(dev: (u32, u32), at: &str) -> MountEntry {
+        MountEntry {
+            dev,
+            mount_point: PathBuf::from(at),
+            source: String::new(),
+        }
+    }
+
+    fn device(name: &str, dev: (u32, u32), size: u64) -> TargetInfo {
+        TargetInfo {
+            path: PathBuf::from(format!("/dev/{name}")),
+            kind: TargetKind::BlockDevice,
+            size,
+            logical_block_size: 512,
+            rdev: Some(dev),
+            kernel_name: Some(name.to_string()),
+            inode: None,
+            media: None,
+        }
+    }
+
+    /// The users a target shares media with, by what they are.
+    fn shared_with(
+        src: &MediaSources<'_>,
+        target: &TargetInfo,
+        users: &[MediaUser],
+    ) -> Vec<String> {
+        let (extents, stack) = src.target_extents(target);
+        shared_media(&extents, &stack, &[], users)
+            .into_iter()
+            .map(|(u, _)| u.what.clone())
+            .collect()
+    }
+
+    #[test]
+    fn loop_devices_over_one_file_share_media_where_their_ranges_overlap() {
+        let sys = FakeSysfs::new("loop");
+        let image = sys.0.join("fs.img");
+        fs::File::create(&image)
+            .unwrap()
+            .set_len(128 * MIB)
+            .unwrap();
+        let backing = image.display().to_string();
+        let limit = (64 * MIB).to_string();
+        let at = |mib: u64| (mib * MIB).to_string();
+        sys.node(
+            "loop0",
+            "7:0",
+            None,
+            &[
+                ("loop/backing_file", &backing),
+                ("loop/offset", "0"),
+                ("loop/sizelimit", &limit),
+            ],
+        );
+        sys.node(
+            "loop1",
+            "7:1",
+            None,
+            &[
+                ("loop/backing_file", &backing),
+                ("loop/offset", &at(32)),
+                ("loop/sizelimit", "0"),
+            ],
+        );
+        sys.node(
+            "loop2",
+            "7:2",
+            None,
+            &[
+                ("loop/backing_file", &backing),
+                ("loop/offset", &at(64)),
+                ("loop/sizelimit", "0"),
+            ],
+        );
+        let sysfs = Sysfs::at(&sys.0);
+        let no_tables = |_| None;
+        let src = MediaSources {
+            sysfs: &sysfs,
+            dm_table: &no_tables,
+        };
+        let users = media_users(&src, &[mounted((7, 0), "/mnt")], &[]);
+        assert_eq!(users.len(), 1, "{users:?}");
+        assert_eq!(users[0].what, "/dev/loop0, mounted at /mnt");
+        // From 32 MiB: overlaps the mounted first 64 MiB. From 64 MiB: apart.
+        assert_eq!(
+            shared_with(&src, &device("loop1", (7, 1), 96 * MIB), &users),
+            vec!["/dev/loop0, mounted at /mnt"]
+        );
+        assert!(shared_with(&src, &device("loop2", (7, 2), 64 * MIB), &users).is_empty());
+        // The file itself, by inode.
+        let file = crate::target::probe(&image).unwrap();
+        assert_eq!(shared_with(&src, &file, &users).len(), 1);
+        // The mounted device itself is the caller's own reason, not shared media.
+        assert!(shared_with(&src, &device("loop0", (7, 0), 64 * MIB), &users).is_empty());
+        // A swap file is a user of its own inode.
+        let swaps = [crate::safety::SwapEntry {
+            path: image.clone(),
+            rdev: None,
+            inode: file.inode,
+        }];
+        let users = media_users(&src, &[], &swaps);
+        assert_eq!(
+            shared_with(&src, &device("loop2", (7, 2), 64 * MIB), &users).len(),
+            1
+        );
+    }
+
+    #[test]
+    fn partitions_dm_tables_and_luns_reach_their_disks() {
+        let sys = FakeSysfs::new("stack");
+        sys.node("vdb", "254:16", None, &[("serial", "lun-1")]);
+        sys.node(
+            "vdb1",
+            "254:17",
+            Some("vdb"),
+            &[("start", "2048"), ("size", "204800")],
+        );
+        sys.node("vdc", "254:32", None, &[("serial", "lun-1")]);
+        sys.node("vdd", "254:48", None, &[("serial", "lun-2")]);
+        sys.node("loop3", "7:3", None, &[]);
+        sys.node("dm-0", "253:0", None, &[("slaves/loop3", "")]);
+        sys.node("dm-1", "253:1", None, &[("slaves/loop3", "")]);
+        sys.node("dm-2", "253:2", None, &[("slaves/loop3", "")]);
+        let sysfs = Sysfs::at(&sys.0);
+        // dm-0: loop3's first 32 MiB; dm-1 from 16 MiB; dm-2 from 48 MiB (beside both).
+        let tables = |dev: (u32, u32)| {
+            let start = match dev.1 {
+                0 => 0,
+                1 => 32768,
+                _ => 98304,
+            };
+            Some(parse_dm_table(&format!("0 65536 linear 7:3 {start}\n")))
+        };
+        let src = MediaSources {
+            sysfs: &sysfs,
+            dm_table: &tables,
+        };
+        let mounts = [mounted((254, 17), "/data"), mounted((253, 0), "/srv")];
+        let users = media_users(&src, &mounts, &[]);
+        // vdc is another path to vdb's LUN (same serial), whose partition is mounted.
+        let on_vdc = shared_with(&src, &device("vdc", (254, 32), 1 << 30), &users);
+        assert_eq!(on_vdc, vec!["/dev/vdb1, mounted at /data"]);
+        assert!(shared_with(&src, &device("vdd", (254, 48), 1 << 30), &users).is_empty());
+        // dm-1 overlaps the mounted dm-0 on loop3 (a device built on others is a user too:
+        // dm-2 would be one, were it in dm-1's range); dm-2 sits beside both.
+        let on_dm1 = shared_with(&src, &device("dm-1", (253, 1), 32 * MIB), &users);
+        assert_eq!(on_dm1, vec!["/dev/dm-0, mounted at /srv"]);
+        let on_dm2 = shared_with(&src, &device("dm-2", (253, 2), 32 * MIB), &users);
+        assert_eq!(on_dm2, Vec::<String>::new());
+        // Without a table every byte may land anywhere below: dm-2 then shares loop3.
+        let no_tables = |_| None;
+        let blind = MediaSources {
+            sysfs: &sysfs,
+            dm_table: &no_tables,
+        };
+        let users = media_users(&blind, &mounts, &[]);
+        assert!(!shared_with(&blind, &device("dm-2", (253, 2), 32 * MIB), &users).is_empty());
+        assert_eq!(
+            parse_dm_table("0 2048 linear 7:3 4096\n2048 10 striped 2 8 7:4 0 7:5 0\n"),
+            vec![
+                DmSegment {
+                    start: 0,
+                    len: 2048 * 512,
+                    linear: Some(((7, 3), 4096 * 512))
+                },
+                DmSegment {
+                    start: 2048 * 512,
+                    len: 10 * 512,
+                    linear: None
+                },
+            ]
+        );
+    }
+}
