@@ -300,4 +300,49 @@ mod tests {
         let err = check_before_any_io(&targets, IoPattern::RandWrite, allow, &sources).unwrap_err();
         assert!(err.to_string().contains("cannot be checked"), "{err}");
     }
+
+    #[test]
+    fn a_file_renamed_onto_a_checked_target_is_refused_before_any_io() {
+        let dir = std::env::temp_dir().join(format!("hostmax-checked-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let target = dir.join("t.img");
+        let other = dir.join("other.img");
+        std::fs::File::create(&target)
+            .unwrap()
+            .set_len(1 << 20)
+            .unwrap();
+        std::fs::write(&other, vec![7u8; 1 << 20]).unwrap();
+        let checked = probe(&target).unwrap();
+        std::fs::rename(&other, &target).unwrap();
+        let workload = Workload {
+            pattern: IoPattern::RandWrite,
+            iodepth: 1,
+            runtime: Duration::from_millis(100),
+            ramp: Duration::ZERO,
+            ..Workload::default()
+        };
+        let consent = WriteSafety {
+            allow_write: true,
+            force: true,
+        };
+        let request = MeasureRequest {
+            safety: SafetyCheck::CheckedBefore(consent),
+            checked: vec![checked],
+            ..MeasureRequest::new(vec![target.clone()], workload)
+        };
+        let outcome = measure(request, &mut |_: DeviceInterval| {});
+        let written = std::fs::read(&target).unwrap();
+        std::fs::remove_dir_all(&dir).unwrap();
+        match outcome {
+            Err(EngineError::TargetChanged(changed)) => {
+                let text = changed.to_string();
+                assert_eq!(text.matches("(device:inode)").count(), 2, "{text}");
+            }
+            other => panic!("not refused: {other:?}"),
+        }
+        assert!(
+            written.iter().all(|b| *b == 7),
+            "the file renamed onto it was written"
+        );
+    }
 }
