@@ -181,7 +181,7 @@ fn the_backing_file_of_an_active_swap_loop_device_is_refused() {
 fn swap_names(a: PathBuf, b: PathBuf, target: PathBuf, stop: Arc<AtomicBool>) {
     let mut n = 0u64;
     while !stop.load(Ordering::Relaxed) {
-        let from = if n % 2 == 0 { &a } else { &b };
+        let from = if n.is_multiple_of(2) { &a } else { &b };
         let link = target.with_extension(format!("link{}", n % 2));
         let _ = fs::remove_file(&link);
         if fs::hard_link(from, &link).is_ok() {
