@@ -333,14 +333,21 @@ pub struct MediaUser {
     pub extents: Vec<Extent>,
 }
 
-/// Everything on this host that uses media: each mounted block device (`mounts`: `(device
-/// number, source, mount point)`; anonymous numbers are looked up by a `/dev/` source), each
-/// active swap device or file (`swaps`: `(path, device number, (dev, inode))`), and each device
-/// built on others (a `slaves/` entry: dm, md).
+/// A mount as [`media_users`] needs it: the device number (anonymous `0:N` for btrfs and
+/// the like), the source (`/dev/sdb1`), the mount point.
+pub type MountedAt<'a> = ((u32, u32), &'a str, &'a Path);
+
+/// An active swap area as [`media_users`] needs it: its path, its device number if it is a
+/// block device, its `(st_dev, st_ino)` if it is a file.
+pub type SwapArea<'a> = (&'a Path, Option<(u32, u32)>, Option<(u64, u64)>);
+
+/// Everything on this host that uses media: each mounted block device (anonymous numbers are
+/// looked up by a `/dev/` source), each active swap device or file, and each device built on
+/// others (a `slaves/` entry: dm, md).
 pub fn media_users(
     src: &MediaSources<'_>,
-    mounts: &[crate::safety::MountEntry],
-    swaps: &[crate::safety::SwapEntry],
+    mounts: &[MountedAt<'_>],
+    swaps: &[SwapArea<'_>],
 ) -> Vec<MediaUser> {
     let mut users: Vec<MediaUser> = Vec::new();
     let device_user = |users: &mut Vec<MediaUser>, name: String, what: String| {
@@ -358,11 +365,11 @@ pub fn media_users(
             extents,
         });
     };
-    for m in mounts {
-        let name = if m.dev.0 != 0 {
-            src.sysfs.kernel_name(m.dev)
-        } else if m.source.starts_with("/dev/") {
-            std::fs::canonicalize(&m.source)
+    for &(dev, source, mount_point) in mounts {
+        let name = if dev.0 != 0 {
+            src.sysfs.kernel_name(dev)
+        } else if source.starts_with("/dev/") {
+            std::fs::canonicalize(source)
                 .ok()
                 .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
                 .filter(|n| src.sysfs.class_block(n).exists())
@@ -370,23 +377,23 @@ pub fn media_users(
             None
         };
         if let Some(name) = name {
-            let what = format!("/dev/{name}, mounted at {}", m.mount_point.display());
+            let what = format!("/dev/{name}, mounted at {}", mount_point.display());
             device_user(&mut users, name, what);
         }
     }
-    for s in swaps {
-        if let Some(name) = s.rdev.and_then(|d| src.sysfs.kernel_name(d)) {
+    for &(path, rdev, inode) in swaps {
+        if let Some(name) = rdev.and_then(|d| src.sysfs.kernel_name(d)) {
             let what = format!("/dev/{name}, active swap");
             device_user(&mut users, name, what);
-        } else if let Some((dev, ino)) = s.inode {
+        } else if let Some((dev, ino)) = inode {
             users.push(MediaUser {
-                what: format!("{}, an active swap file", s.path.display()),
+                what: format!("{}, an active swap file", path.display()),
                 device: None,
                 extents: vec![Extent {
                     medium: Medium::File { dev, ino },
                     start: 0,
                     end: u64::MAX,
-                    label: s.path.display().to_string(),
+                    label: path.display().to_string(),
                 }],
             });
         }
@@ -431,36 +438,9 @@ pub fn shared_media<'u>(
     found
 }
 
-/// What stands behind block device `name`'s number, so that a number reused for another
-/// device (a loop device detached and set up again over another file) is told apart: the
-/// loop device's backing file (`dev:inode` and offset), else its WWID or serial.
-pub fn media_identity(sysfs: &Sysfs, name: &str) -> Option<String> {
-    let attr = |rel: &str| {
-        sysfs
-            .value(Path::new("class/block").join(name).join(rel))
-            .filter(|v| !v.is_empty())
-    };
-    if let Some(backing) = attr("loop/backing_file") {
-        let file = std::fs::metadata(&backing)
-            .map(|m| format!("{}:{}", m.dev(), m.ino()))
-            .unwrap_or(backing);
-        let offset = attr("loop/offset").unwrap_or_else(|| "0".into());
-        return Some(format!("loop over file {file} at offset {offset}"));
-    }
-    ["wwid", "device/wwid"]
-        .iter()
-        .find_map(|a| attr(a).map(|w| format!("wwid {w}")))
-        .or_else(|| {
-            ["serial", "device/serial"]
-                .iter()
-                .find_map(|a| attr(a).map(|s| format!("serial {s}")))
-        })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::safety::MountEntry;
     use std::fs;
     use std::path::PathBuf;
 
@@ -511,12 +491,8 @@ mod tests {
         }
     }
 
-    fn mounted(dev: (u32, u32), at: &str) -> MountEntry {
-        MountEntry {
-            dev,
-            mount_point: PathBuf::from(at),
-            source: String::new(),
-        }
+    fn mounted(dev: (u32, u32), at: &'static str) -> MountedAt<'static> {
+        (dev, "", Path::new(at))
     }
 
     fn device(name: &str, dev: (u32, u32), size: u64) -> TargetInfo {
@@ -607,11 +583,7 @@ mod tests {
         // The mounted device itself is the caller's own reason, not shared media.
         assert!(shared_with(&src, &device("loop0", (7, 0), 64 * MIB), &users).is_empty());
         // A swap file is a user of its own inode.
-        let swaps = [crate::safety::SwapEntry {
-            path: image.clone(),
-            rdev: None,
-            inode: file.inode,
-        }];
+        let swaps = [(image.as_path(), None, file.inode)];
         let users = media_users(&src, &[], &swaps);
         assert_eq!(
             shared_with(&src, &device("loop2", (7, 2), 64 * MIB), &users).len(),

@@ -30,7 +30,7 @@ use std::fs::File;
 use std::os::unix::io::AsRawFd;
 
 use crate::claim::open_exclusive;
-use crate::media::{media_users, read_dm_table, shared_media, MediaSources};
+use crate::media::{media_users, read_dm_table, shared_media, MediaSources, MountedAt, SwapArea};
 use crate::signature::{probe_with_blkid, Signature};
 use crate::sysfs::Sysfs;
 use crate::target::{verify_opened, TargetInfo, TargetKind};
@@ -835,7 +835,15 @@ fn write_safety(
             sysfs: &sources.sysfs,
             dm_table: &dm_table,
         };
-        let users = media_users(&media, mounts, &swaps);
+        let mounted: Vec<MountedAt<'_>> = mounts
+            .iter()
+            .map(|m| (m.dev, m.source.as_str(), m.mount_point.as_path()))
+            .collect();
+        let swapped: Vec<SwapArea<'_>> = swaps
+            .iter()
+            .map(|s| (s.path.as_path(), s.rdev, s.inode))
+            .collect();
+        let users = media_users(&media, &mounted, &swapped);
         for (t, family) in targets.iter().zip(&families) {
             let (extents, stack) = media.target_extents(t);
             let own: Vec<String> = family

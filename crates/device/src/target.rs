@@ -40,7 +40,7 @@ pub struct TargetInfo {
     /// descriptor a run writes through must still be ([`verify_opened`]).
     #[serde(default)]
     pub inode: Option<(u64, u64)>,
-    /// What stands behind a block device's number ([`crate::media::media_identity`]: a loop
+    /// What stands behind a block device's number (a loop
     /// device's backing file, a WWID or serial), so a number reused for another device is
     /// told apart by [`verify_opened`].
     #[serde(default)]
@@ -132,7 +132,7 @@ pub fn probe(path: &Path) -> Result<TargetInfo, ProbeError> {
             rdev: Some((major, minor)),
             media: kernel_name
                 .as_deref()
-                .and_then(|n| crate::media::media_identity(&sysfs, n)),
+                .and_then(|n| media_identity(&sysfs, n)),
             kernel_name,
             inode: None,
         })
@@ -251,7 +251,7 @@ pub fn verify_opened(target: &TargetInfo, file: &File, sysfs: &Sysfs) -> Result<
             let now = (libc::major(meta.rdev()), libc::minor(meta.rdev()));
             let media = sysfs
                 .kernel_name(now)
-                .and_then(|n| crate::media::media_identity(sysfs, &n));
+                .and_then(|n| media_identity(sysfs, &n));
             let same_number = target.rdev.is_none_or(|then| then == now);
             let same_media = target.media.is_none() || target.media == media;
             if same_number && same_media {
@@ -276,6 +276,32 @@ pub fn verify_opened(target: &TargetInfo, file: &File, sysfs: &Sysfs) -> Result<
             "neither a block device nor a regular file".to_string()
         })),
     }
+}
+
+/// What stands behind block device `name`'s number, so that a number reused for another
+/// device (a loop device detached and set up again over another file) is told apart: the
+/// loop device's backing file (`dev:inode` and offset), else its WWID or serial.
+pub(crate) fn media_identity(sysfs: &Sysfs, name: &str) -> Option<String> {
+    let attr = |rel: &str| {
+        sysfs
+            .value(Path::new("class/block").join(name).join(rel))
+            .filter(|v| !v.is_empty())
+    };
+    if let Some(backing) = attr("loop/backing_file") {
+        let file = std::fs::metadata(&backing)
+            .map(|m| format!("{}:{}", m.dev(), m.ino()))
+            .unwrap_or(backing);
+        let offset = attr("loop/offset").unwrap_or_else(|| "0".into());
+        return Some(format!("loop over file {file} at offset {offset}"));
+    }
+    ["wwid", "device/wwid"]
+        .iter()
+        .find_map(|a| attr(a).map(|w| format!("wwid {w}")))
+        .or_else(|| {
+            ["serial", "device/serial"]
+                .iter()
+                .find_map(|a| attr(a).map(|s| format!("serial {s}")))
+        })
 }
 
 /// The `O_DIRECT` offset alignment of a regular file (`statx` `STATX_DIOALIGN`, Linux 6.1+).
