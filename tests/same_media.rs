@@ -308,9 +308,9 @@ fn a_dm_linear_device_in_use_refuses_its_member_and_an_overlapping_sibling() {
     let used = DmDevice::linear(&format!("hostmax-used-{tag}"), &member, 0, 65536);
     run_tool("mkfs.ext4", "e2fsprogs", &["-q", "-F", &used.path()]);
     let _mount = Mount::new(&used.path(), &dir.join("mnt"), &[]);
-    // Overlapping the mounted device's 32 MiB; and one beside it.
+    // From 16 MiB: overlaps the mounted device's 32 MiB. From 48 MiB: beside both.
     let sibling = DmDevice::linear(&format!("hostmax-sib-{tag}"), &member, 32768, 65536);
-    let beside = DmDevice::linear(&format!("hostmax-beside-{tag}"), &member, 65536, 65536);
+    let beside = DmDevice::linear(&format!("hostmax-beside-{tag}"), &member, 98304, 65536);
     let args = write_args(&sibling.path(), &["--allow-write", "--force"]);
     let out = run_hostmax(&args, None);
     assert_refused(
