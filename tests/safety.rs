@@ -421,6 +421,8 @@ fn the_root_device_is_refused_even_with_force() {
             logical_block_size: 512,
             rdev: Some((major.parse().unwrap(), minor.parse().unwrap())),
             kernel_name: Some(name.clone()),
+            inode: None,
+            media: None,
         };
         let flags = WriteSafety {
             allow_write: true,

@@ -24,6 +24,7 @@ selection=(
   "engine_api back_to_back"
   "verify a_host_cap_below"
   "trim trim_and_randtrim trimmed_blocks a_device_without_discard"
+  "same_media a_dm_linear a_mounted_image a_mount_of_the_whole the_backing_file_of_an_active_swap"
 )
 
 # The tests of the disks VM (4 CPUs, cloud-style qemu disks: run.sh's vm_disk_opts), as
@@ -31,6 +32,7 @@ selection=(
 # combined IOPS cap.
 selection_disks=(
   "vm_disks a_multi_queue_disk"
+  "same_media two_paths_to_one_lun"
 )
 
 # run.sh asks `guest.sh --wants KIND ONLY`: does any chosen test binary run in that VM?

@@ -340,6 +340,9 @@ fn planned_file(path: &Path, size: u64) -> Result<TargetInfo, BadInput> {
         logical_block_size: 512,
         rdev: None,
         kernel_name: None,
+        // Not made yet: the probe of the file hostmax makes records its inode.
+        inode: None,
+        media: None,
     })
 }
 
@@ -407,8 +410,9 @@ fn create_one(path: &Path, size: u64) -> Result<TargetInfo, BadInput> {
         .create_new(true)
         .open(path)
         .map_err(|e| fail("create it", e))?;
-    if let (Ok(meta), Ok(mut made)) = (file.metadata(), MADE_UNUSED.lock()) {
-        made.push((path.to_path_buf(), meta.dev(), meta.ino()));
+    let made_inode = file.metadata().ok().map(|meta| (meta.dev(), meta.ino()));
+    if let (Some((dev, ino)), Ok(mut made)) = (made_inode, MADE_UNUSED.lock()) {
+        made.push((path.to_path_buf(), dev, ino));
     }
     let len = libc::off_t::try_from(size).map_err(|_| {
         BadInput(format!(
@@ -424,8 +428,20 @@ fn create_one(path: &Path, size: u64) -> Result<TargetInfo, BadInput> {
     drop(file);
     let probed = sized
         .map_err(|e| fail("allocate it", e))
-        .and_then(|()| probe(path).map_err(|e| BadInput(probe_error_message(path, &e))));
-    if probed.is_err() {
+        .and_then(|()| probe(path).map_err(|e| BadInput(probe_error_message(path, &e))))
+        .and_then(|info| {
+            // The file made is the one the run writes, not one renamed onto its name since.
+            if made_inode.is_some() && info.inode != made_inode {
+                return Err(BadInput(format!(
+                    "{}: replaced by another file right after hostmax made it; check what is there and run again",
+                    path.display()
+                )));
+            }
+            Ok(info)
+        });
+    // Remove only what hostmax made: never a file renamed onto its name since.
+    let still_ours = || std::fs::metadata(path).ok().map(|m| (m.dev(), m.ino())) == made_inode;
+    if probed.is_err() && still_ours() {
         let _ = std::fs::remove_file(path);
     }
     probed

@@ -154,6 +154,8 @@ fn measure_request(plan: &RunPlan) -> MeasureRequest {
             ..WriteSafety::default()
         }),
         sources: SystemSources::default(),
+        // Each descriptor the run writes through must be what the plan probed and checked.
+        checked: plan.targets.clone(),
     }
 }
 
@@ -276,6 +278,7 @@ pub fn refusal_or_error(e: EngineError, failed: &'static str) -> anyhow::Error {
             BadInput::from(refusal).into()
         }
         EngineError::Open { .. }
+        | EngineError::TargetChanged(_)
         | EngineError::Probe(_)
         | EngineError::DuplicateTarget { .. } => BadInput(e.to_string()).into(),
         _ => anyhow::Error::from(e).context(failed),

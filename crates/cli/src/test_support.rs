@@ -16,5 +16,7 @@ pub(crate) fn file_target(path: impl Into<PathBuf>, size: u64) -> hostmax_engine
         logical_block_size: 512,
         rdev: None,
         kernel_name: None,
+        inode: None,
+        media: None,
     }
 }

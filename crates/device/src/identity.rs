@@ -99,9 +99,16 @@ pub fn identify(target: &TargetInfo) -> DeviceIdentity {
     };
     match target.kind {
         TargetKind::RegularFile => {
-            id.inode = std::fs::metadata(&target.path)
-                .ok()
-                .map(|m| format!("{}:{}", m.dev(), m.ino()));
+            // The inode the probe read (what the checks judged and the run writes through),
+            // not whatever the path leads to by now.
+            id.inode = target
+                .inode
+                .or_else(|| {
+                    std::fs::metadata(&target.path)
+                        .ok()
+                        .map(|m| (m.dev(), m.ino()))
+                })
+                .map(|(dev, ino)| format!("{dev}:{ino}"));
         }
         TargetKind::BlockDevice => {
             if let Some(name) = &target.kernel_name {

@@ -79,6 +79,7 @@ struct ReadmeExample;
 mod claim;
 mod cpu_list;
 pub mod identity;
+pub mod media;
 mod queue_map;
 pub mod safety;
 mod signature;
@@ -95,7 +96,7 @@ pub use safety::{
 };
 pub use signature::{probe_device, probe_with_blkid, ExtVersion, FatKind, MagicKind, Signature};
 pub use sysfs::{KernelCounts, Sysfs};
-pub use target::{probe, ProbeError, TargetInfo, TargetKind};
+pub use target::{probe, verify_opened, ProbeError, TargetChanged, TargetInfo, TargetKind};
 
 // Test hooks: the repository's tests and fuzzers feed the signature probe bytes and wipefs
 // output directly. Not part of the stable API: the non-default `test-hooks` feature turns

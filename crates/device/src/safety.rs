@@ -26,10 +26,14 @@ use std::fmt;
 use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
+use std::fs::File;
+use std::os::unix::io::AsRawFd;
+
 use crate::claim::open_exclusive;
+use crate::media::{media_users, read_dm_table, shared_media, MediaSources, MountedAt, SwapArea};
 use crate::signature::{probe_with_blkid, Signature};
 use crate::sysfs::Sysfs;
-use crate::target::{TargetInfo, TargetKind};
+use crate::target::{verify_opened, TargetInfo, TargetKind};
 
 /// Where the system state the checks read comes from.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -259,6 +263,18 @@ pub enum RefusalReason {
     Partitions(Vec<String>),
     /// The signature areas could not be read ([`WriteSafety::force`] overrides).
     Unprobed(String),
+    /// The target shares media with something in use under another name: a loop device over
+    /// the same file, the file behind a mounted loop device, a device built on the same
+    /// disk range, another path to the same LUN. No consent overrides it.
+    SharesMedia {
+        /// The medium both reach (`/dev/shm/fs.img`, the LUN of `/dev/vdb`).
+        medium: String,
+        /// What uses it (`/dev/loop0, mounted at /mnt`).
+        user: String,
+    },
+    /// The path led to something else when it was opened to be checked than when it was
+    /// probed (renamed onto, replaced): what was probed is not what would be written.
+    Changed(crate::target::TargetChanged),
 }
 
 impl RefusalReason {
@@ -336,6 +352,15 @@ impl fmt::Display for RefusalReason {
             RefusalReason::Unprobed(why) => {
                 write!(f, "cannot be read to look for signatures ({why})")
             }
+            RefusalReason::SharesMedia { medium, user } => write!(
+                f,
+                "shares its media ({medium}) with {user}, and no flag overrides that"
+            ),
+            RefusalReason::Changed(c) => write!(
+                f,
+                "was replaced while being checked (now {}, probed as {})",
+                c.opened, c.checked
+            ),
         }
     }
 }
@@ -605,9 +630,11 @@ pub fn write_refusals(
                 }
             }
             TargetKind::RegularFile => {
-                let id = std::fs::metadata(&target.path)
-                    .ok()
-                    .map(|m| (m.dev(), m.ino()));
+                let id = target.inode.or_else(|| {
+                    std::fs::metadata(&target.path)
+                        .ok()
+                        .map(|m| (m.dev(), m.ino()))
+                });
                 let swapped = swaps.iter().any(|s| {
                     (id.is_some() && s.inode == id)
                         || std::fs::canonicalize(&s.path).ok().as_deref()
@@ -692,6 +719,43 @@ pub fn recheck_while_held(
     write_safety(targets, flags, sources, false)
 }
 
+/// Opens a target read-only (nothing is written; no exclusive claim) and checks the descriptor
+/// is what was probed ([`verify_opened`]). `None` for a file not made yet (probed with no
+/// inode, nothing at its path): there is nothing to read, and whoever makes it makes it new.
+fn open_as_probed(target: &TargetInfo, sysfs: &Sysfs) -> Result<Option<File>, RefusalReason> {
+    let opened = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC)
+        .open(&target.path);
+    let file = match opened {
+        Ok(file) => file,
+        Err(e)
+            if e.kind() == std::io::ErrorKind::NotFound
+                && target.kind == TargetKind::RegularFile
+                && target.inode.is_none() =>
+        {
+            return Ok(None)
+        }
+        Err(e) => {
+            return Err(RefusalReason::Unknown(format!(
+                "cannot be opened to be checked: {e}"
+            )))
+        }
+    };
+    verify_opened(target, &file, sysfs).map_err(RefusalReason::Changed)?;
+    Ok(Some(file))
+}
+
+/// A path that opens what `file` is open on, whatever its name now (`/proc/PID/fd/N`: also
+/// for helper programs such as `wipefs`, which inherit nothing).
+fn descriptor_path(file: &File) -> PathBuf {
+    PathBuf::from(format!(
+        "/proc/{}/fd/{}",
+        std::process::id(),
+        file.as_raw_fd()
+    ))
+}
+
 fn write_safety(
     targets: &[TargetInfo],
     flags: WriteSafety,
@@ -751,37 +815,84 @@ fn write_safety(
             }),
         }
     };
-    if first_check && !flags.force {
-        for t in targets.iter().filter(|t| t.kind == TargetKind::BlockDevice) {
-            add(&t.path, signature_reasons(&t.path));
-        }
-    }
-    // A file that holds data is someone's data, like a device: the same consent and the same
-    // signature rules. A file with no data (sparse, or one hostmax is about to make) needs none.
-    if first_check {
-        for t in targets.iter().filter(|t| t.kind == TargetKind::RegularFile) {
-            if !file_holds_data(&t.path) {
-                continue;
+    // Every check that reads a target reads it through one descriptor, opened here and
+    // checked to be what was probed: a path renamed onto meanwhile is refused, not judged.
+    let opened: Vec<Option<File>> = targets
+        .iter()
+        .map(|t| match open_as_probed(t, &sources.sysfs) {
+            Ok(file) => file,
+            Err(reason) => {
+                add(&t.path, vec![reason]);
+                None
             }
-            let mut reasons = Vec::new();
-            if !flags.allow_write {
-                reasons.push(RefusalReason::NeedsAllowWrite);
-            }
-            if !flags.force {
-                reasons.extend(signature_reasons(&t.path));
-            }
+        })
+        .collect();
+    // Other names for the same media: loop devices over the same file, the file itself,
+    // devices built on the same disk range, other paths to the same LUN.
+    if let Ok(mounts) = &mounts {
+        let dm_table = read_dm_table;
+        let media = MediaSources {
+            sysfs: &sources.sysfs,
+            dm_table: &dm_table,
+        };
+        let mounted: Vec<MountedAt<'_>> = mounts
+            .iter()
+            .map(|m| (m.dev, m.source.as_str(), m.mount_point.as_path()))
+            .collect();
+        let swapped: Vec<SwapArea<'_>> = swaps
+            .iter()
+            .map(|s| (s.path.as_path(), s.rdev, s.inode))
+            .collect();
+        let users = media_users(&media, &mounted, &swapped);
+        for (t, family) in targets.iter().zip(&families) {
+            let (extents, stack) = media.target_extents(t);
+            let own: Vec<String> = family
+                .iter()
+                .flat_map(|f| f.nodes.iter().map(|n| n.name.clone()))
+                .collect();
+            let reasons = shared_media(&extents, &stack, &own, &users)
+                .into_iter()
+                .map(|(user, medium)| RefusalReason::SharesMedia {
+                    medium,
+                    user: user.what.clone(),
+                })
+                .collect();
             add(&t.path, reasons);
         }
     }
+    for (t, file) in targets.iter().zip(&opened) {
+        let Some(file) = file else { continue };
+        let via = descriptor_path(file);
+        match t.kind {
+            TargetKind::BlockDevice if first_check && !flags.force => {
+                add(&t.path, signature_reasons(&via));
+            }
+            // A file that holds data is someone's data, like a device: the same consent and
+            // the same signature rules. A file with no data (sparse, or one hostmax is about
+            // to make) needs none.
+            TargetKind::RegularFile if first_check && file_holds_data(&via) => {
+                let mut reasons = Vec::new();
+                if !flags.allow_write {
+                    reasons.push(RefusalReason::NeedsAllowWrite);
+                }
+                if !flags.force {
+                    reasons.extend(signature_reasons(&via));
+                }
+                add(&t.path, reasons);
+            }
+            _ => {}
+        }
+    }
     // Catch what the files do not show (btrfs multi-device members, claims by other tools).
-    for t in targets
-        .iter()
-        .filter(|t| first_check && t.kind == TargetKind::BlockDevice)
-    {
+    for (t, file) in targets.iter().zip(&opened) {
+        let Some(file) = file else { continue };
+        if !first_check || t.kind != TargetKind::BlockDevice {
+            continue;
+        }
         let already_in_use = refusals
             .iter()
             .any(|r| r.path == t.path && r.reasons.iter().any(|x| !x.needs_only_flags()));
-        if !already_in_use && exclusive_open_busy(&t.path) {
+        if !already_in_use && exclusive_open_busy(&descriptor_path(file)) {
             match refusals.iter_mut().find(|r| r.path == t.path) {
                 Some(r) => r.reasons.push(RefusalReason::Busy),
                 None => refusals.push(Refusal {
@@ -845,6 +956,8 @@ Filename\t\t\t\tType\t\tSize\t\tUsed\t\tPriority
             logical_block_size: 512,
             rdev: Some(dev),
             kernel_name: Some(name.to_string()),
+            inode: None,
+            media: None,
         }
     }
 
@@ -1034,6 +1147,8 @@ Filename\t\t\t\tType\t\tSize\t\tUsed\t\tPriority
             logical_block_size: 512,
             rdev: None,
             kernel_name: None,
+            inode: None,
+            media: None,
         };
         assert!(write_refusals(
             std::slice::from_ref(&info),

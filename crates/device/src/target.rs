@@ -2,7 +2,7 @@
 //! `O_DIRECT` needs into a [`TargetInfo`], without opening them for writing.
 
 use std::fs::File;
-use std::os::unix::fs::{FileTypeExt, MetadataExt};
+use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt};
 use std::os::unix::io::AsRawFd;
 use std::path::{Path, PathBuf};
 
@@ -36,6 +36,15 @@ pub struct TargetInfo {
     pub rdev: Option<(u32, u32)>,
     /// The kernel's name of a block device (`loop3`, `sdb`, `nvme0n1p1`), as in `/sys/class/block`.
     pub kernel_name: Option<String>,
+    /// A regular file's `(st_dev, st_ino)` as probed: the file every check judged, which the
+    /// descriptor a run writes through must still be ([`verify_opened`]).
+    #[serde(default)]
+    pub inode: Option<(u64, u64)>,
+    /// What stands behind a block device's number (a loop
+    /// device's backing file, a WWID or serial), so a number reused for another device is
+    /// told apart by [`verify_opened`].
+    #[serde(default)]
+    pub media: Option<String>,
 }
 
 impl TargetInfo {
@@ -89,8 +98,19 @@ pub fn probe(path: &Path) -> Result<TargetInfo, ProbeError> {
     let canonical = std::fs::canonicalize(path).map_err(open_error)?;
     let meta = std::fs::metadata(&canonical).map_err(open_error)?;
     let ft = meta.file_type();
+    if !ft.is_block_device() && !ft.is_file() {
+        return Err(not_a_target(path, ft));
+    }
+    // Everything recorded comes from one descriptor: a path renamed onto meanwhile cannot
+    // lend its size to another file's identity.
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC)
+        .open(&canonical)
+        .map_err(open_error)?;
+    let meta = file.metadata().map_err(open_error)?;
+    let ft = meta.file_type();
     if ft.is_block_device() {
-        let file = File::open(&canonical).map_err(open_error)?;
         let fd = file.as_raw_fd();
         let mut size: u64 = 0;
         let mut lbs: libc::c_int = 0;
@@ -102,13 +122,19 @@ pub fn probe(path: &Path) -> Result<TargetInfo, ProbeError> {
         }
         let rdev = meta.rdev();
         let (major, minor) = (libc::major(rdev), libc::minor(rdev));
+        let sysfs = Sysfs::default();
+        let kernel_name = sysfs.kernel_name((major, minor));
         Ok(TargetInfo {
             path: canonical,
             kind: TargetKind::BlockDevice,
             size,
             logical_block_size: lbs.max(512) as u32,
             rdev: Some((major, minor)),
-            kernel_name: Sysfs::default().kernel_name((major, minor)),
+            media: kernel_name
+                .as_deref()
+                .and_then(|n| media_identity(&sysfs, n)),
+            kernel_name,
+            inode: None,
         })
     } else if ft.is_file() {
         Ok(TargetInfo {
@@ -118,19 +144,164 @@ pub fn probe(path: &Path) -> Result<TargetInfo, ProbeError> {
             size: meta.len(),
             rdev: None,
             kernel_name: None,
+            inode: Some((meta.dev(), meta.ino())),
+            media: None,
         })
     } else {
-        Err(ProbeError::NotATarget {
-            path: path.to_path_buf(),
-            what: if ft.is_dir() {
-                "a directory"
-            } else if ft.is_char_device() {
-                "a character device"
-            } else {
-                "neither a block device nor a regular file"
-            },
+        Err(not_a_target(path, ft))
+    }
+}
+
+fn not_a_target(path: &Path, ft: std::fs::FileType) -> ProbeError {
+    ProbeError::NotATarget {
+        path: path.to_path_buf(),
+        what: if ft.is_dir() {
+            "a directory"
+        } else if ft.is_char_device() {
+            "a character device"
+        } else {
+            "neither a block device nor a regular file"
+        },
+    }
+}
+
+/// A descriptor opened on a target's path is not what was probed and checked: the path was
+/// renamed onto, or the device behind a number replaced, in between.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "{}: opened {opened}, not the {checked} that was checked (renamed or replaced meanwhile); nothing was written to it: check what is there and run again",
+    path.display()
+)]
+#[non_exhaustive]
+pub struct TargetChanged {
+    /// The target's path.
+    pub path: PathBuf,
+    /// What the checks judged.
+    pub checked: String,
+    /// What the descriptor leads to.
+    pub opened: String,
+}
+
+impl TargetChanged {
+    /// Whether `now` (a later probe of the same path) is another target than `checked`: kind,
+    /// device number, what stands behind it, or a file's inode differ. `None` when they are
+    /// the same target (sizes may differ: a file can grow).
+    pub fn between(checked: &TargetInfo, now: &TargetInfo) -> Option<TargetChanged> {
+        let same = checked.kind == now.kind
+            && checked.rdev == now.rdev
+            && (checked.inode.is_none() || checked.inode == now.inode)
+            && (checked.media.is_none() || checked.media == now.media);
+        (!same).then(|| TargetChanged {
+            path: checked.path.clone(),
+            checked: describe_target(checked),
+            opened: describe_target(now),
         })
     }
+}
+
+/// What a descriptor (or a probed target) is, in words: `file DEV:INO`, `block device
+/// MAJ:MIN` with what stands behind it.
+fn describe_node(kind: &str, id: &str, media: Option<&str>) -> String {
+    match media {
+        Some(m) => format!("{kind} {id} ({m})"),
+        None => format!("{kind} {id}"),
+    }
+}
+
+fn describe_target(t: &TargetInfo) -> String {
+    match (t.kind, t.rdev, t.inode) {
+        (TargetKind::BlockDevice, Some((ma, mi)), _) => {
+            describe_node("block device", &format!("{ma}:{mi}"), t.media.as_deref())
+        }
+        (TargetKind::RegularFile, _, Some((dev, ino))) => {
+            describe_node("file", &format!("{dev}:{ino} (device:inode)"), None)
+        }
+        _ => "target".to_string(),
+    }
+}
+
+/// Checks that `file`, opened on `target`'s path, is the target that was probed and checked:
+/// a regular file with the same `(st_dev, st_ino)`, or the block device with the same number
+/// and the same thing behind it ([`TargetInfo::media`], read from `sysfs` while `file` holds
+/// the device, so it cannot be torn down and set up again meanwhile). A target probed with no
+/// identity (built by hand) only has to be of the same kind.
+pub fn verify_opened(target: &TargetInfo, file: &File, sysfs: &Sysfs) -> Result<(), TargetChanged> {
+    let changed = |opened: String| TargetChanged {
+        path: target.path.clone(),
+        checked: describe_target(target),
+        opened,
+    };
+    let meta = file
+        .metadata()
+        .map_err(|e| changed(format!("a descriptor that cannot be looked at ({e})")))?;
+    let ft = meta.file_type();
+    match target.kind {
+        TargetKind::RegularFile if ft.is_file() => {
+            let now = (meta.dev(), meta.ino());
+            match target.inode {
+                Some(then) if then != now => Err(changed(describe_node(
+                    "file",
+                    &format!("{}:{} (device:inode)", now.0, now.1),
+                    None,
+                ))),
+                _ => Ok(()),
+            }
+        }
+        TargetKind::BlockDevice if ft.is_block_device() => {
+            let now = (libc::major(meta.rdev()), libc::minor(meta.rdev()));
+            let media = sysfs
+                .kernel_name(now)
+                .and_then(|n| media_identity(sysfs, &n));
+            let same_number = target.rdev.is_none_or(|then| then == now);
+            let same_media = target.media.is_none() || target.media == media;
+            if same_number && same_media {
+                Ok(())
+            } else {
+                Err(changed(describe_node(
+                    "block device",
+                    &format!("{}:{}", now.0, now.1),
+                    media.as_deref(),
+                )))
+            }
+        }
+        _ => Err(changed(if ft.is_file() {
+            format!("file {}:{} (device:inode)", meta.dev(), meta.ino())
+        } else if ft.is_block_device() {
+            format!(
+                "block device {}:{}",
+                libc::major(meta.rdev()),
+                libc::minor(meta.rdev())
+            )
+        } else {
+            "neither a block device nor a regular file".to_string()
+        })),
+    }
+}
+
+/// What stands behind block device `name`'s number, so that a number reused for another
+/// device (a loop device detached and set up again over another file) is told apart: the
+/// loop device's backing file (`dev:inode` and offset), else its WWID or serial.
+pub(crate) fn media_identity(sysfs: &Sysfs, name: &str) -> Option<String> {
+    let attr = |rel: &str| {
+        sysfs
+            .value(Path::new("class/block").join(name).join(rel))
+            .filter(|v| !v.is_empty())
+    };
+    if let Some(backing) = attr("loop/backing_file") {
+        let file = std::fs::metadata(&backing)
+            .map(|m| format!("{}:{}", m.dev(), m.ino()))
+            .unwrap_or(backing);
+        let offset = attr("loop/offset").unwrap_or_else(|| "0".into());
+        return Some(format!("loop over file {file} at offset {offset}"));
+    }
+    ["wwid", "device/wwid"]
+        .iter()
+        .find_map(|a| attr(a).map(|w| format!("wwid {w}")))
+        .or_else(|| {
+            ["serial", "device/serial"]
+                .iter()
+                .find_map(|a| attr(a).map(|s| format!("serial {s}")))
+        })
 }
 
 /// The `O_DIRECT` offset alignment of a regular file (`statx` `STATX_DIOALIGN`, Linux 6.1+).

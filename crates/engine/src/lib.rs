@@ -145,7 +145,7 @@ pub use worker::OffsetStream;
 
 // The device crate's types this crate's API names (targets, consent, the refusal).
 pub use hostmax_device::{
-    ProbeError, SystemSources, TargetInfo, TargetKind, WriteRefused, WriteSafety,
+    ProbeError, SystemSources, TargetChanged, TargetInfo, TargetKind, WriteRefused, WriteSafety,
 };
 
 use std::path::PathBuf;
@@ -214,6 +214,10 @@ pub enum EngineError {
     /// ([`hostmax_device::check_write_safety`]); nothing was written.
     #[error(transparent)]
     WriteRefused(#[from] WriteRefused),
+    /// A target's path led elsewhere when it was opened for the run than when it was probed
+    /// and checked (renamed onto, a device replaced); nothing was written to it.
+    #[error(transparent)]
+    TargetChanged(#[from] TargetChanged),
     /// The [`Observer`] called the run off before its first I/O.
     #[error("the run was called off before it started")]
     CalledOff,

@@ -58,6 +58,12 @@ pub struct MeasureRequest {
     /// Where the system state the safety checks read comes from (the real `/proc` and `/sys`
     /// by default).
     pub sources: SystemSources,
+    /// With [`SafetyCheck::CheckedBefore`]: the targets as the caller probed and checked them
+    /// (in [`RunConfig::targets`]' order). Each descriptor the run writes through must be
+    /// the same file or device (inode; device number and what stands behind it), else
+    /// [`EngineError::TargetChanged`] before any I/O. Empty: the run's own probe stands in.
+    /// [`SafetyCheck::Full`] checks what it probes itself.
+    pub checked: Vec<TargetInfo>,
 }
 
 impl MeasureRequest {
@@ -73,6 +79,7 @@ impl MeasureRequest {
             },
             safety: SafetyCheck::Full(WriteSafety::default()),
             sources: SystemSources::default(),
+            checked: Vec::new(),
         }
     }
 
@@ -186,6 +193,7 @@ pub fn measure<O: Observer + ?Sized>(
         run,
         safety,
         sources,
+        mut checked,
     } = request;
     let pattern = run.workload.pattern;
     let live = run.live;
@@ -197,8 +205,9 @@ pub fn measure<O: Observer + ?Sized>(
             .collect::<Result<Vec<_>, _>>()?;
         crate::run::refuse_duplicate_targets(&run.targets, &targets)?;
         check_before_any_io(&targets, pattern, consent, &sources)?;
+        checked = targets;
     }
-    let prepared = crate::run::prepare(run)?;
+    let prepared = crate::run::prepare(run, &checked)?;
     recheck_if_writing(
         prepared.targets(),
         pattern,
@@ -273,6 +282,8 @@ mod tests {
             logical_block_size: 512,
             rdev: Some((7, 250)),
             kernel_name: Some("nonexistent-loop".into()),
+            inode: None,
+            media: None,
         }];
         let sources = SystemSources {
             mountinfo: PathBuf::from("/nonexistent/mountinfo"),
@@ -288,5 +299,50 @@ mod tests {
         // Writes fail closed when the mount table cannot be read.
         let err = check_before_any_io(&targets, IoPattern::RandWrite, allow, &sources).unwrap_err();
         assert!(err.to_string().contains("cannot be checked"), "{err}");
+    }
+
+    #[test]
+    fn a_file_renamed_onto_a_checked_target_is_refused_before_any_io() {
+        let dir = std::env::temp_dir().join(format!("hostmax-checked-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let target = dir.join("t.img");
+        let other = dir.join("other.img");
+        std::fs::File::create(&target)
+            .unwrap()
+            .set_len(1 << 20)
+            .unwrap();
+        std::fs::write(&other, vec![7u8; 1 << 20]).unwrap();
+        let checked = probe(&target).unwrap();
+        std::fs::rename(&other, &target).unwrap();
+        let workload = Workload {
+            pattern: IoPattern::RandWrite,
+            iodepth: 1,
+            runtime: Duration::from_millis(100),
+            ramp: Duration::ZERO,
+            ..Workload::default()
+        };
+        let consent = WriteSafety {
+            allow_write: true,
+            force: true,
+        };
+        let request = MeasureRequest {
+            safety: SafetyCheck::CheckedBefore(consent),
+            checked: vec![checked],
+            ..MeasureRequest::new(vec![target.clone()], workload)
+        };
+        let outcome = measure(request, &mut |_: DeviceInterval| {});
+        let written = std::fs::read(&target).unwrap();
+        std::fs::remove_dir_all(&dir).unwrap();
+        match outcome {
+            Err(EngineError::TargetChanged(changed)) => {
+                let text = changed.to_string();
+                assert_eq!(text.matches("(device:inode)").count(), 2, "{text}");
+            }
+            other => panic!("not refused: {other:?}"),
+        }
+        assert!(
+            written.iter().all(|b| *b == 7),
+            "the file renamed onto it was written"
+        );
     }
 }

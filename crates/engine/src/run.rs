@@ -605,17 +605,29 @@ impl Drop for PreparedRun {
 /// with the `test-hooks` feature), since a library user runs I/O through [`crate::measure`].
 #[cfg_attr(not(feature = "test-hooks"), allow(dead_code))]
 pub fn start(config: RunConfig) -> Result<RunHandle, EngineError> {
-    Ok(prepare(config)?.start())
+    Ok(prepare(config, &[])?.start())
 }
 
 /// Everything `start` does before the first I/O. Returns once every worker has its ring
-/// ready; no I/O has been issued.
-pub(crate) fn prepare(config: RunConfig) -> Result<PreparedRun, EngineError> {
+/// ready; no I/O has been issued. `checked` (empty, or one per target in order) is what the
+/// safety checks judged: each target must still be that one, and each descriptor is checked
+/// against it when opened.
+pub(crate) fn prepare(
+    config: RunConfig,
+    checked: &[TargetInfo],
+) -> Result<PreparedRun, EngineError> {
     let targets: Vec<TargetInfo> = config
         .targets
         .iter()
         .map(|p| hostmax_device::probe(p))
         .collect::<Result<_, _>>()?;
+    if checked.len() == targets.len() {
+        for (then, now) in checked.iter().zip(&targets) {
+            if let Some(changed) = hostmax_device::TargetChanged::between(then, now) {
+                return Err(changed.into());
+            }
+        }
+    }
     refuse_duplicate_targets(&config.targets, &targets)?;
     validate(&config.workload, &targets)?;
     let online = placement::allowed_cpus()?;
@@ -653,7 +665,15 @@ pub(crate) fn prepare(config: RunConfig) -> Result<PreparedRun, EngineError> {
     // target's other shares get duplicates of its one descriptor (one O_EXCL claim).
     let files: Vec<std::fs::File> = targets
         .iter()
-        .map(|t| target::open(t, write))
+        .enumerate()
+        .map(|(i, t)| {
+            let judged = if checked.len() == targets.len() {
+                &checked[i]
+            } else {
+                t
+            };
+            target::open(judged, write)
+        })
         .collect::<Result<_, _>>()?;
     let taken_out: Arc<[std::sync::atomic::AtomicBool]> = targets
         .iter()
@@ -1002,6 +1022,8 @@ mod tests {
             logical_block_size: 512,
             rdev: None,
             kernel_name: None,
+            inode: None,
+            media: None,
         };
         let with = |pattern, dedupe_percent| Workload {
             pattern,
@@ -1048,6 +1070,8 @@ mod tests {
             logical_block_size: 4096,
             rdev: None,
             kernel_name: None,
+            inode: None,
+            media: None,
         };
         let w = |block_size, working_set| Workload {
             block_size,
@@ -1086,6 +1110,8 @@ mod tests {
             logical_block_size: 512,
             rdev: None,
             kernel_name: None,
+            inode: None,
+            media: None,
         };
         let refused = |w: Workload| {
             validate(&w, std::slice::from_ref(&target))

@@ -6,7 +6,7 @@ use std::fs::{File, OpenOptions};
 use std::os::unix::fs::OpenOptionsExt;
 use std::os::unix::io::AsRawFd;
 
-use hostmax_device::{open_exclusive, TargetInfo, TargetKind};
+use hostmax_device::{open_exclusive, verify_opened, Sysfs, TargetInfo, TargetKind};
 
 use crate::EngineError;
 
@@ -20,7 +20,9 @@ mod ioctl {
 use ioctl::{blk_discard, blk_zeroout};
 
 /// Opens a probed target for the run: always `O_DIRECT`; read-write and, for a block device,
-/// `O_EXCL` (so no one else can mount or claim it meanwhile) when `write` is set.
+/// `O_EXCL` (so no one else can mount or claim it meanwhile) when `write` is set. The
+/// descriptor must be what `info` describes ([`verify_opened`]: the file's inode, the device's
+/// number and what stands behind it), else [`EngineError::TargetChanged`].
 ///
 /// An exclusive open that finds the device busy is retried for up to
 /// [`hostmax_device::EXCLUSIVE_OPEN_PATIENCE`] (see [`open_exclusive`]); only a claim that
@@ -36,10 +38,14 @@ pub(crate) fn open(info: &TargetInfo, write: bool) -> Result<File, EngineError> 
     } else {
         opts.open(&info.path)
     };
-    opened.map_err(|source| EngineError::Open {
+    let file = opened.map_err(|source| EngineError::Open {
         path: info.path.clone(),
         source,
-    })
+    })?;
+    // What the run writes through must be what was probed (and checked): a path renamed onto
+    // since is refused before any I/O.
+    verify_opened(info, &file, &Sysfs::default())?;
+    Ok(file)
 }
 
 /// Waits (up to [`hostmax_device::EXCLUSIVE_OPEN_PATIENCE`]) until a block device this process wrote with

@@ -72,17 +72,19 @@ pub struct PlannedIdentity {
 }
 
 impl PlannedIdentity {
-    /// Records the probed targets: a block device by the number its probe read (what the
-    /// safety checks judged), a regular file by the inode its path leads to now (right after
-    /// the probe: [`TargetInfo`] keeps no inode).
+    /// Records the probed targets: a block device by the number its probe read, a regular
+    /// file by the inode its probe read (what the safety checks judged).
     pub fn record(targets: &[TargetInfo]) -> Vec<PlannedIdentity> {
         targets
             .iter()
             .map(|t| PlannedIdentity {
                 path: t.path.clone(),
-                node: match (t.kind, t.rdev) {
-                    (TargetKind::BlockDevice, Some((major, minor))) => {
+                node: match (t.kind, t.rdev, t.inode) {
+                    (TargetKind::BlockDevice, Some((major, minor)), _) => {
                         NodeIdentity::BlockDevice { major, minor }
+                    }
+                    (TargetKind::RegularFile, _, Some((dev, inode))) => {
+                        NodeIdentity::File { dev, inode }
                     }
                     _ => NodeIdentity::of(&t.path),
                 },

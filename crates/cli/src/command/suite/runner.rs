@@ -527,6 +527,8 @@ impl SuiteRunner {
                 ..WriteSafety::default()
             }),
             sources: SystemSources::default(),
+            // Each descriptor the cell writes through must be what the suite checked.
+            checked: targets.to_vec(),
         };
         if let Some(board) = &metrics {
             let paths: Vec<_> = targets.iter().map(|t| t.path.clone()).collect();

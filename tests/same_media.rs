@@ -1,0 +1,361 @@
+//! Same media by any name: a write is refused, whatever the flags, when its target reaches
+//! storage that something mounted, swapped on or built on uses under another name (a second
+//! loop device over an overlapping range of a mounted image, the image file itself, the file
+//! behind an active swap loop device, a dm device over the same disk range, another path to
+//! the same LUN); ranges that do not overlap stay writable. And what a run writes through is
+//! what was checked: a file swapped for another while the run starts is never written.
+//!
+//! Loop devices over /dev/shm files here (root needed); the dm and two-path cases run in the
+//! kernel matrix's VMs (tests/kernels/run.sh) and skip elsewhere, saying why. Every mount, swap
+//! area and loop device is undone in `Drop` guards.
+
+mod support;
+
+use std::fs::{self, File, OpenOptions};
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use hostmax_simhost::{LoopDevice, LoopOptions};
+use support::*;
+
+const MIB: u64 = 1 << 20;
+
+fn run_tool(tool: &str, package: &str, args: &[&str]) {
+    let out = tool_command(tool, package)
+        .args(args)
+        .output()
+        .unwrap_or_else(|e| panic!("run {tool}: {e}"));
+    assert!(
+        out.status.success(),
+        "{tool} {args:?}: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+fn attach(file: &Path, offset: u64, size_limit: u64) -> LoopDevice {
+    let backing = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(file)
+        .unwrap();
+    LoopDevice::attach(
+        &backing,
+        &LoopOptions {
+            offset,
+            size_limit,
+            ..LoopOptions::default()
+        },
+    )
+    .expect("attach a loop device")
+}
+
+fn path_of(dev: &LoopDevice) -> String {
+    dev.path().display().to_string()
+}
+
+fn write_args(target: &str, flags: &[&str]) -> Vec<String> {
+    let mut v: Vec<String> = ["--devices", target, "--rw", "randwrite", "--runtime", "1s"]
+        .iter()
+        .chain(["--ramp", "0s"].iter())
+        .chain(flags)
+        .map(|s| s.to_string())
+        .collect();
+    v.push("--json".into());
+    v.push("-".into());
+    v
+}
+
+/// Runs a write that must be refused (with both flags: no flag overrides shared media) and
+/// checks the one-line message names the shared medium, its user and the rule.
+fn assert_shared(target: &str, user: &str, medium: &str) -> String {
+    let args = write_args(target, &["--allow-write", "--force"]);
+    let out = run_hostmax(&args, None);
+    assert_refused(
+        &args,
+        &out,
+        &[
+            target,
+            "shares its media",
+            medium,
+            user,
+            "no flag overrides",
+        ],
+    )
+}
+
+/// An active swap area, swapped off on drop.
+struct SwapOn(String);
+
+impl Drop for SwapOn {
+    fn drop(&mut self) {
+        let _ = tool_command("swapoff", "util-linux").arg(&self.0).status();
+    }
+}
+
+#[test]
+fn a_mounted_image_is_not_written_through_another_loop_device_or_the_file_itself() {
+    require_root!();
+    let dir = ScratchDir::new("same-media-mount");
+    let image = dir.file("fs.img", 128 * MIB);
+    let image_name = image.display().to_string();
+    // The filesystem lives in the first 64 MiB; the rest of the file is used by nothing.
+    let mounted = attach(&image, 0, 64 * MIB);
+    run_tool("mkfs.ext4", "e2fsprogs", &["-q", "-F", &path_of(&mounted)]);
+    let _mount = Mount::new(&path_of(&mounted), &dir.join("mnt"), &[]);
+    let user = format!("{}, mounted at", path_of(&mounted));
+
+    // Overlapping the mounted range: refused, whatever the flags.
+    let overlapping = attach(&image, 32 * MIB, 0);
+    let before = kernel_completions(overlapping.kernel_name()).1;
+    assert_shared(&path_of(&overlapping), &user, &image_name);
+    assert_eq!(kernel_completions(overlapping.kernel_name()).1, before);
+    // The image file itself.
+    assert_shared(&image_name, &user, &image_name);
+
+    // The case: a whole second device from 64 MiB on is apart from a mount of the
+    // first 64 MiB and may be written (it holds nothing).
+    let apart = attach(&image, 64 * MIB, 0);
+    let args = write_args(&path_of(&apart), &["--allow-write"]);
+    let out = run_hostmax(&args, None);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn a_mount_of_the_whole_image_refuses_a_loop_device_at_64m_and_the_file() {
+    require_root!();
+    let dir = ScratchDir::new("same-media-whole");
+    let image = dir.file("fs.img", 128 * MIB);
+    let image_name = image.display().to_string();
+    run_tool("mkfs.ext4", "e2fsprogs", &["-q", "-F", &image_name]);
+    let mounted = attach(&image, 0, 0);
+    let _mount = Mount::new(&path_of(&mounted), &dir.join("mnt"), &[]);
+    let second = attach(&image, 64 * MIB, 0);
+    let user = format!("{}, mounted at", path_of(&mounted));
+    let line = assert_shared(&path_of(&second), &user, &image_name);
+    eprintln!("{line}");
+    assert_shared(&image_name, &user, &image_name);
+
+    // Two loop devices over different ranges of a file nothing uses: both writable at once.
+    let free = dir.file("free.img", 64 * MIB);
+    let (a, b) = (attach(&free, 0, 32 * MIB), attach(&free, 32 * MIB, 0));
+    let mut args = write_args(&path_of(&a), &["--allow-write"]);
+    args.insert(2, path_of(&b));
+    let out = run_hostmax(&args, None);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn the_backing_file_of_an_active_swap_loop_device_is_refused() {
+    require_root!();
+    let dir = ScratchDir::new("same-media-swap");
+    let file = dir.file("swap.img", 64 * MIB);
+    let dev = attach(&file, 0, 0);
+    let node = path_of(&dev);
+    run_tool("mkswap", "util-linux", &["-q", &node]);
+    run_tool("swapon", "util-linux", &[&node]);
+    let _swap = SwapOn(node.clone());
+    let file_name = file.display().to_string();
+    let user = format!("{node}, active swap");
+    assert_shared(&file_name, &user, &file_name);
+    // And another loop device over the same file, by any offset inside it.
+    let other = attach(&file, 16 * MIB, 0);
+    assert_shared(&path_of(&other), &user, &file_name);
+}
+
+/// Keeps two inodes alive under names `a` and `b` and swaps which one `target` names, each
+/// step an atomic rename of a fresh hard link, until `stop`.
+fn swap_names(a: PathBuf, b: PathBuf, target: PathBuf, stop: Arc<AtomicBool>) {
+    let mut n = 0u64;
+    while !stop.load(Ordering::Relaxed) {
+        let from = if n.is_multiple_of(2) { &a } else { &b };
+        let link = target.with_extension(format!("link{}", n % 2));
+        let _ = fs::remove_file(&link);
+        if fs::hard_link(from, &link).is_ok() {
+            let _ = fs::rename(&link, &target);
+        }
+        n += 1;
+        std::thread::sleep(std::time::Duration::from_micros(200));
+    }
+}
+
+fn checksum(path: &Path) -> u64 {
+    let mut bytes = Vec::new();
+    File::open(path).unwrap().read_to_end(&mut bytes).unwrap();
+    // FNV-1a: any change to the image shows.
+    bytes.iter().fold(0xcbf29ce484222325u64, |h, b| {
+        (h ^ u64::from(*b)).wrapping_mul(0x100000001b3)
+    })
+}
+
+#[test]
+fn a_file_swapped_for_an_image_while_a_run_starts_is_never_written() {
+    let dir = ScratchDir::new("same-media-race");
+    let image = dir.file("image.img", 16 * MIB);
+    let status = Command::new("mkfs.ext4")
+        .args(["-q", "-F"])
+        .arg(&image)
+        .status();
+    if !status.is_ok_and(|s| s.success()) {
+        // A signature of our own is as good: any data makes the image someone's.
+        fs::write(&image, vec![0x5au8; 16 * MIB as usize]).unwrap();
+    }
+    let image_sum = checksum(&image);
+    let image_inode = {
+        use std::os::unix::fs::MetadataExt;
+        let m = fs::metadata(&image).unwrap();
+        format!("{}:{}", m.dev(), m.ino())
+    };
+    let sparse = dir.join("sparse.img");
+    let target = dir.join("T.img");
+    let (mut written, mut refused) = (0, 0);
+    for _ in 0..12 {
+        // A fresh all-holes file each try: once written it holds data and needs consent.
+        File::create(&sparse).unwrap().set_len(16 * MIB).unwrap();
+        fs::hard_link(&sparse, &target).unwrap();
+        let stop = Arc::new(AtomicBool::new(false));
+        let swapper = {
+            let (a, b, t, s) = (sparse.clone(), image.clone(), target.clone(), stop.clone());
+            std::thread::spawn(move || swap_names(a, b, t, s))
+        };
+        let args = [
+            "--devices",
+            target.to_str().unwrap(),
+            "--rw",
+            "randwrite",
+            "--runtime",
+            "1s",
+            "--ramp",
+            "0s",
+            "--json",
+            "-",
+        ];
+        let out = run_hostmax(&args, None);
+        stop.store(true, Ordering::Relaxed);
+        swapper.join().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        match out.status.code() {
+            Some(0) => {
+                written += 1;
+                let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+                let inode = report["devices"][0]["identity"]["inode"]
+                    .as_str()
+                    .unwrap_or("");
+                assert_ne!(inode, image_inode, "the image was the target: {stderr}");
+            }
+            Some(2) => refused += 1,
+            other => panic!("exit {other:?}: {stderr}"),
+        }
+        assert!(!stderr.contains("panicked"), "{stderr}");
+        assert_eq!(
+            checksum(&image),
+            image_sum,
+            "the image was written: {stderr}"
+        );
+        let _ = fs::remove_file(&target);
+    }
+    eprintln!("{written} runs wrote the sparse file, {refused} were refused");
+}
+
+/// A device-mapper linear device over part of a loop volume, removed on drop.
+struct DmDevice(String);
+
+impl DmDevice {
+    fn linear(name: &str, dev: &LoopDevice, start_sector: u64, sectors: u64) -> DmDevice {
+        let table = format!("0 {sectors} linear {} {start_sector}", path_of(dev));
+        run_tool("dmsetup", "dmsetup", &["create", name, "--table", &table]);
+        DmDevice(name.to_string())
+    }
+
+    fn path(&self) -> String {
+        format!("/dev/mapper/{}", self.0)
+    }
+}
+
+impl Drop for DmDevice {
+    fn drop(&mut self) {
+        let _ = Command::new("dmsetup").args(["remove", &self.0]).status();
+    }
+}
+
+#[test]
+fn a_dm_linear_device_in_use_refuses_its_member_and_an_overlapping_sibling() {
+    require_root!();
+    if !Path::new("/sys/module/dm_mod").exists() {
+        let _ = Command::new("modprobe").arg("dm-mod").status();
+    }
+    let dm_driver = fs::read_to_string("/proc/misc").is_ok_and(|m| m.contains("device-mapper"));
+    if !dm_driver {
+        skip!("no device-mapper in this kernel (it is in the kernel matrix's VMs: bash tests/kernels/run.sh)");
+    }
+    let dir = ScratchDir::new("same-media-dm");
+    let file = dir.file("pv.img", 96 * MIB);
+    let member = attach(&file, 0, 0);
+    let tag = std::process::id();
+    let used = DmDevice::linear(&format!("hostmax-used-{tag}"), &member, 0, 65536);
+    run_tool("mkfs.ext4", "e2fsprogs", &["-q", "-F", &used.path()]);
+    let _mount = Mount::new(&used.path(), &dir.join("mnt"), &[]);
+    // From 16 MiB: overlaps the mounted device's 32 MiB. From 48 MiB: beside both.
+    let sibling = DmDevice::linear(&format!("hostmax-sib-{tag}"), &member, 32768, 65536);
+    let beside = DmDevice::linear(&format!("hostmax-beside-{tag}"), &member, 98304, 65536);
+    let args = write_args(&sibling.path(), &["--allow-write", "--force"]);
+    let out = run_hostmax(&args, None);
+    assert_refused(
+        &args,
+        &out,
+        &["shares its media", "mounted at", "no flag overrides"],
+    );
+    // The member itself is held (existing rule) and another loop device over its file too.
+    let args = write_args(&path_of(&member), &["--allow-write", "--force"]);
+    let out = run_hostmax(&args, None);
+    assert_refused(&args, &out, &["has holders"]);
+    let again = attach(&file, 0, 0);
+    let args = write_args(&path_of(&again), &["--allow-write", "--force"]);
+    let out = run_hostmax(&args, None);
+    assert_refused(&args, &out, &["shares its media", "no flag overrides"]);
+    // The device beside the mounted one (a linear table: exact ranges) is apart.
+    let args = write_args(&beside.path(), &["--allow-write"]);
+    let out = run_hostmax(&args, None);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn two_paths_to_one_lun_one_mounted_refuse_the_other() {
+    require_root!();
+    let names = require_vm_disks!("hostmax-lun");
+    assert_eq!(names.len(), 2, "one LUN on two paths: {names:?}");
+    let (first, second) = (format!("/dev/{}", names[0]), format!("/dev/{}", names[1]));
+    run_tool("mkfs.ext4", "e2fsprogs", &["-q", "-F", &first]);
+    let dir = ScratchDir::new("same-media-lun");
+    let _mount = Mount::new(&first, &dir.join("mnt"), &[]);
+    let args = write_args(&second, &["--allow-write", "--force"]);
+    let out = run_hostmax(&args, None);
+    assert_refused(
+        &args,
+        &out,
+        &[
+            "shares its media",
+            "serial hostmax-lun",
+            "mounted at",
+            "no flag overrides",
+        ],
+    );
+}
