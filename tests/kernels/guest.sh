@@ -31,7 +31,7 @@ selection=(
 # "BINARY NAME-SUBSTRING...": what needs real multi-queue devices, two paths to one LUN or qemu's
 # combined IOPS cap.
 selection_disks=(
-  "vm_disks a_multi_queue_disk"
+  "vm_disks a_multi_queue_disk one_run_with_no_flags_uses_every_queue numjobs_places_jobs_on_distinct_queue_cpus a_capped_volume_is_measured_within"
   "same_media two_paths_to_one_lun"
 )
 
