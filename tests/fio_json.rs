@@ -411,20 +411,8 @@ fn a_suite_writes_every_round_of_every_cell() {
     let dir = ScratchDir::new("fio-json-suite");
     let folder = dir.0.join("fio");
     let own = dir.0.join("suite.json");
-    let mut args = strings(&["suite", "iops", "--devices", &paths[0], &paths[1]]);
+    let mut args = one_cell_suite(&[&paths[0], &paths[1]], "1s");
     args.extend(strings(&[
-        "--block-sizes",
-        "4k",
-        "--mixes",
-        "100/0",
-        "--cell-time",
-        "1s",
-        "--ramp",
-        "0s",
-        "--max-rounds",
-        "5",
-        "--no-purge",
-        "--no-precondition",
         "--json",
         &own.display().to_string(),
         "--fio-json",

@@ -422,30 +422,16 @@ fn a_resumed_suite_takes_new_outputs() {
     let first = dir.join("first");
     fs::create_dir(&first).unwrap();
     let state = dir.join("s.state");
-    let suite: Vec<String> = [
-        "suite",
-        "iops",
-        "--devices",
-        target.to_str().unwrap(),
-        "--block-sizes",
-        "4k",
-        "--mixes",
-        "100/0",
-        "--cell-time",
-        "200ms",
-        "--ramp",
-        "0s",
-        "--max-rounds",
-        "5",
-        "--no-purge",
-        "--no-precondition",
-        "--json",
-        first.join("s.json").to_str().unwrap(),
-        "--state-dir",
-        state.to_str().unwrap(),
-    ]
-    .map(String::from)
-    .to_vec();
+    let mut suite = one_cell_suite(&[target.to_str().unwrap()], "200ms");
+    suite.extend(
+        [
+            "--json",
+            first.join("s.json").to_str().unwrap(),
+            "--state-dir",
+            state.to_str().unwrap(),
+        ]
+        .map(String::from),
+    );
     let out = run_hostmax(&suite, None);
     assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
     fs::remove_dir_all(&first).unwrap();

@@ -18,7 +18,7 @@ use std::process::Command;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use hostmax_simhost::{LoopDevice, LoopOptions};
+use hostmax_simhost::{find_program, LoopDevice, LoopOptions};
 use support::*;
 
 const MIB: u64 = 1 << 20;
@@ -36,6 +36,9 @@ fn run_tool(tool: &str, package: &str, args: &[&str]) {
     );
 }
 
+/// A loop device over `file` from `offset` for `size_limit` bytes, with buffered backing I/O:
+/// these tests check refusals, and tmpfs takes O_DIRECT only from Linux 6.6 on (Debian 12's 6.1
+/// refuses a direct-I/O loop device over a /dev/shm file).
 fn attach(file: &Path, offset: u64, size_limit: u64) -> LoopDevice {
     let backing = OpenOptions::new()
         .read(true)
@@ -47,6 +50,7 @@ fn attach(file: &Path, offset: u64, size_limit: u64) -> LoopDevice {
         &LoopOptions {
             offset,
             size_limit,
+            direct_io: false,
             ..LoopOptions::default()
         },
     )
@@ -287,7 +291,17 @@ impl DmDevice {
 
 impl Drop for DmDevice {
     fn drop(&mut self) {
-        let _ = Command::new("dmsetup").args(["remove", &self.0]).status();
+        // udev probes a new dm device (blkid opens it) a moment after it appears; a plain
+        // remove then fails as busy and leaves the device, and the loop device under it,
+        // behind. Let udev finish, then retry while the device is busy (dmsetup's --retry).
+        if let Some(udevadm) = find_program("udevadm") {
+            let _ = Command::new(udevadm)
+                .args(["settle", "--timeout=10"])
+                .status();
+        }
+        let _ = Command::new("dmsetup")
+            .args(["remove", "--retry", &self.0])
+            .status();
     }
 }
 

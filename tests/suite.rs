@@ -16,7 +16,7 @@ use hostmax_engine::{IoPattern, OpKind, RunConfig, Workload};
 use hostmax_simhost::{AlignedBlock, SimHostSpec, SimulatedHost};
 use serde_json::Value;
 use support::{
-    hostmax_bin, kernel_completions, loop_volumes, rate_test_lock, run_hostmax,
+    hostmax_bin, kernel_completions, loop_volumes, one_cell_suite, rate_test_lock, run_hostmax,
     ScratchDir as Scratch,
 };
 
@@ -684,27 +684,9 @@ fn html_report_renders_every_chart_in_chromium() {
 /// A one-cell suite of 5 rounds of 200 ms on `devices` (files: no purge or preconditioning),
 /// its JSON to `json`; expects exit 0.
 fn run_tiny_suite(devices: &[String], json: &str) {
-    let mut args: Vec<String> = vec!["suite".into(), "iops".into(), "--devices".into()];
-    args.extend(devices.iter().cloned());
-    args.extend(
-        [
-            "--block-sizes",
-            "4k",
-            "--mixes",
-            "100/0",
-            "--cell-time",
-            "200ms",
-            "--ramp",
-            "0s",
-            "--max-rounds",
-            "5",
-            "--no-purge",
-            "--no-precondition",
-            "--json",
-            json,
-        ]
-        .map(String::from),
-    );
+    let devices: Vec<&str> = devices.iter().map(String::as_str).collect();
+    let mut args = one_cell_suite(&devices, "200ms");
+    args.extend(["--json", json].map(String::from));
     let out = run_hostmax(&args, None);
     assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
 }

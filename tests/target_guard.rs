@@ -30,28 +30,8 @@ fn a_second_process_on_a_locked_state_directory_is_refused_at_once() {
     let target = dir.join("t.img");
     File::create(&target).unwrap().set_len(16 * MIB).unwrap();
     let state = dir.join("suite.state");
-    let suite: Vec<String> = [
-        "suite",
-        "iops",
-        "--devices",
-        target.to_str().unwrap(),
-        "--block-sizes",
-        "4k",
-        "--mixes",
-        "100/0",
-        "--cell-time",
-        "1s",
-        "--ramp",
-        "0s",
-        "--max-rounds",
-        "5",
-        "--no-purge",
-        "--no-precondition",
-        "--state-dir",
-        state.to_str().unwrap(),
-    ]
-    .map(String::from)
-    .to_vec();
+    let mut suite = one_cell_suite(&[target.to_str().unwrap()], "1s");
+    suite.extend(["--state-dir", state.to_str().unwrap()].map(String::from));
     // A checkpoint with one finished cell: the suite stopped after it.
     let out = interrupt_after(&suite, "[round 1] cell 1/", Duration::ZERO);
     assert_eq!(

@@ -725,3 +725,29 @@ pub fn python_tools(requirements: &[&str]) -> Result<PathBuf, String> {
     }
     Ok(bin)
 }
+
+/// The arguments of the smallest suite the tests run: `suite iops` on `devices`, one cell (4k,
+/// 100/0 reads) of up to 5 rounds of `cell_time` each, no ramp, no purge or preconditioning
+/// (files and scratch volumes need neither). Callers add `--json`, `--state-dir`, ...
+pub fn one_cell_suite(devices: &[&str], cell_time: &str) -> Vec<String> {
+    let mut args: Vec<String> = ["suite", "iops", "--devices"].map(String::from).to_vec();
+    args.extend(devices.iter().map(|d| d.to_string()));
+    args.extend(
+        [
+            "--block-sizes",
+            "4k",
+            "--mixes",
+            "100/0",
+            "--cell-time",
+            cell_time,
+            "--ramp",
+            "0s",
+            "--max-rounds",
+            "5",
+            "--no-purge",
+            "--no-precondition",
+        ]
+        .map(String::from),
+    );
+    args
+}

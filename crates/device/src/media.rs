@@ -19,7 +19,7 @@
 use std::os::unix::fs::{FileTypeExt, MetadataExt};
 use std::path::Path;
 
-use crate::sysfs::Sysfs;
+use crate::sysfs::{sorted_names, Sysfs};
 use crate::target::{TargetInfo, TargetKind};
 
 /// How deep stacked devices are followed (loop over a file inside a mounted loop over dm ...).
@@ -136,7 +136,7 @@ impl MediaSources<'_> {
     }
 
     fn slaves(&self, name: &str) -> Vec<String> {
-        list_names(&self.sysfs.class_block(name).join("slaves"))
+        sorted_names(&self.sysfs.class_block(name).join("slaves"))
     }
 
     /// The extents block device `name`'s bytes `range` reach, and every device passed on the
@@ -310,18 +310,6 @@ impl MediaSources<'_> {
     }
 }
 
-fn list_names(dir: &Path) -> Vec<String> {
-    let mut names: Vec<String> = std::fs::read_dir(dir)
-        .map(|rd| {
-            rd.filter_map(|e| e.ok())
-                .map(|e| e.file_name().to_string_lossy().into_owned())
-                .collect()
-        })
-        .unwrap_or_default();
-    names.sort();
-    names
-}
-
 /// Something on this host that uses media: a mount, a swap area, a device built on others.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MediaUser {
@@ -398,7 +386,7 @@ pub fn media_users(
             });
         }
     }
-    for name in list_names(&src.sysfs.path("class/block")) {
+    for name in sorted_names(&src.sysfs.path("class/block")) {
         let below = src.slaves(&name);
         if !below.is_empty() {
             let what = format!("/dev/{name}, built on {}", below.join(","));

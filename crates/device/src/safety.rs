@@ -32,7 +32,7 @@ use std::os::unix::io::AsRawFd;
 use crate::claim::open_exclusive;
 use crate::media::{media_users, read_dm_table, shared_media, MediaSources, MountedAt, SwapArea};
 use crate::signature::{probe_with_blkid, Signature};
-use crate::sysfs::Sysfs;
+use crate::sysfs::{sorted_names, Sysfs};
 use crate::target::{verify_opened, TargetInfo, TargetKind};
 
 /// Where the system state the checks read comes from.
@@ -180,18 +180,6 @@ pub struct DeviceFamily {
     pub nodes: Vec<BlockNode>,
 }
 
-fn list_dir_names(dir: &Path) -> Vec<String> {
-    let mut names: Vec<String> = std::fs::read_dir(dir)
-        .map(|rd| {
-            rd.filter_map(|e| e.ok())
-                .map(|e| e.file_name().to_string_lossy().into_owned())
-                .collect()
-        })
-        .unwrap_or_default();
-    names.sort();
-    names
-}
-
 /// Reads a block device named `name` with device number `dev` and its partitions from
 /// sysfs's `class/block`: a partition is a subdirectory whose name starts with the device's
 /// and that has a `dev` file; holders are the entries of each `holders` dir.
@@ -200,9 +188,9 @@ pub fn read_family(sysfs: &Sysfs, name: &str, dev: (u32, u32)) -> DeviceFamily {
     let mut nodes = vec![BlockNode {
         name: name.to_string(),
         dev,
-        holders: list_dir_names(&dir.join("holders")),
+        holders: sorted_names(&dir.join("holders")),
     }];
-    for entry in list_dir_names(&dir) {
+    for entry in sorted_names(&dir) {
         if !entry.starts_with(name) || entry == name {
             continue;
         }
@@ -216,7 +204,7 @@ pub fn read_family(sysfs: &Sysfs, name: &str, dev: (u32, u32)) -> DeviceFamily {
         nodes.push(BlockNode {
             name: entry,
             dev: part_dev,
-            holders: list_dir_names(&part.join("holders")),
+            holders: sorted_names(&part.join("holders")),
         });
     }
     DeviceFamily { nodes }
@@ -551,7 +539,7 @@ pub fn root_device_names(mounts: &[MountEntry], sysfs: &Sysfs) -> Vec<String> {
     else {
         return Vec::new();
     };
-    let all = list_dir_names(&sys_class_block);
+    let all = sorted_names(&sys_class_block);
     let by_dev = |dev: (u32, u32)| {
         all.iter()
             .find(|name| {
@@ -581,7 +569,7 @@ pub fn root_device_names(mounts: &[MountEntry], sysfs: &Sysfs) -> Vec<String> {
     let mut i = 0;
     while i < names.len() {
         let name = names[i].clone();
-        let below = list_dir_names(&sys_class_block.join(&name).join("slaves"));
+        let below = sorted_names(&sys_class_block.join(&name).join("slaves"));
         let disk = sysfs.partition_disk(&name);
         for n in below.iter().chain(&disk) {
             if !names.contains(n) {

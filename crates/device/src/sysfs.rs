@@ -156,6 +156,20 @@ impl Sysfs {
     }
 }
 
+/// The names in directory `dir` (a sysfs list such as `holders/`, `slaves/` or `class/block`),
+/// sorted; none when it cannot be read (a device without such links has no directory).
+pub(crate) fn sorted_names(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .map(|rd| {
+            rd.filter_map(|e| e.ok())
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    names.sort();
+    names
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
