@@ -31,26 +31,8 @@ fn writes(dev: &LoopDevice) -> u64 {
     kernel_completions(dev.kernel_name()).1
 }
 
-fn run_tool(tool: &str, args: &[&str]) {
-    let package = if tool.contains("ext4") {
-        "e2fsprogs"
-    } else {
-        "util-linux"
-    };
-    let out = tool_command(tool, package)
-        .args(args)
-        .output()
-        .unwrap_or_else(|e| panic!("run {tool}: {e}"));
-    assert!(
-        out.status.success(),
-        "{tool} {args:?}: {}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
-
 fn mkfs_ext4(dev: &LoopDevice) {
-    run_tool("mkfs.ext4", &["-q", "-F", &path_of(dev)]);
+    run_tool("mkfs.ext4", "e2fsprogs", &["-q", "-F", &path_of(dev)]);
 }
 
 fn fsck_clean(dev: &LoopDevice) {
@@ -75,24 +57,6 @@ fn settle(dev: &LoopDevice) {
         .status();
 }
 
-/// An active swap area, swapped off on drop.
-struct SwapOn(String);
-
-impl SwapOn {
-    fn new(dev: &LoopDevice) -> SwapOn {
-        let path = path_of(dev);
-        run_tool("mkswap", &["-q", &path]);
-        run_tool("swapon", &[&path]);
-        SwapOn(path)
-    }
-}
-
-impl Drop for SwapOn {
-    fn drop(&mut self) {
-        let _ = tool_command("swapoff", "util-linux").arg(&self.0).status();
-    }
-}
-
 /// A partition added with `addpart`, deleted on drop: a loop device without partition
 /// scanning keeps added partitions after it is detached, and the next user of it would
 /// inherit them.
@@ -104,6 +68,7 @@ impl AddedPartition {
         let guard = AddedPartition(path.clone());
         run_tool(
             "addpart",
+            "util-linux",
             &[&path, "1", &start_sector.to_string(), &sectors.to_string()],
         );
         guard
@@ -349,7 +314,7 @@ fn active_swap_is_refused_even_with_force() {
     let (swap, ext4, free) = (devs[0], devs[1], devs[2]);
     mkfs_ext4(ext4);
     // Declared after `host`: swapped off before the loop devices go.
-    let _swap = SwapOn::new(swap);
+    let _swap = SwapOn::new(&path_of(swap));
     for d in &devs {
         settle(d);
     }
@@ -499,7 +464,11 @@ fn a_file_of_data_survives_byte_for_byte_without_allow_write() {
 fn a_filesystem_image_file_needs_force_and_a_sparse_file_nothing() {
     let dir = ScratchDir::new("file-image");
     let image = dir.file("ext4.img", 16 * MIB);
-    run_tool("mkfs.ext4", &["-q", "-F", image.to_str().unwrap()]);
+    run_tool(
+        "mkfs.ext4",
+        "e2fsprogs",
+        &["-q", "-F", image.to_str().unwrap()],
+    );
     let before = std::fs::read(&image).unwrap();
     let a = file_args(&image, &["--allow-write"]);
     assert_refused(

@@ -23,19 +23,6 @@ use support::*;
 
 const MIB: u64 = 1 << 20;
 
-fn run_tool(tool: &str, package: &str, args: &[&str]) {
-    let out = tool_command(tool, package)
-        .args(args)
-        .output()
-        .unwrap_or_else(|e| panic!("run {tool}: {e}"));
-    assert!(
-        out.status.success(),
-        "{tool} {args:?}: {}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
-
 /// A loop device over `file` from `offset` for `size_limit` bytes, with buffered backing I/O:
 /// these tests check refusals, and tmpfs takes O_DIRECT only from Linux 6.6 on (Debian 12's 6.1
 /// refuses a direct-I/O loop device over a /dev/shm file).
@@ -89,15 +76,6 @@ fn assert_shared(target: &str, user: &str, medium: &str) -> String {
             "no flag overrides",
         ],
     )
-}
-
-/// An active swap area, swapped off on drop.
-struct SwapOn(String);
-
-impl Drop for SwapOn {
-    fn drop(&mut self) {
-        let _ = tool_command("swapoff", "util-linux").arg(&self.0).status();
-    }
 }
 
 #[test]
@@ -169,9 +147,7 @@ fn the_backing_file_of_an_active_swap_loop_device_is_refused() {
     let file = dir.file("swap.img", 64 * MIB);
     let dev = attach(&file, 0, 0);
     let node = path_of(&dev);
-    run_tool("mkswap", "util-linux", &["-q", &node]);
-    run_tool("swapon", "util-linux", &[&node]);
-    let _swap = SwapOn(node.clone());
+    let _swap = SwapOn::new(&node);
     let file_name = file.display().to_string();
     let user = format!("{node}, active swap");
     assert_shared(&file_name, &user, &file_name);

@@ -132,6 +132,40 @@ pub fn tool_command(binary: &str, package: &str) -> Command {
     Command::new(path)
 }
 
+/// Runs `tool` (from Debian's `package`, installed if missing) with `args` and panics with its
+/// output unless it succeeds: for the set-up steps of a test (mkfs, mkswap, dmsetup...).
+pub fn run_tool(tool: &str, package: &str, args: &[&str]) {
+    let out = tool_command(tool, package)
+        .args(args)
+        .output()
+        .unwrap_or_else(|e| panic!("run {tool}: {e}"));
+    assert!(
+        out.status.success(),
+        "{tool} {args:?}: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// An active swap area on a block device, made with `mkswap` and `swapon` and swapped off on
+/// drop.
+pub struct SwapOn(String);
+
+impl SwapOn {
+    /// Makes `node` a swap area and turns it on.
+    pub fn new(node: &str) -> SwapOn {
+        run_tool("mkswap", "util-linux", &["-q", node]);
+        run_tool("swapon", "util-linux", &[node]);
+        SwapOn(node.to_string())
+    }
+}
+
+impl Drop for SwapOn {
+    fn drop(&mut self) {
+        let _ = tool_command("swapoff", "util-linux").arg(&self.0).status();
+    }
+}
+
 /// The `hostmax` binary cargo built for these tests.
 pub fn hostmax_bin() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_hostmax"))
