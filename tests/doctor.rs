@@ -204,3 +204,48 @@ fn doctor_reads_a_stand_in_tree_and_refuses_bad_input() {
         assert!(stderr.contains(needle), "{stderr}");
     }
 }
+
+#[test]
+fn doctor_measures_the_load_generators_ceiling_on_the_cpus_asked() {
+    if let Err(e) = hostmax_engine::check_io_uring() {
+        eprintln!("skipped: io_uring is not available here ({e})");
+        return;
+    }
+    let first = hostmax_engine::placement::allowed_cpus().unwrap()[0];
+    let cpu = first.to_string();
+    let json = run_json_stdout(
+        &["doctor", "--cpus", &cpu, "--ceiling-runtime", "300ms"],
+        None,
+    );
+    let ceiling = &json["load_generator_ceiling"];
+    let cpus = ceiling["cpus"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{json:#}"));
+    assert_eq!(cpus.len(), 1, "{ceiling:#}");
+    assert_eq!(cpus[0]["cpu"], first, "{ceiling:#}");
+    let ios = cpus[0]["ios"].as_u64().unwrap();
+    // A NOP costs well under a microsecond; a worker issues many thousands in 0.3 s.
+    assert!(ios > 1000, "{ceiling:#}");
+    let secs = ceiling["measured_secs"].as_f64().unwrap();
+    assert!((0.25..0.35).contains(&secs), "{ceiling:#}");
+    assert_eq!(ceiling["iodepth"], 32);
+    let line = finding(&json, "host", "load generator ceiling");
+    assert_eq!(line["severity"], "info");
+    let rate = (ios as f64 / secs).round() as u64;
+    assert!(
+        line["found"]
+            .as_str()
+            .unwrap()
+            .contains(&format!("{rate} I/Os/s per CPU (lowest of 1)")),
+        "{line}"
+    );
+
+    // 0s skips it; a CPU this process may not use is refused on one line.
+    let json = run_json_stdout(&["doctor", "--ceiling-runtime", "0s"], None);
+    assert!(json.get("load_generator_ceiling").is_none(), "{json:#}");
+    let out = run_hostmax(&["doctor", "--cpus", "4095"], None);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
+    assert!(stderr.contains("--cpus"), "{stderr}");
+}

@@ -26,6 +26,8 @@
 //! benchmark clears ranges of a target with [`discard`] or [`zero_out`]; [`read_pass`] reads
 //! every block of volumes restored from snapshots once before they are measured
 //! ([`ReadPass`], resumable from its [`PassProgress`]; it never writes).
+//! [`measure_issue_ceiling`] runs the worker loop with io_uring NOPs and no device: the load
+//! generator's own ceiling per CPU ([`IssueCeiling`]).
 //!
 //! All `unsafe` io_uring code lives in the private `ring` module.
 //!
@@ -86,6 +88,7 @@
 struct ReadmeExample;
 
 mod availability;
+mod ceiling;
 mod cpu_use;
 mod data;
 mod measure;
@@ -108,6 +111,7 @@ mod workload;
 pub use hdrhistogram;
 
 pub use availability::{check_io_uring, IoUringUnavailable};
+pub use ceiling::{measure_issue_ceiling, CeilingConfig, CpuCeiling, IssueCeiling};
 pub use data::{WriteData, COMPRESS_CHUNK, STAMP_SPACING};
 pub use measure::{measure, MeasureRequest, Observer, SafetyCheck, TICK};
 pub use mismatch::{MismatchKind, VerifyMismatch};

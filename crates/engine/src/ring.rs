@@ -179,6 +179,8 @@ pub(crate) struct UringIo {
     write_prefetch: bool,
     /// The caller gave up on the I/O still in flight ([`UringIo::abandon`]).
     abandoned: bool,
+    /// Every push is an `IORING_OP_NOP` ([`UringIo::issue_nops`]).
+    nops: bool,
 }
 
 impl UringIo {
@@ -231,6 +233,7 @@ impl UringIo {
             sync_done: Vec::new(),
             write_prefetch: cpu_prefetches_for_write(),
             abandoned: false,
+            nops: false,
         };
         io.trim_methods = vec![None; io.files.len()];
 
@@ -259,6 +262,14 @@ impl UringIo {
         }
         io.features.registered_ring = io.ring.submitter().register_ring_fd().is_ok();
         Ok(io)
+    }
+
+    /// Makes every later [`UringIo::push`] an `IORING_OP_NOP`: a request that names no file
+    /// and no memory and completes with 0 at once. The submitter's loop is unchanged, so its
+    /// rate is what the loop itself can issue (the load generator's ceiling, measured by
+    /// [`crate::measure_issue_ceiling`]).
+    pub fn issue_nops(&mut self) {
+        self.nops = true;
     }
 
     /// What the kernel accepted.
@@ -382,7 +393,7 @@ impl UringIo {
         // SAFETY: `buf` points into the arena (or is null for an op without a buffer) and the
         // file is in `self.files`; both are owned by `self` and released only after every
         // queued I/O has completed (`Drop` drains). The caller does not reuse a buffer slot
-        // until its completion is reaped.
+        // until its completion is reaped. A NOP ([`UringIo::issue_nops`]) names neither.
         let pushed = unsafe { self.ring.submission().push(&entry.user_data(user_data)) }.is_ok();
         if pushed {
             self.in_flight += 1;
@@ -399,6 +410,9 @@ impl UringIo {
         offset: u64,
         buf_index: u16,
     ) -> squeue::Entry {
+        if self.nops {
+            return opcode::Nop::new().build();
+        }
         let raw = types::Fd(self.files[file].as_raw_fd());
         let fixed = types::Fixed(file as u32);
         macro_rules! with_fd {

@@ -630,21 +630,7 @@ pub(crate) fn prepare(
     }
     refuse_duplicate_targets(&config.targets, &targets)?;
     validate(&config.workload, &targets)?;
-    let online = placement::allowed_cpus()?;
-    let allowed = match &config.cpus {
-        Some(cpus) => {
-            if let Some(bad) = cpus.iter().find(|c| !online.contains(c)) {
-                return Err(EngineError::InvalidCpus(SettingError::new(
-                    format!(
-                        "CPU {bad} is not one this process may run on (allowed: {online:?}): pick from those"
-                    ),
-                    &[Setting::Cpus],
-                )));
-            }
-            cpus.clone()
-        }
-        None => online,
-    };
+    let allowed = usable_cpus(config.cpus.as_deref())?;
     check_buffer_memory(&config.workload, targets.len())?;
     check_verify_memory(&config.workload, &targets)?;
     if config.polling.iopoll {
@@ -675,6 +661,37 @@ pub(crate) fn prepare(
             target::open(judged, write)
         })
         .collect::<Result<_, _>>()?;
+    launch(config, targets, files, placement, false)
+}
+
+/// The CPUs a run may use: `asked`, each checked to be one this process may run on, else
+/// every such CPU.
+pub(crate) fn usable_cpus(asked: Option<&[usize]>) -> Result<Vec<usize>, EngineError> {
+    let online = placement::allowed_cpus()?;
+    let Some(cpus) = asked else {
+        return Ok(online);
+    };
+    if let Some(bad) = cpus.iter().find(|c| !online.contains(c)) {
+        return Err(EngineError::InvalidCpus(SettingError::new(
+            format!(
+                "CPU {bad} is not one this process may run on (allowed: {online:?}): pick from those"
+            ),
+            &[Setting::Cpus],
+        )));
+    }
+    Ok(cpus.to_vec())
+}
+
+/// Starts one worker per CPU of `placement` over the open `files` (one per target) and
+/// returns once every ring is ready, before any I/O. With `nops` the rings issue
+/// `IORING_OP_NOP`s instead ([`crate::measure_issue_ceiling`]).
+pub(crate) fn launch(
+    config: RunConfig,
+    targets: Vec<TargetInfo>,
+    files: Vec<std::fs::File>,
+    placement: Placement,
+    nops: bool,
+) -> Result<PreparedRun, EngineError> {
     let taken_out: Arc<[std::sync::atomic::AtomicBool]> = targets
         .iter()
         .map(|_| std::sync::atomic::AtomicBool::new(false))
@@ -712,6 +729,7 @@ pub(crate) fn prepare(
             shared: shared.clone(),
             intervals: tx.clone(),
             run_id,
+            nops,
         };
         let handle = std::thread::Builder::new()
             .name(format!("hostmax-cpu{}", plan.cpu))

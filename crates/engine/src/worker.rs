@@ -266,6 +266,9 @@ pub(crate) struct WorkerTask {
     pub intervals: Option<Sender<DeviceInterval>>,
     /// The run's random id (see [`crate::RunResult::run_id`]).
     pub run_id: u64,
+    /// Issue `IORING_OP_NOP`s instead of the shares' I/O ([`crate::measure_issue_ceiling`]):
+    /// everything else (offsets, slots, timing, counting) is the same loop.
+    pub nops: bool,
 }
 
 /// What a worker hands back: the ring features it got, its CPU use and the results of its
@@ -314,6 +317,7 @@ impl WorkerTask {
             current_second: i64::MIN,
             drain_deadline: None,
             gave_up: false,
+            nops: self.nops,
         };
         run.slots = vec![
             Slot {
@@ -412,6 +416,9 @@ impl WorkerTask {
         let slots = depths.iter().map(|&d| d as usize).sum();
         let mut io =
             UringIo::new(files, &regions, slots, self.polling).map_err(EngineError::Ring)?;
+        if self.nops {
+            io.issue_nops();
+        }
         let mut states = Vec::new();
         let mut next_slot = 0u32;
         for (file, (share, info, _)) in self.devices.iter().enumerate() {
@@ -506,6 +513,8 @@ struct WorkerLoop {
     drain_deadline: Option<Instant>,
     /// It stopped waiting: some device never completed its I/O ([`DRAIN_LIMIT`]).
     gave_up: bool,
+    /// The ring issues NOPs ([`WorkerTask::nops`]): a NOP succeeds with 0.
+    nops: bool,
 }
 
 impl WorkerLoop {
@@ -576,6 +585,7 @@ impl WorkerLoop {
             let counted = now < self.end;
             let errors_counted = now >= self.ramp_end && now < self.end;
             let on_error = self.on_error;
+            let nops = self.nops;
             let mut stop_all = false;
             self.io.reap();
             for &crate::ring::Reaped {
@@ -632,7 +642,8 @@ impl WorkerLoop {
                         _ => {}
                     }
                 }
-                if result == slot.op.success_result(len) {
+                let success = if nops { 0 } else { slot.op.success_result(len) };
+                if result == success {
                     if slot.op == OpKind::Read {
                         dev.reads_done += 1;
                         if dev.reads_done % READ_SAMPLE_EVERY == 1 {

@@ -17,6 +17,16 @@ pub struct DoctorArgs {
     #[arg(long, value_name = "N", default_value_t = 32)]
     pub iodepth: u32,
 
+    /// CPUs the test will use, e.g. 0-3,6: the load generator's ceiling is measured on these
+    /// [default: every online CPU this process may use].
+    #[arg(long, value_name = "LIST", value_parser = crate::args::run::cpu_list_arg, allow_hyphen_values = true)]
+    pub cpus: Option<crate::args::run::CpuList>,
+
+    /// How long to measure the load generator's own ceiling: hostmax's worker loop issuing
+    /// io_uring NOPs (no device) on every CPU at once; 0s skips it.
+    #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = crate::units::parse_duration)]
+    pub ceiling_runtime: std::time::Duration,
+
     /// Write the findings as JSON to a file (`-` for stdout, then nothing else goes there).
     #[arg(long, value_name = "PATH")]
     pub json: Option<PathBuf>,

@@ -24,6 +24,10 @@ pub struct DoctorReport {
     pub harmful: usize,
     /// How many findings are warnings.
     pub warnings: usize,
+    /// What hostmax's worker loop issued per CPU with io_uring NOPs and no device; absent
+    /// with `--ceiling-runtime 0s`, a stand-in tree, or no io_uring.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub load_generator_ceiling: Option<hostmax_engine::IssueCeiling>,
 }
 
 /// The whole disks named by `--devices` (or every disk with a queue map).
@@ -121,6 +125,31 @@ fn fix_for_all(fix: &str, scopes: &[&str]) -> String {
     )
 }
 
+/// The doctor's line for the load generator's ceiling ([`hostmax_engine::measure_issue_ceiling`]).
+fn ceiling_finding(
+    measured: &Result<hostmax_engine::IssueCeiling, hostmax_engine::EngineError>,
+) -> Finding {
+    let found = match measured {
+        Ok(c) => format!(
+            "{:.0} I/Os/s per CPU (lowest of {}), {:.0} on all at once: io_uring NOPs through hostmax's worker loop, depth {}, {:.1} s",
+            c.lowest_per_cpu(),
+            c.cpus.len(),
+            c.total_per_sec(),
+            c.iodepth,
+            c.measured_secs
+        ),
+        Err(e) => format!("not measured: {e}"),
+    };
+    Finding {
+        scope: "host".into(),
+        setting: "load generator ceiling".into(),
+        found,
+        severity: Severity::Info,
+        why: "the most I/Os a second hostmax can issue from these CPUs whatever the storage (real I/O costs more CPU than a NOP): a host or volume promising near this would measure the load generator, not the storage".into(),
+        fix: None,
+    }
+}
+
 /// Runs `hostmax doctor`; returns the exit code (0: the doctor only reports).
 pub fn run(args: &DoctorArgs) -> anyhow::Result<i32> {
     let dir = args.sysroot.clone().unwrap_or_else(|| PathBuf::from("/"));
@@ -138,7 +167,22 @@ pub fn run(args: &DoctorArgs) -> anyhow::Result<i32> {
     let outputs = crate::output::export::Outputs::<DoctorReport>::new()
         .declare(args.json.as_deref(), crate::output::json::JsonReport)?;
     let disks = disks_of(&root, &args.devices)?;
-    let findings = diagnose(&root, &disks, &shape(args.iodepth, 4096, None));
+    let cpus = args.cpus.as_ref().map(|c| c.0.clone());
+    let mut findings = diagnose(&root, &disks, &shape(args.iodepth, 4096, cpus.as_deref()));
+    let mut ceiling = None;
+    if root.is_live() && !args.ceiling_runtime.is_zero() {
+        let measured = hostmax_engine::measure_issue_ceiling(&hostmax_engine::CeilingConfig {
+            cpus,
+            iodepth: args.iodepth,
+            runtime: args.ceiling_runtime,
+        });
+        if let Err(hostmax_engine::EngineError::InvalidCpus(e)) = &measured {
+            return Err(BadInput::from(e).into());
+        }
+        findings.push(ceiling_finding(&measured));
+        findings.sort_by_key(|f| f.severity);
+        ceiling = measured.ok();
+    }
     crate::output::destination::print_beside_json(&render(&findings, &disks), outputs.json());
     let report = DoctorReport {
         schema_version: hostmax_aggregate::SCHEMA_VERSION,
@@ -152,6 +196,7 @@ pub fn run(args: &DoctorArgs) -> anyhow::Result<i32> {
             .count(),
         devices: disks,
         findings,
+        load_generator_ceiling: ceiling,
     };
     outputs.write(&report)?;
     Ok(0)

@@ -1,0 +1,212 @@
+//! The load generator's own ceiling: how many I/Os per second hostmax's worker loop can issue
+//! on each CPU with no device behind it ([`measure_issue_ceiling`], [`IssueCeiling`]).
+//!
+//! Each allowed CPU gets one pinned worker running the very loop a run uses (offsets, slots,
+//! batch timing, latency histograms, one-second counters), but its ring issues
+//! `IORING_OP_NOP`s: requests that name no file and no memory and complete at once. What it
+//! reaches is an upper bound on what hostmax can drive from that CPU; a host whose volumes
+//! promise more than the CPUs' sum would measure hostmax, not its storage. fio's
+//! `ioengine=null` is the peer figure for fio.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::placement::{plan_shares, ShareCount, TargetCpus};
+use crate::{EngineError, IoPattern, OpKind, RunConfig, Workload};
+use hostmax_device::{TargetInfo, TargetKind};
+
+/// What [`measure_issue_ceiling`] measures with.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CeilingConfig {
+    /// CPUs to measure, each with its own worker, all at once; `None` is every CPU this
+    /// process may run on.
+    pub cpus: Option<Vec<usize>>,
+    /// NOPs kept in flight per worker (a run's `--iodepth`).
+    pub iodepth: u32,
+    /// Measured time, after a short ramp.
+    pub runtime: Duration,
+}
+
+impl Default for CeilingConfig {
+    /// Every allowed CPU, depth 32, one second.
+    fn default() -> Self {
+        CeilingConfig {
+            cpus: None,
+            iodepth: 32,
+            runtime: Duration::from_secs(1),
+        }
+    }
+}
+
+/// What one CPU's worker issued.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct CpuCeiling {
+    /// The CPU the worker was pinned to.
+    pub cpu: usize,
+    /// NOPs completed in the measured window.
+    pub ios: u64,
+    /// `ios` per second of the window.
+    pub ios_per_sec: f64,
+}
+
+/// The load generator's ceiling on this host: every measured CPU's NOP rate, all running at
+/// once as in a run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct IssueCeiling {
+    /// NOPs in flight per worker.
+    pub iodepth: u32,
+    /// The measured window, in seconds.
+    pub measured_secs: f64,
+    /// One entry per CPU, in CPU order.
+    pub cpus: Vec<CpuCeiling>,
+}
+
+impl IssueCeiling {
+    /// All CPUs' rates added: the most this host's CPUs can issue through hostmax at once.
+    pub fn total_per_sec(&self) -> f64 {
+        self.cpus.iter().map(|c| c.ios_per_sec).sum()
+    }
+
+    /// The lowest CPU's rate: what one worker can be counted on for.
+    pub fn lowest_per_cpu(&self) -> f64 {
+        self.cpus
+            .iter()
+            .map(|c| c.ios_per_sec)
+            .fold(f64::INFINITY, f64::min)
+            .min(self.total_per_sec())
+    }
+}
+
+/// Runs the worker loop on every CPU of `config` with NOPs instead of I/O and reports what
+/// each issued (see the module overview). Touches no device: each worker's ring registers
+/// `/dev/null`, which a NOP never uses.
+///
+/// # Errors
+///
+/// [`EngineError::InvalidCpus`] for a CPU this process may not run on, and whatever keeps a
+/// worker from starting (no io_uring: [`EngineError::Ring`]).
+pub fn measure_issue_ceiling(config: &CeilingConfig) -> Result<IssueCeiling, EngineError> {
+    let allowed = crate::run::usable_cpus(config.cpus.as_deref())?;
+    let null = PathBuf::from("/dev/null");
+    let stand_in = TargetInfo {
+        path: null.clone(),
+        kind: TargetKind::RegularFile,
+        // Offsets are drawn over this as over a device: the loop's work is the same.
+        size: 1 << 30,
+        logical_block_size: 512,
+        rdev: None,
+        kernel_name: None,
+        inode: None,
+        media: None,
+    };
+    let targets = vec![stand_in; allowed.len()];
+    let files = targets
+        .iter()
+        .map(|_| {
+            std::fs::File::open(&null).map_err(|source| EngineError::Open {
+                path: null.clone(),
+                source,
+            })
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    // One stand-in per CPU, one share each: every worker on a CPU of its own.
+    let placement = plan_shares(
+        &vec![TargetCpus::default(); allowed.len()],
+        &vec![ShareCount::Exactly(1); allowed.len()],
+        &allowed,
+    )?;
+    let workload = Workload {
+        pattern: IoPattern::RandRead,
+        iodepth: config.iodepth.clamp(1, crate::MAX_IODEPTH),
+        runtime: config.runtime,
+        ramp: Duration::from_millis(100),
+        ..Workload::default()
+    };
+    let run = RunConfig::new(vec![null; allowed.len()], workload);
+    let result = crate::run::launch(run, targets, files, placement, true)?
+        .start()
+        .wait()?;
+    let secs = result.measured.as_secs_f64();
+    let mut cpus: Vec<CpuCeiling> = result
+        .devices
+        .iter()
+        .map(|d| {
+            let ios = d.ops[OpKind::Read].ios;
+            CpuCeiling {
+                cpu: d.cpu,
+                ios,
+                ios_per_sec: if secs > 0.0 { ios as f64 / secs } else { 0.0 },
+            }
+        })
+        .collect();
+    cpus.sort_by_key(|c| c.cpu);
+    Ok(IssueCeiling {
+        iodepth: result.workload.iodepth,
+        measured_secs: secs,
+        cpus,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_allowed_cpu_issues_nops_through_the_worker_loop() {
+        if let Err(e) = crate::check_io_uring() {
+            eprintln!("skipped: io_uring is not available here ({e})");
+            return;
+        }
+        let allowed = crate::placement::allowed_cpus().unwrap();
+        let ceiling = measure_issue_ceiling(&CeilingConfig {
+            runtime: Duration::from_millis(300),
+            iodepth: 8,
+            ..CeilingConfig::default()
+        })
+        .unwrap();
+        assert_eq!(
+            ceiling.cpus.iter().map(|c| c.cpu).collect::<Vec<_>>(),
+            allowed
+        );
+        assert_eq!(ceiling.iodepth, 8);
+        assert!(ceiling.measured_secs > 0.25 && ceiling.measured_secs < 0.35);
+        for c in &ceiling.cpus {
+            // A NOP costs well under a microsecond; even a loaded CPU issues thousands.
+            assert!(c.ios > 1000, "CPU {} issued only {} NOPs", c.cpu, c.ios);
+            assert!((c.ios_per_sec - c.ios as f64 / ceiling.measured_secs).abs() < 1.0);
+        }
+        assert!(ceiling.lowest_per_cpu() <= ceiling.total_per_sec());
+    }
+
+    #[test]
+    fn a_cpu_this_process_may_not_use_is_refused() {
+        let err = measure_issue_ceiling(&CeilingConfig {
+            cpus: Some(vec![100_000]),
+            ..CeilingConfig::default()
+        })
+        .unwrap_err();
+        assert!(matches!(err, EngineError::InvalidCpus(_)), "{err}");
+    }
+
+    #[test]
+    fn one_cpu_asked_is_the_only_one_measured() {
+        if let Err(e) = crate::check_io_uring() {
+            eprintln!("skipped: io_uring is not available here ({e})");
+            return;
+        }
+        let first = crate::placement::allowed_cpus().unwrap()[0];
+        let ceiling = measure_issue_ceiling(&CeilingConfig {
+            cpus: Some(vec![first]),
+            runtime: Duration::from_millis(200),
+            ..CeilingConfig::default()
+        })
+        .unwrap();
+        assert_eq!(ceiling.cpus.len(), 1);
+        assert_eq!(ceiling.cpus[0].cpu, first);
+        assert!(ceiling.cpus[0].ios > 0);
+    }
+}
