@@ -186,6 +186,8 @@ fn figures_are_hostmax_s_own() {
         "--allow-write",
         "--iodepth",
         "8",
+        "--numjobs",
+        "2",
         "--runtime",
         "1s",
         "--ramp",
@@ -201,6 +203,9 @@ fn figures_are_hostmax_s_own() {
     let jobs = fio["jobs"].as_array().unwrap();
     let devices = own["devices"].as_array().unwrap();
     assert_eq!(jobs.len(), devices.len() + 1);
+    // As fio would have run it: 2 jobs per volume, each of depth 8.
+    assert_eq!(fio["global options"]["numjobs"], "4");
+    assert_eq!(fio["global options"]["iodepth"], "8");
     let scopes: Vec<(&Value, &Value)> = devices
         .iter()
         .zip(jobs)

@@ -136,7 +136,9 @@ fn global_options(report: &HostReport) -> Map<String, Value> {
     put("rw", w.pattern.name().to_string());
     put("bs", fio_size(u64::from(w.block_size)));
     put("iodepth", w.iodepth.to_string());
-    put("numjobs", report.devices.len().to_string());
+    // One fio job per device, or numjobs of them each with its own iodepth (fio's meaning).
+    let jobs = report.devices.len() as u64 * u64::from(w.numjobs.unwrap_or(1));
+    put("numjobs", jobs.to_string());
     put("ioengine", "io_uring".into());
     put("direct", "1".into());
     put("time_based", "1".into());

@@ -129,12 +129,22 @@ impl WorkloadDifference {
 }
 
 /// The workload fields that must match, with the setting behind each, and how to show it.
-fn workload_fields(r: &HostReport) -> [(&'static str, Setting, String); 8] {
+fn workload_fields(r: &HostReport) -> [(&'static str, Setting, String); 9] {
     let w = &r.workload;
     [
         ("pattern", Setting::Pattern, w.pattern.to_string()),
         ("block_size", Setting::BlockSize, w.block_size.to_string()),
         ("iodepth", Setting::Iodepth, w.iodepth.to_string()),
+        // With numjobs the depth is per job, without it per device: runs that differ here
+        // kept different numbers of I/Os in flight whatever their iodepth says.
+        (
+            "numjobs",
+            Setting::Numjobs,
+            w.numjobs.map_or_else(
+                || "none (iodepth per device)".to_string(),
+                |n| format!("{n} (iodepth per job)"),
+            ),
+        ),
         ("rwmixread", Setting::Rwmixread, w.rwmixread.to_string()),
         ("runtime_secs", Setting::Runtime, w.runtime_secs.to_string()),
         (
@@ -175,8 +185,8 @@ fn workload_fields(r: &HostReport) -> [(&'static str, Setting, String); 8] {
 /// The result's [`HostReport::fleet`] lists the hosts ([`FleetSummary`]).
 ///
 /// Refused: an empty list, a report of another schema version, workloads that differ in any
-/// of pattern, block size, iodepth, rwmixread, runtime, working set, rate cap or latency
-/// recording (seed and ramp may differ; each host's seed is listed), reports without full
+/// of pattern, block size, iodepth, numjobs, rwmixread, runtime, working set, rate cap or
+/// latency recording (seed and ramp may differ; each host's seed is listed), reports without full
 /// histograms, figures no run can have written (a rate that is not a finite number or is
 /// above its count over its window, counts whose sum passes 2^64 - 1), and the same run
 /// twice (by run id, or without one by its window and its devices' exact counts and
@@ -854,6 +864,13 @@ mod tests {
                     ..randrw()
                 },
                 "in iodepth",
+            ),
+            (
+                Workload {
+                    numjobs: Some(2),
+                    ..randrw()
+                },
+                "in numjobs: 2 (iodepth per job) vs none (iodepth per device)",
             ),
             (
                 Workload {

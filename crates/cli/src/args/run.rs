@@ -75,7 +75,8 @@ pub struct RunArgs {
     /// Jobs per device, fio's numjobs: N workers each keeping --iodepth in flight over its
     /// own part of the device, each pinned to a different CPU of the device's queue map where
     /// it has enough (fio's cpus_allowed_policy=split; more jobs than CPUs is allowed and
-    /// said). Without it a device gets one worker per queue CPU it may use while CPUs are
+    /// said). A device gets fewer than N where it has fewer blocks, or --rate-iops fewer I/Os
+    /// a second, than N (each job needs one of each). Without it a device gets one worker per queue CPU it may use while CPUs are
     /// free, and --iodepth is the device's total.
     #[arg(long, value_name = "N",
           value_parser = clap::value_parser!(u32).range(1..=i64::from(hostmax_engine::MAX_NUMJOBS)))]
