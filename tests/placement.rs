@@ -214,3 +214,52 @@ fn devices_outnumbering_cpus_keep_one_ring_per_cpu_and_a_lone_loop_gets_them_all
         one["devices"][0]
     );
 }
+
+/// A pid no process can have (`pid_max` is at most 2^22).
+const DEAD_PID: u32 = (1 << 22) + 1;
+
+#[test]
+fn a_killed_owners_zram_device_is_swept_and_anyone_elses_is_left_alone() {
+    require_root!();
+    let ours = require_zram!();
+    let id: u32 = ours
+        .kernel_name()
+        .trim_start_matches("zram")
+        .parse()
+        .unwrap();
+    let shm = std::path::Path::new("/dev/shm");
+    let marker =
+        |pid: u32, id: u32| shm.join(format!("{}{pid}-{id}", hostmax_simhost::ZRAM_MARKER_PREFIX));
+    assert!(
+        marker(std::process::id(), id).is_dir(),
+        "no marker for {id}"
+    );
+    // As if its process had been killed: the marker names a dead pid and nothing removes it.
+    std::fs::rename(marker(std::process::id(), id), marker(DEAD_PID, id)).unwrap();
+    std::mem::forget(ours);
+
+    // Another device whose marker's size does not match it: the number was given to someone
+    // else since, so it stays.
+    let theirs = require_zram!();
+    let their_id: u32 = theirs
+        .kernel_name()
+        .trim_start_matches("zram")
+        .parse()
+        .unwrap();
+    let wrong = marker(DEAD_PID, their_id);
+    std::fs::create_dir(&wrong).unwrap();
+    std::fs::write(wrong.join("disksize"), "4096").unwrap();
+
+    assert!(hostmax_simhost::sweep_stale_zram() >= 1);
+    assert!(
+        !std::path::Path::new(&format!("/sys/block/zram{id}")).exists(),
+        "zram{id} of the dead owner is still there"
+    );
+    assert!(!marker(DEAD_PID, id).exists());
+    assert!(
+        std::path::Path::new(&format!("/sys/block/zram{their_id}")).exists(),
+        "zram{their_id} was removed on a marker that does not match it"
+    );
+    assert!(!wrong.exists(), "the stale marker stays");
+    drop(theirs);
+}

@@ -516,12 +516,14 @@ impl SimulatedHost {
     }
 
     /// Removes leftovers of killed processes: empty `hostmax-<pid>-<n>` cgroups,
-    /// `hostmax-sim-<pid>-<n>` scratch directories and `hostmax<pid>_<n>` null_blk devices whose
-    /// pid is gone. Returns how many. (Loop devices need no sweeping: the kernel detaches them
+    /// `hostmax-sim-<pid>-<n>` scratch directories, `hostmax<pid>_<n>` null_blk devices and
+    /// zram devices marked `hostmax-zram-<pid>-<id>` ([`crate::sweep_stale_zram`]) whose pid is
+    /// gone. Returns how many. (Loop devices need no sweeping: the kernel detaches them
     /// when their process dies.)
     pub fn sweep_stale() -> usize {
         let mut removed = IoThrottle::sweep_stale();
         removed += nullblk::sweep_stale_in(Path::new(NULLB_CONFIGFS_ROOT));
+        removed += crate::sweep_stale_zram();
         let mut bases = vec![
             PathBuf::from("/dev/shm"),
             PathBuf::from("/var/tmp"),

@@ -49,7 +49,7 @@ pub use nullblk::{
 pub use programs::find_program;
 pub use scratch::{sweep_dead_owners, ScratchDir, TEST_SCRATCH_PREFIX};
 pub use throttle::{CgroupFlavor, DeviceLimit, IoThrottle, CGROUP_ROOT_ENV};
-pub use zram::{zram_available, ZramDevice};
+pub use zram::{sweep_stale_zram, zram_available, ZramDevice, ZRAM_MARKER_PREFIX};
 
 use std::path::{Path, PathBuf};
 

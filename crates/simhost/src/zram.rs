@@ -2,17 +2,33 @@
 //! write on the CPU that submits it, so they scale with submitting CPUs. Made through
 //! `/sys/class/zram-control/hot_add`, removed on drop (`reset`, then `hot_remove`).
 //!
-//! zram devices have no names of their own to carry a pid, so a killed process leaves its
-//! device behind (empty once the process's memory is gone: `reset` and `hot_remove` it).
+//! zram devices have no names of their own to carry a pid, so each of ours has a marker
+//! directory beside the scratch directories, `hostmax-zram-<pid>-<id>`, holding its size: a
+//! killed process leaves device and marker behind, and [`sweep_stale_zram`] (run by the first
+//! [`ZramDevice::new`] of a process and by the simulated host's sweep) removes the devices of
+//! dead owners that are still as they made them and used by nobody.
 
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use crate::nullblk::{read_major_minor, wait_for_node};
+use crate::scratch::{pid_alive, ScratchDir};
 use crate::{DeviceNode, SimHostError};
 
 const ZRAM_CONTROL: &str = "/sys/class/zram-control";
+
+/// Prefix of the marker directories: `hostmax-zram-<pid>-<id>`.
+pub const ZRAM_MARKER_PREFIX: &str = "hostmax-zram-";
+
+/// Where the markers live: tmpfs, so they go with a reboot as the devices do.
+fn marker_base() -> PathBuf {
+    if Path::new("/dev/shm").is_dir() {
+        PathBuf::from("/dev/shm")
+    } else {
+        std::env::temp_dir()
+    }
+}
 
 /// Whether this kernel can make zram devices (`/sys/class/zram-control` exists), and why not.
 pub fn zram_available() -> Result<(), String> {
@@ -30,6 +46,8 @@ pub fn zram_available() -> Result<(), String> {
 pub struct ZramDevice {
     node: DeviceNode,
     id: u32,
+    /// Says whose device this is until it is gone (removed after the device, on drop).
+    _marker: Option<ScratchDir>,
 }
 
 impl std::ops::Deref for ZramDevice {
@@ -45,6 +63,10 @@ impl ZramDevice {
     /// default when it does not offer that one).
     pub fn new(size_bytes: u64, algorithm: &str) -> Result<ZramDevice, SimHostError> {
         zram_available().map_err(SimHostError::Unsupported)?;
+        static SWEEP: std::sync::Once = std::sync::Once::new();
+        SWEEP.call_once(|| {
+            sweep_stale_zram();
+        });
         let hot_add = Path::new(ZRAM_CONTROL).join("hot_add");
         // Reading hot_add makes a device and returns its number.
         let text = fs::read_to_string(&hot_add).map_err(SimHostError::io("read", &hot_add))?;
@@ -63,7 +85,17 @@ impl ZramDevice {
                 major_minor: (0, 0),
             },
             id,
+            _marker: None,
         };
+        // The kernel just gave out this number, so a marker of ours naming it is stale.
+        let base = marker_base();
+        let _ = fs::remove_dir_all(
+            base.join(format!("{ZRAM_MARKER_PREFIX}{}-{id}", std::process::id())),
+        );
+        let marker = ScratchDir::create_private(&base, ZRAM_MARKER_PREFIX, &id.to_string())?;
+        let path = marker.join("disksize");
+        fs::write(&path, size_bytes.to_string()).map_err(SimHostError::io("write", &path))?;
+        device._marker = Some(marker);
         let algorithms = fs::read_to_string(sys.join("comp_algorithm")).unwrap_or_default();
         if algorithms
             .split_whitespace()
@@ -82,11 +114,65 @@ impl ZramDevice {
 
 impl Drop for ZramDevice {
     fn drop(&mut self) {
-        let sys = PathBuf::from("/sys/block").join(&self.node.kernel_name);
-        let _ = fs::write(sys.join("reset"), "1");
-        let _ = fs::write(
-            Path::new(ZRAM_CONTROL).join("hot_remove"),
-            self.id.to_string(),
-        );
+        remove_zram(self.id);
     }
+}
+
+/// Resets zram device `id` and hands it back to the kernel.
+fn remove_zram(id: u32) {
+    let sys = PathBuf::from("/sys/block").join(format!("zram{id}"));
+    let _ = fs::write(sys.join("reset"), "1");
+    let _ = fs::write(Path::new(ZRAM_CONTROL).join("hot_remove"), id.to_string());
+}
+
+/// Removes the zram devices of processes that are gone (their markers say which, see the
+/// module overview) and their markers; returns how many devices. A device is removed only if
+/// it still has the size its maker gave it and nothing uses it (no holders, not mounted, not
+/// swap): a number the kernel gave to someone else since is left alone.
+pub fn sweep_stale_zram() -> usize {
+    let base = marker_base();
+    let Ok(entries) = fs::read_dir(&base) else {
+        return 0;
+    };
+    let mut removed = 0;
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let Some((pid, id)) = name
+            .strip_prefix(ZRAM_MARKER_PREFIX)
+            .and_then(|rest| rest.split_once('-'))
+            .and_then(|(pid, id)| Some((pid.parse::<u32>().ok()?, id.parse::<u32>().ok()?)))
+        else {
+            continue;
+        };
+        if pid_alive(pid) {
+            continue;
+        }
+        let made = fs::read_to_string(entry.path().join("disksize")).unwrap_or_default();
+        if still_ours_and_unused(id, made.trim()) {
+            remove_zram(id);
+            if !Path::new(&format!("/sys/block/zram{id}")).exists() {
+                removed += 1;
+            }
+        }
+        let _ = fs::remove_dir_all(entry.path());
+    }
+    removed
+}
+
+/// Whether zram device `id` exists with size `disksize` and nothing uses it.
+fn still_ours_and_unused(id: u32, disksize: &str) -> bool {
+    let sys = PathBuf::from("/sys/block").join(format!("zram{id}"));
+    let size = fs::read_to_string(sys.join("disksize")).unwrap_or_default();
+    if disksize.is_empty() || size.trim() != disksize {
+        return false;
+    }
+    let held = fs::read_dir(sys.join("holders")).map_or(true, |mut d| d.next().is_some());
+    let node = format!("/dev/zram{id}");
+    let named = |table: &str| {
+        fs::read_to_string(table)
+            .unwrap_or_default()
+            .lines()
+            .any(|l| l.split_whitespace().next() == Some(node.as_str()))
+    };
+    !held && !named("/proc/mounts") && !named("/proc/swaps")
 }
