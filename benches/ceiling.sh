@@ -31,15 +31,9 @@ if [[ -z ${HOSTMAX:-} ]]; then
     cargo build --release --quiet --manifest-path "$REPO/Cargo.toml" -p hostmax
     HOSTMAX=$REPO/target/release/hostmax
 fi
-JOBS=$(python3 - "$CPUS" <<'EOF'
-import sys
-n = 0
-for part in sys.argv[1].split(","):
-    a, _, b = part.partition("-")
-    n += int(b or a) - int(a) + 1
-print(n)
-EOF
-)
+# shellcheck source=benches/lib.sh
+source "$REPO/benches/lib.sh"
+JOBS=$(count_cpus "$CPUS") || die "CPUS='$CPUS' is not a CPU list such as 0-1 or 0,2"
 
 scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT INT TERM

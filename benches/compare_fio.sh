@@ -112,15 +112,9 @@ fi
 
 # fio's CPUs: one job per CPU.
 CPUS=${CPUS:-$(cat /sys/devices/system/cpu/online)}
-FIO_JOBS=$(python3 - "$CPUS" <<'EOF'
-import sys
-n = 0
-for part in sys.argv[1].split(","):
-    a, _, b = part.partition("-")
-    n += int(b or a) - int(a) + 1
-print(n)
-EOF
-) || die "CPUS='$CPUS' is not a CPU list such as 0-1 or 0,2"
+# shellcheck source=benches/lib.sh
+source "$REPO/benches/lib.sh"
+FIO_JOBS=$(count_cpus "$CPUS") || die "CPUS='$CPUS' is not a CPU list such as 0-1 or 0,2"
 
 # ---- volumes, always cleaned up --------------------------------------------------------
 
