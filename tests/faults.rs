@@ -602,103 +602,6 @@ fn a_signal_during_merge_lets_it_finish_its_report_then_exit_130() {
     );
 }
 
-/// A device-mapper device made for a test (`dmsetup create --noudevsync`), removed on drop:
-/// suspended first (dm-delay then sends on the bios it holds), resumed, and removed once
-/// nothing holds it any more, retrying for a while (the I/O a stalled run left completes
-/// then, and the kernel's io_uring exit work lets go of the device).
-struct DmDevice {
-    dmsetup: std::path::PathBuf,
-    name: String,
-}
-
-impl DmDevice {
-    fn create(dmsetup: &std::path::Path, name: &str, table: &str) -> Result<DmDevice, String> {
-        let out = Command::new(dmsetup)
-            .args(["create", "--noudevsync", name, "--table", table])
-            .output()
-            .map_err(|e| format!("dmsetup: {e}"))?;
-        if !out.status.success() {
-            return Err(format!(
-                "dmsetup create {name} --table '{table}': {}",
-                String::from_utf8_lossy(&out.stderr).trim()
-            ));
-        }
-        Ok(DmDevice {
-            dmsetup: dmsetup.to_path_buf(),
-            name: name.to_string(),
-        })
-    }
-
-    /// Its kernel name (`dm-0`): `/dev/dm-0` is its node whether or not udev made
-    /// `/dev/mapper/NAME`.
-    fn kernel_name(&self) -> String {
-        let out = Command::new(&self.dmsetup)
-            .args(["info", "-c", "--noheadings", "-o", "blkdevname", &self.name])
-            .output()
-            .expect("dmsetup info");
-        String::from_utf8_lossy(&out.stdout).trim().to_string()
-    }
-
-    fn dmsetup(&self, args: &[&str]) -> bool {
-        Command::new(&self.dmsetup)
-            .args(args)
-            .arg(&self.name)
-            .output()
-            .is_ok_and(|o| o.status.success())
-    }
-}
-
-impl Drop for DmDevice {
-    fn drop(&mut self) {
-        self.dmsetup(&["suspend", "--noudevsync"]);
-        self.dmsetup(&["resume", "--noudevsync"]);
-        // Suspending sends dm-delay's held I/O on, so the run's abandoned I/O completes; what
-        // may still hold it is udev's probe of the new device (its reads wait DM_DELAY each).
-        let deadline = Instant::now() + Duration::from_secs(15);
-        while Instant::now() < deadline {
-            if self.dmsetup(&["remove", "--noudevsync"]) {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(200));
-        }
-        // Still open (in the 6.12 VM: a udev worker probing the new device through the delay):
-        // the kernel removes it once its last holder lets go.
-        let removed = self.dmsetup(&["remove", "--deferred", "--noudevsync"]);
-        let info = Command::new(&self.dmsetup)
-            .args(["info", "-c", "--noheadings", "-o", "name,open", &self.name])
-            .output()
-            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
-            .unwrap_or_default();
-        // Which process holds it, if any does (none: the kernel itself, e.g. io_uring's exit work).
-        let node = format!("/dev/{}", self.kernel_name());
-        let holders: Vec<String> = std::fs::read_dir("/proc")
-            .into_iter()
-            .flatten()
-            .flatten()
-            .filter(|p| {
-                std::fs::read_dir(p.path().join("fd"))
-                    .into_iter()
-                    .flatten()
-                    .flatten()
-                    .any(|fd| {
-                        std::fs::read_link(fd.path()).is_ok_and(|l| l.as_os_str() == node.as_str())
-                    })
-            })
-            .map(|p| {
-                let comm = std::fs::read_to_string(p.path().join("comm")).unwrap_or_default();
-                format!("{} ({})", p.file_name().to_string_lossy(), comm.trim())
-            })
-            .collect();
-        use std::io::Write;
-        let _ = writeln!(
-            std::io::stderr().lock(),
-            "warning: device-mapper device {} still open ({info}; processes holding {node}: {holders:?}); deferred removal {}",
-            self.name,
-            if removed { "set" } else { "refused" }
-        );
-    }
-}
-
 /// How long dm-delay holds each I/O of the stalled device: far beyond the run's end plus the
 /// drain limit (12 s), and short enough that the device can be removed soon after, whatever
 /// the kernel does with delayed I/O on suspend.
@@ -734,7 +637,6 @@ fn a_stalled_device_ends_the_run_within_the_drain_limit_naming_it() {
     if let Some(why) = dm_delay_unavailable() {
         skip!("{why}");
     }
-    let dmsetup = require_tool("dmsetup", "dmsetup").unwrap();
     let host = volumes(2, 32 * MIB);
     let paths = volume_paths(&host);
     let names = volume_kernel_names(&host);
@@ -742,13 +644,9 @@ fn a_stalled_device_ends_the_run_within_the_drain_limit_naming_it() {
     // stopped answering, as far as the run can tell.
     let sectors = 32 * MIB / 512;
     let table = format!("0 {sectors} delay {} 0 {}", paths[0], DM_DELAY.as_millis());
-    let dm = DmDevice::create(
-        &dmsetup,
-        &format!("hostmax-stall-{}", std::process::id()),
-        &table,
-    )
-    .unwrap_or_else(|e| panic!("{e}"));
-    let stalled = format!("/dev/{}", dm.kernel_name());
+    let dm = DmDevice::create(&format!("hostmax-stall-{}", std::process::id()), &table)
+        .unwrap_or_else(|e| panic!("{e}"));
+    let stalled = dm.node();
     let healthy = &paths[1];
     let _ = baseline_completions(&paths[1..], &names[1..]);
     let before = kernel_completions(&names[1]);

@@ -18,7 +18,7 @@ use std::process::Command;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use hostmax_simhost::{find_program, LoopDevice, LoopOptions};
+use hostmax_simhost::{LoopDevice, LoopOptions};
 use support::*;
 
 const MIB: u64 = 1 << 20;
@@ -251,34 +251,9 @@ fn a_file_swapped_for_an_image_while_a_run_starts_is_never_written() {
 }
 
 /// A device-mapper linear device over part of a loop volume, removed on drop.
-struct DmDevice(String);
-
-impl DmDevice {
-    fn linear(name: &str, dev: &LoopDevice, start_sector: u64, sectors: u64) -> DmDevice {
-        let table = format!("0 {sectors} linear {} {start_sector}", path_of(dev));
-        run_tool("dmsetup", "dmsetup", &["create", name, "--table", &table]);
-        DmDevice(name.to_string())
-    }
-
-    fn path(&self) -> String {
-        format!("/dev/mapper/{}", self.0)
-    }
-}
-
-impl Drop for DmDevice {
-    fn drop(&mut self) {
-        // udev probes a new dm device (blkid opens it) a moment after it appears; a plain
-        // remove then fails as busy and leaves the device, and the loop device under it,
-        // behind. Let udev finish, then retry while the device is busy (dmsetup's --retry).
-        if let Some(udevadm) = find_program("udevadm") {
-            let _ = Command::new(udevadm)
-                .args(["settle", "--timeout=10"])
-                .status();
-        }
-        let _ = Command::new("dmsetup")
-            .args(["remove", "--retry", &self.0])
-            .status();
-    }
+fn dm_linear(name: &str, dev: &LoopDevice, start_sector: u64, sectors: u64) -> DmDevice {
+    let table = format!("0 {sectors} linear {} {start_sector}", path_of(dev));
+    DmDevice::create(name, &table).unwrap_or_else(|e| panic!("{e}"))
 }
 
 #[test]
@@ -295,13 +270,13 @@ fn a_dm_linear_device_in_use_refuses_its_member_and_an_overlapping_sibling() {
     let file = dir.file("pv.img", 96 * MIB);
     let member = attach(&file, 0, 0);
     let tag = std::process::id();
-    let used = DmDevice::linear(&format!("hostmax-used-{tag}"), &member, 0, 65536);
-    run_tool("mkfs.ext4", "e2fsprogs", &["-q", "-F", &used.path()]);
-    let _mount = Mount::new(&used.path(), &dir.join("mnt"), &[]);
+    let used = dm_linear(&format!("hostmax-used-{tag}"), &member, 0, 65536);
+    run_tool("mkfs.ext4", "e2fsprogs", &["-q", "-F", &used.node()]);
+    let _mount = Mount::new(&used.node(), &dir.join("mnt"), &[]);
     // From 16 MiB: overlaps the mounted device's 32 MiB. From 48 MiB: beside both.
-    let sibling = DmDevice::linear(&format!("hostmax-sib-{tag}"), &member, 32768, 65536);
-    let beside = DmDevice::linear(&format!("hostmax-beside-{tag}"), &member, 98304, 65536);
-    let args = write_args(&sibling.path(), &["--allow-write", "--force"]);
+    let sibling = dm_linear(&format!("hostmax-sib-{tag}"), &member, 32768, 65536);
+    let beside = dm_linear(&format!("hostmax-beside-{tag}"), &member, 98304, 65536);
+    let args = write_args(&sibling.node(), &["--allow-write", "--force"]);
     let out = run_hostmax(&args, None);
     assert_refused(
         &args,
@@ -317,7 +292,7 @@ fn a_dm_linear_device_in_use_refuses_its_member_and_an_overlapping_sibling() {
     let out = run_hostmax(&args, None);
     assert_refused(&args, &out, &["shares its media", "no flag overrides"]);
     // The device beside the mounted one (a linear table: exact ranges) is apart.
-    let args = write_args(&beside.path(), &["--allow-write"]);
+    let args = write_args(&beside.node(), &["--allow-write"]);
     let out = run_hostmax(&args, None);
     assert_eq!(
         out.status.code(),

@@ -785,3 +785,110 @@ pub fn one_cell_suite(devices: &[&str], cell_time: &str) -> Vec<String> {
     );
     args
 }
+
+/// A device-mapper device made for a test (`dmsetup create --noudevsync`), removed on drop:
+/// suspended first (dm-delay then sends on the bios it holds), resumed, and removed once
+/// nothing holds it any more, retrying for a while (the I/O a stalled run left completes
+/// then, the kernel's io_uring exit work lets go of the device, and udev's probe of a new
+/// device, which holds it a moment, ends); still held after 15 s, it is left to the kernel's
+/// deferred removal with a warning naming its holders.
+pub struct DmDevice {
+    dmsetup: PathBuf,
+    name: String,
+}
+
+impl DmDevice {
+    /// `dmsetup create NAME --table TABLE`; `Err` says why not (no dmsetup, the kernel refused).
+    pub fn create(name: &str, table: &str) -> Result<DmDevice, String> {
+        let dmsetup = require_tool("dmsetup", "dmsetup")?;
+        let out = Command::new(&dmsetup)
+            .args(["create", "--noudevsync", name, "--table", table])
+            .output()
+            .map_err(|e| format!("dmsetup: {e}"))?;
+        if !out.status.success() {
+            return Err(format!(
+                "dmsetup create {name} --table '{table}': {}",
+                String::from_utf8_lossy(&out.stderr).trim()
+            ));
+        }
+        Ok(DmDevice {
+            dmsetup,
+            name: name.to_string(),
+        })
+    }
+
+    /// Its kernel name (`dm-0`): `/dev/dm-0` is its node whether or not udev made
+    /// `/dev/mapper/NAME`.
+    pub fn kernel_name(&self) -> String {
+        let out = Command::new(&self.dmsetup)
+            .args(["info", "-c", "--noheadings", "-o", "blkdevname", &self.name])
+            .output()
+            .expect("dmsetup info");
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    }
+
+    /// Its node, `/dev/dm-N` (there at once, with or without udev).
+    pub fn node(&self) -> String {
+        format!("/dev/{}", self.kernel_name())
+    }
+
+    fn dmsetup(&self, args: &[&str]) -> bool {
+        Command::new(&self.dmsetup)
+            .args(args)
+            .arg(&self.name)
+            .output()
+            .is_ok_and(|o| o.status.success())
+    }
+}
+
+impl Drop for DmDevice {
+    fn drop(&mut self) {
+        self.dmsetup(&["suspend", "--noudevsync"]);
+        self.dmsetup(&["resume", "--noudevsync"]);
+        // Suspending sends dm-delay's held I/O on, so the run's abandoned I/O completes; what
+        // may still hold it is udev's probe of the new device (its reads wait DM_DELAY each).
+        use std::time::{Duration, Instant};
+        let deadline = Instant::now() + Duration::from_secs(15);
+        while Instant::now() < deadline {
+            if self.dmsetup(&["remove", "--noudevsync"]) {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        // Still open (in the 6.12 VM: a udev worker probing the new device through the delay):
+        // the kernel removes it once its last holder lets go.
+        let removed = self.dmsetup(&["remove", "--deferred", "--noudevsync"]);
+        let info = Command::new(&self.dmsetup)
+            .args(["info", "-c", "--noheadings", "-o", "name,open", &self.name])
+            .output()
+            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+            .unwrap_or_default();
+        // Which process holds it, if any does (none: the kernel itself, e.g. io_uring's exit work).
+        let node = format!("/dev/{}", self.kernel_name());
+        let holders: Vec<String> = std::fs::read_dir("/proc")
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter(|p| {
+                std::fs::read_dir(p.path().join("fd"))
+                    .into_iter()
+                    .flatten()
+                    .flatten()
+                    .any(|fd| {
+                        std::fs::read_link(fd.path()).is_ok_and(|l| l.as_os_str() == node.as_str())
+                    })
+            })
+            .map(|p| {
+                let comm = std::fs::read_to_string(p.path().join("comm")).unwrap_or_default();
+                format!("{} ({})", p.file_name().to_string_lossy(), comm.trim())
+            })
+            .collect();
+        use std::io::Write;
+        let _ = writeln!(
+            std::io::stderr().lock(),
+            "warning: device-mapper device {} still open ({info}; processes holding {node}: {holders:?}); deferred removal {}",
+            self.name,
+            if removed { "set" } else { "refused" }
+        );
+    }
+}
