@@ -25,6 +25,8 @@ selection=(
   "verify a_host_cap_below"
   "trim trim_and_randtrim trimmed_blocks a_device_without_discard"
   "same_media a_dm_linear a_mounted_image a_mount_of_the_whole the_backing_file_of_an_active_swap"
+  "doctor doctor_measures_the_load_generators_ceiling"
+  "placement a_device_without_a_queue_map a_killed_owners_zram"
 )
 
 # The tests of the disks VM (4 CPUs, cloud-style qemu disks: run.sh's vm_disk_opts), as
@@ -87,6 +89,8 @@ modprobe loop
 modprobe null_blk nr_devices=0 poll_queues=2
 # device-mapper with dm-delay: a device that stops answering (faults::a_stalled_device...).
 modprobe -a dm-mod dm-delay
+# zram: a bio-based device that compresses on the submitting CPU (tests/placement.rs).
+modprobe zram num_devices=0 2>/dev/null || true
 mountpoint -q /sys/kernel/config || mount -t configfs none /sys/kernel/config
 export HOSTMAX_TEST_BACKEND=null_blk
 export RUST_BACKTRACE=1
