@@ -250,11 +250,29 @@ fn a_killed_owners_zram_device_is_swept_and_anyone_elses_is_left_alone() {
     std::fs::create_dir(&wrong).unwrap();
     std::fs::write(wrong.join("disksize"), "4096").unwrap();
 
-    assert!(hostmax_simhost::sweep_stale_zram() >= 1);
+    let swept = hostmax_simhost::sweep_stale_zram();
+    let sys = format!("/sys/block/zram{id}");
+    let state = || {
+        let read = |f: &str| std::fs::read_to_string(format!("{sys}/{f}")).unwrap_or_default();
+        let holders: Vec<_> = std::fs::read_dir(format!("{sys}/holders"))
+            .into_iter()
+            .flatten()
+            .flatten()
+            .map(|e| e.file_name())
+            .collect();
+        format!(
+            "swept {swept}; zram{id}: disksize {:?}, holders {holders:?}, in /proc/swaps: {}, in /proc/mounts: {}",
+            read("disksize").trim(),
+            std::fs::read_to_string("/proc/swaps").unwrap_or_default().contains(&format!("zram{id} ")),
+            std::fs::read_to_string("/proc/mounts").unwrap_or_default().contains(&format!("zram{id} ")),
+        )
+    };
     assert!(
-        !std::path::Path::new(&format!("/sys/block/zram{id}")).exists(),
-        "zram{id} of the dead owner is still there"
+        !std::path::Path::new(&sys).exists(),
+        "zram{id} of the dead owner is still there: {}",
+        state()
     );
+    assert!(swept >= 1, "{}", state());
     assert!(!marker(DEAD_PID, id).exists());
     assert!(
         std::path::Path::new(&format!("/sys/block/zram{their_id}")).exists(),

@@ -91,6 +91,7 @@ modprobe null_blk nr_devices=0 poll_queues=2
 modprobe -a dm-mod dm-delay
 # zram: a bio-based device that compresses on the submitting CPU (tests/placement.rs).
 modprobe zram num_devices=0 2>/dev/null || true
+zram_before=$(ls -d /sys/block/zram* 2>/dev/null | tr '\n' ' ')
 mountpoint -q /sys/kernel/config || mount -t configfs none /sys/kernel/config
 export HOSTMAX_TEST_BACKEND=null_blk
 export RUST_BACKTRACE=1
@@ -165,12 +166,13 @@ if [[ -z $only && $kind == main && -e /proc/sys/kernel/io_uring_disabled ]]; the
   fi
 fi
 
-# The harness's clean-up: nothing of any test is left (loop devices, null_blk devices, cgroups,
-# scratch directories), and the cgroup tree is as it was.
+# The harness's clean-up: nothing of any test is left (loop devices, null_blk devices, zram
+# devices, cgroups, scratch directories), and the cgroup tree is as it was.
 leftovers=$(
   {
     for b in /sys/block/loop*/loop/backing_file; do [[ -e $b ]] && grep -H hostmax "$b"; done
     ls -d /sys/kernel/config/nullb/hostmax* /sys/fs/cgroup/hostmax-* /dev/shm/hostmax-* 2>/dev/null
+    for z in /sys/block/zram*; do [[ -e $z && " $zram_before " != *" $z "* ]] && echo "$z"; done
   } | tr '\n' ' '
 )
 subtree_after=$(cat /sys/fs/cgroup/cgroup.subtree_control 2>/dev/null)

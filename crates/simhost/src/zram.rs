@@ -114,15 +114,27 @@ impl ZramDevice {
 
 impl Drop for ZramDevice {
     fn drop(&mut self) {
-        remove_zram(self.id);
+        let _ = remove_zram(self.id);
     }
 }
 
-/// Resets zram device `id` and hands it back to the kernel.
-fn remove_zram(id: u32) {
+/// Resets zram device `id` and hands it back to the kernel; whether it is gone. Both refuse a
+/// device that is open (`EBUSY`), as it is for a moment while udev probes a new one (seen in
+/// the kernel matrix's VMs), so they are retried for a while.
+fn remove_zram(id: u32) -> bool {
     let sys = PathBuf::from("/sys/block").join(format!("zram{id}"));
-    let _ = fs::write(sys.join("reset"), "1");
-    let _ = fs::write(Path::new(ZRAM_CONTROL).join("hot_remove"), id.to_string());
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    loop {
+        let _ = fs::write(sys.join("reset"), "1");
+        let _ = fs::write(Path::new(ZRAM_CONTROL).join("hot_remove"), id.to_string());
+        if !sys.exists() {
+            return true;
+        }
+        if std::time::Instant::now() >= deadline {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
 }
 
 /// Removes the zram devices of processes that are gone (their markers say which, see the
@@ -148,11 +160,8 @@ pub fn sweep_stale_zram() -> usize {
             continue;
         }
         let made = fs::read_to_string(entry.path().join("disksize")).unwrap_or_default();
-        if still_ours_and_unused(id, made.trim()) {
-            remove_zram(id);
-            if !Path::new(&format!("/sys/block/zram{id}")).exists() {
-                removed += 1;
-            }
+        if still_ours_and_unused(id, made.trim()) && remove_zram(id) {
+            removed += 1;
         }
         let _ = fs::remove_dir_all(entry.path());
     }
