@@ -60,16 +60,6 @@ fn json_after_noise(text: &str) -> Value {
     serde_json::from_str(&text[start..]).unwrap_or_else(|e| panic!("bad JSON ({e}): {text}"))
 }
 
-fn hostmax_ok(args: &[String]) {
-    let out = run_hostmax(args, None);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "hostmax {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
-
 fn read_json(path: &Path) -> Value {
     let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
@@ -127,7 +117,7 @@ fn every_key_real_fio_writes_is_there_with_its_type() {
         "--fio-json",
         &file.display().to_string(),
     ]));
-    hostmax_ok(&args);
+    run_hostmax_ok(&args);
     let ours = read_json(&file);
 
     let (mut theirs, mut mine) = (BTreeMap::new(), BTreeMap::new());
@@ -197,7 +187,7 @@ fn figures_are_hostmax_s_own() {
         "--json",
         &own.display().to_string(),
     ]));
-    hostmax_ok(&args);
+    run_hostmax_ok(&args);
     let fio = read_json(&file);
     let own = read_json(&own);
     let jobs = fio["jobs"].as_array().unwrap();
@@ -346,7 +336,7 @@ fn fio_plot_draws_a_curve_s_folder() {
         "--fio-json",
         &folder.display().to_string(),
     ]));
-    hostmax_ok(&args);
+    run_hostmax_ok(&args);
     let devices: Vec<String> = volume_kernel_names(&host);
     let mut names: Vec<String> = std::fs::read_dir(&folder)
         .unwrap()
@@ -423,7 +413,7 @@ fn a_suite_writes_every_round_of_every_cell() {
         "--fio-json",
         &folder.display().to_string(),
     ]));
-    hostmax_ok(&args);
+    run_hostmax_ok(&args);
     let own = read_json(&own);
     let rounds = own["cells"]["4k_100_0"]["rounds"].as_array().unwrap();
     let depth = own["settings"]["iodepth"].as_u64().unwrap_or_else(|| {
@@ -578,7 +568,7 @@ fn a_sweep_writes_each_step_in_fio_plot_s_layout_with_its_figures() {
         "--fio-json",
         &folder.display().to_string(),
     ]));
-    hostmax_ok(&args);
+    run_hostmax_ok(&args);
     let own = read_json(&own);
     let runs = own["runs"].as_array().unwrap();
     assert_eq!(runs.len(), 2);
@@ -617,7 +607,7 @@ fn verify_writes_each_phase_in_fio_plot_s_layout_with_its_figures() {
         "--fio-json",
         &folder.display().to_string(),
     ]));
-    hostmax_ok(&args);
+    run_hostmax_ok(&args);
     let own = read_json(&own);
     let phases = own["phases"].as_array().unwrap();
     assert_eq!(phases.len(), 2, "an IOPS and a throughput phase");

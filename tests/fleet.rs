@@ -21,18 +21,6 @@ fn path_in(dir: &ScratchDir, name: &str) -> String {
     dir.join(name).display().to_string()
 }
 
-/// Runs hostmax with `args` and expects exit 0.
-fn hostmax_ok(args: &[String]) -> std::process::Output {
-    let out = run_hostmax(args, None);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "hostmax {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out
-}
-
 /// Runs hostmax with `args` and expects exit 2 with one line on stderr; returns that line.
 fn hostmax_refused(args: &[String]) -> String {
     let out = run_hostmax(args, None);
@@ -138,7 +126,7 @@ fn merged_report_adds_counts_exactly_and_takes_percentiles_from_added_histograms
             short_run(&paths[..2], &a, "2s", &["--start-at", "+2s"]),
             short_run(&paths[2..], &b, "2s", &["--start-at", "+2s"]),
         ]);
-        hostmax_ok(&short_run(
+        run_hostmax_ok(&short_run(
             &paths[2..],
             &lean,
             "1s",
@@ -149,7 +137,7 @@ fn merged_report_adds_counts_exactly_and_takes_percentiles_from_added_histograms
     assert!(lean["time_series"][0].get("histograms").is_none(), "{lean}");
     assert!(lean["time_series"][0]["read_p99_ns"].as_u64().unwrap() > 0);
     assert!(lean["host"]["histograms"]["read"].is_string());
-    let out = hostmax_ok(&[
+    let out = run_hostmax_ok(&[
         "merge".to_string(),
         a.clone(),
         b.clone(),
@@ -255,8 +243,8 @@ fn merge_refuses_other_workloads_and_files_that_are_not_reports() {
     let (a, c) = (path_in(&scratch, "a.json"), path_in(&scratch, "c.json"));
     {
         let _lock = rate_test_lock();
-        hostmax_ok(&short_run(&paths, &a, "1s", &[]));
-        hostmax_ok(&short_run(&paths, &c, "1s", &["--bs", "8k"]));
+        run_hostmax_ok(&short_run(&paths, &a, "1s", &[]));
+        run_hostmax_ok(&short_run(&paths, &c, "1s", &["--bs", "8k"]));
     }
     let fleet = path_in(&scratch, "fleet.json");
     let merge = |files: &[&str]| -> Vec<String> {
@@ -327,8 +315,8 @@ fn merge_refuses_the_same_run_twice_and_runs_not_measured_together() {
     let (a, b) = (path_in(&scratch, "a.json"), path_in(&scratch, "b.json"));
     {
         let _lock = rate_test_lock();
-        hostmax_ok(&short_run(&paths[..1], &a, "1s", &[]));
-        hostmax_ok(&short_run(&paths[1..], &b, "1s", &["--seed", "7"]));
+        run_hostmax_ok(&short_run(&paths[..1], &a, "1s", &[]));
+        run_hostmax_ok(&short_run(&paths[1..], &b, "1s", &["--seed", "7"]));
     }
     let report = read_json(&a);
     let id = report["run_id"].as_str().expect("a run id");
@@ -379,7 +367,7 @@ fn merge_refuses_the_same_run_twice_and_runs_not_measured_together() {
         "{err}"
     );
     // Turned off on purpose, the merge goes ahead and lists the differing seeds.
-    let out = hostmax_ok(&merge(&[&a, &b], &["--min-overlap", "0"]));
+    let out = run_hostmax_ok(&merge(&[&a, &b], &["--min-overlap", "0"]));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("different --seed values"), "{stderr}");
     let merged = read_json(&fleet);
@@ -413,7 +401,7 @@ fn hdr_log_has_one_interval_per_device_op_and_second_adding_up_to_the_report() {
                 &log,
             ],
         );
-        hostmax_ok(&args);
+        run_hostmax_ok(&args);
     }
     let report = read_json(&json);
     let (counts, _) = read_interval_log(&log);
@@ -492,7 +480,7 @@ fn sweep_hdr_log_holds_every_step_tagged_by_step() {
             "2s",
             &["--steps", "1,2", "--hdr-log", &log],
         ));
-        hostmax_ok(&args);
+        run_hostmax_ok(&args);
     }
     let root = read_json(&json);
     let runs = root["runs"].as_array().unwrap();
@@ -576,7 +564,7 @@ fn start_at_delays_the_start() {
     let _lock = rate_test_lock();
     let launched = SystemTime::now();
     let clock = Instant::now();
-    let out = hostmax_ok(&short_run(
+    let out = run_hostmax_ok(&short_run(
         &paths,
         &json,
         "1s",
@@ -836,7 +824,7 @@ fn merge_writes_the_fleet_in_fio_s_json() {
         path_in(&scratch, "fleet.json"),
         path_in(&scratch, "fio.json"),
     );
-    hostmax_ok(&[
+    run_hostmax_ok(&[
         "merge".into(),
         a,
         b,

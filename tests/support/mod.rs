@@ -182,6 +182,18 @@ pub fn run_hostmax<S: AsRef<OsStr>>(args: &[S], in_group: Option<&IoThrottle>) -
         .unwrap_or_else(|err| panic!("could not run {}: {err}", hostmax_bin().display()))
 }
 
+/// [`run_hostmax`] that must exit 0 (the failure names the arguments and shows stderr).
+pub fn run_hostmax_ok<S: AsRef<OsStr> + std::fmt::Debug>(args: &[S]) -> Output {
+    let out = run_hostmax(args, None);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "hostmax {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
 /// (reads, writes) the kernel completed for block device `kernel_name` (e.g. "loop3"), as
 /// submitted: fields 1+2 and 5+6 of `/sys/block/DEV/stat` (completed requests plus the I/Os
 /// merged into them: two random 4 KiB reads that happen to be adjacent become one request),

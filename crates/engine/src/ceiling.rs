@@ -76,8 +76,8 @@ impl IssueCeiling {
         self.cpus
             .iter()
             .map(|c| c.ios_per_sec)
-            .fold(f64::INFINITY, f64::min)
-            .min(self.total_per_sec())
+            .reduce(f64::min)
+            .unwrap_or(0.0)
     }
 }
 

@@ -27,11 +27,7 @@ impl ScratchDir {
     /// a process also removes those of test processes that were killed before their drop ran.
     /// Panics where it cannot be made: for tests.
     pub fn new(tag: &str) -> ScratchDir {
-        let base = if Path::new("/dev/shm").is_dir() {
-            PathBuf::from("/dev/shm")
-        } else {
-            std::env::temp_dir()
-        };
+        let base = tmpfs_base();
         static SWEEP: std::sync::Once = std::sync::Once::new();
         SWEEP.call_once(|| {
             sweep_dead_owners(&base, TEST_SCRATCH_PREFIX);
@@ -127,10 +123,31 @@ fn owned_name(prefix: &str, tag: &str) -> String {
     format!("{prefix}{}-{tag}", std::process::id())
 }
 
+/// `/dev/shm`, else the system temporary directory: where tests' scratch directories and
+/// other per-process marks live (tmpfs, so they go with a reboot as devices do).
+pub(crate) fn tmpfs_base() -> PathBuf {
+    if Path::new("/dev/shm").is_dir() {
+        PathBuf::from("/dev/shm")
+    } else {
+        std::env::temp_dir()
+    }
+}
+
 /// Removes the directories in `base` named `<prefix><pid>` or `<prefix><pid>-<anything>` whose
 /// process `pid` is gone (what a killed run, or a killed test, left behind); returns how many.
 /// Directories of live processes, and names that do not fit, are left alone.
 pub fn sweep_dead_owners(base: &Path, prefix: &str) -> usize {
+    sweep_dead_owners_with(base, prefix, |_, _| {})
+}
+
+/// [`sweep_dead_owners`], calling `before_removal(tag, dir)` on each dead owner's directory
+/// first (`tag` is what follows `<prefix><pid>-`, empty without it): to undo what the
+/// directory stands for.
+pub(crate) fn sweep_dead_owners_with(
+    base: &Path,
+    prefix: &str,
+    mut before_removal: impl FnMut(&str, &Path),
+) -> usize {
     let Ok(entries) = fs::read_dir(base) else {
         return 0;
     };
@@ -141,11 +158,15 @@ pub fn sweep_dead_owners(base: &Path, prefix: &str) -> usize {
         let Some(rest) = name.strip_prefix(prefix) else {
             continue;
         };
-        let pid = rest.split_once('-').map_or(rest, |(pid, _)| pid);
+        let (pid, tag) = rest.split_once('-').unwrap_or((rest, ""));
         let Ok(pid) = pid.parse::<u32>() else {
             continue;
         };
-        if !pid_alive(pid) && fs::remove_dir_all(entry.path()).is_ok() {
+        if pid_alive(pid) {
+            continue;
+        }
+        before_removal(tag, &entry.path());
+        if fs::remove_dir_all(entry.path()).is_ok() {
             removed += 1;
         }
     }

@@ -13,22 +13,13 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use crate::nullblk::{read_major_minor, wait_for_node};
-use crate::scratch::{pid_alive, ScratchDir};
+use crate::scratch::{sweep_dead_owners_with, tmpfs_base, ScratchDir};
 use crate::{DeviceNode, SimHostError};
 
 const ZRAM_CONTROL: &str = "/sys/class/zram-control";
 
 /// Prefix of the marker directories: `hostmax-zram-<pid>-<id>`.
 pub const ZRAM_MARKER_PREFIX: &str = "hostmax-zram-";
-
-/// Where the markers live: tmpfs, so they go with a reboot as the devices do.
-fn marker_base() -> PathBuf {
-    if Path::new("/dev/shm").is_dir() {
-        PathBuf::from("/dev/shm")
-    } else {
-        std::env::temp_dir()
-    }
-}
 
 /// Whether this kernel can make zram devices (`/sys/class/zram-control` exists), and why not.
 pub fn zram_available() -> Result<(), String> {
@@ -88,7 +79,7 @@ impl ZramDevice {
             _marker: None,
         };
         // The kernel just gave out this number, so a marker of ours naming it is stale.
-        let base = marker_base();
+        let base = tmpfs_base();
         let _ = fs::remove_dir_all(
             base.join(format!("{ZRAM_MARKER_PREFIX}{}-{id}", std::process::id())),
         );
@@ -142,29 +133,16 @@ fn remove_zram(id: u32) -> bool {
 /// it still has the size its maker gave it and nothing uses it (no holders, not mounted, not
 /// swap): a number the kernel gave to someone else since is left alone.
 pub fn sweep_stale_zram() -> usize {
-    let base = marker_base();
-    let Ok(entries) = fs::read_dir(&base) else {
-        return 0;
-    };
     let mut removed = 0;
-    for entry in entries.flatten() {
-        let name = entry.file_name().to_string_lossy().into_owned();
-        let Some((pid, id)) = name
-            .strip_prefix(ZRAM_MARKER_PREFIX)
-            .and_then(|rest| rest.split_once('-'))
-            .and_then(|(pid, id)| Some((pid.parse::<u32>().ok()?, id.parse::<u32>().ok()?)))
-        else {
-            continue;
+    sweep_dead_owners_with(&tmpfs_base(), ZRAM_MARKER_PREFIX, |tag, marker| {
+        let Ok(id) = tag.parse::<u32>() else {
+            return;
         };
-        if pid_alive(pid) {
-            continue;
-        }
-        let made = fs::read_to_string(entry.path().join("disksize")).unwrap_or_default();
+        let made = fs::read_to_string(marker.join("disksize")).unwrap_or_default();
         if still_ours_and_unused(id, made.trim()) && remove_zram(id) {
             removed += 1;
         }
-        let _ = fs::remove_dir_all(entry.path());
-    }
+    });
     removed
 }
 
