@@ -1,10 +1,11 @@
 //! The `hostmax` command end to end on real block devices (null_blk or loop): the JSON report's
-//! shape, `--json -`, device de-duplication through symlinks, quoted glob patterns, and
-//! regular-file targets.
+//! shape, `--json -`, device de-duplication through symlinks, quoted glob patterns,
+//! regular-file targets, and the commit `--version` and every report name.
 
 mod support;
 
 use std::os::unix::fs::symlink;
+use std::process::Command;
 
 use serde_json::Value;
 use support::*;
@@ -17,6 +18,61 @@ fn short_run(devices: &[String]) -> Value {
     args.extend(devices.iter().cloned());
     args.extend(["--runtime", "1s", "--ramp", "0s"].map(String::from));
     run_json_stdout(&args, None)
+}
+
+/// `git ARGS` in the hostmax crate's directory (where the build script asks), without
+/// touching the index: its stdout, or `None` if it failed or git is missing.
+fn git(args: &[&str]) -> Option<String> {
+    let out = Command::new("git")
+        .args(args)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .env("GIT_OPTIONAL_LOCKS", "0")
+        .output()
+        .ok()?;
+    out.status
+        .success()
+        .then(|| String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// The commit this checkout is at, as reports record it (the sha, `-dirty` appended when
+/// `git status` names a changed tracked file), or `HOSTMAX_BUILD_COMMIT` when the build was
+/// given one; `None` when neither tells. The binary was built just before the tests ran, so
+/// it was built from this (unless someone edits or commits in between).
+fn checkout_commit() -> Option<String> {
+    if let Some(given) = std::env::var("HOSTMAX_BUILD_COMMIT")
+        .ok()
+        .filter(|c| !c.trim().is_empty())
+    {
+        return Some(given.trim().to_ascii_lowercase());
+    }
+    let sha = git(&["rev-parse", "--verify", "HEAD"])?.trim().to_string();
+    let status = git(&["status", "--porcelain", "--untracked-files=no"]);
+    let dirty = status.is_none_or(|s| !s.is_empty());
+    Some(if dirty { format!("{sha}-dirty") } else { sha })
+}
+
+#[test]
+fn the_version_names_the_commit_and_whether_the_tree_was_dirty() {
+    let version = env!("CARGO_PKG_VERSION");
+    let want = match checkout_commit() {
+        Some(commit) => {
+            let sha = commit.strip_suffix("-dirty").unwrap_or(&commit);
+            let dirty = if commit.ends_with("-dirty") {
+                ", dirty"
+            } else {
+                ""
+            };
+            format!(
+                "hostmax {version} (commit {}{dirty})\n",
+                &sha[..sha.len().min(12)]
+            )
+        }
+        None => format!("hostmax {version} (commit unknown)\n"),
+    };
+    for flag in ["--version", "-V"] {
+        let out = run_hostmax_ok(&[flag]);
+        assert_eq!(String::from_utf8_lossy(&out.stdout), want, "hostmax {flag}");
+    }
 }
 
 #[test]
@@ -142,6 +198,13 @@ fn regular_files_are_targets_too() {
     let report = short_run(&[file.display().to_string()]);
     assert!(report["host"]["read"]["ios"].as_u64().unwrap() > 0);
     assert_eq!(report["host"]["errors"], 0);
+    // Where it came from: the version and the commit it was built from.
+    assert_eq!(report["hostmax_version"], env!("CARGO_PKG_VERSION"));
+    assert_eq!(
+        report.get("hostmax_commit").and_then(Value::as_str),
+        checkout_commit().as_deref(),
+        "{report}"
+    );
 }
 
 #[test]

@@ -376,6 +376,16 @@ fn merge_refuses_the_same_run_twice_and_runs_not_measured_together() {
     assert_eq!(hosts[0]["run_id"], id, "{merged}");
     assert_ne!(merged["run_id"], id, "the merge has its own run id");
     assert_eq!(merged["started_at"], report["started_at"], "{merged}");
+    // Each host keeps the commit its hostmax was built from; the merge (the same binary here)
+    // records its own.
+    assert_eq!(
+        hosts[0]["hostmax_commit"], report["hostmax_commit"],
+        "{merged}"
+    );
+    assert_eq!(
+        merged["hostmax_commit"], report["hostmax_commit"],
+        "{merged}"
+    );
 }
 
 #[test]

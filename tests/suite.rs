@@ -264,6 +264,11 @@ fn short_suite_on_capped_volumes_reaches_steady_state_at_round_5() {
         page.contains(&format!("Run {run_id} on ")),
         "the page lacks its provenance"
     );
+    let commit = report["hostmax_commit"].as_str().unwrap_or("unknown");
+    assert!(
+        page.contains(&format!("(commit {commit})")),
+        "the page lacks the commit {commit}"
+    );
 }
 
 #[test]

@@ -19,7 +19,7 @@ use hostmax_engine::{OpKind, PerOp};
 use serde_json::{json, Map, Value};
 
 use crate::histogram_codec::HistogramCodecError;
-use crate::report::{DeviceReport, Figures, HostReport};
+use crate::report::{DeviceReport, Figures, HostReport, Provenance};
 use crate::rfc3339::{civil_from_days, parse_rfc3339};
 use crate::series::SecondPoint;
 
@@ -110,13 +110,8 @@ fn document(report: &HostReport, jobs: Vec<Value>, devices: &[DeviceReport]) -> 
         .and_then(|t| parse_rfc3339(t).ok())
         .unwrap_or(UNIX_EPOCH);
     let since = ended.duration_since(UNIX_EPOCH).unwrap_or(Duration::ZERO);
-    let version = report
-        .provenance
-        .hostmax_version
-        .as_deref()
-        .unwrap_or(env!("CARGO_PKG_VERSION"));
     json!({
-        "fio version": format!("hostmax-{version}"),
+        "fio version": fio_version(&report.provenance),
         "timestamp": since.as_secs(),
         "timestamp_ms": since.as_millis() as u64,
         "time": ctime(ended),
@@ -124,6 +119,20 @@ fn document(report: &HostReport, jobs: Vec<Value>, devices: &[DeviceReport]) -> 
         "jobs": jobs,
         "disk_util": devices.iter().filter_map(disk_util).collect::<Vec<_>>(),
     })
+}
+
+/// `fio version`: `hostmax-VERSION`, with the commit as semver build metadata when the report
+/// names one (`hostmax-0.1.0+SHA`, `hostmax-0.1.0+SHA-dirty`); this library's version for a
+/// report that names none.
+fn fio_version(provenance: &Provenance) -> String {
+    let version = provenance
+        .hostmax_version
+        .as_deref()
+        .unwrap_or(env!("CARGO_PKG_VERSION"));
+    match &provenance.hostmax_commit {
+        Some(commit) => format!("hostmax-{version}+{commit}"),
+        None => format!("hostmax-{version}"),
+    }
 }
 
 /// The workload as fio options, every value a string as fio writes them.
@@ -561,6 +570,24 @@ mod tests {
         let t = UNIX_EPOCH + Duration::from_secs(1_795_631_150);
         assert_eq!(ctime(t), "Wed Nov 25 18:25:50 2026");
         assert_eq!(ctime(UNIX_EPOCH), "Thu Jan  1 00:00:00 1970");
+    }
+
+    #[test]
+    fn the_fio_version_names_hostmax_s_version_and_commit() {
+        let mut provenance = Provenance {
+            hostmax_version: Some("0.1.0".into()),
+            ..Provenance::default()
+        };
+        assert_eq!(fio_version(&provenance), "hostmax-0.1.0");
+        provenance.hostmax_commit = Some("2ab5ef6c1d2e3f405162738495a6b7c8d9e0f1a2-dirty".into());
+        assert_eq!(
+            fio_version(&provenance),
+            "hostmax-0.1.0+2ab5ef6c1d2e3f405162738495a6b7c8d9e0f1a2-dirty"
+        );
+        assert_eq!(
+            fio_version(&Provenance::default()),
+            concat!("hostmax-", env!("CARGO_PKG_VERSION"))
+        );
     }
 
     #[test]

@@ -1110,6 +1110,8 @@ mod tests {
             report.provenance.hostmax_version.as_deref(),
             Some(env!("CARGO_PKG_VERSION"))
         );
+        // The library does not know the commit of the program using it.
+        assert_eq!(report.provenance.hostmax_commit, None);
         assert_eq!(
             report.provenance.started_at.as_deref(),
             Some("2025-11-25T10:00:00.000Z")

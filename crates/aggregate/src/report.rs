@@ -429,6 +429,12 @@ pub struct Provenance {
     /// The hostmax version that wrote the report.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hostmax_version: Option<String>,
+    /// The commit the `hostmax` tool that wrote the report was built from: the full 40-hex
+    /// sha (or what a packager gave), with `-dirty` appended when the tree had uncommitted
+    /// changes. `None` when the build could not tell, in reports of older versions, and in a
+    /// report made by this library alone ([`Provenance::of_run`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hostmax_commit: Option<String>,
     /// The command line, one element per argument.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub command_line: Option<Vec<String>>,
@@ -442,8 +448,10 @@ impl Provenance {
     /// run id ([`RunResult::run_id`], the one stamped into every block the run wrote, as 16
     /// hex digits; none for a result that carries none), the measured window the engine
     /// recorded ([`RunResult::measured_from`] plus [`RunResult::measured`]) and this
-    /// library's version. The command line and kernel are the caller's to add (the `hostmax`
-    /// tool replaces the whole with its own, [`Provenance::run_id`] included).
+    /// library's version. The library does not know which commit the program using it was
+    /// built from, so [`Provenance::hostmax_commit`] is left `None`. The command line and
+    /// kernel are the caller's to add (the `hostmax` tool replaces the whole with its own,
+    /// [`Provenance::run_id`] and its commit included).
     pub fn of_run(result: &RunResult) -> Provenance {
         Provenance {
             run_id: (result.run_id != 0).then(|| format!("{:016x}", result.run_id)),
@@ -470,7 +478,8 @@ pub struct HostReport {
     /// In a merged report ([`crate::merge_reports`]): the hosts it adds up.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fleet: Option<FleetSummary>,
-    /// Run id, measured window's wall-clock start and end, version, command line, kernel.
+    /// Run id, measured window's wall-clock start and end, version and commit, command line,
+    /// kernel.
     #[serde(flatten)]
     pub provenance: Provenance,
     /// What ran.

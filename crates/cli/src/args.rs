@@ -28,7 +28,7 @@ pub use run::{split_fio_filename, CpuList, RunArgs};
 #[derive(Debug, Parser)]
 #[command(
     name = "hostmax",
-    version,
+    version = crate::provenance::VERSION,
     about = "Find and verify the maximum storage performance of a host across many block volumes",
     args_conflicts_with_subcommands = true,
     after_help = "Examples:\n  hostmax --devices '/dev/sd[b-u]'                 4k random reads on 20 volumes\n  hostmax --devices /dev/nvme*n1 --rw randrw --rwmixread 70 --allow-write --json report.json\n  hostmax demo                                     a simulated host of throttled loop volumes\n  hostmax demo --volumes 4 --runtime 3s            a smaller, shorter one\n\nExit codes: 0 ok, 1 failed verdict, 2 bad input or refused, 3 I/O errors, 4 other failure, 5 --verify found bad data"

@@ -1,5 +1,6 @@
 //! Where a report came from: a fresh run id, the measured window's wall-clock start and end,
-//! hostmax's version, the command line and the kernel ([`hostmax_aggregate::Provenance`]), and
+//! hostmax's version and the commit it was built from ([`COMMIT`], also in `--version`:
+//! [`VERSION`]), the command line and the kernel ([`hostmax_aggregate::Provenance`]), and
 //! the check `hostmax merge` makes with them: the runs it adds up were measured together;
 //! and [`hostname`], the name each report records. Every command that makes a report stamps it
 //! from here.
@@ -11,6 +12,31 @@ use hostmax_aggregate::{HostReport, Provenance};
 
 use crate::error::BadInput;
 use crate::rfc3339::{format_rfc3339, parse_rfc3339};
+
+/// The commit this hostmax was built from, as reports record it (`hostmax_commit`): the sha
+/// (40 hex digits from git or a crates.io package; what a packager gave in
+/// `HOSTMAX_BUILD_COMMIT`), with `-dirty` appended when the tracked files had uncommitted
+/// changes; `None` when the build could not tell (no git, no repository). Found by the build
+/// script, `crates/cli/build.rs`.
+pub const COMMIT: Option<&str> = {
+    let commit = env!("HOSTMAX_BUILT_FROM_COMMIT");
+    if commit.is_empty() {
+        None
+    } else {
+        Some(commit)
+    }
+};
+
+/// What `hostmax --version` prints after the name: the version and the commit's first 12 hex
+/// digits, `0.1.0 (commit 2ab5ef6c1d2e)`, `0.1.0 (commit 2ab5ef6c1d2e, dirty)` or
+/// `0.1.0 (commit unknown)`.
+pub const VERSION: &str = env!("HOSTMAX_VERSION_TEXT");
+
+/// The whole version line, as `hostmax --version` prints it: `hostmax 0.1.0 (commit
+/// 2ab5ef6c1d2e, dirty)`.
+pub fn version_line() -> String {
+    format!("hostmax {VERSION}")
+}
 
 /// This host's name (`gethostname`), lossy if it is not UTF-8; `None` if it cannot be read.
 pub fn hostname() -> Option<String> {
@@ -50,6 +76,7 @@ pub fn for_window(started: SystemTime, ended: SystemTime) -> Provenance {
         started_at: Some(format_rfc3339(started)),
         ended_at: Some(format_rfc3339(ended)),
         hostmax_version: Some(env!("CARGO_PKG_VERSION").to_string()),
+        hostmax_commit: COMMIT.map(String::from),
         command_line: Some(redacted_command_line(
             std::env::args_os().map(|a| a.to_string_lossy().into_owned()),
         )),
@@ -226,9 +253,39 @@ pub fn stamp_run(report: &mut HostReport, measured: Duration) {
     report.provenance = for_window(ended - measured, ended);
 }
 
+/// The build script's parsing and wording, tested here (`build.rs` includes the same file).
+#[cfg(test)]
+#[path = "../build/commit.rs"]
+mod build_commit;
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_version_line_names_the_version_and_the_commit() {
+        let line = version_line();
+        let version = env!("CARGO_PKG_VERSION");
+        assert_eq!(
+            line,
+            format!("hostmax {}", build_commit::version_text(version, COMMIT))
+        );
+        if let Some(commit) = COMMIT {
+            let sha = commit.strip_suffix("-dirty").unwrap_or(commit);
+            assert!(
+                sha.len() >= 7 && sha.bytes().all(|b| b.is_ascii_hexdigit()),
+                "{commit}"
+            );
+            assert_eq!(
+                for_window(SystemTime::now(), SystemTime::now())
+                    .hostmax_commit
+                    .as_deref(),
+                Some(commit)
+            );
+        } else {
+            assert_eq!(line, format!("hostmax {version} (commit unknown)"));
+        }
+    }
 
     fn at(text: &str) -> SystemTime {
         parse_rfc3339(text).unwrap()

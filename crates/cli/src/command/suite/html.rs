@@ -112,11 +112,12 @@ pub fn render(report: &SuiteReport) -> anyhow::Result<String> {
     let or_unknown = |v: &Option<String>| v.clone().unwrap_or_else(|| "unknown".into());
     writeln!(
         h,
-        "<p class=\"note\">Run {} on {} (kernel {}), hostmax {}, measured {} to {}; command: <code>{}</code></p>",
+        "<p class=\"note\">Run {} on {} (kernel {}), hostmax {} (commit {}), measured {} to {}; command: <code>{}</code></p>",
         esc(&or_unknown(&pv.run_id)),
         esc(&or_unknown(&report.hostname)),
         esc(&or_unknown(&pv.kernel)),
         esc(&or_unknown(&pv.hostmax_version)),
+        esc(&or_unknown(&pv.hostmax_commit)),
         esc(&or_unknown(&pv.started_at)),
         esc(&or_unknown(&pv.ended_at)),
         esc(&pv.command_line.as_deref().unwrap_or_default().join(" "))
