@@ -121,6 +121,24 @@ fn needs_a_fleet(block: &str) -> Option<&'static str> {
         .then_some("an Ansible inventory of hosts")
 }
 
+/// The first line of a block that installs software (README's Install section): not run
+/// here, where it would change this machine; the release checks (`tests/dist/run.sh`) install
+/// each artifact in a root of its own, and `.ci/run` builds from crates.io's packaging.
+fn installs_software(block: &str) -> Option<&str> {
+    const INSTALLERS: [&str; 6] = [
+        "sudo ",
+        "apt ",
+        "dpkg ",
+        "podman ",
+        "cargo install ",
+        "install ",
+    ];
+    block
+        .lines()
+        .map(str::trim_start)
+        .find(|l| INSTALLERS.iter().any(|i| l.starts_with(i)) || l.contains("&& sudo "))
+}
+
 /// What a block that runs `ansible-playbook` needs: the real one from PyPI (a virtualenv under
 /// target/), an inventory of this one host, and the repository's `examples/` (the block names
 /// them relative to the repository). None for other blocks.
@@ -294,6 +312,13 @@ fn readme_sh_blocks_run_as_written() {
     for (n, (_, body)) in blocks.iter().filter(|(info, _)| info == "sh").enumerate() {
         if let Some(tool) = needs_a_fleet(body) {
             say_skipped(&format!("README sh block {n} needs {tool}"));
+            continue;
+        }
+        if let Some(line) = installs_software(body) {
+            say_skipped(&format!(
+                "README sh block {n} installs software on this machine ({line}); \
+                 tests/dist/run.sh installs each artifact where a user would"
+            ));
             continue;
         }
         let script = runnable(body);

@@ -1,6 +1,8 @@
 //! hostmax-simhost, the simulated host: throttled loop volumes on tmpfs (or null_blk volumes)
-//! for `hostmax demo` and hostmax's tests, and the scaffolding those tests share. Not
-//! published: it makes loop devices, null_blk devices and cgroups on the machine it runs on.
+//! for `hostmax demo` and hostmax's tests, and the scaffolding those tests share. Published as
+//! the `hostmax` tool's support crate (so `cargo install hostmax` builds from crates.io), not
+//! as a library for others: its API follows the tool's needs, and it makes loop devices,
+//! null_blk devices and cgroups on the machine it runs on.
 //!
 //! - [`SimulatedHost`] builds what a [`SimHostSpec`] asks for and removes all of it on drop:
 //!   loop volumes over unlinked sparse files in `/dev/shm`, per-volume IOPS/bandwidth caps, and
@@ -27,6 +29,12 @@
 //! exec) is in one private module, `sys`.
 
 #![warn(missing_docs)]
+
+// The README's example is compiled as a doc test too (not run: it needs root), so it cannot
+// drift.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeExample;
 
 mod error;
 mod file_lock;
