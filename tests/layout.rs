@@ -337,10 +337,13 @@ fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
 fn read_crate(src: &Path) -> CrateSources {
     let mut paths = Vec::new();
     rust_files(src, &mut paths);
-    // main.rs is its own crate root (the binary), not a module of lib.rs.
-    paths.retain(|path| {
-        !(path.file_name().is_some_and(|n| n == "main.rs") && path.parent() == Some(src))
-    });
+    // Beside a lib.rs, main.rs is its own crate root (the binary), not a module of lib.rs; a
+    // binary-only crate (xtask) has main.rs as its root.
+    if src.join("lib.rs").exists() {
+        paths.retain(|path| {
+            !(path.file_name().is_some_and(|n| n == "main.rs") && path.parent() == Some(src))
+        });
+    }
     let files: BTreeMap<ModPath, PathBuf> = paths
         .into_iter()
         .map(|path| (module_of(src, &path), path))
