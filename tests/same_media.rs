@@ -99,7 +99,9 @@ fn a_mounted_image_is_not_written_through_another_loop_device_or_the_file_itself
     assert_shared(&image_name, &user, &image_name);
 
     // The case: a whole second device from 64 MiB on is apart from a mount of the
-    // first 64 MiB and may be written (it holds nothing).
+    // first 64 MiB and may be written (it holds nothing). The overlapping device goes first:
+    // this test holds it open for writing, which makes its range in use.
+    drop(overlapping);
     let apart = attach(&image, 64 * MIB, 0);
     let args = write_args(&path_of(&apart), &["--allow-write"]);
     let out = run_hostmax(&args, None);
@@ -322,5 +324,322 @@ fn two_paths_to_one_lun_one_mounted_refuse_the_other() {
             "mounted at",
             "no flag overrides",
         ],
+    );
+}
+
+/// A helper process for a test (a mount in its own namespace, an open descriptor), killed on
+/// drop.
+struct Helper(std::process::Child);
+
+impl Helper {
+    /// Runs `script` in `sh` (with `unshare` options first, if any) and waits for it to print
+    /// `ready` on stdout.
+    fn start(unshare: &[&str], script: &str) -> Helper {
+        use std::io::{BufRead, BufReader};
+        let mut cmd = if unshare.is_empty() {
+            Command::new("sh")
+        } else {
+            let mut c = Command::new("unshare");
+            c.args(unshare).arg("sh");
+            c
+        };
+        let mut child = cmd
+            .arg("-c")
+            .arg(script)
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .expect("run sh");
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let helper = Helper(child);
+        assert_eq!(
+            line.trim(),
+            "ready",
+            "the helper did not get ready: {script}"
+        );
+        helper
+    }
+}
+
+impl Drop for Helper {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// A read run that must be refused for overlapping targets.
+fn assert_overlap_refused(targets: &[&str], expected: &[&str]) {
+    let mut args = vec!["--devices".to_string()];
+    args.extend(targets.iter().map(|t| t.to_string()));
+    args.extend(["--runtime", "1s", "--ramp", "0s"].map(String::from));
+    let out = run_hostmax(&args, None);
+    assert_refused(&args, &out, expected);
+}
+
+#[test]
+fn targets_that_reach_the_same_storage_are_refused_unless_allowed() {
+    require_root!();
+    let dir = ScratchDir::new("same-media-overlap");
+    let image = dir.file("vol.img", 96 * MIB);
+    let image_name = image.display().to_string();
+    let whole = attach(&image, 0, 0);
+    let same = attach(&image, 0, 0);
+    let from_32m = attach(&image, 32 * MIB, 0);
+    let first_32m = attach(&image, 0, 32 * MIB);
+    let rule = "the same blocks would be measured twice";
+    // Two loop devices over one file, a loop device and its own file, overlapping offsets.
+    assert_overlap_refused(
+        &[&path_of(&whole), &path_of(&same)],
+        &[
+            "reach the same storage",
+            &image_name,
+            rule,
+            "--allow-overlap",
+        ],
+    );
+    assert_overlap_refused(&[&path_of(&whole), &image_name], &[rule]);
+    assert_overlap_refused(&[&path_of(&from_32m), &path_of(&whole)], &[rule]);
+    // Ranges apart are two volumes.
+    let args = [
+        "--devices",
+        &path_of(&first_32m),
+        &path_of(&from_32m),
+        "--runtime",
+        "1s",
+        "--ramp",
+        "0s",
+    ];
+    run_hostmax_ok(&args);
+    // And the user may ask for the overlap.
+    let mut allowed = vec!["--allow-overlap", "--devices"];
+    let (a, b) = (path_of(&whole), path_of(&same));
+    allowed.extend([a.as_str(), b.as_str(), "--runtime", "1s", "--ramp", "0s"]);
+    run_hostmax_ok(&allowed);
+}
+
+#[test]
+fn an_image_mounted_in_another_mount_namespace_is_not_written() {
+    require_root!();
+    let dir = ScratchDir::new("same-media-netns");
+    let image = dir.file("fs.img", 64 * MIB);
+    let image_name = image.display().to_string();
+    let mounted = attach(&image, 0, 0);
+    run_tool("mkfs.ext4", "e2fsprogs", &["-q", "-F", &path_of(&mounted)]);
+    let mnt = dir.join("mnt");
+    fs::create_dir_all(&mnt).unwrap();
+    // Mounted only inside a namespace of its own: this process's mount table never shows it.
+    let _holder = Helper::start(
+        &["--mount", "--propagation", "private"],
+        &format!(
+            "mount {} {} && echo ready && exec sleep 120",
+            path_of(&mounted),
+            mnt.display()
+        ),
+    );
+    let other = attach(&image, 0, 0);
+    let before = kernel_completions(other.kernel_name()).1;
+    for target in [path_of(&other), image_name.clone()] {
+        let user = format!("{}, mounted at {}", path_of(&mounted), mnt.display());
+        let said = assert_shared(&target, &user, &image_name);
+        assert!(said.contains("(in the mount namespace of pid"), "{said}");
+    }
+    assert_eq!(kernel_completions(other.kernel_name()).1, before);
+}
+
+#[test]
+fn a_lazily_unmounted_filesystem_still_open_keeps_its_image_in_use() {
+    require_root!();
+    let dir = ScratchDir::new("same-media-lazy");
+    let image = dir.file("fs.img", 64 * MIB);
+    let image_name = image.display().to_string();
+    let mounted = attach(&image, 0, 0);
+    run_tool("mkfs.ext4", "e2fsprogs", &["-q", "-F", &path_of(&mounted)]);
+    let mount = Mount::new(&path_of(&mounted), &dir.join("mnt"), &[]);
+    fs::write(mount.0.join("held"), "data").unwrap();
+    let _holder = Helper::start(
+        &[],
+        &format!(
+            "exec 3<{}; echo ready; exec sleep 120",
+            mount.0.join("held").display()
+        ),
+    );
+    let status = Command::new("umount")
+        .arg("-l")
+        .arg(&mount.0)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    // Gone from every mount table, still alive: its device is claimed.
+    assert_shared(
+        &image_name,
+        &format!("{}, claimed", path_of(&mounted)),
+        &image_name,
+    );
+}
+
+#[test]
+fn an_image_whose_name_ends_in_a_space_is_still_known_by_its_inode() {
+    require_root!();
+    let dir = ScratchDir::new("same-media-space");
+    // sysfs trims the backing file's name: "fs.img " shows as "fs.img", which does not exist.
+    let image = dir.file("fs.img ", 64 * MIB);
+    let image_name = image.display().to_string();
+    let mounted = attach(&image, 0, 0);
+    run_tool("mkfs.ext4", "e2fsprogs", &["-q", "-F", &path_of(&mounted)]);
+    let _mount = Mount::new(&path_of(&mounted), &dir.join("mnt"), &[]);
+    let user = format!("{}, mounted at", path_of(&mounted));
+    assert_shared(&image_name, &user, "fs.img");
+    let other = attach(&image, 0, 0);
+    assert_shared(&path_of(&other), &user, "fs.img");
+}
+
+#[test]
+fn a_loop_device_open_for_writing_by_another_process_keeps_its_file_in_use() {
+    require_root!();
+    let dir = ScratchDir::new("same-media-writer");
+    let image = dir.file("disk.img", 64 * MIB);
+    let image_name = image.display().to_string();
+    // A loop device this test does not hold open (losetup's own), detached on drop.
+    struct Losetup(String);
+    impl Drop for Losetup {
+        fn drop(&mut self) {
+            let _ = Command::new("losetup").arg("-d").arg(&self.0).status();
+        }
+    }
+    let out = Command::new("losetup")
+        .args(["--find", "--show"])
+        .arg(&image)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let used = Losetup(String::from_utf8_lossy(&out.stdout).trim().to_string());
+    // A program (a VM, dd) writing through another loop device over the file.
+    let _writer = Helper::start(
+        &[],
+        &format!("exec 3<>{}; echo ready; exec sleep 120", used.0),
+    );
+    let args = write_args(&image_name, &["--allow-write", "--force"]);
+    let out = run_hostmax(&args, None);
+    assert_refused(&args, &out, &[&used.0, "open for writing by pid", "sleep"]);
+    // Open only for reading (udev's probe, blkid): not in use.
+    drop(_writer);
+    let _reader = Helper::start(
+        &[],
+        &format!("exec 3<{}; echo ready; exec sleep 120", used.0),
+    );
+    let args = write_args(&image_name, &["--allow-write", "--force"]);
+    let out = run_hostmax(&args, None);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn a_mount_made_while_waiting_for_the_start_time_is_refused_before_any_write() {
+    use std::io::{BufRead, BufReader};
+    require_root!();
+    let dir = ScratchDir::new("same-media-start-at");
+    let image = dir.file("fs.img", 64 * MIB);
+    let image_name = image.display().to_string();
+    run_tool("mkfs.ext4", "e2fsprogs", &["-q", "-F", &image_name]);
+    let target = attach(&image, 0, 0);
+    let before = kernel_completions(target.kernel_name()).1;
+    let mut args = write_args(&path_of(&target), &["--allow-write", "--force"]);
+    args.extend(["--start-at".to_string(), "+4s".to_string()]);
+    let mut child = Command::new(hostmax_bin())
+        .args(&args)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let mut line = String::new();
+    stderr.read_line(&mut line).unwrap();
+    assert!(line.contains("starting at"), "{line}");
+    // Checked, held and waiting: now another name of the image gets mounted.
+    let other = attach(&image, 0, 0);
+    let mount = Mount::new(&path_of(&other), &dir.join("mnt"), &[]);
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut stderr, &mut rest).unwrap();
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(2), "{line}{rest}");
+    assert!(
+        rest.contains("shares its media") && rest.contains(&path_of(&other)),
+        "{rest}"
+    );
+    assert_eq!(
+        kernel_completions(target.kernel_name()).1,
+        before,
+        "written"
+    );
+    drop(mount);
+    run_tool("fsck.ext4", "e2fsprogs", &["-n", "-f", &image_name]);
+}
+
+#[test]
+fn a_signal_during_the_checks_calls_a_write_run_off_before_its_first_write() {
+    use std::os::unix::fs::PermissionsExt;
+    require_root!();
+    let dir = ScratchDir::new("same-media-sigint");
+    let image = dir.file("vol.img", 64 * MIB);
+    let target = attach(&image, 0, 0);
+    // A slow wipefs: the checks take seconds, and a Ctrl-C comes in the middle.
+    let real = require_tool("wipefs", "util-linux").unwrap_or_else(|e| panic!("{e}"));
+    let bin = dir.join("bin");
+    fs::create_dir_all(&bin).unwrap();
+    let marker = dir.join("probing");
+    let stub = bin.join("wipefs");
+    fs::write(
+        &stub,
+        format!(
+            "#!/bin/sh\ntouch {}\nsleep 2\nexec {} \"$@\"\n",
+            marker.display(),
+            real.display()
+        ),
+    )
+    .unwrap();
+    fs::set_permissions(&stub, fs::Permissions::from_mode(0o755)).unwrap();
+    let before = kernel_completions(target.kernel_name()).1;
+    let args = write_args(&path_of(&target), &["--allow-write"]);
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let child = Command::new(hostmax_bin())
+        .args(&args)
+        .env("PATH", path)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while !marker.exists() {
+        assert!(std::time::Instant::now() < deadline, "wipefs never ran");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGINT,
+    )
+    .unwrap();
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{stderr}");
+    assert!(stderr.contains("nothing was written"), "{stderr}");
+    assert_eq!(
+        kernel_completions(target.kernel_name()).1,
+        before,
+        "written after the signal: {stderr}"
     );
 }

@@ -447,30 +447,59 @@ fn create_one(path: &Path, size: u64) -> Result<TargetInfo, BadInput> {
     probed
 }
 
-/// Refuses targets that overlap on one medium: a partition given beside its own disk (the same
-/// blocks measured twice, and their sum counted as two devices), unless `allow` (the user's
-/// `--allow-overlap`). Partitions and disks are told apart by `sysfs` (a stand-in in tests).
+/// Refuses targets that reach the same storage, unless `allow` (the user's `--allow-overlap`):
+/// a partition beside its own disk, two loop devices over one file or its overlapping ranges, a
+/// loop device beside its own backing file, devices stacked on one disk range (the same blocks
+/// measured twice and counted as two devices; `--verify` would take the other's writes for
+/// misdirected blocks). What each target reaches is `hostmax_device::media`'s, the rule the
+/// write-safety checks use for mounts and swap; `sysfs` is a stand-in in tests.
 pub fn check_overlaps(targets: &[TargetInfo], allow: bool, sysfs: &Sysfs) -> Result<(), BadInput> {
+    use hostmax_device::media::{
+        loop_backing, read_dm_table, shared_media, MediaSources, MediaUser,
+    };
     if allow {
         return Ok(());
     }
-    // Each block device by its kernel name (from its device number, whatever it was called).
-    let devices: Vec<(&TargetInfo, String)> = targets
-        .iter()
-        .filter_map(|t| match identity(t) {
-            Some(Identity::Device(major, minor)) => Some((t, sysfs.kernel_name((major, minor))?)),
-            _ => None,
-        })
-        .collect();
-    for (part, name) in &devices {
-        let Some(disk) = sysfs.partition_disk(name) else {
-            continue;
-        };
-        if let Some((whole, _)) = devices.iter().find(|(_, name)| *name == disk) {
+    let media = MediaSources {
+        sysfs,
+        dm_table: &read_dm_table,
+        loop_backing: &loop_backing,
+    };
+    let reach: Vec<_> = targets.iter().map(|t| media.target_extents(t)).collect();
+    for (i, (a, (extents, _))) in targets.iter().zip(&reach).enumerate() {
+        for (b, (others, _)) in targets.iter().zip(&reach).skip(i + 1) {
+            let other = MediaUser {
+                what: String::new(),
+                device: None,
+                extents: others.clone(),
+            };
+            let Some((_, medium)) = shared_media(extents, &[], &[], std::slice::from_ref(&other))
+                .into_iter()
+                .next()
+            else {
+                continue;
+            };
+            let name = |t: &TargetInfo| {
+                identity(t).and_then(|id| match id {
+                    Identity::Device(major, minor) => sysfs.kernel_name((major, minor)),
+                    Identity::Inode(..) => None,
+                })
+            };
+            let (first, second) = (a.path.display(), b.path.display());
+            let partition_of = |p: &TargetInfo, d: &TargetInfo| {
+                name(p)
+                    .and_then(|n| sysfs.partition_disk(&n))
+                    .is_some_and(|disk| name(d).as_deref() == Some(disk.as_str()))
+            };
+            let what = if partition_of(b, a) {
+                format!("{second} is a partition of {first}, also given")
+            } else if partition_of(a, b) {
+                format!("{first} is a partition of {second}, also given")
+            } else {
+                format!("{first} and {second} reach the same storage ({medium})")
+            };
             return Err(BadInput(format!(
-                "{} is a partition of {}, also given: the same blocks would be measured twice; drop one, or add --allow-overlap to measure both",
-                part.path.display(),
-                whole.path.display()
+                "{what}: the same blocks would be measured twice; drop one, or add --allow-overlap to measure both"
             )));
         }
     }
@@ -518,6 +547,7 @@ mod tests {
             path: PathBuf::from(path),
             kind: TargetKind::BlockDevice,
             rdev: Some(rdev),
+            kernel_name: path.strip_prefix("/dev/").map(String::from),
             ..planned_file(Path::new("/tmp/x"), 1 << 20).unwrap()
         };
         let (sda, sda1, sdb) = (

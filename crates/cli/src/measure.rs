@@ -79,6 +79,15 @@ impl Observer for LiveRun<'_, '_> {
     fn before_start(&mut self, prepared: &PreparedRun) -> ControlFlow<()> {
         let plan = self.plan;
         let ready = crate::plan::start_at::wait_for_start(plan.fleet.start_at).and_then(|sig| {
+            // A signal during the checks (a slow wipefs) calls a write run off before its first
+            // write; a read run starts and stops at once, and still reports.
+            let sig = sig.or_else(|| {
+                let caught = crate::signals::watch().signal();
+                (caught != 0 && plan.workload.pattern.writes()).then(|| {
+                    eprintln!("hostmax: interrupted before the first write; nothing was written");
+                    caught
+                })
+            });
             self.interrupted = sig;
             if sig.is_some() {
                 return Ok(());

@@ -79,6 +79,7 @@ struct ReadmeExample;
 mod claim;
 mod cpu_list;
 pub mod identity;
+mod loop_status;
 pub mod media;
 mod queue_map;
 pub mod safety;

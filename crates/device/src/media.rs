@@ -1,8 +1,9 @@
 //! Same media by any name: what storage a block device or a regular file reaches in the end
 //! ([`Extent`]s of a [`Medium`]), followed through the kernel's own links rather than names.
 //!
-//! A loop device reaches its backing file (by device and inode: `loop/backing_file`, stat'ed)
-//! from `loop/offset` for `loop/sizelimit` bytes; a partition reaches its disk from its `start`;
+//! A loop device reaches its backing file (by device and inode, as the loop driver itself says:
+//! [`loop_backing`]; a name is only the fallback where the driver cannot be asked) from
+//! `loop/offset` for `loop/sizelimit` bytes; a partition reaches its disk from its `start`;
 //! a device-mapper device reaches its `slaves/` (the exact ranges of `linear` tables, as
 //! `dmsetup table` gives them; the whole slave for any other table, or when the table cannot be
 //! read); md and other stacked devices reach their whole `slaves/`; a whole disk is itself and,
@@ -19,6 +20,7 @@
 use std::os::unix::fs::{FileTypeExt, MetadataExt};
 use std::path::Path;
 
+pub use crate::loop_status::{loop_backing, LoopBacking};
 use crate::sysfs::{sorted_names, Sysfs};
 use crate::target::{TargetInfo, TargetKind};
 
@@ -113,7 +115,13 @@ pub struct MediaSources<'a> {
     pub sysfs: &'a Sysfs,
     /// The table of a dm device by number ([`read_dm_table`] on a real host).
     pub dm_table: &'a dyn Fn((u32, u32)) -> Option<Vec<DmSegment>>,
+    /// A loop device's backing by kernel name and number ([`loop_backing`] on a real host;
+    /// `None` falls back to stat'ing the name in `loop/backing_file`).
+    pub loop_backing: &'a LoopBackingReader,
 }
+
+/// How [`MediaSources`] asks a loop device's backing: by kernel name and device number.
+pub type LoopBackingReader = dyn Fn(&str, (u32, u32)) -> Option<LoopBacking>;
 
 fn parse_dev(s: &str) -> Option<(u32, u32)> {
     let (major, minor) = s.trim().split_once(':')?;
@@ -177,23 +185,34 @@ impl MediaSources<'_> {
                 return;
             }
             let (s, e) = (start.saturating_add(offset), end.saturating_add(offset));
-            // The kernel shows a backing file's current path (renames follow it) and marks a
-            // deleted one: stat the path for its inode where it is still there.
-            let meta = std::fs::metadata(&backing).ok();
-            if let Some(m) = meta.as_ref().filter(|m| m.file_type().is_block_device()) {
-                let dev = (libc::major(m.rdev()), libc::minor(m.rdev()));
-                if let Some(below) = self.sysfs.kernel_name(dev) {
-                    self.walk(&below, (s, e), stack, out, depth + 1);
-                    return;
-                }
+            // The driver's own identity of the backing first; the name the kernel shows (its
+            // current path, trimmed, "(deleted)" marked) only where the driver cannot be asked.
+            let driver = self.dev_of(name).and_then(|d| (self.loop_backing)(name, d));
+            let meta = match driver {
+                Some(_) => None,
+                None => std::fs::metadata(&backing).ok(),
+            };
+            let below_dev = match driver {
+                Some(LoopBacking::Block(dev)) => Some(dev),
+                _ => meta
+                    .as_ref()
+                    .filter(|m| m.file_type().is_block_device())
+                    .map(|m| (libc::major(m.rdev()), libc::minor(m.rdev()))),
+            };
+            if let Some(below) = below_dev.and_then(|dev| self.sysfs.kernel_name(dev)) {
+                self.walk(&below, (s, e), stack, out, depth + 1);
+                return;
             }
-            let medium = meta
-                .filter(|m| m.is_file())
-                .map(|m| Medium::File {
-                    dev: m.dev(),
-                    ino: m.ino(),
-                })
-                .unwrap_or_else(|| Medium::FileNamed(backing.clone()));
+            let medium = match driver {
+                Some(LoopBacking::File { dev, ino }) => Medium::File { dev, ino },
+                _ => meta
+                    .filter(|m| m.is_file())
+                    .map(|m| Medium::File {
+                        dev: m.dev(),
+                        ino: m.ino(),
+                    })
+                    .unwrap_or_else(|| Medium::FileNamed(backing.clone())),
+            };
             out.push(Extent {
                 medium,
                 start: s,
@@ -552,9 +571,11 @@ mod tests {
         );
         let sysfs = Sysfs::at(&sys.0);
         let no_tables = |_| None;
+        let no_driver = |_: &str, _| None;
         let src = MediaSources {
             sysfs: &sysfs,
             dm_table: &no_tables,
+            loop_backing: &no_driver,
         };
         let users = media_users(&src, &[mounted((7, 0), "/mnt")], &[]);
         assert_eq!(users.len(), 1, "{users:?}");
@@ -605,9 +626,11 @@ mod tests {
             };
             Some(parse_dm_table(&format!("0 65536 linear 7:3 {start}\n")))
         };
+        let no_driver = |_: &str, _| None;
         let src = MediaSources {
             sysfs: &sysfs,
             dm_table: &tables,
+            loop_backing: &no_driver,
         };
         let mounts = [mounted((254, 17), "/data"), mounted((253, 0), "/srv")];
         let users = media_users(&src, &mounts, &[]);
@@ -626,6 +649,7 @@ mod tests {
         let blind = MediaSources {
             sysfs: &sysfs,
             dm_table: &no_tables,
+            loop_backing: &no_driver,
         };
         let users = media_users(&blind, &mounts, &[]);
         assert!(!shared_with(&blind, &device("dm-2", (253, 2), 32 * MIB), &users).is_empty());

@@ -30,7 +30,10 @@ use std::fs::File;
 use std::os::unix::io::AsRawFd;
 
 use crate::claim::open_exclusive;
-use crate::media::{media_users, read_dm_table, shared_media, MediaSources, MountedAt, SwapArea};
+use crate::media::{
+    loop_backing, media_users, read_dm_table, shared_media, MediaSources, MediaUser, MountedAt,
+    SwapArea,
+};
 use crate::signature::{probe_with_blkid, Signature};
 use crate::sysfs::{sorted_names, Sysfs};
 use crate::target::{verify_opened, TargetInfo, TargetKind};
@@ -44,6 +47,12 @@ pub struct SystemSources {
     pub swaps: PathBuf,
     /// Sysfs, for block devices, their partitions, holders and the devices below them.
     pub sysfs: Sysfs,
+    /// Also read the mount table of every other mount namespace (`/proc/PID/mountinfo` of one
+    /// process in each), and ask every loop device over a target's media whether anything
+    /// claims it or has it open for writing: what this process's own mount table cannot show
+    /// (a mount in a container, a lazily unmounted filesystem still in use). On by default;
+    /// off for checks fed synthetic state.
+    pub whole_system: bool,
 }
 
 impl Default for SystemSources {
@@ -52,6 +61,7 @@ impl Default for SystemSources {
             mountinfo: PathBuf::from("/proc/self/mountinfo"),
             swaps: PathBuf::from("/proc/swaps"),
             sysfs: Sysfs::default(),
+            whole_system: true,
         }
     }
 }
@@ -752,11 +762,22 @@ fn write_safety(
 ) -> Result<(), WriteRefused> {
     let any_device = targets.iter().any(|t| t.kind == TargetKind::BlockDevice);
     let read = |p: &Path| std::fs::read_to_string(p).map_err(|e| format!("{}: {e}", p.display()));
-    let mounts = match read(&sources.mountinfo) {
+    let own_mounts = match read(&sources.mountinfo) {
         Ok(text) => Ok(parse_mountinfo(&text)),
         Err(e) if any_device => Err(e),
         Err(_) => Ok(Vec::new()),
     };
+    // The root filesystem is this process's; a mount anywhere else refuses just the same.
+    let root = own_mounts
+        .as_ref()
+        .map(|m| root_device_names(m, &sources.sysfs))
+        .unwrap_or_default();
+    let mounts = own_mounts.map(|mut mounts| {
+        if sources.whole_system {
+            mounts.extend(other_namespace_mounts(Path::new("/proc")));
+        }
+        mounts
+    });
     // No swap support compiled in means no /proc/swaps and no swap.
     let swaps = read(&sources.swaps)
         .map(|t| identify_swaps(&parse_swaps(&t)))
@@ -776,10 +797,6 @@ fn write_safety(
             _ => None,
         })
         .collect();
-    let root = mounts
-        .as_ref()
-        .map(|m| root_device_names(m, &sources.sysfs))
-        .unwrap_or_default();
     let mut refusals = match &mounts {
         Ok(mounts) => write_refusals(targets, &families, flags, mounts, &swaps, &root),
         Err(why) => targets
@@ -819,9 +836,16 @@ fn write_safety(
     // devices built on the same disk range, other paths to the same LUN.
     if let Ok(mounts) = &mounts {
         let dm_table = read_dm_table;
+        let driver = |name: &str, dev| loop_backing(name, dev);
+        let no_driver = |_: &str, _| None;
         let media = MediaSources {
             sysfs: &sources.sysfs,
             dm_table: &dm_table,
+            loop_backing: if sources.whole_system {
+                &driver
+            } else {
+                &no_driver
+            },
         };
         let mounted: Vec<MountedAt<'_>> = mounts
             .iter()
@@ -832,19 +856,40 @@ fn write_safety(
             .map(|s| (s.path.as_path(), s.rdev, s.inode))
             .collect();
         let users = media_users(&media, &mounted, &swapped);
+        // Every loop device not among the users above, and not ours: a user only if something
+        // claims it or writes through it, which is asked only of those over a target's media.
+        let ours: Vec<&str> = targets
+            .iter()
+            .filter_map(|t| t.kernel_name.as_deref())
+            .collect();
+        let loops: Vec<MediaUser> = if sources.whole_system {
+            other_loop_devices(&media, &users, &ours)
+        } else {
+            Vec::new()
+        };
+        let mut loop_use = LoopUse::default();
         for (t, family) in targets.iter().zip(&families) {
             let (extents, stack) = media.target_extents(t);
             let own: Vec<String> = family
                 .iter()
                 .flat_map(|f| f.nodes.iter().map(|n| n.name.clone()))
                 .collect();
-            let reasons = shared_media(&extents, &stack, &own, &users)
+            let mut reasons: Vec<RefusalReason> = shared_media(&extents, &stack, &own, &users)
                 .into_iter()
                 .map(|(user, medium)| RefusalReason::SharesMedia {
                     medium,
                     user: user.what.clone(),
                 })
                 .collect();
+            for (sibling, medium) in shared_media(&extents, &stack, &own, &loops) {
+                let name = sibling.device.as_deref().unwrap_or_default();
+                if let Some(how) = loop_use.in_use(&sources.sysfs, name) {
+                    reasons.push(RefusalReason::SharesMedia {
+                        medium,
+                        user: format!("/dev/{name}, {how}"),
+                    });
+                }
+            }
             add(&t.path, reasons);
         }
     }
@@ -896,6 +941,149 @@ fn write_safety(
     // Keep the user's order of targets in the message.
     refusals.sort_by_key(|r| targets.iter().position(|t| t.path == r.path));
     Err(WriteRefused { refusals })
+}
+
+/// The mounts of every mount namespace but this process's: one process's `mountinfo` per
+/// namespace (`/proc/PID/ns/mnt`), each mount point named with that process, since its path
+/// means something only there. Processes that vanish or cannot be read are passed over.
+fn other_namespace_mounts(proc_root: &Path) -> Vec<MountEntry> {
+    let own = std::fs::read_link(proc_root.join("self/ns/mnt")).ok();
+    let mut seen = std::collections::BTreeSet::new();
+    let mut out = Vec::new();
+    for pid in sorted_names(proc_root)
+        .into_iter()
+        .filter(|n| n.bytes().all(|b| b.is_ascii_digit()))
+    {
+        let Ok(ns) = std::fs::read_link(proc_root.join(&pid).join("ns/mnt")) else {
+            continue;
+        };
+        if Some(&ns) == own.as_ref() || !seen.insert(ns) {
+            continue;
+        }
+        let Ok(text) = std::fs::read_to_string(proc_root.join(&pid).join("mountinfo")) else {
+            continue;
+        };
+        out.extend(parse_mountinfo(&text).into_iter().map(|mut m| {
+            m.mount_point = PathBuf::from(format!(
+                "{} (in the mount namespace of pid {pid})",
+                m.mount_point.display()
+            ));
+            m
+        }));
+    }
+    out
+}
+
+/// Every bound loop device that is not already a user and not one of `ours` (the targets,
+/// which this process may hold), with the extents it reaches: candidates, not yet users.
+fn other_loop_devices(
+    media: &MediaSources<'_>,
+    users: &[MediaUser],
+    ours: &[&str],
+) -> Vec<MediaUser> {
+    sorted_names(&media.sysfs.path("class/block"))
+        .into_iter()
+        .filter(|name| name.starts_with("loop") && !ours.contains(&name.as_str()))
+        .filter(|name| !users.iter().any(|u| u.device.as_deref() == Some(name)))
+        .filter(|name| {
+            media
+                .sysfs
+                .path("class/block")
+                .join(name)
+                .join("loop/backing_file")
+                .exists()
+        })
+        .map(|name| {
+            let extents = media.device_extents(&name, (0, u64::MAX), &mut Vec::new());
+            MediaUser {
+                what: format!("/dev/{name}"),
+                device: Some(name),
+                extents,
+            }
+        })
+        .collect()
+}
+
+/// Whether loop devices are in use by others, asked once each: claimed (an exclusive open
+/// fails: a mount in any namespace, a lazily unmounted filesystem still open, swap, a dm or md
+/// member) or open for writing by another process (found through `/proc/PID/fd`, read once).
+#[derive(Default)]
+struct LoopUse {
+    answers: std::collections::BTreeMap<String, Option<String>>,
+    writers: Option<std::collections::BTreeMap<u64, Vec<String>>>,
+}
+
+impl LoopUse {
+    fn in_use(&mut self, sysfs: &Sysfs, name: &str) -> Option<String> {
+        if let Some(answer) = self.answers.get(name) {
+            return answer.clone();
+        }
+        let answer = self.ask(sysfs, name);
+        self.answers.insert(name.to_string(), answer.clone());
+        answer
+    }
+
+    fn ask(&mut self, sysfs: &Sysfs, name: &str) -> Option<String> {
+        let dev = sysfs
+            .value(format!("class/block/{name}/dev"))
+            .and_then(|d| parse_dev(&d))?;
+        let node = PathBuf::from(format!("/dev/{name}"));
+        let is_it = std::fs::metadata(&node).is_ok_and(|m| {
+            m.file_type().is_block_device() && (libc::major(m.rdev()), libc::minor(m.rdev())) == dev
+        });
+        if is_it && exclusive_open_busy(&node) {
+            return Some(
+                "claimed by another opener (a mount, in any mount namespace or lazily \
+                 unmounted, swap, or a device built on it)"
+                    .to_string(),
+            );
+        }
+        let rdev = libc::makedev(dev.0, dev.1);
+        let writers = self.writers.get_or_insert_with(writers_by_device);
+        writers
+            .get(&rdev)
+            .map(|who| format!("open for writing by {}", who.join(", ")))
+    }
+}
+
+/// Block devices open for writing by processes other than this one: device number to
+/// `pid N (COMM)` (from `/proc/PID/fd` and the access mode in `/proc/PID/fdinfo`).
+fn writers_by_device() -> std::collections::BTreeMap<u64, Vec<String>> {
+    let me = std::process::id().to_string();
+    let mut out: std::collections::BTreeMap<u64, Vec<String>> = Default::default();
+    let proc_root = Path::new("/proc");
+    for pid in sorted_names(proc_root)
+        .into_iter()
+        .filter(|n| n != &me && n.bytes().all(|b| b.is_ascii_digit()))
+    {
+        let fd_dir = proc_root.join(&pid).join("fd");
+        for fd in sorted_names(&fd_dir) {
+            let Ok(meta) = std::fs::metadata(fd_dir.join(&fd)) else {
+                continue;
+            };
+            if !meta.file_type().is_block_device() {
+                continue;
+            }
+            let writes = std::fs::read_to_string(proc_root.join(&pid).join("fdinfo").join(&fd))
+                .ok()
+                .and_then(|info| {
+                    let flags = info.lines().find_map(|l| l.strip_prefix("flags:"))?;
+                    i32::from_str_radix(flags.trim(), 8).ok()
+                })
+                .is_some_and(|flags| flags & libc::O_ACCMODE != libc::O_RDONLY);
+            if writes {
+                let comm = std::fs::read_to_string(proc_root.join(&pid).join("comm"))
+                    .map(|c| c.trim().to_string())
+                    .unwrap_or_default();
+                let who = format!("pid {pid} ({comm})");
+                let entry = out.entry(meta.rdev()).or_default();
+                if !entry.contains(&who) {
+                    entry.push(who);
+                }
+            }
+        }
+    }
+    out
 }
 
 #[cfg(test)]

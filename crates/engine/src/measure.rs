@@ -95,8 +95,9 @@ impl MeasureRequest {
 /// What a caller of [`measure`] hears while the run goes on. Every method has a default that
 /// does nothing; a closure taking a [`DeviceInterval`] is an observer of intervals.
 pub trait Observer {
-    /// The targets are open (written ones held `O_EXCL`) and passed every check; no I/O yet.
-    /// The last moment to wait (for a start time) or to call the run off
+    /// The targets are open (written ones held `O_EXCL`) and passed every check; no I/O yet
+    /// (a write run's checks are made once more after this returns). The last moment to wait
+    /// (for a start time) or to call the run off
     /// ([`ControlFlow::Break`]: [`measure`] then ends without any I/O and returns
     /// [`EngineError::CalledOff`]).
     fn before_start(&mut self, _prepared: &PreparedRun) -> ControlFlow<()> {
@@ -120,8 +121,10 @@ impl<F: FnMut(DeviceInterval)> Observer for F {
 }
 
 /// Measures: checks write safety (as [`MeasureRequest::safety`] says), prepares the run
-/// (probes, validates and places the targets, opens them, readies every worker's ring), checks again while the written targets are held `O_EXCL` (a mount or
-/// swapon that slipped in meanwhile is refused), starts it, hands every interval to
+/// (probes, validates and places the targets, opens them, readies every worker's ring), checks
+/// again while the written targets are held `O_EXCL` (a mount or swapon that slipped in
+/// meanwhile is refused), asks the observer ([`Observer::before_start`], which may wait), checks
+/// once more right before the first write, starts it, hands every interval to
 /// `observer`, and returns the result once every ring is drained and every claim released.
 ///
 /// # Errors
@@ -218,6 +221,14 @@ pub fn measure<O: Observer + ?Sized>(
         // Dropping the prepared run releases its workers without any I/O.
         return Err(EngineError::CalledOff);
     }
+    // Again at the last moment before the first write: the observer may have waited (for a
+    // start time) while someone mounted another name of the same media.
+    recheck_if_writing(
+        prepared.targets(),
+        pattern,
+        safety.consent().allow_write,
+        &sources,
+    )?;
     let handle = prepared.start();
     observer.started(&handle);
     let mut last_tick = Instant::now();

@@ -8,6 +8,7 @@
 
 use anyhow::Context;
 use std::io::IsTerminal;
+use std::ops::ControlFlow;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use hostmax_aggregate::{summarize, SecondPoint, TimeSeries};
@@ -536,6 +537,7 @@ impl SuiteRunner {
         }
         let mut cell = CellRun {
             runner: self,
+            writes: workload.pattern.writes(),
             position,
             series: TimeSeries::new(targets.len()).keep_histograms(false),
             running: None,
@@ -545,9 +547,13 @@ impl SuiteRunner {
         if let Some(board) = &cell.metrics {
             board.run_ended(measured.as_ref().ok());
         }
-        let result = measured.map_err(|e| {
-            crate::measure::refusal_or_error(e, "an engine run of the suite failed")
-        })?;
+        let result = match measured {
+            // Called off before its first write by a signal that came while it was readied.
+            Err(hostmax_engine::EngineError::CalledOff) => return Ok(None),
+            measured => measured.map_err(|e| {
+                crate::measure::refusal_or_error(e, "an engine run of the suite failed")
+            })?,
+        };
         // A device that stopped answering still holds its I/O (and, written, its claim): no
         // later cell could measure it, so the suite stops here, resumable.
         if let Some(d) = result
@@ -576,6 +582,8 @@ impl SuiteRunner {
 /// came before it started), the progress bar moves, intervals make the cell's series.
 struct CellRun<'a> {
     runner: &'a SuiteRunner,
+    /// Whether the cell writes: a signal before it starts then calls it off, no write made.
+    writes: bool,
     position: u64,
     series: TimeSeries,
     running: Option<RunningGuard<'static>>,
@@ -584,6 +592,13 @@ struct CellRun<'a> {
 }
 
 impl Observer for CellRun<'_> {
+    fn before_start(&mut self, _prepared: &hostmax_engine::PreparedRun) -> ControlFlow<()> {
+        if self.writes && self.runner.signals.watch.signal() != 0 {
+            return ControlFlow::Break(());
+        }
+        ControlFlow::Continue(())
+    }
+
     fn started(&mut self, run: &RunHandle) {
         crate::devices::note_run_started();
         self.running = Some(self.runner.signals.watch.running(run.stopper()));
