@@ -598,21 +598,40 @@ impl LineChart {
                     EmptyElement::at((x, y)) + line + mark
                 });
             }
+            // The plot's pixel box: a label goes above and right of its point, unless that
+            // would leave the axes (a point near the top or the right edge).
+            let (x_px, y_px) = chart.plotting_area().get_pixel_range();
             for labels in &self.point_labels {
                 let points = &self.series[labels.series].points;
-                let text = TextStyle::from(("sans-serif", LABEL_FONT).into_font())
-                    .color(&RGBColor(60, 60, 60))
-                    .pos(Pos::new(HPos::Left, VPos::Center));
+                let placed: Vec<_> = points
+                    .iter()
+                    .zip(&labels.labels)
+                    .filter(|(_, l)| !l.is_empty())
+                    .map(|(&p, l)| {
+                        let (px, py) = chart.backend_coord(&p);
+                        let half_height = LABEL_FONT as i32 / 2 + 1;
+                        // Sans-serif digits and capitals average well under 0.7 em.
+                        let width = (l.chars().count() as f64 * LABEL_FONT as f64 * 0.7) as i32;
+                        let dy = if py - 9 - half_height < y_px.start {
+                            9
+                        } else {
+                            -9
+                        };
+                        let (dx, h) = if px + 7 + width > x_px.end {
+                            (-7, HPos::Right)
+                        } else {
+                            (7, HPos::Left)
+                        };
+                        let text = TextStyle::from(("sans-serif", LABEL_FONT).into_font())
+                            .color(&RGBColor(60, 60, 60))
+                            .pos(Pos::new(h, VPos::Center));
+                        (p, l.clone(), (dx, dy), text)
+                    })
+                    .collect();
                 chart
-                    .draw_series(
-                        points
-                            .iter()
-                            .zip(&labels.labels)
-                            .filter(|(_, l)| !l.is_empty())
-                            .map(|(&p, l)| {
-                                EmptyElement::at(p) + Text::new(l.clone(), (7, -9), text.clone())
-                            }),
-                    )
+                    .draw_series(placed.into_iter().map(|(p, l, offset, text)| {
+                        EmptyElement::at(p) + Text::new(l, offset, text)
+                    }))
                     .map_err(draw_err)?;
             }
             if outside {
