@@ -545,6 +545,15 @@ fn kubernetes_job_validates_and_asks_only_for_what_it_needs() {
         json!({"drop": ["ALL"]})
     );
     assert!(sidecar["securityContext"].get("privileged") != Some(&json!(true)));
+    // One pod per node, whatever the count of nodes (a spread's maxSkew would allow two).
+    assert!(pod.get("topologySpreadConstraints").is_none(), "{pod}");
+    assert_eq!(
+        pod["affinity"]["podAntiAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"],
+        json!([{
+            "topologyKey": "kubernetes.io/hostname",
+            "labelSelector": {"matchLabels": job["spec"]["template"]["metadata"]["labels"]}
+        }])
+    );
     // A failed pod fails its index alone, not retried (it would miss the start time).
     assert_eq!(job["spec"]["backoffLimitPerIndex"], 0);
     assert!(job["spec"].get("backoffLimit").is_none());
