@@ -676,6 +676,53 @@ fn an_interrupted_sweep_names_no_knee() {
     );
 }
 
+/// A write sweep whose second step a SIGINT calls off before its first write: step 1's
+/// report is kept (and written), step 2 named as not measured, exit 130, nothing of step 2
+/// written.
+#[test]
+fn a_sweep_called_off_at_step_2_keeps_step_1() {
+    let _rate = rate_test_lock();
+    let dir = ScratchDir::new("sweep-called-off");
+    let files: Vec<String> = ["a", "b"]
+        .iter()
+        .map(|n| dir.file(n, 64 * MIB).display().to_string())
+        .collect();
+    let json = dir.join("sweep.json");
+    let mut args: Vec<String> = vec!["sweep".into(), "--devices".into()];
+    args.extend(files.iter().cloned());
+    args.extend(
+        [
+            "--rw",
+            "randwrite",
+            "--runtime",
+            "1s",
+            "--ramp",
+            "0s",
+            "--json",
+        ]
+        .map(String::from)
+        .to_vec(),
+    );
+    args.push(json.display().to_string());
+    // The signal comes as step 2 is announced: while it is readied, before its first write.
+    let out = interrupt_after(&args, "step 2/2", std::time::Duration::ZERO);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{stderr}");
+    let report = report_of(&json, &out);
+    assert_eq!(report["interrupted"], true, "{report}");
+    let runs = report["runs"].as_array().unwrap();
+    assert!(!runs.is_empty(), "step 1 was lost: {report}");
+    assert!(
+        runs[0]["host"]["write"]["ios"].as_u64().unwrap() > 0,
+        "{report}"
+    );
+    if runs.len() == 1 {
+        // Called off before it began (the usual case): named as not measured.
+        assert_eq!(report["steps_not_measured"], serde_json::json!([2]));
+        assert!(stderr.contains("nothing was written"), "{stderr}");
+    }
+}
+
 /// The main run judged against a spec, interrupted: no PASS either.
 #[test]
 fn an_interrupted_judged_run_gives_no_pass() {

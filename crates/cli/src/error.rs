@@ -52,6 +52,20 @@ impl fmt::Display for Stalled {
 
 impl std::error::Error for Stalled {}
 
+/// A run called off by SIGINT or SIGTERM (the number) before its first I/O, said on stderr
+/// already: the command writes what its earlier runs measured, if any, and exits with 128 + N
+/// ([`crate::exit_code::interrupted`]) printing nothing more.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CalledOff(pub i32);
+
+impl fmt::Display for CalledOff {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "interrupted by signal {} before the run began", self.0)
+    }
+}
+
+impl std::error::Error for CalledOff {}
+
 /// The engine's write-safety consents as this tool's flags say them.
 pub const FLAG_WORDS: ConsentWords = ConsentWords {
     allow_write: "--allow-write",

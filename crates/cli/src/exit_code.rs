@@ -4,7 +4,7 @@
 //! measured), [`STALLED`] (a device that stopped answering), [`IO_ERRORS`] (figures with I/O
 //! errors are judged neither good nor bad), [`VERDICT_FAILED`], [`OK`].
 
-use crate::error::{BadInput, Stalled};
+use crate::error::{BadInput, CalledOff, Stalled};
 
 /// The run finished without I/O errors (and every judged promise held).
 pub const OK: i32 = 0;
@@ -66,7 +66,9 @@ impl Outcome {
 /// The exit code for an error: [`BAD_INPUT`] if a [`BadInput`] is anywhere in its chain,
 /// [`STALLED`] for a [`Stalled`] device, else [`FAILURE`].
 pub fn for_error(err: &anyhow::Error) -> i32 {
-    if err.chain().any(|e| e.is::<BadInput>()) {
+    if let Some(called_off) = err.chain().find_map(|e| e.downcast_ref::<CalledOff>()) {
+        interrupted(called_off.0)
+    } else if err.chain().any(|e| e.is::<BadInput>()) {
         BAD_INPUT
     } else if err.chain().any(|e| e.is::<Stalled>()) {
         STALLED

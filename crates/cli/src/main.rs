@@ -38,7 +38,10 @@ fn main() -> ExitCode {
         }
         Ok(code) => exit_code::status(code),
         Err(err) => {
-            eprintln!("hostmax: {}", hostmax::error::error_line(&err));
+            // A run a signal called off before it began has said so on stderr already.
+            if !err.chain().any(|e| e.is::<hostmax::error::CalledOff>()) {
+                eprintln!("hostmax: {}", hostmax::error::error_line(&err));
+            }
             exit_code::status(exit_code::for_error(&err))
         }
     }

@@ -168,6 +168,25 @@ fn measure_request(plan: &RunPlan) -> MeasureRequest {
     }
 }
 
+/// One run of a command of several (verify's phases, sweep's and curve's steps): the report
+/// and the interrupting signal as [`measure`] gives them, or, when a signal called this run
+/// off before its first I/O and `earlier` runs measured something, `None` and that signal: the
+/// command then ends there and reports what the earlier runs measured.
+pub fn measure_step(
+    plan: &RunPlan,
+    label: &str,
+    recorders: &mut Recorders<'_>,
+    earlier: bool,
+) -> anyhow::Result<(Option<HostReport>, i32)> {
+    match measure(plan, Some(label), recorders) {
+        Ok((report, sig)) => Ok((Some(report), sig)),
+        Err(e) => match e.downcast_ref::<crate::error::CalledOff>() {
+            Some(called_off) if earlier => Ok((None, called_off.0)),
+            _ => Err(e),
+        },
+    }
+}
+
 /// Runs the plan with a live view and signal handling, `recorders` (the outputs that record
 /// runs, such as the `--hdr-log`) seeing its seconds under `label` (its name among the
 /// command's runs, `None` for its only run); returns the report and the signal number that
@@ -223,7 +242,7 @@ pub fn measure(
         Err(EngineError::CalledOff) => match (interrupted, failed) {
             (Some(sig), _) => {
                 crate::devices::remove_unused_files();
-                std::process::exit(128 + sig)
+                return Err(crate::error::CalledOff(sig).into());
             }
             (None, failed) => {
                 return Err(failed.unwrap_or_else(|| anyhow::anyhow!("the run was called off")))

@@ -62,6 +62,8 @@ pub fn curve(args: &CurveArgs) -> anyhow::Result<i32> {
 
     let mut reports: Vec<HostReport> = Vec::new();
     let mut signal = 0;
+    // The depth a signal called off before it began, if one did.
+    let mut called_off = None;
     for (i, &depth) in depths.iter().enumerate() {
         let mut plan = base.clone();
         plan.workload.iodepth = depth;
@@ -71,7 +73,12 @@ pub fn curve(args: &CurveArgs) -> anyhow::Result<i32> {
             depths.len()
         );
         let label = format!("step{}", i + 1);
-        let (report, sig) = measure::measure(&plan, Some(&label), &mut outputs.recorders())?;
+        let (report, sig) =
+            measure::measure_step(&plan, &label, &mut outputs.recorders(), !reports.is_empty())?;
+        let Some(report) = report else {
+            (signal, called_off) = (sig, Some(depth));
+            break;
+        };
         reports.push(report);
         if sig != 0 {
             signal = sig;
@@ -93,7 +100,7 @@ pub fn curve(args: &CurveArgs) -> anyhow::Result<i32> {
     let mut table = render_curve(&found, &reports);
     if interrupted {
         table += &crate::output::interrupted_line(
-            &format!("depth {}", depths[reports.len() - 1]),
+            &format!("depth {}", called_off.unwrap_or(depths[reports.len() - 1])),
             (!not_measured.is_empty()).then(|| format!("depths not measured: {not_measured:?}")),
             "no knee and no saturation point are given",
         );

@@ -220,6 +220,8 @@ pub fn sweep(args: &SweepArgs) -> anyhow::Result<i32> {
 
     let mut reports: Vec<HostReport> = Vec::new();
     let mut signal = 0;
+    // The step a signal called off before it began (its volumes), if one did.
+    let mut called_off = None;
     for (i, &n) in steps.iter().enumerate() {
         let mut plan = base.clone();
         plan.targets.truncate(n);
@@ -230,7 +232,12 @@ pub fn sweep(args: &SweepArgs) -> anyhow::Result<i32> {
             if n == 1 { "" } else { "s" }
         );
         let label = format!("step{}", i + 1);
-        let (report, sig) = measure::measure(&plan, Some(&label), &mut outputs.recorders())?;
+        let (report, sig) =
+            measure::measure_step(&plan, &label, &mut outputs.recorders(), !reports.is_empty())?;
+        let Some(report) = report else {
+            (signal, called_off) = (sig, Some(n));
+            break;
+        };
         eprintln!(
             "hostmax sweep: {n} volume{}: {:.0} IOPS",
             if n == 1 { "" } else { "s" },
@@ -257,7 +264,10 @@ pub fn sweep(args: &SweepArgs) -> anyhow::Result<i32> {
     };
     if interrupted {
         table += &crate::output::interrupted_line(
-            &format!("the step of {} volumes", steps[reports.len() - 1]),
+            &format!(
+                "the step of {} volumes",
+                called_off.unwrap_or(steps[reports.len() - 1])
+            ),
             (!not_measured.is_empty())
                 .then(|| format!("steps not measured: {not_measured:?} volumes")),
             "no knee is given",

@@ -131,7 +131,16 @@ pub fn verify(args: &VerifyArgs) -> anyhow::Result<i32> {
             phase.describe()
         );
         let label = format!("phase{}", i + 1);
-        let (report, sig) = measure::measure(&phase.plan, Some(&label), &mut outputs.recorders())?;
+        let (report, sig) = measure::measure_step(
+            &phase.plan,
+            &label,
+            &mut outputs.recorders(),
+            !reports.is_empty(),
+        )?;
+        let Some(report) = report else {
+            signal = sig;
+            break;
+        };
         print_beside_json(
             &crate::output::table::render_table_fitting(
                 &report,
