@@ -370,6 +370,61 @@ impl Drop for Helper {
     }
 }
 
+/// A loop device set up by `losetup` (this test holds no descriptor of it), detached on drop.
+struct Losetup(String);
+
+impl Losetup {
+    /// `losetup --show NODE FILE`, NODE being `--find` for a free one.
+    fn attach(node: &str, file: &Path) -> Losetup {
+        let out = Command::new("losetup")
+            .args(["--show", node])
+            .arg(file)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        Losetup(String::from_utf8_lossy(&out.stdout).trim().to_string())
+    }
+}
+
+impl Drop for Losetup {
+    fn drop(&mut self) {
+        let _ = Command::new("losetup").arg("-d").arg(&self.0).status();
+    }
+}
+
+#[test]
+fn a_suite_resumed_on_a_loop_device_re_pointed_to_a_new_file_of_the_same_name_is_refused() {
+    require_root!();
+    let dir = ScratchDir::new("same-media-resume");
+    let image = dir.file("vol.img", 32 * MIB);
+    let node = Losetup::attach("--find", &image);
+    let state = dir.join("suite.state");
+    let mut suite = one_cell_suite(&[&node.0], "1s");
+    suite.extend(["--state-dir", state.to_str().unwrap()].map(String::from));
+    let out = interrupt_after(&suite, "[round 1] cell 1/", std::time::Duration::ZERO);
+    assert_eq!(
+        out.status.code(),
+        Some(130),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // The same node over a new file of the same name and size: another volume.
+    let path = node.0.clone();
+    drop(node);
+    fs::remove_file(&image).unwrap();
+    File::create(&image).unwrap().set_len(32 * MIB).unwrap();
+    let again = Losetup::attach(&path, &image);
+    let args: Vec<String> = ["suite", "--resume", state.to_str().unwrap()]
+        .map(String::from)
+        .to_vec();
+    let out = run_hostmax(&args, None);
+    assert_refused(&args, &out, &[&again.0, "backing file"]);
+}
+
 /// A read run that must be refused for overlapping targets.
 fn assert_overlap_refused(targets: &[&str], expected: &[&str]) {
     let mut args = vec!["--devices".to_string()];
@@ -502,24 +557,7 @@ fn a_loop_device_open_for_writing_by_another_process_keeps_its_file_in_use() {
     let dir = ScratchDir::new("same-media-writer");
     let image = dir.file("disk.img", 64 * MIB);
     let image_name = image.display().to_string();
-    // A loop device this test does not hold open (losetup's own), detached on drop.
-    struct Losetup(String);
-    impl Drop for Losetup {
-        fn drop(&mut self) {
-            let _ = Command::new("losetup").arg("-d").arg(&self.0).status();
-        }
-    }
-    let out = Command::new("losetup")
-        .args(["--find", "--show"])
-        .arg(&image)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let used = Losetup(String::from_utf8_lossy(&out.stdout).trim().to_string());
+    let used = Losetup::attach("--find", &image);
     // A program (a VM, dd) writing through another loop device over the file.
     let _writer = Helper::start(
         &[],

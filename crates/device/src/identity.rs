@@ -32,6 +32,10 @@ pub struct DeviceIdentity {
     /// A loop device's backing file (`loop/backing_file`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub backing_file: Option<String>,
+    /// A loop device's backing as the loop driver reports it: the file's `device:inode` (or
+    /// `block MAJ:MIN`), so a file re-made under the same name and size is another file.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub backing_inode: Option<String>,
     /// A regular file's `device:inode`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub inode: Option<String>,
@@ -51,6 +55,7 @@ impl DeviceIdentity {
         let pairs = [
             ("WWID", &self.wwid, &now.wwid),
             ("serial", &self.serial, &now.serial),
+            ("backing file", &self.backing_inode, &now.backing_inode),
             ("backing file", &self.backing_file, &now.backing_file),
             ("file", &self.inode, &now.inode),
         ];
@@ -119,6 +124,8 @@ pub fn identify(target: &TargetInfo) -> DeviceIdentity {
                 id.wwid = first(&["wwid", "device/wwid"]);
                 id.serial = first(&["serial", "device/serial"]);
                 id.backing_file = attribute("loop/backing_file");
+                id.backing_inode =
+                    crate::loop_status::loop_backing_of(&sysfs, name).map(|b| b.describe());
             }
             id.by_id = by_id_names(&target.path);
         }
@@ -186,5 +193,16 @@ mod tests {
             serial.differs(&serial2).unwrap(),
             "serial S1, now serial S2"
         );
+        // A loop device over a new file of the same name: the driver's inode tells them apart.
+        let over = |ino: &str| DeviceIdentity {
+            backing_file: Some("/srv/vol.img".into()),
+            backing_inode: Some(ino.into()),
+            ..bare(10)
+        };
+        assert_eq!(
+            over("44:7").differs(&over("44:9")).unwrap(),
+            "backing file 44:7, now backing file 44:9"
+        );
+        assert!(over("44:7").differs(&over("44:7")).is_none());
     }
 }

@@ -84,6 +84,24 @@ pub fn loop_backing(name: &str, dev: (u32, u32)) -> Option<LoopBacking> {
     })
 }
 
+/// [`loop_backing`] of the block device `name` as `sysfs` numbers it; `None` for any device
+/// that is not a bound loop device.
+pub(crate) fn loop_backing_of(sysfs: &crate::Sysfs, name: &str) -> Option<LoopBacking> {
+    let dev = sysfs.value(format!("class/block/{name}/dev"))?;
+    let (major, minor) = dev.trim().split_once(':')?;
+    loop_backing(name, (major.parse().ok()?, minor.parse().ok()?))
+}
+
+impl LoopBacking {
+    /// `DEV:INODE` of a file, `block MAJ:MIN` of a device: how identities write it.
+    pub fn describe(&self) -> String {
+        match self {
+            LoopBacking::File { dev, ino } => format!("{dev}:{ino}"),
+            LoopBacking::Block((major, minor)) => format!("block {major}:{minor}"),
+        }
+    }
+}
+
 /// A device number as the kernel encodes it for user space in `loop_info64`
 /// (`huge_encode_dev`: minor's low byte, then 12 bits of major, then the rest of minor).
 fn decode_dev(encoded: u64) -> (u32, u32) {

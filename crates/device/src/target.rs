@@ -288,8 +288,14 @@ pub(crate) fn media_identity(sysfs: &Sysfs, name: &str) -> Option<String> {
             .filter(|v| !v.is_empty())
     };
     if let Some(backing) = attr("loop/backing_file") {
-        let file = std::fs::metadata(&backing)
-            .map(|m| format!("{}:{}", m.dev(), m.ino()))
+        // The driver's own identity of the file; its trimmed name only where it cannot say.
+        let file = crate::loop_status::loop_backing_of(sysfs, name)
+            .map(|b| b.describe())
+            .or_else(|| {
+                std::fs::metadata(&backing)
+                    .map(|m| format!("{}:{}", m.dev(), m.ino()))
+                    .ok()
+            })
             .unwrap_or(backing);
         let offset = attr("loop/offset").unwrap_or_else(|| "0".into());
         return Some(format!("loop over file {file} at offset {offset}"));
