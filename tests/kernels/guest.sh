@@ -24,7 +24,7 @@ selection=(
   "engine_api back_to_back"
   "verify a_host_cap_below"
   "trim trim_and_randtrim trimmed_blocks a_device_without_discard"
-  "same_media a_dm_linear a_mounted_image a_mount_of_the_whole the_backing_file_of_an_active_swap targets_that_reach an_image_mounted_in_another a_lazily_unmounted an_image_whose_name a_loop_device_open a_mount_made_while a_signal_during"
+  "same_media a_dm_linear a_mounted_image a_mount_of_the_whole the_backing_file_of_an_active_swap targets_that_reach an_image_mounted_in_another a_lazily_unmounted an_image_whose_name a_loop_device_open a_mount_made_while a_signal_during a_suite_resumed"
   "doctor doctor_measures_the_load_generators_ceiling"
   "placement a_device_without_a_queue_map a_killed_owners_zram"
 )
