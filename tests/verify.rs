@@ -637,6 +637,18 @@ fn a_verify_interrupted_in_its_first_phase_gives_no_pass() {
     );
 }
 
+/// A sweep over two 64 MiB files in `dir` with `options`, no ramp, its JSON report at the
+/// path returned beside the arguments.
+fn two_file_sweep(dir: &ScratchDir, options: &[&str]) -> (Vec<String>, std::path::PathBuf) {
+    let json = dir.join("sweep.json");
+    let mut args: Vec<String> = vec!["sweep".into(), "--devices".into()];
+    args.extend(["a", "b"].map(|n| dir.file(n, 64 * MIB).display().to_string()));
+    args.extend(options.iter().map(|o| o.to_string()));
+    args.extend(["--ramp", "0s", "--json"].map(String::from));
+    args.push(json.display().to_string());
+    (args, json)
+}
+
 /// SIGINT in step 1 of 2: no knee (`sweep.saturated` false), the step never run named, exit
 /// 130.
 #[test]
@@ -644,19 +656,7 @@ fn an_interrupted_sweep_names_no_knee() {
     // Full-speed I/O: never beside a test that measures rates.
     let _rate = rate_test_lock();
     let dir = ScratchDir::new("sweep-interrupted");
-    let files: Vec<String> = ["a", "b"]
-        .iter()
-        .map(|n| dir.file(n, 64 * MIB).display().to_string())
-        .collect();
-    let json = dir.join("sweep.json");
-    let mut args: Vec<String> = vec!["sweep".into(), "--devices".into()];
-    args.extend(files.iter().cloned());
-    args.extend(
-        ["--runtime", "30s", "--ramp", "0s", "--json"]
-            .map(String::from)
-            .to_vec(),
-    );
-    args.push(json.display().to_string());
+    let (args, json) = two_file_sweep(&dir, &["--runtime", "30s"]);
     let out = interrupt_after(&args, "step 1/2", std::time::Duration::from_millis(1500));
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert_eq!(
@@ -683,27 +683,7 @@ fn an_interrupted_sweep_names_no_knee() {
 fn a_sweep_called_off_at_step_2_keeps_step_1() {
     let _rate = rate_test_lock();
     let dir = ScratchDir::new("sweep-called-off");
-    let files: Vec<String> = ["a", "b"]
-        .iter()
-        .map(|n| dir.file(n, 64 * MIB).display().to_string())
-        .collect();
-    let json = dir.join("sweep.json");
-    let mut args: Vec<String> = vec!["sweep".into(), "--devices".into()];
-    args.extend(files.iter().cloned());
-    args.extend(
-        [
-            "--rw",
-            "randwrite",
-            "--runtime",
-            "1s",
-            "--ramp",
-            "0s",
-            "--json",
-        ]
-        .map(String::from)
-        .to_vec(),
-    );
-    args.push(json.display().to_string());
+    let (args, json) = two_file_sweep(&dir, &["--rw", "randwrite", "--runtime", "1s"]);
     // The signal comes as step 2 is announced: while it is readied, before its first write.
     let out = interrupt_after(&args, "step 2/2", std::time::Duration::ZERO);
     let stderr = String::from_utf8_lossy(&out.stderr);

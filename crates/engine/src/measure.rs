@@ -211,24 +211,18 @@ pub fn measure<O: Observer + ?Sized>(
         checked = targets;
     }
     let prepared = crate::run::prepare(run, &checked)?;
-    recheck_if_writing(
-        prepared.targets(),
-        pattern,
-        safety.consent().allow_write,
-        &sources,
-    )?;
+    let recheck = |prepared: &PreparedRun| {
+        let allow_write = safety.consent().allow_write;
+        recheck_if_writing(prepared.targets(), pattern, allow_write, &sources)
+    };
+    recheck(&prepared)?;
     if observer.before_start(&prepared).is_break() {
         // Dropping the prepared run releases its workers without any I/O.
         return Err(EngineError::CalledOff);
     }
     // Again at the last moment before the first write: the observer may have waited (for a
     // start time) while someone mounted another name of the same media.
-    recheck_if_writing(
-        prepared.targets(),
-        pattern,
-        safety.consent().allow_write,
-        &sources,
-    )?;
+    recheck(&prepared)?;
     let handle = prepared.start();
     observer.started(&handle);
     let mut last_tick = Instant::now();
