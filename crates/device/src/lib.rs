@@ -96,7 +96,10 @@ pub use safety::{
 };
 pub use signature::{probe_device, probe_with_blkid, ExtVersion, FatKind, MagicKind, Signature};
 pub use sysfs::{KernelCounts, Sysfs};
-pub use target::{probe, verify_opened, ProbeError, TargetChanged, TargetInfo, TargetKind};
+pub use target::{
+    loop_backings, probe, verify_opened, LoopBacking, ProbeError, TargetChanged, TargetInfo,
+    TargetKind,
+};
 
 // Test hooks: the repository's tests and fuzzers feed the signature probe bytes and wipefs
 // output directly. Not part of the stable API: the non-default `test-hooks` feature turns

@@ -326,3 +326,92 @@ fn dio_alignment(path: &Path) -> Option<u32> {
     }
     Some(stx.stx_dio_offset_align.max(512))
 }
+
+/// A loop device and the file behind it, by the kernel's own identity of that file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LoopBacking {
+    /// The loop device's kernel name (`loop3`).
+    pub loop_name: String,
+    /// The backing file's device (`major`, `minor`), as `stat`'s `st_dev` splits.
+    pub dev: (u32, u32),
+    /// The backing file's inode.
+    pub ino: u64,
+}
+
+/// The kernel's `struct loop_info64` (`linux/loop.h`), which `LOOP_GET_STATUS64` fills.
+#[repr(C)]
+struct LoopInfo64 {
+    lo_device: u64,
+    lo_inode: u64,
+    lo_rdevice: u64,
+    lo_offset: u64,
+    lo_sizelimit: u64,
+    lo_number: u32,
+    lo_encrypt_type: u32,
+    lo_encrypt_key_size: u32,
+    lo_flags: u32,
+    lo_file_name: [u8; 64],
+    lo_crypt_name: [u8; 64],
+    lo_encrypt_key: [u8; 32],
+    lo_init: [u64; 2],
+}
+
+/// Every loop device set up on this host (`/sys/class/block/loop*` with a `loop` directory)
+/// with the device and inode of its backing file: from `LOOP_GET_STATUS64` on the device
+/// node (the kernel's own identity, whatever the file's name is now or how sysfs shows it),
+/// else by `stat` of `loop/backing_file` where the node cannot be opened. A loop whose file
+/// cannot be identified either way is left out.
+pub fn loop_backings(sysfs: &Sysfs) -> Vec<LoopBacking> {
+    let Ok(entries) = std::fs::read_dir(sysfs.path("class/block")) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if !name.starts_with("loop") {
+            continue;
+        }
+        let Some(backing) = sysfs.value(sysfs.class_block(&name).join("loop/backing_file")) else {
+            continue;
+        };
+        let by_ioctl = loop_status(Path::new("/dev").join(&name).as_path());
+        let found = by_ioctl.or_else(|| {
+            std::fs::metadata(&backing)
+                .ok()
+                .map(|m| ((libc::major(m.dev()), libc::minor(m.dev())), m.ino()))
+        });
+        if let Some((dev, ino)) = found {
+            out.push(LoopBacking {
+                loop_name: name,
+                dev,
+                ino,
+            });
+        }
+    }
+    out.sort_by(|a, b| a.loop_name.cmp(&b.loop_name));
+    out
+}
+
+/// `LOOP_GET_STATUS64` on the loop device node `node`: its backing file's device (decoded
+/// from the kernel's encoding) and inode.
+fn loop_status(node: &Path) -> Option<((u32, u32), u64)> {
+    nix::ioctl_read_bad!(loop_get_status64, 0x4C05, LoopInfo64);
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC)
+        .open(node)
+        .ok()?;
+    if !file.metadata().ok()?.file_type().is_block_device() {
+        return None;
+    }
+    // SAFETY: an all-zero `loop_info64` is a valid value of the plain C struct.
+    let mut info: LoopInfo64 = unsafe { std::mem::zeroed() };
+    // SAFETY: the descriptor is an open block device for the life of `file`, and the ioctl
+    // writes one `loop_info64` into `info`, which is that struct's size and layout.
+    unsafe { loop_get_status64(file.as_raw_fd(), &mut info) }.ok()?;
+    // The kernel's `new_encode_dev`: minor's low byte, major, minor's high bits.
+    let d = info.lo_device;
+    let major = ((d & 0xfff00) >> 8) as u32;
+    let minor = ((d & 0xff) | ((d >> 12) & 0xfff00)) as u32;
+    Some(((major, minor), info.lo_inode))
+}

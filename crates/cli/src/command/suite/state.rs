@@ -14,6 +14,7 @@
 use std::collections::BTreeMap;
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -182,8 +183,30 @@ fn lock(dir: &Path) -> anyhow::Result<Flock<File>> {
         .truncate(false)
         .read(true)
         .write(true)
-        .open(&path)
-        .with_context(|| format!("opening the lock file {}", path.display()))?;
+        // Never through a link: one planted there would have root truncate what it leads to.
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
+        .open(&path);
+    let file = match file {
+        Err(e) if e.raw_os_error() == Some(libc::ELOOP) => {
+            return Err(crate::error::BadInput(format!(
+                "{}: the lock file {} is a symbolic link, which is not followed; remove it, then --resume {}",
+                dir.display(),
+                path.display(),
+                dir.display()
+            ))
+            .into())
+        }
+        opened => opened.with_context(|| format!("opening the lock file {}", path.display()))?,
+    };
+    if !file.metadata().is_ok_and(|m| m.is_file()) {
+        return Err(crate::error::BadInput(format!(
+            "{}: the lock file {} is not a regular file; remove it, then --resume {}",
+            dir.display(),
+            path.display(),
+            dir.display()
+        ))
+        .into());
+    }
     match Flock::lock(file, FlockArg::LockExclusiveNonblock) {
         Ok(mut held) => {
             // The pid is a courtesy for a refused process: failing to write it stops nothing.
@@ -366,6 +389,22 @@ mod tests {
             .map(|e| e.unwrap().file_name())
             .collect();
         assert_eq!(names, vec![std::ffi::OsString::from("x.json")]);
+        fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_link_at_the_lock_file_is_refused_and_what_it_leads_to_kept() {
+        let dir = std::env::temp_dir().join(format!("hostmax-lock-{}", std::process::id()));
+        fs::create_dir_all(&dir).unwrap();
+        let victim = dir.join("victim");
+        fs::write(&victim, "precious").unwrap();
+        std::os::unix::fs::symlink(&victim, dir.join(LOCK_FILE)).unwrap();
+        let err = lock(&dir).unwrap_err().to_string();
+        assert!(
+            err.contains("is a symbolic link, which is not followed; remove it"),
+            "{err}"
+        );
+        assert_eq!(fs::read_to_string(&victim).unwrap(), "precious");
         fs::remove_dir_all(&dir).unwrap();
     }
 }
