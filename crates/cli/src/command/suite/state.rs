@@ -113,11 +113,11 @@ pub struct SuiteConfig {
     /// Most milliseconds preconditioning may take (`--precondition-time`).
     #[serde(default)]
     pub precondition_time_ms: Option<u64>,
-    /// Whether the purge starts with ATA secure erase (`--secure-erase-password` was given):
+    /// Whether the purge starts with ATA secure erase (`--secure-erase`, or its password file, was given):
     /// a resume before the purge is done needs the password again.
     #[serde(default)]
     pub secure_erase: bool,
-    /// The temporary ATA security password of `--secure-erase-password` (the erase clears
+    /// The temporary ATA security password of `--secure-erase` (the erase clears
     /// it). A secret: never written to the checkpoint (read from older ones that held it);
     /// `--resume` takes it again.
     #[serde(default, skip_serializing)]
