@@ -889,3 +889,36 @@ fn merge_writes_the_fleet_in_fio_s_json() {
     ]);
     assert!(err.contains("is also an input"), "{err}");
 }
+
+/// `merge` prints text from the reports (host names, device paths) with every control
+/// character escaped: a report cannot clear the screen, retitle the terminal or forge a line
+/// of the table, and the JSON keeps the text as it was.
+#[test]
+fn merge_prints_control_characters_of_reports_escaped() {
+    let scratch = ScratchDir::new("fleet-escape");
+    let (a, b) = (path_in(&scratch, "a.json"), path_in(&scratch, "b.json"));
+    let evil_host = "evil\x1b[2J\nPASS host";
+    let mut first = library_report(evil_host, 21, 1);
+    first["devices"][0]["path"] = "/dev/loop7\x1b]0;pwned\x07\r".into();
+    std::fs::write(&a, first.to_string()).unwrap();
+    std::fs::write(&b, library_report("beta", 22, 3).to_string()).unwrap();
+    let fleet = path_in(&scratch, "fleet.json");
+    let out = run_hostmax_ok(&["merge".into(), a, b, "--json".into(), fleet.clone()]);
+    let printed =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    assert!(
+        printed.contains(r"evil\x1b[2J\nPASS host:/dev/loop7\x1b]0;pwned\x07\r"),
+        "{printed}"
+    );
+    for c in printed.chars().filter(|&c| c != '\n') {
+        assert!(!c.is_control(), "{c:?} printed raw: {printed}");
+    }
+    assert!(
+        !printed.lines().any(|l| l.starts_with("PASS host")),
+        "{printed}"
+    );
+    assert_eq!(
+        read_json(&fleet)["fleet"]["hosts"][0]["hostname"],
+        evil_host
+    );
+}
