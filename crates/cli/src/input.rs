@@ -10,11 +10,14 @@ use std::path::{Path, PathBuf};
 
 use crate::units::human_size;
 
+/// The most bytes read from one report, checkpoint or other input file.
+pub const INPUT_LIMIT: u64 = 1 << 30;
+
 /// Why an input file was not read. Each is one line naming the file.
 #[derive(Debug, thiserror::Error)]
 pub enum InputError {
     /// It cannot be opened or read.
-    #[error("{}: cannot be read ({}); give a readable file", path.display(), one_line(source))]
+    #[error("{}: cannot read it ({}); give a readable file", path.display(), one_line(source))]
     Io {
         /// The file.
         path: PathBuf,
@@ -38,6 +41,13 @@ pub enum InputError {
         /// The limit.
         limit: u64,
     },
+}
+
+impl InputError {
+    /// Whether the file does not exist.
+    pub fn not_found(&self) -> bool {
+        matches!(self, InputError::Io { source, .. } if source.kind() == io::ErrorKind::NotFound)
+    }
 }
 
 fn one_line(e: &io::Error) -> String {
@@ -109,6 +119,15 @@ pub fn read_bounded(path: &Path, limit: u64) -> Result<Vec<u8>, InputError> {
     Ok(bytes)
 }
 
+/// [`read_bounded`] with [`INPUT_LIMIT`], as UTF-8 text.
+pub fn read_text(path: &Path) -> Result<String, InputError> {
+    let bytes = read_bounded(path, INPUT_LIMIT)?;
+    String::from_utf8(bytes).map_err(|e| InputError::Io {
+        path: path.to_path_buf(),
+        source: io::Error::new(io::ErrorKind::InvalidData, e.utf8_error()),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -129,5 +148,8 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.contains("is a character device"), "{err}");
+        assert!(read_bounded(&dir.0.join("none"), 10)
+            .unwrap_err()
+            .not_found());
     }
 }

@@ -22,10 +22,9 @@ pub fn load_report(path: &Path) -> Result<HostReport, BadInput> {
             "{shown}: not a hostmax report ({why}); give files written by 'hostmax --json'"
         ))
     };
-    let text = std::fs::read_to_string(path).map_err(|e| {
+    let text = crate::input::read_text(path).map_err(|e| {
         BadInput(format!(
-            "{shown}: cannot read it ({}); give files written by 'hostmax --json'",
-            e.to_string().replace('\n', " ")
+            "{e} (merge takes files written by 'hostmax --json')"
         ))
     })?;
     let value: serde_json::Value =

@@ -141,12 +141,10 @@ fn progress_line(p: &PassProgress, already: u64, secs: f64) -> String {
 /// not list, and for a missing file). A device whose size changed is refused: the state was
 /// made for another volume.
 fn resume_from(file: &Path, paths: &[PathBuf], sizes: &[u64]) -> anyhow::Result<Vec<u64>> {
-    let text = match std::fs::read_to_string(file) {
+    let text = match crate::input::read_text(file) {
         Ok(text) => text,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(vec![0; paths.len()]),
-        Err(e) => {
-            return Err(BadInput(format!("--state {}: {e}", file.display())).into());
-        }
+        Err(e) if e.not_found() => return Ok(vec![0; paths.len()]),
+        Err(e) => return Err(BadInput(format!("--state {e}")).into()),
     };
     let state: PrepareState = serde_json::from_str(&text).map_err(|e| {
         BadInput(format!(

@@ -216,8 +216,9 @@ fn lock(dir: &Path) -> anyhow::Result<Flock<File>> {
             Ok(held)
         }
         Err((_, Errno::EWOULDBLOCK)) => {
-            let holder = fs::read_to_string(&path)
+            let holder = crate::input::read_bounded(&path, 64)
                 .ok()
+                .and_then(|bytes| String::from_utf8(bytes).ok())
                 .and_then(|text| text.trim().parse::<u32>().ok())
                 .map_or_else(String::new, |pid| format!(" (pid {pid})"));
             Err(crate::error::BadInput(format!(
@@ -264,11 +265,10 @@ impl StateDir {
         } else {
             None
         };
-        let text = fs::read_to_string(&path).map_err(|e| {
+        let text = crate::input::read_text(&path).map_err(|e| {
             crate::error::BadInput(format!(
-                "--resume {}: cannot read {} ({e}); give the directory a suite wrote its state to",
-                dir.display(),
-                path.display()
+                "--resume {}: {e} (give the directory a suite wrote its state to)",
+                dir.display()
             ))
         })?;
         let config: SuiteConfig = serde_json::from_str(&text).map_err(|e| {
@@ -351,12 +351,12 @@ impl StateDir {
 
     fn read_json<T: serde::de::DeserializeOwned>(&self, name: &str) -> anyhow::Result<Option<T>> {
         let path = self.dir.join(name);
-        match fs::read_to_string(&path) {
+        match crate::input::read_text(&path) {
             Ok(text) => serde_json::from_str(&text)
                 .map(Some)
                 .with_context(|| format!("{} is damaged", path.display())),
-            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
-            Err(e) => Err(e).with_context(|| format!("reading {}", path.display())),
+            Err(e) if e.not_found() => Ok(None),
+            Err(e) => Err(crate::error::BadInput(format!("the checkpoint's {e}")).into()),
         }
     }
 
