@@ -3,8 +3,10 @@
 //!
 //! A scrape is one small GET, so the server reads the request head (at most
 //! [`MAX_REQUEST_HEAD`] bytes, within [`REQUEST_TIMEOUT`]), answers with the body's length and
-//! `Connection: close`, and closes: no keep-alive, bodies, chunking or compression to get
-//! wrong.
+//! `Connection: close` (within [`RESPONSE_TIMEOUT`]), and closes: no keep-alive, bodies,
+//! chunking or compression to get wrong. At most [`MAX_CONNECTIONS`] are served at once; one
+//! more is closed as soon as it is accepted, so clients that send half a request and wait hold
+//! at most that many descriptors, never the ones the run and its reports need.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -23,6 +25,12 @@ pub const MAX_REQUEST_HEAD: usize = 16 * 1024;
 
 /// How long a client has to send its request head.
 pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// How long a client has to take the response.
+pub const RESPONSE_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// The most connections served at once (a scraper needs one; Prometheus' HA pairs a few).
+pub const MAX_CONNECTIONS: usize = 16;
 
 /// The path the metrics are served at.
 pub const METRICS_PATH: &str = "/metrics";
@@ -120,14 +128,26 @@ async fn serve(
     let Ok(listener) = TcpListener::from_std(listener) else {
         return;
     };
+    let slots = Arc::new(tokio::sync::Semaphore::new(MAX_CONNECTIONS));
     loop {
         tokio::select! {
             _ = &mut stopped => return,
-            accepted = listener.accept() => {
-                if let Ok((stream, _)) = accepted {
-                    tokio::spawn(answer(stream, board.clone()));
-                }
-            }
+            accepted = listener.accept() => match accepted {
+                Ok((stream, _)) => match slots.clone().try_acquire_owned() {
+                    Ok(slot) => {
+                        let board = board.clone();
+                        tokio::spawn(async move {
+                            answer(stream, board).await;
+                            drop(slot);
+                        });
+                    }
+                    // Full: closed at once (dropped), holding nothing.
+                    Err(_) => drop(stream),
+                },
+                // Out of descriptors or the like: the connection stays in the backlog, so
+                // pause rather than spin on it.
+                Err(_) => tokio::time::sleep(Duration::from_millis(100)).await,
+            },
         }
     }
 }
@@ -139,8 +159,11 @@ async fn answer(mut stream: TcpStream, board: Arc<Board>) {
         _ => return,
     };
     let response = respond(&head, &board);
-    let _ = stream.write_all(&response).await;
-    let _ = stream.shutdown().await;
+    let _ = tokio::time::timeout(RESPONSE_TIMEOUT, async {
+        stream.write_all(&response).await?;
+        stream.shutdown().await
+    })
+    .await;
 }
 
 /// The request head, up to its blank line; `None` if the client closed or sent too much.
