@@ -66,7 +66,9 @@ impl OutputDir {
             .flags(flags)
             .resolve(nix::fcntl::ResolveFlag::RESOLVE_NO_SYMLINKS);
         let fd = match nix::fcntl::openat2(nix::fcntl::AT_FDCWD, &real, how) {
-            Err(Errno::ENOSYS) => nix::fcntl::open(&real, flags, Mode::empty())?,
+            // A kernel before 5.6, or a seccomp filter that does not know openat2: the walk
+            // above already refused links another user controls.
+            Err(Errno::ENOSYS | Errno::EPERM) => nix::fcntl::open(&real, flags, Mode::empty())?,
             opened => opened?,
         };
         // The path of what was opened (links and `..` seen through), as the kernel knows it.
