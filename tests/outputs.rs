@@ -679,6 +679,24 @@ fn another_users_link_in_a_sticky_directory_is_not_followed() {
         &out,
         &["--fio-json", "symbolic link of another user"],
     );
+    // prepare's --state, written while it reads: refused before it reads anything.
+    let args: Vec<String> = [
+        "prepare",
+        "--devices",
+        target.to_str().unwrap(),
+        "--state",
+        &shown,
+    ]
+    .map(String::from)
+    .to_vec();
+    let out = run_hostmax(&args, None);
+    assert_refused(
+        &args,
+        &out,
+        &[&format!(
+            "--state {shown}: {shown} is a symbolic link of another user"
+        )],
+    );
     assert_eq!(fs::read_to_string(&victim).unwrap(), "precious");
     assert!(fs::read_dir(&victims).unwrap().next().is_none());
     // root's own link in the same directory is followed.
