@@ -748,3 +748,48 @@ fn an_output_at_a_loop_devices_backing_file_is_refused() {
         backing.metadata().unwrap().ino()
     );
 }
+
+/// Nor an active swap file: an output there would take the swap area's file from under it.
+#[test]
+fn an_output_at_an_active_swap_file_is_refused() {
+    require_root!();
+    for (tool, package) in [
+        ("mkfs.ext4", "e2fsprogs"),
+        ("mkswap", "util-linux"),
+        ("swapon", "util-linux"),
+    ] {
+        if let Err(why) = require_tool(tool, package) {
+            skip!("{why}");
+        }
+    }
+    let dir = ScratchDir::new("out-swap");
+    let target = target_in(&dir);
+    let image = dir.join("fs.img");
+    File::create(&image).unwrap().set_len(64 * MIB).unwrap();
+    let backing = fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(&image)
+        .unwrap();
+    let dev = hostmax_simhost::LoopDevice::attach(&backing, &Default::default()).unwrap();
+    let node = dev.path().display().to_string();
+    run_tool("mkfs.ext4", "e2fsprogs", &["-q", &node]);
+    let _mount = Mount::new(&node, &dir.join("mnt"), &[]);
+    let swapfile = dir.join("mnt/swap");
+    fs::write(&swapfile, vec![0u8; 16 * MIB as usize]).unwrap();
+    fs::set_permissions(&swapfile, fs::Permissions::from_mode(0o600)).unwrap();
+    let swap = SwapOn::new(swapfile.to_str().unwrap());
+    let args = read_run(&target, "1s", &["--json", swapfile.to_str().unwrap()]);
+    let out = run_hostmax(&args, None);
+    let inode = fs::metadata(&swapfile).unwrap().ino();
+    drop(swap);
+    assert_refused(
+        &args,
+        &out,
+        &[&format!(
+            "{} is an active swap file, which the output would replace",
+            swapfile.display()
+        )],
+    );
+    assert_eq!(inode, fs::metadata(&swapfile).unwrap().ino());
+}

@@ -344,6 +344,21 @@ impl OutputFile {
                 lo.loop_name
             )));
         }
+        // Nor an active swap file (the kernel's by device and inode).
+        let swaps = std::fs::read_to_string(hostmax_device::safety::SystemSources::default().swaps)
+            .map(|text| {
+                hostmax_device::safety::identify_swaps(&hostmax_device::safety::parse_swaps(&text))
+            })
+            .unwrap_or_default();
+        if swaps
+            .iter()
+            .any(|swap| swap.inode == Some((existing.st_dev, existing.st_ino)))
+        {
+            return Err(BadInput(format!(
+                "{option} {shown}: {} is an active swap file, which the output would replace; choose another path",
+                resolved.display()
+            )));
+        }
         // In a sticky directory (/tmp) only the file's owner, the directory's owner or a
         // process with CAP_FOWNER may replace (rename over) a file.
         if let Ok(d) = dir.stat() {
