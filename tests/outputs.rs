@@ -679,6 +679,28 @@ fn another_users_link_in_a_sticky_directory_is_not_followed() {
         &out,
         &["--fio-json", "symbolic link of another user"],
     );
+    // A suite's state directory through the linked directory, and its --html at the link.
+    let mut args = one_cell_suite(&[target.to_str().unwrap()], "200ms");
+    args.extend([
+        "--state-dir".into(),
+        dir_link.join("s.state").display().to_string(),
+    ]);
+    let out = run_hostmax(&args, None);
+    assert_refused(
+        &args,
+        &out,
+        &["--state-dir", "symbolic link of another user"],
+    );
+    let mut args = one_cell_suite(&[target.to_str().unwrap()], "200ms");
+    args.extend([
+        "--html".into(),
+        shown.clone(),
+        "--state-dir".into(),
+        dir.join("s.state").display().to_string(),
+    ]);
+    let out = run_hostmax(&args, None);
+    assert_refused(&args, &out, &["--html", "symbolic link of another user"]);
+    assert!(!dir.join("s.state").exists());
     // prepare's --state, written while it reads: refused before it reads anything.
     let args: Vec<String> = [
         "prepare",
