@@ -6,6 +6,7 @@
 mod support;
 
 use std::fs;
+use std::os::unix::fs::MetadataExt;
 use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::{Command, Output};
@@ -397,6 +398,62 @@ fn more_devices_than_the_open_file_limit_allows() {
         &out,
         "open-file limit (ulimit -n) is 20",
     );
+}
+
+/// A missing `/dev/...` path with `--size` is a mistyped device name, not a file to make in
+/// devtmpfs: refused (exit 2, one line), and nothing made there. A file of --size in a
+/// filesystem mounted below /dev (/dev/shm) is still made.
+#[test]
+fn a_missing_dev_path_with_size_is_refused_not_made() {
+    let missing = format!("/dev/hostmax-no-such-disk-{}", std::process::id());
+    let args = strings(&[
+        "--devices",
+        &missing,
+        "--size",
+        "1m",
+        "--runtime",
+        "1s",
+        "--ramp",
+        "0s",
+    ]);
+    assert_bad_input(
+        "a missing /dev path with --size",
+        &args,
+        &run(&args),
+        &format!("{missing} does not exist, and hostmax makes no file under /dev"),
+    );
+    let made = fs::symlink_metadata(&missing).is_ok_and(|m| m.is_file());
+    if made {
+        let _ = fs::remove_file(&missing);
+    }
+    assert!(!made, "{missing} made");
+    let shm = Path::new("/dev/shm");
+    if shm.is_dir()
+        && std::fs::metadata(shm).map(|m| m.dev()).ok()
+            != std::fs::metadata("/dev").map(|m| m.dev()).ok()
+    {
+        let file = format!("/dev/shm/hostmax-size-{}.img", std::process::id());
+        let args = strings(&[
+            "--devices",
+            &file,
+            "--size",
+            "1m",
+            "--runtime",
+            "1s",
+            "--ramp",
+            "0s",
+        ]);
+        let out = run(&args);
+        let made = Path::new(&file).exists();
+        let _ = std::fs::remove_file(&file);
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(made);
+    }
 }
 
 #[test]

@@ -221,3 +221,36 @@ fn prepare_refuses_a_state_file_of_another_volume() {
     let out = run_hostmax(&args, None);
     assert_refused(&args, &out, &["--state", "remove the file to start over"]);
 }
+
+/// `prepare --state` on a FIFO (or anything but a regular file) is refused at once, not read
+/// (a FIFO nobody writes would wait forever).
+#[test]
+fn prepare_refuses_a_state_that_is_not_a_regular_file_at_once() {
+    let scratch = ScratchDir::new("prepare-fifo");
+    let volume = scratch.join("v.img");
+    std::fs::File::create(&volume)
+        .unwrap()
+        .set_len(4 * MIB)
+        .unwrap();
+    let fifo = scratch.join("state.json");
+    nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
+    let args = prepare_args(&[volume.display().to_string()], &fifo.display().to_string());
+    let clock = std::time::Instant::now();
+    let mut child = std::process::Command::new(hostmax_bin())
+        .args(&args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    while child.try_wait().unwrap().is_none() {
+        if clock.elapsed() > Duration::from_secs(5) {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("prepare --state FIFO still running after 5 s");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let out = child.wait_with_output().unwrap();
+    assert!(clock.elapsed() < Duration::from_secs(1));
+    assert_refused(&args, &out, &["--state", "not a regular file"]);
+}

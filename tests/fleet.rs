@@ -889,3 +889,90 @@ fn merge_writes_the_fleet_in_fio_s_json() {
     ]);
     assert!(err.contains("is also an input"), "{err}");
 }
+
+/// `merge` prints text from the reports (host names, device paths) with every control
+/// character escaped: a report cannot clear the screen, retitle the terminal or forge a line
+/// of the table, and the JSON keeps the text as it was.
+#[test]
+fn merge_prints_control_characters_of_reports_escaped() {
+    let scratch = ScratchDir::new("fleet-escape");
+    let (a, b) = (path_in(&scratch, "a.json"), path_in(&scratch, "b.json"));
+    let evil_host = "evil\x1b[2J\nPASS host";
+    let mut first = library_report(evil_host, 21, 1);
+    first["devices"][0]["path"] = "/dev/loop7\x1b]0;pwned\x07\r".into();
+    std::fs::write(&a, first.to_string()).unwrap();
+    std::fs::write(&b, library_report("beta", 22, 3).to_string()).unwrap();
+    let fleet = path_in(&scratch, "fleet.json");
+    let out = run_hostmax_ok(&["merge".into(), a, b, "--json".into(), fleet.clone()]);
+    let printed =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    assert!(
+        printed.contains(r"evil\x1b[2J\nPASS host:/dev/loop7\x1b]0;pwned\x07\r"),
+        "{printed}"
+    );
+    for c in printed.chars().filter(|&c| c != '\n') {
+        assert!(!c.is_control(), "{c:?} printed raw: {printed}");
+    }
+    assert!(
+        !printed.lines().any(|l| l.starts_with("PASS host")),
+        "{printed}"
+    );
+    assert_eq!(
+        read_json(&fleet)["fleet"]["hosts"][0]["hostname"],
+        evil_host
+    );
+}
+
+/// `merge` reads only regular files, and at most 1 GiB of each: a FIFO nobody writes, a
+/// device that never ends and a file too large are refused at once (exit 2, one line),
+/// before anything is read from them.
+#[test]
+fn merge_refuses_fifos_devices_and_huge_files_at_once() {
+    let scratch = ScratchDir::new("fleet-inputs");
+    let a = path_in(&scratch, "a.json");
+    std::fs::write(&a, library_report("alpha", 31, 1).to_string()).unwrap();
+    let fifo = path_in(&scratch, "fifo.json");
+    nix::unistd::mkfifo(
+        Path::new(&fifo),
+        nix::sys::stat::Mode::from_bits_truncate(0o600),
+    )
+    .unwrap();
+    let huge = path_in(&scratch, "huge.json");
+    std::fs::File::create(&huge)
+        .unwrap()
+        .set_len((1 << 30) + 1)
+        .unwrap();
+    for (input, says) in [
+        (fifo.as_str(), "is a FIFO, not a regular file"),
+        ("/dev/zero", "is a character device, not a regular file"),
+        (
+            huge.as_str(),
+            "is larger than the 1 GiB hostmax reads from one input file",
+        ),
+    ] {
+        let clock = Instant::now();
+        let mut child = Command::new(hostmax_bin())
+            .args(["merge", &a, input])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let status = loop {
+            if let Some(status) = child.try_wait().unwrap() {
+                break status;
+            }
+            if clock.elapsed() > Duration::from_secs(5) {
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!("merge {input} still running after 5 s");
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        let out = child.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert!(clock.elapsed() < Duration::from_secs(1), "{input}: slow");
+        assert_eq!(status.code(), Some(2), "{input}: {stderr}");
+        assert_eq!(stderr.lines().count(), 1, "{stderr}");
+        assert!(stderr.contains(&format!("{input}: {says}")), "{stderr}");
+    }
+}

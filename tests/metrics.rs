@@ -72,8 +72,14 @@ struct ServingRun {
 
 impl ServingRun {
     fn start(args: &[String]) -> ServingRun {
-        let mut child = Command::new(hostmax_bin())
-            .args(args)
+        let mut command = Command::new(hostmax_bin());
+        command.args(args);
+        ServingRun::start_command(command)
+    }
+
+    /// [`ServingRun::start`] of a command made by the caller.
+    fn start_command(mut command: Command) -> ServingRun {
+        let mut child = command
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
             .spawn()
@@ -597,4 +603,77 @@ fn a_sweep_shows_each_step_and_its_counters_add_its_steps() {
         sum_of(&last, "hostmax_phase", &["hostmax_phase=\"done\""]),
         1.0
     );
+}
+
+/// 200 clients that each send half a request and wait, reconnecting whenever hostmax closes
+/// them, while a run with a limit of 64 descriptors goes on: the server keeps at most a few
+/// open (a new one takes the place of the oldest still waiting for its request), so a whole
+/// scrape is answered during the flood, and the run still writes its report and exits 0.
+#[test]
+fn clients_that_send_half_a_request_cannot_cost_the_run_its_report() {
+    require_root!();
+    let host = loop_volumes(1, 64 * MIB);
+    let paths = volume_paths(&host);
+    let dir = ScratchDir::new("metrics-flood");
+    let json = dir.join("r.json");
+    let args = run_args(&paths, &json, "127.0.0.1:0", "6s");
+    let mut command = Command::new("sh");
+    command
+        .arg("-c")
+        .arg("ulimit -n 64 && exec \"$0\" \"$@\"")
+        .arg(hostmax_bin())
+        .args(&args);
+    let run = ServingRun::start_command(command);
+    let addr = run.addr;
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let flood = {
+        let stop = stop.clone();
+        std::thread::spawn(move || {
+            let mut held: Vec<TcpStream> = Vec::new();
+            let mut opened = 0u64;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                // Those hostmax closed (a read gives 0 or fails) are opened again.
+                held.retain(|s| {
+                    let mut byte = [0u8; 1];
+                    s.set_nonblocking(true).is_ok()
+                        && matches!(s.peek(&mut byte), Err(ref e) if e.kind() == std::io::ErrorKind::WouldBlock)
+                });
+                while held.len() < 200 {
+                    let Ok(mut s) = TcpStream::connect_timeout(&addr, Duration::from_secs(1))
+                    else {
+                        break;
+                    };
+                    let _ = s.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n");
+                    held.push(s);
+                    opened += 1;
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            opened
+        })
+    };
+    std::thread::sleep(Duration::from_secs(2));
+    // During the flood: a scraper that sends its request at once is answered.
+    let clock = Instant::now();
+    let mut tries = 0;
+    let scraped = loop {
+        tries += 1;
+        if let Some((head, body)) = http_get(addr, "/metrics", "text/plain") {
+            break (head, body);
+        }
+        assert!(
+            clock.elapsed() < Duration::from_secs(3),
+            "no scrape answered during the flood ({tries} tries)"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let opened = flood.join().unwrap();
+    assert!(opened > 200, "{opened} connections");
+    assert!(scraped.0.starts_with("HTTP/1.1 200"), "{}", scraped.0);
+    assert!(scraped.1.contains("hostmax_ios_total"), "{}", scraped.1);
+    let (code, stderr) = run.wait(Duration::from_secs(90));
+    assert_eq!(code, Some(0), "{stderr}");
+    let report: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert!(report_figure(&report, &paths[0], "read", "ios") > 0.0);
 }

@@ -624,3 +624,194 @@ fn a_link_planted_in_a_fio_json_folder_mid_run_is_not_followed() {
     assert_eq!(files_under(&kept).len(), 2, "{:?}", files_under(&kept));
     fs::remove_dir_all(kept).unwrap();
 }
+
+/// A sticky, world-writable directory (a `/tmp` of its own) in `dir`, and in it a link
+/// named `name` to `to`, owned by nobody (uid 65534), as another user of a shared host would
+/// plant it.
+fn planted_link(dir: &ScratchDir, name: &str, to: &Path) -> PathBuf {
+    fs::set_permissions(dir.join(""), fs::Permissions::from_mode(0o755)).unwrap();
+    let sticky = dir.join("tmp");
+    fs::create_dir_all(&sticky).unwrap();
+    fs::set_permissions(&sticky, fs::Permissions::from_mode(0o1777)).unwrap();
+    let link = sticky.join(name);
+    std::os::unix::fs::symlink(to, &link).unwrap();
+    std::os::unix::fs::lchown(&link, Some(65534), Some(65534)).unwrap();
+    link
+}
+
+/// Root on a shared host does not follow another user's link in a sticky world-writable
+/// directory (the kernel's `protected_symlinks` rule, whatever the host's setting), for any
+/// output and at any place in the path: refused before the run, the file it leads to kept.
+/// root's own link there is followed as before.
+#[test]
+fn another_users_link_in_a_sticky_directory_is_not_followed() {
+    require_root!();
+    let dir = ScratchDir::new("out-planted");
+    let target = target_in(&dir);
+    let victim = dir.join("victim.json");
+    fs::write(&victim, "precious").unwrap();
+    let link = planted_link(&dir, "hostmax.json", &victim);
+    let shown = link.display().to_string();
+    for option in ["--json", "--hdr-log"] {
+        let args = read_run(&target, "1s", &[option, &shown]);
+        let out = run_hostmax(&args, None);
+        assert_refused(
+            &args,
+            &out,
+            &[
+                &format!("{option} {shown}: {shown} is a symbolic link of another user (uid 65534) in the sticky world-writable directory"),
+                "have the link removed",
+            ],
+        );
+    }
+    // A link to a directory, earlier in the path, and a folder output through one.
+    let victims = dir.join("victims");
+    fs::create_dir(&victims).unwrap();
+    let dir_link = planted_link(&dir, "x", &victims);
+    let through = dir_link.join("hostmax.json");
+    let args = read_run(&target, "1s", &["--json", through.to_str().unwrap()]);
+    let out = run_hostmax(&args, None);
+    assert_refused(&args, &out, &["symbolic link of another user (uid 65534)"]);
+    let args = sweep_to_fio_folder(&target, &dir_link, "1s");
+    let out = run_hostmax(&args, None);
+    assert_refused(
+        &args,
+        &out,
+        &["--fio-json", "symbolic link of another user"],
+    );
+    // A suite's state directory through the linked directory, and its --html at the link.
+    let mut args = one_cell_suite(&[target.to_str().unwrap()], "200ms");
+    args.extend([
+        "--state-dir".into(),
+        dir_link.join("s.state").display().to_string(),
+    ]);
+    let out = run_hostmax(&args, None);
+    assert_refused(
+        &args,
+        &out,
+        &["--state-dir", "symbolic link of another user"],
+    );
+    let mut args = one_cell_suite(&[target.to_str().unwrap()], "200ms");
+    args.extend([
+        "--html".into(),
+        shown.clone(),
+        "--state-dir".into(),
+        dir.join("s.state").display().to_string(),
+    ]);
+    let out = run_hostmax(&args, None);
+    assert_refused(&args, &out, &["--html", "symbolic link of another user"]);
+    assert!(!dir.join("s.state").exists());
+    // prepare's --state, written while it reads: refused before it reads anything.
+    let args: Vec<String> = [
+        "prepare",
+        "--devices",
+        target.to_str().unwrap(),
+        "--state",
+        &shown,
+    ]
+    .map(String::from)
+    .to_vec();
+    let out = run_hostmax(&args, None);
+    assert_refused(
+        &args,
+        &out,
+        &[&format!(
+            "--state {shown}: {shown} is a symbolic link of another user"
+        )],
+    );
+    assert_eq!(fs::read_to_string(&victim).unwrap(), "precious");
+    assert!(fs::read_dir(&victims).unwrap().next().is_none());
+    // root's own link in the same directory is followed.
+    let own = dir.join("tmp/own.json");
+    std::os::unix::fs::symlink(&victim, &own).unwrap();
+    let args = read_run(&target, "1s", &["--json", own.to_str().unwrap()]);
+    let out = run_hostmax(&args, None);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    assert!(fs::read_to_string(&victim).unwrap().starts_with('{'));
+}
+
+/// An output never replaces a loop device's backing file, by its path or a link to it: the
+/// image behind a loop (mounted or measured) would be gone once the loop lets go of it.
+#[test]
+fn an_output_at_a_loop_devices_backing_file_is_refused() {
+    require_root!();
+    let dir = ScratchDir::new("out-backing");
+    let target = target_in(&dir);
+    let image = dir.join("fs.img");
+    File::create(&image).unwrap().set_len(16 * MIB).unwrap();
+    let backing = fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(&image)
+        .unwrap();
+    let dev = hostmax_simhost::LoopDevice::attach(&backing, &Default::default()).unwrap();
+    let link = dir.join("r.json");
+    std::os::unix::fs::symlink(&image, &link).unwrap();
+    for out_path in [&image, &link] {
+        let args = read_run(&target, "1s", &["--json", out_path.to_str().unwrap()]);
+        let out = run_hostmax(&args, None);
+        assert_refused(
+            &args,
+            &out,
+            &[&format!(
+                "is the backing file of {}, which the output would replace",
+                dev.path().display()
+            )],
+        );
+    }
+    // The measured loop's own backing file.
+    let node = dev.path().display().to_string();
+    let args = read_run(Path::new(&node), "1s", &["--json", image.to_str().unwrap()]);
+    let out = run_hostmax(&args, None);
+    assert_refused(&args, &out, &["is the backing file of"]);
+    assert_eq!(fs::metadata(&image).unwrap().len(), 16 * MIB);
+    assert_eq!(
+        fs::metadata(&image).unwrap().ino(),
+        backing.metadata().unwrap().ino()
+    );
+}
+
+/// Nor an active swap file: an output there would take the swap area's file from under it.
+#[test]
+fn an_output_at_an_active_swap_file_is_refused() {
+    require_root!();
+    for (tool, package) in [
+        ("mkfs.ext4", "e2fsprogs"),
+        ("mkswap", "util-linux"),
+        ("swapon", "util-linux"),
+    ] {
+        if let Err(why) = require_tool(tool, package) {
+            skip!("{why}");
+        }
+    }
+    let dir = ScratchDir::new("out-swap");
+    let target = target_in(&dir);
+    let image = dir.join("fs.img");
+    File::create(&image).unwrap().set_len(64 * MIB).unwrap();
+    let backing = fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(&image)
+        .unwrap();
+    let dev = hostmax_simhost::LoopDevice::attach(&backing, &Default::default()).unwrap();
+    let node = dev.path().display().to_string();
+    run_tool("mkfs.ext4", "e2fsprogs", &["-q", &node]);
+    let _mount = Mount::new(&node, &dir.join("mnt"), &[]);
+    let swapfile = dir.join("mnt/swap");
+    fs::write(&swapfile, vec![0u8; 16 * MIB as usize]).unwrap();
+    fs::set_permissions(&swapfile, fs::Permissions::from_mode(0o600)).unwrap();
+    let swap = SwapOn::new(swapfile.to_str().unwrap());
+    let args = read_run(&target, "1s", &["--json", swapfile.to_str().unwrap()]);
+    let out = run_hostmax(&args, None);
+    let inode = fs::metadata(&swapfile).unwrap().ino();
+    drop(swap);
+    assert_refused(
+        &args,
+        &out,
+        &[&format!(
+            "{} is an active swap file, which the output would replace",
+            swapfile.display()
+        )],
+    );
+    assert_eq!(inode, fs::metadata(&swapfile).unwrap().ino());
+}

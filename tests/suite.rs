@@ -16,8 +16,8 @@ use hostmax_engine::{IoPattern, OpKind, RunConfig, Workload};
 use hostmax_simhost::{AlignedBlock, SimHostSpec, SimulatedHost};
 use serde_json::Value;
 use support::{
-    hostmax_bin, kernel_completions, loop_volumes, one_cell_suite, rate_test_lock, run_hostmax,
-    ScratchDir as Scratch,
+    assert_refused, hostmax_bin, kernel_completions, loop_volumes, one_cell_suite, rate_test_lock,
+    run_hostmax, ScratchDir as Scratch,
 };
 
 const MIB: u64 = 1024 * 1024;
@@ -931,9 +931,11 @@ fn a_finished_suite_runs_again_only_with_fresh_and_json_to_stdout_keeps_state_ou
     );
 }
 
-/// `--secure-erase-password` is a secret: not in the report's `command_line`, the HTML page,
-/// the checkpoint or its rounds; a `--resume` before the purge is done asks for it again (exit
-/// 2) and takes it. (A file has no ATA security: the purge falls back to discard.)
+/// The ATA secure erase password is a secret: taken from a file or the environment, never
+/// from the command line (`--secure-erase-password` is refused, its value not echoed), and
+/// not in the report, the HTML page, the checkpoint or its rounds; a `--resume` before the
+/// purge is done asks for it again (exit 2) and takes it. (A file has no ATA security: the
+/// purge falls back to discard.)
 #[test]
 fn the_secure_erase_password_is_kept_out_of_reports_and_the_checkpoint() {
     let _lock = rate_test_lock();
@@ -943,8 +945,10 @@ fn the_secure_erase_password_is_kept_out_of_reports_and_the_checkpoint() {
     let json = dir.path("s.json");
     let html = dir.path("s.html");
     let state = dir.path("s.state");
-    let out = run_hostmax(
-        &[
+    let password_file = dir.path("password");
+    fs::write(&password_file, format!("{SECRET}\n")).unwrap();
+    let suite = |extra: &[&str]| -> Vec<String> {
+        let mut args: Vec<String> = [
             "suite",
             "iops",
             "--devices",
@@ -958,30 +962,56 @@ fn the_secure_erase_password_is_kept_out_of_reports_and_the_checkpoint() {
             "--max-rounds",
             "5",
             "--no-precondition",
-            "--secure-erase-password",
-            SECRET,
             "--json",
             &json,
             "--html",
             &html,
             "--state-dir",
             &state,
+        ]
+        .map(String::from)
+        .to_vec();
+        args.extend(extra.iter().map(|s| s.to_string()));
+        args
+    };
+    // On the command line: refused before anything, naming the ways that are not seen.
+    let args = suite(&["--secure-erase-password", SECRET]);
+    let refused = run_hostmax(&args, None);
+    let line = assert_refused(
+        &args,
+        &refused,
+        &[
+            "--secure-erase-password: a password on the command line is readable by every user",
+            "--secure-erase-password-file PATH",
+            "HOSTMAX_SECURE_ERASE_PASSWORD",
         ],
-        None,
     );
+    assert!(!line.contains(SECRET), "{line}");
+    assert!(!Path::new(&state).exists());
+    // --secure-erase with no password anywhere.
+    let args = suite(&["--secure-erase"]);
+    let out = Command::new(hostmax_bin())
+        .args(&args)
+        .env_remove("HOSTMAX_SECURE_ERASE_PASSWORD")
+        .output()
+        .unwrap();
+    assert_refused(&args, &out, &["--secure-erase: no password given"]);
+    // From the environment.
+    let out = Command::new(hostmax_bin())
+        .args(suite(&["--secure-erase"]))
+        .env("HOSTMAX_SECURE_ERASE_PASSWORD", SECRET)
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
     let report = read_json(&json);
-    let line: Vec<&str> = report["command_line"]
-        .as_array()
-        .expect("command_line")
-        .iter()
-        .map(|a| a.as_str().unwrap())
-        .collect();
-    let at = line
-        .iter()
-        .position(|a| *a == "--secure-erase-password")
-        .expect("the option is recorded");
-    assert_eq!(line[at + 1], "<redacted>", "{line:?}");
+    assert!(
+        report["preparation"]["purge"]["record"]["method"][0]
+            .as_str()
+            .unwrap()
+            .contains("after ATA secure erase"),
+        "{}",
+        report["preparation"]
+    );
     let mut written = vec![
         Path::new(&json).to_path_buf(),
         Path::new(&html).to_path_buf(),
@@ -1005,13 +1035,17 @@ fn the_secure_erase_password_is_kept_out_of_reports_and_the_checkpoint() {
             path.display()
         );
     }
-    // Resumed before its purge is done: the password is asked for, then taken.
+    // Resumed before its purge is done: the password is asked for, then taken from a file.
     fs::remove_file(Path::new(&state).join("purge.json")).unwrap();
     let args = ["suite", "--resume", state.as_str()];
-    let refused = run_hostmax(&args, None);
+    let refused = Command::new(hostmax_bin())
+        .args(args)
+        .env_remove("HOSTMAX_SECURE_ERASE_PASSWORD")
+        .output()
+        .unwrap();
     assert_eq!(refused.status.code(), Some(2), "{}", stderr_of(&refused));
     assert!(
-        stderr_of(&refused).contains("--secure-erase-password PASSWORD"),
+        stderr_of(&refused).contains("--secure-erase-password-file PATH"),
         "{}",
         stderr_of(&refused)
     );
@@ -1023,8 +1057,8 @@ fn the_secure_erase_password_is_kept_out_of_reports_and_the_checkpoint() {
             "suite",
             "--resume",
             &state,
-            "--secure-erase-password",
-            SECRET,
+            "--secure-erase-password-file",
+            &password_file,
             "--json",
             &json2,
             "--html",

@@ -111,6 +111,8 @@ fn purge_escalates_and_the_suite_stops_when_no_purge_worked() {
     let device = volume_paths(&host).remove(0);
     let dir = ScratchDir::new("suite-purge");
     let json_path = dir.path("suite.json");
+    let password = dir.path("password");
+    std::fs::write(&password, "hostmax\n").unwrap();
     let args = |json: &str| -> Vec<String> {
         [
             "suite",
@@ -127,8 +129,8 @@ fn purge_escalates_and_the_suite_stops_when_no_purge_worked() {
             "5",
             "--allow-write",
             "--no-precondition",
-            "--secure-erase-password",
-            "hostmax",
+            "--secure-erase-password-file",
+            &password,
             "--json",
             json,
         ]

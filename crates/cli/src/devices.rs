@@ -333,6 +333,12 @@ fn planned_file(path: &Path, size: u64) -> Result<TargetInfo, BadInput> {
                 parent.display()
             ))
         })?;
+    if in_dev(&dir) {
+        return Err(BadInput(format!(
+            "{} does not exist, and hostmax makes no file under /dev (a mistyped device name would become a file in memory); give an existing device, or a path outside /dev for a file of --size",
+            path.display()
+        )));
+    }
     Ok(TargetInfo {
         path: dir.join(name),
         kind: TargetKind::RegularFile,
@@ -344,6 +350,19 @@ fn planned_file(path: &Path, size: u64) -> Result<TargetInfo, BadInput> {
         inode: None,
         media: None,
     })
+}
+
+/// Whether the directory `dir` (canonical) is `/dev` or below it on the same filesystem
+/// (devtmpfs, where device nodes live; a filesystem mounted below it, such as `/dev/shm`, is
+/// not).
+fn in_dev(dir: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    let dev = Path::new("/dev");
+    dir.starts_with(dev)
+        && match (std::fs::metadata(dir), std::fs::metadata(dev)) {
+            (Ok(d), Ok(root)) => d.dev() == root.dev(),
+            _ => true,
+        }
 }
 
 /// The files this process made ([`create_files`]), by path and inode, until a run starts:

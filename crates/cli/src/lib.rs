@@ -35,8 +35,10 @@ pub mod chart;
 mod command;
 pub mod devices;
 mod diagnosis;
+// Input files read with bounds.
 pub mod error;
 pub mod exit_code;
+mod input;
 pub mod kernel_count;
 mod measure;
 mod output;

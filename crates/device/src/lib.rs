@@ -90,6 +90,7 @@ mod target;
 pub use claim::{open_exclusive, EXCLUSIVE_OPEN_PATIENCE};
 pub use cpu_list::{format_cpu_list, parse_cpu_list, CpuListError, MAX_CPU};
 pub use identity::DeviceIdentity;
+pub use loop_status::{loop_backings, LoopBacking};
 pub use queue_map::{numa_node_cpus, QueueMap};
 pub use safety::{
     check_write_safety, recheck_while_held, ConsentWords, RefusalReason, SystemSources,

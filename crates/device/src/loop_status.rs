@@ -84,6 +84,35 @@ pub fn loop_backing(name: &str, dev: (u32, u32)) -> Option<LoopBacking> {
     })
 }
 
+/// Every bound loop device of this host (`class/block/loop*` with a `loop/backing_file`) with
+/// its backing: as the driver reports it ([`loop_backing`]), else by `stat` of the name sysfs
+/// shows where the device node cannot be opened; a loop device whose backing cannot be told
+/// either way is left out. Sorted by kernel name.
+pub fn loop_backings(sysfs: &crate::Sysfs) -> Vec<(String, LoopBacking)> {
+    let mut out: Vec<(String, LoopBacking)> =
+        crate::sysfs::sorted_names(&sysfs.path("class/block"))
+            .into_iter()
+            .filter(|name| name.starts_with("loop"))
+            .filter_map(|name| {
+                let shown = sysfs.value(format!("class/block/{name}/loop/backing_file"))?;
+                let backing = loop_backing_of(sysfs, &name).or_else(|| {
+                    let meta = std::fs::metadata(&shown).ok()?;
+                    Some(if meta.file_type().is_block_device() {
+                        LoopBacking::Block((libc::major(meta.rdev()), libc::minor(meta.rdev())))
+                    } else {
+                        LoopBacking::File {
+                            dev: meta.dev(),
+                            ino: meta.ino(),
+                        }
+                    })
+                })?;
+                Some((name, backing))
+            })
+            .collect();
+    out.sort_by(|a, b| a.0.cmp(&b.0));
+    out
+}
+
 /// [`loop_backing`] of the block device `name` as `sysfs` numbers it; `None` for any device
 /// that is not a bound loop device.
 pub(crate) fn loop_backing_of(sysfs: &crate::Sysfs, name: &str) -> Option<LoopBacking> {

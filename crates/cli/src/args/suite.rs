@@ -141,9 +141,21 @@ pub struct SuiteArgs {
     #[arg(long)]
     pub no_purge: bool,
 
-    /// Purge ATA disks by ATA secure erase first (hdparm sets this temporary security password
+    /// Purge ATA disks by ATA secure erase first (hdparm sets a temporary security password
     /// and erases the WHOLE disk with it), then discard, then zero fill: the first that works.
-    #[arg(long, value_name = "PASSWORD", conflicts_with = "no_purge")]
+    /// The password comes from --secure-erase-password-file, else from the environment
+    /// variable HOSTMAX_SECURE_ERASE_PASSWORD (never from the command line, which every user
+    /// can read).
+    #[arg(long, conflicts_with = "no_purge")]
+    pub secure_erase: bool,
+
+    /// --secure-erase with the temporary password read from the file PATH (its first line).
+    #[arg(long, value_name = "PATH", conflicts_with = "no_purge")]
+    pub secure_erase_password_file: Option<PathBuf>,
+
+    /// Refused: a password on the command line is readable by every user of the host in
+    /// /proc/PID/cmdline. Use --secure-erase-password-file or HOSTMAX_SECURE_ERASE_PASSWORD.
+    #[arg(long, value_name = "PASSWORD", hide = true)]
     pub secure_erase_password: Option<String>,
 
     /// Write the suite's JSON report to PATH, or to stdout with '-'.
@@ -176,8 +188,9 @@ pub struct SuiteArgs {
     pub fresh: bool,
 
     /// Continue the suite whose checkpoint is in DIR; its settings come from DIR/suite.json
-    /// (give --allow-write again if it writes to block devices, and --secure-erase-password
-    /// again if its purge by secure erase is not done: the checkpoint never keeps it). A
+    /// (give --allow-write again if it writes to block devices, and the secure erase password
+    /// again, by --secure-erase-password-file or HOSTMAX_SECURE_ERASE_PASSWORD, if its purge
+    /// by secure erase is not done: the checkpoint never keeps it). A
     /// --json, --html or --fio-json given with it replaces the one kept, for this and later
     /// resumes.
     #[arg(long, value_name = "DIR", conflicts_with_all = [

@@ -10,6 +10,7 @@ use crate::error::{option_for, BadInput};
 use crate::output::export::Outputs;
 use crate::output::fio_json::FioJson;
 use crate::output::json::JsonReport;
+use crate::output::table::escape_text;
 use crate::provenance;
 
 /// Reads one report file, refusing (as [`BadInput`]) anything that is not a hostmax report of
@@ -21,10 +22,9 @@ pub fn load_report(path: &Path) -> Result<HostReport, BadInput> {
             "{shown}: not a hostmax report ({why}); give files written by 'hostmax --json'"
         ))
     };
-    let text = std::fs::read_to_string(path).map_err(|e| {
+    let text = crate::input::read_text(path).map_err(|e| {
         BadInput(format!(
-            "{shown}: cannot read it ({}); give files written by 'hostmax --json'",
-            e.to_string().replace('\n', " ")
+            "{e} (merge takes files written by 'hostmax --json')"
         ))
     })?;
     let value: serde_json::Value =
@@ -82,7 +82,7 @@ pub fn run_merge(args: &MergeArgs) -> anyhow::Result<i32> {
         MergeError::WorkloadDiffers(d) => {
             BadInput(d.describe(option_for(d.setting).unwrap_or(d.field)))
         }
-        e => BadInput(e.to_string()),
+        e => BadInput(escape_text(&e.to_string()).into_owned()),
     })?;
     if args.min_overlap > 0 {
         provenance::check_overlap(&windows, f64::from(args.min_overlap) / 100.0)?;
@@ -115,10 +115,10 @@ pub fn run_merge(args: &MergeArgs) -> anyhow::Result<i32> {
 /// each in `fleet.hosts[].interrupted`): the fleet's figures cover less than their runtime.
 fn interrupted_note(merged: &HostReport) -> Option<String> {
     let hosts = &merged.fleet.as_ref()?.hosts;
-    let cut: Vec<&str> = hosts
+    let cut: Vec<std::borrow::Cow<'_, str>> = hosts
         .iter()
         .filter(|h| h.interrupted)
-        .map(|h| h.hostname.as_str())
+        .map(|h| escape_text(&h.hostname))
         .collect();
     (!cut.is_empty()).then(|| {
         format!(
@@ -138,8 +138,8 @@ fn seeds_note(merged: &HostReport) -> Option<String> {
     let list: Vec<String> = hosts
         .iter()
         .map(|h| match h.seed {
-            Some(seed) => format!("{} {seed}", h.hostname),
-            None => format!("{} unknown", h.hostname),
+            Some(seed) => format!("{} {seed}", escape_text(&h.hostname)),
+            None => format!("{} unknown", escape_text(&h.hostname)),
         })
         .collect();
     Some(format!(

@@ -17,6 +17,7 @@ use crate::devices::{expand_device_args, resolve_targets};
 use crate::error::BadInput;
 use crate::exit_code;
 use crate::output::atomic::write_atomically;
+use crate::output::destination::OutputFile;
 use crate::units::{format_duration, format_mib_per_sec, human_size};
 
 /// The `--state` file: how far each device got.
@@ -32,6 +33,9 @@ struct DeviceState {
     done: u64,
 }
 
+/// `--state`, an output too.
+const STATE: OutputFile = OutputFile::new("--state", "prepare.state.json", false, "the state");
+
 /// Runs `hostmax prepare` and returns its exit code.
 pub fn run(args: &PrepareArgs) -> anyhow::Result<i32> {
     if args.bs < 4096 || !args.bs.is_multiple_of(4096) || args.bs > 64 << 20 {
@@ -45,7 +49,13 @@ pub fn run(args: &PrepareArgs) -> anyhow::Result<i32> {
     let paths: Vec<PathBuf> = targets.iter().map(|t| t.path.clone()).collect();
     let sizes: Vec<u64> = targets.iter().map(|t| t.size).collect();
     let from = match &args.state {
-        Some(file) => resume_from(file, &paths, &sizes)?,
+        Some(file) => {
+            // Written while the devices are read: proved writable now, as every output is
+            // (no link another user controls, room, a regular file or a free name), and
+            // only then read.
+            STATE.check(file)?;
+            resume_from(file, &paths, &sizes)?
+        }
         None => vec![0; paths.len()],
     };
     let total: u64 = sizes.iter().sum();
@@ -141,12 +151,10 @@ fn progress_line(p: &PassProgress, already: u64, secs: f64) -> String {
 /// not list, and for a missing file). A device whose size changed is refused: the state was
 /// made for another volume.
 fn resume_from(file: &Path, paths: &[PathBuf], sizes: &[u64]) -> anyhow::Result<Vec<u64>> {
-    let text = match std::fs::read_to_string(file) {
+    let text = match crate::input::read_text(file) {
         Ok(text) => text,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(vec![0; paths.len()]),
-        Err(e) => {
-            return Err(BadInput(format!("--state {}: {e}", file.display())).into());
-        }
+        Err(e) if e.not_found() => return Ok(vec![0; paths.len()]),
+        Err(e) => return Err(BadInput(format!("--state {e}")).into()),
     };
     let state: PrepareState = serde_json::from_str(&text).map_err(|e| {
         BadInput(format!(

@@ -56,13 +56,21 @@ impl PartialEq for OutputDir {
 impl Eq for OutputDir {}
 
 impl OutputDir {
-    /// Opens the directory `path` leads to now.
+    /// Opens the directory `path` leads to now, following no link another user controls
+    /// ([`follow_trusted_links`]; the path found is then opened with no link followed at
+    /// all, where the kernel has `openat2`, so none planted meanwhile is either).
     pub fn open(path: &Path) -> io::Result<OutputDir> {
-        let fd = nix::fcntl::open(
-            path,
-            OFlag::O_PATH | OFlag::O_DIRECTORY | OFlag::O_CLOEXEC,
-            Mode::empty(),
-        )?;
+        let real = follow_trusted_links(path)?;
+        let flags = OFlag::O_PATH | OFlag::O_DIRECTORY | OFlag::O_CLOEXEC;
+        let how = nix::fcntl::OpenHow::new()
+            .flags(flags)
+            .resolve(nix::fcntl::ResolveFlag::RESOLVE_NO_SYMLINKS);
+        let fd = match nix::fcntl::openat2(nix::fcntl::AT_FDCWD, &real, how) {
+            // A kernel before 5.6, or a seccomp filter that does not know openat2: the walk
+            // above already refused links another user controls.
+            Err(Errno::ENOSYS | Errno::EPERM) => nix::fcntl::open(&real, flags, Mode::empty())?,
+            opened => opened?,
+        };
         // The path of what was opened (links and `..` seen through), as the kernel knows it.
         let path = fs::read_link(format!("/proc/self/fd/{}", fd.as_raw_fd()))
             .or_else(|_| fs::canonicalize(path))
@@ -176,6 +184,9 @@ pub enum ResolveError {
         /// Where the link leads.
         target: PathBuf,
     },
+    /// The path goes through a link another user controls.
+    #[error(transparent)]
+    Untrusted(UntrustedLink),
     /// The directory cannot be opened.
     #[error("directory {}: {source}", dir.display())]
     Directory {
@@ -192,12 +203,22 @@ pub enum ResolveError {
 /// name in it.
 pub fn resolve(path: &Path) -> Result<(OutputDir, OsString), ResolveError> {
     let is_link = fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink());
-    let target = if is_link {
-        fs::canonicalize(path).map_err(|_| ResolveError::DanglingLink {
-            target: link_target(path),
-        })?
-    } else {
-        path.to_path_buf()
+    let target = match follow_trusted_links(path) {
+        Ok(target) if is_link && fs::symlink_metadata(&target).is_err() => {
+            return Err(ResolveError::DanglingLink {
+                target: link_target(path),
+            })
+        }
+        Ok(target) => target,
+        Err(e) => match untrusted(&e) {
+            Some(link) => return Err(ResolveError::Untrusted(link)),
+            None => {
+                return Err(ResolveError::Directory {
+                    dir: parent_dir(path),
+                    source: e,
+                })
+            }
+        },
     };
     let name = match target.file_name() {
         Some(name) if !target.as_os_str().as_bytes().ends_with(b"/") => name.to_os_string(),
@@ -206,6 +227,118 @@ pub fn resolve(path: &Path) -> Result<(OutputDir, OsString), ResolveError> {
     let dir = parent_dir(&target);
     let dir = OutputDir::open(&dir).map_err(|source| ResolveError::Directory { dir, source })?;
     Ok((dir, name))
+}
+
+/// A symbolic link this process does not follow: it lies in a sticky, world-writable
+/// directory (`/tmp`) and belongs neither to this user nor to the directory's owner, so
+/// another user could point it anywhere (the kernel's `fs.protected_symlinks` rule, applied
+/// whatever that setting says).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{} is a symbolic link of another user (uid {owner}) in the sticky world-writable directory {}, which hostmax does not follow; give the path it should lead to, or have the link removed", link.display(), dir.display())]
+pub struct UntrustedLink {
+    /// The link.
+    pub link: PathBuf,
+    /// Its owner.
+    pub owner: u32,
+    /// The directory it is in.
+    pub dir: PathBuf,
+}
+
+impl From<UntrustedLink> for io::Error {
+    fn from(e: UntrustedLink) -> io::Error {
+        io::Error::new(io::ErrorKind::PermissionDenied, e)
+    }
+}
+
+/// Whether a link owned by `link_uid` in a directory of status `dir` may be followed by this
+/// process: the kernel's `protected_symlinks` rule (a link in a sticky, world-writable
+/// directory is followed only when it belongs to the follower or to the directory's owner).
+fn may_follow(link_uid: u32, dir: &FileStat) -> bool {
+    let sticky = dir.st_mode & libc::S_ISVTX != 0;
+    let world_writable = dir.st_mode & libc::S_IWOTH != 0;
+    !(sticky && world_writable)
+        || link_uid == nix::unistd::geteuid().as_raw()
+        || link_uid == dir.st_uid
+}
+
+/// The path `path` leads to, every symbolic link followed as the kernel would (`..` after a
+/// link goes up from where the link led), except one another user controls ([`may_follow`]):
+/// that is an error ([`UntrustedLink`]). Components that do not exist are kept as they are.
+pub fn follow_trusted_links(path: &Path) -> io::Result<PathBuf> {
+    use std::collections::VecDeque;
+    use std::path::Component;
+    let absolute = std::path::absolute(path)?;
+    let mut pending: VecDeque<OsString> = VecDeque::new();
+    fn push_parts(pending: &mut VecDeque<OsString>, p: &Path, front: bool) {
+        let parts: Vec<OsString> = p
+            .components()
+            .filter_map(|c| match c {
+                Component::RootDir => Some(OsString::from("/")),
+                Component::CurDir => None,
+                Component::ParentDir => Some(OsString::from("..")),
+                Component::Normal(n) => Some(n.to_os_string()),
+                Component::Prefix(_) => None,
+            })
+            .collect();
+        if front {
+            for part in parts.into_iter().rev() {
+                pending.push_front(part);
+            }
+        } else {
+            pending.extend(parts);
+        }
+    }
+    push_parts(&mut pending, &absolute, false);
+    let mut resolved = PathBuf::from("/");
+    let mut hops = 0;
+    while let Some(part) = pending.pop_front() {
+        if part == "/" {
+            resolved = PathBuf::from("/");
+            continue;
+        }
+        if part == ".." {
+            resolved.pop();
+            continue;
+        }
+        let candidate = resolved.join(&part);
+        let st = match nix::sys::stat::lstat(&candidate) {
+            Ok(st) => st,
+            Err(_) => {
+                // Missing (or unreadable): the rest is taken as it is, and whatever opens
+                // it later says why it cannot.
+                resolved = candidate;
+                for rest in pending.drain(..) {
+                    resolved.push(rest);
+                }
+                break;
+            }
+        };
+        if st.st_mode & SFlag::S_IFMT.bits() != SFlag::S_IFLNK.bits() {
+            resolved = candidate;
+            continue;
+        }
+        let dir = nix::sys::stat::stat(&resolved)?;
+        if !may_follow(st.st_uid, &dir) {
+            return Err(UntrustedLink {
+                link: candidate,
+                owner: st.st_uid,
+                dir: resolved,
+            }
+            .into());
+        }
+        hops += 1;
+        if hops > 40 {
+            return Err(Errno::ELOOP.into());
+        }
+        let target = fs::read_link(&candidate)?;
+        push_parts(&mut pending, &target, true);
+    }
+    Ok(resolved)
+}
+
+/// The refusal of a link another user controls inside `e`, if that is what it is.
+pub fn untrusted(e: &io::Error) -> Option<UntrustedLink> {
+    e.get_ref()?.downcast_ref::<UntrustedLink>().cloned()
 }
 
 /// Where the link `path` leads, as far as it can be followed (for messages).
@@ -539,5 +672,35 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.contains("/nonexistent-hostmax-dir/"), "{err}");
+    }
+
+    #[test]
+    fn links_are_followed_unless_another_user_controls_them() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = ScratchDir::new("atomic-trust");
+        let real = dir.write("real.txt", "x");
+        let sticky = dir.0.join("tmp");
+        fs::create_dir(&sticky).unwrap();
+        fs::set_permissions(&sticky, fs::Permissions::from_mode(0o1777)).unwrap();
+        let link = sticky.join("l");
+        std::os::unix::fs::symlink("../real.txt", &link).unwrap();
+        // Our own link, `..` after it taken from where it led.
+        assert_eq!(follow_trusted_links(&link).unwrap(), real);
+        assert_eq!(
+            follow_trusted_links(&sticky.join("none/../x")).unwrap(),
+            sticky.join("none/../x")
+        );
+        if !nix::unistd::geteuid().is_root() {
+            return;
+        }
+        std::os::unix::fs::lchown(&link, Some(65534), Some(65534)).unwrap();
+        let err = follow_trusted_links(&link).unwrap_err();
+        let refused = untrusted(&err).expect("refused as untrusted");
+        assert_eq!((refused.link, refused.owner), (link.clone(), 65534));
+        // Not sticky, or not world-writable: followed as the kernel would.
+        fs::set_permissions(&sticky, fs::Permissions::from_mode(0o777)).unwrap();
+        assert_eq!(follow_trusted_links(&link).unwrap(), real);
+        fs::set_permissions(&sticky, fs::Permissions::from_mode(0o1755)).unwrap();
+        assert_eq!(follow_trusted_links(&link).unwrap(), real);
     }
 }

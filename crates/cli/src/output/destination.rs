@@ -21,7 +21,8 @@ use std::path::{Path, PathBuf};
 use nix::fcntl::OFlag;
 
 use super::atomic::{
-    node_kind, parent_dir, resolve, AtomicFile, AtomicWriteError, OutputDir, ResolveError,
+    follow_trusted_links, node_kind, parent_dir, resolve, untrusted, AtomicFile, AtomicWriteError,
+    OutputDir, ResolveError,
 };
 use super::kept::{keep, keep_folder, name_of, Kept};
 use crate::error::BadInput;
@@ -224,6 +225,13 @@ impl OutputFile {
                 "{option}: the path is empty; give a file path such as {example}{or_stdout}"
             )));
         }
+        if let Some(link) = follow_trusted_links(path)
+            .err()
+            .as_ref()
+            .and_then(untrusted)
+        {
+            return Err(BadInput(format!("{option} {shown}: {link}")));
+        }
         match fs::metadata(path) {
             Ok(m) if m.is_dir() => {
                 return Err(BadInput(format!(
@@ -260,6 +268,9 @@ impl OutputFile {
                         parent.display()
                     )
                 }));
+            }
+            Err(ResolveError::Untrusted(link)) => {
+                return Err(BadInput(format!("{option} {shown}: {link}")))
             }
             Err(ResolveError::NoFileName) => {
                 return Err(BadInput(format!(
@@ -318,6 +329,37 @@ impl OutputFile {
                 "{option} {shown}: {} is a {}, not a regular file; give a regular file path",
                 resolved.display(),
                 node_kind(&existing)
+            )));
+        }
+        // Replacing a loop device's backing file would take its image from under it (the
+        // kernel's identity of the file: device and inode, whatever its name).
+        let this_file = hostmax_device::LoopBacking::File {
+            dev: existing.st_dev,
+            ino: existing.st_ino,
+        };
+        if let Some((loop_name, _)) =
+            hostmax_device::loop_backings(&hostmax_device::Sysfs::default())
+                .into_iter()
+                .find(|(_, backing)| *backing == this_file)
+        {
+            return Err(BadInput(format!(
+                "{option} {shown}: {} is the backing file of /dev/{loop_name}, which the output would replace; choose another path",
+                resolved.display()
+            )));
+        }
+        // Nor an active swap file (the kernel's by device and inode).
+        let swaps = std::fs::read_to_string(hostmax_device::safety::SystemSources::default().swaps)
+            .map(|text| {
+                hostmax_device::safety::identify_swaps(&hostmax_device::safety::parse_swaps(&text))
+            })
+            .unwrap_or_default();
+        if swaps
+            .iter()
+            .any(|swap| swap.inode == Some((existing.st_dev, existing.st_ino)))
+        {
+            return Err(BadInput(format!(
+                "{option} {shown}: {} is an active swap file, which the output would replace; choose another path",
+                resolved.display()
             )));
         }
         // In a sticky directory (/tmp) only the file's owner, the directory's owner or a
@@ -385,13 +427,8 @@ pub fn check_directory(option: &str, dir: &Path) -> Result<(), BadInput> {
         .ancestors()
         .find(|a| a.is_dir())
         .unwrap_or(Path::new("/"));
-    let opened = OutputDir::open(existing).map_err(|e| {
-        BadInput(format!(
-            "{option} {shown}: cannot use {} ({}); choose a writable directory",
-            existing.display(),
-            one_line(&e)
-        ))
-    })?;
+    let opened =
+        OutputDir::open(existing).map_err(|e| dir_refusal(option, &shown, existing, &e))?;
     if let Err(e) = AtomicFile::create_in(&opened, "suite.json".as_ref()) {
         return Err(BadInput(format!(
             "{option} {shown}: cannot create files in {} ({}); choose a writable directory",
@@ -400,6 +437,19 @@ pub fn check_directory(option: &str, dir: &Path) -> Result<(), BadInput> {
         )));
     }
     check_room(option, &shown, &opened)
+}
+
+/// The refusal of a directory `dir` that `option` (given `shown`) cannot use: a link another
+/// user controls on the way, or why it cannot be opened.
+fn dir_refusal(option: &str, shown: &str, dir: &Path, e: &io::Error) -> BadInput {
+    match untrusted(e) {
+        Some(link) => BadInput(format!("{option} {shown}: {link}")),
+        None => BadInput(format!(
+            "{option} {shown}: cannot use {} ({}); choose a writable directory",
+            dir.display(),
+            one_line(e)
+        )),
+    }
 }
 
 /// Whether this process has CAP_FOWNER (bit 3 of `CapEff` in `/proc/self/status`); without
@@ -439,7 +489,10 @@ impl OutputFile {
         let absolute = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
         let (dir, missing) = match fs::metadata(path) {
             // An existing folder (a link to one followed now, once).
-            Ok(m) if m.is_dir() => (fs::canonicalize(path).unwrap_or(absolute.clone()), None),
+            Ok(m) if m.is_dir() => match follow_trusted_links(path) {
+                Ok(real) => (real, None),
+                Err(e) => return Err(dir_refusal(option, &shown.to_string(), path, &e)),
+            },
             Ok(_) => {
                 return Err(BadInput(format!(
                     "{option} {shown}: exists and is not a folder; this command writes a folder of files (one per run), give a folder path such as {example}"
@@ -463,13 +516,8 @@ impl OutputFile {
                 }
             }
         };
-        let base = OutputDir::open(&dir).map_err(|e| {
-            BadInput(format!(
-                "{option} {shown}: cannot use {} ({}); choose a writable directory",
-                dir.display(),
-                one_line(&e)
-            ))
-        })?;
+        let base =
+            OutputDir::open(&dir).map_err(|e| dir_refusal(option, &shown.to_string(), &dir, &e))?;
         // A file made where the write will make the first ones (the folder, or the directory
         // the folder is made in), then removed; and room for them.
         if let Err(e) = AtomicFile::create_in(&base, "fio.json".as_ref()) {

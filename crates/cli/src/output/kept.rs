@@ -11,7 +11,7 @@ use std::fmt;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
-use super::atomic::{write_atomically, AtomicFile, AtomicWriteError};
+use super::atomic::{write_atomically, AtomicFile, AtomicWriteError, OutputDir};
 
 /// Where an output that could not be written went instead.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -61,12 +61,28 @@ pub fn keep(name: &OsStr, bytes: &[u8]) -> Kept {
     let mut why = String::from("no place to keep it");
     for place in places() {
         let path = place.join(kept_name(name));
-        match write_atomically(&path, bytes) {
+        match write_kept(&place, &kept_name(name), bytes) {
             Ok(()) => return Kept::At(path),
             Err(e) => why = e.to_string(),
         }
     }
     Kept::Lost(why)
+}
+
+/// Writes `bytes` as `name` in the directory `place` (opened following no link another user
+/// controls), never through a link at `name`: in a shared temporary directory another user
+/// may have put one there.
+fn write_kept(place: &Path, name: &OsStr, bytes: &[u8]) -> Result<(), AtomicWriteError> {
+    let dir = OutputDir::open(place).map_err(|source| AtomicWriteError {
+        path: place.to_path_buf(),
+        source,
+    })?;
+    let mut file = AtomicFile::create_in(&dir, name)?;
+    file.write_all(bytes).map_err(|source| AtomicWriteError {
+        path: file.temp_path(),
+        source,
+    })?;
+    file.commit()
 }
 
 /// Keeps the files of a folder output named `name` that its destination failed to take,
@@ -134,8 +150,10 @@ impl SpillingFile {
         let mut last = io::Error::other("no place to keep it");
         for place in places() {
             let path = place.join(kept_name(&self.name));
-            let made = AtomicFile::create(&path)
-                .map_err(|e| e.source)
+            let made = OutputDir::open(&place)
+                .and_then(|dir| {
+                    AtomicFile::create_in(&dir, &kept_name(&self.name)).map_err(|e| e.source)
+                })
                 .and_then(|mut f| f.write_all(&bytes).map(|()| f));
             match made {
                 Ok(file) => {
@@ -251,5 +269,16 @@ mod tests {
         // The bytes of an unlinked temporary file are still readable through its descriptor.
         assert_eq!(fs::read(&path).unwrap(), b"first second");
         fs::remove_file(path).unwrap();
+    }
+
+    #[test]
+    fn a_link_at_the_kept_name_is_not_followed() {
+        let dir = ScratchDir::new("kept-link");
+        let victim = dir.write("victim", "precious");
+        let name = kept_name("r.json".as_ref());
+        std::os::unix::fs::symlink(&victim, dir.0.join(&name)).unwrap();
+        let err = write_kept(&dir.0, &name, b"{}").unwrap_err().to_string();
+        assert!(err.contains("not replaced"), "{err}");
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious");
     }
 }

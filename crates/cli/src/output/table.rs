@@ -1,5 +1,6 @@
 //! The final table: one row per device and the host row last.
 
+use std::borrow::Cow;
 use std::fmt::Write as _;
 
 use hostmax_aggregate::{DeviceReport, Figures, HostReport};
@@ -297,18 +298,62 @@ pub fn render_table_noting(
     if unwritten == UnwrittenReads::Advise {
         out.push_str(&zero_reads_line(report));
     }
+    // Names came from input data (a merged report's hosts and paths): escaped again as a
+    // whole, so no control character of any field reaches the terminal.
+    let out = escape_lines(&out);
     match width {
         Some(width) => wrap_lines(&out, width),
         None => out,
     }
 }
 
+/// Text from input data (a report's host name, a device's path, the name it was given) as a
+/// terminal may show it: every control character (C0 such as a newline, a carriage return or
+/// the ESC that starts an ANSI escape; DEL; C1 such as CSI) written as an escape (`\n`,
+/// `\x1b`, `\u{9b}`), so a report read by `merge` cannot clear the screen, move the cursor or
+/// forge a line of the table. The one escaping function of text that reaches a terminal.
+pub(crate) fn escape_text(text: &str) -> Cow<'_, str> {
+    if !text.chars().any(char::is_control) {
+        return Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        match c {
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if (c as u32) < 0x80 && c.is_control() => {
+                let _ = write!(out, "\\x{:02x}", c as u32);
+            }
+            c if c.is_control() => {
+                let _ = write!(out, "\\u{{{:x}}}", c as u32);
+            }
+            c => out.push(c),
+        }
+    }
+    Cow::Owned(out)
+}
+
+/// A text made of lines for a terminal, each line passed through [`escape_text`]: whatever input
+/// data reached it unescaped, only its own line breaks stay.
+pub(crate) fn escape_lines(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for (i, line) in text.split('\n').enumerate() {
+        if i > 0 {
+            out.push('\n');
+        }
+        out.push_str(&escape_text(line));
+    }
+    out
+}
+
 /// How tables name a device: its path, or the name the user gave it with the kernel's name
-/// after it (`/dev/disk/by-id/nvme-X (nvme0n1)`).
+/// after it (`/dev/disk/by-id/nvme-X (nvme0n1)`), both [`escape_text`] escaped.
 pub(crate) fn device_name(path: &str, given: Option<&str>) -> String {
+    let short = escape_text(path.strip_prefix("/dev/").unwrap_or(path)).into_owned();
     match given {
-        Some(given) => format!("{given} ({})", path.strip_prefix("/dev/").unwrap_or(path)),
-        None => path.to_string(),
+        Some(given) => format!("{} ({short})", escape_text(given)),
+        None => escape_text(path).into_owned(),
     }
 }
 
@@ -316,7 +361,7 @@ pub(crate) fn device_name(path: &str, given: Option<&str>) -> String {
 fn device_label(d: &DeviceReport) -> String {
     let name = device_name(&d.path, d.given.as_deref());
     match &d.host {
-        Some(host) => format!("{host}:{name}"),
+        Some(host) => format!("{}:{name}", escape_text(host)),
         None => name,
     }
 }
@@ -353,9 +398,9 @@ fn zero_reads_line(report: &HostReport) -> String {
         return String::new();
     }
     let names: Vec<String> = zero.iter().map(|d| device_label(d)).collect();
-    let paths: Vec<&str> = zero
+    let paths: Vec<Cow<'_, str>> = zero
         .iter()
-        .map(|d| d.given.as_deref().unwrap_or(&d.path))
+        .map(|d| escape_text(d.given.as_deref().unwrap_or(&d.path)))
         .collect();
     let its = if zero.len() == 1 { "its" } else { "their" };
     format!(
@@ -473,7 +518,7 @@ fn verify_lines(report: &HostReport) -> String {
                 writeln!(
                 s,
                 "BAD DATA on {} at offset {}: {kind}; expected generation tag {}, found {found}{}",
-                d.path,
+                escape_text(&d.path),
                 m.offset,
                 m.expected_tag,
                 if m.during_run { " (during the run)" } else { "" }
@@ -484,7 +529,7 @@ fn verify_lines(report: &HostReport) -> String {
                 s,
                 "... and {} more bad blocks on {}",
                 log.mismatches - log.first.len() as u64,
-                d.path
+                escape_text(&d.path)
             );
         }
     }
@@ -1031,5 +1076,20 @@ mod tests {
         assert_eq!(format_block_size(1 << 20), "1 MiB");
         assert_eq!(format_block_size(512), "512 B");
         assert_eq!(format_block_size(1536), "1536 B");
+    }
+
+    #[test]
+    fn control_characters_of_input_data_are_escaped() {
+        assert_eq!(escape_text("/dev/sdb"), "/dev/sdb");
+        assert_eq!(
+            escape_text("a\x1b[2J\nb\r\t\x7f\u{9b}c"),
+            r"a\x1b[2J\nb\r\t\x7f\u{9b}c"
+        );
+        assert_eq!(escape_lines("x\x1by\nz"), "x\\x1by\nz");
+        let mut report = sample_report();
+        report.devices[0].host = Some("h\x1b[2J\nFAIL".into());
+        let text = render_table_fitting(&report, None);
+        assert!(text.contains(r"h\x1b[2J\nFAIL:"), "{text}");
+        assert!(!text.contains('\x1b'), "{text}");
     }
 }

@@ -65,5 +65,5 @@ pub fn render(c: &ConsistencyVerdict) -> String {
             s.cv * 100.0
         );
     }
-    out
+    crate::output::table::escape_lines(&out)
 }

@@ -151,8 +151,7 @@ impl SpecArgs {
 /// Reads and checks a spec file: JSON when it ends in `.json`, else TOML.
 pub fn read_spec_file(path: &Path) -> Result<SpecFile, BadInput> {
     let shown = path.display();
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| BadInput(format!("--spec-file {shown}: cannot read it: {e}")))?;
+    let text = crate::input::read_text(path).map_err(|e| BadInput(format!("--spec-file {e}")))?;
     let raw: SpecFileText = if path.extension().is_some_and(|e| e == "json") {
         serde_json::from_str(&text)
             .map_err(|e| BadInput(format!("--spec-file {shown}: not a valid spec file: {e}")))?

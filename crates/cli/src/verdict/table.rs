@@ -248,7 +248,8 @@ fn render(v: &Verdict, unconcluded: Option<String>) -> String {
                 })
         );
     }
-    out
+    // Every name in it came from input data: no control character reaches the terminal.
+    crate::output::table::escape_lines(&out)
 }
 
 /// A drop after a sustained start, and that the rates were judged after it. `name_run` when

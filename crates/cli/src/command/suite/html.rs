@@ -38,8 +38,7 @@ impl Export<SuiteResult> for SuitePage {
 
 /// Reads a `hostmax curve --json` report for `--curve`.
 pub(crate) fn load_curve(path: &Path) -> Result<hostmax_aggregate::CurveReport, BadInput> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| BadInput(format!("--curve {}: cannot read it: {e}", path.display())))?;
+    let text = crate::input::read_text(path).map_err(|e| BadInput(format!("--curve {e}")))?;
     serde_json::from_str(&text).map_err(|e| {
         BadInput(format!(
             "--curve {}: not a 'hostmax curve --json' report ({e}); give the JSON hostmax curve wrote",

@@ -101,7 +101,7 @@ pub fn run(args: &SuiteArgs) -> anyhow::Result<i32> {
                 ""
             },
             if password_needed {
-                " --secure-erase-password PASSWORD"
+                " --secure-erase-password-file PATH (or HOSTMAX_SECURE_ERASE_PASSWORD set)"
             } else {
                 ""
             }
@@ -189,6 +189,13 @@ type Setup = (
 
 /// Checks a fresh suite's options, resolves its devices and makes its checkpoint directory.
 fn start(args: &SuiteArgs) -> anyhow::Result<Setup> {
+    let password = secure_erase_password(args, args.secure_erase)?;
+    if args.secure_erase && password.is_none() {
+        return Err(BadInput(format!(
+            "--secure-erase: no password given; give the temporary password by {PASSWORD_WAYS}"
+        ))
+        .into());
+    }
     let test = take_test_from_devices(args)?
         .test
         .expect("take_test_from_devices gives a test unless --resume");
@@ -420,8 +427,8 @@ fn start(args: &SuiteArgs) -> anyhow::Result<Setup> {
         promises: None,
         sleep_between_ms: args.sleep_between.as_millis() as u64,
         precondition_time_ms: args.precondition_time.map(|d| d.as_millis() as u64),
-        secure_erase: args.secure_erase_password.is_some(),
-        secure_erase_password: args.secure_erase_password.clone(),
+        secure_erase: password.is_some(),
+        secure_erase_password: password,
         curve: match &args.curve {
             Some(path) => {
                 html::load_curve(path)?;
@@ -464,12 +471,7 @@ fn resume(dir: &Path, args: &SuiteArgs) -> anyhow::Result<Setup> {
             problem_of(&e)
         ))
     })?;
-    resume_secure_erase(
-        dir,
-        &state,
-        &mut config,
-        args.secure_erase_password.as_deref(),
-    )?;
+    resume_secure_erase(dir, &state, &mut config, args)?;
     if config.writes_block_devices && !args.allow_write {
         return Err(BadInput(format!(
             "the suite in {} writes to block devices: resume it with --resume {} --allow-write",
@@ -676,6 +678,54 @@ fn check_resumed_cpus(cpus: &[usize], limits: &crate::plan::HostLimits) -> Resul
     )))
 }
 
+/// The environment variable the ATA secure erase password may come from.
+pub const PASSWORD_ENV: &str = "HOSTMAX_SECURE_ERASE_PASSWORD";
+
+/// The ways to give the ATA secure erase password, as messages name them.
+const PASSWORD_WAYS: &str =
+    "--secure-erase-password-file PATH (its first line) or the environment variable HOSTMAX_SECURE_ERASE_PASSWORD";
+
+/// The most bytes a password file may hold: a password is a line, not a file of data.
+const PASSWORD_FILE_LIMIT: u64 = 4096;
+
+/// The ATA secure erase password given: from `--secure-erase-password-file`, else (when
+/// `from_env`) from [`PASSWORD_ENV`]. `--secure-erase-password` on the command line, where
+/// every user can read it, is refused.
+fn secure_erase_password(args: &SuiteArgs, from_env: bool) -> Result<Option<String>, BadInput> {
+    if args.secure_erase_password.is_some() {
+        return Err(BadInput(format!(
+            "--secure-erase-password: a password on the command line is readable by every user of this host (/proc/PID/cmdline), so it is not taken; give it by {PASSWORD_WAYS}"
+        )));
+    }
+    if let Some(path) = &args.secure_erase_password_file {
+        return read_password_file(path).map(Some);
+    }
+    if !from_env {
+        return Ok(None);
+    }
+    Ok(std::env::var(PASSWORD_ENV).ok().filter(|p| !p.is_empty()))
+}
+
+/// The first line of the password file `path` (a regular file of at most
+/// [`PASSWORD_FILE_LIMIT`] bytes).
+fn read_password_file(path: &Path) -> Result<String, BadInput> {
+    let shown = path.display();
+    let bytes = crate::input::read_bounded(path, PASSWORD_FILE_LIMIT)
+        .map_err(|e| BadInput(format!("--secure-erase-password-file {e}")))?;
+    let text = String::from_utf8(bytes).map_err(|_| {
+        BadInput(format!(
+            "--secure-erase-password-file {shown}: is not UTF-8 text; write the password on its first line"
+        ))
+    })?;
+    let line = text.lines().next().unwrap_or("").trim_end_matches('\r');
+    if line.is_empty() {
+        return Err(BadInput(format!(
+            "--secure-erase-password-file {shown}: its first line is empty; write the password on it"
+        )));
+    }
+    Ok(line.to_string())
+}
+
 /// The ATA secure erase password on `--resume`: the checkpoint does not keep it, so a suite
 /// whose purge (by secure erase) is not done yet needs it given again; one that never used it
 /// refuses it.
@@ -683,17 +733,20 @@ fn resume_secure_erase(
     dir: &Path,
     state: &StateDir,
     config: &mut SuiteConfig,
-    given: Option<&str>,
+    args: &SuiteArgs,
 ) -> anyhow::Result<()> {
     let uses_it = config.secure_erase || config.secure_erase_password.is_some();
+    let given = secure_erase_password(args, uses_it)?;
     match given {
-        Some(_) if !uses_it => Err(BadInput(format!(
-            "--secure-erase-password: the suite in {} was started without it and its purge cannot change now; drop --secure-erase-password",
-            dir.display()
-        ))
-        .into()),
+        _ if !uses_it && (args.secure_erase || args.secure_erase_password_file.is_some()) => {
+            Err(BadInput(format!(
+                "--secure-erase: the suite in {} was started without it and its purge cannot change now; drop --secure-erase and --secure-erase-password-file",
+                dir.display()
+            ))
+            .into())
+        }
         Some(password) => {
-            config.secure_erase_password = Some(password.to_string());
+            config.secure_erase_password = Some(password);
             Ok(())
         }
         None if uses_it
@@ -702,7 +755,7 @@ fn resume_secure_erase(
             && state.prep("purge")?.is_none() =>
         {
             Err(BadInput(format!(
-                "the suite in {} purges by ATA secure erase first, and its password is not kept in the checkpoint (a secret): resume it with --resume {} --secure-erase-password PASSWORD (the one it started with)",
+                "the suite in {} purges by ATA secure erase first, and its password is not kept in the checkpoint (a secret): resume it with --resume {} and the password (the one it started with) by {PASSWORD_WAYS}",
                 dir.display(),
                 dir.display()
             ))

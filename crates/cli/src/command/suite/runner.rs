@@ -638,9 +638,12 @@ fn ata_secure_erase(t: &TargetInfo, password: &str) -> Result<(), String> {
         return Err("not an ATA disk".into());
     }
     let hdparm = |args: &[&str]| -> Result<String, String> {
+        // hdparm takes the password on its command line (it has no other way): visible
+        // there while each of these two commands runs. Not in its environment too.
         let out = std::process::Command::new("hdparm")
             .args(args)
             .arg(&t.path)
+            .env_remove(super::PASSWORD_ENV)
             .output()
             .map_err(|e| format!("cannot run hdparm ({e}); install it (apt-get install hdparm)"))?;
         let text = String::from_utf8_lossy(&out.stdout).into_owned()
@@ -648,7 +651,16 @@ fn ata_secure_erase(t: &TargetInfo, password: &str) -> Result<(), String> {
         if out.status.success() {
             Ok(text)
         } else {
-            Err(format!("hdparm {}: {}", args.join(" "), text.trim()))
+            // The password never goes into a message (which a report's purge record keeps).
+            let shown: Vec<&str> = args
+                .iter()
+                .map(|a| if *a == password { "<redacted>" } else { a })
+                .collect();
+            Err(format!(
+                "hdparm {}: {}",
+                shown.join(" "),
+                text.trim().replace(password, "<redacted>")
+            ))
         }
     };
     let identity = hdparm(&["-I"])?;

@@ -14,6 +14,7 @@
 use std::collections::BTreeMap;
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -112,11 +113,11 @@ pub struct SuiteConfig {
     /// Most milliseconds preconditioning may take (`--precondition-time`).
     #[serde(default)]
     pub precondition_time_ms: Option<u64>,
-    /// Whether the purge starts with ATA secure erase (`--secure-erase-password` was given):
+    /// Whether the purge starts with ATA secure erase (`--secure-erase`, or its password file, was given):
     /// a resume before the purge is done needs the password again.
     #[serde(default)]
     pub secure_erase: bool,
-    /// The temporary ATA security password of `--secure-erase-password` (the erase clears
+    /// The temporary ATA security password of `--secure-erase` (the erase clears
     /// it). A secret: never written to the checkpoint (read from older ones that held it);
     /// `--resume` takes it again.
     #[serde(default, skip_serializing)]
@@ -182,8 +183,30 @@ fn lock(dir: &Path) -> anyhow::Result<Flock<File>> {
         .truncate(false)
         .read(true)
         .write(true)
-        .open(&path)
-        .with_context(|| format!("opening the lock file {}", path.display()))?;
+        // Never through a link: one planted there would have root truncate what it leads to.
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
+        .open(&path);
+    let file = match file {
+        Err(e) if e.raw_os_error() == Some(libc::ELOOP) => {
+            return Err(crate::error::BadInput(format!(
+                "{}: the lock file {} is a symbolic link, which is not followed; remove it, then --resume {}",
+                dir.display(),
+                path.display(),
+                dir.display()
+            ))
+            .into())
+        }
+        opened => opened.with_context(|| format!("opening the lock file {}", path.display()))?,
+    };
+    if !file.metadata().is_ok_and(|m| m.is_file()) {
+        return Err(crate::error::BadInput(format!(
+            "{}: the lock file {} is not a regular file; remove it, then --resume {}",
+            dir.display(),
+            path.display(),
+            dir.display()
+        ))
+        .into());
+    }
     match Flock::lock(file, FlockArg::LockExclusiveNonblock) {
         Ok(mut held) => {
             // The pid is a courtesy for a refused process: failing to write it stops nothing.
@@ -193,8 +216,9 @@ fn lock(dir: &Path) -> anyhow::Result<Flock<File>> {
             Ok(held)
         }
         Err((_, Errno::EWOULDBLOCK)) => {
-            let holder = fs::read_to_string(&path)
+            let holder = crate::input::read_bounded(&path, 64)
                 .ok()
+                .and_then(|bytes| String::from_utf8(bytes).ok())
                 .and_then(|text| text.trim().parse::<u32>().ok())
                 .map_or_else(String::new, |pid| format!(" (pid {pid})"));
             Err(crate::error::BadInput(format!(
@@ -241,11 +265,10 @@ impl StateDir {
         } else {
             None
         };
-        let text = fs::read_to_string(&path).map_err(|e| {
+        let text = crate::input::read_text(&path).map_err(|e| {
             crate::error::BadInput(format!(
-                "--resume {}: cannot read {} ({e}); give the directory a suite wrote its state to",
-                dir.display(),
-                path.display()
+                "--resume {}: {e} (give the directory a suite wrote its state to)",
+                dir.display()
             ))
         })?;
         let config: SuiteConfig = serde_json::from_str(&text).map_err(|e| {
@@ -328,12 +351,12 @@ impl StateDir {
 
     fn read_json<T: serde::de::DeserializeOwned>(&self, name: &str) -> anyhow::Result<Option<T>> {
         let path = self.dir.join(name);
-        match fs::read_to_string(&path) {
+        match crate::input::read_text(&path) {
             Ok(text) => serde_json::from_str(&text)
                 .map(Some)
                 .with_context(|| format!("{} is damaged", path.display())),
-            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
-            Err(e) => Err(e).with_context(|| format!("reading {}", path.display())),
+            Err(e) if e.not_found() => Ok(None),
+            Err(e) => Err(crate::error::BadInput(format!("the checkpoint's {e}")).into()),
         }
     }
 
@@ -366,6 +389,22 @@ mod tests {
             .map(|e| e.unwrap().file_name())
             .collect();
         assert_eq!(names, vec![std::ffi::OsString::from("x.json")]);
+        fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_link_at_the_lock_file_is_refused_and_what_it_leads_to_kept() {
+        let dir = std::env::temp_dir().join(format!("hostmax-lock-{}", std::process::id()));
+        fs::create_dir_all(&dir).unwrap();
+        let victim = dir.join("victim");
+        fs::write(&victim, "precious").unwrap();
+        std::os::unix::fs::symlink(&victim, dir.join(LOCK_FILE)).unwrap();
+        let err = lock(&dir).unwrap_err().to_string();
+        assert!(
+            err.contains("is a symbolic link, which is not followed; remove it"),
+            "{err}"
+        );
+        assert_eq!(fs::read_to_string(&victim).unwrap(), "precious");
         fs::remove_dir_all(&dir).unwrap();
     }
 }

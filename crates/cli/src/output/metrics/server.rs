@@ -3,10 +3,15 @@
 //!
 //! A scrape is one small GET, so the server reads the request head (at most
 //! [`MAX_REQUEST_HEAD`] bytes, within [`REQUEST_TIMEOUT`]), answers with the body's length and
-//! `Connection: close`, and closes: no keep-alive, bodies, chunking or compression to get
-//! wrong.
+//! `Connection: close` (within [`RESPONSE_TIMEOUT`]), and closes: no keep-alive, bodies,
+//! chunking or compression to get wrong. At most [`MAX_CONNECTIONS`] are open at once: one more
+//! takes the place of the oldest that has not sent its whole request yet (or, when every one
+//! is being answered, is closed at once), so clients that send half a request and wait hold at
+//! most that many descriptors, never the ones the run and its reports need, and a scraper that
+//! sends its request at once is still answered among them.
 
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -23,6 +28,12 @@ pub const MAX_REQUEST_HEAD: usize = 16 * 1024;
 
 /// How long a client has to send its request head.
 pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// How long a client has to take the response.
+pub const RESPONSE_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// The most connections served at once (a scraper needs one; Prometheus' HA pairs a few).
+pub const MAX_CONNECTIONS: usize = 16;
 
 /// The path the metrics are served at.
 pub const METRICS_PATH: &str = "/metrics";
@@ -120,27 +131,57 @@ async fn serve(
     let Ok(listener) = TcpListener::from_std(listener) else {
         return;
     };
+    // The connections open now, oldest first: each task's handle, and whether it still waits
+    // for its request.
+    let mut open: std::collections::VecDeque<(tokio::task::AbortHandle, Arc<AtomicBool>)> =
+        std::collections::VecDeque::new();
     loop {
         tokio::select! {
             _ = &mut stopped => return,
-            accepted = listener.accept() => {
-                if let Ok((stream, _)) = accepted {
-                    tokio::spawn(answer(stream, board.clone()));
+            accepted = listener.accept() => match accepted {
+                Ok((stream, _)) => {
+                    open.retain(|(task, _)| !task.is_finished());
+                    if open.len() >= MAX_CONNECTIONS {
+                        match open.iter().position(|(_, waiting)| waiting.load(Ordering::Relaxed)) {
+                            // The oldest still waiting for its request makes way (aborted:
+                            // its socket closes).
+                            Some(i) => {
+                                if let Some((task, _)) = open.remove(i) {
+                                    task.abort();
+                                }
+                            }
+                            // Every one is being answered: this one is closed at once.
+                            None => {
+                                drop(stream);
+                                continue;
+                            }
+                        }
+                    }
+                    let waiting = Arc::new(AtomicBool::new(true));
+                    let task = tokio::spawn(answer(stream, board.clone(), waiting.clone()));
+                    open.push_back((task.abort_handle(), waiting));
                 }
-            }
+                // Out of descriptors or the like: the connection stays in the backlog, so
+                // pause rather than spin on it.
+                Err(_) => tokio::time::sleep(Duration::from_millis(100)).await,
+            },
         }
     }
 }
 
-/// Reads one request and answers it.
-async fn answer(mut stream: TcpStream, board: Arc<Board>) {
+/// Reads one request and answers it; `waiting` is cleared once the request is in.
+async fn answer(mut stream: TcpStream, board: Arc<Board>, waiting: Arc<AtomicBool>) {
     let head = match tokio::time::timeout(REQUEST_TIMEOUT, read_head(&mut stream)).await {
         Ok(Some(head)) => head,
         _ => return,
     };
+    waiting.store(false, Ordering::Relaxed);
     let response = respond(&head, &board);
-    let _ = stream.write_all(&response).await;
-    let _ = stream.shutdown().await;
+    let _ = tokio::time::timeout(RESPONSE_TIMEOUT, async {
+        stream.write_all(&response).await?;
+        stream.shutdown().await
+    })
+    .await;
 }
 
 /// The request head, up to its blank line; `None` if the client closed or sent too much.
