@@ -223,6 +223,10 @@ pub fn merge_reports(reports: &[(String, HostReport)]) -> Result<HostReport, Mer
     duplicate::refuse_repeated_runs(reports)?;
 
     let mut latency = PerOp::from_fn(|_| new_latency_histogram());
+    // Response times: added like latency when every host recorded them (a rate was offered;
+    // the workloads are equal, so either all did or none).
+    let mut response = PerOp::from_fn(|_| new_latency_histogram());
+    let mut all_have_response = true;
     // Histograms add saturating: their counts are checked here, so that none saturates.
     let mut recorded = PerOp::<u64>::default();
     let mut devices = Vec::new();
@@ -235,6 +239,10 @@ pub fn merge_reports(reports: &[(String, HostReport)]) -> Result<HostReport, Mer
             })?;
         }
         add_all(&mut latency, &host);
+        match report.host.response_histograms.as_ref() {
+            Some(encoded) => add_all(&mut response, &decode(label, "host", Some(encoded))?),
+            None => all_have_response = false,
+        }
         let hostname = report.hostname.clone().unwrap_or_else(|| label.clone());
         for device in &report.devices {
             decode(label, &device.path, device.figures.histograms.as_ref())?;
@@ -264,10 +272,16 @@ pub fn merge_reports(reports: &[(String, HostReport)]) -> Result<HostReport, Mer
     let mut ops = PerOp::<OpSummary>::default();
     for (op, h) in latency.iter() {
         ops[op] = sum_op(reports, op, h)?;
+        if all_have_response {
+            ops[op] = std::mem::take(&mut ops[op]).with_response(&response[op]);
+        }
     }
     let host = Figures {
         // Encoding only fails for a count above i64::MAX.
         histograms: EncodedHistograms::encode(&latency).ok(),
+        response_histograms: all_have_response
+            .then(|| EncodedHistograms::encode(&response).ok())
+            .flatten(),
         ..sum_counts(reports)?.with_ops(ops, sum_errors(reports)?)
     };
     let mut all_ios: u64 = 0;
@@ -429,6 +443,7 @@ fn merge_series(reports: &[(String, HostReport)]) -> Result<Vec<SecondPoint>, Me
                 ops: OpSeconds::default(),
                 bytes_per_sec: 0.0,
                 errors: 0,
+                backlog: 0,
                 devices: Vec::new(),
                 partial: false,
                 histograms: None,
@@ -459,6 +474,7 @@ fn merge_series(reports: &[(String, HostReport)]) -> Result<Vec<SecondPoint>, Me
                     field("bytes_per_sec")
                 })?;
                 add_count(&mut merged.errors, p.errors, label, || field("errors"))?;
+                add_count(&mut merged.backlog, p.backlog, label, || field("backlog"))?;
                 // A device of a merged report keeps the host it already names.
                 merged
                     .devices
@@ -572,6 +588,7 @@ mod tests {
                     })),
                     bytes_per_sec: (4096 * 100 * seed) as f64,
                     errors: 0,
+                    backlog: 0,
                     devices: vec![device(30), device(70)],
                     partial: false,
                     histograms: None,

@@ -134,6 +134,10 @@ pub struct SecondPoint {
     pub bytes_per_sec: f64,
     /// Failed I/Os in this second.
     pub errors: u64,
+    /// With an offered rate: I/Os of every device due by this second's end and not yet
+    /// issued (waiting for a slot: a stall's backlog). 0 without a rate.
+    #[serde(default)]
+    pub backlog: u64,
     /// Each device's figures in this second, in the order of the report's `devices`, each
     /// named like its entry there.
     pub devices: Vec<DeviceSecond>,
@@ -178,6 +182,9 @@ pub struct DeviceSecond {
     pub ops: OpRates,
     /// Bytes it moved in this second.
     pub bytes_per_sec: f64,
+    /// With an offered rate: its I/Os due by this second's end and not yet issued.
+    #[serde(default)]
+    pub backlog: u64,
 }
 
 impl DeviceSecond {
@@ -189,6 +196,7 @@ impl DeviceSecond {
             iops: counts.ios.total() as f64,
             ops: OpRates(counts.ios.map(|_, &n| n as f64)),
             bytes_per_sec: counts.bytes as f64,
+            backlog: counts.backlog,
         }
     }
 
@@ -207,6 +215,7 @@ impl DeviceSecond {
 struct DeviceCounts {
     ios: PerOp<u64>,
     bytes: u64,
+    backlog: u64,
 }
 
 /// A second some devices have reported and others not yet.
@@ -243,6 +252,7 @@ impl PendingSecond {
         }
         self.errors += interval.errors;
         let device = &mut self.devices[interval.device];
+        device.backlog += interval.backlog;
         for (op, counts) in interval.ops.iter() {
             self.ios[op] += counts.ios;
             self.bytes += counts.bytes;
@@ -273,6 +283,7 @@ impl PendingSecond {
             })),
             bytes_per_sec: self.bytes as f64,
             errors: self.errors,
+            backlog: self.devices.iter().map(|d| d.backlog).sum(),
             partial: self.reported_count < self.reported.len(),
             devices: self.devices.iter().map(DeviceSecond::from_counts).collect(),
             histograms: keep_histograms

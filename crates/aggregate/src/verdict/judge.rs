@@ -342,6 +342,7 @@ mod tests {
                         p95,
                         ..Default::default()
                     },
+                    response_ns: None,
                 },
                 _ => OpSummary::default(),
             }),
@@ -372,6 +373,7 @@ mod tests {
                 trim_method: None,
                 kernel: None,
                 stalled_in_flight: None,
+                unissued: None,
                 drivers: Vec::new(),
                 numa_node: None,
                 load_generator_saturated: false,
@@ -400,6 +402,7 @@ mod tests {
                     })),
                     bytes_per_sec: (iops * bs as u64) as f64,
                     errors: 0,
+                    backlog: 0,
                     devices: vec![],
                     partial: false,
                     histograms: None,
