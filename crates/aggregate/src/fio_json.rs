@@ -162,6 +162,12 @@ fn global_options(report: &HostReport) -> Map<String, Value> {
     }
     if let Some(rate) = w.rate_iops {
         put("rate_iops", rate.to_string());
+        // fio's name for how paced I/Os arrive: `linear` (even) or `poisson`.
+        let process = match w.arrival {
+            Some(hostmax_engine::Arrival::Poisson) => "poisson",
+            _ => "linear",
+        };
+        put("rate_process", process.to_string());
     }
     o
 }

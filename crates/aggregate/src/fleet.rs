@@ -129,7 +129,7 @@ impl WorkloadDifference {
 }
 
 /// The workload fields that must match, with the setting behind each, and how to show it.
-fn workload_fields(r: &HostReport) -> [(&'static str, Setting, String); 9] {
+fn workload_fields(r: &HostReport) -> [(&'static str, Setting, String); 10] {
     let w = &r.workload;
     [
         ("pattern", Setting::Pattern, w.pattern.to_string()),
@@ -158,6 +158,12 @@ fn workload_fields(r: &HostReport) -> [(&'static str, Setting, String); 9] {
             Setting::RateIops,
             w.rate_iops
                 .map_or_else(|| "no cap".to_string(), |c| format!("{c} per device")),
+        ),
+        (
+            "arrival",
+            Setting::Arrival,
+            w.arrival
+                .map_or_else(|| "none".to_string(), |a| a.to_string()),
         ),
         (
             "record_latency",

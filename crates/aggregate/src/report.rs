@@ -418,8 +418,12 @@ pub struct WorkloadSummary {
     pub ramp_secs: f64,
     /// Seed of the random offsets.
     pub seed: u64,
-    /// Cap on IOPS per device, if any.
+    /// Offered IOPS per device, if any (each I/O then has an intended start, and the
+    /// figures carry `response_ns`).
     pub rate_iops: Option<u64>,
+    /// How the offered rate's I/Os arrived (`even` or `poisson`); absent without a rate.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arrival: Option<hostmax_engine::Arrival>,
     /// Whether latencies were recorded (if not, every latency figure is zero).
     pub record_latency: bool,
 }
@@ -437,6 +441,7 @@ impl From<&Workload> for WorkloadSummary {
             ramp_secs: w.ramp.as_secs_f64(),
             seed: w.seed,
             rate_iops: w.rate_iops,
+            arrival: w.rate_iops.map(|_| w.arrival),
             record_latency: w.record_latency,
         }
     }
