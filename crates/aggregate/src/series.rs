@@ -163,6 +163,8 @@ pub struct SecondHistograms {
     pub second: i64,
     /// Host latencies of this second, per kind.
     pub ops: PerOp<Histogram<u64>>,
+    /// Host response times of this second, per kind (empty without an offered rate).
+    pub response: PerOp<Histogram<u64>>,
 }
 
 /// One device's figures in one second: `time_series[].devices[]` in the JSON.
@@ -228,6 +230,7 @@ struct PendingSecond {
     errors: u64,
     devices: Vec<DeviceCounts>,
     latency: PerOp<Histogram<u64>>,
+    response: PerOp<Histogram<u64>>,
 }
 
 impl PendingSecond {
@@ -240,6 +243,7 @@ impl PendingSecond {
             errors: 0,
             devices: vec![DeviceCounts::default(); device_count],
             latency: PerOp::from_fn(|_| new_latency_histogram()),
+            response: PerOp::from_fn(|_| new_latency_histogram()),
         }
     }
 
@@ -259,6 +263,7 @@ impl PendingSecond {
             device.ios[op] += counts.ios;
             device.bytes += counts.bytes;
             add_exact(&mut self.latency[op], &counts.latency);
+            add_exact(&mut self.response[op], &counts.response);
         }
     }
 
@@ -266,6 +271,7 @@ impl PendingSecond {
         SecondHistograms {
             second,
             ops: self.latency.clone(),
+            response: self.response.clone(),
         }
     }
 
