@@ -37,16 +37,21 @@ fn show(what: &str, read: &Value) {
     );
 }
 
-/// One loop volume offered 1000 IOPS at depth 32 for 8 s, held to 1 IOPS for one second
-/// from about t = 4 s: ~1000 I/Os fall due during the stall and wait, up to a second each.
-#[test]
-fn a_stall_shows_in_response_times_and_its_backlog_is_worked_off() {
-    require_root!();
+/// Runs one loop volume offered `RATE` IOPS at depth 32 for `runtime_secs`, held to 1 IOPS by
+/// the kernel's blk-throttle from about `stall_at` after the start for `stall`; returns the
+/// report and how long hostmax took.
+fn stalled_run(
+    runtime_secs: u64,
+    stall_at: Duration,
+    stall: Duration,
+) -> Option<(Value, Duration)> {
     let throttle = match IoThrottle::create() {
         Ok(t) => t,
-        Err(e) => skip!("no usable cgroup io throttle here ({e})"),
+        Err(e) => {
+            say_skipped(&format!("no usable cgroup io throttle here ({e})"));
+            return None;
+        }
     };
-    let _rate = rate_test_lock();
     let host = loop_volumes(1, 64 * MIB);
     let volume = &host.volumes()[0];
     let device = volume.path().display().to_string();
@@ -60,7 +65,7 @@ fn a_stall_shows_in_response_times_and_its_backlog_is_worked_off() {
         "--rate-iops",
         &RATE.to_string(),
         "--runtime",
-        &format!("{RUNTIME_SECS}s"),
+        &format!("{runtime_secs}s"),
         "--ramp",
         "0s",
         "--json",
@@ -71,10 +76,10 @@ fn a_stall_shows_in_response_times_and_its_backlog_is_worked_off() {
     throttle.command_in_group(&mut cmd);
     let spawned = Instant::now();
     let mut child = cmd.spawn().expect("hostmax runs");
-    // Planning and opening take a fraction of a second: the stall lands near t = 4 s.
-    std::thread::sleep(Duration::from_millis(4200));
+    // Planning and opening take a fraction of a second before the run's clock starts.
+    std::thread::sleep(stall_at + Duration::from_millis(200));
     throttle.limit_iops(mm, 1).unwrap();
-    std::thread::sleep(Duration::from_secs(1));
+    std::thread::sleep(stall);
     throttle
         .limit(mm, &hostmax_simhost::DeviceLimit::default())
         .unwrap();
@@ -96,15 +101,33 @@ fn a_stall_shows_in_response_times_and_its_backlog_is_worked_off() {
     let took = spawned.elapsed();
     assert_eq!(status.code(), Some(0), "{stderr}");
     let report: Value = serde_json::from_slice(&stdout).expect("a JSON report");
-    let read = &report["host"]["read"];
-    show("stalled run", read);
-    let ios = read["ios"].as_u64().unwrap();
-    let backlogs: Vec<u64> = report["time_series"]
+    Some((report, took))
+}
+
+fn backlogs(report: &Value) -> Vec<u64> {
+    report["time_series"]
         .as_array()
         .unwrap()
         .iter()
         .map(|p| p["backlog"].as_u64().unwrap())
-        .collect();
+        .collect()
+}
+
+/// One loop volume offered 1000 IOPS at depth 32 for 8 s, held to 1 IOPS for one second
+/// from about t = 4 s: ~1000 I/Os fall due during the stall and wait, up to a second each.
+#[test]
+fn a_stall_shows_in_response_times_and_its_backlog_is_worked_off() {
+    require_root!();
+    let _rate = rate_test_lock();
+    let Some((report, took)) =
+        stalled_run(RUNTIME_SECS, Duration::from_secs(4), Duration::from_secs(1))
+    else {
+        return;
+    };
+    let read = &report["host"]["read"];
+    show("stalled run", read);
+    let ios = read["ios"].as_u64().unwrap();
+    let backlogs = backlogs(&report);
     eprintln!(
         "backlog at each second's end: {backlogs:?}; measured {:.3} s; unissued {}; took {took:?}",
         report["measured_secs"].as_f64().unwrap(),
@@ -122,12 +145,51 @@ fn a_stall_shows_in_response_times_and_its_backlog_is_worked_off() {
     );
     let service_p90 = percentile(read, "latency_ns", "p90");
     assert!(service_p90 < 50_000_000, "service p90 {service_p90} ns");
-    // The second the stall ended in saw hundreds of I/Os waiting.
+    // The second the stall ended in saw hundreds of I/Os waiting; the others none.
     assert!(
         backlogs.iter().any(|&b| b >= 300),
         "no second ended with a backlog: {backlogs:?}"
     );
+    assert!(
+        backlogs.iter().filter(|&&b| b > 0).count() <= 2,
+        "{backlogs:?}"
+    );
     assert_eq!(*backlogs.last().unwrap(), 0, "the backlog was worked off");
+    assert!(report["devices"][0]["unissued"].is_null());
+}
+
+/// A stall that lasts past the nominal end: the I/Os due within the runtime still go out
+/// afterwards and count, and the measured window lasts until they are done, so the achieved
+/// IOPS stay honest (the work took longer than the runtime).
+#[test]
+fn a_backlog_left_at_the_end_is_worked_off_after_it() {
+    require_root!();
+    let _rate = rate_test_lock();
+    let Some((report, took)) = stalled_run(3, Duration::from_millis(2500), Duration::from_secs(1))
+    else {
+        return;
+    };
+    let read = &report["host"]["read"];
+    show("stalled past the end", read);
+    let measured = report["measured_secs"].as_f64().unwrap();
+    eprintln!(
+        "backlog at each second's end: {:?}; measured {measured:.3} s; took {took:?}",
+        backlogs(&report)
+    );
+    let ios = read["ios"].as_u64().unwrap();
+    assert!(ios.abs_diff(3 * RATE) * 100 <= 3 * RATE, "{ios} reads");
+    // The last second says what was still due at the nominal end.
+    assert!(
+        *backlogs(&report).last().unwrap() >= 200,
+        "{:?}",
+        backlogs(&report)
+    );
+    assert!(
+        measured > 3.2,
+        "measured {measured} s: the backlog was worked off after the end"
+    );
+    assert!(percentile(read, "response_ns", "p99") > 300_000_000);
+    assert!(report["devices"][0]["unissued"].is_null());
 }
 
 /// Without a stall the schedule is kept: response is service plus the loop's wake-up lag.

@@ -134,7 +134,7 @@ pub struct SecondPoint {
     pub bytes_per_sec: f64,
     /// Failed I/Os in this second.
     pub errors: u64,
-    /// With an offered rate: I/Os of every device due by this second's end and not yet
+    /// With an offered rate: I/Os of every device due before this second's end and not yet
     /// issued (waiting for a slot: a stall's backlog). 0 without a rate.
     #[serde(default)]
     pub backlog: u64,
@@ -184,7 +184,7 @@ pub struct DeviceSecond {
     pub ops: OpRates,
     /// Bytes it moved in this second.
     pub bytes_per_sec: f64,
-    /// With an offered rate: its I/Os due by this second's end and not yet issued.
+    /// With an offered rate: its I/Os due before this second's end and not yet issued.
     #[serde(default)]
     pub backlog: u64,
 }

@@ -549,7 +549,7 @@ pub struct DeviceInterval {
     pub ops: PerOp<OpResult>,
     /// Failed I/Os in this second.
     pub errors: u64,
-    /// With an offered rate: I/Os due by the second's end that were not issued yet (the
+    /// With an offered rate: I/Os due before the second's end that were not issued yet (the
     /// backlog, waiting for a slot). 0 without a rate.
     pub backlog: u64,
 }

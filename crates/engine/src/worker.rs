@@ -181,6 +181,9 @@ struct DeviceState {
     stalled_in_flight: Option<u64>,
     /// With a rate: I/Os due within the runtime never issued ([`DeviceResult::unissued`]).
     unissued: u64,
+    /// With a rate: the backlog at the nominal end, taken when the loop passed it, for the
+    /// last second (which is closed only after the backlog was worked off).
+    backlog_at_end: Option<u64>,
 }
 
 impl DeviceState {
@@ -503,6 +506,7 @@ impl WorkerTask {
                 },
                 stalled_in_flight: None,
                 unissued: 0,
+                backlog_at_end: None,
             });
             next_slot += depth;
         }
@@ -560,6 +564,14 @@ impl WorkerLoop {
             // With a rate, the I/Os due within the runtime still waiting at its end (a
             // stall's backlog) go out before the run stops issuing (BACKLOG_LIMIT).
             let past_end = now >= self.end;
+            if past_end && self.paced {
+                let last_due_ns = self.end_ns().saturating_sub(1);
+                for dev in &mut self.devices {
+                    if dev.backlog_at_end.is_none() {
+                        dev.backlog_at_end = dev.schedule.map(|s| s.due_by(last_due_ns));
+                    }
+                }
+            }
             let working_off_backlog = past_end
                 && self.paced
                 && self.shared.stop_instant().is_none()
@@ -1111,10 +1123,14 @@ impl WorkerLoop {
         let backlog_at_ns = (second_end.min(self.end))
             .saturating_duration_since(self.start)
             .as_nanos() as u64;
-        let backlog_at_ns = backlog_at_ns.min(self.end_ns().saturating_sub(1));
+        // Due strictly before the second's end: one due at the very instant is not late yet.
+        let backlog_at_ns = backlog_at_ns.min(self.end_ns()).saturating_sub(1);
         for dev in &mut self.devices {
             let errors = std::mem::take(&mut dev.interval_errors);
-            let backlog = dev.schedule.map_or(0, |s| s.due_by(backlog_at_ns));
+            let backlog = match (second_end >= self.end, dev.backlog_at_end) {
+                (true, Some(at_end)) => at_end,
+                _ => dev.schedule.map_or(0, |s| s.due_by(backlog_at_ns)),
+            };
             for (op, counts) in dev.interval.iter() {
                 if second < 0 {
                     dev.ramp[op] += counts.ios;
