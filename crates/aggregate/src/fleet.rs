@@ -563,6 +563,19 @@ mod tests {
                 )
             })
             .collect();
+        if workload.rate_iops.is_some() {
+            // At an offered rate: each I/O waited `seed` ms more than its service time.
+            for d in &mut result.devices {
+                for (_, o) in d.ops.iter_mut() {
+                    let mut response = new_latency_histogram();
+                    for v in o.latency.iter_recorded() {
+                        let waited = v.value_iterated_to() + seed * 1_000_000;
+                        response.record_n(waited, v.count_at_value()).unwrap();
+                    }
+                    o.response = response;
+                }
+            }
+        }
         result.measured = Duration::from_millis(millis);
         result.workload = workload.clone();
         let points = (0..2)
@@ -628,6 +641,44 @@ mod tests {
             pattern: IoPattern::RandRw,
             ..Workload::default()
         }
+    }
+
+    #[test]
+    fn response_times_merge_exactly_and_arrivals_must_match() {
+        let rated = Workload {
+            rate_iops: Some(1000),
+            ..randrw()
+        };
+        let a = host_report("alpha", 1, 3, 2000, &rated);
+        let b = host_report("beta", 2, 50, 2010, &rated);
+        let merged =
+            merge_reports(&[("a.json".into(), a.clone()), ("b.json".into(), b.clone())]).unwrap();
+        let mut read = new_latency_histogram();
+        for r in [&a, &b] {
+            let encoded = r.host.response_histograms.as_ref().unwrap();
+            add_exact(&mut read, &encoded.decode().unwrap()[OpKind::Read]);
+        }
+        assert_eq!(
+            merged.host.ops[OpKind::Read].response_ns,
+            Some(LatencySummary::from_histogram(&read))
+        );
+        let decoded = merged.host.response_histograms.as_ref().unwrap().decode();
+        assert_eq!(bins(&decoded.unwrap()[OpKind::Read]), bins(&read));
+        // Service times are apart and unchanged by the wait.
+        assert!(
+            merged.host.ops[OpKind::Read].latency_ns.p50
+                < merged.host.ops[OpKind::Read].response_ns.unwrap().p50
+        );
+        let poisson = Workload {
+            arrival: hostmax_engine::Arrival::Poisson,
+            ..rated
+        };
+        let c = host_report("gamma", 3, 3, 2000, &poisson);
+        let err = merge_reports(&[("a.json".into(), a), ("c.json".into(), c)]).unwrap_err();
+        assert!(
+            err.to_string().contains("in arrival: poisson vs even"),
+            "{err}"
+        );
     }
 
     #[test]
