@@ -517,7 +517,9 @@ pub(crate) const READ_SAMPLE_EVERY: u64 = 8;
 pub struct RunResult {
     /// One entry per target, in the order the targets were given.
     pub devices: Vec<DeviceResult>,
-    /// Length of the measured window (shorter than the runtime when the run was stopped early).
+    /// Length of the measured window (shorter than the runtime when the run was stopped early;
+    /// with an offered rate, until the last I/O due within it completed, so longer than the
+    /// runtime by the time a backlog took to work off, see [`crate::BACKLOG_LIMIT`]).
     pub measured: Duration,
     /// Whether [`crate::RunHandle::stop`] ended the run before its runtime.
     pub stopped_early: bool,
