@@ -365,6 +365,22 @@ mod tests {
     }
 
     #[test]
+    fn latency_rows_say_when_response_time_was_judged() {
+        let mut d = device("/dev/loop9", 1000.0, 1000.0, true);
+        d.figures.expected[RuleKind::Latency] = Some(1_000_000.0);
+        d.figures.measured[Figure::ReadP95Ns] = Some(400_000.0);
+        let mut v = Verdict::default();
+        v.pass = true;
+        v.tolerance = 0.05;
+        v.devices = vec![d];
+        let service = render_verdict(&v);
+        assert!(service.contains("read p95 <="), "{service}");
+        v.latency_time = LatencyTime::Response;
+        let response = render_verdict(&v);
+        assert!(response.contains("read p95 response <="), "{response}");
+    }
+
+    #[test]
     fn rows_ratios_bottleneck_and_the_failure_named() {
         let v = {
             let mut x = Verdict::default();
