@@ -300,6 +300,39 @@ fn every_bad_input_exits_2_with_one_line_naming_it() {
         ("seed negative", d(&["--seed", "-1"]), "'-1'"),
         ("rate-iops 0", d(&["--rate-iops", "0"]), "'0'"),
         ("rate-iops garbage", d(&["--rate-iops", "fast"]), "'fast'"),
+        (
+            "arrival without a rate",
+            d(&["--arrival", "poisson"]),
+            "--rate-iops",
+        ),
+        (
+            "arrival unknown",
+            d(&["--rate-iops", "10", "--arrival", "bursty"]),
+            "use even or poisson",
+        ),
+        (
+            "curve rates garbage",
+            strings(&["curve", "--devices", &f, "--rates", "0.5x,0x"]),
+            "'0x' is not an offered rate",
+        ),
+        (
+            "curve rates with depths",
+            strings(&["curve", "--devices", &f, "--rates", "0.5x", "--depths", "1"]),
+            "cannot be used with '--depths",
+        ),
+        (
+            "curve rates with a rate",
+            strings(&[
+                "curve",
+                "--devices",
+                &f,
+                "--rates",
+                "1k",
+                "--rate-iops",
+                "5",
+            ]),
+            "cannot be used with '--rate-iops",
+        ),
         ("unknown flag", d(&["--bogus"]), "--bogus"),
         (
             "fio's flag spelled wrong",

@@ -141,3 +141,70 @@ fn an_interrupted_curve_gives_no_saturation_point() {
         "{stdout}"
     );
 }
+
+/// `curve --rates`: a volume capped at 2,000 IOPS keeps up with 0.3 and half of its measured
+/// ceiling, with response times that keep a 50 ms p99, and falls behind 1.5 times it, where
+/// the backlog makes the response p99 break the promise: the knee is 0.5x, the saturation
+/// point 1.5x. (Between 0.5x and 1.0x the kernel's blk-throttle itself holds a paced load
+/// back at times, so no step sits there.)
+#[test]
+fn by_offered_rate_the_knee_and_saturation_follow_the_ceiling() {
+    require_root!();
+    let _rate = rate_test_lock();
+    let cap = 2000u64;
+    let host = capped_loop_volumes(&[cap], 64 * MIB);
+    let mut args = vec!["curve".to_string(), "--devices".into()];
+    args.extend(volume_paths(&host));
+    args.extend(
+        [
+            "--iodepth",
+            "16",
+            "--rates",
+            "0.3x,0.5x,1.5x",
+            "--p99-max",
+            "50ms",
+            "--runtime",
+            "2s",
+            "--ramp",
+            "0s",
+            "--json",
+            "-",
+        ]
+        .map(String::from),
+    );
+    let out = run_hostmax(&args, host.throttle());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    eprintln!("{stderr}");
+    let json: Value = serde_json::from_slice(&out.stdout).expect("only the report on stdout");
+    let by_rate = &json["by_rate"];
+    let ceiling = by_rate["ceiling_iops"].as_f64().unwrap();
+    assert!(
+        (ceiling - cap as f64).abs() < cap as f64 * 0.1,
+        "ceiling {ceiling}"
+    );
+    let steps = by_rate["steps"].as_array().unwrap();
+    let offered: Vec<u64> = steps
+        .iter()
+        .map(|s| s["offered_iops"].as_u64().unwrap())
+        .collect();
+    let expect = |f: f64| (f * ceiling).round() as u64;
+    assert_eq!(offered, [expect(0.3), expect(0.5), expect(1.5)]);
+    for s in &steps[..2] {
+        let (o, a) = (
+            s["offered_host_iops"].as_f64().unwrap(),
+            s["achieved_iops"].as_f64().unwrap(),
+        );
+        assert!(a >= 0.95 * o, "{s}");
+    }
+    assert!(steps[2]["achieved_iops"].as_f64().unwrap() < 0.95 * expect(1.5) as f64);
+    assert!(steps[2]["response_ns"]["p99"].as_u64().unwrap() > 50_000_000);
+    assert_eq!(by_rate["knee_offered_iops"], expect(0.5));
+    assert_eq!(by_rate["saturation_offered_iops"], expect(1.5));
+    assert_eq!(
+        json["runs"].as_array().unwrap().len(),
+        4,
+        "the ceiling and three rates"
+    );
+    assert!(stderr.contains("curve by offered rate"), "{stderr}");
+}

@@ -5,6 +5,8 @@
 //! Every latency is read from the run's histograms (reads and writes added bin by bin), never
 //! averaged across volumes.
 
+pub mod by_rate;
+
 use serde::{Deserialize, Serialize};
 
 use crate::histogram_codec::HistogramCodecError;
@@ -364,6 +366,10 @@ pub struct CurveReport {
     /// The depths that never ran (interrupted curves only).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub depths_not_measured: Vec<u32>,
+    /// `--rates`: the curve by offered rate (its runs follow the ceiling's in `runs`; `curve`
+    /// then holds the ceiling's depth alone).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub by_rate: Option<by_rate::RateCurve>,
 }
 
 #[cfg(test)]

@@ -10,7 +10,11 @@
 //! context switches and page faults (`ctx`, `majf`, `minf`), submit and complete batch sizes
 //! (`iodepth_submit`, `iodepth_complete`), and the kernel's merges, ticks and utilisation in
 //! `disk_util`. hostmax times each I/O from the batch that submitted it to its reaping: that
-//! latency is both `clat_ns` and `lat_ns`.
+//! latency (the service time) is `clat_ns`, and also `lat_ns` without an offered rate. With
+//! one (`--rate-iops`), `lat_ns` is the response time instead, from each I/O's intended start
+//! on the rate's schedule to its reaping, with its percentiles and bins (as fio writes them
+//! with `lat_percentiles=1`): fio's total latency is the one a wait before submission counts
+//! in.
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -162,6 +166,12 @@ fn global_options(report: &HostReport) -> Map<String, Value> {
     }
     if let Some(rate) = w.rate_iops {
         put("rate_iops", rate.to_string());
+        // fio's name for how paced I/Os arrive: `linear` (even) or `poisson`.
+        let process = match w.arrival {
+            Some(hostmax_engine::Arrival::Poisson) => "poisson",
+            _ => "linear",
+        };
+        put("rate_process", process.to_string());
     }
     o
 }
@@ -274,6 +284,10 @@ fn job(report: &HostReport, src: JobSource<'_>) -> Result<Value, HistogramCodecE
         Some(encoded) => Some(encoded.decode()?),
         None => None,
     };
+    let responses = match &src.figures.response_histograms {
+        Some(encoded) => Some(encoded.decode()?),
+        None => None,
+    };
     let measured = report.measured_secs;
     let runtime_ms = (measured * 1000.0).round() as u64;
     let block_size = f64::from(report.workload.block_size);
@@ -301,7 +315,15 @@ fn job(report: &HostReport, src: JobSource<'_>) -> Result<Value, HistogramCodecE
         let seconds: Vec<f64> = src.seconds.iter().map(|s| s[op]).collect();
         job.insert(
             op.name().into(),
-            op_entry(&src, op, latency, &seconds, measured, block_size),
+            op_entry(
+                &src,
+                op,
+                latency,
+                responses.as_ref().map(|h| &h[op]),
+                &seconds,
+                measured,
+                block_size,
+            ),
         );
     }
     job.insert(
@@ -364,6 +386,7 @@ fn op_entry(
     src: &JobSource<'_>,
     op: OpKind,
     latency: Option<&Histogram<u64>>,
+    response: Option<&Histogram<u64>>,
     seconds: &[f64],
     measured: f64,
     block_size: f64,
@@ -379,19 +402,15 @@ fn op_entry(
             clat = m;
         }
     }
-    let lat = Value::Object(clat.clone());
+    let mut lat = clat.clone();
     if let Some(h) = latency.filter(|h| !h.is_empty()) {
-        let percentiles: Map<String, Value> = FIO_PERCENTILES
-            .iter()
-            .map(|(p, q)| (format!("{p:.6}"), json!(h.value_at_quantile(*q))))
-            .collect();
-        clat.insert("percentile".into(), Value::Object(percentiles));
-        let bins: Map<String, Value> = h
-            .iter_recorded()
-            .map(|b| (b.value_iterated_to().to_string(), json!(b.count_at_value())))
-            .collect();
-        clat.insert("bins".into(), Value::Object(bins));
+        add_percentiles_and_bins(&mut clat, h);
     }
+    if let Some(h) = response.filter(|h| !h.is_empty()) {
+        lat = latency_stats(h);
+        add_percentiles_and_bins(&mut lat, h);
+    }
+    let lat = Value::Object(lat);
     let bw_kib: Vec<f64> = seconds.iter().map(|i| i * block_size / 1024.0).collect();
     let (bw_min, bw_max, bw_mean, bw_dev) = sample_stats(&bw_kib);
     let (iops_min, iops_max, iops_mean, iops_dev) = sample_stats(seconds);
@@ -430,6 +449,20 @@ fn op_entry(
         "iops_stddev": iops_dev,
         "iops_samples": seconds.len(),
     })
+}
+
+/// fio's json+ `percentile` and `bins` of one latency, read off its histogram.
+fn add_percentiles_and_bins(stats: &mut Map<String, Value>, h: &Histogram<u64>) {
+    let percentiles: Map<String, Value> = FIO_PERCENTILES
+        .iter()
+        .map(|(p, q)| (format!("{p:.6}"), json!(h.value_at_quantile(*q))))
+        .collect();
+    stats.insert("percentile".into(), Value::Object(percentiles));
+    let bins: Map<String, Value> = h
+        .iter_recorded()
+        .map(|b| (b.value_iterated_to().to_string(), json!(b.count_at_value())))
+        .collect();
+    stats.insert("bins".into(), Value::Object(bins));
 }
 
 fn latency_stats(h: &Histogram<u64>) -> Map<String, Value> {
@@ -564,6 +597,48 @@ fn ctime(t: SystemTime) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Service time is `clat_ns`; at an offered rate the response time is `lat_ns`, with its
+    /// percentiles; without one `lat_ns` is the service time.
+    #[test]
+    fn response_time_is_fio_s_total_latency_at_an_offered_rate() {
+        let mut service = hostmax_engine::new_latency_histogram();
+        let mut response = hostmax_engine::new_latency_histogram();
+        for i in 1..=100u64 {
+            service.record(i * 1000).unwrap();
+            response.record(i * 1000 + 500_000_000).unwrap();
+        }
+        let op = hostmax_engine::OpResult::new(100, 409_600, service).with_response(response);
+        let device = hostmax_engine::DeviceResult::new(
+            "/dev/loop0".into(),
+            0,
+            PerOp::default().with(OpKind::Read, op),
+        );
+        let mut result = hostmax_engine::RunResult::default();
+        result.devices = vec![device];
+        result.measured = Duration::from_secs(1);
+        result.workload = hostmax_engine::Workload {
+            rate_iops: Some(100),
+            ..Default::default()
+        };
+        let report = crate::summarize(&result, vec![]);
+        let fio = fio_json(&report).unwrap();
+        let read = &fio["jobs"][0]["read"];
+        let own = &report.devices[0].figures.ops[OpKind::Read];
+        assert_eq!(
+            read["clat_ns"]["percentile"]["99.000000"],
+            own.latency_ns.p99
+        );
+        let response_p99 = own.response_ns.unwrap().p99;
+        assert_eq!(read["lat_ns"]["percentile"]["99.000000"], response_p99);
+        assert!(read["lat_ns"]["min"].as_u64().unwrap() >= 499_000_000);
+        assert_eq!(fio["global options"]["rate_process"], "linear");
+        result.workload.rate_iops = None;
+        let unpaced = fio_json(&crate::summarize(&result, vec![])).unwrap();
+        let read = &unpaced["jobs"][0]["read"];
+        assert_eq!(read["lat_ns"]["max"], read["clat_ns"]["max"]);
+        assert!(read["lat_ns"]["percentile"].is_null());
+    }
 
     #[test]
     fn ctime_is_c_s_layout() {

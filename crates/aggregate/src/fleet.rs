@@ -129,7 +129,7 @@ impl WorkloadDifference {
 }
 
 /// The workload fields that must match, with the setting behind each, and how to show it.
-fn workload_fields(r: &HostReport) -> [(&'static str, Setting, String); 9] {
+fn workload_fields(r: &HostReport) -> [(&'static str, Setting, String); 10] {
     let w = &r.workload;
     [
         ("pattern", Setting::Pattern, w.pattern.to_string()),
@@ -158,6 +158,12 @@ fn workload_fields(r: &HostReport) -> [(&'static str, Setting, String); 9] {
             Setting::RateIops,
             w.rate_iops
                 .map_or_else(|| "no cap".to_string(), |c| format!("{c} per device")),
+        ),
+        (
+            "arrival",
+            Setting::Arrival,
+            w.arrival
+                .map_or_else(|| "none".to_string(), |a| a.to_string()),
         ),
         (
             "record_latency",
@@ -223,6 +229,10 @@ pub fn merge_reports(reports: &[(String, HostReport)]) -> Result<HostReport, Mer
     duplicate::refuse_repeated_runs(reports)?;
 
     let mut latency = PerOp::from_fn(|_| new_latency_histogram());
+    // Response times: added like latency when every host recorded them (a rate was offered;
+    // the workloads are equal, so either all did or none).
+    let mut response = PerOp::from_fn(|_| new_latency_histogram());
+    let mut all_have_response = true;
     // Histograms add saturating: their counts are checked here, so that none saturates.
     let mut recorded = PerOp::<u64>::default();
     let mut devices = Vec::new();
@@ -235,6 +245,10 @@ pub fn merge_reports(reports: &[(String, HostReport)]) -> Result<HostReport, Mer
             })?;
         }
         add_all(&mut latency, &host);
+        match report.host.response_histograms.as_ref() {
+            Some(encoded) => add_all(&mut response, &decode(label, "host", Some(encoded))?),
+            None => all_have_response = false,
+        }
         let hostname = report.hostname.clone().unwrap_or_else(|| label.clone());
         for device in &report.devices {
             decode(label, &device.path, device.figures.histograms.as_ref())?;
@@ -264,10 +278,16 @@ pub fn merge_reports(reports: &[(String, HostReport)]) -> Result<HostReport, Mer
     let mut ops = PerOp::<OpSummary>::default();
     for (op, h) in latency.iter() {
         ops[op] = sum_op(reports, op, h)?;
+        if all_have_response {
+            ops[op] = std::mem::take(&mut ops[op]).with_response(&response[op]);
+        }
     }
     let host = Figures {
         // Encoding only fails for a count above i64::MAX.
         histograms: EncodedHistograms::encode(&latency).ok(),
+        response_histograms: all_have_response
+            .then(|| EncodedHistograms::encode(&response).ok())
+            .flatten(),
         ..sum_counts(reports)?.with_ops(ops, sum_errors(reports)?)
     };
     let mut all_ios: u64 = 0;
@@ -429,6 +449,7 @@ fn merge_series(reports: &[(String, HostReport)]) -> Result<Vec<SecondPoint>, Me
                 ops: OpSeconds::default(),
                 bytes_per_sec: 0.0,
                 errors: 0,
+                backlog: 0,
                 devices: Vec::new(),
                 partial: false,
                 histograms: None,
@@ -459,6 +480,7 @@ fn merge_series(reports: &[(String, HostReport)]) -> Result<Vec<SecondPoint>, Me
                     field("bytes_per_sec")
                 })?;
                 add_count(&mut merged.errors, p.errors, label, || field("errors"))?;
+                add_count(&mut merged.backlog, p.backlog, label, || field("backlog"))?;
                 // A device of a merged report keeps the host it already names.
                 merged
                     .devices
@@ -541,6 +563,19 @@ mod tests {
                 )
             })
             .collect();
+        if workload.rate_iops.is_some() {
+            // At an offered rate: each I/O waited `seed` ms more than its service time.
+            for d in &mut result.devices {
+                for (_, o) in d.ops.iter_mut() {
+                    let mut response = new_latency_histogram();
+                    for v in o.latency.iter_recorded() {
+                        let waited = v.value_iterated_to() + seed * 1_000_000;
+                        response.record_n(waited, v.count_at_value()).unwrap();
+                    }
+                    o.response = response;
+                }
+            }
+        }
         result.measured = Duration::from_millis(millis);
         result.workload = workload.clone();
         let points = (0..2)
@@ -572,6 +607,7 @@ mod tests {
                     })),
                     bytes_per_sec: (4096 * 100 * seed) as f64,
                     errors: 0,
+                    backlog: 0,
                     devices: vec![device(30), device(70)],
                     partial: false,
                     histograms: None,
@@ -605,6 +641,44 @@ mod tests {
             pattern: IoPattern::RandRw,
             ..Workload::default()
         }
+    }
+
+    #[test]
+    fn response_times_merge_exactly_and_arrivals_must_match() {
+        let rated = Workload {
+            rate_iops: Some(1000),
+            ..randrw()
+        };
+        let a = host_report("alpha", 1, 3, 2000, &rated);
+        let b = host_report("beta", 2, 50, 2010, &rated);
+        let merged =
+            merge_reports(&[("a.json".into(), a.clone()), ("b.json".into(), b.clone())]).unwrap();
+        let mut read = new_latency_histogram();
+        for r in [&a, &b] {
+            let encoded = r.host.response_histograms.as_ref().unwrap();
+            add_exact(&mut read, &encoded.decode().unwrap()[OpKind::Read]);
+        }
+        assert_eq!(
+            merged.host.ops[OpKind::Read].response_ns,
+            Some(LatencySummary::from_histogram(&read))
+        );
+        let decoded = merged.host.response_histograms.as_ref().unwrap().decode();
+        assert_eq!(bins(&decoded.unwrap()[OpKind::Read]), bins(&read));
+        // Service times are apart and unchanged by the wait.
+        assert!(
+            merged.host.ops[OpKind::Read].latency_ns.p50
+                < merged.host.ops[OpKind::Read].response_ns.unwrap().p50
+        );
+        let poisson = Workload {
+            arrival: hostmax_engine::Arrival::Poisson,
+            ..rated
+        };
+        let c = host_report("gamma", 3, 3, 2000, &poisson);
+        let err = merge_reports(&[("a.json".into(), a), ("c.json".into(), c)]).unwrap_err();
+        assert!(
+            err.to_string().contains("in arrival: poisson vs even"),
+            "{err}"
+        );
     }
 
     #[test]

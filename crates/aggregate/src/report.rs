@@ -30,8 +30,14 @@ pub struct OpSummary {
     pub bytes: u64,
     /// `bytes` per measured second.
     pub bytes_per_sec: f64,
-    /// Their latency percentiles.
+    /// Their latency percentiles: the service time, from each I/O's submission to its
+    /// completion.
     pub latency_ns: LatencySummary,
+    /// With an offered rate (`workload.rate_iops`): their response-time percentiles, from
+    /// each I/O's intended start on the rate's schedule to its completion, so the time an
+    /// I/O waited for a stalled device counts. Absent without a rate.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub response_ns: Option<LatencySummary>,
 }
 
 impl OpSummary {
@@ -44,11 +50,29 @@ impl OpSummary {
             bytes,
             bytes_per_sec: per_second(bytes, measured_secs),
             latency_ns: LatencySummary::from_histogram(latency),
+            response_ns: None,
         }
     }
 
-    fn from_op(op: &OpResult, measured_secs: f64) -> OpSummary {
-        OpSummary::new(op.ios, op.bytes, &op.latency, measured_secs)
+    /// The same, with the response-time percentiles of `response` (a run with an offered
+    /// rate).
+    pub fn with_response(mut self, response: &Histogram<u64>) -> OpSummary {
+        self.response_ns = Some(LatencySummary::from_histogram(response));
+        self
+    }
+
+    fn from_op(op: &OpResult, measured_secs: f64, paced: bool) -> OpSummary {
+        let summary = OpSummary::new(op.ios, op.bytes, &op.latency, measured_secs);
+        match paced {
+            true => summary.with_response(&op.response),
+            false => summary,
+        }
+    }
+
+    /// The percentiles of the time a run judges by: response time with an offered rate (when
+    /// recorded), service time otherwise.
+    pub fn judged_latency(&self) -> &LatencySummary {
+        self.response_ns.as_ref().unwrap_or(&self.latency_ns)
     }
 }
 
@@ -77,6 +101,10 @@ pub struct Figures {
     /// which `hostmax merge` adds reports exactly; absent in reports of older versions.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub histograms: Option<EncodedHistograms>,
+    /// With an offered rate: each kind's full response-time histogram, encoded like
+    /// `histograms`, so merges add response times exactly too.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub response_histograms: Option<EncodedHistograms>,
     /// Successful I/Os that completed during the ramp (not in any rate).
     #[serde(default)]
     pub ramp: IoCounts,
@@ -100,6 +128,7 @@ impl Figures {
             errors,
             ops,
             histograms: None,
+            response_histograms: None,
             ramp: IoCounts::default(),
             drained: IoCounts::default(),
             read_samples: ReadSamples::default(),
@@ -204,6 +233,11 @@ pub struct DeviceReport {
     /// completed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stalled_in_flight: Option<u64>,
+    /// With an offered rate: I/Os due within the runtime that were never issued (a backlog
+    /// still waiting [`hostmax_engine::BACKLOG_LIMIT`] after the end, or at a stop). Absent
+    /// when every due I/O went out.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unissued: Option<u64>,
     /// The workers that drove it, one per share of the device, each with its CPU and its
     /// part of the device's I/Os (absent in reports of older versions).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -384,8 +418,12 @@ pub struct WorkloadSummary {
     pub ramp_secs: f64,
     /// Seed of the random offsets.
     pub seed: u64,
-    /// Cap on IOPS per device, if any.
+    /// Offered IOPS per device, if any (each I/O then has an intended start, and the
+    /// figures carry `response_ns`).
     pub rate_iops: Option<u64>,
+    /// How the offered rate's I/Os arrived (`even` or `poisson`); absent without a rate.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arrival: Option<hostmax_engine::Arrival>,
     /// Whether latencies were recorded (if not, every latency figure is zero).
     pub record_latency: bool,
 }
@@ -403,6 +441,7 @@ impl From<&Workload> for WorkloadSummary {
             ramp_secs: w.ramp.as_secs_f64(),
             seed: w.seed,
             rate_iops: w.rate_iops,
+            arrival: w.rate_iops.map(|_| w.arrival),
             record_latency: w.record_latency,
         }
     }
@@ -550,6 +589,18 @@ impl HostHistograms {
         }
         HostHistograms(sum)
     }
+
+    /// Adds up each kind's response-time histograms of every device of `result` (empty
+    /// without an offered rate).
+    pub fn merge_response(result: &RunResult) -> PerOp<Histogram<u64>> {
+        let mut sum = PerOp::from_fn(|_| new_latency_histogram());
+        for device in &result.devices {
+            for (op, h) in sum.iter_mut() {
+                add_exact(h, &device.ops[op].response);
+            }
+        }
+        sum
+    }
 }
 
 /// Builds the report of a run: per-device figures, host figures from the merged histograms,
@@ -575,6 +626,8 @@ pub fn summarize_with_histograms(
     }
     let secs = result.measured.as_secs_f64();
     let ramp = workload.ramp.as_secs_f64();
+    // Response times exist when a rate was offered and I/Os were timed.
+    let paced = workload.rate_iops.is_some() && workload.record_latency;
     let devices = result
         .devices
         .iter()
@@ -592,11 +645,14 @@ pub fn summarize_with_histograms(
                 figures: Figures {
                     // Encoding only fails for a count above i64::MAX, which no run reaches.
                     histograms: EncodedHistograms::encode(&d.ops.map(|_, o| &o.latency)).ok(),
+                    response_histograms: paced
+                        .then(|| EncodedHistograms::encode(&d.ops.map(|_, o| &o.response)).ok())
+                        .flatten(),
                     ramp: d.ramp,
                     drained: d.drained,
                     read_samples: d.read_samples,
                     ..Figures::new(
-                        d.ops.map(|_, o| OpSummary::from_op(o, active_secs)),
+                        d.ops.map(|_, o| OpSummary::from_op(o, active_secs, paced)),
                         d.errors.count,
                     )
                 },
@@ -608,6 +664,7 @@ pub fn summarize_with_histograms(
                 trim_method: d.trim_method,
                 kernel: None,
                 stalled_in_flight: d.stalled_in_flight,
+                unissued: (d.unissued > 0).then_some(d.unissued),
                 load_generator_saturated: !drivers.is_empty()
                     && drivers.iter().all(|d| d.saturated),
                 drivers,
@@ -617,14 +674,22 @@ pub fn summarize_with_histograms(
         .collect::<Vec<_>>();
 
     let histograms = HostHistograms::merge(result);
+    let response = HostHistograms::merge_response(result);
     let host_ops = histograms.0.map(|op, latency| {
         let (ios, bytes) = result.devices.iter().fold((0, 0), |(ios, bytes), d| {
             (ios + d.ops[op].ios, bytes + d.ops[op].bytes)
         });
-        OpSummary::new(ios, bytes, latency, secs)
+        let summary = OpSummary::new(ios, bytes, latency, secs);
+        match paced {
+            true => summary.with_response(&response[op]),
+            false => summary,
+        }
     });
     let host = Figures {
         histograms: EncodedHistograms::encode(&histograms.0).ok(),
+        response_histograms: paced
+            .then(|| EncodedHistograms::encode(&response).ok())
+            .flatten(),
         ..sum_counts(devices.iter().map(|d| &d.figures)).with_ops(
             host_ops,
             result.devices.iter().map(|d| d.errors.count).sum(),
@@ -765,6 +830,48 @@ mod tests {
         result.measured = Duration::from_secs(secs);
         result.workload = workload;
         result
+    }
+
+    /// With an offered rate, each device's and the host's response times are read off the
+    /// response histograms (the host's added bin by bin), beside the service times; without
+    /// one there are none.
+    #[test]
+    fn response_times_are_reported_and_merged_exactly_only_with_a_rate() {
+        let paced = |service: &[u64], waited: u64| {
+            let response: Vec<u64> = service.iter().map(|s| s + waited).collect();
+            let mut h = new_latency_histogram();
+            response.iter().for_each(|&v| h.record(v).unwrap());
+            op(service, 4096).with_response(h)
+        };
+        let (a, b) = (latencies(1, 5_000), latencies(2, 3_000));
+        let devices = vec![
+            device("/dev/a", 0, paced(&a, 0), OpResult::default()),
+            device("/dev/b", 1, paced(&b, 400_000_000), OpResult::default()),
+        ];
+        let rated = Workload {
+            rate_iops: Some(1000),
+            ..Workload::default()
+        };
+        let report = summarize(&run_of(devices.clone(), 8, rated), vec![]);
+        let mut all = new_latency_histogram();
+        for (values, waited) in [(&a, 0), (&b, 400_000_000)] {
+            values.iter().for_each(|&v| all.record(v + waited).unwrap());
+        }
+        let host = &report.host.ops[OpKind::Read];
+        assert_eq!(host.response_ns, Some(LatencySummary::from_histogram(&all)));
+        assert_eq!(Some(host.judged_latency()), host.response_ns.as_ref());
+        assert!(
+            host.latency_ns.p50 < host.judged_latency().p50,
+            "service time is apart"
+        );
+        assert_eq!(
+            report.devices[0].figures.ops[OpKind::Read].response_ns,
+            Some(report.devices[0].figures.ops[OpKind::Read].latency_ns),
+            "no wait: response is service"
+        );
+        let unrated = summarize(&run_of(devices, 8, Workload::default()), vec![]);
+        assert_eq!(unrated.host.ops[OpKind::Read].response_ns, None);
+        assert!(unrated.host.response_histograms.is_none());
     }
 
     #[test]
@@ -962,6 +1069,7 @@ mod tests {
             })),
             bytes_per_sec: 700.0 * 4096.0,
             errors: 1,
+            backlog: 0,
             devices: vec![crate::series::DeviceSecond {
                 iops: 700.0,
                 ops: crate::series::OpRates(PerOp::from_fn(|op| match op {
@@ -1023,12 +1131,16 @@ mod tests {
                 for key in ["ios", "iops", "bytes", "bytes_per_sec"] {
                     assert!(f[op][key].is_number(), "{at}.{op}.{key} missing");
                 }
-                for key in ["p50", "p90", "p99", "p99_9", "p99_99", "max", "min", "mean"] {
-                    assert!(
-                        f[op]["latency_ns"][key].is_number(),
-                        "{at}.{op}.latency_ns.{key} missing"
-                    );
+                // The sample offers a rate: response times beside service times.
+                for time in ["latency_ns", "response_ns"] {
+                    for key in ["p50", "p90", "p99", "p99_9", "p99_99", "max", "min", "mean"] {
+                        assert!(
+                            f[op][time][key].is_number(),
+                            "{at}.{op}.{time}.{key} missing"
+                        );
+                    }
                 }
+                assert!(f["response_histograms"][op].is_string(), "{at} {op}");
             }
         };
         figures_keys(&v["host"], "host");
@@ -1050,6 +1162,7 @@ mod tests {
             "write_iops",
             "bytes_per_sec",
             "errors",
+            "backlog",
             "read_p50_ns",
             "read_p99_ns",
             "write_p50_ns",
@@ -1071,7 +1184,8 @@ mod tests {
         assert_eq!(
             p["devices"],
             serde_json::json!([{"path": "/dev/loop0", "iops": 700.0, "read_iops": 500.0,
-                "write_iops": 200.0, "trim_iops": 0.0, "bytes_per_sec": 2_867_200.0}])
+                "write_iops": 200.0, "trim_iops": 0.0, "bytes_per_sec": 2_867_200.0,
+                "backlog": 0}])
         );
         // Ramp and drained counts are named by each kind's plural.
         assert_eq!(
@@ -1091,6 +1205,11 @@ mod tests {
             f.remove("trim");
             f["ramp"].as_object_mut().unwrap().remove("trims");
             f["histograms"].as_object_mut().unwrap().remove("trim");
+            // Nor response times, which came later.
+            f.remove("response_histograms");
+            for op in ["read", "write"] {
+                f[op].as_object_mut().unwrap().remove("response_ns");
+            }
         }
         let p = v["time_series"][0].as_object_mut().unwrap();
         for key in ["trim_iops", "trim_p50_ns", "trim_p99_ns"] {
@@ -1098,7 +1217,11 @@ mod tests {
         }
         let back: HostReport = serde_json::from_value(v).unwrap();
         let sample = sample_report();
-        assert_eq!(back.host.ops, sample.host.ops);
+        let without_response = sample.host.ops.map(|_, o| OpSummary {
+            response_ns: None,
+            ..o.clone()
+        });
+        assert_eq!(back.host.ops, without_response);
         assert_eq!(back.host.ramp, sample.host.ramp);
         assert_eq!(back.time_series[0].ops, sample.time_series[0].ops);
         let h = back.host.histograms.as_ref().unwrap().decode().unwrap();

@@ -134,6 +134,10 @@ pub struct SecondPoint {
     pub bytes_per_sec: f64,
     /// Failed I/Os in this second.
     pub errors: u64,
+    /// With an offered rate: I/Os of every device due before this second's end and not yet
+    /// issued (waiting for a slot: a stall's backlog). 0 without a rate.
+    #[serde(default)]
+    pub backlog: u64,
     /// Each device's figures in this second, in the order of the report's `devices`, each
     /// named like its entry there.
     pub devices: Vec<DeviceSecond>,
@@ -159,6 +163,8 @@ pub struct SecondHistograms {
     pub second: i64,
     /// Host latencies of this second, per kind.
     pub ops: PerOp<Histogram<u64>>,
+    /// Host response times of this second, per kind (empty without an offered rate).
+    pub response: PerOp<Histogram<u64>>,
 }
 
 /// One device's figures in one second: `time_series[].devices[]` in the JSON.
@@ -178,6 +184,9 @@ pub struct DeviceSecond {
     pub ops: OpRates,
     /// Bytes it moved in this second.
     pub bytes_per_sec: f64,
+    /// With an offered rate: its I/Os due before this second's end and not yet issued.
+    #[serde(default)]
+    pub backlog: u64,
 }
 
 impl DeviceSecond {
@@ -189,6 +198,7 @@ impl DeviceSecond {
             iops: counts.ios.total() as f64,
             ops: OpRates(counts.ios.map(|_, &n| n as f64)),
             bytes_per_sec: counts.bytes as f64,
+            backlog: counts.backlog,
         }
     }
 
@@ -207,6 +217,7 @@ impl DeviceSecond {
 struct DeviceCounts {
     ios: PerOp<u64>,
     bytes: u64,
+    backlog: u64,
 }
 
 /// A second some devices have reported and others not yet.
@@ -219,6 +230,7 @@ struct PendingSecond {
     errors: u64,
     devices: Vec<DeviceCounts>,
     latency: PerOp<Histogram<u64>>,
+    response: PerOp<Histogram<u64>>,
 }
 
 impl PendingSecond {
@@ -231,6 +243,7 @@ impl PendingSecond {
             errors: 0,
             devices: vec![DeviceCounts::default(); device_count],
             latency: PerOp::from_fn(|_| new_latency_histogram()),
+            response: PerOp::from_fn(|_| new_latency_histogram()),
         }
     }
 
@@ -243,12 +256,14 @@ impl PendingSecond {
         }
         self.errors += interval.errors;
         let device = &mut self.devices[interval.device];
+        device.backlog += interval.backlog;
         for (op, counts) in interval.ops.iter() {
             self.ios[op] += counts.ios;
             self.bytes += counts.bytes;
             device.ios[op] += counts.ios;
             device.bytes += counts.bytes;
             add_exact(&mut self.latency[op], &counts.latency);
+            add_exact(&mut self.response[op], &counts.response);
         }
     }
 
@@ -256,6 +271,7 @@ impl PendingSecond {
         SecondHistograms {
             second,
             ops: self.latency.clone(),
+            response: self.response.clone(),
         }
     }
 
@@ -273,6 +289,7 @@ impl PendingSecond {
             })),
             bytes_per_sec: self.bytes as f64,
             errors: self.errors,
+            backlog: self.devices.iter().map(|d| d.backlog).sum(),
             partial: self.reported_count < self.reported.len(),
             devices: self.devices.iter().map(DeviceSecond::from_counts).collect(),
             histograms: keep_histograms

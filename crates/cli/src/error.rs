@@ -93,6 +93,7 @@ pub fn option_for(setting: Setting) -> Option<&'static str> {
         Setting::Ramp => "--ramp",
         Setting::IoLimit => return None,
         Setting::RateIops => "--rate-iops",
+        Setting::Arrival => "--arrival",
         Setting::WorkingSet => "--size",
         Setting::RecordLatency => "--no-latency",
         Setting::CompressPercent => "--buffer-compress-percentage",

@@ -58,6 +58,8 @@ pub struct PlanRequest {
     pub seed: Option<u64>,
     /// `--rate-iops`, per device.
     pub rate_iops: Option<u64>,
+    /// `--arrival`: how the offered rate's I/Os arrive.
+    pub arrival: hostmax_engine::Arrival,
     /// The files the command writes (its declared outputs, as option and absolute path):
     /// refused as targets, whose data the run would read or write.
     pub outputs: Vec<(&'static str, PathBuf)>,
@@ -99,6 +101,7 @@ impl Default for PlanRequest {
             cpus: None,
             seed: None,
             rate_iops: None,
+            arrival: hostmax_engine::Arrival::Even,
             outputs: Vec::new(),
             allow_write: false,
             allow_overlap: false,
@@ -398,6 +401,7 @@ fn check_workload(request: &PlanRequest) -> Result<Workload, BadInput> {
         ramp: request.ramp,
         seed: request.seed.unwrap_or(defaults.seed),
         rate_iops: request.rate_iops,
+        arrival: request.arrival,
         record_latency: request.record_latency,
         io_limit: None,
         write_data: request.write_data,

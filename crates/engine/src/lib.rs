@@ -99,6 +99,7 @@ mod read_pass;
 mod result;
 mod ring;
 mod run;
+mod schedule;
 mod setting;
 mod shared;
 mod target;
@@ -127,11 +128,12 @@ pub use ring::{probe_kernel_ring, KernelRingSupport, Polling, RingFeatures, Trim
 pub use run::{
     check_fits, refuse_duplicate_targets, Misfit, PreparedRun, RunConfig, RunHandle, StopHandle,
 };
+pub use schedule::{Arrival, Schedule};
 pub use setting::{Setting, SettingError};
 pub use target::{discard, zero_out};
 pub use workload::{
-    ErrorPolicy, IoPattern, UnknownPattern, Workload, DRAIN_LIMIT, MAX_BLOCK_SIZE, MAX_IODEPTH,
-    MAX_NUMJOBS, MAX_RATE_IOPS, MAX_RUN_TIME, MIN_BLOCK_SIZE,
+    ErrorPolicy, IoPattern, UnknownPattern, Workload, BACKLOG_LIMIT, DRAIN_LIMIT, MAX_BLOCK_SIZE,
+    MAX_IODEPTH, MAX_NUMJOBS, MAX_RATE_IOPS, MAX_RUN_TIME, MIN_BLOCK_SIZE,
 };
 
 // Test hooks: the repository's tests, benches and fuzzers reach inside the engine through

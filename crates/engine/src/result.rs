@@ -44,8 +44,14 @@ pub struct OpResult {
     pub ios: u64,
     /// Bytes those I/Os moved.
     pub bytes: u64,
-    /// Their latencies in nanoseconds, submit to reap (empty when latency recording is off).
+    /// Their latencies in nanoseconds, submit to reap (empty when latency recording is off):
+    /// the service time.
     pub latency: Histogram<u64>,
+    /// Their response times in nanoseconds, from each I/O's intended start on the offered
+    /// rate's schedule ([`crate::Workload::rate_iops`]) to its reap: the service time plus
+    /// any wait for a slot, which is where a stall shows. Empty without a rate (every I/O
+    /// starts as soon as a slot frees, so response is service) or latency recording.
+    pub response: Histogram<u64>,
 }
 
 impl OpResult {
@@ -56,6 +62,25 @@ impl OpResult {
             ios,
             bytes,
             latency,
+            response: new_latency_histogram(),
+        }
+    }
+
+    /// The same, with `response` times from the I/Os' intended starts (a run with an offered
+    /// rate; a histogram of the common layout).
+    pub fn with_response(mut self, response: Histogram<u64>) -> OpResult {
+        self.response = response;
+        self
+    }
+
+    /// Adds another count of the same kind: counts summed, histograms bin by bin.
+    pub fn add(&mut self, other: &OpResult) {
+        self.ios += other.ios;
+        self.bytes += other.bytes;
+        // Same bounds by construction, so adding cannot fail.
+        let _ = self.latency.add(&other.latency);
+        if !other.response.is_empty() {
+            let _ = self.response.add(&other.response);
         }
     }
 }
@@ -67,6 +92,7 @@ impl Default for OpResult {
             ios: 0,
             bytes: 0,
             latency: new_latency_histogram(),
+            response: new_latency_histogram(),
         }
     }
 }
@@ -302,6 +328,9 @@ pub struct DeviceResult {
     /// ([`crate::DRAIN_LIMIT`] after the end): the device stopped answering. `None` when
     /// every I/O it was given completed.
     pub stalled_in_flight: Option<u64>,
+    /// With an offered rate: I/Os due within the runtime that were never issued (the backlog
+    /// still waiting [`crate::BACKLOG_LIMIT`] after the end, or at a stop). 0 otherwise.
+    pub unissued: u64,
     /// The workers that drove it, one per share in share order, each with its part of the
     /// I/Os; the figures above are theirs added up (histograms bin by bin).
     pub drivers: Vec<DeviceDriver>,
@@ -350,12 +379,9 @@ impl DeviceResult {
     /// merged, taken out if either was (at the earlier time), its drivers appended.
     pub fn absorb(&mut self, other: DeviceResult) {
         for (op, theirs) in other.ops.iter() {
-            let mine = &mut self.ops[op];
-            mine.ios += theirs.ios;
-            mine.bytes += theirs.bytes;
-            // Same bounds by construction, so adding cannot fail.
-            let _ = mine.latency.add(&theirs.latency);
+            self.ops[op].add(theirs);
         }
+        self.unissued += other.unissued;
         self.errors.merge(&other.errors);
         self.failed |= other.failed;
         self.stopped_after = match (self.stopped_after, other.stopped_after) {
@@ -491,7 +517,9 @@ pub(crate) const READ_SAMPLE_EVERY: u64 = 8;
 pub struct RunResult {
     /// One entry per target, in the order the targets were given.
     pub devices: Vec<DeviceResult>,
-    /// Length of the measured window (shorter than the runtime when the run was stopped early).
+    /// Length of the measured window (shorter than the runtime when the run was stopped early;
+    /// with an offered rate, until the last I/O due within it completed, so longer than the
+    /// runtime by the time a backlog took to work off, see [`crate::BACKLOG_LIMIT`]).
     pub measured: Duration,
     /// Whether [`crate::RunHandle::stop`] ended the run before its runtime.
     pub stopped_early: bool,
@@ -523,18 +551,19 @@ pub struct DeviceInterval {
     pub ops: PerOp<OpResult>,
     /// Failed I/Os in this second.
     pub errors: u64,
+    /// With an offered rate: I/Os due before the second's end that were not issued yet (the
+    /// backlog, waiting for a slot). 0 without a rate.
+    pub backlog: u64,
 }
 
 impl DeviceInterval {
     /// Adds another worker's counts of the same device and second (histograms bin by bin).
     pub(crate) fn absorb(&mut self, other: &DeviceInterval) {
         for (op, theirs) in other.ops.iter() {
-            let mine = &mut self.ops[op];
-            mine.ios += theirs.ios;
-            mine.bytes += theirs.bytes;
-            let _ = mine.latency.add(&theirs.latency);
+            self.ops[op].add(theirs);
         }
         self.errors += other.errors;
+        self.backlog += other.backlog;
     }
 
     /// Second `second` of device `device`: `ops` and `errors` failed I/Os (for tools and
@@ -545,6 +574,13 @@ impl DeviceInterval {
             second,
             ops,
             errors,
+            backlog: 0,
         }
+    }
+
+    /// The same, with `backlog` I/Os due and not yet issued at the second's end.
+    pub fn with_backlog(mut self, backlog: u64) -> DeviceInterval {
+        self.backlog = backlog;
+        self
     }
 }

@@ -26,6 +26,8 @@ pub enum Setting {
     IoLimit,
     /// [`crate::Workload::rate_iops`].
     RateIops,
+    /// [`crate::Workload::arrival`].
+    Arrival,
     /// [`crate::Workload::working_set`].
     WorkingSet,
     /// [`crate::Workload::record_latency`].
@@ -57,6 +59,7 @@ impl Setting {
             Setting::Ramp => "ramp",
             Setting::IoLimit => "io_limit",
             Setting::RateIops => "rate_iops",
+            Setting::Arrival => "arrival",
             Setting::WorkingSet => "working_set",
             Setting::RecordLatency => "record_latency",
             Setting::CompressPercent => "write_data.compress_percent",

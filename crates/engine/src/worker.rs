@@ -17,11 +17,12 @@ use crate::data::{self, splitmix64, BlockIdentity, BlockMaker, STATE_UNKNOWN, ST
 use crate::op::{BufferUse, OpKind, PerOp};
 use crate::result::READ_SAMPLE_EVERY;
 use crate::ring::{Polling, RingFeatures, TrimMethod, UringIo};
+use crate::schedule::Schedule;
 use crate::shared::Shared;
 use crate::workload::ErrorPolicy;
 use crate::{
     CpuUse, DeviceInterval, DeviceResult, EngineError, ErrorLog, IoCounts, IoErrorSample, OpResult,
-    ReadSamples, VerifyLog, Workload, DRAIN_LIMIT,
+    ReadSamples, VerifyLog, Workload, BACKLOG_LIMIT, DRAIN_LIMIT,
 };
 use hostmax_device::{TargetInfo, TargetKind};
 
@@ -129,8 +130,9 @@ struct DeviceState {
     share: crate::DeviceShare,
     /// The first block of its part of the working set: its verify state starts there.
     first_block: u64,
-    /// Its part of the device's [`Workload::rate_iops`].
-    rate_iops: Option<u64>,
+    /// The intended starts of its part of the device's [`Workload::rate_iops`]; `None`
+    /// without a rate.
+    schedule: Option<Schedule>,
     block_size: u32,
     iodepth: u32,
     in_flight: u32,
@@ -177,6 +179,11 @@ struct DeviceState {
     trim_method: Option<TrimMethod>,
     /// The I/Os still in flight when the worker gave up on them ([`DRAIN_LIMIT`]).
     stalled_in_flight: Option<u64>,
+    /// With a rate: I/Os due within the runtime never issued ([`DeviceResult::unissued`]).
+    unissued: u64,
+    /// With a rate: the backlog at the nominal end, taken when the loop passed it, for the
+    /// last second (which is closed only after the backlog was worked off).
+    backlog_at_end: Option<u64>,
 }
 
 impl DeviceState {
@@ -229,6 +236,9 @@ struct Slot {
     offset: u64,
     /// Submit time in nanoseconds after the run's start (set only when timing I/Os).
     submitted_ns: u64,
+    /// With an offered rate: its intended start on the schedule, in nanoseconds after the
+    /// run's start (0 without a rate).
+    intended_ns: u64,
     /// Verifying runs: a write's generation tag, or the tag a read's block had when the read was
     /// submitted (0: the read is not checked).
     tag: u8,
@@ -246,6 +256,8 @@ struct PlannedIo {
     slot_id: u32,
     op: OpKind,
     offset: u64,
+    /// Its intended start ([`Slot::intended_ns`]).
+    intended_ns: u64,
     /// A unique write's pool block and the key that stamps it; `None` for a duplicate write
     /// and for I/O that writes nothing.
     unique: Option<(usize, u64)>,
@@ -318,6 +330,7 @@ impl WorkerTask {
             drain_deadline: None,
             gave_up: false,
             nops: self.nops,
+            paced: self.workload.rate_iops.is_some(),
         };
         run.slots = vec![
             Slot {
@@ -325,6 +338,7 @@ impl WorkerTask {
                 op: OpKind::Read,
                 offset: 0,
                 submitted_ns: 0,
+                intended_ns: 0,
                 tag: 0,
                 pool_block: NO_POOL_BLOCK,
             };
@@ -366,6 +380,7 @@ impl WorkerTask {
                             verify: d.verify,
                             trim_method: d.trim_method,
                             stalled_in_flight: d.stalled_in_flight,
+                            unissued: d.unissued,
                             drivers: vec![driver],
                         },
                     )
@@ -438,7 +453,12 @@ impl WorkerTask {
                 index: *index,
                 share: *share,
                 first_block: part.start,
-                rate_iops: w.rate_iops.map(|r| share.split(r).max(1)),
+                schedule: w.rate_iops.map(|r| {
+                    // Each share its own arrivals, reproducible from the seed.
+                    let mix = (*index as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15)
+                        ^ u64::from(share.part).wrapping_mul(0xc2b2_ae3d_27d4_eb4f);
+                    Schedule::new(share.split(r).max(1), w.arrival, w.seed ^ mix)
+                }),
                 block_size: w.block_size,
                 iodepth: depth,
                 in_flight: 0,
@@ -485,6 +505,8 @@ impl WorkerTask {
                     false => None,
                 },
                 stalled_in_flight: None,
+                unissued: 0,
+                backlog_at_end: None,
             });
             next_slot += depth;
         }
@@ -515,6 +537,8 @@ struct WorkerLoop {
     gave_up: bool,
     /// The ring issues NOPs ([`WorkerTask::nops`]): a NOP succeeds with 0.
     nops: bool,
+    /// The workload offers a rate: I/Os follow a schedule and have response times.
+    paced: bool,
 }
 
 impl WorkerLoop {
@@ -537,7 +561,23 @@ impl WorkerLoop {
                     self.end = stop_at.max(self.start + Duration::from_nanos(1));
                 }
             }
-            let stopping = now >= self.end || self.all_exhausted();
+            // With a rate, the I/Os due within the runtime still waiting at its end (a
+            // stall's backlog) go out before the run stops issuing (BACKLOG_LIMIT).
+            let past_end = now >= self.end;
+            if past_end && self.paced {
+                let last_due_ns = self.end_ns().saturating_sub(1);
+                for dev in &mut self.devices {
+                    if dev.backlog_at_end.is_none() {
+                        dev.backlog_at_end = dev.schedule.map(|s| s.due_by(last_due_ns));
+                    }
+                }
+            }
+            let working_off_backlog = past_end
+                && self.paced
+                && self.shared.stop_instant().is_none()
+                && now < self.end + BACKLOG_LIMIT
+                && self.backlog_waiting();
+            let stopping = (past_end && !working_off_backlog) || self.all_exhausted();
             let mut next_allowed: Option<Instant> = None;
             if !stopping {
                 self.fill(now, &mut just_pushed, &mut next_allowed);
@@ -583,6 +623,9 @@ impl WorkerLoop {
             // Every completion of this batch was reaped now: decide its window once.
             let reap_ns = now.saturating_duration_since(self.start).as_nanos() as u64;
             let counted = now < self.end;
+            let paced = self.paced;
+            let (ramp_ns, end_ns) = (self.ramp_ns(), self.end_ns());
+            let in_ramp = now < self.ramp_end;
             let errors_counted = now >= self.ramp_end && now < self.end;
             let on_error = self.on_error;
             let nops = self.nops;
@@ -656,6 +699,19 @@ impl WorkerLoop {
                             }
                         }
                     }
+                    // With a rate, an I/O belongs to the window its intended start fell in,
+                    // however late it completed (otherwise, to the one it was reaped in).
+                    let (counted, ramp) = match paced {
+                        true => (
+                            slot.intended_ns < end_ns,
+                            slot.intended_ns < ramp_ns && !in_ramp,
+                        ),
+                        false => (counted, false),
+                    };
+                    if ramp {
+                        dev.ramp[slot.op] += 1;
+                        continue;
+                    }
                     if !counted {
                         // Drained after the window: done, counted apart from the window.
                         dev.drained[slot.op] += 1;
@@ -668,6 +724,10 @@ impl WorkerLoop {
                         let lat =
                             took_ns.unwrap_or_else(|| reap_ns.saturating_sub(slot.submitted_ns));
                         crate::result::record_latency(&mut counts.latency, lat);
+                        if paced {
+                            let response = reap_ns.saturating_sub(slot.intended_ns).max(lat);
+                            crate::result::record_latency(&mut counts.response, response);
+                        }
                     }
                 } else {
                     let (errno, transferred) = if result < 0 {
@@ -696,6 +756,11 @@ impl WorkerLoop {
             if stop_all {
                 self.shared.stop();
             }
+        }
+        // What was due within the runtime and never went out (a stop, or BACKLOG_LIMIT).
+        let last_due_ns = self.end_ns().saturating_sub(1);
+        for dev in &mut self.devices {
+            dev.unissued = dev.schedule.map_or(0, |s| s.due_by(last_due_ns));
         }
         // Close the last (possibly partial) second.
         self.flush_second(self.current_second);
@@ -820,6 +885,28 @@ impl WorkerLoop {
                 .all(|d| d.failed || d.limit_ios.is_some_and(|max| d.submitted >= max))
     }
 
+    /// Nanoseconds from the run's start to its end (moved earlier by a stop).
+    fn end_ns(&self) -> u64 {
+        self.end.saturating_duration_since(self.start).as_nanos() as u64
+    }
+
+    /// Nanoseconds from the run's start to the end of its ramp.
+    fn ramp_ns(&self) -> u64 {
+        self.ramp_end
+            .saturating_duration_since(self.start)
+            .as_nanos() as u64
+    }
+
+    /// Whether some device still has I/Os due within the runtime that it has not issued.
+    fn backlog_waiting(&self) -> bool {
+        let end_ns = self.end_ns();
+        self.devices.iter().any(|d| {
+            !d.failed
+                && d.limit_ios.is_none_or(|max| d.submitted < max)
+                && d.schedule.is_some_and(|s| s.next_due_ns() < end_ns)
+        })
+    }
+
     /// The next instant the loop must wake for: the next second boundary or the end.
     fn next_boundary(&self, now: Instant) -> Instant {
         let next_second = if now >= self.ramp_end {
@@ -834,7 +921,8 @@ impl WorkerLoop {
 
     /// Queues I/O for every target with free slots, as its rate allows.
     fn fill(&mut self, now: Instant, pushed: &mut Vec<u32>, next_allowed: &mut Option<Instant>) {
-        let since_start = now.saturating_duration_since(self.start);
+        let now_ns = now.saturating_duration_since(self.start).as_nanos() as u64;
+        let end_ns = self.end_ns();
         let planned = &mut self.planned;
         for (file, dev) in self.devices.iter_mut().enumerate() {
             if dev.failed {
@@ -846,32 +934,41 @@ impl WorkerLoop {
                 dev.failed_at = Some(now);
                 continue;
             }
-            let rate = dev.rate_iops;
             let mut budget = dev.iodepth - dev.in_flight;
             if let Some(max) = dev.limit_ios {
                 budget = budget
                     .min(u32::try_from(max.saturating_sub(dev.submitted)).unwrap_or(u32::MAX));
             }
-            if let Some(rate) = rate {
-                let allowed = ((since_start.as_secs_f64() * rate as f64) as u64).saturating_add(1);
-                let left = allowed.saturating_sub(dev.submitted);
-                if left < budget as u64 {
-                    budget = left as u32;
-                    let at = self.start
-                        + Duration::from_secs_f64(
-                            (dev.submitted + budget as u64) as f64 / rate as f64,
-                        );
-                    *next_allowed = Some(next_allowed.map_or(at, |t: Instant| t.min(at)));
-                }
-            }
+            // Where the schedule stood, to step back to if the ring takes less than planned.
+            let schedule_before = dev.schedule;
             // First what each I/O does and, for a unique write, its pool block, asked into
             // the cache for writing, so that its stamps below do not each wait for a line the
             // device's copy last read (README's speed section: less CPU per I/O).
             planned.clear();
             for _ in 0..budget {
+                // With a rate, only an I/O whose intended start has come goes out, and
+                // nothing due at or after the end: the window's I/Os are those due in it.
+                let intended_ns = match dev.schedule.as_mut() {
+                    Some(schedule) => {
+                        let due = schedule.next_due_ns();
+                        if due >= end_ns {
+                            break;
+                        }
+                        if due > now_ns {
+                            let at = self.start + Duration::from_nanos(due);
+                            *next_allowed = Some(next_allowed.map_or(at, |t: Instant| t.min(at)));
+                            break;
+                        }
+                        due
+                    }
+                    None => 0,
+                };
                 let Some(slot_id) = dev.free_slots.pop() else {
                     break;
                 };
+                if let Some(schedule) = dev.schedule.as_mut() {
+                    schedule.advance();
+                }
                 let op = dev.offsets.next_op();
                 let offset = dev.offsets.next_offset();
                 // A duplicate carries the duplicate block as it is, shared by every duplicate
@@ -894,6 +991,7 @@ impl WorkerLoop {
                     slot_id,
                     op,
                     offset,
+                    intended_ns,
                     unique,
                 });
             }
@@ -903,6 +1001,7 @@ impl WorkerLoop {
                     slot_id,
                     op,
                     offset,
+                    intended_ns,
                     unique,
                 },
             ) in planned.iter().enumerate()
@@ -962,6 +1061,13 @@ impl WorkerLoop {
                             dev.pool_busy[block] = false;
                         }
                     }
+                    // Their intended starts stay due: the schedule never skips an I/O.
+                    if let Some(mut schedule) = schedule_before {
+                        for _ in 0..i {
+                            schedule.advance();
+                        }
+                        dev.schedule = Some(schedule);
+                    }
                     break;
                 }
                 if op == OpKind::Write && dev.verify.is_some() {
@@ -982,6 +1088,7 @@ impl WorkerLoop {
                     op,
                     offset,
                     submitted_ns: 0,
+                    intended_ns,
                     tag,
                     pool_block,
                 };
@@ -1005,17 +1112,30 @@ impl WorkerLoop {
     /// Folds one second's counts and histograms into the totals (measured seconds only) and
     /// sends them to the control side when it asked for a live view.
     fn flush_second(&mut self, second: i64) {
+        // The backlog is counted at the second's end (or the run's, for the last one).
+        let second_end = if second >= 0 {
+            self.ramp_end + Duration::from_secs(second as u64 + 1)
+        } else {
+            self.ramp_end
+                .checked_sub(Duration::from_secs((-second - 1) as u64))
+                .unwrap_or(self.start)
+        };
+        let backlog_at_ns = (second_end.min(self.end))
+            .saturating_duration_since(self.start)
+            .as_nanos() as u64;
+        // Due strictly before the second's end: one due at the very instant is not late yet.
+        let backlog_at_ns = backlog_at_ns.min(self.end_ns()).saturating_sub(1);
         for dev in &mut self.devices {
             let errors = std::mem::take(&mut dev.interval_errors);
+            let backlog = match (second_end >= self.end, dev.backlog_at_end) {
+                (true, Some(at_end)) => at_end,
+                _ => dev.schedule.map_or(0, |s| s.due_by(backlog_at_ns)),
+            };
             for (op, counts) in dev.interval.iter() {
                 if second < 0 {
                     dev.ramp[op] += counts.ios;
                 } else {
-                    let total = &mut dev.ops[op];
-                    total.ios += counts.ios;
-                    total.bytes += counts.bytes;
-                    // Same bounds by construction, so adding cannot fail.
-                    let _ = total.latency.add(&counts.latency);
+                    dev.ops[op].add(counts);
                 }
             }
             match &self.intervals {
@@ -1025,6 +1145,7 @@ impl WorkerLoop {
                         second,
                         ops: std::mem::take(&mut dev.interval),
                         errors,
+                        backlog,
                     });
                 }
                 None => {
@@ -1032,6 +1153,7 @@ impl WorkerLoop {
                         counts.ios = 0;
                         counts.bytes = 0;
                         counts.latency.reset();
+                        counts.response.reset();
                     }
                 }
             }

@@ -29,6 +29,14 @@ pub const MAX_RUN_TIME: Duration = Duration::from_secs(365 * 24 * 3600);
 /// queue depth the engine allows, and well below the 30 s a SCSI or NVMe command may take
 /// before the kernel times it out.
 pub const DRAIN_LIMIT: Duration = Duration::from_secs(10);
+/// How long after its end a run with an offered rate keeps issuing the I/Os that fell due
+/// within its runtime and had not gone out yet (a stall's backlog): they are part of the
+/// offered load, and leaving them out would hide the stall's worst response times. The run's
+/// measured window then lasts until the last of them completed, so achieved IOPS stay
+/// honest. What is still due after this is counted as never issued
+/// ([`crate::DeviceResult::unissued`]); the drain of the I/O in flight ([`DRAIN_LIMIT`])
+/// follows.
+pub const BACKLOG_LIMIT: Duration = Duration::from_secs(5);
 /// Highest `rate_iops` the engine paces (10^9 per target, far beyond any device): the pacing
 /// arithmetic (elapsed seconds times the rate) stays well inside a `u64` for a
 /// [`MAX_RUN_TIME`] run.
@@ -204,8 +212,19 @@ pub struct Workload {
     pub ramp: Duration,
     /// Seed of the random offsets: the same seed gives every target the same offsets.
     pub seed: u64,
-    /// Optional cap on I/Os per second, per target (shared by its workers).
+    /// Optional offered rate in I/Os per second, per target (shared by its workers). With
+    /// it, every I/O has an intended start on a schedule fixed in advance
+    /// ([`Workload::arrival`]), which a slow or stalled device never moves: I/Os that fall
+    /// due while every slot is busy wait and go out as slots free, and each I/O's response
+    /// time ([`crate::OpResult::response`]) runs from its intended start, so a stall shows
+    /// in full (no coordinated omission). The I/Os due within the runtime are all issued
+    /// and counted, even when the backlog of a stall must be worked off after the nominal
+    /// end (see [`BACKLOG_LIMIT`]).
     pub rate_iops: Option<u64>,
+    /// How the I/Os of [`Workload::rate_iops`] arrive: evenly spaced (the default) or as a
+    /// Poisson process seeded from [`Workload::seed`]. Ignored without a rate.
+    #[serde(default)]
+    pub arrival: crate::Arrival,
     /// Whether to time every I/O into the latency histograms (costs two clock reads per batch).
     pub record_latency: bool,
     /// Bytes each target may be given, ramp included (fio's `io_size`, here shared by the
@@ -234,6 +253,7 @@ impl Default for Workload {
             ramp: Duration::from_secs(5),
             seed: 0x5eed_f405_ca1e,
             rate_iops: None,
+            arrival: crate::Arrival::Even,
             record_latency: true,
             io_limit: None,
             write_data: crate::WriteData::default(),

@@ -35,7 +35,9 @@ impl From<&Figures> for MeasuredFigures {
                 (o.ios > 0).then_some(OpFigures {
                     iops: o.iops,
                     bytes_per_sec: o.bytes_per_sec,
-                    latency_ns: o.latency_ns,
+                    // With an offered rate, the response time: what a user of the volume
+                    // waited, a stall included (service time hides it).
+                    latency_ns: *o.judged_latency(),
                 })
             }),
         }

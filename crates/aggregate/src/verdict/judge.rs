@@ -9,7 +9,7 @@ use super::bottleneck::{bottleneck, Bottleneck, VolumeShare};
 use super::checks::{check_promise, judged_figures, JudgedRun};
 use super::outcome::{
     device_checks, figure_to_reach, host_checks, BurstFinding, DeviceVerdict, FigureCheck,
-    HostVerdict, NotJudged, Promiser, Verdict, VerdictFigures,
+    HostVerdict, LatencyTime, NotJudged, Promiser, Verdict, VerdictFigures,
 };
 use super::promise::{Figure, MeasuredFigures, PerKind, RuleKind};
 use super::spec_set::{DeviceExpectation, SpecSet};
@@ -73,6 +73,19 @@ pub fn judge(specs: &SpecSet, reports: &[&HostReport]) -> Verdict {
         not_judged,
         consistency: None,
         bursts,
+        latency_time: latency_time(reports),
+    }
+}
+
+/// Response time when some run offered a rate and timed its I/Os (its latency figures are
+/// response times, [`crate::OpSummary::judged_latency`]), else service time.
+fn latency_time(reports: &[&HostReport]) -> LatencyTime {
+    let paced = reports
+        .iter()
+        .any(|r| r.host.ops.values().any(|o| o.response_ns.is_some()));
+    match paced {
+        true => LatencyTime::Response,
+        false => LatencyTime::Service,
     }
 }
 
@@ -342,6 +355,7 @@ mod tests {
                         p95,
                         ..Default::default()
                     },
+                    response_ns: None,
                 },
                 _ => OpSummary::default(),
             }),
@@ -372,6 +386,7 @@ mod tests {
                 trim_method: None,
                 kernel: None,
                 stalled_in_flight: None,
+                unissued: None,
                 drivers: Vec::new(),
                 numa_node: None,
                 load_generator_saturated: false,
@@ -400,6 +415,7 @@ mod tests {
                     })),
                     bytes_per_sec: (iops * bs as u64) as f64,
                     errors: 0,
+                    backlog: 0,
                     devices: vec![],
                     partial: false,
                     histograms: None,
@@ -822,5 +838,36 @@ mod tests {
             Some(1_500_000.0)
         );
         assert_eq!(v.failures(), vec!["/dev/a write p95".to_string()]);
+        assert_eq!(v.latency_time, LatencyTime::Service);
+
+        // With an offered rate, the response time is judged (a stall's wait counts), and
+        // the verdict says so.
+        let mut paced = qd1.clone();
+        paced.workload.rate_iops = Some(1000);
+        for op in [OpKind::Read, OpKind::Write] {
+            let o = &mut paced.devices[0].figures.ops[op];
+            o.response_ns = Some(crate::LatencySummary {
+                p95: o.latency_ns.p95 + 900_000,
+                ..Default::default()
+            });
+        }
+        paced.host.ops[OpKind::Read].response_ns = Some(crate::LatencySummary::default());
+        let v = judge(&specs, &[&paced]);
+        assert_eq!(v.latency_time, LatencyTime::Response);
+        assert_eq!(
+            v.devices[0].figures.measured[Figure::ReadP95Ns],
+            Some(1_300_000.0)
+        );
+        assert_eq!(
+            v.failures(),
+            vec![
+                "/dev/a read p95".to_string(),
+                "/dev/a write p95".to_string()
+            ]
+        );
+        assert_eq!(
+            serde_json::to_value(&v).unwrap()["latency_time"],
+            "response"
+        );
     }
 }

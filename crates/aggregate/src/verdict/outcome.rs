@@ -293,6 +293,33 @@ pub struct Verdict {
     /// were judged over the baseline after the drop.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub bursts: Vec<BurstFinding>,
+    /// Which time latency promises were judged by: `response` when the runs offered a rate
+    /// (from each I/O's intended start, so a stall counts), else `service` (from its
+    /// submission).
+    #[serde(default)]
+    pub latency_time: LatencyTime,
+}
+
+/// Which of a run's two latencies a verdict judged.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+#[non_exhaustive]
+pub enum LatencyTime {
+    /// Submission to completion (`latency_ns`): runs without an offered rate.
+    #[default]
+    Service,
+    /// Intended start on the offered rate's schedule to completion (`response_ns`).
+    Response,
+}
+
+impl LatencyTime {
+    /// Its name in JSON and tables: `service` or `response`.
+    pub fn word(self) -> &'static str {
+        match self {
+            LatencyTime::Service => "service",
+            LatencyTime::Response => "response",
+        }
+    }
 }
 
 /// A drop found in one run's series, of the host or one device.

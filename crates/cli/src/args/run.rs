@@ -103,9 +103,15 @@ pub struct RunArgs {
     #[arg(long, value_name = "N", value_parser = parse_seed, allow_hyphen_values = true)]
     pub seed: Option<u64>,
 
-    /// Cap on I/Os per second, per device (50k is 50,000).
+    /// Offered rate in I/Os per second, per device (50k is 50,000): each I/O has an intended
+    /// start on a fixed schedule, and response times run from it (see --arrival).
     #[arg(long, value_name = "N", value_parser = parse_count, allow_hyphen_values = true)]
     pub rate_iops: Option<u64>,
+
+    /// How the --rate-iops I/Os arrive: evenly spaced, or a Poisson process (exponential
+    /// gaps drawn from --seed) [default: even].
+    #[arg(long, value_name = "even|poisson", requires = "rate_iops")]
+    pub arrival: Option<hostmax_engine::Arrival>,
 
     /// Write the JSON report to PATH, or to stdout with '-' (then nothing else goes there).
     #[arg(long, value_name = "PATH|-", allow_hyphen_values = true)]
@@ -219,6 +225,7 @@ impl RunArgs {
             cpus: self.cpus.as_ref().map(|list| list.0.clone()),
             seed: self.seed,
             rate_iops: self.rate_iops,
+            arrival: self.arrival.unwrap_or_default(),
             outputs: Vec::new(),
             allow_write: self.allow_write,
             allow_overlap: self.allow_overlap,

@@ -161,4 +161,68 @@ pub struct CurveArgs {
     /// Draw latency against IOPS (host and each volume), the promise and the knee, as SVG.
     #[arg(long, value_name = "PATH")]
     pub svg: Option<PathBuf>,
+
+    /// Offered rates instead of depths, one run each at --iodepth, judged by response time:
+    /// IOPS per volume (50k) or fractions of the ceiling measured first, uncapped (0.8x),
+    /// e.g. 0.5x,0.8x,1.0x,1.2x.
+    #[arg(long, value_name = "LIST", value_parser = rates_arg, conflicts_with_all = ["depths", "rate_iops"])]
+    pub rates: Option<RateList>,
+}
+
+/// One offered rate of `--rates`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum OfferedRate {
+    /// IOPS per volume.
+    Iops(u64),
+    /// A fraction of each volume's ceiling, measured uncapped first.
+    OfCeiling(f64),
+}
+
+impl OfferedRate {
+    /// IOPS per volume, given each volume's measured ceiling.
+    pub fn per_volume(self, ceiling: f64) -> u64 {
+        match self {
+            OfferedRate::Iops(n) => n,
+            OfferedRate::OfCeiling(f) => ((f * ceiling).round() as u64).max(1),
+        }
+    }
+}
+
+/// The offered rates `--rates` gives, in the order given.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RateList(pub Vec<OfferedRate>);
+
+impl RateList {
+    /// Whether some rate is a fraction of the ceiling.
+    pub fn needs_ceiling(&self) -> bool {
+        self.0
+            .iter()
+            .any(|r| matches!(r, OfferedRate::OfCeiling(_)))
+    }
+}
+
+pub(crate) fn rates_arg(s: &str) -> Result<RateList, String> {
+    let mut out = Vec::new();
+    for part in s.split(',').map(str::trim) {
+        let rate = match part.strip_suffix('x') {
+            Some(f) => f
+                .parse::<f64>()
+                .ok()
+                .filter(|f| f.is_finite() && *f > 0.0 && *f <= 100.0)
+                .map(OfferedRate::OfCeiling),
+            None => crate::units::parse_count(part)
+                .ok()
+                .filter(|&n| n > 0 && n <= hostmax_engine::MAX_RATE_IOPS)
+                .map(OfferedRate::Iops),
+        };
+        match rate {
+            Some(r) => out.push(r),
+            None => {
+                return Err(format!(
+                    "'{part}' is not an offered rate; give IOPS per volume or a fraction of the measured ceiling, e.g. 0.5x,0.8x,1.0x or 10k,20k"
+                ))
+            }
+        }
+    }
+    Ok(RateList(out))
 }

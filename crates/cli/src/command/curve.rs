@@ -4,13 +4,14 @@
 //! the knee marked).
 
 use hostmax_aggregate::consistency::judge_consistency;
+use hostmax_aggregate::curve::by_rate::{RateCurve, RateStep};
 use hostmax_aggregate::curve::{CurvePoint, LatencyPromise, LatencyStat};
 use hostmax_aggregate::{Curve, CurveReport, HostReport, SCHEMA_VERSION};
 
-use crate::args::verify::CurveArgs;
+use crate::args::verify::{CurveArgs, OfferedRate, RateList};
 use crate::error::BadInput;
 use crate::measure;
-use crate::output::curve::{curve_chart, render_curve};
+use crate::output::curve::{curve_chart, render_curve, render_rate_curve};
 use crate::output::destination::print_beside_json;
 use crate::output::svg::SvgChart;
 use crate::plan::plan_run;
@@ -59,6 +60,9 @@ pub fn curve(args: &CurveArgs) -> anyhow::Result<i32> {
         .unwrap_or_default()
         .fraction();
     let promise = args.promise();
+    if let Some(rates) = &args.rates {
+        return by_rate(rates, &base, promise, tolerance, outputs, json.as_ref());
+    }
 
     let mut reports: Vec<HostReport> = Vec::new();
     let mut signal = 0;
@@ -138,6 +142,104 @@ pub fn curve(args: &CurveArgs) -> anyhow::Result<i32> {
         consistency,
         interrupted,
         depths_not_measured: not_measured,
+        by_rate: None,
+    };
+    outputs.write(&root)?;
+    Ok(code)
+}
+
+/// `curve --rates`: the ceiling at `--iodepth` uncapped first (what fractions are of, and the
+/// curve's one depth), then one run per offered rate, each judged by its response times.
+fn by_rate(
+    rates: &RateList,
+    base: &crate::plan::RunPlan,
+    promise: Option<LatencyPromise>,
+    tolerance: f64,
+    mut outputs: crate::output::export::Outputs<CurveReport>,
+    json: Option<&crate::output::destination::Destination>,
+) -> anyhow::Result<i32> {
+    let steps = rates.0.len() + 1;
+    let volumes = base.targets.len().max(1) as f64;
+    eprintln!(
+        "hostmax curve: step 1/{steps}: the ceiling, uncapped at depth {}",
+        base.workload.iodepth
+    );
+    let (ceiling_report, mut signal) =
+        measure::measure(base, Some("ceiling"), &mut outputs.recorders())?;
+    let ceiling = ceiling_report.host.iops / volumes;
+    let mut reports = vec![ceiling_report];
+    let mut offered_order = Vec::new();
+    if signal == 0 {
+        for (i, rate) in rates.0.iter().enumerate() {
+            let offered = rate.per_volume(ceiling);
+            let mut plan = base.clone();
+            plan.workload.rate_iops = Some(offered);
+            eprintln!(
+                "hostmax curve: step {}/{steps}: {offered} IOPS offered per volume",
+                i + 2
+            );
+            let label = format!("rate{}", i + 1);
+            // The ceiling step measured: a rate step a signal calls off ends the curve there.
+            let (report, sig) =
+                measure::measure_step(&plan, &label, &mut outputs.recorders(), true)?;
+            let Some(report) = report else {
+                signal = sig;
+                break;
+            };
+            reports.push(report);
+            offered_order.push(offered);
+            if sig != 0 {
+                signal = sig;
+                break;
+            }
+        }
+    }
+    let mut rate_steps = Vec::new();
+    for report in &reports[1..] {
+        rate_steps.extend(RateStep::from_report(report)?);
+    }
+    let mut by_rate = RateCurve::new(rate_steps, promise, Some(ceiling));
+    let interrupted = signal != 0;
+    let ceiling_point = CurvePoint::from_report(&reports[0])?;
+    let Some(mut curve) = Curve::new(vec![ceiling_point], promise, tolerance) else {
+        anyhow::bail!("the curve measured nothing (stopped before its first step ended)");
+    };
+    if interrupted {
+        curve.withhold_conclusions();
+        by_rate.withhold_conclusions();
+    }
+    let mut table = render_rate_curve(&by_rate, &reports);
+    if interrupted {
+        let not_measured: Vec<String> = rates.0[offered_order.len()..]
+            .iter()
+            .map(|r| match r {
+                OfferedRate::Iops(n) => n.to_string(),
+                OfferedRate::OfCeiling(f) => format!("{f}x"),
+            })
+            .collect();
+        table += &crate::output::interrupted_line(
+            "the rate steps",
+            (!not_measured.is_empty()).then(|| format!("rates not measured: {not_measured:?}")),
+            "no knee and no saturation point are given",
+        );
+    }
+    print_beside_json(&format!("\n{table}"), json);
+    let code = crate::exit_code::Outcome {
+        signal,
+        bad_data: false,
+        io_errors: reports.iter().any(|r| r.host.errors > 0),
+        stalled: reports.iter().any(|r| r.stalled()),
+        verdict_failed: false,
+    }
+    .code();
+    let root = CurveReport {
+        schema_version: SCHEMA_VERSION,
+        curve,
+        runs: reports,
+        consistency: None,
+        interrupted,
+        depths_not_measured: Vec::new(),
+        by_rate: Some(by_rate),
     };
     outputs.write(&root)?;
     Ok(code)
@@ -148,6 +250,41 @@ mod tests {
     use super::*;
     use crate::args::verify::{depths_arg, parse_latency};
     use hostmax_aggregate::curve::{CurveLatency, PointFigures, VolumePoint};
+
+    #[test]
+    fn rates_parse_as_iops_or_fractions_and_refuse_the_rest() {
+        use crate::args::verify::rates_arg;
+        let rates = rates_arg("0.5x, 1.0x,10k,250").unwrap();
+        assert_eq!(
+            rates.0,
+            [
+                OfferedRate::OfCeiling(0.5),
+                OfferedRate::OfCeiling(1.0),
+                OfferedRate::Iops(10_000),
+                OfferedRate::Iops(250)
+            ]
+        );
+        assert!(rates.needs_ceiling());
+        assert_eq!(OfferedRate::OfCeiling(0.8).per_volume(2000.0), 1600);
+        assert_eq!(OfferedRate::OfCeiling(0.0001).per_volume(2000.0), 1);
+        assert_eq!(OfferedRate::Iops(7).per_volume(2000.0), 7);
+        for bad in [
+            "",
+            "0",
+            "0x",
+            "-1x",
+            "x",
+            "nanx",
+            "1.5",
+            "fast",
+            "1,,2",
+            "2000000000",
+        ] {
+            let err = rates_arg(bad).unwrap_err();
+            assert!(err.contains("e.g. 0.5x,0.8x,1.0x"), "{bad}: {err}");
+            assert!(!err.contains('\n'));
+        }
+    }
 
     #[test]
     fn latencies_and_depths_parse_and_refuse() {

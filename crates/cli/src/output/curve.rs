@@ -1,6 +1,7 @@
 //! The load-latency curve's table and chart: shown by `hostmax curve` and put in the suite's
 //! HTML page beside a curve (`hostmax suite --curve`).
 
+use hostmax_aggregate::curve::by_rate::{RateCurve, FOLLOWS_OFFERED};
 use hostmax_aggregate::curve::{CurveAnswer, LatencyPromise, LatencyStat};
 use hostmax_aggregate::{Curve, HostReport};
 
@@ -104,6 +105,81 @@ pub fn render_curve(curve: &Curve, reports: &[HostReport]) -> String {
 
 /// Each host point's queue depth ("QD8"), beside it on both host lines (series 0 and 1: the
 /// promised percentile and p50); the volumes' points are at the same depths, in order.
+/// `curve --rates`: each offered rate with the host's achieved rate and response times (the
+/// promise judged on them), then the SLO knee and the saturation point by offered rate.
+pub fn render_rate_curve(curve: &RateCurve, reports: &[HostReport]) -> String {
+    let mut out = String::new();
+    if let Some(first) = reports.first() {
+        let w = &first.workload;
+        out += &format!(
+            "curve by offered rate: {} {}, depth {}, {} volume{}",
+            crate::units::format_size(w.block_size.into()),
+            w.pattern,
+            w.iodepth,
+            first.devices.len(),
+            if first.devices.len() == 1 { "" } else { "s" }
+        );
+    }
+    if let Some(c) = curve.ceiling_iops {
+        out += &format!(", ceiling {c:.0} IOPS per volume uncapped");
+    }
+    if let Some(p) = &curve.promise {
+        out += &format!(
+            ", promise response {} <= {}",
+            p.percentile.label(),
+            format_latency_ns(p.max_ns)
+        );
+    }
+    out += "\n";
+    out += &format!(
+        "{:>12}  {:>12}  {:>12}  {:>9}  {:>9}  {:>9}  {:>10}  {:>10}  {}\n",
+        "offered/vol",
+        "offered",
+        "achieved",
+        "resp p50",
+        "resp p99",
+        "resp p99.9",
+        "serv p99",
+        "kept up",
+        "promise"
+    );
+    for s in &curve.steps {
+        let held = match &curve.promise {
+            Some(p) if p.holds(&s.response_ns) => "held",
+            Some(_) => "BROKEN",
+            None => "",
+        };
+        out += &format!(
+            "{:>12}  {:>12.0}  {:>12.0}  {:>9}  {:>9}  {:>9}  {:>10}  {:>10}  {held}\n",
+            s.offered_iops,
+            s.offered_host_iops,
+            s.achieved_iops,
+            format_latency_ns(s.response_ns.p50),
+            format_latency_ns(s.response_ns.p99),
+            format_latency_ns(s.response_ns.p99_9),
+            format_latency_ns(s.service_ns.p99),
+            if s.follows_offered() { "yes" } else { "no" },
+        );
+    }
+    if curve.promise.is_some() {
+        out += &match curve.knee_offered_iops {
+            Some(k) => format!("host: SLO knee at {k} IOPS offered per volume\n"),
+            None => {
+                "host: SLO knee: none (the promise broke at every offered rate, or no conclusion)\n"
+                    .to_string()
+            }
+        };
+    }
+    out += &match curve.saturation_offered_iops {
+        Some(s) => format!(
+            "host: saturated at {s} IOPS offered per volume (achieved below {:.0}% of offered)\n",
+            FOLLOWS_OFFERED * 100.0
+        ),
+        None => "host: kept up with every offered rate\n".to_string(),
+    };
+    out
+}
+
 fn depth_labels(curve: &Curve) -> Vec<PointLabels> {
     let labels: Vec<String> = curve
         .points

@@ -3,7 +3,10 @@
 //! crate's `IntervalLogIterator`): the [`HdrLog`] output, written by [`HdrLogRecorder`].
 //!
 //! One tag per device and op (`loop3-read`, `loop3-write`, `loop3-trim`) and per host op
-//! (`host-read`, `host-write`, `host-trim`); only the ops the workload does are logged.
+//! (`host-read`, `host-write`, `host-trim`); only the ops the workload does are logged. These
+//! are service times (submission to completion); a run at an offered rate (`--rate-iops`)
+//! also logs its response times (intended start to completion) under tags of their own
+//! (`loop3-read-response`, `host-read-response`).
 //! Timestamps are seconds since the measured window's start, which the log's `StartTime` and `BaseTime` give; values are
 //! nanoseconds. Device intervals are written as the engine hands them over (each tag's lines
 //! are in time order); a host interval as the run's time series completes each second. The file is
@@ -169,6 +172,8 @@ pub struct HdrLogRecorder {
     offset: Duration,
     /// The kinds of I/O the workload issues: only those are logged.
     logged: Vec<OpKind>,
+    /// The workload offers a rate: response times are logged too (`...-response` tags).
+    paced: bool,
     /// Where the measured window ends: the planned runtime until [`HdrLogRecorder::run_ended_after`]
     /// says the run ended sooner.
     window_end: Duration,
@@ -218,6 +223,7 @@ impl HdrLogRecorder {
             .collect();
         self.host_tag = format!("{label}-host");
         self.logged = logged_ops(workload);
+        self.paced = workload.rate_iops.is_some();
         self.window_end = workload.runtime;
         self.offset = run
             .measured_start
@@ -270,6 +276,7 @@ impl HdrLogRecorder {
             base: SystemTime::UNIX_EPOCH,
             offset: Duration::ZERO,
             logged: logged_ops(workload),
+            paced: workload.rate_iops.is_some(),
             window_end: workload.runtime,
             held: Vec::new(),
             failed: None,
@@ -318,6 +325,10 @@ impl HdrLogRecorder {
         for op in self.logged.clone() {
             let histogram = &interval.ops[op].latency;
             self.write(histogram, interval.second, &format!("{tag}-{op}"));
+            if self.paced {
+                let response = &interval.ops[op].response;
+                self.write(response, interval.second, &format!("{tag}-{op}-response"));
+            }
         }
     }
 
@@ -331,6 +342,10 @@ impl HdrLogRecorder {
         let host_tag = self.host_tag.clone();
         for op in self.logged.clone() {
             self.write(&host.ops[op], host.second, &format!("{host_tag}-{op}"));
+            if self.paced {
+                let tag = format!("{host_tag}-{op}-response");
+                self.write(&host.response[op], host.second, &tag);
+            }
         }
     }
 
@@ -461,6 +476,46 @@ mod tests {
             ops[op].ios = latencies.len() as u64;
         }
         DeviceInterval::new(device, second, ops, 0)
+    }
+
+    /// At an offered rate, response times get tags of their own beside the service times.
+    #[test]
+    fn a_run_at_an_offered_rate_logs_response_times_under_their_own_tags() {
+        let scratch = ScratchDir::new("response");
+        let path = scratch.0.join("run.hlog");
+        let workload = Workload {
+            runtime: Duration::from_secs(2),
+            rate_iops: Some(1000),
+            ..Workload::default()
+        };
+        let start = SystemTime::UNIX_EPOCH + Duration::from_secs(1_800_000_000);
+        let paths: Vec<PathBuf> = vec!["/dev/loop3".into()];
+        let mut log = HdrLogRecorder::create(&path, &paths, &workload, start).unwrap();
+        let mut series = TimeSeries::new(1).hand_over_histograms(true);
+        for second in 0..2 {
+            let mut i = interval(0, second, &[1000, 2000], &[]);
+            for v in [400_000_000, 900_000_000, 2000] {
+                i.ops[OpKind::Read].response.record(v).unwrap();
+            }
+            feed(&mut log, &mut series, i);
+        }
+        finish(log, series).unwrap();
+        let bytes = fs::read(&path).unwrap();
+        let mut max: BTreeMap<(String, u64), (u64, u64)> = BTreeMap::new();
+        for entry in IntervalLogIterator::new(&bytes) {
+            if let LogEntry::Interval(i) = entry.unwrap() {
+                let h = hostmax_aggregate::decode_histogram(i.encoded_histogram()).unwrap();
+                let key = (i.tag().unwrap().to_string(), i.start_timestamp().as_secs());
+                max.insert(key, (h.len(), h.max()));
+            }
+        }
+        let get = |tag: &str, s: u64| max.get(&(tag.to_string(), s)).copied();
+        assert_eq!(get("loop3-read", 1).map(|(n, _)| n), Some(2));
+        for tag in ["loop3-read-response", "host-read-response"] {
+            let (n, top) = get(tag, 1).unwrap_or_else(|| panic!("{tag} missing: {max:?}"));
+            assert_eq!(n, 3);
+            assert!(top >= 899_000_000, "{tag}: {top}");
+        }
     }
 
     #[test]

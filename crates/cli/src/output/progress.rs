@@ -259,6 +259,7 @@ mod tests {
             ),
             bytes_per_sec: ((reads + writes) * 4096) as f64,
             errors: 0,
+            backlog: 0,
             devices: Vec::new(),
             partial: false,
             histograms: None,

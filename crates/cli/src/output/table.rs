@@ -241,6 +241,8 @@ pub fn render_table_noting(
         );
     }
 
+    out.push_str(&response_lines(report, &shown));
+
     for (names, note) in grouped(
         report
             .devices
@@ -343,6 +345,70 @@ pub(crate) fn escape_lines(text: &str) -> String {
             out.push('\n');
         }
         out.push_str(&escape_text(line));
+    }
+    out
+}
+
+/// With an offered rate: the response times (intended start to completion) of each device and
+/// the host, beside the service times of the table above, and the largest backlog a second
+/// ended with. Its own small table, so the main one keeps its columns and its fit.
+fn response_lines(report: &HostReport, shown: &[OpKind]) -> String {
+    let Some(rate) = report.workload.rate_iops else {
+        return String::new();
+    };
+    if report.host.ops.values().all(|o| o.response_ns.is_none()) {
+        return String::new();
+    }
+    let mut header = vec!["response".to_string()];
+    for op in shown {
+        for p in ["p50", "p90", "p99", "p99.9"] {
+            header.push(format!("{op} {p}"));
+        }
+    }
+    let row = |name: String, f: &Figures| -> Vec<String> {
+        let mut cells = vec![name];
+        for &op in shown {
+            let r = f.ops[op].response_ns.unwrap_or_default();
+            cells.extend([r.p50, r.p90, r.p99, r.p99_9].map(format_latency_ns));
+        }
+        cells
+    };
+    let mut rows: Vec<Vec<String>> = report
+        .devices
+        .iter()
+        .map(|d| row(device_label(d), &d.figures))
+        .collect();
+    rows.push(row("host".to_string(), &report.host));
+    let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
+    for cells in &rows {
+        for (w, c) in widths.iter_mut().zip(cells) {
+            *w = (*w).max(c.chars().count());
+        }
+    }
+    let line = |cells: &[String]| -> String {
+        let mut l = String::new();
+        for (i, (c, w)) in cells.iter().zip(&widths).enumerate() {
+            let _ = match i {
+                0 => write!(l, "{c:<w$}"),
+                _ => write!(l, "  {c:>w$}"),
+            };
+        }
+        l.push('\n');
+        l
+    };
+    let backlog = report
+        .time_series
+        .iter()
+        .map(|p| p.backlog)
+        .max()
+        .unwrap_or(0);
+    let mut out = format!(
+        "response times at {rate} IOPS offered per device ({} arrivals), from each I/O's intended start to its completion (the table above is service time, from submission); largest backlog at a second's end: {backlog} I/Os\n",
+        report.workload.arrival.unwrap_or_default()
+    );
+    out.push_str(&line(&header));
+    for cells in &rows {
+        out.push_str(&line(cells));
     }
     out
 }
@@ -717,6 +783,51 @@ fn describe_errno(errno: i32) -> String {
 mod tests {
     use super::*;
     use crate::output::tests_support::sample_report;
+
+    #[test]
+    fn a_run_at_an_offered_rate_shows_response_times_beside_the_table() {
+        let mut report = sample_report();
+        assert!(!render_table(&report).contains("response"));
+        report.workload.rate_iops = Some(1000);
+        report.workload.arrival = Some(hostmax_engine::Arrival::Poisson);
+        let mut waited = hostmax_aggregate::LatencySummary::default();
+        (waited.p50, waited.p90, waited.p99, waited.p99_9) =
+            (150_000, 212_000_000, 930_000_000, 990_000_000);
+        for f in report
+            .devices
+            .iter_mut()
+            .map(|d| &mut d.figures)
+            .chain([&mut report.host])
+        {
+            for (_, o) in f.ops.iter_mut() {
+                o.response_ns = Some(waited);
+            }
+        }
+        report.time_series[1].backlog = 786;
+        let text = render_table(&report);
+        let at = text.find("response times at 1000 IOPS offered per device (poisson arrivals)");
+        let block = &text[at.unwrap_or_else(|| panic!("{text}"))..];
+        assert!(
+            block.contains("largest backlog at a second's end: 786 I/Os"),
+            "{block}"
+        );
+        let lines: Vec<&str> = block.lines().collect();
+        for col in [
+            "read p50",
+            "read p90",
+            "read p99",
+            "read p99.9",
+            "write p99",
+        ] {
+            assert!(lines[1].contains(col), "{}", lines[1]);
+        }
+        assert!(lines[2].starts_with("/dev/loop0 "), "{}", lines[2]);
+        assert!(
+            lines[4].starts_with("host ") && lines[4].contains("212"),
+            "{}",
+            lines[4]
+        );
+    }
 
     #[test]
     fn rows_for_each_device_and_host_last() {

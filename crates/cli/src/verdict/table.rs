@@ -7,7 +7,7 @@
 use std::fmt::Write as _;
 
 use hostmax_aggregate::verdict::{
-    figure_to_reach, keeps, BurstFinding, Unit, VerdictFigures, PROMISE_KINDS,
+    figure_to_reach, keeps, BurstFinding, LatencyTime, Unit, VerdictFigures, PROMISE_KINDS,
 };
 use hostmax_aggregate::{
     report_bursts, Bottleneck, Burst, BurstRule, HostReport, Tolerance, Verdict,
@@ -64,14 +64,24 @@ fn unit_scale(unit: Unit) -> f64 {
 
 /// The rows of one device's (or the host's) figures that were both promised and measured,
 /// in the table's order.
-fn figure_rows(target: &str, spec: &str, figures: &VerdictFigures, t: Tolerance) -> Vec<Row> {
+fn figure_rows(
+    target: &str,
+    spec: &str,
+    figures: &VerdictFigures,
+    t: Tolerance,
+    time: LatencyTime,
+) -> Vec<Row> {
     let mut rows = Vec::new();
     for (row, e, m) in figures.judged() {
         rows.push(match row.kind.promise().unit {
+            // A run with an offered rate is judged by response time: the row says so.
             Unit::Nanoseconds => [
                 target.to_string(),
                 spec.to_string(),
-                format!("{} <=", row.check),
+                match time {
+                    LatencyTime::Response => format!("{} response <=", row.check),
+                    _ => format!("{} <=", row.check),
+                },
                 format_latency_ns(e as u64),
                 format_latency_ns(m as u64),
                 ratio(m, e),
@@ -141,7 +151,7 @@ fn render(v: &Verdict, unconcluded: Option<String>) -> String {
             _ => d.spec.clone(),
         };
         let name = crate::output::table::device_name(&d.path, d.given.as_deref());
-        let mut device_rows = figure_rows(&name, &spec, &d.figures, t);
+        let mut device_rows = figure_rows(&name, &spec, &d.figures, t, v.latency_time);
         if d.not_judged_reason().is_some() {
             // Its workers were saturated: a shortfall is hostmax's, not the volume's.
             for r in device_rows.iter_mut().filter(|r| r[6] == "FAIL") {
@@ -151,7 +161,7 @@ fn render(v: &Verdict, unconcluded: Option<String>) -> String {
         rows.extend(device_rows);
     }
     let h = &v.host;
-    rows.extend(figure_rows("host", "", &h.figures, t));
+    rows.extend(figure_rows("host", "", &h.figures, t, v.latency_time));
 
     let header: Row = [
         "target", "spec", "check", "expected", "measured", "ratio", "result",
@@ -353,6 +363,22 @@ mod tests {
         d.figures.expected[RuleKind::Iops] = Some(expected);
         d.figures.measured[Figure::Iops] = Some(measured);
         d
+    }
+
+    #[test]
+    fn latency_rows_say_when_response_time_was_judged() {
+        let mut d = device("/dev/loop9", 1000.0, 1000.0, true);
+        d.figures.expected[RuleKind::Latency] = Some(1_000_000.0);
+        d.figures.measured[Figure::ReadP95Ns] = Some(400_000.0);
+        let mut v = Verdict::default();
+        v.pass = true;
+        v.tolerance = 0.05;
+        v.devices = vec![d];
+        let service = render_verdict(&v);
+        assert!(service.contains("read p95 <="), "{service}");
+        v.latency_time = LatencyTime::Response;
+        let response = render_verdict(&v);
+        assert!(response.contains("read p95 response <="), "{response}");
     }
 
     #[test]

@@ -287,6 +287,7 @@ impl CellSettings {
             ramp: self.ramp,
             seed: splitmix64(&mut state),
             rate_iops: None,
+            arrival: Default::default(),
             record_latency: true,
             io_limit: None,
             write_data: Default::default(),

@@ -300,6 +300,7 @@ impl SuiteRunner {
             ramp: Duration::ZERO,
             seed: self.config.seed,
             rate_iops: None,
+            arrival: Default::default(),
             record_latency: false,
             io_limit: Some(PRECONDITION_PASSES * self.config.range),
             write_data: Default::default(),

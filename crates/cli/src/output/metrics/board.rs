@@ -55,6 +55,11 @@ pub struct KindTotals {
     pub buckets: [u64; LATENCY_BUCKETS_NS.len() + 1],
     /// Sum of their latencies, nanoseconds (each to the histogram's resolution).
     pub latency_sum_ns: u128,
+    /// With an offered rate: I/Os per response-time bucket (intended start to completion),
+    /// as `buckets`.
+    pub response_buckets: [u64; LATENCY_BUCKETS_NS.len() + 1],
+    /// Sum of their response times, nanoseconds.
+    pub response_sum_ns: u128,
 }
 
 impl KindTotals {
@@ -62,15 +67,33 @@ impl KindTotals {
     fn add(&mut self, ops: &OpResult) {
         self.ios += ops.ios;
         self.bytes += ops.bytes;
-        for bin in ops.latency.iter_recorded() {
-            // The bin's highest value: an I/O never lands in a bucket below its latency.
-            let highest = bin.value_iterated_to();
-            let count = bin.count_at_value();
-            let at = LATENCY_BUCKETS_NS.partition_point(|&bound| bound < highest);
-            self.buckets[at] += count;
-            self.latency_sum_ns +=
-                u128::from(ops.latency.median_equivalent(highest)) * u128::from(count);
-        }
+        add_to_buckets(&mut self.buckets, &mut self.latency_sum_ns, &ops.latency);
+        add_to_buckets(
+            &mut self.response_buckets,
+            &mut self.response_sum_ns,
+            &ops.response,
+        );
+    }
+
+    /// Whether response times were counted (a run at an offered rate).
+    pub fn has_response(&self) -> bool {
+        self.response_buckets.iter().any(|&n| n > 0)
+    }
+}
+
+/// Adds a histogram's I/Os to fixed `buckets` and their values to `sum_ns`.
+fn add_to_buckets(
+    buckets: &mut [u64; LATENCY_BUCKETS_NS.len() + 1],
+    sum_ns: &mut u128,
+    histogram: &hdrhistogram::Histogram<u64>,
+) {
+    for bin in histogram.iter_recorded() {
+        // The bin's highest value: an I/O never lands in a bucket below its latency.
+        let highest = bin.value_iterated_to();
+        let count = bin.count_at_value();
+        let at = LATENCY_BUCKETS_NS.partition_point(|&bound| bound < highest);
+        buckets[at] += count;
+        *sum_ns += u128::from(histogram.median_equivalent(highest)) * u128::from(count);
     }
 }
 
@@ -81,6 +104,9 @@ pub struct DeviceTotals {
     pub ops: PerOp<KindTotals>,
     /// Failed I/Os.
     pub errors: u64,
+    /// With an offered rate: I/Os due and not yet issued at the end of its latest measured
+    /// second (a stall's backlog).
+    pub backlog: u64,
 }
 
 /// Where the command is.
@@ -259,6 +285,7 @@ impl Board {
             counted.0[op].1 += ops.bytes;
         }
         totals.errors += interval.errors;
+        totals.backlog = interval.backlog;
         counted.1 += interval.errors;
         run.measured_secs = run
             .measured_secs
@@ -287,6 +314,7 @@ impl Board {
                         missing.bytes = ops.bytes.saturating_sub(bytes);
                         if ios > 0 {
                             missing.latency.reset();
+                            missing.response.reset();
                         }
                         totals.ops[op].add(&missing);
                     }

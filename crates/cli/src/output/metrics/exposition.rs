@@ -214,6 +214,45 @@ pub fn render(snap: &Snapshot, format: Format) -> String {
         latency.sample("_count", &labels, cumulative);
         latency.sample("_sum", &labels, seconds(t.latency_sum_ns as f64));
     }
+    // At an offered rate only: response time and the backlog, which service time hides.
+    if by_kind.iter().any(|(_, _, t)| t.has_response()) {
+        let mut response = family(
+            o,
+            f,
+            "hostmax_response_seconds",
+            Kind::Histogram,
+            Some("seconds"),
+            "Response time of those I/Os at an offered rate (--rate-iops), from each I/O's intended start on the rate's schedule to its completion, by device and kind (the latency buckets).",
+        );
+        for &(device, op, t) in &by_kind {
+            let labels = [("device", device), ("kind", op.name())];
+            let mut cumulative = 0;
+            for (bound_ns, count) in LATENCY_BUCKETS_NS.iter().zip(&t.response_buckets) {
+                cumulative += count;
+                let le = seconds(*bound_ns as f64);
+                response.sample("_bucket", &[labels[0], labels[1], ("le", &le)], cumulative);
+            }
+            cumulative += t.response_buckets[LATENCY_BUCKETS_NS.len()];
+            response.sample(
+                "_bucket",
+                &[labels[0], labels[1], ("le", "+Inf")],
+                cumulative,
+            );
+            response.sample("_count", &labels, cumulative);
+            response.sample("_sum", &labels, seconds(t.response_sum_ns as f64));
+        }
+        let mut backlog = family(
+            o,
+            f,
+            "hostmax_backlog",
+            Kind::Gauge,
+            None,
+            "I/Os due at the offered rate but not yet issued (waiting for a slot), at the end of the latest measured second, by device.",
+        );
+        for (device, t) in &snap.devices {
+            backlog.sample("", &[("device", device)], t.backlog);
+        }
+    }
     let mut cpu = family(
         o,
         f,
@@ -360,6 +399,36 @@ mod tests {
                     system_ns: 1_000_000_000,
                 },
             )],
+        }
+    }
+
+    #[test]
+    fn response_times_and_the_backlog_are_exposed_only_at_an_offered_rate() {
+        let text = render(&snapshot(), Format::OpenMetrics);
+        assert!(!text.contains("hostmax_response_seconds"), "{text}");
+        assert!(!text.contains("hostmax_backlog"), "{text}");
+        let mut paced = snapshot();
+        let totals = &mut paced.devices[0].1;
+        totals.backlog = 786;
+        let read = &mut totals.ops[OpKind::Read];
+        read.response_buckets[1] = 1;
+        read.response_buckets[16] = 4; // 0.5 s .. 1 s: waited out a stall
+        read.response_sum_ns = 3_000_000_000;
+        let text = render(&paced, Format::OpenMetrics);
+        for line in [
+            "# TYPE hostmax_response_seconds histogram",
+            "# UNIT hostmax_response_seconds seconds",
+            "hostmax_response_seconds_bucket{device=\"/dev/loop\\\"3\",kind=\"read\",le=\"0.5\"} 1",
+            "hostmax_response_seconds_bucket{device=\"/dev/loop\\\"3\",kind=\"read\",le=\"1\"} 5",
+            "hostmax_response_seconds_count{device=\"/dev/loop\\\"3\",kind=\"read\"} 5",
+            "hostmax_response_seconds_sum{device=\"/dev/loop\\\"3\",kind=\"read\"} 3",
+            "# TYPE hostmax_backlog gauge",
+            "hostmax_backlog{device=\"/dev/loop\\\"3\"} 786",
+        ] {
+            assert!(
+                text.contains(&format!("{line}\n")),
+                "missing {line:?} in:\n{text}"
+            );
         }
     }
 
