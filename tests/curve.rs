@@ -172,11 +172,24 @@ fn by_offered_rate_the_knee_and_saturation_follow_the_ceiling() {
         ]
         .map(String::from),
     );
+    let dir = ScratchDir::new("curve-rates");
+    let svg = dir.join("rates.svg");
+    args.extend(["--svg".to_string(), svg.display().to_string()]);
     let out = run_hostmax(&args, host.throttle());
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "{stderr}");
     eprintln!("{stderr}");
     let json: Value = serde_json::from_slice(&out.stdout).expect("only the report on stdout");
+    // The chart is of the rates: response against offered, each step labelled with its share.
+    let chart = std::fs::read_to_string(&svg).unwrap();
+    assert!(
+        chart.contains("Response time against the offered rate")
+            && chart.contains("IOPS offered (host)")
+            && chart.contains("response p99")
+            && chart.contains("service p99")
+            && chart.contains("SLO knee"),
+        "{chart}"
+    );
     let by_rate = &json["by_rate"];
     let ceiling = by_rate["ceiling_iops"].as_f64().unwrap();
     assert!(
@@ -207,4 +220,10 @@ fn by_offered_rate_the_knee_and_saturation_follow_the_ceiling() {
         "the ceiling and three rates"
     );
     assert!(stderr.contains("curve by offered rate"), "{stderr}");
+    for s in steps {
+        let share = s["achieved_iops"].as_f64().unwrap() / s["offered_host_iops"].as_f64().unwrap();
+        // plotters writes a text's content on a line of its own.
+        let label = format!("\n{:.0}%\n", share * 100.0);
+        assert!(chart.contains(&label), "{label:?} not on the chart");
+    }
 }

@@ -40,7 +40,11 @@ pub fn curve(args: &CurveArgs) -> anyhow::Result<i32> {
     // `--hdr-log` holding every depth.
     let mut outputs = args.run.outputs::<CurveReport>()?.declare(
         args.svg.as_deref(),
-        SvgChart(|r: &CurveReport| curve_chart(&r.curve)),
+        // By offered rate where the curve was measured by rate, else by depth.
+        SvgChart(|r: &CurveReport| match &r.by_rate {
+            Some(by_rate) => crate::output::curve::rate_curve_chart(by_rate),
+            None => curve_chart(&r.curve),
+        }),
     )?;
     let base = plan_run(&args.run.request_beside(&outputs))?;
     let json = outputs.json().cloned();

@@ -1,7 +1,7 @@
 //! The load-latency curve's table and chart: shown by `hostmax curve` and put in the suite's
 //! HTML page beside a curve (`hostmax suite --curve`).
 
-use hostmax_aggregate::curve::by_rate::{RateCurve, FOLLOWS_OFFERED};
+use hostmax_aggregate::curve::by_rate::{RateCurve, RateStep, FOLLOWS_OFFERED};
 use hostmax_aggregate::curve::{CurveAnswer, LatencyPromise, LatencyStat};
 use hostmax_aggregate::{Curve, HostReport};
 
@@ -194,6 +194,93 @@ fn depth_labels(curve: &Curve) -> Vec<PointLabels> {
         .to_vec()
 }
 
+/// The `--svg` chart of `curve --rates`: response time (intended start to completion, the
+/// promise's percentile and p50) and service time against the IOPS offered to the host, each
+/// response point labelled with the share of the offered rate the host achieved; the SLO knee
+/// and the promise where there is one.
+pub fn rate_curve_chart(curve: &RateCurve) -> LineChart {
+    let pct = curve.promise.map_or(LatencyStat::P99, |p| p.percentile);
+    let ms = |ns: u64| (ns.max(1) as f64) / 1e6;
+    let line = |name: String, of: &dyn Fn(&RateStep) -> u64, style| Series {
+        name,
+        points: curve
+            .steps
+            .iter()
+            .map(|s| (s.offered_host_iops, ms(of(s))))
+            .collect(),
+        style,
+    };
+    let mut series = vec![
+        line(
+            format!("response {}", pct.label()),
+            &|s| pct.of(&s.response_ns),
+            SeriesStyle::Solid,
+        ),
+        line(
+            "response p50".into(),
+            &|s| s.response_ns.p50,
+            SeriesStyle::Dashed,
+        ),
+        line(
+            format!("service {}", pct.label()),
+            &|s| pct.of(&s.service_ns),
+            SeriesStyle::Dashed,
+        ),
+    ];
+    if let Some(knee) = curve
+        .knee_offered_iops
+        .and_then(|k| curve.steps.iter().find(|s| s.offered_iops == k))
+    {
+        series.push(Series {
+            name: format!("SLO knee: {} IOPS offered per volume", knee.offered_iops),
+            points: vec![(knee.offered_host_iops, ms(pct.of(&knee.response_ns)))],
+            style: SeriesStyle::Points,
+        });
+    }
+    if let Some(p) = &curve.promise {
+        let right = curve
+            .steps
+            .iter()
+            .map(|s| s.offered_host_iops)
+            .fold(0.0, f64::max)
+            .max(1.0);
+        series.push(Series {
+            name: format!(
+                "promise: {} <= {}",
+                p.percentile.label(),
+                format_latency_ns(p.max_ns)
+            ),
+            points: vec![(0.0, ms(p.max_ns)), (right, ms(p.max_ns))],
+            style: SeriesStyle::Dashed,
+        });
+    }
+    let achieved = curve
+        .steps
+        .iter()
+        .map(|s| {
+            let share = s.achieved_iops / s.offered_host_iops.max(1.0);
+            format!("{:.0}%", share * 100.0)
+        })
+        .collect();
+    LineChart {
+        title:
+            "Response time against the offered rate, each point labelled with the share achieved"
+                .into(),
+        x_label: "IOPS offered (host)".into(),
+        y_label: "latency (ms)".into(),
+        y_log: true,
+        x_ticks: TickFormat::Decimal,
+        series,
+        legend: LegendCorner::Outside,
+        point_labels: vec![PointLabels {
+            series: 0,
+            labels: achieved,
+        }],
+        size: (920, 500),
+        ..LineChart::default()
+    }
+}
+
 /// Latency (ms, log scale) against IOPS: the host's promised percentile (p99 without a
 /// promise) and p50, each volume's, the promise as a line and the knee as a point.
 pub fn curve_chart(curve: &Curve) -> LineChart {
@@ -273,5 +360,48 @@ pub fn curve_chart(curve: &Curve) -> LineChart {
         // Fits the suite's page (960 px wide) unscaled, legend included.
         size: (920, 500),
         ..LineChart::default()
+    }
+}
+
+#[cfg(test)]
+mod rate_chart_tests {
+    use super::*;
+    use hostmax_aggregate::curve::CurveLatency;
+
+    #[test]
+    fn the_rate_chart_labels_each_step_with_the_share_achieved() {
+        let step = |offered: u64, achieved: f64, p99: u64| RateStep {
+            offered_iops: offered,
+            offered_host_iops: offered as f64,
+            achieved_iops: achieved,
+            response_ns: CurveLatency {
+                mean: p99 / 2,
+                p50: p99 / 4,
+                p95: p99 / 2,
+                p99,
+                p99_9: p99 * 2,
+            },
+            service_ns: CurveLatency {
+                mean: 1000,
+                p50: 1000,
+                p95: 2000,
+                p99: 3000,
+                p99_9: 4000,
+            },
+        };
+        let curve = RateCurve::new(
+            vec![
+                step(600, 600.0, 200_000),
+                step(1000, 999.0, 300_000),
+                step(3000, 1900.0, 900_000_000),
+            ],
+            None,
+            Some(2000.0),
+        );
+        let svg = rate_curve_chart(&curve).to_svg().unwrap();
+        // plotters writes a text's content on a line of its own.
+        for label in ["\n100%\n", "\n63%\n"] {
+            assert!(svg.contains(label), "{label:?}: {svg}");
+        }
     }
 }
