@@ -810,12 +810,12 @@ fn resume_refuses_loop_devices_whose_backing_files_were_swapped() {
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert_eq!(err.lines().count(), 1, "{err}");
     assert!(
+        // Each file named, with the device and inode the loop driver reports beside it.
         err.contains(&format!(
-            "{} was backing file {}, now backing file {}",
+            "{} was backing file {} (",
             devices[0],
-            a.display(),
-            b.display()
-        )),
+            a.display()
+        )) && err.contains(&format!("), now backing file {} (", b.display())),
         "{err}"
     );
     assert!(

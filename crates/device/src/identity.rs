@@ -52,10 +52,23 @@ impl DeviceIdentity {
     /// that differs (WWID, serial, backing file, inode, size); `None` when nothing tells them
     /// apart.
     pub fn differs(&self, now: &DeviceIdentity) -> Option<String> {
+        // A backing file by the driver's inode, named by its path where the name is known.
+        let named = |id: &DeviceIdentity| {
+            id.backing_inode.as_ref().map(|ino| match &id.backing_file {
+                Some(name) => format!("{name} ({ino})"),
+                None => ino.clone(),
+            })
+        };
+        // The same inode is the same file, whatever it is called now.
+        let (then_backing, now_backing) = if self.backing_inode == now.backing_inode {
+            (self.backing_inode.clone(), now.backing_inode.clone())
+        } else {
+            (named(self), named(now))
+        };
         let pairs = [
             ("WWID", &self.wwid, &now.wwid),
             ("serial", &self.serial, &now.serial),
-            ("backing file", &self.backing_inode, &now.backing_inode),
+            ("backing file", &then_backing, &now_backing),
             ("backing file", &self.backing_file, &now.backing_file),
             ("file", &self.inode, &now.inode),
         ];
@@ -201,8 +214,14 @@ mod tests {
         };
         assert_eq!(
             over("44:7").differs(&over("44:9")).unwrap(),
-            "backing file 44:7, now backing file 44:9"
+            "backing file /srv/vol.img (44:7), now backing file /srv/vol.img (44:9)"
         );
         assert!(over("44:7").differs(&over("44:7")).is_none());
+        // Renamed since: the same inode, the same file.
+        let renamed = DeviceIdentity {
+            backing_file: Some("/srv/renamed.img".into()),
+            ..over("44:7")
+        };
+        assert!(over("44:7").differs(&renamed).is_none());
     }
 }
