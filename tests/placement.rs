@@ -80,9 +80,16 @@ fn a_device_without_a_queue_map_gets_every_cpu_and_exact_counts() {
     // Each took a fair part of the I/Os, and the parts add up to the device's.
     let ios: u64 = drivers.iter().map(|d| d["ios"].as_u64().unwrap()).sum();
     assert_eq!(ios, device["write"]["ios"].as_u64().unwrap());
+    // On an emulated CPU (the kernel matrix) the vCPUs are not equal (the emulator's own
+    // threads share them): every worker must still take part, none need take a fair half.
+    let fair = if full_speed() {
+        0.5 / cpus as f64
+    } else {
+        0.05 / cpus as f64
+    };
     for d in drivers {
         let share = number(&d["share"]);
-        assert!(share > 0.5 / cpus as f64, "{drivers:?}");
+        assert!(share > fair, "{drivers:?}");
     }
     assert_eq!(
         report["load_generator"]["workers"]

@@ -26,7 +26,6 @@ selection=(
   "trim trim_and_randtrim trimmed_blocks a_device_without_discard"
   "same_media a_dm_linear a_mounted_image a_mount_of_the_whole the_backing_file_of_an_active_swap targets_that_reach an_image_mounted_in_another a_lazily_unmounted an_image_whose_name a_loop_device_open a_mount_made_while a_signal_during a_suite_resumed"
   "doctor doctor_measures_the_load_generators_ceiling"
-  "rate_response a_stall_shows_in_response_times a_backlog_left_at_the_end without_a_stall"
   "placement a_device_without_a_queue_map a_killed_owners_zram"
 )
 
