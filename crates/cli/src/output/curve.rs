@@ -194,6 +194,22 @@ fn depth_labels(curve: &Curve) -> Vec<PointLabels> {
         .to_vec()
 }
 
+/// A latency promise as a dashed line across a chart whose x values are `xs` (the x axis is
+/// linear, from 0), in milliseconds as the charts' y axes are.
+fn promise_line(p: &LatencyPromise, xs: impl Iterator<Item = f64>) -> Series {
+    let right = xs.fold(0.0, f64::max).max(1.0);
+    let ms = (p.max_ns.max(1) as f64) / 1e6;
+    Series {
+        name: format!(
+            "promise: {} <= {}",
+            p.percentile.label(),
+            format_latency_ns(p.max_ns)
+        ),
+        points: vec![(0.0, ms), (right, ms)],
+        style: SeriesStyle::Dashed,
+    }
+}
+
 /// The `--svg` chart of `curve --rates`: response time (intended start to completion, the
 /// promise's percentile and p50) and service time against the IOPS offered to the host, each
 /// response point labelled with the share of the offered rate the host achieved; the SLO knee
@@ -238,21 +254,8 @@ pub fn rate_curve_chart(curve: &RateCurve) -> LineChart {
         });
     }
     if let Some(p) = &curve.promise {
-        let right = curve
-            .steps
-            .iter()
-            .map(|s| s.offered_host_iops)
-            .fold(0.0, f64::max)
-            .max(1.0);
-        series.push(Series {
-            name: format!(
-                "promise: {} <= {}",
-                p.percentile.label(),
-                format_latency_ns(p.max_ns)
-            ),
-            points: vec![(0.0, ms(p.max_ns)), (right, ms(p.max_ns))],
-            style: SeriesStyle::Dashed,
-        });
+        let right = curve.steps.iter().map(|s| s.offered_host_iops);
+        series.push(promise_line(p, right));
     }
     let achieved = curve
         .steps
@@ -331,21 +334,7 @@ pub fn curve_chart(curve: &Curve) -> LineChart {
     }
     // The promise as a line across the whole IOPS range (the x axis is linear, from 0).
     if let Some(p) = &curve.promise {
-        let right = curve
-            .points
-            .iter()
-            .map(|p| p.host.iops)
-            .fold(0.0, f64::max)
-            .max(1.0);
-        series.push(Series {
-            name: format!(
-                "promise: {} <= {}",
-                p.percentile.label(),
-                format_latency_ns(p.max_ns)
-            ),
-            points: vec![(0.0, ms(p.max_ns)), (right, ms(p.max_ns))],
-            style: SeriesStyle::Dashed,
-        });
+        series.push(promise_line(p, curve.points.iter().map(|p| p.host.iops)));
     }
     LineChart {
         title: "Latency against IOPS, each point at its queue depth (QD)".into(),
