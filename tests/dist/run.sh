@@ -77,15 +77,14 @@ trap 'exit 130' INT
 trap 'exit 143' TERM
 mkdir -p "$work"
 
-# A loop volume over a tmpfs file (/dev/shm: the chroots see it through their /dev).
-new_volume() { # new_volume NAME SIZE_MIB -> prints /dev/loopN
+# A loop volume over a tmpfs file (/dev/shm: the chroots see it through their /dev), in
+# $volume. Not called in a subshell: the clean-up must see it in $loops.
+new_volume() { # new_volume NAME SIZE_MIB
   local img=/dev/shm/hostmax-dist-$$-$1.img
   truncate -s "$2M" "$img"
-  local dev
-  dev=$(losetup --find --show "$img")
+  volume=$(losetup --find --show "$img")
   rm -f "$img" # the loop device holds it open; nothing else needs its name
-  loops+=("$dev")
-  echo "$dev"
+  loops+=("$volume")
 }
 
 # A root with /dev, /proc and /sys of this machine bind-mounted in.
@@ -121,7 +120,7 @@ exercise() { # exercise WHAT ROOT HOSTMAX [ENV...]
   pass "$what: a 2-second run on $volume counted $ios reads"
 }
 
-volume=$(new_volume read 64)
+new_volume read 64
 started=$SECONDS
 
 # 1. The static binary in an empty root.
