@@ -789,3 +789,203 @@ fn a_device_that_cannot_drain_in_time_is_reported_stalled() {
     }
     drop(host);
 }
+
+/// Two volumes, the first throttled to a few bytes a second for reads (a 512 KiB read of it
+/// would take hours: a device that stopped answering, as far as anyone can tell), and hostmax
+/// started in the throttled group with the arguments `args` makes of the two paths; SIGINT
+/// `signal_after` its read of the first volume began, if given. Returns the outcome, how long
+/// it took, whether the kernel saw any write to either volume, and the stalled volume's path.
+fn on_a_stalled_volume(
+    args: impl Fn(&str, &str) -> Vec<String>,
+    signal_after: Option<Duration>,
+) -> (Output, Duration, bool, String) {
+    let throttle = match IoThrottle::create() {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("skipped: no usable cgroup io throttle here ({e})");
+            return (
+                run_hostmax(&["--version"], None),
+                Duration::ZERO,
+                false,
+                String::new(),
+            );
+        }
+    };
+    let host = volumes(2, 32 * MIB);
+    let paths = volume_paths(&host);
+    let names = volume_kernel_names(&host);
+    let _ = baseline_completions(&paths, &names);
+    let slow = host.volumes()[0].major_minor().unwrap();
+    let crawl = hostmax_simhost::DeviceLimit {
+        read_bps: Some(512),
+        ..hostmax_simhost::DeviceLimit::default()
+    };
+    throttle.limit(slow, &crawl).unwrap();
+    let before: Vec<(u64, u64)> = names.iter().map(|n| kernel_completions(n)).collect();
+    let args = args(&paths[0], &paths[1]);
+    // The read waits in a ring of hostmax's: an io_uring descriptor (before any run: the
+    // safety probe's or a read pass's).
+    let ring_open = |pid: i32| {
+        std::fs::read_dir(format!("/proc/{pid}/fd"))
+            .map(|fds| {
+                fds.flatten().any(|fd| {
+                    std::fs::read_link(fd.path())
+                        .is_ok_and(|l| l.to_string_lossy().contains("io_uring"))
+                })
+            })
+            .unwrap_or(false)
+    };
+    let started = Instant::now();
+    let mut running = Running::spawn_in(&args, Some(&throttle));
+    if let Some(after) = signal_after {
+        // The read is held by the throttle (in blk-throttle, before the device counts it in
+        // flight): the signal comes while it waits.
+        wait_for_sigint_handler(running.pid());
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while !ring_open(running.pid()) && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        assert!(ring_open(running.pid()), "hostmax never read {}", paths[0]);
+        std::thread::sleep(after);
+        running.signal(libc::SIGINT);
+    }
+    // A hostmax held in the kernel by the read (as before the bound) is let go after a
+    // minute, so the test fails on the time instead of hanging.
+    let child = running.0.as_mut().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while child.try_wait().unwrap().is_none() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let took = started.elapsed();
+    // Let the abandoned read go, so the volume can be taken down.
+    throttle
+        .limit(slow, &hostmax_simhost::DeviceLimit::default())
+        .unwrap();
+    let out = running.wait();
+    let wrote = names
+        .iter()
+        .zip(&before)
+        .any(|(n, b)| kernel_completions(n).1 != b.1);
+    let inflight = format!("/sys/block/{}/inflight", names[0]);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while std::fs::read_to_string(&inflight)
+        .map(|s| s.split_whitespace().any(|n| n != "0"))
+        .unwrap_or(false)
+        && Instant::now() < deadline
+    {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    drop(host);
+    (out, took, wrote, paths[0].clone())
+}
+
+/// A short write run on both volumes.
+fn write_run(stalled: &str, healthy: &str) -> Vec<String> {
+    [
+        "--devices",
+        stalled,
+        healthy,
+        "--rw",
+        "randwrite",
+        "--allow-write",
+        "--runtime",
+        "1s",
+        "--ramp",
+        "0s",
+    ]
+    .map(String::from)
+    .to_vec()
+}
+
+#[test]
+fn a_device_stalled_before_a_write_run_ends_the_checks_with_exit_6_naming_it() {
+    require_root!();
+    let (out, took, wrote, volume) = on_a_stalled_volume(write_run, None);
+    if took.is_zero() {
+        return;
+    }
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    // One patience for the probe's read (all devices are probed at once), plus the start.
+    let patience = hostmax_device::READ_PATIENCE;
+    assert!(
+        took >= patience && took < patience + Duration::from_secs(20),
+        "took {took:?}: {stderr}"
+    );
+    assert_eq!(out.status.code(), Some(6), "{stderr}");
+    assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
+    assert!(
+        stderr.contains(&format!("{} was not checked", volume))
+            && stderr.contains("got no answer within 10 s")
+            && stderr.contains("Nothing was written"),
+        "{stderr}"
+    );
+    assert!(!wrote, "a volume was written: {stderr}");
+}
+
+#[test]
+fn sigint_during_a_stalled_safety_probe_ends_it_at_once() {
+    require_root!();
+    let (out, took, wrote, _) = on_a_stalled_volume(write_run, Some(Duration::from_secs(1)));
+    if took.is_zero() {
+        return;
+    }
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    // The read was in flight 1 s before the signal; the patience (10 s) was not waited out.
+    assert!(took < Duration::from_secs(8), "took {took:?}: {stderr}");
+    assert_eq!(out.status.code(), Some(130), "{stderr}");
+    assert!(!wrote, "a volume was written: {stderr}");
+}
+
+#[test]
+fn a_read_pass_on_a_stalled_device_ends_with_exit_6_naming_it() {
+    require_root!();
+    let dir = ScratchDir::new("stalled-prepare");
+    let state = dir.0.join("state.json").display().to_string();
+    let prepare = |stalled: &str, healthy: &str| {
+        ["prepare", "--devices", stalled, healthy, "--state", &state]
+            .map(String::from)
+            .to_vec()
+    };
+    let (out, took, _, volume) = on_a_stalled_volume(prepare, None);
+    if took.is_zero() {
+        return;
+    }
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let limit = hostmax_engine::DRAIN_LIMIT;
+    assert!(
+        took >= limit && took < limit + Duration::from_secs(20),
+        "took {took:?}: {stderr}"
+    );
+    assert_eq!(out.status.code(), Some(6), "{stderr}");
+    let last = stderr.trim().lines().last().unwrap_or_default();
+    assert!(
+        last.contains(&volume) && last.contains("got no answer within 10 s"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn sigint_during_a_stalled_read_pass_ends_within_the_drain_limit_naming_it() {
+    require_root!();
+    let prepare = |stalled: &str, healthy: &str| {
+        ["prepare", "--devices", stalled, healthy]
+            .map(String::from)
+            .to_vec()
+    };
+    let (out, took, _, volume) = on_a_stalled_volume(prepare, Some(Duration::from_secs(1)));
+    if took.is_zero() {
+        return;
+    }
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    // A stop waits for the reads in flight as a run's drain does, at most the drain limit.
+    let limit = hostmax_engine::DRAIN_LIMIT;
+    assert!(
+        took < limit + Duration::from_secs(15),
+        "took {took:?}: {stderr}"
+    );
+    assert_eq!(out.status.code(), Some(130), "{stderr}");
+    assert!(
+        stderr.contains(&volume) && stderr.contains("got no answer within 10 s"),
+        "{stderr}"
+    );
+}

@@ -73,6 +73,26 @@ pub const FLAG_WORDS: ConsentWords = ConsentWords {
     both: "--allow-write --force",
 };
 
+/// What is said when a signal calls a write run off before its first write.
+pub const CALLED_OFF_BEFORE_WRITING: &str =
+    "hostmax: interrupted before the first write; nothing was written";
+
+/// What a refused write is to the user: the run called off when a signal came during the
+/// checks ([`CalledOff`]), a device fault when a device did not answer the checks' reads
+/// ([`Stalled`], exit 6, naming each device not checked), else bad input worded with the
+/// flags that grant consent.
+pub fn refused_write(refused: WriteRefused) -> anyhow::Error {
+    let signal = crate::signals::watch().signal();
+    if signal != 0 {
+        eprintln!("{CALLED_OFF_BEFORE_WRITING}");
+        return CalledOff(signal).into();
+    }
+    if !refused.not_answering().is_empty() {
+        return Stalled(refused.message(&FLAG_WORDS)).into();
+    }
+    BadInput::from(refused).into()
+}
+
 /// A write refusal is bad input, worded with the flags that grant consent.
 impl From<WriteRefused> for BadInput {
     fn from(refused: WriteRefused) -> BadInput {

@@ -13,7 +13,7 @@ use std::ops::ControlFlow;
 
 use hostmax_aggregate::{summarize, HostReport, TimeSeries};
 use hostmax_device::identity::identify;
-use hostmax_device::{SystemSources, WriteSafety};
+use hostmax_device::WriteSafety;
 use hostmax_engine::{
     DeviceInterval, EngineError, MeasureRequest, Observer, PreparedRun, RunConfig, RunHandle,
     SafetyCheck,
@@ -84,7 +84,7 @@ impl Observer for LiveRun<'_, '_> {
             let sig = sig.or_else(|| {
                 let caught = crate::signals::watch().signal();
                 (caught != 0 && plan.workload.pattern.writes()).then(|| {
-                    eprintln!("hostmax: interrupted before the first write; nothing was written");
+                    eprintln!("{}", crate::error::CALLED_OFF_BEFORE_WRITING);
                     caught
                 })
             });
@@ -162,7 +162,7 @@ fn measure_request(plan: &RunPlan) -> MeasureRequest {
             allow_write: plan.allow_write,
             ..WriteSafety::default()
         }),
-        sources: SystemSources::default(),
+        sources: crate::devices::safety_sources(),
         // Each descriptor the run writes through must be what the plan probed and checked.
         checked: plan.targets.clone(),
     }
@@ -292,7 +292,7 @@ pub fn emit(report: &HostReport, outputs: Outputs<HostReport>) -> anyhow::Result
 /// error saying what `failed`.
 pub fn refusal_or_error(e: EngineError, failed: &'static str) -> anyhow::Error {
     if let EngineError::WriteRefused(refused) = e {
-        return BadInput::from(refused).into();
+        return crate::error::refused_write(refused);
     }
     match &e {
         EngineError::Open { path, source } if source.raw_os_error() == Some(libc::EBUSY) => {

@@ -161,7 +161,7 @@ impl RunPlan {
 }
 
 /// What [`plan_run`] checks against: the host's CPUs, open-file limit and system state.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub struct HostLimits {
     /// Online CPUs (`/sys/devices/system/cpu/online`).
     pub online_cpus: Vec<usize>,
@@ -177,7 +177,7 @@ impl HostLimits {
     /// Reads this host's limits.
     pub fn read() -> anyhow::Result<HostLimits> {
         use anyhow::Context;
-        let sources = SystemSources::default();
+        let sources = crate::devices::safety_sources();
         let online = "devices/system/cpu/online";
         let online_path = sources.sysfs.path(online);
         let online_text = sources
@@ -206,7 +206,7 @@ impl HostLimits {
 /// written and no target is opened for writing; every error is a [`BadInput`].
 pub fn plan_run(request: &PlanRequest) -> anyhow::Result<RunPlan> {
     let limits = HostLimits::read()?;
-    Ok(plan_run_with(request, &limits)?)
+    plan_run_with(request, &limits)
 }
 
 /// [`plan_run`] against given host limits (for tests).
@@ -215,12 +215,12 @@ pub fn plan_run(request: &PlanRequest) -> anyhow::Result<RunPlan> {
 /// must be a whole number of blocks (a multiple of `--bs`) and fit every device; without
 /// `--size` the whole device is the working set (a tail shorter than one block is not used),
 /// so `--bs` must not exceed any device.
-pub fn plan_run_with(request: &PlanRequest, limits: &HostLimits) -> Result<RunPlan, BadInput> {
+pub fn plan_run_with(request: &PlanRequest, limits: &HostLimits) -> anyhow::Result<RunPlan> {
     if request.force && !request.allow_write {
         return Err(BadInput(
             "--force needs --allow-write: add --allow-write to write devices that carry data, or drop --force"
                 .into(),
-        ));
+        ).into());
     }
     let workload = check_workload(request)?;
     let cpus = match &request.cpus {
@@ -232,7 +232,7 @@ pub fn plan_run_with(request: &PlanRequest, limits: &HostLimits) -> Result<RunPl
         return Err(BadInput(
             "no devices given: add --devices <PATH|PATTERN>... (e.g. --devices '/dev/sd[b-u]'), or run 'hostmax demo'"
                 .into(),
-        ));
+        ).into());
     }
     let candidates = expand_device_args(devices)?;
     let (targets, to_create) = resolve_targets_creating(&candidates, request.working_set)?;
@@ -252,7 +252,8 @@ pub fn plan_run_with(request: &PlanRequest, limits: &HostLimits) -> Result<RunPl
                 force: request.force,
             },
             &limits.sources,
-        )?;
+        )
+        .map_err(crate::error::refused_write)?;
         let after = crate::kernel_count::Snapshot::take(&targets, &limits.sources.sysfs);
         kernel_window = crate::kernel_count::ProbeWindow::new(before, after);
     }

@@ -23,6 +23,9 @@
 //!   [`parse_cpu_list`] and [`format_cpu_list`]
 //!   read and write the kernel's CPU lists ([`CpuListError`]).
 //! - [`open_exclusive`] opens a block device with `O_EXCL`, waiting out a claim of a moment.
+//! - [`DeviceReads`] is how the checks read a device, each wait bounded by a [`Patience`] (a
+//!   device that stopped answering is named, not waited on); [`BlockingReads`] is the
+//!   unbounded default, hostmax-engine's `UringReads` the bounded one.
 //!
 //! # Example
 //!
@@ -78,6 +81,7 @@ struct ReadmeExample;
 
 mod claim;
 mod cpu_list;
+mod device_reads;
 pub mod identity;
 mod loop_status;
 pub mod media;
@@ -89,6 +93,7 @@ mod target;
 
 pub use claim::{open_exclusive, EXCLUSIVE_OPEN_PATIENCE};
 pub use cpu_list::{format_cpu_list, parse_cpu_list, CpuListError, MAX_CPU};
+pub use device_reads::{BlockingReads, DeviceReads, Patience, PROGRAM_PATIENCE, READ_PATIENCE};
 pub use identity::DeviceIdentity;
 pub use loop_status::{loop_backings, LoopBacking};
 pub use queue_map::{numa_node_cpus, QueueMap};
@@ -96,7 +101,10 @@ pub use safety::{
     check_write_safety, recheck_while_held, ConsentWords, RefusalReason, SystemSources,
     WriteRefused, WriteSafety,
 };
-pub use signature::{probe_device, probe_with_blkid, ExtVersion, FatKind, MagicKind, Signature};
+pub use signature::{
+    probe_device, probe_with_blkid, probe_with_blkid_within, ExtVersion, FatKind, MagicKind,
+    Signature,
+};
 pub use sysfs::{KernelCounts, Sysfs};
 pub use target::{probe, verify_opened, ProbeError, TargetChanged, TargetInfo, TargetKind};
 
@@ -105,6 +113,6 @@ pub use target::{probe, verify_opened, ProbeError, TargetChanged, TargetInfo, Ta
 // them on, and they may change in any release.
 #[cfg(feature = "test-hooks")]
 pub use signature::{
-    detect, parse_wipefs_json, probe_bytes, read_view, tail_offset, wipefs_signatures, DiskView,
-    WipefsEntry, HEAD_BYTES,
+    detect, parse_wipefs_json, probe_bytes, read_view, read_view_within, tail_offset,
+    wipefs_signatures, DiskView, WipefsEntry, HEAD_BYTES,
 };

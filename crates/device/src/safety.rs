@@ -27,19 +27,22 @@ use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
 use std::fs::File;
+use std::io::ErrorKind;
 use std::os::unix::io::AsRawFd;
+use std::sync::Arc;
 
 use crate::claim::open_exclusive;
+use crate::device_reads::{BlockingReads, DeviceReads, Patience};
 use crate::media::{
     loop_backing, media_users, read_dm_table, shared_media, MediaSources, MediaUser, MountedAt,
     SwapArea,
 };
-use crate::signature::{probe_with_blkid, Signature};
+use crate::signature::{probe_with_blkid_within, Signature};
 use crate::sysfs::{sorted_names, Sysfs};
 use crate::target::{verify_opened, TargetInfo, TargetKind};
 
-/// Where the system state the checks read comes from.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// Where the system state the checks read comes from, and how they read devices.
+#[derive(Debug, Clone)]
 pub struct SystemSources {
     /// `/proc/self/mountinfo`.
     pub mountinfo: PathBuf,
@@ -53,6 +56,12 @@ pub struct SystemSources {
     /// (a mount in a container, a lazily unmounted filesystem still in use). On by default;
     /// off for checks fed synthetic state.
     pub whole_system: bool,
+    /// How a device's signature areas are read ([`BlockingReads`] by default: unbounded;
+    /// hostmax-engine's `UringReads` keeps [`SystemSources::patience`]).
+    pub reads: Arc<dyn DeviceReads>,
+    /// How long a read of a device, or `wipefs`, may take before the device is taken as
+    /// stopped ([`RefusalReason::NotAnswering`]), and what calls the waits off.
+    pub patience: Patience,
 }
 
 impl Default for SystemSources {
@@ -62,7 +71,18 @@ impl Default for SystemSources {
             swaps: PathBuf::from("/proc/swaps"),
             sysfs: Sysfs::default(),
             whole_system: true,
+            reads: Arc::new(BlockingReads),
+            patience: Patience::default(),
         }
+    }
+}
+
+impl SystemSources {
+    /// The same sources, reading devices through `reads`, waiting as `patience` says.
+    pub fn reading_through(mut self, reads: Arc<dyn DeviceReads>, patience: Patience) -> Self {
+        self.reads = reads;
+        self.patience = patience;
+        self
     }
 }
 
@@ -273,6 +293,10 @@ pub enum RefusalReason {
     /// The path led to something else when it was opened to be checked than when it was
     /// probed (renamed onto, replaced): what was probed is not what would be written.
     Changed(crate::target::TargetChanged),
+    /// A read of the device (or `wipefs` reading it) got no answer within the checks'
+    /// [`Patience`], or the wait was called off: the device was not checked. The read is
+    /// abandoned where the reader can ([`DeviceReads`]). No consent overrides it.
+    NotAnswering(String),
 }
 
 impl RefusalReason {
@@ -359,6 +383,9 @@ impl fmt::Display for RefusalReason {
                 "was replaced while being checked (now {}, probed as {})",
                 c.opened, c.checked
             ),
+            RefusalReason::NotAnswering(why) => {
+                write!(f, "was not checked: {why}; it may have stopped answering")
+            }
         }
     }
 }
@@ -469,8 +496,12 @@ pub fn refusal_message(refusals: &[Refusal], words: &ConsentWords) -> String {
     );
     let mut fixes: Vec<&str> = Vec::new();
     let all = || refusals.iter().flat_map(|r| r.reasons.iter());
-    if all().any(|x| !x.needs_only_flags()) {
+    let stopped = |x: &RefusalReason| matches!(x, RefusalReason::NotAnswering(_));
+    if all().any(|x| !x.needs_only_flags() && !stopped(x)) {
         fixes.push("unmount them, swapoff them or release their holders, or pick other devices");
+    }
+    if all().any(stopped) {
+        fixes.push("nothing was written; see why the device does not answer (dmesg, its path or array) or leave it out");
     }
     if all().any(|x| *x == RefusalReason::NeedsAllowWrite) {
         fixes.push(&add_allow_write);
@@ -534,6 +565,20 @@ impl WriteRefused {
     /// The one-line message, naming the consents by `words`.
     pub fn message(&self, words: &ConsentWords) -> String {
         refusal_message(&self.refusals, words)
+    }
+
+    /// The targets that could not be checked because a read of them got no answer in time
+    /// ([`RefusalReason::NotAnswering`]): a device fault more than a refusal.
+    pub fn not_answering(&self) -> Vec<&Path> {
+        self.refusals
+            .iter()
+            .filter(|r| {
+                r.reasons
+                    .iter()
+                    .any(|x| matches!(x, RefusalReason::NotAnswering(_)))
+            })
+            .map(|r| r.path.as_path())
+            .collect()
     }
 }
 
@@ -665,11 +710,16 @@ fn exclusive_open_busy(path: &Path) -> bool {
     matches!(opened, Err(e) if e.raw_os_error() == Some(libc::EBUSY))
 }
 
-/// The signature reasons of one block device, read from it (read-only): one per signature,
-/// or [`RefusalReason::Unprobed`] when its first or last sectors cannot be read.
-pub fn signature_reasons(path: &Path) -> Vec<RefusalReason> {
-    match probe_with_blkid(path) {
+/// The signature reasons of one block device, read from it (read-only) through
+/// `sources.reads` with `sources.patience`: one per signature, [`RefusalReason::Unprobed`]
+/// when its first or last sectors cannot be read, [`RefusalReason::NotAnswering`] when a
+/// read (or `wipefs`) got no answer in time or the wait was called off.
+pub fn signature_reasons(path: &Path, sources: &SystemSources) -> Vec<RefusalReason> {
+    match probe_with_blkid_within(path, sources.reads.as_ref(), &sources.patience) {
         Ok(found) => found.into_iter().map(RefusalReason::Signature).collect(),
+        Err(e) if matches!(e.kind(), ErrorKind::TimedOut | ErrorKind::Interrupted) => {
+            vec![RefusalReason::NotAnswering(e.to_string())]
+        }
         Err(e) => vec![RefusalReason::Unprobed(e.to_string())],
     }
 }
@@ -893,28 +943,48 @@ fn write_safety(
             add(&t.path, reasons);
         }
     }
-    for (t, file) in targets.iter().zip(&opened) {
-        let Some(file) = file else { continue };
-        let via = descriptor_path(file);
-        match t.kind {
-            TargetKind::BlockDevice if first_check && !flags.force => {
-                add(&t.path, signature_reasons(&via));
-            }
-            // A file that holds data is someone's data, like a device: the same consent and
-            // the same signature rules. A file with no data (sparse, or one hostmax is about
-            // to make) needs none.
-            TargetKind::RegularFile if first_check && file_holds_data(&via) => {
-                let mut reasons = Vec::new();
-                if !flags.allow_write {
-                    reasons.push(RefusalReason::NeedsAllowWrite);
-                }
-                if !flags.force {
-                    reasons.extend(signature_reasons(&via));
-                }
-                add(&t.path, reasons);
-            }
-            _ => {}
-        }
+    // Every target's signatures at once, each on a thread of its own: a device that stopped
+    // answering costs the checks one patience, not one per device, and every such device
+    // is named.
+    let content: Vec<Vec<RefusalReason>> = std::thread::scope(|scope| {
+        let probes: Vec<_> = targets
+            .iter()
+            .zip(&opened)
+            .map(|(t, file)| {
+                let file = file.as_ref()?;
+                let via = descriptor_path(file);
+                Some(scope.spawn(move || match t.kind {
+                    TargetKind::BlockDevice if first_check && !flags.force => {
+                        signature_reasons(&via, sources)
+                    }
+                    // A file that holds data is someone's data, like a device: the same
+                    // consent and the same signature rules. A file with no data (sparse, or
+                    // one hostmax is about to make) needs none.
+                    TargetKind::RegularFile if first_check && file_holds_data(&via) => {
+                        let mut reasons = Vec::new();
+                        if !flags.allow_write {
+                            reasons.push(RefusalReason::NeedsAllowWrite);
+                        }
+                        if !flags.force {
+                            reasons.extend(signature_reasons(&via, sources));
+                        }
+                        reasons
+                    }
+                    _ => Vec::new(),
+                }))
+            })
+            .collect();
+        probes
+            .into_iter()
+            .map(|probe| {
+                probe
+                    .map(|h| h.join().unwrap_or_default())
+                    .unwrap_or_default()
+            })
+            .collect()
+    });
+    for (t, reasons) in targets.iter().zip(content) {
+        add(&t.path, reasons);
     }
     // Catch what the files do not show (btrfs multi-device members, claims by other tools).
     for (t, file) in targets.iter().zip(&opened) {

@@ -17,8 +17,10 @@
 use std::fmt;
 use std::fs::File;
 use std::io::{self, Seek, SeekFrom};
-use std::os::unix::fs::{FileExt, OpenOptionsExt};
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
+
+use crate::device_reads::{BlockingReads, DeviceReads, Patience};
 
 /// Bytes read from a device's start: every leading signature, ZFS's first two labels included.
 pub const HEAD_BYTES: u64 = 512 << 10;
@@ -496,26 +498,52 @@ pub fn parse_wipefs_json(text: &str) -> Result<Vec<WipefsEntry>, String> {
 }
 
 /// Asks util-linux's `wipefs` (libblkid, read-only: `--no-act`, no erase option) for every
-/// signature on `path`. `None` when wipefs is not installed or cannot answer (too old for
-/// `--json`, or it failed): the caller then has only [`probe_device`].
-pub fn wipefs_signatures(path: &Path) -> Option<Vec<WipefsEntry>> {
-    let out = std::process::Command::new("wipefs")
+/// signature on `path`, waiting for it at most [`Patience::program`]. `None` when wipefs is
+/// not installed or cannot answer (too old for `--json`, or it failed): the caller then has
+/// only [`probe_device`].
+///
+/// # Errors
+///
+/// [`io::ErrorKind::TimedOut`] when wipefs did not finish in time (it is killed, and left to
+/// the kernel if a device read holds it), [`io::ErrorKind::Interrupted`] when the wait was
+/// called off.
+pub fn wipefs_signatures(path: &Path, patience: &Patience) -> io::Result<Option<Vec<WipefsEntry>>> {
+    let spawned = std::process::Command::new("wipefs")
         .args(["--no-act", "--json"])
         .arg(path)
         .stdin(std::process::Stdio::null())
-        .output()
-        .ok()?;
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn();
+    let Ok(child) = spawned else {
+        return Ok(None);
+    };
+    let out = patience.wait_for(child, &format!("wipefs --no-act {}", path.display()))?;
     if !out.status.success() {
-        return None;
+        return Ok(None);
     }
-    parse_wipefs_json(&String::from_utf8_lossy(&out.stdout)).ok()
+    Ok(parse_wipefs_json(&String::from_utf8_lossy(&out.stdout)).ok())
 }
 
 /// Every signature on `path`: this probe's findings, then each kind libblkid (through
-/// `wipefs`, where installed) finds that this probe did not, once per kind.
+/// `wipefs`, where installed) finds that this probe did not, once per kind. Unbounded:
+/// [`probe_with_blkid_within`] keeps a bound.
 pub fn probe_with_blkid(path: &Path) -> io::Result<Vec<Signature>> {
-    let mut found = probe_device(path)?;
-    for entry in wipefs_signatures(path).unwrap_or_default() {
+    probe_with_blkid_within(path, &BlockingReads, &Patience::default())
+}
+
+/// [`probe_with_blkid`] reading through `reads`, with every wait bounded by `patience`.
+///
+/// # Errors
+///
+/// As [`read_view_within`] and [`wipefs_signatures`].
+pub fn probe_with_blkid_within(
+    path: &Path,
+    reads: &dyn DeviceReads,
+    patience: &Patience,
+) -> io::Result<Vec<Signature>> {
+    let mut found = detect(&read_view_within(path, reads, patience)?);
+    for entry in wipefs_signatures(path, patience)?.unwrap_or_default() {
         let known = found
             .iter()
             .any(|s| s.blkid_names().contains(&entry.kind.as_str()))
@@ -698,56 +726,58 @@ pub fn probe_bytes(image: &[u8]) -> Vec<Signature> {
 
 /// Reads a device's signature areas: opened read-only, nothing is written. Uses `O_DIRECT`
 /// with aligned reads (the page cache may hold stale blocks another program wrote around
-/// it), and falls back to buffered reads where `O_DIRECT` is refused.
+/// it), and falls back to buffered reads where `O_DIRECT` is refused. Reads in this thread,
+/// unbounded ([`BlockingReads`]); [`read_view_within`] keeps a bound.
 pub fn read_view(path: &Path) -> io::Result<DiskView> {
+    read_view_within(path, &BlockingReads, &Patience::default())
+}
+
+/// [`read_view`] with every read through `reads`, each waiting at most as `patience` says: a
+/// device that stopped answering is an error ([`io::ErrorKind::TimedOut`]), not a wait.
+pub fn read_view_within(
+    path: &Path,
+    reads: &dyn DeviceReads,
+    patience: &Patience,
+) -> io::Result<DiskView> {
     let direct = std::fs::OpenOptions::new()
         .read(true)
         .custom_flags(libc::O_DIRECT | libc::O_CLOEXEC)
         .open(path);
-    let (mut file, is_direct) = match direct {
-        Ok(f) => (f, true),
-        Err(e) if e.raw_os_error() == Some(libc::EINVAL) => (File::open(path)?, false),
+    let mut file = match direct {
+        Ok(f) => f,
+        Err(e) if e.raw_os_error() == Some(libc::EINVAL) => File::open(path)?,
         Err(e) => return Err(e),
     };
     let size = file.seek(SeekFrom::End(0))?;
     let head_len = size.min(HEAD_BYTES);
-    let head = read_range(&file, 0, head_len, is_direct)?;
+    let read = |offset: u64, len: u64| -> io::Result<Vec<u8>> {
+        let len = usize::try_from(len).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
+        if len == 0 {
+            return Ok(Vec::new());
+        }
+        match reads.read_exact_at(&file, offset, len, patience) {
+            // A length `O_DIRECT` does not take (the end of a device whose size is only a
+            // multiple of 512): read buffered.
+            Err(e) if e.raw_os_error() == Some(libc::EINVAL) => {
+                reads.read_exact_at(&File::open(path)?, offset, len, patience)
+            }
+            other => other,
+        }
+    };
+    let head = read(0, head_len)?;
     // The windows may overlap on a small device; a device no larger than the head has none.
     let tail_offset = if size <= head_len {
         size
     } else {
         tail_offset(size)
     };
-    let tail = read_range(&file, tail_offset, size - tail_offset, is_direct)?;
+    let tail = read(tail_offset, size - tail_offset)?;
     Ok(DiskView {
         size,
         head,
         tail_offset,
         tail,
     })
-}
-
-/// Reads `len` bytes at `offset` into an owned buffer. For `O_DIRECT`, the read goes through a
-/// 4 KiB-aligned window of a larger buffer; a length that is not a whole number of granules
-/// (the end of a device whose size is only a multiple of 512) is retried buffered.
-fn read_range(file: &File, offset: u64, len: u64, direct: bool) -> io::Result<Vec<u8>> {
-    let len = usize::try_from(len).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
-    if len == 0 {
-        return Ok(Vec::new());
-    }
-    if direct {
-        let mut raw = vec![0u8; len + READ_ALIGN as usize];
-        let start = raw.as_ptr().align_offset(READ_ALIGN as usize);
-        let window = &mut raw[start..start + len];
-        match file.read_exact_at(window, offset) {
-            Ok(()) => return Ok(window.to_vec()),
-            Err(e) if e.raw_os_error() == Some(libc::EINVAL) => {}
-            Err(e) => return Err(e),
-        }
-    }
-    let mut buf = vec![0u8; len];
-    file.read_exact_at(&mut buf, offset)?;
-    Ok(buf)
 }
 
 /// Every on-disk signature of the device or image file at `path` (read-only).

@@ -22,7 +22,9 @@
 //! ([`hostmax_device::check_write_safety`]) which targets it must not touch (mounted, held,
 //! swap, the root filesystem, or carrying data without consent: [`WriteSafety`]). What a
 //! target is ([`TargetInfo`]), the sysfs facts placement reads and the consent types are
-//! `hostmax_device`'s; the ones this crate's API names are re-exported here. A purge before a
+//! `hostmax_device`'s; the ones this crate's API names are re-exported here. The checks read
+//! devices through [`UringReads`] ([`bounded_sources`]): a device that stopped answering is
+//! refused within [`READ_PATIENCE`], never waited on in the kernel. A purge before a
 //! benchmark clears ranges of a target with [`discard`] or [`zero_out`]; [`read_pass`] reads
 //! every block of volumes restored from snapshots once before they are measured
 //! ([`ReadPass`], resumable from its [`PassProgress`]; it never writes).
@@ -88,6 +90,7 @@
 struct ReadmeExample;
 
 mod availability;
+mod bounded_read;
 mod ceiling;
 mod cpu_use;
 mod data;
@@ -112,9 +115,10 @@ mod workload;
 pub use hdrhistogram;
 
 pub use availability::{check_io_uring, IoUringUnavailable};
+pub use bounded_read::UringReads;
 pub use ceiling::{measure_issue_ceiling, CeilingConfig, CpuCeiling, IssueCeiling};
 pub use data::{WriteData, COMPRESS_CHUNK, STAMP_SPACING};
-pub use measure::{measure, MeasureRequest, Observer, SafetyCheck, TICK};
+pub use measure::{bounded_sources, measure, MeasureRequest, Observer, SafetyCheck, TICK};
 pub use mismatch::{MismatchKind, VerifyMismatch};
 pub use op::{KeyedVisitor, OpKind, PerOp};
 pub use placement::{DeviceShare, Placement, ThreadLayout, WorkerPlan};
@@ -151,7 +155,8 @@ pub use worker::OffsetStream;
 
 // The device crate's types this crate's API names (targets, consent, the refusal).
 pub use hostmax_device::{
-    ProbeError, SystemSources, TargetChanged, TargetInfo, TargetKind, WriteRefused, WriteSafety,
+    DeviceReads, Patience, ProbeError, SystemSources, TargetChanged, TargetInfo, TargetKind,
+    WriteRefused, WriteSafety, READ_PATIENCE,
 };
 
 use std::path::PathBuf;

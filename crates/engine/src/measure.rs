@@ -10,11 +10,12 @@
 
 use std::ops::ControlFlow;
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use hostmax_device::{
-    check_write_safety, probe, recheck_while_held, SystemSources, TargetInfo, WriteRefused,
-    WriteSafety,
+    check_write_safety, probe, recheck_while_held, Patience, SystemSources, TargetInfo,
+    WriteRefused, WriteSafety,
 };
 
 use crate::{
@@ -56,7 +57,9 @@ pub struct MeasureRequest {
     /// The write-safety checks and the consent they allow.
     pub safety: SafetyCheck,
     /// Where the system state the safety checks read comes from (the real `/proc` and `/sys`
-    /// by default).
+    /// by default), and how they read devices ([`crate::UringReads`] by default: a device
+    /// that does not answer within [`hostmax_device::READ_PATIENCE`] is refused, not waited
+    /// on).
     pub sources: SystemSources,
     /// With [`SafetyCheck::CheckedBefore`]: the targets as the caller probed and checked them
     /// (in [`RunConfig::targets`]' order). Each descriptor the run writes through must be
@@ -78,7 +81,7 @@ impl MeasureRequest {
                 ..RunConfig::new(targets, workload)
             },
             safety: SafetyCheck::Full(WriteSafety::default()),
-            sources: SystemSources::default(),
+            sources: bounded_sources(),
             checked: Vec::new(),
         }
     }
@@ -90,6 +93,12 @@ impl MeasureRequest {
             ..self
         }
     }
+}
+
+/// The real system's state, its devices read through io_uring ([`crate::UringReads`]) with
+/// the default [`Patience`]: what [`MeasureRequest::new`] checks with.
+pub fn bounded_sources() -> SystemSources {
+    SystemSources::default().reading_through(Arc::new(crate::UringReads), Patience::default())
 }
 
 /// What a caller of [`measure`] hears while the run goes on. Every method has a default that

@@ -2,20 +2,25 @@
 //! snapshot needs before it is measured (its blocks come from object storage on first read,
 //! slowly, until each has been read once). Nothing is written.
 //!
-//! Each target is read in large blocks by `depth` threads in order (plain positional
-//! `O_DIRECT` reads: a handful of 1 MiB reads in flight keep a volume busy, and a pass is
-//! bound by the volume, not the CPU, so io_uring buys nothing here). What is done is the
+//! Each target is read in large blocks by `depth` threads in order, one `O_DIRECT` read at a
+//! time each (a handful of 1 MiB reads in flight keep a volume busy; a pass is bound by the
+//! volume, not the CPU). Each thread reads through a small ring of its own, so a read that
+//! gets no answer within [`crate::DRAIN_LIMIT`] ends the pass with an error naming the
+//! device instead of holding it in the kernel. What is done is the
 //! prefix of the target every read below has completed, so a pass stopped at any moment
 //! continues from there ([`ReadPass::from`]) and reads no block twice but the few in flight.
 
 use std::fs::{File, OpenOptions};
-use std::os::unix::fs::{FileExt, OpenOptionsExt};
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use crate::EngineError;
+use hostmax_device::Patience;
+
+use crate::bounded_read::BoundedReader;
+use crate::{EngineError, DRAIN_LIMIT};
 
 /// Direct I/O's alignment of the buffer; a logical block never needs more.
 const ALIGN: usize = 4096;
@@ -86,7 +91,14 @@ impl Cursor {
 
 /// Reads every block of each target of `pass` once, from its `from` offset to its end.
 /// `progress` is called every `pass.interval` and once at the end; when it returns false the
-/// pass stops after the reads in flight. Returns how far each target got.
+/// pass stops after the reads in flight (each waited for at most [`DRAIN_LIMIT`]). Returns
+/// how far each target got.
+///
+/// # Errors
+///
+/// [`EngineError::Read`] for a read that failed, or that got no answer within
+/// [`DRAIN_LIMIT`] (its source [`std::io::ErrorKind::TimedOut`]: the device stopped
+/// answering).
 pub fn read_pass(
     pass: &ReadPass,
     mut progress: impl FnMut(&PassProgress) -> bool,
@@ -111,6 +123,10 @@ pub fn read_pass(
         })
         .collect();
     let stop = AtomicBool::new(false);
+    // A read of a device that stopped answering ends the pass within the drain limit; a stop
+    // lets the reads in flight finish (within the same limit), as a run's drain does, so
+    // what the kernel counted for the pass is what it read.
+    let patience = Patience::new(DRAIN_LIMIT, DRAIN_LIMIT);
     let failure: Mutex<Option<EngineError>> = Mutex::new(None);
     let snapshot = || PassProgress {
         sizes: sizes.clone(),
@@ -126,10 +142,20 @@ pub fn read_pass(
             for slot in 0..depth {
                 let (cursor, size, path) = (&cursors[t], sizes[t], &pass.targets[t]);
                 let (stop, failure) = (&stop, &failure);
+                let patience = &patience;
                 readers.push(scope.spawn(move || {
-                    let mut buffer = vec![0u8; block as usize + ALIGN];
-                    let start = buffer.as_ptr().align_offset(ALIGN);
-                    let buffer = &mut buffer[start..start + block as usize];
+                    let fail = |offset, source| {
+                        stop.store(true, Ordering::Relaxed);
+                        lock(failure).get_or_insert(EngineError::Read {
+                            path: path.clone(),
+                            offset,
+                            source,
+                        });
+                    };
+                    let mut reader = match BoundedReader::new(file, block as usize) {
+                        Ok(reader) => reader,
+                        Err(source) => return fail(lock(cursor).next, source),
+                    };
                     loop {
                         let offset = {
                             let mut c = lock(cursor);
@@ -143,14 +169,10 @@ pub fn read_pass(
                             offset
                         };
                         let len = block.min(size - offset) as usize;
-                        if let Err(source) = file.read_exact_at(&mut buffer[..len], offset) {
-                            stop.store(true, Ordering::Relaxed);
-                            lock(failure).get_or_insert(EngineError::Read {
-                                path: path.clone(),
-                                offset,
-                                source,
-                            });
-                            return;
+                        // A read given up on stays in flight in the cursor, so the prefix
+                        // done ends before it.
+                        if let Err(source) = reader.read_exact_at(offset, len, patience) {
+                            return fail(offset, source);
                         }
                     }
                 }));

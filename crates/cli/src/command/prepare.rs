@@ -9,7 +9,9 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use anyhow::Context;
-use hostmax_engine::{read_pass, PassProgress, ReadPass};
+use hostmax_engine::{read_pass, EngineError, PassProgress, ReadPass};
+
+use crate::error::Stalled;
 use serde::{Deserialize, Serialize};
 
 use crate::args::prepare::PrepareArgs;
@@ -99,7 +101,25 @@ pub fn run(args: &PrepareArgs) -> anyhow::Result<i32> {
     if let Some(e) = saved {
         return Err(e);
     }
-    let outcome = outcome.context("prepare stopped")?;
+    let outcome = match outcome {
+        Ok(outcome) => outcome,
+        // A device that stopped answering is a device fault (exit 6), like a stall in a run.
+        Err(e @ EngineError::Read { .. })
+            if std::error::Error::source(&e)
+                .and_then(|s| s.downcast_ref::<std::io::Error>())
+                .is_some_and(|s| s.kind() == std::io::ErrorKind::TimedOut) =>
+        {
+            let sig = watch.signal();
+            if sig != 0 {
+                // Stopped by a signal while waiting for a read that never came back: the
+                // signal decides the exit code (as in every command), the device is named.
+                eprintln!("prepare: stopped: {e}");
+                return Ok(exit_code::interrupted(sig));
+            }
+            return Err(Stalled(format!("prepare stopped: {e}")).into());
+        }
+        Err(e) => return Err(anyhow::Error::from(e).context("prepare stopped")),
+    };
     let read = outcome.done.iter().sum::<u64>() - already;
     let secs = started.elapsed().as_secs_f64();
     if outcome.complete() {

@@ -40,6 +40,7 @@ fn plan(argv: &[&str]) -> Result<RunPlan, BadInput> {
     let outputs = outputs(argv)?;
     let args = cli(argv).expect("parses").run;
     plan_run_with(&args.request_beside(&outputs), &limits())
+        .map_err(|e| e.downcast::<BadInput>().expect("a refusal is bad input"))
 }
 
 fn plan_err(argv: &[&str]) -> String {
@@ -166,7 +167,11 @@ fn workload_rules_name_the_option_and_the_fix() {
     // Callers that build RunArgs themselves get the same bounds.
     let mut args = parse(&["--devices", &f]).unwrap();
     args.iodepth = 0;
-    let err = plan_run_with(&args, &limits()).unwrap_err().0;
+    let err = plan_run_with(&args, &limits())
+        .unwrap_err()
+        .downcast::<BadInput>()
+        .unwrap()
+        .0;
     assert!(
         err.contains("--iodepth 0 is out of range: use 1 to 4096"),
         "{err}"
@@ -188,7 +193,11 @@ fn too_many_devices_for_the_open_file_limit() {
         nofile: (RESERVED_FDS + 3, RESERVED_FDS + 100),
         ..limits()
     };
-    let err = plan_run_with(&args, &tight).unwrap_err().0;
+    let err = plan_run_with(&args, &tight)
+        .unwrap_err()
+        .downcast::<BadInput>()
+        .unwrap()
+        .0;
     assert!(
         err.contains("4 devices") && err.contains("ulimit -n 36"),
         "{err}"
@@ -197,7 +206,11 @@ fn too_many_devices_for_the_open_file_limit() {
         nofile: (RESERVED_FDS, RESERVED_FDS),
         ..limits()
     };
-    let err = plan_run_with(&args, &hard).unwrap_err().0;
+    let err = plan_run_with(&args, &hard)
+        .unwrap_err()
+        .downcast::<BadInput>()
+        .unwrap()
+        .0;
     assert!(err.contains("hard limit"), "{err}");
     let roomy = HostLimits {
         nofile: (RESERVED_FDS + 4, RESERVED_FDS + 4),
@@ -238,7 +251,11 @@ fn requests_built_in_code_are_held_to_the_parsers_bounds() {
     let request = |change: fn(&mut PlanRequest)| {
         let mut r = parse(&["--devices", &f]).expect("parses");
         change(&mut r);
-        plan_run_with(&r, &limits()).unwrap_err().0
+        plan_run_with(&r, &limits())
+            .unwrap_err()
+            .downcast::<BadInput>()
+            .unwrap()
+            .0
     };
     let err = request(|r| r.runtime = Duration::from_secs(u64::MAX));
     assert!(

@@ -46,7 +46,7 @@ use crate::output::fio_json::FioJson;
 use crate::output::json::JsonReport;
 use crate::plan::{plan_run, PlanRequest};
 use crate::units::{format_size, human_size};
-use hostmax_device::{check_write_safety, SystemSources, WriteSafety};
+use hostmax_device::{check_write_safety, WriteSafety};
 use runner::SuiteRunner;
 use state::{DeviceRecord, STATE_FORMAT};
 
@@ -884,9 +884,9 @@ fn check_suite_writes(
         check_write_safety(
             targets,
             WriteSafety { allow_write, force },
-            &SystemSources::default(),
+            &crate::devices::safety_sources(),
         )
-        .map_err(BadInput::from)?;
+        .map_err(crate::error::refused_write)?;
     }
     Ok(())
 }

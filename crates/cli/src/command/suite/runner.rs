@@ -12,7 +12,7 @@ use std::ops::ControlFlow;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use hostmax_aggregate::{summarize, SecondPoint, TimeSeries};
-use hostmax_device::{Sysfs, SystemSources, WriteSafety};
+use hostmax_device::{Sysfs, WriteSafety};
 use hostmax_engine::{
     DeviceInterval, IoPattern, MeasureRequest, Observer, OpKind, RunConfig, RunHandle, RunResult,
     SafetyCheck, TargetInfo, Workload,
@@ -528,7 +528,7 @@ impl SuiteRunner {
                 allow_write: self.allow_write,
                 ..WriteSafety::default()
             }),
-            sources: SystemSources::default(),
+            sources: crate::devices::safety_sources(),
             // Each descriptor the cell writes through must be what the suite checked.
             checked: targets.to_vec(),
         };
