@@ -1,6 +1,7 @@
-//! README's and `--help`'s examples are tests: every `sh` block of README.md and every example
-//! line of the `--help` texts runs on loop volumes, shortened, so the documentation cannot drift
-//! from the tool again (issue 13, item 1).
+//! The documentation's examples are tests: every `sh` block of README.md and of the book's
+//! chapters (`docs/src/*.md`), and every example line of the `--help` texts, runs on loop
+//! volumes, shortened, so the documentation cannot drift from the tool again (issue 13, item 1).
+//! A failing block is named by its file and line (`docs/src/safety.md:42`).
 //!
 //! Each block runs in bash with a `hostmax` wrapper first on `PATH` ([`WRAPPER`]): it maps the
 //! documented device names (`/dev/sdb`, `'/dev/sd[b-u]'`) onto the test's volumes, shortens
@@ -72,18 +73,31 @@ echo "$code hostmax ${out[*]}" >> "$DOC_LOG"
 exit $code
 "#;
 
-/// The fenced blocks of a Markdown text: (info string, body).
-fn fenced_blocks(markdown: &str) -> Vec<(String, String)> {
+/// A fenced block of a Markdown text.
+struct Block {
+    /// The info string (`sh`, `text`, ...).
+    info: String,
+    body: String,
+    /// The line of its opening fence, from 1.
+    line: usize,
+}
+
+/// The fenced blocks of a Markdown text.
+fn fenced_blocks(markdown: &str) -> Vec<Block> {
     let mut blocks = Vec::new();
-    let mut open: Option<(String, String)> = None;
-    for line in markdown.lines() {
+    let mut open: Option<Block> = None;
+    for (n, line) in markdown.lines().enumerate() {
         let trimmed = line.trim_start();
         match open.as_mut() {
             None if trimmed.starts_with("```") => {
-                open = Some((trimmed[3..].trim().to_string(), String::new()));
+                open = Some(Block {
+                    info: trimmed[3..].trim().to_string(),
+                    body: String::new(),
+                    line: n + 1,
+                });
             }
             Some(_) if trimmed.starts_with("```") => blocks.extend(open.take()),
-            Some((_, body)) => {
+            Some(Block { body, .. }) => {
                 body.push_str(line);
                 body.push('\n');
             }
@@ -119,6 +133,29 @@ fn needs_a_fleet(block: &str) -> Option<&'static str> {
         .lines()
         .any(|l| l.trim_start().starts_with("ansible "))
         .then_some("an Ansible inventory of hosts")
+}
+
+/// The documents whose `sh` blocks run, as (path from the repository's root, text): README.md,
+/// then every chapter of the book under `docs/src/`, by name.
+fn documents() -> Vec<(String, String)> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let mut paths = vec!["README.md".to_string()];
+    let mut chapters: Vec<String> = std::fs::read_dir(root.join("docs/src"))
+        .expect("docs/src/ holds the book")
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|name| name.ends_with(".md"))
+        .map(|name| format!("docs/src/{name}"))
+        .collect();
+    chapters.sort();
+    assert!(chapters.len() >= 10, "the book has only {chapters:?}");
+    paths.extend(chapters);
+    paths
+        .into_iter()
+        .map(|p| {
+            let text = std::fs::read_to_string(root.join(&p)).unwrap();
+            (p, text)
+        })
+        .collect()
 }
 
 /// The first line of a block that installs software (README's Install section): not run
@@ -288,54 +325,61 @@ fn scratch_with_wrapper(tag: &str) -> ScratchDir {
 }
 
 #[test]
-fn readme_sh_blocks_run_as_written() {
+fn documented_sh_blocks_run_as_written() {
     require_root!();
-    let readme =
-        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../README.md"))
-            .unwrap();
-    let blocks = fenced_blocks(&readme);
+    let documents = documents();
     // A command shown in a block that is not `sh` would escape this test.
-    for (info, body) in &blocks {
-        if info != "sh" {
-            let command = body
-                .lines()
-                .find(|l| l.trim_start().starts_with("hostmax "));
-            assert!(
-                command.is_none(),
-                "README shows {command:?} in a ```{info} block: tag it ```sh so it is tested"
-            );
+    for (path, text) in &documents {
+        for block in fenced_blocks(text) {
+            if block.info != "sh" {
+                let command = block
+                    .body
+                    .lines()
+                    .find(|l| l.trim_start().starts_with("hostmax "));
+                assert!(
+                    command.is_none(),
+                    "{path}:{} shows {command:?} in a ```{} block: tag it ```sh so it is tested",
+                    block.line,
+                    block.info
+                );
+            }
         }
     }
     let host = volumes(VOLUMES, 32 * MIB);
     let paths = volume_paths(&host);
     let mut ran = 0;
-    for (n, (_, body)) in blocks.iter().filter(|(info, _)| info == "sh").enumerate() {
-        if let Some(tool) = needs_a_fleet(body) {
-            say_skipped(&format!("README sh block {n} needs {tool}"));
-            continue;
+    for (path, text) in &documents {
+        for block in fenced_blocks(text).into_iter().filter(|b| b.info == "sh") {
+            let at = format!("{path}:{}", block.line);
+            let body = &block.body;
+            if let Some(tool) = needs_a_fleet(body) {
+                say_skipped(&format!("sh block at {at} needs {tool}"));
+                continue;
+            }
+            if let Some(line) = installs_software(body) {
+                say_skipped(&format!(
+                    "sh block at {at} installs software on this machine ({line}); \
+                     tests/dist/run.sh installs each artifact where a user would"
+                ));
+                continue;
+            }
+            let script = runnable(body);
+            // The playbook runs hostmax on the hosts it names.
+            if !script.contains("hostmax ") && !script.contains("ansible-playbook") {
+                // The test suite's own commands (cargo test, the kernel matrix) are not examples.
+                say_skipped(&format!(
+                    "sh block at {at} calls no hostmax command: {}",
+                    body.lines().find(|l| !l.trim().is_empty()).unwrap_or("")
+                ));
+                continue;
+            }
+            let tag = format!("doc-{}-{}", path.replace(['/', '.'], "-"), block.line);
+            let dir = scratch_with_wrapper(&tag);
+            let env = ansible_playbook_env(body, &dir);
+            ran += run_script(&dir, &paths, &format!("sh block at {at}"), &script, &env).len();
         }
-        if let Some(line) = installs_software(body) {
-            say_skipped(&format!(
-                "README sh block {n} installs software on this machine ({line}); \
-                 tests/dist/run.sh installs each artifact where a user would"
-            ));
-            continue;
-        }
-        let script = runnable(body);
-        // The playbook runs hostmax on the hosts it names.
-        if !script.contains("hostmax ") && !script.contains("ansible-playbook") {
-            // The test suite's own commands (cargo test, the kernel matrix) are not examples.
-            say_skipped(&format!(
-                "README sh block {n} calls no hostmax command: {}",
-                body.lines().find(|l| !l.trim().is_empty()).unwrap_or("")
-            ));
-            continue;
-        }
-        let dir = scratch_with_wrapper(&format!("doc-readme-{n}"));
-        let env = ansible_playbook_env(body, &dir);
-        ran += run_script(&dir, &paths, &format!("README sh block {n}"), &script, &env).len();
     }
-    assert!(ran >= 10, "only {ran} README commands ran");
+    assert!(ran >= 10, "only {ran} documented commands ran");
 }
 
 #[test]

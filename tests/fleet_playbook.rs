@@ -1,6 +1,7 @@
-//! README's fleet path, run: `examples/fleet/playbook.yml` through a real ansible-core against
-//! an inventory of two "hosts" on this machine (each with its own loop volumes; one in its own
-//! UTS namespace, so with its own hostname) that have no hostmax: the playbook installs it
+//! The fleet path of the README and the book's "Many hosts" chapter, run:
+//! `examples/fleet/playbook.yml` through a real ansible-core against an inventory of two "hosts" on
+//! this machine (each with its own loop volumes; one in its own UTS namespace, so with its own
+//! hostname) that have no hostmax: the playbook installs it
 //! (`hostmax_install: binary`, from a package and its `.sha256` as `cargo xtask dist` makes
 //! them), runs it and merges the reports; a second run installs nothing. A package whose
 //! SHA-256 is not its `.sha256`'s is refused, in binary and deb mode; deb mode's apt step is
@@ -243,7 +244,7 @@ fn playbook_installs_hostmax_then_runs_every_host_at_one_start_and_merges_their_
         installed_at.push((meta.ino(), meta.mtime_nsec(), meta.mtime()));
     }
 
-    // Each host ran the command README's pdsh line runs, with the installed binary and the one
+    // Each host ran the command the book's pdsh line runs, with the installed binary and the one
     // start time.
     let mut start_ats = BTreeSet::new();
     let mut windows = Vec::new();
@@ -470,7 +471,7 @@ fn kubernetes_job_validates_and_asks_only_for_what_it_needs() {
     };
     validates(&manifest);
 
-    // As README's envsubst line makes it, too (a bare date-time would be a YAML timestamp).
+    // As the book's envsubst line makes it, too (a bare date-time would be a YAML timestamp).
     let scratch = ScratchDir::new("fleet-k8s");
     let text = std::fs::read_to_string(&manifest).unwrap();
     let substituted = scratch.join("substituted.yaml");

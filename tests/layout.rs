@@ -1,5 +1,7 @@
 //! The code's layout keeps its promises (ARCHITECTURE.md "Invariants"): no crate has files
-//! that import each other in a circle.
+//! that import each other in a circle. And the documentation's: every chapter of the book
+//! (`docs/src/`) is listed in its `SUMMARY.md`, and every relative link of README.md, the book,
+//! ARCHITECTURE.md and benches/README.md leads to a file that exists (and to a heading of it).
 //!
 //! The check reads every crate's sources as text: it resolves each `crate::`, `super::` and
 //! `self::` path (in `use` trees and in code) to the file that defines the item, following
@@ -582,5 +584,208 @@ fn each_command_is_one_room_that_only_the_dispatch_enters() {
         wrong.is_empty(),
         "a module uses a command's room (move what it needs below crate::command):\n{}",
         wrong.join("\n")
+    );
+}
+
+/// The Markdown files whose relative links are checked, from the repository's root: README.md,
+/// ARCHITECTURE.md, benches/README.md and every file of the book (`docs/src/`).
+fn documentation_files() -> Vec<PathBuf> {
+    let root = workspace_root();
+    let mut files: Vec<PathBuf> = ["README.md", "ARCHITECTURE.md", "benches/README.md"]
+        .iter()
+        .map(PathBuf::from)
+        .collect();
+    let mut book: Vec<PathBuf> = std::fs::read_dir(root.join("docs/src"))
+        .expect("docs/src/ holds the book")
+        .map(|e| PathBuf::from("docs/src").join(e.unwrap().file_name()))
+        .filter(|p| p.extension().is_some_and(|e| e == "md"))
+        .collect();
+    book.sort();
+    files.extend(book);
+    files
+}
+
+/// The lines of a Markdown text outside fenced code blocks, with their numbers (from 1) and
+/// inline code spans blanked out (or, with `keep_code`, only their backticks removed).
+fn prose_lines(markdown: &str, keep_code: bool) -> Vec<(usize, String)> {
+    let mut fenced = false;
+    let mut lines = Vec::new();
+    for (n, line) in markdown.lines().enumerate() {
+        if line.trim_start().starts_with("```") {
+            fenced = !fenced;
+            continue;
+        }
+        if fenced {
+            continue;
+        }
+        let mut prose = String::new();
+        let mut in_code = false;
+        for c in line.chars() {
+            if c == '`' {
+                in_code = !in_code;
+            }
+            if c == '`' {
+                if !keep_code {
+                    prose.push(' ');
+                }
+            } else {
+                prose.push(if in_code && !keep_code { ' ' } else { c });
+            }
+        }
+        lines.push((n + 1, prose));
+    }
+    lines
+}
+
+/// The targets of the inline links (`[text](target)`) of a Markdown line.
+fn link_targets(line: &str) -> Vec<String> {
+    line.match_indices("](")
+        .filter_map(|(at, _)| {
+            let rest = &line[at + 2..];
+            let end = rest.find(')')?;
+            let target = rest[..end].trim();
+            (!target.is_empty() && !target.contains(' ')).then(|| target.to_string())
+        })
+        .collect()
+}
+
+/// The anchors GitHub gives a Markdown file's headings: lowercased, punctuation dropped,
+/// spaces as hyphens, a repeated one suffixed `-1`, `-2`, ...
+fn heading_anchors(markdown: &str) -> BTreeSet<String> {
+    let mut seen: BTreeMap<String, usize> = BTreeMap::new();
+    let mut anchors = BTreeSet::new();
+    for (_, line) in prose_lines(markdown, true) {
+        let Some(title) = line.strip_prefix('#') else {
+            continue;
+        };
+        let title = title.trim_start_matches('#');
+        if !title.starts_with(' ') {
+            continue;
+        }
+        let slug: String = title
+            .trim()
+            .to_lowercase()
+            .chars()
+            .filter_map(|c| match c {
+                ' ' => Some('-'),
+                c if c.is_alphanumeric() || c == '-' || c == '_' => Some(c),
+                _ => None,
+            })
+            .collect();
+        let count = seen.entry(slug.clone()).or_insert(0);
+        anchors.insert(if *count == 0 {
+            slug.clone()
+        } else {
+            format!("{slug}-{count}")
+        });
+        *count += 1;
+    }
+    anchors
+}
+
+#[test]
+fn the_heading_anchors_are_githubs() {
+    let anchors = heading_anchors(
+        "# Verdicts: does it hold?\n## `hostmax curve`\n```sh\n# not a heading\n```\n## Tests\n### Tests\n#nope\n",
+    );
+    let expected: BTreeSet<String> = ["verdicts-does-it-hold", "hostmax-curve", "tests", "tests-1"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    assert_eq!(anchors, expected);
+    assert_eq!(
+        link_targets("see [`a`](docs/src/a.md#x) and [b](https://e.org) ([c](#y))"),
+        vec!["docs/src/a.md#x", "https://e.org", "#y"]
+    );
+}
+
+/// Every chapter file of the book is listed in `docs/src/SUMMARY.md` (mdBook builds only what
+/// it lists) and opens with its title.
+#[test]
+fn every_chapter_of_the_book_is_in_its_summary() {
+    let src = workspace_root().join("docs/src");
+    assert!(workspace_root().join("docs/book.toml").is_file());
+    let summary = std::fs::read_to_string(src.join("SUMMARY.md")).unwrap();
+    let listed: BTreeSet<String> = prose_lines(&summary, false)
+        .iter()
+        .flat_map(|(_, line)| link_targets(line))
+        .collect();
+    let mut missing = Vec::new();
+    for entry in std::fs::read_dir(&src).unwrap() {
+        let name = entry.unwrap().file_name().to_string_lossy().into_owned();
+        if !name.ends_with(".md") || name == "SUMMARY.md" {
+            continue;
+        }
+        if !listed.contains(&name) {
+            missing.push(name.clone());
+        }
+        let text = std::fs::read_to_string(src.join(&name)).unwrap();
+        assert!(
+            text.starts_with("# "),
+            "docs/src/{name} does not open with its title (# ...)"
+        );
+    }
+    assert!(
+        missing.is_empty(),
+        "chapters not listed in docs/src/SUMMARY.md: {missing:?}"
+    );
+    for chapter in &listed {
+        assert!(
+            src.join(chapter).is_file(),
+            "docs/src/SUMMARY.md lists {chapter}, which does not exist"
+        );
+    }
+}
+
+/// Every relative link of the documentation leads to a file or folder that exists, and a
+/// link to a heading (`file.md#anchor`, `#anchor`) to a heading of that file.
+#[test]
+fn every_relative_link_of_the_documentation_resolves() {
+    let root = workspace_root();
+    let mut broken = Vec::new();
+    for file in documentation_files() {
+        let text = std::fs::read_to_string(root.join(&file)).unwrap();
+        let dir = file.parent().unwrap_or(Path::new(""));
+        for (line, prose) in prose_lines(&text, false) {
+            for target in link_targets(&prose) {
+                if target.contains("://") || target.starts_with("mailto:") {
+                    continue;
+                }
+                let (path, anchor) = match target.split_once('#') {
+                    Some((path, anchor)) => (path, Some(anchor)),
+                    None => (target.as_str(), None),
+                };
+                let linked = if path.is_empty() {
+                    file.clone()
+                } else {
+                    dir.join(path)
+                };
+                let at = root.join(&linked);
+                if !at.exists() {
+                    broken.push(format!(
+                        "{}:{line}: {target}: no {}",
+                        file.display(),
+                        linked.display()
+                    ));
+                    continue;
+                }
+                let Some(anchor) = anchor else { continue };
+                if at.extension().is_some_and(|e| e == "md") {
+                    let linked_text = std::fs::read_to_string(&at).unwrap();
+                    if !heading_anchors(&linked_text).contains(anchor) {
+                        broken.push(format!(
+                            "{}:{line}: {target}: {} has no heading #{anchor}",
+                            file.display(),
+                            linked.display()
+                        ));
+                    }
+                }
+            }
+        }
+    }
+    assert!(
+        broken.is_empty(),
+        "links that lead nowhere:\n{}",
+        broken.join("\n")
     );
 }

@@ -1,8 +1,8 @@
-//! The exit codes of `hostmax`, every command's, in one table (README's "Exit codes" is the
-//! same table). When several apply, the first in this order wins: [`BAD_INPUT`] (found before
-//! any I/O), a signal ([`interrupted`]), [`VERIFY_FAILED`] (bad data outranks everything
-//! measured), [`STALLED`] (a device that stopped answering), [`IO_ERRORS`] (figures with I/O
-//! errors are judged neither good nor bad), [`VERDICT_FAILED`], [`OK`].
+//! The exit codes of `hostmax`, every command's, in one table (the book's "Exit codes", in
+//! docs/src/output.md, is the same table). When several apply, the first in this order wins:
+//! [`BAD_INPUT`] (found before any I/O), a signal ([`interrupted`]), [`VERIFY_FAILED`] (bad data
+//! outranks everything measured), [`STALLED`] (a device that stopped answering), [`IO_ERRORS`]
+//! (figures with I/O errors are judged neither good nor bad), [`VERDICT_FAILED`], [`OK`].
 
 use crate::error::{BadInput, CalledOff, Stalled};
 

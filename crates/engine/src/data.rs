@@ -16,8 +16,8 @@
 //!
 //! One stamp per 4 KiB, not fio's one per 512 bytes: each stamp costs a cache line that the
 //! device's copy (a loop volume's memcpy on another core) last read: eight a block cost about
-//! 5% of the IOPS of 4k randwrite on 20 loop volumes against one (the repository's README,
-//! speed section).
+//! 5% of the IOPS of 4k randwrite on 20 loop volumes against one (the repository's
+//! benches/README.md, "What unique data, `--verify` and the engine cost").
 
 use serde::{Deserialize, Serialize};
 
@@ -156,10 +156,10 @@ pub(crate) fn check(block: &[u8], expected: BlockIdentity, tag: u8) -> Option<Ve
     })
 }
 
-/// Bytes of write pool each device gets (at least 1.5 x `iodepth` blocks): more than a
-/// compressor's window (deflate: 32 KiB) or an array's compression chunk (4-128 KiB), so that
-/// blocks side by side never share a pool block, and small enough to stay in cache (README's
-/// speed section has the measurement: 4 MiB a device cost 4-5% of IOPS more).
+/// Bytes of write pool each device gets (at least 1.5 x `iodepth` blocks): more than a compressor's
+/// window (deflate: 32 KiB) or an array's compression chunk (4-128 KiB), so that blocks side by
+/// side never share a pool block, and small enough to stay in cache (benches/README.md has the
+/// measurement: 4 MiB a device cost 4-5% of IOPS more).
 pub const WRITE_POOL_BYTES: usize = 256 << 10;
 
 /// Makes one device's write data; see the module overview. Public for the benches.

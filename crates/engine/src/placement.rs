@@ -14,8 +14,8 @@
 //!   the least loaded of its candidates, most constrained targets first (so when targets
 //!   outnumber CPUs this is one ring per CPU over many targets, the arrangement measured
 //!   fastest on 20 loop volumes: against one thread per device it won 3 of 4 alternating
-//!   pairs, median 385K against 363K IOPS with 6-14% less CPU per I/O, README.md's speed
-//!   section). Then targets take turns taking one more candidate CPU that no target uses
+//!   pairs, median 385K against 363K IOPS with 6-14% less CPU per I/O, benches/README.md's
+//!   measurements). Then targets take turns taking one more candidate CPU that no target uses
 //!   yet, until none is free, never more shares than the target's queue depth (nor its rate
 //!   or blocks). A target's `iodepth` (and rate and I/O limit) is split among its shares,
 //!   differing by at most one.

@@ -943,7 +943,7 @@ impl WorkerLoop {
             let schedule_before = dev.schedule;
             // First what each I/O does and, for a unique write, its pool block, asked into
             // the cache for writing, so that its stamps below do not each wait for a line the
-            // device's copy last read (README's speed section: less CPU per I/O).
+            // device's copy last read (benches/README.md's measurements: less CPU per I/O).
             planned.clear();
             for _ in 0..budget {
                 // With a rate, only an I/O whose intended start has come goes out, and

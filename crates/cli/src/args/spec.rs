@@ -58,7 +58,8 @@ pub struct SpecArgs {
     pub profile: Option<String>,
 
     /// A TOML or JSON file giving each device its own class or provisioned size (see the
-    /// README); options given here override its defaults, its per-device entries override them.
+    /// book's Verdicts chapter, docs/src/verdicts.md); options given here override its
+    /// defaults, its per-device entries override them.
     #[arg(long, value_name = "PATH")]
     pub spec_file: Option<PathBuf>,
 
