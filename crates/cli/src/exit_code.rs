@@ -21,7 +21,9 @@ pub const FAILURE: i32 = 4;
 pub const VERIFY_FAILED: i32 = 5;
 /// A device stopped answering: it still had I/O in flight `hostmax_engine::DRAIN_LIMIT`
 /// (10 s) after the run's end, and the run ended without it. The report names it and its
-/// I/Os in flight (`stalled_in_flight`); the other devices' figures are whole.
+/// I/Os in flight (`stalled_in_flight`); the other devices' figures are whole. Also a read
+/// of a device that got no answer in time before any write (the safety checks) or in
+/// `prepare`'s read pass.
 pub const STALLED: i32 = 6;
 
 /// The exit code of a run a signal stopped (130 for SIGINT, 143 for SIGTERM), as shells do.
