@@ -136,6 +136,39 @@ fn static_binary_name() -> String {
     format!("hostmax-{}-x86_64-linux", env!("CARGO_PKG_VERSION"))
 }
 
+/// Where the playbook's hosts write their reports unless told (`hostmax_report`).
+const DEFAULT_REPORT: &str = "/var/lib/hostmax/report.json";
+
+/// A file the test makes this machine write, removed on drop, with its folder if the folder
+/// was not there before. A report already there is someone else's: the test refuses to run.
+struct RemovedAfter {
+    file: PathBuf,
+    folder_was_there: bool,
+}
+
+impl RemovedAfter {
+    fn new(file: &Path) -> RemovedAfter {
+        assert!(
+            !file.exists(),
+            "{} exists: this test writes it (the playbook's default report); move it away first",
+            file.display()
+        );
+        RemovedAfter {
+            file: file.to_path_buf(),
+            folder_was_there: file.parent().unwrap().exists(),
+        }
+    }
+}
+
+impl Drop for RemovedAfter {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.file);
+        if !self.folder_was_there {
+            let _ = std::fs::remove_dir(self.file.parent().unwrap());
+        }
+    }
+}
+
 #[test]
 fn playbook_installs_hostmax_then_runs_every_host_at_one_start_and_merges_their_reports() {
     use std::os::unix::fs::{MetadataExt, PermissionsExt};
@@ -153,6 +186,14 @@ fn playbook_installs_hostmax_then_runs_every_host_at_one_start_and_merges_their_
     ];
     let real = hostmax_bin().display().to_string();
     let installed = |name: &str| scratch.join(&format!("{name}/bin/hostmax"));
+    // host-a writes where it is told; host-b where the playbook writes by default, in a folder
+    // the play makes root's alone (removed again after the test if the test made it).
+    let default_report = Path::new(DEFAULT_REPORT);
+    let _default_folder = RemovedAfter::new(default_report);
+    let report_of = |name: &str| match name {
+        "host-a" => scratch.join(&format!("{name}-report.json")),
+        _ => default_report.to_path_buf(),
+    };
     let mut inventory = serde_json::Map::new();
     for (name, volumes) in &hosts {
         // Neither host has hostmax: its install path (and folder) is new.
@@ -162,9 +203,9 @@ fn playbook_installs_hostmax_then_runs_every_host_at_one_start_and_merges_their_
             "ansible_python_interpreter": bin.join("python"),
             "hostmax_devices": volume_paths(volumes),
             "hostmax_install_path": installed(name),
-            "hostmax_report": scratch.join(&format!("{name}-report.json")),
         });
         if *name == "host-a" {
+            vars["hostmax_report"] = json!(report_of(name));
             // A host of its own: its hostname in its own UTS namespace, so the report names it;
             // hostmax_bin as a list (the installed binary run through a wrapper). host-b runs
             // the playbook's default, the installed binary, with the machine's hostname.
@@ -251,7 +292,7 @@ fn playbook_installs_hostmax_then_runs_every_host_at_one_start_and_merges_their_
     let mut host_ios = 0;
     for (name, volumes) in &hosts {
         let fetched = read_json(&results.join(format!("{name}.json")));
-        let written = read_json(&scratch.join(&format!("{name}-report.json")));
+        let written = read_json(&report_of(name));
         assert_eq!(fetched, written, "{name}: the fetched report is the host's");
         assert_eq!(fetched["hostname"], hostnames[name]);
         let argv = strings(&fetched["command_line"]);
@@ -268,10 +309,7 @@ fn playbook_installs_hostmax_then_runs_every_host_at_one_start_and_merges_their_
             "--start-at".to_string(),
             argv[at_index + 1].clone(),
             "--json".to_string(),
-            scratch
-                .join(&format!("{name}-report.json"))
-                .display()
-                .to_string(),
+            report_of(name).display().to_string(),
         ]);
         assert_eq!(argv[1..], expected[..], "{name}'s command line");
         windows.push(fetched["started_at"].as_str().unwrap().to_string());
@@ -281,6 +319,13 @@ fn playbook_installs_hostmax_then_runs_every_host_at_one_start_and_merges_their_
         start_ats.len(),
         1,
         "one start time for every host: {start_ats:?}"
+    );
+    // The default report's folder is root's alone: no other user can plant a link there.
+    let folder = std::fs::symlink_metadata(default_report.parent().unwrap()).unwrap();
+    assert!(folder.is_dir());
+    assert_eq!(
+        (folder.uid(), folder.permissions().mode() & 0o7777),
+        (0, 0o700)
     );
     // The measured window starts at --start-at (no ramp) on both.
     let at = start_ats.into_iter().next().unwrap();
