@@ -688,3 +688,153 @@ fn a_signal_during_the_checks_calls_a_write_run_off_before_its_first_write() {
         "written after the signal: {stderr}"
     );
 }
+
+/// Why this kernel shows no GPT partitions, if it does not: its configuration
+/// (`/proc/config.gz`) lacks `CONFIG_EFI_PARTITION` (this machine's own minimal kernel reads no
+/// partition table at all; the kernel matrix's Debian kernels do).
+fn no_gpt_partitions() -> Option<String> {
+    let out = Command::new("zcat").arg("/proc/config.gz").output().ok()?;
+    let config = String::from_utf8_lossy(&out.stdout);
+    (out.status.success() && !config.contains("CONFIG_EFI_PARTITION=y")).then(|| {
+        "this kernel reads no GPT partition table (no CONFIG_EFI_PARTITION in /proc/config.gz); the kernel matrix's VMs run it (bash tests/kernels/run.sh)".to_string()
+    })
+}
+
+/// A loop device set up by `losetup --partscan` (the kernel then shows its partitions), detached
+/// on drop.
+struct PartitionedLoop(String);
+
+impl PartitionedLoop {
+    fn attach(file: &Path) -> PartitionedLoop {
+        let out = tool_command("losetup", "util-linux")
+            .args(["--partscan", "--find", "--show"])
+            .arg(file)
+            .output()
+            .expect("run losetup");
+        assert!(
+            out.status.success(),
+            "losetup --partscan: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        PartitionedLoop(String::from_utf8_lossy(&out.stdout).trim().to_string())
+    }
+
+    /// The node of partition `n` (`/dev/loop3p1`), once udev-less devtmpfs shows it.
+    fn partition(&self, n: u32) -> String {
+        let node = format!("{}p{n}", self.0);
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while !Path::new(&node).exists() {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "{node} never appeared"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        node
+    }
+}
+
+impl Drop for PartitionedLoop {
+    fn drop(&mut self) {
+        let _ = tool_command("losetup", "util-linux")
+            .args(["--detach", &self.0])
+            .status();
+    }
+}
+
+#[test]
+fn a_mounted_partition_of_a_loop_device_keeps_its_whole_image_in_use() {
+    require_root!();
+    let dir = ScratchDir::new("same-media-partition");
+    let image = dir.file("disk.img", 64 * MIB);
+    // One partition from 1 MiB to 33 MiB, with ext4 on it, mounted through the partition node.
+    let table = "label: gpt\nstart=2048, size=65536, type=linux\n";
+    let mut sfdisk = tool_command("sfdisk", "fdisk")
+        .args(["--quiet", "--no-reread", "--no-tell-kernel"])
+        .arg(&image)
+        .stdin(std::process::Stdio::piped())
+        .spawn()
+        .expect("run sfdisk");
+    std::io::Write::write_all(&mut sfdisk.stdin.take().unwrap(), table.as_bytes()).unwrap();
+    assert!(sfdisk.wait().unwrap().success(), "sfdisk");
+    if let Some(why) = no_gpt_partitions() {
+        skip!("{why}");
+    }
+    let disk = PartitionedLoop::attach(&image);
+    let partition = disk.partition(1);
+    run_tool("mkfs.ext4", "e2fsprogs", &["-q", "-F", &partition]);
+    let _mount = Mount::new(&partition, &dir.join("mnt"), &[]);
+    let image_name = image.display().to_string();
+    // Another loop device over the image, the image file itself, and a loop device over just
+    // the partition's range: each reaches the mounted filesystem's blocks.
+    let whole = attach(&image, 0, 0);
+    assert_shared(&path_of(&whole), &disk.0, &image_name);
+    drop(whole);
+    assert_shared(&image_name, &disk.0, &image_name);
+    let part_range = attach(&image, MIB, 32 * MIB);
+    assert_shared(&path_of(&part_range), &disk.0, &image_name);
+    drop(part_range);
+    // The partitioned device itself: its partition is mounted (and it has partitions).
+    let args = write_args(&disk.0, &["--allow-write", "--force"]);
+    let out = run_hostmax(&args, None);
+    assert_refused(&args, &out, &["has partition", "mounted at"]);
+    // Past the partition's end (from 40 MiB) the image is nobody's: writable.
+    let beside = attach(&image, 40 * MIB, 16 * MIB);
+    let args = write_args(&path_of(&beside), &["--allow-write", "--force"]);
+    let out = run_hostmax(&args, None);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// An md array, stopped on drop.
+struct MdArray(String);
+
+impl Drop for MdArray {
+    fn drop(&mut self) {
+        let _ = Command::new("mdadm").args(["--stop", &self.0]).output();
+    }
+}
+
+#[test]
+fn an_image_in_an_md_array_is_not_written_by_any_name() {
+    require_root!();
+    if !Path::new("/proc/mdstat").exists() {
+        let _ = Command::new("modprobe")
+            .args(["-a", "md-mod", "raid1"])
+            .status();
+    }
+    if !Path::new("/proc/mdstat").exists() {
+        skip!("no md in this kernel (no /proc/mdstat; it is in the kernel matrix's VMs: bash tests/kernels/run.sh)");
+    }
+    let mdadm = require_tool("mdadm", "mdadm").unwrap_or_else(|e| panic!("{e}"));
+    let dir = ScratchDir::new("same-media-md");
+    let (a, b) = (dir.file("a.img", 48 * MIB), dir.file("b.img", 48 * MIB));
+    let (la, lb) = (attach(&a, 0, 0), attach(&b, 0, 0));
+    let name = format!("/dev/md/hostmax-{}", std::process::id());
+    let out = Command::new(&mdadm)
+        .args(["--create", &name, "--run", "--level=1", "--raid-devices=2"])
+        .args(["--metadata=1.2", "--assume-clean", "--homehost=any"])
+        .args([path_of(&la), path_of(&lb)])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "mdadm --create: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let _array = MdArray(name.clone());
+    let a_name = a.display().to_string();
+    // The member itself has a holder; another loop device over its file and the file itself
+    // reach the array's blocks through a device md claims.
+    let args = write_args(&path_of(&la), &["--allow-write", "--force"]);
+    let out = run_hostmax(&args, None);
+    assert_refused(&args, &out, &["has holders"]);
+    let again = attach(&a, 0, 0);
+    assert_shared(&path_of(&again), &path_of(&la), &a_name);
+    drop(again);
+    assert_shared(&a_name, &path_of(&la), &a_name);
+}

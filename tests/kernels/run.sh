@@ -74,6 +74,8 @@ dpkg -s busybox-static >/dev/null 2>&1 || apt_install busybox-static
 # The device-mapper tests (dm-delay for a stalled device, dm-linear over test volumes) drive
 # dmsetup in the guest.
 command -v dmsetup >/dev/null || [[ -x /sbin/dmsetup ]] || apt_install dmsetup
+# mdadm in the guest (an md array over loop devices: tests/same_media.rs).
+command -v mdadm >/dev/null || [[ -x /sbin/mdadm ]] || apt_install mdadm
 kernels=()
 for s in $series; do
   k=$(installed_kernel "$s")
