@@ -790,27 +790,44 @@ fn a_device_that_cannot_drain_in_time_is_reported_stalled() {
     drop(host);
 }
 
+/// What hostmax did beside a stalled volume ([`on_a_stalled_volume`]).
+struct StalledOutcome {
+    stderr: String,
+    code: Option<i32>,
+    /// From its start to its exit.
+    took: Duration,
+    /// Whether the kernel saw a write to either volume.
+    wrote: bool,
+    /// The stalled volume.
+    volume: String,
+}
+
+impl StalledOutcome {
+    /// Asserts it ended with `code` within `at_least..below`, naming the stalled volume as
+    /// not answering in its last line.
+    fn assert_ended(&self, code: i32, at_least: Duration, below: Duration) {
+        let (took, stderr) = (self.took, &self.stderr);
+        assert!(took >= at_least && took < below, "took {took:?}: {stderr}");
+        assert_eq!(self.code, Some(code), "{stderr}");
+        let last = stderr.trim().lines().last().unwrap_or_default();
+        assert!(
+            last.contains(&self.volume) && last.contains("got no answer within 10 s"),
+            "{stderr}"
+        );
+    }
+}
+
 /// Two volumes, the first throttled to a few bytes a second for reads (a 512 KiB read of it
 /// would take hours: a device that stopped answering, as far as anyone can tell), and hostmax
 /// started in the throttled group with the arguments `args` makes of the two paths; SIGINT
-/// `signal_after` its read of the first volume began, if given. Returns the outcome, how long
-/// it took, whether the kernel saw any write to either volume, and the stalled volume's path.
+/// `signal_after` its read of the first volume began, if given. `Err` says why it cannot run
+/// here (no cgroup io throttle).
 fn on_a_stalled_volume(
     args: impl Fn(&str, &str) -> Vec<String>,
     signal_after: Option<Duration>,
-) -> (Output, Duration, bool, String) {
-    let throttle = match IoThrottle::create() {
-        Ok(t) => t,
-        Err(e) => {
-            eprintln!("skipped: no usable cgroup io throttle here ({e})");
-            return (
-                run_hostmax(&["--version"], None),
-                Duration::ZERO,
-                false,
-                String::new(),
-            );
-        }
-    };
+) -> Result<StalledOutcome, String> {
+    let throttle =
+        IoThrottle::create().map_err(|e| format!("no usable cgroup io throttle here ({e})"))?;
     let host = volumes(2, 32 * MIB);
     let paths = volume_paths(&host);
     let names = volume_kernel_names(&host);
@@ -876,7 +893,13 @@ fn on_a_stalled_volume(
         std::thread::sleep(Duration::from_millis(50));
     }
     drop(host);
-    (out, took, wrote, paths[0].clone())
+    Ok(StalledOutcome {
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        code: out.status.code(),
+        took,
+        wrote,
+        volume: paths[0].clone(),
+    })
 }
 
 /// A short write run on both volumes.
@@ -900,92 +923,63 @@ fn write_run(stalled: &str, healthy: &str) -> Vec<String> {
 #[test]
 fn a_device_stalled_before_a_write_run_ends_the_checks_with_exit_6_naming_it() {
     require_root!();
-    let (out, took, wrote, volume) = on_a_stalled_volume(write_run, None);
-    if took.is_zero() {
-        return;
-    }
-    let stderr = String::from_utf8_lossy(&out.stderr);
+    let outcome = match on_a_stalled_volume(write_run, None) {
+        Ok(outcome) => outcome,
+        Err(why) => skip!("{why}"),
+    };
     // One patience for the probe's read (all devices are probed at once), plus the start.
     let patience = hostmax_device::READ_PATIENCE;
-    assert!(
-        took >= patience && took < patience + Duration::from_secs(20),
-        "took {took:?}: {stderr}"
-    );
-    assert_eq!(out.status.code(), Some(6), "{stderr}");
+    outcome.assert_ended(6, patience, patience + Duration::from_secs(20));
+    let stderr = &outcome.stderr;
     assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
     assert!(
-        stderr.contains(&format!("{} was not checked", volume))
-            && stderr.contains("got no answer within 10 s")
+        stderr.contains(&format!("{} was not checked", outcome.volume))
             && stderr.contains("Nothing was written"),
         "{stderr}"
     );
-    assert!(!wrote, "a volume was written: {stderr}");
+    assert!(!outcome.wrote, "a volume was written: {stderr}");
 }
 
 #[test]
 fn sigint_during_a_stalled_safety_probe_ends_it_at_once() {
     require_root!();
-    let (out, took, wrote, _) = on_a_stalled_volume(write_run, Some(Duration::from_secs(1)));
-    if took.is_zero() {
-        return;
-    }
-    let stderr = String::from_utf8_lossy(&out.stderr);
+    let outcome = match on_a_stalled_volume(write_run, Some(Duration::from_secs(1))) {
+        Ok(outcome) => outcome,
+        Err(why) => skip!("{why}"),
+    };
     // The read was in flight 1 s before the signal; the patience (10 s) was not waited out.
-    assert!(took < Duration::from_secs(8), "took {took:?}: {stderr}");
-    assert_eq!(out.status.code(), Some(130), "{stderr}");
-    assert!(!wrote, "a volume was written: {stderr}");
+    let stderr = &outcome.stderr;
+    assert!(outcome.took < Duration::from_secs(8), "{stderr}");
+    assert_eq!(outcome.code, Some(130), "{stderr}");
+    assert!(!outcome.wrote, "a volume was written: {stderr}");
+}
+
+/// `hostmax prepare` of both volumes.
+fn read_pass(stalled: &str, healthy: &str) -> Vec<String> {
+    ["prepare", "--devices", stalled, healthy]
+        .map(String::from)
+        .to_vec()
 }
 
 #[test]
 fn a_read_pass_on_a_stalled_device_ends_with_exit_6_naming_it() {
     require_root!();
-    let dir = ScratchDir::new("stalled-prepare");
-    let state = dir.0.join("state.json").display().to_string();
-    let prepare = |stalled: &str, healthy: &str| {
-        ["prepare", "--devices", stalled, healthy, "--state", &state]
-            .map(String::from)
-            .to_vec()
+    let outcome = match on_a_stalled_volume(read_pass, None) {
+        Ok(outcome) => outcome,
+        Err(why) => skip!("{why}"),
     };
-    let (out, took, _, volume) = on_a_stalled_volume(prepare, None);
-    if took.is_zero() {
-        return;
-    }
-    let stderr = String::from_utf8_lossy(&out.stderr);
     let limit = hostmax_engine::DRAIN_LIMIT;
-    assert!(
-        took >= limit && took < limit + Duration::from_secs(20),
-        "took {took:?}: {stderr}"
-    );
-    assert_eq!(out.status.code(), Some(6), "{stderr}");
-    let last = stderr.trim().lines().last().unwrap_or_default();
-    assert!(
-        last.contains(&volume) && last.contains("got no answer within 10 s"),
-        "{stderr}"
-    );
+    outcome.assert_ended(6, limit, limit + Duration::from_secs(20));
 }
 
 #[test]
 fn sigint_during_a_stalled_read_pass_ends_within_the_drain_limit_naming_it() {
     require_root!();
-    let prepare = |stalled: &str, healthy: &str| {
-        ["prepare", "--devices", stalled, healthy]
-            .map(String::from)
-            .to_vec()
+    let outcome = match on_a_stalled_volume(read_pass, Some(Duration::from_secs(1))) {
+        Ok(outcome) => outcome,
+        Err(why) => skip!("{why}"),
     };
-    let (out, took, _, volume) = on_a_stalled_volume(prepare, Some(Duration::from_secs(1)));
-    if took.is_zero() {
-        return;
-    }
-    let stderr = String::from_utf8_lossy(&out.stderr);
     // A stop waits for the reads in flight as a run's drain does, at most the drain limit.
     let limit = hostmax_engine::DRAIN_LIMIT;
-    assert!(
-        took < limit + Duration::from_secs(15),
-        "took {took:?}: {stderr}"
-    );
-    assert_eq!(out.status.code(), Some(130), "{stderr}");
-    assert!(
-        stderr.contains(&volume) && stderr.contains("got no answer within 10 s"),
-        "{stderr}"
-    );
+    outcome.assert_ended(130, Duration::ZERO, limit + Duration::from_secs(15));
 }
