@@ -2,7 +2,7 @@
 //! same table). When several apply, the first in this order wins: [`BAD_INPUT`] (found before
 //! any I/O), a signal ([`interrupted`]), [`VERIFY_FAILED`] (bad data outranks everything
 //! measured), [`STALLED`] (a device that stopped answering), [`IO_ERRORS`] (figures with I/O
-//! errors are judged neither good nor bad), [`VERDICT_FAILED`], [`OK`].
+//! errors are judged neither good nor bad), [`VERDICT_FAILED`], [`NOT_CONCLUDED`], [`OK`].
 
 use crate::error::{BadInput, CalledOff, Stalled};
 
@@ -23,6 +23,11 @@ pub const VERIFY_FAILED: i32 = 5;
 /// (10 s) after the run's end, and the run ended without it. The report names it and its
 /// I/Os in flight (`stalled_in_flight`); the other devices' figures are whole.
 pub const STALLED: i32 = 6;
+/// A judged run finished but no promise could be judged (NOT CONCLUDED): every promised
+/// figure needed another run shape, or every shortfall was on saturated workers. Not a pass,
+/// and not a failure of the volumes either. (A run a signal cut short is NOT CONCLUDED too,
+/// with the signal's code.)
+pub const NOT_CONCLUDED: i32 = 7;
 
 /// The exit code of a run a signal stopped (130 for SIGINT, 143 for SIGTERM), as shells do.
 pub fn interrupted(signal: i32) -> i32 {
@@ -42,6 +47,8 @@ pub struct Outcome {
     pub stalled: bool,
     /// A judged promise did not hold.
     pub verdict_failed: bool,
+    /// A verdict was asked for and nothing could be judged.
+    pub not_concluded: bool,
 }
 
 impl Outcome {
@@ -57,6 +64,8 @@ impl Outcome {
             IO_ERRORS
         } else if self.verdict_failed {
             VERDICT_FAILED
+        } else if self.not_concluded {
+            NOT_CONCLUDED
         } else {
             OK
         }
@@ -107,6 +116,7 @@ mod tests {
             io_errors: true,
             stalled: true,
             verdict_failed: true,
+            not_concluded: true,
         };
         assert_eq!(all.code(), 130);
         let all = Outcome { signal: 0, ..all };
@@ -126,6 +136,11 @@ mod tests {
             ..all
         };
         assert_eq!(all.code(), VERDICT_FAILED);
+        let all = Outcome {
+            verdict_failed: false,
+            ..all
+        };
+        assert_eq!(all.code(), NOT_CONCLUDED);
         assert_eq!(Outcome::default().code(), OK);
     }
 }

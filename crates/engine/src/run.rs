@@ -213,7 +213,7 @@ pub fn validate(workload: &Workload, targets: &[TargetInfo]) -> Result<(), Engin
         );
     }
     if let Some(n) = w.numjobs {
-        let total = u64::from(n) * u64::from(w.iodepth);
+        let total = w.in_flight_per_target();
         if total > u64::from(MAX_IODEPTH) {
             return bad(
                 format!(
@@ -543,8 +543,7 @@ pub(crate) fn buffer_bytes(workload: &Workload, targets: usize) -> u64 {
         .into_iter()
         .filter(|&op| op.buffer_use() != BufferUse::None && workload.pattern.issues(op))
         .count() as u64;
-    let jobs = u64::from(workload.numjobs.unwrap_or(1));
-    targets as u64 * jobs * workload.iodepth as u64 * workload.block_size as u64 * kinds
+    targets as u64 * workload.in_flight_per_target() * workload.block_size as u64 * kinds
 }
 
 fn mem_available(meminfo: &str) -> Option<u64> {

@@ -261,6 +261,21 @@ impl Default for Workload {
     }
 }
 
+impl Workload {
+    /// I/Os each target keeps in flight: [`Workload::iodepth`], times
+    /// [`Workload::numjobs`] when given (each job keeps the whole depth, fio's meaning).
+    /// What a verdict's depth rules, a suite, fio's JSON and the tables read.
+    pub fn in_flight_per_target(&self) -> u64 {
+        Workload::in_flight(self.iodepth, self.numjobs)
+    }
+
+    /// [`Workload::in_flight_per_target`] of a workload with this `iodepth` and `numjobs`,
+    /// for those that keep only the two numbers (a report's summary, a suite's settings).
+    pub fn in_flight(iodepth: u32, numjobs: Option<u32>) -> u64 {
+        u64::from(iodepth) * u64::from(numjobs.unwrap_or(1))
+    }
+}
+
 /// What a worker does when one of its devices fails an I/O ([`crate::RunConfig::on_error`]).
 /// The default is [`ErrorPolicy::StopDevice`].
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]

@@ -164,9 +164,9 @@ pub fn verify(args: &VerifyArgs) -> anyhow::Result<i32> {
         .map(Phase::describe)
         .collect();
     if interrupted {
-        verdict.pass = false;
+        verdict.withhold();
     }
-    let pass = verdict.pass;
+    let judgement = verdict.judgement;
     let rendered = if interrupted {
         let cut = phases[reports.len() - 1].describe();
         table::render_unconcluded(&verdict, &cut, &not_measured)
@@ -174,7 +174,7 @@ pub fn verify(args: &VerifyArgs) -> anyhow::Result<i32> {
         table::render_verdict(&verdict)
     };
     print_beside_json(&format!("\n{rendered}"), json.as_ref());
-    let code = judged_exit_code(&refs, signal, pass);
+    let code = judged_exit_code(&refs, signal, judgement);
     let root = VerifyReport {
         schema_version: SCHEMA_VERSION,
         hostname: crate::provenance::hostname(),
