@@ -448,17 +448,13 @@ fn start(args: &SuiteArgs) -> anyhow::Result<Setup> {
         },
         run_id: Some(crate::provenance::new_run_id()),
     };
-    if let Some(jobs) = args.numjobs {
-        let total = hostmax_engine::Workload::in_flight(config.iodepth, Some(jobs));
-        if total > u64::from(hostmax_engine::MAX_IODEPTH) {
-            return Err(BadInput(format!(
-                "--numjobs {jobs} x --iodepth {} = {total} I/Os per device, above the most hostmax keeps in flight ({}); lower one of them",
-                config.iodepth,
-                hostmax_engine::MAX_IODEPTH
-            ))
-            .into());
-        }
-    }
+    // The depth and the jobs against the engine's ranges, before any cell.
+    let depth = hostmax_engine::Workload {
+        iodepth: config.iodepth,
+        numjobs: config.numjobs,
+        ..hostmax_engine::Workload::default()
+    };
+    depth.check().map_err(|e| BadInput::from(&e))?;
     if config.cell_time_ms == 0 {
         return Err(BadInput(
             "--cell-time 0: each cell needs a measured time; give e.g. --cell-time 60s".into(),
