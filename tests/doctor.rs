@@ -196,6 +196,11 @@ fn doctor_reads_a_stand_in_tree_and_refuses_bad_input() {
             "/dev/nonexistent-disk",
         ),
         (vec!["doctor", "--iodepth", "0"], "--iodepth"),
+        // The engine's range, as a run's --iodepth.
+        (
+            vec!["doctor", "--iodepth", "5000"],
+            "queue depth 5000 is out of range: use 1 to 4096 (--iodepth)",
+        ),
     ] {
         let out = run_hostmax(&args, None);
         let stderr = String::from_utf8_lossy(&out.stderr);

@@ -91,7 +91,7 @@ fn active_range_numjobs_sleep_and_precondition_limit_shape_the_suite() {
         ),
         (
             vec!["--numjobs", "64", "--iodepth", "4096"],
-            "--numjobs 64 x --iodepth 4096",
+            "64 workers x queue depth 4096 = 262144 I/Os in flight",
         ),
     ] {
         let mut a = vec!["suite".to_string(), "iops".into(), "--devices".into()];

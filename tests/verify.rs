@@ -588,8 +588,9 @@ fn report_of(json: &Path, out: &std::process::Output) -> Value {
     serde_json::from_str(&text).expect("the report is JSON")
 }
 
-/// SIGINT in phase 1 of 2: no PASS (the JSON's `verdict.pass` is false, the table says it did
-/// not conclude), the root says it was interrupted and which phase never ran, exit 130.
+/// SIGINT in phase 1 of 2: no PASS (the JSON's `verdict.pass` is null, no volume's is true,
+/// the table says it did not conclude), the root says it was interrupted and which phase never
+/// ran, exit 130.
 #[test]
 fn a_verify_interrupted_in_its_first_phase_gives_no_pass() {
     // Full-speed I/O: never beside a test that measures rates.
@@ -621,7 +622,7 @@ fn a_verify_interrupted_in_its_first_phase_gives_no_pass() {
     assert_eq!(out.status.code(), Some(130), "{stderr}");
     let report = report_of(&json, &out);
     assert_eq!(report["interrupted"], true, "{report}");
-    assert_eq!(report["verdict"]["pass"], false);
+    assert_withheld(&report["verdict"], &stdout);
     let left = report["phases_not_measured"].as_array().expect("a list");
     assert_eq!(left.len(), 1, "{left:?}");
     assert!(
@@ -703,7 +704,22 @@ fn a_sweep_called_off_at_step_2_keeps_step_1() {
     }
 }
 
-/// The main run judged against a spec, interrupted: no PASS either.
+/// A verdict withheld (its run cut short): `"pass"` null and `"verdict": "not_judged"` for it,
+/// the host and every device, and no row of the table PASS.
+fn assert_withheld(verdict: &Value, table: &str) {
+    let devices = verdict["devices"].as_array().expect("devices");
+    assert!(!devices.is_empty(), "{verdict}");
+    for v in devices.iter().chain([verdict, &verdict["host"]]) {
+        assert!(v["pass"].is_null(), "{v}");
+        assert_eq!(v["verdict"], "not_judged", "{v}");
+    }
+    assert!(
+        !table.lines().any(|l| l.trim_end().ends_with("PASS")),
+        "a PASS row in a verdict cut short: {table}"
+    );
+}
+
+/// The main run judged against a spec, interrupted: no PASS either, overall or per volume.
 #[test]
 fn an_interrupted_judged_run_gives_no_pass() {
     // Full-speed I/O: never beside a test that measures rates.
@@ -734,10 +750,171 @@ fn an_interrupted_judged_run_gives_no_pass() {
     );
     let report = report_of(&json, &out);
     assert_eq!(report["interrupted"], true);
-    assert_eq!(report["verdict"]["pass"], false, "{}", report["verdict"]);
     let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_withheld(&report["verdict"], &stdout);
     assert!(
         !stdout.contains("PASS:") && stdout.contains("NOT CONCLUDED: interrupted during the run"),
         "{stdout}"
     );
+}
+
+/// `hostmax` on one 64 MiB file in `dir` with `options` (2 s, no ramp); returns the exit
+/// code, the JSON report and stdout.
+fn judged_file_run(dir: &ScratchDir, options: &[&str]) -> (i32, Value, String) {
+    let json = dir.join("run.json");
+    let mut args: Vec<String> = vec!["--devices".into()];
+    args.push(dir.file("vol", 64 * MIB).display().to_string());
+    args.extend(options.iter().map(|o| o.to_string()));
+    args.extend(["--runtime", "2s", "--ramp", "0s", "--json"].map(String::from));
+    args.push(json.display().to_string());
+    let out = run_hostmax(&args, None);
+    let report = report_of(&json, &out);
+    let code = out.status.code().unwrap_or(-1);
+    (
+        code,
+        report,
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+    )
+}
+
+/// `--numjobs 4 --iodepth 1` keeps four I/Os in flight per device: a p95 promise (made for
+/// one I/O at a time) is not judged on it, while the IOPS promise is.
+#[test]
+fn numjobs_times_iodepth_is_the_depth_a_p95_promise_is_judged_at() {
+    let _rate = rate_test_lock();
+    let dir = ScratchDir::new("numjobs-depth");
+    let (code, report, stdout) = judged_file_run(
+        &dir,
+        &[
+            "--numjobs",
+            "4",
+            "--iodepth",
+            "1",
+            "--volume-spec",
+            "iops=10,p95_ms=1000",
+        ],
+    );
+    let v = &report["verdict"];
+    assert_eq!(code, 0, "{stdout}");
+    let d = &v["devices"][0];
+    assert!(
+        d["measured_read_p95_ns"].is_null(),
+        "judged as depth 1: {d}"
+    );
+    assert!(d["measured_iops"].as_f64().unwrap() > 10.0, "{d}");
+    assert_eq!(d["verdict"], "pass", "{d}");
+    let not_judged = v["not_judged"].to_string();
+    assert!(
+        not_judged.contains(
+            "volume p95 latency: needs a run of 4 KiB blocks or smaller at queue depth 1"
+        ),
+        "{v}"
+    );
+    assert!(!stdout.contains("p95 <="), "a p95 row: {stdout}");
+    // With only the p95 promise the run can judge nothing: refused before any I/O, saying
+    // why in numjobs' terms.
+    let json = dir.join("refused.json");
+    let out = run_hostmax(
+        &[
+            "--devices",
+            &dir.file("vol", 64 * MIB).display().to_string(),
+            "--numjobs",
+            "4",
+            "--iodepth",
+            "1",
+            "--volume-spec",
+            "p95_ms=1000",
+            "--json",
+            &json.display().to_string(),
+        ],
+        None,
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("--numjobs 4 x --iodepth 1 = 4 I/Os in flight per device"),
+        "{stderr}"
+    );
+    assert!(!json.exists(), "refused before any I/O");
+}
+
+/// A run none of whose promises could be judged (trims show no read or write latency):
+/// NOT CONCLUDED, exit 7, `"pass": null`; never PASS.
+#[test]
+fn a_run_that_judged_nothing_is_not_concluded() {
+    let _rate = rate_test_lock();
+    let dir = ScratchDir::new("nothing-judged");
+    let (code, report, stdout) = judged_file_run(
+        &dir,
+        &[
+            "--rw",
+            "randtrim",
+            "--allow-write",
+            "--iodepth",
+            "1",
+            "--volume-spec",
+            "p95_ms=1000",
+        ],
+    );
+    assert_eq!(code, 7, "{stdout}");
+    let v = &report["verdict"];
+    assert!(v["pass"].is_null(), "{v}");
+    assert_eq!(v["verdict"], "not_judged", "{v}");
+    assert!(v["devices"][0]["pass"].is_null(), "{v}");
+    assert!(!stdout.contains("PASS:"), "{stdout}");
+    assert!(
+        stdout.contains("NOT CONCLUDED: no promise could be judged"),
+        "{stdout}"
+    );
+}
+
+/// A spec file promising of a path that is not among `--devices`: refused before any I/O,
+/// exit 2, one line naming the path and the fix.
+#[test]
+fn a_promise_for_a_path_not_run_is_refused_before_any_io() {
+    let dir = ScratchDir::new("unmatched-promise");
+    let vol = dir.file("vol", 64 * MIB).display().to_string();
+    let missing = dir.path("not-a-volume");
+    let spec = dir.join("spec.toml");
+    std::fs::write(
+        &spec,
+        format!("[volume]\nspec = \"iops=10\"\n\n[[device]]\npath = \"{missing}\"\n"),
+    )
+    .unwrap();
+    let json = dir.join("run.json");
+    let out = run_hostmax(
+        &[
+            "--devices",
+            &vol,
+            "--spec-file",
+            &spec.display().to_string(),
+            "--json",
+            &json.display().to_string(),
+        ],
+        None,
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
+    assert!(
+        stderr.contains(&missing) && stderr.contains("add it to --devices or remove its entry"),
+        "{stderr}"
+    );
+    assert!(!json.exists(), "refused before any I/O");
+    // The same volume named through a link is the volume: judged, not silently left out.
+    let link = dir.join("link-to-vol");
+    std::os::unix::fs::symlink(&vol, &link).unwrap();
+    std::fs::write(
+        &spec,
+        format!(
+            "[volume]\nspec = \"iops=10\"\n\n[[device]]\npath = \"{}\"\n",
+            link.display()
+        ),
+    )
+    .unwrap();
+    let (code, report, stdout) =
+        judged_file_run(&dir, &["--spec-file", &spec.display().to_string()]);
+    assert_eq!(code, 0, "{stdout}");
+    assert_eq!(report["verdict"]["devices"][0]["verdict"], "pass");
+    assert!(report["verdict"]["not_judged"].is_null(), "{report}");
 }

@@ -3,7 +3,7 @@
 //! what a header claims: a decoded histogram stays within hostmax's bin layout.
 #![no_main]
 
-use hostmax_aggregate::{decode_histogram, merge_reports, HostReport};
+use hostmax_aggregate::{decode_histogram, merge_reports, merge_reports_with, HostReport};
 use hostmax_engine::{LATENCY_HIGHEST_NS, LATENCY_SIGFIG};
 use libfuzzer_sys::fuzz_target;
 
@@ -16,6 +16,10 @@ fuzz_target!(|data: &[u8]| {
         assert!(h.high() <= 2 * LATENCY_HIGHEST_NS);
     }
     if let Ok(report) = serde_json::from_str::<HostReport>(text) {
-        let _ = merge_reports(&[("a".into(), report.clone()), ("b".into(), report)]);
+        let twice = [("a".into(), report.clone()), ("b".into(), report)];
+        // With the window check (times are text too) and without it, so that a report with
+        // no window still reaches the histograms.
+        let _ = merge_reports(&twice);
+        let _ = merge_reports_with(&twice, 0.0);
     }
 });

@@ -343,9 +343,10 @@ fn job(report: &HostReport, src: JobSource<'_>) -> Result<Value, HistogramCodecE
     for key in ["ctx", "majf", "minf"] {
         job.insert(key.into(), json!(0));
     }
+    // A job here is a device (all its workers): the I/Os its queue held are every job's.
     job.insert(
         "iodepth_level".into(),
-        iodepth_level(report.workload.iodepth),
+        iodepth_level(report.workload.in_flight_per_device()),
     );
     for key in ["iodepth_submit", "iodepth_complete"] {
         let zeros: Map<String, Value> = ["0", "4", "8", "16", "32", "64", ">=64"]
@@ -495,8 +496,8 @@ fn sample_stats(samples: &[f64]) -> (f64, f64, f64, f64) {
 
 /// fio's `iodepth_level`: hostmax refills each device's queue to its depth at every batch,
 /// so every I/O is issued at the depth: its bucket holds 100 %.
-fn iodepth_level(iodepth: u32) -> Value {
-    const LEVELS: [(u32, &str); 7] = [
+fn iodepth_level(iodepth: u64) -> Value {
+    const LEVELS: [(u64, &str); 7] = [
         (1, "1"),
         (2, "2"),
         (4, "4"),
@@ -637,6 +638,13 @@ mod tests {
         let unpaced = fio_json(&crate::summarize(&result, vec![])).unwrap();
         let read = &unpaced["jobs"][0]["read"];
         assert_eq!(read["lat_ns"]["max"], read["clat_ns"]["max"]);
+        // A device's job counts every worker's depth in its iodepth_level: 4 jobs of depth 1
+        // kept 4 in flight.
+        result.workload.iodepth = 1;
+        result.workload.numjobs = Some(4);
+        let jobs = fio_json(&crate::summarize(&result, vec![])).unwrap();
+        assert_eq!(jobs["jobs"][0]["iodepth_level"]["4"], 100.0);
+        assert_eq!(jobs["global options"]["iodepth"], "1");
         assert!(read["lat_ns"]["percentile"].is_null());
     }
 

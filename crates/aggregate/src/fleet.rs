@@ -5,6 +5,9 @@
 
 mod duplicate;
 mod figures;
+mod window;
+
+pub use window::{measured_windows, overlap, MeasuredWindow, DEFAULT_MIN_OVERLAP};
 
 use std::collections::BTreeMap;
 
@@ -85,6 +88,26 @@ pub enum MergeError {
         /// `host` or the device's path.
         what: String,
     },
+    /// A report without a measured window (written by an older hostmax), while the windows
+    /// are checked.
+    #[error("{label}: no started_at/ended_at (written by an older hostmax), so whether it ran together with the others cannot be checked; merge reports of this version, or add --min-overlap 0 to merge without the check")]
+    NoWindow {
+        /// The report (and host, inside a merged report).
+        label: String,
+    },
+    /// A measured window whose times do not parse, or end before they start.
+    #[error("{label}: {why}; give reports written by 'hostmax --json'")]
+    BadWindow {
+        /// The report (and host, inside a merged report).
+        label: String,
+        /// What is wrong with it.
+        why: String,
+    },
+    /// Runs whose measured windows have less in common than the minimum overlap: they were
+    /// not measured together (two runs of one host one after the other among them), and
+    /// their rates would add to what no fleet did at once.
+    #[error("{0}")]
+    NotMeasuredTogether(String),
     /// A histogram that does not decode.
     #[error("{label}: the histograms of {what} do not decode: {source}")]
     BadHistogram {
@@ -196,10 +219,28 @@ fn workload_fields(r: &HostReport) -> [(&'static str, Setting, String); 10] {
 /// histograms, figures no run can have written (a rate that is not a finite number or is
 /// above its count over its window, counts whose sum passes 2^64 - 1), and the same run
 /// twice (by run id, or without one by its window and its devices' exact counts and
-/// histograms; also inside a merged report). Whether the runs' windows overlap is the
-/// caller's to check: the reports' times are text here.
+/// histograms; also inside a merged report), and runs not measured together: all of them
+/// must have run together for at least [`DEFAULT_MIN_OVERLAP`] of their span (two runs of one
+/// host one after the other never did), which needs every report's window
+/// ([`merge_reports_with`] sets another share).
 pub fn merge_reports(reports: &[(String, HostReport)]) -> Result<HostReport, MergeError> {
+    merge_reports_with(reports, DEFAULT_MIN_OVERLAP)
+}
+
+/// [`merge_reports`] with `min_overlap` (0 to 1) the share of the runs' span all of them
+/// must have measured together; 0 skips that check (and lets reports without a window in).
+pub fn merge_reports_with(
+    reports: &[(String, HostReport)],
+    min_overlap: f64,
+) -> Result<HostReport, MergeError> {
     let (first_label, first) = reports.first().ok_or(MergeError::NoReports)?;
+    if min_overlap > 0.0 {
+        let mut windows = Vec::new();
+        for (label, report) in reports {
+            windows.extend(measured_windows(label, report)?);
+        }
+        window::check_overlap(&windows, min_overlap)?;
+    }
     let expected = workload_fields(first);
     // Every I/O of each host ([`Figures::all_ios`]): each kind of count is added checked
     // below, and then their total, which is the merged report's `all_ios`.
@@ -614,9 +655,16 @@ mod tests {
                 }
             })
             .collect();
+        let report = summarize(&result, points);
         HostReport {
             hostname: Some(name.to_string()),
-            ..summarize(&result, points)
+            // Every host measured together, as merging asks.
+            provenance: crate::report::Provenance {
+                started_at: Some("2026-11-25T10:00:00Z".into()),
+                ended_at: Some("2026-11-25T10:00:02Z".into()),
+                ..report.provenance.clone()
+            },
+            ..report
         }
     }
 
@@ -1262,14 +1310,48 @@ mod tests {
     }
 
     #[test]
+    fn two_runs_of_one_host_one_after_the_other_are_refused() {
+        let w = randrw();
+        let at = |seed: u64, start: &str, end: &str| {
+            let mut r = host_report("alpha", seed, 1, 2000, &w);
+            r.provenance.started_at = Some(start.into());
+            r.provenance.ended_at = Some(end.into());
+            r
+        };
+        let first = at(3, "2026-11-25T10:00:00Z", "2026-11-25T10:00:02Z");
+        let second = at(5, "2026-11-25T10:05:00Z", "2026-11-25T10:05:02Z");
+        let reports = [("1.json".into(), first), ("2.json".into(), second)];
+        let err = merge_reports(&reports).unwrap_err();
+        assert!(matches!(err, MergeError::NotMeasuredTogether(_)), "{err:?}");
+        assert!(
+            err.to_string().starts_with(
+                "the runs were not measured together: 1.json ended at 2026-11-25T10:00:02.000Z"
+            ),
+            "{err}"
+        );
+        // A caller who means to add them says so.
+        assert!(merge_reports_with(&reports, 0.0).is_ok());
+        // And a report without its window cannot be checked.
+        let mut unstamped = reports.clone();
+        unstamped[1].1.provenance.started_at = None;
+        assert!(matches!(
+            merge_reports(&unstamped),
+            Err(MergeError::NoWindow { .. })
+        ));
+    }
+
+    #[test]
     fn the_same_run_is_refused_twice_also_inside_a_merged_report() {
         let w = randrw();
-        let with_id = |name: &str, seed: u64, id: &str| HostReport {
-            provenance: crate::report::Provenance {
-                run_id: Some(id.to_string()),
-                ..Default::default()
-            },
-            ..host_report(name, seed, 1, 2000, &w)
+        let with_id = |name: &str, seed: u64, id: &str| {
+            let report = host_report(name, seed, 1, 2000, &w);
+            HostReport {
+                provenance: crate::report::Provenance {
+                    run_id: Some(id.to_string()),
+                    ..report.provenance.clone()
+                },
+                ..report
+            }
         };
         let a = with_id("a", 3, "aaaa");
         let b = with_id("b", 5, "bbbb");

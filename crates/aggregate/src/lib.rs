@@ -128,7 +128,10 @@ pub mod verdict;
 pub use baseline::{baseline_rates, report_bursts, BaselineRates, ReportBursts};
 pub use burst::{Burst, BurstRule};
 pub use curve::{Curve, CurveReport};
-pub use fleet::{merge_reports, MergeError, WorkloadDifference};
+pub use fleet::{
+    measured_windows, merge_reports, merge_reports_with, overlap, MeasuredWindow, MergeError,
+    WorkloadDifference, DEFAULT_MIN_OVERLAP,
+};
 pub use histogram_codec::{
     decode_histogram, decode_latency_histogram, encode_histogram, EncodedHistograms,
     HistogramCodecError,

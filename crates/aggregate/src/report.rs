@@ -428,6 +428,14 @@ pub struct WorkloadSummary {
     pub record_latency: bool,
 }
 
+impl WorkloadSummary {
+    /// I/Os each device kept in flight: every job's depth
+    /// ([`Workload::in_flight_per_target`]).
+    pub fn in_flight_per_device(&self) -> u64 {
+        Workload::in_flight(self.iodepth, self.numjobs)
+    }
+}
+
 impl From<&Workload> for WorkloadSummary {
     fn from(w: &Workload) -> Self {
         WorkloadSummary {

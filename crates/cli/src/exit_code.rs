@@ -2,7 +2,8 @@
 //! docs/src/output.md, is the same table). When several apply, the first in this order wins:
 //! [`BAD_INPUT`] (found before any I/O), a signal ([`interrupted`]), [`VERIFY_FAILED`] (bad data
 //! outranks everything measured), [`STALLED`] (a device that stopped answering), [`IO_ERRORS`]
-//! (figures with I/O errors are judged neither good nor bad), [`VERDICT_FAILED`], [`OK`].
+//! (figures with I/O errors are judged neither good nor bad), [`VERDICT_FAILED`],
+//! [`NOT_CONCLUDED`], [`OK`].
 
 use crate::error::{BadInput, CalledOff, Stalled};
 
@@ -25,6 +26,11 @@ pub const VERIFY_FAILED: i32 = 5;
 /// of a device that got no answer in time before any write (the safety checks) or in
 /// `prepare`'s read pass.
 pub const STALLED: i32 = 6;
+/// A judged run finished but no promise could be judged (NOT CONCLUDED): every promised
+/// figure needed another run shape, or every shortfall was on saturated workers. Not a pass,
+/// and not a failure of the volumes either. (A run a signal cut short is NOT CONCLUDED too,
+/// with the signal's code.)
+pub const NOT_CONCLUDED: i32 = 7;
 
 /// The exit code of a run a signal stopped (130 for SIGINT, 143 for SIGTERM), as shells do.
 pub fn interrupted(signal: i32) -> i32 {
@@ -44,6 +50,8 @@ pub struct Outcome {
     pub stalled: bool,
     /// A judged promise did not hold.
     pub verdict_failed: bool,
+    /// A verdict was asked for and nothing could be judged.
+    pub not_concluded: bool,
 }
 
 impl Outcome {
@@ -59,6 +67,8 @@ impl Outcome {
             IO_ERRORS
         } else if self.verdict_failed {
             VERDICT_FAILED
+        } else if self.not_concluded {
+            NOT_CONCLUDED
         } else {
             OK
         }
@@ -109,6 +119,7 @@ mod tests {
             io_errors: true,
             stalled: true,
             verdict_failed: true,
+            not_concluded: true,
         };
         assert_eq!(all.code(), 130);
         let all = Outcome { signal: 0, ..all };
@@ -128,6 +139,11 @@ mod tests {
             ..all
         };
         assert_eq!(all.code(), VERDICT_FAILED);
+        let all = Outcome {
+            verdict_failed: false,
+            ..all
+        };
+        assert_eq!(all.code(), NOT_CONCLUDED);
         assert_eq!(Outcome::default().code(), OK);
     }
 }

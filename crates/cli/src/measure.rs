@@ -50,6 +50,7 @@ pub fn exit_code(report: &HostReport, interrupted_by: i32) -> i32 {
         io_errors: report.host.errors > 0,
         stalled: report.stalled(),
         verdict_failed: false,
+        not_concluded: false,
     }
     .code()
 }

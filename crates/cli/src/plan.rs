@@ -17,12 +17,12 @@ use hostmax_device::{
 };
 use hostmax_engine::{
     ErrorPolicy, IoPattern, Misfit, Polling, TargetInfo, ThreadLayout, Workload, WriteData,
-    MAX_BLOCK_SIZE, MAX_IODEPTH, MAX_RATE_IOPS, MAX_RUN_TIME, MIN_BLOCK_SIZE,
+    MAX_BLOCK_SIZE, MIN_BLOCK_SIZE,
 };
 
 use crate::devices::{create_files, expand_device_args, resolve_targets_creating};
 use crate::error::BadInput;
-use crate::units::{format_duration, format_size, human_size};
+use crate::units::{format_size, human_size};
 
 /// Open files a run needs besides one per target (stdio, rings, eventfds, the report).
 pub const RESERVED_FDS: u64 = 32;
@@ -313,33 +313,33 @@ fn check_workload(request: &PlanRequest) -> Result<Workload, BadInput> {
         }
     }
     let bs = request.block_size;
-    if bs == 0 {
+    let Ok(block_size) = u32::try_from(bs) else {
+        // Beyond what the engine's number holds; the engine's range check says the rest.
         return Err(BadInput(format!(
-            "--bs 0: a block size must be at least {}; use e.g. --bs 4k",
-            format_size(MIN_BLOCK_SIZE.into())
-        )));
-    }
-    if bs < MIN_BLOCK_SIZE.into() || bs > MAX_BLOCK_SIZE.into() {
-        return Err(BadInput(format!(
-            "--bs {} is out of range: use {} to {}",
+            "--bs {} is out of range: use at most {}",
             format_size(bs),
-            format_size(MIN_BLOCK_SIZE.into()),
             format_size(MAX_BLOCK_SIZE.into())
         )));
-    }
-    if !bs.is_multiple_of(u64::from(MIN_BLOCK_SIZE)) {
-        return Err(BadInput(format!(
-            "--bs {bs} is not a multiple of {MIN_BLOCK_SIZE} bytes; use e.g. {} or {}",
-            bs / 512 * 512,
-            (bs / 512 + 1) * 512
-        )));
-    }
-    if request.iodepth == 0 || request.iodepth > MAX_IODEPTH {
-        return Err(BadInput(format!(
-            "--iodepth {} is out of range: use 1 to {MAX_IODEPTH}",
-            request.iodepth
-        )));
-    }
+    };
+    let workload = Workload {
+        pattern: request.pattern,
+        rwmixread: request.rwmixread.unwrap_or(defaults.rwmixread),
+        block_size,
+        iodepth: request.iodepth,
+        numjobs: request.numjobs,
+        working_set: request.working_set,
+        runtime: request.runtime,
+        ramp: request.ramp,
+        seed: request.seed.unwrap_or(defaults.seed),
+        rate_iops: request.rate_iops,
+        arrival: request.arrival,
+        record_latency: request.record_latency,
+        io_limit: None,
+        write_data: request.write_data,
+    };
+    // The engine's ranges (block size, depth, jobs and the I/Os they keep in flight, times,
+    // rate, data options), named with this command's options.
+    workload.check().map_err(|e| BadInput::from(&e))?;
     if let Some(size) = request.working_set {
         if size == 0 {
             return Err(BadInput(
@@ -364,49 +364,7 @@ fn check_workload(request: &PlanRequest) -> Result<Workload, BadInput> {
             )));
         }
     }
-    if request.runtime.is_zero() {
-        return Err(BadInput(
-            "--runtime 0: the measured time must be positive; give e.g. --runtime 30s".into(),
-        ));
-    }
-    if request.rate_iops == Some(0) {
-        return Err(BadInput(
-            "--rate-iops 0 would do no I/O; give a positive cap or leave it out".into(),
-        ));
-    }
-    // The command line's parser bounds each duration already; a request built in code is
-    // held to the same bound, so the run's end never overflows an `Instant`.
-    for (option, d) in [("--runtime", request.runtime), ("--ramp", request.ramp)] {
-        if d > MAX_RUN_TIME {
-            return Err(BadInput(format!(
-                "{option} {} is too long: use at most {} (365 days)",
-                format_duration(d),
-                format_duration(MAX_RUN_TIME)
-            )));
-        }
-    }
-    if let Some(rate) = request.rate_iops.filter(|&r| r > MAX_RATE_IOPS) {
-        return Err(BadInput(format!(
-            "--rate-iops {rate} is beyond what a run can pace: use at most {MAX_RATE_IOPS} (1000m), or leave it out for no cap"
-        )));
-    }
-    Ok(Workload {
-        pattern: request.pattern,
-        rwmixread: request.rwmixread.unwrap_or(defaults.rwmixread),
-        // Checked above to be at most MAX_BLOCK_SIZE, which is a u32.
-        block_size: u32::try_from(bs).unwrap_or(MAX_BLOCK_SIZE),
-        iodepth: request.iodepth,
-        numjobs: request.numjobs,
-        working_set: request.working_set,
-        runtime: request.runtime,
-        ramp: request.ramp,
-        seed: request.seed.unwrap_or(defaults.seed),
-        rate_iops: request.rate_iops,
-        arrival: request.arrival,
-        record_latency: request.record_latency,
-        io_limit: None,
-        write_data: request.write_data,
-    })
+    Ok(workload)
 }
 
 /// Checks that the workload fits one probed target: the engine's check

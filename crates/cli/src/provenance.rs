@@ -10,8 +10,7 @@ use std::time::{Duration, SystemTime};
 
 use hostmax_aggregate::{HostReport, Provenance};
 
-use crate::error::BadInput;
-use crate::rfc3339::{format_rfc3339, parse_rfc3339};
+use crate::rfc3339::format_rfc3339;
 
 /// The commit this hostmax was built from, as reports record it (`hostmax_commit`): the sha
 /// (40 hex digits from git or a crates.io package; what a packager gave in
@@ -113,123 +112,6 @@ pub fn redacted_command_line(args: impl IntoIterator<Item = String>) -> Vec<Stri
     out
 }
 
-/// One run's measured window, read back from a report (a merged report has one per host).
-#[derive(Debug, Clone, PartialEq)]
-pub struct Window {
-    /// The report's label (its file name), and the host inside a merged report.
-    pub label: String,
-    /// Start of the measured window.
-    pub start: SystemTime,
-    /// End of the measured window.
-    pub end: SystemTime,
-}
-
-/// Every measured window `report` (labelled `label`) holds, or a [`BadInput`] naming a report
-/// without one (an older hostmax) or with times that do not parse.
-pub fn windows_of(label: &str, report: &HostReport) -> Result<Vec<Window>, BadInput> {
-    let parse = |who: String, start: &Option<String>, end: &Option<String>| {
-        let (Some(start), Some(end)) = (start, end) else {
-            return Err(BadInput(format!(
-                "{who}: no started_at/ended_at (written by an older hostmax), so whether it ran together with the others cannot be checked; merge reports of this version, or add --min-overlap 0 to merge without the check"
-            )));
-        };
-        let read = |field: &str, text: &str| {
-            parse_rfc3339(text).map_err(|why| {
-                BadInput(format!(
-                    "{who}: {field} is not an RFC 3339 time ({why}); give reports written by 'hostmax --json'"
-                ))
-            })
-        };
-        let (start, end) = (read("started_at", start)?, read("ended_at", end)?);
-        if end < start {
-            return Err(BadInput(format!(
-                "{who}: ended_at is before started_at; give reports written by 'hostmax --json'"
-            )));
-        }
-        Ok(Window {
-            label: who,
-            start,
-            end,
-        })
-    };
-    match &report.fleet {
-        Some(fleet) => fleet
-            .hosts
-            .iter()
-            .map(|h| {
-                parse(
-                    format!("{label} (host {})", h.hostname),
-                    &h.provenance.started_at,
-                    &h.provenance.ended_at,
-                )
-            })
-            .collect(),
-        None => Ok(vec![parse(
-            label.to_string(),
-            &report.provenance.started_at,
-            &report.provenance.ended_at,
-        )?]),
-    }
-}
-
-/// How much the windows have in common: the time all of them ran, as a share of the time
-/// from the first start to the last end (1 for identical windows, 0 or less when some run
-/// ended before another started). Also gives the window that ended first and the one that
-/// started last, which bound it.
-pub fn overlap(windows: &[Window]) -> Option<(f64, &Window, &Window)> {
-    let first_end = windows.iter().min_by_key(|w| w.end)?;
-    let last_start = windows.iter().max_by_key(|w| w.start)?;
-    let earliest = windows.iter().map(|w| w.start).min()?;
-    let latest = windows.iter().map(|w| w.end).max()?;
-    let span = latest.duration_since(earliest).unwrap_or_default();
-    let common = secs_between(last_start.start, first_end.end);
-    let share = if span.is_zero() {
-        1.0
-    } else {
-        common / span.as_secs_f64()
-    };
-    Some((share, first_end, last_start))
-}
-
-/// `to - from` in seconds, negative when `to` is earlier.
-fn secs_between(from: SystemTime, to: SystemTime) -> f64 {
-    match to.duration_since(from) {
-        Ok(d) => d.as_secs_f64(),
-        Err(e) => -e.duration().as_secs_f64(),
-    }
-}
-
-/// Refuses windows whose common time is below `min_share` (0 to 1) of their span, saying by
-/// how much they overlap and which two runs bound it.
-pub fn check_overlap(windows: &[Window], min_share: f64) -> Result<(), BadInput> {
-    let Some((share, first_end, last_start)) = overlap(windows) else {
-        return Ok(());
-    };
-    if share >= min_share {
-        return Ok(());
-    }
-    let fix = "run the hosts together (--start-at), or accept less with --min-overlap PERCENT";
-    if share <= 0.0 {
-        let gap = secs_between(first_end.end, last_start.start);
-        return Err(BadInput(format!(
-            "the runs were not measured together: {} ended at {}, {gap:.1} s before {} started at {}; {fix}",
-            first_end.label,
-            format_rfc3339(first_end.end),
-            last_start.label,
-            format_rfc3339(last_start.start),
-        )));
-    }
-    Err(BadInput(format!(
-        "the runs' measured windows overlap only {:.1}% ({} started at {}, {} ended at {}), under --min-overlap {:.0}%; {fix}",
-        share * 100.0,
-        last_start.label,
-        format_rfc3339(last_start.start),
-        first_end.label,
-        format_rfc3339(first_end.end),
-        min_share * 100.0
-    )))
-}
-
 /// The provenance of a command made of several runs (verify's phases, sweep's steps): a new
 /// run id and the window from the first run's start to the last run's end. The runs' times are
 /// this version's fixed-width UTC text, so text order is time order.
@@ -287,18 +169,6 @@ mod tests {
         }
     }
 
-    fn at(text: &str) -> SystemTime {
-        parse_rfc3339(text).unwrap()
-    }
-
-    fn window(label: &str, start: &str, end: &str) -> Window {
-        Window {
-            label: label.into(),
-            start: at(start),
-            end: at(end),
-        }
-    }
-
     #[test]
     fn secrets_are_redacted_from_the_command_line() {
         let line = |s: &str| s.split(' ').map(String::from).collect::<Vec<_>>();
@@ -326,33 +196,5 @@ mod tests {
             .chars()
             .all(|c| c.is_ascii_hexdigit() && !c.is_ascii_uppercase()));
         assert_ne!(a, b);
-    }
-
-    #[test]
-    fn windows_that_ran_together_pass_and_others_say_by_how_much() {
-        let a = window("a.json", "2026-11-23T12:00:00Z", "2026-11-23T12:00:30Z");
-        let b = window(
-            "b.json",
-            "2026-11-23T12:00:00.020Z",
-            "2026-11-23T12:00:30.020Z",
-        );
-        assert!(check_overlap(&[a.clone(), b], 0.9).is_ok());
-        let half = window("c.json", "2026-11-23T12:00:15Z", "2026-11-23T12:00:45Z");
-        let err = check_overlap(&[a.clone(), half.clone()], 0.9)
-            .unwrap_err()
-            .0;
-        assert_eq!(
-            err,
-            "the runs' measured windows overlap only 33.3% (c.json started at 2026-11-23T12:00:15.000Z, \
-             a.json ended at 2026-11-23T12:00:30.000Z), under --min-overlap 90%; run the hosts together \
-             (--start-at), or accept less with --min-overlap PERCENT"
-        );
-        assert!(check_overlap(&[a.clone(), half], 0.3).is_ok());
-        let later = window("d.json", "2026-11-23T13:00:00Z", "2026-11-23T13:00:30Z");
-        let err = check_overlap(&[a, later], 0.9).unwrap_err().0;
-        assert!(
-            err.starts_with("the runs were not measured together: a.json ended at 2026-11-23T12:00:30.000Z, 3570.0 s before d.json started"),
-            "{err}"
-        );
     }
 }

@@ -17,7 +17,6 @@ use crate::worker::WorkerTask;
 use crate::workload::ErrorPolicy;
 use crate::{
     target, DeviceInterval, DeviceResult, EngineError, RunResult, Setting, SettingError, Workload,
-    MAX_BLOCK_SIZE, MAX_IODEPTH, MAX_NUMJOBS, MAX_RATE_IOPS, MAX_RUN_TIME, MIN_BLOCK_SIZE,
 };
 
 /// What to run where.
@@ -181,123 +180,14 @@ pub fn refuse_duplicate_targets(
     Ok(())
 }
 
-/// Checks a workload against the engine's limits and every target.
+/// Checks a workload against the engine's limits ([`Workload::check`]) and every target.
 pub fn validate(workload: &Workload, targets: &[TargetInfo]) -> Result<(), EngineError> {
     let w = workload;
     use Setting::*;
     let bad = |m: String, settings: &[Setting]| {
         Err(EngineError::InvalidWorkload(SettingError::new(m, settings)))
     };
-    if !(MIN_BLOCK_SIZE..=MAX_BLOCK_SIZE).contains(&w.block_size) {
-        return bad(
-            format!(
-                "block size {} is out of range: use 512 B to 8 MiB",
-                w.block_size
-            ),
-            &[BlockSize],
-        );
-    }
-    if w.iodepth == 0 || w.iodepth > MAX_IODEPTH {
-        return bad(
-            format!(
-                "queue depth {} is out of range: use 1 to {MAX_IODEPTH}",
-                w.iodepth
-            ),
-            &[Iodepth],
-        );
-    }
-    if let Some(n) = w.numjobs.filter(|n| !(1..=MAX_NUMJOBS).contains(n)) {
-        return bad(
-            format!("{n} workers per target is out of range: use 1 to {MAX_NUMJOBS}"),
-            &[Numjobs],
-        );
-    }
-    if let Some(n) = w.numjobs {
-        let total = u64::from(n) * u64::from(w.iodepth);
-        if total > u64::from(MAX_IODEPTH) {
-            return bad(
-                format!(
-                    "{n} workers x queue depth {} = {total} I/Os in flight per target, above the most the engine keeps ({MAX_IODEPTH}): lower one of them",
-                    w.iodepth
-                ),
-                &[Numjobs, Iodepth],
-            );
-        }
-    }
-    if w.rwmixread > 100 {
-        return bad(
-            format!("read share {}% is over 100%: use 0 to 100", w.rwmixread),
-            &[Rwmixread],
-        );
-    }
-    if w.runtime.is_zero() {
-        return bad(
-            "runtime is zero: give a positive runtime".into(),
-            &[Runtime],
-        );
-    }
-    for (what, d, setting) in [("runtime", w.runtime, Runtime), ("ramp", w.ramp, Ramp)] {
-        if d > MAX_RUN_TIME {
-            return bad(
-                format!(
-                    "{what} of {} s is longer than the engine runs: use at most {} s (365 days)",
-                    d.as_secs(),
-                    MAX_RUN_TIME.as_secs()
-                ),
-                &[setting],
-            );
-        }
-    }
-    if let Some(limit) = w.io_limit {
-        if limit < u64::from(w.block_size) {
-            return bad(
-                format!(
-                    "I/O limit of {limit} bytes is less than one block of {} bytes: give a larger limit",
-                    w.block_size
-                ),
-                &[IoLimit],
-            );
-        }
-    }
-    if w.rate_iops == Some(0) {
-        return bad(
-            "rate of 0 IOPS would never submit: give a positive rate".into(),
-            &[RateIops],
-        );
-    }
-    if let Some(rate) = w.rate_iops.filter(|&r| r > MAX_RATE_IOPS) {
-        return bad(
-            format!(
-                "rate of {rate} IOPS is beyond what the engine paces: use at most {MAX_RATE_IOPS}"
-            ),
-            &[RateIops],
-        );
-    }
-    let data = &w.write_data;
-    if data.compress_percent > 100 || data.dedupe_percent > 100 {
-        return bad(
-            format!(
-                "compress {}% / dedupe {}%: use 0 to 100",
-                data.compress_percent, data.dedupe_percent
-            ),
-            &[CompressPercent, DedupePercent],
-        );
-    }
-    if data.verify && !w.pattern.issues(OpKind::Write) {
-        return bad(
-            format!(
-                "data verification checks what this run writes, and {} writes nothing: use randwrite, randrw or write",
-                w.pattern
-            ),
-            &[Verify, Pattern],
-        );
-    }
-    if data.verify && data.dedupe_percent > 0 {
-        return bad(
-            "data verification gives every block its own header, so no block can repeat another: drop deduplication or verification".into(),
-            &[DedupePercent, Verify],
-        );
-    }
+    w.check().map_err(EngineError::InvalidWorkload)?;
     if targets.is_empty() {
         return bad("no targets: give at least one device".into(), &[Targets]);
     }
@@ -543,8 +433,7 @@ pub(crate) fn buffer_bytes(workload: &Workload, targets: usize) -> u64 {
         .into_iter()
         .filter(|&op| op.buffer_use() != BufferUse::None && workload.pattern.issues(op))
         .count() as u64;
-    let jobs = u64::from(workload.numjobs.unwrap_or(1));
-    targets as u64 * jobs * workload.iodepth as u64 * workload.block_size as u64 * kinds
+    targets as u64 * workload.in_flight_per_target() * workload.block_size as u64 * kinds
 }
 
 fn mem_available(meminfo: &str) -> Option<u64> {
@@ -929,6 +818,7 @@ impl StopHandle {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::{MAX_IODEPTH, MAX_RATE_IOPS, MAX_RUN_TIME};
 
     #[test]
     fn a_file_named_twice_by_any_path_is_refused() {

@@ -7,6 +7,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use crate::op::{OpKind, PerOp};
+use crate::setting::{Setting, SettingError};
 
 /// Largest block size the engine accepts (8 MiB).
 pub const MAX_BLOCK_SIZE: u32 = 8 << 20;
@@ -261,6 +262,154 @@ impl Default for Workload {
     }
 }
 
+impl Workload {
+    /// Checks every number against the engine's limits, the ones a workload has whatever it
+    /// runs on (what fits a target is [`crate::check_fits`]): block size, queue depth,
+    /// workers and the I/Os they keep in flight together, read share, times, rate, data
+    /// options. The one place these ranges are written; front ends word its refusal with
+    /// their own names for the settings ([`SettingError::naming`]).
+    pub fn check(&self) -> Result<(), SettingError> {
+        let w = self;
+        use Setting::*;
+        let bad = |m: String, settings: &[Setting]| Err(SettingError::new(m, settings));
+        if !(MIN_BLOCK_SIZE..=MAX_BLOCK_SIZE).contains(&w.block_size) {
+            return bad(
+                format!(
+                    "block size {} is out of range: use 512 B to 8 MiB",
+                    w.block_size
+                ),
+                &[BlockSize],
+            );
+        }
+        if !w.block_size.is_multiple_of(MIN_BLOCK_SIZE) {
+            return bad(
+                format!(
+                    "block size {} is not a multiple of {MIN_BLOCK_SIZE} bytes: use e.g. {} or {}",
+                    w.block_size,
+                    w.block_size / MIN_BLOCK_SIZE * MIN_BLOCK_SIZE,
+                    (w.block_size / MIN_BLOCK_SIZE + 1) * MIN_BLOCK_SIZE
+                ),
+                &[BlockSize],
+            );
+        }
+        if w.iodepth == 0 || w.iodepth > MAX_IODEPTH {
+            return bad(
+                format!(
+                    "queue depth {} is out of range: use 1 to {MAX_IODEPTH}",
+                    w.iodepth
+                ),
+                &[Iodepth],
+            );
+        }
+        if let Some(n) = w.numjobs.filter(|n| !(1..=MAX_NUMJOBS).contains(n)) {
+            return bad(
+                format!("{n} workers per target is out of range: use 1 to {MAX_NUMJOBS}"),
+                &[Numjobs],
+            );
+        }
+        if let Some(n) = w.numjobs {
+            let total = w.in_flight_per_target();
+            if total > u64::from(MAX_IODEPTH) {
+                return bad(
+                    format!(
+                        "{n} workers x queue depth {} = {total} I/Os in flight per target, above the most the engine keeps ({MAX_IODEPTH}): lower one of them",
+                        w.iodepth
+                    ),
+                    &[Numjobs, Iodepth],
+                );
+            }
+        }
+        if w.rwmixread > 100 {
+            return bad(
+                format!("read share {}% is over 100%: use 0 to 100", w.rwmixread),
+                &[Rwmixread],
+            );
+        }
+        if w.runtime.is_zero() {
+            return bad(
+                "runtime is zero: give a positive runtime".into(),
+                &[Runtime],
+            );
+        }
+        for (what, d, setting) in [("runtime", w.runtime, Runtime), ("ramp", w.ramp, Ramp)] {
+            if d > MAX_RUN_TIME {
+                return bad(
+                    format!(
+                        "{what} of {} s is longer than the engine runs: use at most {} s (365 days)",
+                        d.as_secs(),
+                        MAX_RUN_TIME.as_secs()
+                    ),
+                    &[setting],
+                );
+            }
+        }
+        if let Some(limit) = w.io_limit {
+            if limit < u64::from(w.block_size) {
+                return bad(
+                    format!(
+                        "I/O limit of {limit} bytes is less than one block of {} bytes: give a larger limit",
+                        w.block_size
+                    ),
+                    &[IoLimit],
+                );
+            }
+        }
+        if w.rate_iops == Some(0) {
+            return bad(
+                "rate of 0 IOPS would never submit: give a positive rate".into(),
+                &[RateIops],
+            );
+        }
+        if let Some(rate) = w.rate_iops.filter(|&r| r > MAX_RATE_IOPS) {
+            return bad(
+                format!(
+                    "rate of {rate} IOPS is beyond what the engine paces: use at most {MAX_RATE_IOPS}"
+                ),
+                &[RateIops],
+            );
+        }
+        let data = &w.write_data;
+        if data.compress_percent > 100 || data.dedupe_percent > 100 {
+            return bad(
+                format!(
+                    "compress {}% / dedupe {}%: use 0 to 100",
+                    data.compress_percent, data.dedupe_percent
+                ),
+                &[CompressPercent, DedupePercent],
+            );
+        }
+        if data.verify && !w.pattern.issues(OpKind::Write) {
+            return bad(
+                format!(
+                    "data verification checks what this run writes, and {} writes nothing: use randwrite, randrw or write",
+                    w.pattern
+                ),
+                &[Verify, Pattern],
+            );
+        }
+        if data.verify && data.dedupe_percent > 0 {
+            return bad(
+                "data verification gives every block its own header, so no block can repeat another: drop deduplication or verification".into(),
+                &[DedupePercent, Verify],
+            );
+        }
+        Ok(())
+    }
+
+    /// I/Os each target keeps in flight: [`Workload::iodepth`], times
+    /// [`Workload::numjobs`] when given (each job keeps the whole depth, fio's meaning).
+    /// What a verdict's depth rules, a suite, fio's JSON and the tables read.
+    pub fn in_flight_per_target(&self) -> u64 {
+        Workload::in_flight(self.iodepth, self.numjobs)
+    }
+
+    /// [`Workload::in_flight_per_target`] of a workload with this `iodepth` and `numjobs`,
+    /// for those that keep only the two numbers (a report's summary, a suite's settings).
+    pub fn in_flight(iodepth: u32, numjobs: Option<u32>) -> u64 {
+        u64::from(iodepth) * u64::from(numjobs.unwrap_or(1))
+    }
+}
+
 /// What a worker does when one of its devices fails an I/O ([`crate::RunConfig::on_error`]).
 /// The default is [`ErrorPolicy::StopDevice`].
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -299,5 +448,36 @@ impl FromStr for ErrorPolicy {
         .into_iter()
         .find(|p| p.name() == s)
         .ok_or_else(|| format!("unknown error policy '{s}': use continue, stop-device or stop-all"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_device_keeps_every_jobs_depth_in_flight_and_the_check_counts_it() {
+        let w = |iodepth, numjobs| Workload {
+            iodepth,
+            numjobs,
+            ..Workload::default()
+        };
+        assert_eq!(w(32, None).in_flight_per_target(), 32);
+        assert_eq!(w(1, Some(4)).in_flight_per_target(), 4);
+        assert!(w(1024, Some(4)).check().is_ok());
+        let err = w(1025, Some(4)).check().unwrap_err();
+        assert_eq!(err.settings, [Setting::Numjobs, Setting::Iodepth]);
+        assert!(err.message.contains("4100 I/Os in flight"), "{err}");
+        for bad in [0, MAX_IODEPTH + 1] {
+            assert_eq!(
+                w(bad, None).check().unwrap_err().settings,
+                [Setting::Iodepth]
+            );
+        }
+        let odd = Workload {
+            block_size: 3000,
+            ..Workload::default()
+        };
+        assert!(odd.check().unwrap_err().message.contains("2560 or 3072"));
     }
 }

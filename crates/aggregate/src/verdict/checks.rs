@@ -13,7 +13,7 @@ impl From<&WorkloadSummary> for RunShape {
     fn from(w: &WorkloadSummary) -> Self {
         RunShape {
             block_size: w.block_size,
-            iodepth: w.iodepth,
+            in_flight: w.in_flight_per_device(),
             record_latency: w.record_latency,
         }
     }
@@ -164,6 +164,26 @@ pub fn check_figure(
         rate_cap,
         pass: measured.map(|m| keeps(figure, expected, m, rate_cap, t)),
     }
+}
+
+/// The indices of the `runs` that judge `check`'s figure and in which that of the device at
+/// `device` (the host for `None`) fell short of its promise.
+pub(super) fn shortfall_runs<'a>(
+    check: &'a FigureCheck,
+    runs: &'a [JudgedRun],
+    device: Option<&'a str>,
+    t: Tolerance,
+) -> impl Iterator<Item = usize> + 'a {
+    let figure = check.figure;
+    runs.iter()
+        .enumerate()
+        .filter(move |(_, r)| figure.rule().judges(r.shape))
+        .filter_map(move |(i, r)| Some((i, r, figure.of(r.figures(device)?)?)))
+        .filter(move |(_, r, value)| {
+            let cap = rate_cap_below(r.rate_cap(figure), Some(check.expected), t);
+            !keeps(figure, check.expected, *value, cap, t)
+        })
+        .map(|(i, _, _)| i)
 }
 
 /// Checks every figure `expected` promises of the device at `device` (the host for `None`),

@@ -6,10 +6,10 @@
 use serde::{Deserialize, Serialize};
 
 use super::bottleneck::{bottleneck, Bottleneck, VolumeShare};
-use super::checks::{check_promise, judged_figures, JudgedRun};
+use super::checks::{check_promise, judged_figures, shortfall_runs, JudgedRun};
 use super::outcome::{
     device_checks, figure_to_reach, host_checks, BurstFinding, DeviceVerdict, FigureCheck,
-    HostVerdict, LatencyTime, NotJudged, Promiser, Verdict, VerdictFigures,
+    HostVerdict, Judgement, LatencyTime, NotJudged, Promiser, Verdict, VerdictFigures,
 };
 use super::promise::{Figure, MeasuredFigures, PerKind, RuleKind};
 use super::spec_set::{DeviceExpectation, SpecSet};
@@ -20,9 +20,11 @@ use crate::spec::Tolerance;
 
 /// Judges `reports` (one run, or the phases of `hostmax verify`) against `specs`.
 ///
-/// Devices are listed as the first report lists them; a device with no entry in `specs`
-/// passes unjudged. A rule no report qualifies for is listed in `not_judged` and does not
-/// fail the verdict.
+/// Devices are listed as the first report lists them; a device with no entry in `specs` is
+/// not judged. A rule no report qualifies for is listed in `not_judged` and does not fail
+/// the verdict, nor does a promise whose path no report has (listed there too). A verdict
+/// that judged nothing is [`Judgement::NotJudged`], never a pass; so is one over a report
+/// cut short ([`Verdict::withhold`]).
 pub fn judge(specs: &SpecSet, reports: &[&HostReport]) -> Verdict {
     let t = specs.tolerance;
     let runs: Vec<JudgedRun> = reports
@@ -44,6 +46,15 @@ pub fn judge(specs: &SpecSet, reports: &[&HostReport]) -> Verdict {
             verdict
         })
         .collect();
+    for d in &specs.devices {
+        let measured = reports
+            .iter()
+            .flat_map(|r| &r.devices)
+            .any(|m| m.path == d.path);
+        if !measured {
+            not_judged.push(NotJudged::unmeasured(&d.path));
+        }
+    }
     let host_promise_checks = check_promise(&specs.host.expected(), &runs, None, t);
     note_unjudged(&mut not_judged, &host_promise_checks, Promiser::Host);
     let host = host_verdict(specs, reports, &paths);
@@ -65,8 +76,10 @@ pub fn judge(specs: &SpecSet, reports: &[&HostReport]) -> Verdict {
             host.into_iter().chain(devices).collect::<Vec<_>>()
         })
         .collect();
-    Verdict {
-        pass: host.pass && devices.iter().all(|d| d.pass),
+    let mut verdict = Verdict {
+        judgement: devices
+            .iter()
+            .fold(host.judgement, |all, d| all.and(d.judgement)),
         tolerance: t.fraction(),
         host,
         devices,
@@ -74,7 +87,11 @@ pub fn judge(specs: &SpecSet, reports: &[&HostReport]) -> Verdict {
         consistency: None,
         bursts,
         latency_time: latency_time(reports),
+    };
+    if reports.iter().any(|r| r.interrupted) {
+        verdict.withhold();
     }
+    verdict
 }
 
 /// Response time when some run offered a rate and timed its I/Os (its latency figures are
@@ -92,10 +109,7 @@ fn latency_time(reports: &[&HostReport]) -> LatencyTime {
 /// Adds each kind of promise `checks` could not judge to `not_judged`, once.
 fn note_unjudged(not_judged: &mut Vec<NotJudged>, checks: &[FigureCheck], promiser: Promiser) {
     for c in checks.iter().filter(|c| c.measured.is_none()) {
-        let entry = NotJudged {
-            promiser,
-            kind: c.figure.rule(),
-        };
+        let entry = NotJudged::new(promiser, c.figure.rule());
         if !not_judged.contains(&entry) {
             not_judged.push(entry);
         }
@@ -117,31 +131,64 @@ fn device_verdict(
         .find(|d| d.path == path)
         .and_then(|d| d.given.clone());
     let Some(exp) = promise else {
-        // Nothing promised: nothing judged, nothing failed.
+        // Nothing promised: nothing judged.
         let verdict = DeviceVerdict {
             path: path.to_string(),
             given,
-            pass: true,
+            judgement: Judgement::NotJudged,
             ..DeviceVerdict::default()
         };
         return (verdict, Vec::new());
     };
     let e = exp.expected();
     let checks = check_promise(&e, runs, Some(path), t);
+    // A run where every worker driving it was saturated and it fell short cannot show its
+    // promise: hostmax, not the volume, was the limit there. Its promise is judged on the
+    // other runs; a shortfall in a run whose workers kept up is the volume's, whatever
+    // another run's CPUs did.
+    let excused: Vec<usize> = (0..runs.len())
+        .filter(|&i| {
+            let saturated = reports[i]
+                .devices
+                .iter()
+                .any(|d| d.path == path && d.load_generator_saturated);
+            saturated
+                && checks
+                    .iter()
+                    .any(|c| shortfall_runs(c, runs, Some(path), t).any(|short| short == i))
+        })
+        .collect();
+    let others: Vec<JudgedRun> = runs
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| !excused.contains(i))
+        .map(|(_, r)| r.clone())
+        .collect();
+    let on_others = check_promise(&e, &others, Some(path), t);
+    let excuse = !excused.is_empty() && on_others.iter().all(|c| c.pass != Some(false));
     let mut figures = VerdictFigures::new(false);
     for kind in RuleKind::ALL {
         figures.expected[kind] = kind.expected(&e);
     }
-    for c in &checks {
-        figures.measured[c.figure] = c.measured;
-        if c.rate_cap.is_some() {
-            figures.rate_cap[c.figure.rule()] = c.rate_cap;
+    // Excused: what the other runs showed, else (for the table) the saturated runs' figures,
+    // which the checks then leave out as not judged ([`device_checks`]).
+    let shown = if excuse {
+        on_others.iter().chain(&checks).collect::<Vec<_>>()
+    } else {
+        checks.iter().collect()
+    };
+    for c in shown.into_iter().rev() {
+        if c.measured.is_some() || !excuse {
+            figures.measured[c.figure] = c.measured;
+            if c.rate_cap.is_some() {
+                figures.rate_cap[c.figure.rule()] = c.rate_cap;
+            }
         }
     }
-    let mut v = DeviceVerdict {
+    let v = DeviceVerdict {
         path: path.to_string(),
         given,
-        pass: true,
+        judgement: Judgement::NotJudged,
         spec: exp.label.clone(),
         size_bytes: exp.spec.scales_with_size().then_some(exp.size_bytes),
         figures,
@@ -150,19 +197,12 @@ fn device_verdict(
             .flat_map(|r| &r.devices)
             .find(|d| d.path == path && d.failed)
             .map(|d| d.stopped_at_secs.unwrap_or(0.0)),
-        bottleneck: None,
+        bottleneck: excuse.then_some(Bottleneck::LoadGenerator),
     };
-    // Short of a promise while every worker driving it was saturated: hostmax, not the
-    // volume, was the limit, and the promise is not judged.
-    let short = !v.figures.checks(t).iter().all(|(_, ok)| *ok);
-    let saturated = reports
-        .iter()
-        .flat_map(|r| &r.devices)
-        .any(|d| d.path == path && d.load_generator_saturated);
-    if short && saturated {
-        v.bottleneck = Some(Bottleneck::LoadGenerator);
-    }
-    v.pass = device_checks(&v, t).iter().all(|(_, ok)| *ok);
+    let v = DeviceVerdict {
+        judgement: Judgement::of_checks(&device_checks(&v, t)),
+        ..v
+    };
     (v, checks)
 }
 
@@ -236,11 +276,11 @@ fn host_verdict(specs: &SpecSet, reports: &[&HostReport], paths: &[String]) -> H
     }
     figures.volumes = Some(volumes);
     let mut host = HostVerdict {
-        pass: true,
+        judgement: Judgement::NotJudged,
         figures,
         bottleneck: host_bottleneck(specs, &runs, &volumes),
     };
-    host.pass = host_checks(&host, t).iter().all(|(_, ok)| *ok);
+    host.judgement = Judgement::of_checks(&host_checks(&host, t));
     host
 }
 
@@ -332,10 +372,10 @@ mod tests {
 
     const T: Tolerance = Tolerance::DEFAULT;
 
-    fn shape(block_size: u32, iodepth: u32) -> RunShape {
+    fn shape(block_size: u32, in_flight: u64) -> RunShape {
         RunShape {
             block_size,
-            iodepth,
+            in_flight,
             record_latency: true,
         }
     }
@@ -461,7 +501,7 @@ mod tests {
         );
         run.workload.rate_iops = Some(2000);
         let v = judge(&specs, &[&run]);
-        assert!(v.pass, "{:?}", v.failures());
+        assert!(v.judgement.passed(), "{:?}", v.failures());
         assert!(v
             .devices
             .iter()
@@ -481,7 +521,7 @@ mod tests {
             .iter()
             .all(|d| d.figures.rate_cap[RuleKind::Iops].is_none()));
         assert!(v.host.figures.rate_cap[RuleKind::Iops].is_none());
-        assert!(!v.pass);
+        assert!(v.judgement.failed());
     }
 
     #[test]
@@ -491,12 +531,12 @@ mod tests {
             ..Default::default()
         };
         let mut run = report(4096, 32, &[("/dev/a", 2000.0), ("/dev/b", 2000.0)], &[4000]);
-        assert!(judge(&specs, &[&run]).pass);
+        assert!(judge(&specs, &[&run]).judgement.passed());
         // Its rate over its own 1.5 s is the promise, but it stopped there.
         run.devices[1].failed = true;
         run.devices[1].stopped_at_secs = Some(1.5);
         let v = judge(&specs, &[&run]);
-        assert!(!v.pass);
+        assert!(v.judgement.failed());
         assert_eq!(v.devices[1].stopped_at_secs, Some(1.5));
         assert_eq!(
             v.failures(),
@@ -517,10 +557,18 @@ mod tests {
             &[4993, 4990, 4996],
         );
         let v = judge(&specs, &[&run]);
-        assert!(!v.pass);
-        assert!(v.devices[0].pass && !v.devices[1].pass && v.devices[2].pass);
+        assert!(v.judgement.failed());
+        assert!(
+            v.devices[0].judgement.passed()
+                && v.devices[1].judgement.failed()
+                && v.devices[2].judgement.passed()
+        );
         assert_eq!(v.failures(), vec!["/dev/b IOPS".to_string()]);
-        assert!(v.host.pass, "no host figure given");
+        assert_eq!(
+            v.host.judgement,
+            Judgement::NotJudged,
+            "no host figure given"
+        );
         assert_eq!(
             v.host.figures.volumes.unwrap()[RuleKind::Iops],
             Some(6000.0)
@@ -531,7 +579,11 @@ mod tests {
         // The same run at 64k judges nothing and says what would.
         let big = report(64 << 10, 32, &[("/dev/a", 1.0)], &[]);
         let v = judge(&specs, &[&big]);
-        assert!(v.pass);
+        assert_eq!(
+            v.judgement,
+            Judgement::NotJudged,
+            "nothing judged is no pass"
+        );
         assert_eq!(v.devices[0].figures.measured[Figure::Iops], None);
         assert!(
             v.not_judged[0]
@@ -609,7 +661,11 @@ mod tests {
         run.devices[0].load_generator_saturated = true;
         let v = judge(&specs, &[&run]);
         assert_eq!(v.failures(), ["/dev/b IOPS"]);
-        assert!(v.devices[0].pass);
+        assert_eq!(
+            v.devices[0].judgement,
+            Judgement::NotJudged,
+            "its only promise was not judged: no pass"
+        );
         assert_eq!(v.devices[0].bottleneck, Some(Bottleneck::LoadGenerator));
         assert_eq!(
             v.devices[0].not_judged_reason(),
@@ -656,7 +712,7 @@ mod tests {
         let qd1 = report(4096, 1, &[("/dev/a", 900.0), ("/dev/b", 900.0)], &[1800; 4]);
         let v = judge(&specs, &[&small, &large, &qd1]);
         assert_eq!(v.host.figures.measured[Figure::Iops], Some(2510.0));
-        assert!(!v.host.pass, "2510 of 5000 IOPS");
+        assert!(v.host.judgement.failed(), "2510 of 5000 IOPS");
         assert_eq!(v.host.bottleneck, Some(Bottleneck::Host));
         let d = &v.devices[0];
         assert_eq!(
@@ -710,6 +766,173 @@ mod tests {
         assert_eq!(json["devices"][0]["expected_iops"], 2000.0);
         assert_eq!(json["devices"][0]["measured_iops"], 1990.0);
         assert_eq!(json["devices"][0]["pass"], true);
+        assert_eq!(json["devices"][0]["verdict"], "pass");
+        assert_eq!(json["verdict"], "pass");
+    }
+
+    fn p95_only(paths: &[&str], p95_ms: f64) -> SpecSet {
+        let mut devices = flat(1.0, "x", paths);
+        for d in &mut devices {
+            d.spec.iops = None;
+            d.spec.p95_ms = Some(p95_ms);
+        }
+        SpecSet {
+            devices,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn numjobs_times_iodepth_is_the_depth_a_promise_is_judged_at() {
+        // 0.6 ms p95 against a 1 ms promise: kept, were the run at depth 1.
+        let specs = p95_only(&["/dev/a"], 1.0);
+        let mut run = report(4096, 1, &[("/dev/a", 2000.0)], &[2000; 3]);
+        assert!(judge(&specs, &[&run]).judgement.passed());
+        // --numjobs 4 --iodepth 1: four I/Os in flight, which shows a queue's wait, not the
+        // volume's latency.
+        run.workload.numjobs = Some(4);
+        let v = judge(&specs, &[&run]);
+        assert_eq!(v.judgement, Judgement::NotJudged);
+        assert_eq!(v.devices[0].figures.measured[Figure::ReadP95Ns], None);
+        assert_eq!(
+            v.not_judged,
+            [NotJudged::new(Promiser::Volume, RuleKind::Latency)]
+        );
+        // And the same four jobs judge an IOPS promise (depth above 1), which depth 1 cannot.
+        let iops = SpecSet {
+            devices: flat(2000.0, "x", &["/dev/a"]),
+            ..Default::default()
+        };
+        assert!(judge(&iops, &[&run]).judgement.passed());
+        run.workload.numjobs = None;
+        assert_eq!(judge(&iops, &[&run]).judgement, Judgement::NotJudged);
+    }
+
+    #[test]
+    fn a_verdict_that_judged_nothing_is_not_a_pass() {
+        // The device's only promise is short on saturated workers: nothing is judged.
+        let specs = SpecSet {
+            devices: flat(2000.0, "x", &["/dev/a"]),
+            ..Default::default()
+        };
+        let mut run = report(4096, 32, &[("/dev/a", 1000.0)], &[1000; 3]);
+        run.devices[0].load_generator_saturated = true;
+        let v = judge(&specs, &[&run]);
+        assert_eq!(v.devices[0].judgement, Judgement::NotJudged);
+        assert_eq!(v.host.judgement, Judgement::NotJudged, "no host promise");
+        assert_eq!(v.judgement, Judgement::NotJudged);
+        assert!(v.failures().is_empty());
+        let json = serde_json::to_value(&v).unwrap();
+        assert_eq!(json["pass"], serde_json::Value::Null);
+        assert_eq!(json["verdict"], "not_judged");
+        assert_eq!(json["devices"][0]["pass"], serde_json::Value::Null);
+        assert_eq!(json["devices"][0]["verdict"], "not_judged");
+        assert_eq!(serde_json::from_value::<Verdict>(json).unwrap(), v);
+        // A device nothing was promised of is not judged either, not passed.
+        let other = report(4096, 32, &[("/dev/a", 2000.0), ("/dev/b", 1.0)], &[2001; 3]);
+        let v = judge(&specs, &[&other]);
+        assert_eq!(v.devices[1].judgement, Judgement::NotJudged);
+        assert_eq!(
+            v.judgement,
+            Judgement::Pass,
+            "/dev/a was judged and kept it"
+        );
+    }
+
+    #[test]
+    fn a_report_written_before_the_verdict_field_reads_from_pass() {
+        let specs = SpecSet {
+            devices: flat(2000.0, "x", &["/dev/a"]),
+            ..Default::default()
+        };
+        let run = report(4096, 32, &[("/dev/a", 2000.0)], &[2000; 3]);
+        let mut json = serde_json::to_value(judge(&specs, &[&run])).unwrap();
+        for pointer in ["", "/devices/0", "/host"] {
+            let v = json.pointer_mut(pointer).unwrap();
+            v.as_object_mut().unwrap().remove("verdict");
+        }
+        json["host"]["pass"] = true.into();
+        let old: Verdict = serde_json::from_value(json).unwrap();
+        assert_eq!(old.judgement, Judgement::Pass);
+        assert_eq!(old.devices[0].judgement, Judgement::Pass);
+        assert_eq!(old.host.judgement, Judgement::Pass);
+    }
+
+    #[test]
+    fn a_shortfall_is_excused_only_by_saturation_in_the_run_that_showed_it() {
+        let specs = SpecSet {
+            devices: flat(2000.0, "x", &["/dev/a"]),
+            ..Default::default()
+        };
+        let mut saturated = report(4096, 32, &[("/dev/a", 1000.0)], &[1000; 3]);
+        saturated.devices[0].load_generator_saturated = true;
+        // Short in a run whose workers kept up: the volume's shortfall, whatever the other
+        // run's CPUs did.
+        let short = report(4096, 32, &[("/dev/a", 1500.0)], &[1500; 3]);
+        let v = judge(&specs, &[&saturated, &short]);
+        assert_eq!(v.devices[0].judgement, Judgement::Fail);
+        assert_eq!(v.devices[0].bottleneck, None);
+        assert_eq!(v.failures(), ["/dev/a IOPS"]);
+        assert_eq!(v.judgement, Judgement::Fail);
+        // Kept where the workers kept up, short only where they were saturated: excused, and
+        // what it kept is judged.
+        let kept = report(4096, 32, &[("/dev/a", 2000.0)], &[2000; 3]);
+        let v = judge(&specs, &[&saturated, &kept]);
+        assert_eq!(v.devices[0].bottleneck, Some(Bottleneck::LoadGenerator));
+        assert_eq!(v.devices[0].judgement, Judgement::Pass);
+        assert!(v.failures().is_empty());
+    }
+
+    #[test]
+    fn a_promise_whose_path_no_report_has_is_listed_not_judged() {
+        let specs = SpecSet {
+            devices: flat(2000.0, "x", &["/dev/disk/by-id/nvme-x", "/dev/a"]),
+            ..Default::default()
+        };
+        let run = report(4096, 32, &[("/dev/a", 2000.0)], &[2000; 3]);
+        let v = judge(&specs, &[&run]);
+        assert_eq!(
+            v.not_judged,
+            [NotJudged::unmeasured("/dev/disk/by-id/nvme-x")]
+        );
+        let text = v.not_judged[0].to_string();
+        assert!(
+            text.starts_with("volume /dev/disk/by-id/nvme-x: no run measured it"),
+            "{text}"
+        );
+        let json = serde_json::to_value(&v.not_judged).unwrap();
+        assert_eq!(
+            serde_json::from_value::<Vec<NotJudged>>(json).unwrap(),
+            v.not_judged
+        );
+    }
+
+    #[test]
+    fn a_run_cut_short_passes_nothing() {
+        let specs = SpecSet {
+            devices: flat(2000.0, "x", &["/dev/a"]),
+            host: HostSpec {
+                iops: Some(1000.0),
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        let mut run = report(4096, 32, &[("/dev/a", 2000.0)], &[2000; 3]);
+        run.interrupted = true;
+        let v = judge(&specs, &[&run]);
+        assert_eq!(v.judgement, Judgement::NotJudged);
+        assert_eq!(v.host.judgement, Judgement::NotJudged);
+        assert_eq!(v.devices[0].judgement, Judgement::NotJudged);
+        assert_eq!(
+            v.devices[0].figures.measured[Figure::Iops],
+            Some(2000.0),
+            "what it measured is still shown"
+        );
+        let json = serde_json::to_string(&v).unwrap();
+        assert!(!json.contains("\"pass\":true"), "{json}");
+        // Short and cut short: no FAIL either.
+        run.devices[0].figures.iops = 10.0;
+        assert!(judge(&specs, &[&run]).failures().is_empty());
     }
 
     fn one_device_run(label: &str, shape: RunShape, figures: MeasuredFigures) -> JudgedRun {

@@ -186,6 +186,135 @@ impl<'de> Deserialize<'de> for VerdictFigures {
     }
 }
 
+/// What a verdict found: every judged figure kept (pass), one did not (fail), or nothing
+/// was judged. Never a pass by default: a verdict that judged nothing says so.
+///
+/// Its JSON is two fields beside the verdict's others: `"pass": true | false | null` (a
+/// program that asks "did it pass?" gets no `true` from nothing judged) and `"verdict":
+/// "pass" | "fail" | "not_judged"`. Reports written before `verdict` existed are read from
+/// `"pass"` alone (`true`, `false`; `null` is not judged).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Judgement {
+    /// Every judged figure kept its promise, and something was judged.
+    Pass,
+    /// Some judged figure fell short.
+    Fail,
+    /// Nothing was judged.
+    #[default]
+    NotJudged,
+}
+
+impl Judgement {
+    /// Of `checks` (each judged figure's `(name, kept)`): not judged when there are none.
+    pub fn of_checks<N>(checks: &[(N, bool)]) -> Judgement {
+        if checks.is_empty() {
+            Judgement::NotJudged
+        } else if checks.iter().all(|(_, kept)| *kept) {
+            Judgement::Pass
+        } else {
+            Judgement::Fail
+        }
+    }
+
+    /// Of a check that was made: pass when it held.
+    pub fn of(kept: bool) -> Judgement {
+        if kept {
+            Judgement::Pass
+        } else {
+            Judgement::Fail
+        }
+    }
+
+    /// Two findings together: fail when either failed, else pass when either passed.
+    pub fn and(self, other: Judgement) -> Judgement {
+        match (self, other) {
+            (Judgement::Fail, _) | (_, Judgement::Fail) => Judgement::Fail,
+            (Judgement::Pass, _) | (_, Judgement::Pass) => Judgement::Pass,
+            _ => Judgement::NotJudged,
+        }
+    }
+
+    /// Whether it passed (something was judged, and all of it held).
+    pub fn passed(self) -> bool {
+        self == Judgement::Pass
+    }
+
+    /// Whether it failed.
+    pub fn failed(self) -> bool {
+        self == Judgement::Fail
+    }
+
+    /// Whether it was judged at all.
+    pub fn judged(self) -> bool {
+        self != Judgement::NotJudged
+    }
+
+    /// The JSON `"pass"`: `None` when not judged.
+    pub fn pass(self) -> Option<bool> {
+        self.judged().then_some(self.passed())
+    }
+
+    /// Its name in JSON's `"verdict"`: `pass`, `fail`, `not_judged`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Judgement::Pass => "pass",
+            Judgement::Fail => "fail",
+            Judgement::NotJudged => "not_judged",
+        }
+    }
+}
+
+impl Serialize for Judgement {
+    /// `{"pass": true | false | null, "verdict": "pass" | "fail" | "not_judged"}`, flattened
+    /// into the verdict that holds it.
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(Some(2))?;
+        map.serialize_entry("pass", &self.pass())?;
+        map.serialize_entry("verdict", self.name())?;
+        map.end()
+    }
+}
+
+impl<'de> Deserialize<'de> for Judgement {
+    /// `"verdict"` when there, else `"pass"` (older reports); any other field passed over.
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct FieldsVisitor;
+        impl<'de> Visitor<'de> for FieldsVisitor {
+            type Value = Judgement;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a verdict's \"pass\" and \"verdict\"")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Judgement, A::Error> {
+                let (mut pass, mut named) = (None, None);
+                while let Some(key) = map.next_key::<String>()? {
+                    match key.as_str() {
+                        "pass" => pass = map.next_value::<Option<bool>>()?,
+                        "verdict" => {
+                            let name = map.next_value::<String>()?;
+                            let found = [Judgement::Pass, Judgement::Fail, Judgement::NotJudged]
+                                .into_iter()
+                                .find(|j| j.name() == name)
+                                .ok_or_else(|| {
+                                    serde::de::Error::custom(format!("unknown verdict: {name}"))
+                                })?;
+                            named = Some(found);
+                        }
+                        _ => {
+                            map.next_value::<IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(named.unwrap_or(match pass {
+                    Some(kept) => Judgement::of(kept),
+                    None => Judgement::NotJudged,
+                }))
+            }
+        }
+        deserializer.deserialize_map(FieldsVisitor)
+    }
+}
+
 /// One device's verdict. A figure is `null` when no rule or no qualifying run covers it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[non_exhaustive]
@@ -195,8 +324,11 @@ pub struct DeviceVerdict {
     /// The name the user gave it, when another (`devices[].given`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub given: Option<String>,
-    /// Every judged figure passed (true when nothing was judged).
-    pub pass: bool,
+    /// Pass, fail, or not judged (nothing promised, no run could show its promise, every
+    /// shortfall excused by saturated workers, a run cut short): JSON `"pass": true | false |
+    /// null` and `"verdict": "pass" | "fail" | "not_judged"`.
+    #[serde(flatten)]
+    pub judgement: Judgement,
     /// Where its rules came from; empty when it has none.
     pub spec: String,
     /// Provisioned size the per-GB rules were applied to, bytes; `null` when every rule is flat.
@@ -232,7 +364,7 @@ impl Default for DeviceVerdict {
         DeviceVerdict {
             path: String::new(),
             given: None,
-            pass: false,
+            judgement: Judgement::NotJudged,
             spec: String::new(),
             size_bytes: None,
             figures: VerdictFigures::new(false),
@@ -246,8 +378,10 @@ impl Default for DeviceVerdict {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct HostVerdict {
-    /// Every judged host figure passed (true when the host promises nothing).
-    pub pass: bool,
+    /// Pass, fail, or not judged (the host promises nothing, or no run could show it), as a
+    /// device's ([`DeviceVerdict::judgement`]).
+    #[serde(flatten)]
+    pub judgement: Judgement,
     /// What the host promises ([`HostSpec::iops`](crate::spec::HostSpec::iops)), what its volumes promise together and
     /// what the worst run judging each showed, for the kinds a host can promise
     /// (`expected_iops`, `measured_iops`, `volumes_iops`, `rate_cap_iops`, the same for
@@ -263,7 +397,7 @@ pub struct HostVerdict {
 impl Default for HostVerdict {
     fn default() -> Self {
         HostVerdict {
-            pass: true,
+            judgement: Judgement::NotJudged,
             figures: VerdictFigures::new(true),
             bottleneck: None,
         }
@@ -274,8 +408,11 @@ impl Default for HostVerdict {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct Verdict {
-    /// The host and every device passed.
-    pub pass: bool,
+    /// Fail when the host, a device or the consistency failed; else pass when any of them
+    /// passed; else not judged (nothing could be, or a run was cut short): never a pass
+    /// from nothing judged. JSON as a device's ([`DeviceVerdict::judgement`]).
+    #[serde(flatten)]
+    pub judgement: Judgement,
     /// The tolerance used, as a fraction (0.05 is 5%).
     pub tolerance: f64,
     /// The host.
@@ -336,8 +473,22 @@ pub struct BurstFinding {
 }
 
 impl Verdict {
-    /// Paths (and "host") that failed, with the figure: "/dev/sdc IOPS".
+    /// Withholds every finding: the verdict of runs cut short (a signal), whose figures cover
+    /// part of the time. Its figures stay, for what they show; nothing passes or fails.
+    pub fn withhold(&mut self) {
+        self.judgement = Judgement::NotJudged;
+        self.host.judgement = Judgement::NotJudged;
+        for d in &mut self.devices {
+            d.judgement = Judgement::NotJudged;
+        }
+    }
+
+    /// Paths (and "host") that failed, with the figure: "/dev/sdc IOPS"; none unless the
+    /// verdict failed (a withheld one's shortfalls are not failures).
     pub fn failures(&self) -> Vec<String> {
+        if !self.judgement.failed() {
+            return Vec::new();
+        }
         let t = Tolerance::new(self.tolerance).unwrap_or_default();
         let mut out = Vec::new();
         for d in &self.devices {
@@ -371,10 +522,15 @@ pub(super) fn device_checks(d: &DeviceVerdict, t: Tolerance) -> Vec<(&'static st
     if d.stopped_at_secs.is_some() {
         out.push(("taken out after a failed I/O", false));
     }
-    // Saturated workers: the run cannot tell what the volume could do.
-    if d.bottleneck != Some(Bottleneck::LoadGenerator) {
-        out.extend(d.figures.checks(t));
-    }
+    // Saturated workers in every run that showed a shortfall: those runs cannot tell what
+    // the volume could do, so its shortfalls are left out; what it kept still counts.
+    let excused = d.bottleneck == Some(Bottleneck::LoadGenerator);
+    out.extend(
+        d.figures
+            .checks(t)
+            .into_iter()
+            .filter(|(_, ok)| *ok || !excused),
+    );
     out
 }
 
@@ -401,41 +557,71 @@ impl Promiser {
     }
 }
 
-/// A kind of promise no run could judge. Its JSON is its text, "volume MB/s: needs a run of
-/// 256 KiB blocks or larger at a queue depth above 1"; a program reads [`NotJudged::kind`]
-/// (and its [`RuleKind::promise`] row) instead.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// A promise no run could judge. Its JSON is its text: "volume MB/s: needs a run of 256 KiB
+/// blocks or larger at a queue depth above 1", or "volume /dev/sdx: no run measured it ..."
+/// for a promise whose path no report has; a program reads the variant (and a kind's
+/// [`RuleKind::promise`] row) instead.
+#[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
-pub struct NotJudged {
-    /// Whose promise.
-    pub promiser: Promiser,
-    /// Which kind.
-    pub kind: RuleKind,
+pub enum NotJudged {
+    /// A kind of promise no run could show (wrong block size or depth).
+    Kind {
+        /// Whose promise.
+        promiser: Promiser,
+        /// Which kind.
+        kind: RuleKind,
+    },
+    /// A volume's promise whose path no report measured: reports name devices by their
+    /// canonical path (`/dev/sdb`, not a `/dev/disk/by-id` link).
+    Unmeasured {
+        /// The path the promise names.
+        path: String,
+    },
 }
+
+/// The end of an [`NotJudged::Unmeasured`] entry's text.
+const UNMEASURED: &str =
+    ": no run measured it (reports name devices by canonical path: name it so in the spec)";
 
 impl NotJudged {
     /// `promiser`'s promise of `kind`, not judged.
     pub fn new(promiser: Promiser, kind: RuleKind) -> NotJudged {
-        NotJudged { promiser, kind }
+        NotJudged::Kind { promiser, kind }
     }
 
-    /// Every entry there can be.
-    fn all() -> impl Iterator<Item = NotJudged> {
+    /// The promise of the volume at `path`, which no run measured.
+    pub fn unmeasured(path: impl Into<String>) -> NotJudged {
+        NotJudged::Unmeasured { path: path.into() }
+    }
+
+    /// The kind of promise, when that is what no run could show.
+    pub fn kind(&self) -> Option<RuleKind> {
+        match self {
+            NotJudged::Kind { kind, .. } => Some(*kind),
+            NotJudged::Unmeasured { .. } => None,
+        }
+    }
+
+    /// Every kind entry there can be.
+    fn kinds() -> impl Iterator<Item = NotJudged> {
         [Promiser::Volume, Promiser::Host]
             .into_iter()
-            .flat_map(|promiser| RuleKind::ALL.map(|kind| NotJudged { promiser, kind }))
+            .flat_map(|promiser| RuleKind::ALL.map(|kind| NotJudged::new(promiser, kind)))
     }
 }
 
 impl fmt::Display for NotJudged {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "{} {}: needs {}",
-            self.promiser.name(),
-            self.kind.name(),
-            self.kind.promise().needs
-        )
+        match self {
+            NotJudged::Kind { promiser, kind } => write!(
+                f,
+                "{} {}: needs {}",
+                promiser.name(),
+                kind.name(),
+                kind.promise().needs
+            ),
+            NotJudged::Unmeasured { path } => write!(f, "volume {path}{UNMEASURED}"),
+        }
     }
 }
 
@@ -449,8 +635,12 @@ impl<'de> Deserialize<'de> for NotJudged {
     /// The entry whose text this is, exactly.
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         let text = String::deserialize(deserializer)?;
-        NotJudged::all()
-            .find(|n| n.to_string() == text)
+        let unmeasured = text
+            .strip_prefix("volume ")
+            .and_then(|rest| rest.strip_suffix(UNMEASURED))
+            .map(NotJudged::unmeasured);
+        unmeasured
+            .or_else(|| NotJudged::kinds().find(|n| n.to_string() == text))
             .ok_or_else(|| serde::de::Error::custom(format!("unknown not_judged entry: {text}")))
     }
 }
@@ -534,10 +724,7 @@ mod tests {
 
     #[test]
     fn not_judged_is_written_as_its_text_and_read_back() {
-        let entry = NotJudged {
-            promiser: Promiser::Volume,
-            kind: RuleKind::Throughput,
-        };
+        let entry = NotJudged::new(Promiser::Volume, RuleKind::Throughput);
         let json = serde_json::to_string(&entry).unwrap();
         assert_eq!(
             json,

@@ -62,11 +62,11 @@ pub enum DepthClass {
 }
 
 impl DepthClass {
-    /// Whether a run at `iodepth` is of this class.
-    pub fn admits(self, iodepth: u32) -> bool {
+    /// Whether a run keeping `in_flight` I/Os per device is of this class.
+    pub fn admits(self, in_flight: u64) -> bool {
         match self {
-            DepthClass::AboveOne => iodepth > 1,
-            DepthClass::One => iodepth == 1,
+            DepthClass::AboveOne => in_flight > 1,
+            DepthClass::One => in_flight == 1,
         }
     }
 
@@ -96,7 +96,7 @@ impl RunNeeds {
     /// Whether a run of `shape` is such a run.
     pub fn admits(&self, shape: RunShape) -> bool {
         self.blocks.admits(shape.block_size)
-            && self.depth.admits(shape.iodepth)
+            && self.depth.admits(shape.in_flight)
             && (!self.timed || shape.record_latency)
     }
 }
@@ -435,8 +435,9 @@ pub const PROMISE_KINDS: [PromiseKind; 3] = [
 pub struct RunShape {
     /// Bytes per I/O.
     pub block_size: u32,
-    /// I/Os in flight per device.
-    pub iodepth: u32,
+    /// I/Os in flight per device: every job's depth
+    /// ([`hostmax_engine::Workload::in_flight_per_target`]), not one job's.
+    pub in_flight: u64,
     /// Whether latencies were recorded.
     pub record_latency: bool,
 }
@@ -511,10 +512,10 @@ mod tests {
         );
     }
 
-    fn shape(block_size: u32, iodepth: u32) -> RunShape {
+    fn shape(block_size: u32, in_flight: u64) -> RunShape {
         RunShape {
             block_size,
-            iodepth,
+            in_flight,
             record_latency: true,
         }
     }

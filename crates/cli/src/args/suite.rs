@@ -89,8 +89,7 @@ pub struct SuiteArgs {
     pub max_rounds: u32,
 
     /// I/Os in flight per device, or per job with --numjobs [default: 64; latency: 1].
-    #[arg(long, value_name = "N",
-          value_parser = clap::value_parser!(u32).range(1..=i64::from(hostmax_engine::MAX_IODEPTH)))]
+    #[arg(long, value_name = "N")]
     pub iodepth: Option<u32>,
 
     /// The tested range of each device, from its start, whole MiB, or a share of it as fio

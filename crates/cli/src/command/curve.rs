@@ -137,6 +137,7 @@ pub fn curve(args: &CurveArgs) -> anyhow::Result<i32> {
         io_errors: reports.iter().any(|r| r.host.errors > 0),
         stalled: reports.iter().any(|r| r.stalled()),
         verdict_failed: consistency.as_ref().is_some_and(|c| !c.pass),
+        not_concluded: false,
     }
     .code();
     let root = CurveReport {
@@ -234,6 +235,7 @@ fn by_rate(
         io_errors: reports.iter().any(|r| r.host.errors > 0),
         stalled: reports.iter().any(|r| r.stalled()),
         verdict_failed: false,
+        not_concluded: false,
     }
     .code();
     let root = CurveReport {

@@ -161,9 +161,12 @@ pub fn run(args: &DoctorArgs) -> anyhow::Result<i32> {
         .into());
     }
     let root = SysRoot::at(dir);
-    if args.iodepth == 0 {
-        return Err(BadInput("--iodepth 0: give 1 or more".into()).into());
-    }
+    // The depth the test will use, against the engine's range.
+    let depth = hostmax_engine::Workload {
+        iodepth: args.iodepth,
+        ..hostmax_engine::Workload::default()
+    };
+    depth.check().map_err(|e| BadInput::from(&e))?;
     let outputs = crate::output::export::Outputs::<DoctorReport>::new()
         .declare(args.json.as_deref(), crate::output::json::JsonReport)?;
     let disks = disks_of(&root, &args.devices)?;

@@ -3,7 +3,9 @@
 
 use std::path::Path;
 
-use hostmax_aggregate::{merge_reports, HostReport, MergeError, SCHEMA_VERSION};
+use hostmax_aggregate::{
+    measured_windows, merge_reports_with, overlap, HostReport, MergeError, SCHEMA_VERSION,
+};
 
 use crate::args::fleet::MergeArgs;
 use crate::error::{option_for, BadInput};
@@ -67,27 +69,26 @@ pub fn run_merge(args: &MergeArgs) -> anyhow::Result<i32> {
         .iter()
         .map(|p| Ok((p.display().to_string(), load_report(p)?)))
         .collect::<Result<Vec<_>, BadInput>>()?;
-    // Every report's window; with --min-overlap 0 a report without one is let through, and
-    // the merged report then has no window either.
-    let mut windows = Vec::new();
-    let mut all_windows = true;
-    for (label, report) in &reports {
-        match provenance::windows_of(label, report) {
-            Ok(w) => windows.extend(w),
-            Err(e) if args.min_overlap > 0 => return Err(e.into()),
-            Err(_) => all_windows = false,
-        }
-    }
-    let mut merged = merge_reports(&reports).map_err(|e| match e {
+    // The overlap and duplicate rules are the merge's own; the windows are read again here
+    // for the merged report's window and the overlap note.
+    let min_overlap = f64::from(args.min_overlap) / 100.0;
+    let mut merged = merge_reports_with(&reports, min_overlap).map_err(|e| match e {
         MergeError::WorkloadDiffers(d) => {
             BadInput(d.describe(option_for(d.setting).unwrap_or(d.field)))
         }
         e => BadInput(escape_text(&e.to_string()).into_owned()),
     })?;
-    if args.min_overlap > 0 {
-        provenance::check_overlap(&windows, f64::from(args.min_overlap) / 100.0)?;
+    // With --min-overlap 0 a report without a window is let through, and the merged report
+    // then has no window either.
+    let mut windows = Vec::new();
+    let mut all_windows = true;
+    for (label, report) in &reports {
+        match measured_windows(label, report) {
+            Ok(w) => windows.extend(w),
+            Err(_) => all_windows = false,
+        }
     }
-    if let Some((share, _, _)) = provenance::overlap(&windows).filter(|o| o.0 < 0.99) {
+    if let Some((share, _, _)) = overlap(&windows).filter(|o| o.0 < 0.99) {
         eprintln!(
             "note: the runs' measured windows overlap {:.1}% of their span; rates add as if they ran together",
             share * 100.0

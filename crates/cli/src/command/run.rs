@@ -40,9 +40,10 @@ fn run_judged(
     let (report, signal) = run_and_emit(&plan, outputs, |report| {
         let mut verdict = judge(&set, &[report]);
         consistency::apply(&mut verdict, &set, &[report], required);
-        // A run cut short judges nothing: no PASS from part of its time.
+        // A run cut short judges nothing: no PASS from part of its time (judge withheld
+        // its findings; the consistency's are withheld too).
         if report.interrupted {
-            verdict.pass = false;
+            verdict.withhold();
         }
         report.verdict = Some(verdict);
     })?;
@@ -53,7 +54,7 @@ fn run_judged(
         table::render_verdict(verdict)
     };
     crate::output::destination::print_beside_json(&format!("\n{rendered}"), json.as_ref());
-    Ok(judged_exit_code(&[&report], signal, verdict.pass))
+    Ok(judged_exit_code(&[&report], signal, verdict.judgement))
 }
 
 /// Runs the host-max test a plan describes and prints/writes its report. Returns the exit code.

@@ -36,11 +36,14 @@ impl Phase {
         } else {
             String::new()
         };
+        let depth = match w.numjobs {
+            Some(jobs) => format!("{jobs} jobs x depth {}", w.iodepth),
+            None => format!("depth {}", w.iodepth),
+        };
         format!(
-            "{what}: {} {}{mix}, depth {}",
+            "{what}: {} {}{mix}, {depth}",
             crate::units::format_size(w.block_size.into()),
             w.pattern,
-            w.iodepth
         )
     }
 }
@@ -63,7 +66,10 @@ pub fn phase_request(base: &PlanRequest, kind: RuleKind, throughput_bs: u64) -> 
         BlockSizes::AtMost(_) => needs.block_size.into(),
     };
     if let Some(depth) = needs.depth.fixed() {
+        // The depth a promise needs is what a device keeps in flight: one job keeps it
+        // (--numjobs 4 at depth 1 would keep 4).
         request.iodepth = depth;
+        request.numjobs = None;
     }
     request
 }
@@ -164,9 +170,9 @@ pub fn verify(args: &VerifyArgs) -> anyhow::Result<i32> {
         .map(Phase::describe)
         .collect();
     if interrupted {
-        verdict.pass = false;
+        verdict.withhold();
     }
-    let pass = verdict.pass;
+    let judgement = verdict.judgement;
     let rendered = if interrupted {
         let cut = phases[reports.len() - 1].describe();
         table::render_unconcluded(&verdict, &cut, &not_measured)
@@ -174,7 +180,7 @@ pub fn verify(args: &VerifyArgs) -> anyhow::Result<i32> {
         table::render_verdict(&verdict)
     };
     print_beside_json(&format!("\n{rendered}"), json.as_ref());
-    let code = judged_exit_code(&refs, signal, pass);
+    let code = judged_exit_code(&refs, signal, judgement);
     let root = VerifyReport {
         schema_version: SCHEMA_VERSION,
         hostname: crate::provenance::hostname(),
@@ -186,4 +192,23 @@ pub fn verify(args: &VerifyArgs) -> anyhow::Result<i32> {
     };
     outputs.write(&root)?;
     Ok(code)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_phase_that_needs_one_io_in_flight_runs_one_job() {
+        let base = PlanRequest {
+            iodepth: 8,
+            numjobs: Some(4),
+            ..PlanRequest::default()
+        };
+        let latency = phase_request(&base, RuleKind::Latency, 1 << 20);
+        assert_eq!((latency.iodepth, latency.numjobs), (1, None));
+        // A rate phase keeps the jobs and their depth: any depth above 1 shows a rate.
+        let iops = phase_request(&base, RuleKind::Iops, 1 << 20);
+        assert_eq!((iops.iodepth, iops.numjobs), (8, Some(4)));
+    }
 }

@@ -196,7 +196,11 @@ pub fn render_table_noting(
 
     let mut out = String::new();
     let depth = match w.numjobs {
-        Some(jobs) => format!("{jobs} jobs x iodepth {}", w.iodepth),
+        Some(jobs) => format!(
+            "{jobs} jobs x iodepth {} = {} in flight",
+            w.iodepth,
+            w.in_flight_per_device()
+        ),
         None => format!("iodepth {}", w.iodepth),
     };
     let _ = write!(

@@ -2,6 +2,7 @@
 //! applied to a verdict ([`apply`]) and shown under the verdict table ([`render`]).
 
 use hostmax_aggregate::consistency::{judge_consistency, Consistency, ConsistencyVerdict};
+use hostmax_aggregate::verdict::Judgement;
 use hostmax_aggregate::{HostReport, SpecSet, Verdict};
 
 use crate::units::format_mib_per_sec;
@@ -16,7 +17,7 @@ pub fn apply(
 ) {
     let Some(required) = required else { return };
     if let Some(c) = judge_consistency(set, reports, required) {
-        verdict.pass &= c.pass;
+        verdict.judgement = verdict.judgement.and(Judgement::of(c.pass));
         verdict.consistency = Some(c);
     }
 }

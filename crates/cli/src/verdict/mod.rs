@@ -5,9 +5,8 @@
 //!
 //! The judging itself is pure and lives in the aggregator (`hostmax_aggregate::verdict`).
 //!
-//! Exit codes, in order of precedence: 2 for bad input (found before any I/O), 128+N when a
-//! signal stopped the run, 3 when I/O errors happened (the figures are then not trustworthy
-//! enough to judge a promise by), 1 when a verdict failed, 0 when everything passed.
+//! Exit codes: [`crate::exit_code`]'s table, by its precedence (a verdict that judged nothing
+//! is 7, NOT CONCLUDED).
 
 pub mod consistency;
 pub mod table;
@@ -15,7 +14,7 @@ pub mod table;
 use std::path::{Path, PathBuf};
 
 use hostmax_aggregate::spec::{self, SpecFile, SpecFileText, VolumeClass};
-use hostmax_aggregate::verdict::{DeviceExpectation, NotJudged, RuleKind};
+use hostmax_aggregate::verdict::{DeviceExpectation, Judgement, NotJudged, RuleKind};
 use hostmax_aggregate::{HostReport, SpecSet, VolumeSpec};
 use hostmax_engine::TargetInfo;
 
@@ -178,10 +177,17 @@ pub fn check_judgeable(set: &SpecSet, plan: &RunPlan) -> Result<(), BadInput> {
         .iter()
         .map(|&k| format!("{} ({})", k.needs(), rule_options(k)))
         .collect();
+    let depth = match plan.workload.numjobs {
+        Some(jobs) => format!(
+            "--numjobs {jobs} x --iodepth {} = {} I/Os in flight per device",
+            plan.workload.iodepth,
+            plan.workload.in_flight_per_target()
+        ),
+        None => format!("--iodepth {}", plan.workload.iodepth),
+    };
     Err(BadInput(format!(
-        "this run (--bs {}, --iodepth {}) cannot judge the spec: it needs {}; change the options or run 'hostmax verify', which runs each phase the spec needs",
+        "this run (--bs {}, {depth}) cannot judge the spec: it needs {}; change the options or run 'hostmax verify', which runs each phase the spec needs",
         crate::units::format_size(plan.workload.block_size.into()),
-        plan.workload.iodepth,
         needs.join(", or ")
     )))
 }
@@ -202,17 +208,21 @@ pub fn rule_options(kind: RuleKind) -> String {
 
 /// A verdict's "not judged" entry with the options that would judge it added.
 pub fn not_judged_line(entry: &NotJudged) -> String {
-    format!("{entry} ({})", rule_options(entry.kind))
+    match entry.kind() {
+        Some(kind) => format!("{entry} ({})", rule_options(kind)),
+        None => entry.to_string(),
+    }
 }
 
 /// The exit code of a judged run (see the module docs for the precedence).
-pub fn judged_exit_code(reports: &[&HostReport], signal: i32, pass: bool) -> i32 {
+pub fn judged_exit_code(reports: &[&HostReport], signal: i32, judgement: Judgement) -> i32 {
     exit_code::Outcome {
         signal,
         bad_data: reports.iter().any(|r| r.verify_failed()),
         io_errors: reports.iter().any(|r| r.host.errors > 0),
         stalled: reports.iter().any(|r| r.stalled()),
-        verdict_failed: !pass,
+        verdict_failed: judgement.failed(),
+        not_concluded: !judgement.judged(),
     }
     .code()
 }

@@ -7,7 +7,8 @@
 use std::fmt::Write as _;
 
 use hostmax_aggregate::verdict::{
-    figure_to_reach, keeps, BurstFinding, LatencyTime, Unit, VerdictFigures, PROMISE_KINDS,
+    figure_to_reach, keeps, BurstFinding, Judgement, LatencyTime, Unit, VerdictFigures,
+    PROMISE_KINDS,
 };
 use hostmax_aggregate::{
     report_bursts, Bottleneck, Burst, BurstRule, HostReport, Tolerance, Verdict,
@@ -110,6 +111,20 @@ fn ratio(measured: f64, expected: f64) -> String {
     }
 }
 
+/// A row's result when its figure was measured but not judged.
+const NOT_JUDGED: &str = "NOT JUDGED";
+
+/// `rows` as they stand, or each NOT JUDGED when their verdict judged nothing (a run cut
+/// short): never a PASS where the verdict gave none.
+fn not_judged_rows(mut rows: Vec<Row>, judgement: Judgement) -> Vec<Row> {
+    if !judgement.judged() {
+        for r in &mut rows {
+            r[6] = NOT_JUDGED.to_string();
+        }
+    }
+    rows
+}
+
 fn verdict_word(ok: bool) -> &'static str {
     if ok {
         "PASS"
@@ -155,13 +170,14 @@ fn render(v: &Verdict, unconcluded: Option<String>) -> String {
         if d.not_judged_reason().is_some() {
             // Its workers were saturated: a shortfall is hostmax's, not the volume's.
             for r in device_rows.iter_mut().filter(|r| r[6] == "FAIL") {
-                r[6] = "NOT JUDGED".to_string();
+                r[6] = NOT_JUDGED.to_string();
             }
         }
-        rows.extend(device_rows);
+        rows.extend(not_judged_rows(device_rows, d.judgement));
     }
     let h = &v.host;
-    rows.extend(figure_rows("host", "", &h.figures, t, v.latency_time));
+    let host_rows = figure_rows("host", "", &h.figures, t, v.latency_time);
+    rows.extend(not_judged_rows(host_rows, h.judgement));
 
     let header: Row = [
         "target", "spec", "check", "expected", "measured", "ratio", "result",
@@ -236,11 +252,13 @@ fn render(v: &Verdict, unconcluded: Option<String>) -> String {
     let failures = v.failures();
     if let Some(line) = unconcluded {
         out += &line;
-    } else if v.pass {
+    } else if v.judgement.passed() {
         let _ = writeln!(
             out,
             "PASS: every judged figure is within {t} of its promise"
         );
+    } else if !v.judgement.judged() {
+        out += "NOT CONCLUDED: no promise could be judged (see above); no PASS or FAIL is given\n";
     } else {
         let _ = writeln!(
             out,
@@ -357,7 +375,7 @@ mod tests {
     fn device(path: &str, expected: f64, measured: f64, pass: bool) -> DeviceVerdict {
         let mut d = DeviceVerdict::default();
         d.path = path.into();
-        d.pass = pass;
+        d.judgement = Judgement::of(pass);
         d.spec = "oci-balanced".into();
         d.size_bytes = Some(50_000_000_000);
         d.figures.expected[RuleKind::Iops] = Some(expected);
@@ -371,7 +389,7 @@ mod tests {
         d.figures.expected[RuleKind::Latency] = Some(1_000_000.0);
         d.figures.measured[Figure::ReadP95Ns] = Some(400_000.0);
         let mut v = Verdict::default();
-        v.pass = true;
+        v.judgement = Judgement::Pass;
         v.tolerance = 0.05;
         v.devices = vec![d];
         let service = render_verdict(&v);
@@ -385,11 +403,11 @@ mod tests {
     fn rows_ratios_bottleneck_and_the_failure_named() {
         let v = {
             let mut x = Verdict::default();
-            x.pass = false;
+            x.judgement = Judgement::Fail;
             x.tolerance = 0.05;
             x.host = {
                 let mut h = HostVerdict::default();
-                h.pass = false;
+                h.judgement = Judgement::Fail;
                 h.bottleneck = Some(Bottleneck::Volumes);
                 h.figures.expected[RuleKind::Iops] = Some(6000.0);
                 h.figures.measured[Figure::Iops] = Some(4001.0);
@@ -442,10 +460,10 @@ mod tests {
     #[test]
     fn a_volume_on_saturated_workers_shows_not_judged_and_the_load_generator() {
         let mut v = Verdict::default();
-        v.pass = true;
         v.tolerance = 0.05;
         v.devices = vec![{
             let mut d = device("/dev/zram1", 200_000.0, 100_000.0, true);
+            d.judgement = Judgement::NotJudged;
             d.bottleneck = Some(Bottleneck::LoadGenerator);
             d
         }];
@@ -454,6 +472,30 @@ mod tests {
         assert!(row.ends_with("NOT JUDGED"), "{text}");
         assert!(
             text.contains("/dev/zram1: not judged: load generator saturated"),
+            "{text}"
+        );
+        // Its only promise not judged: the run concludes nothing, and says so.
+        assert!(!text.contains("PASS:"), "{text}");
+        assert!(
+            text.trim_end().ends_with(
+                "NOT CONCLUDED: no promise could be judged (see above); no PASS or FAIL is given"
+            ),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn a_verdict_cut_short_shows_no_pass_on_any_row() {
+        let mut v = Verdict::default();
+        v.tolerance = 0.05;
+        v.devices = vec![device("/dev/loop0", 3000.0, 3100.0, true)];
+        v.withhold();
+        let text = render_unconcluded(&v, "the run", &[]);
+        let row = text.lines().find(|l| l.starts_with("/dev/loop0")).unwrap();
+        assert!(row.ends_with("NOT JUDGED"), "{text}");
+        assert!(!text.contains("PASS:"), "{text}");
+        assert!(
+            text.contains("NOT CONCLUDED: interrupted during the run"),
             "{text}"
         );
     }

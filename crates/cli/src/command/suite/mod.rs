@@ -117,9 +117,19 @@ pub fn run(args: &SuiteArgs) -> anyhow::Result<i32> {
             .any(|c| c.pass == Some(false))
             || s.consistency.as_ref().is_some_and(|c| !c.pass)
     });
+    // Promises of which no cell showed one: not a pass.
+    let nothing_judged = report.spec.as_ref().is_some_and(|s| {
+        s.consistency.is_none()
+            && s.volumes
+                .iter()
+                .chain(&s.host)
+                .flat_map(|v| &v.checks)
+                .all(|c| c.pass.is_none())
+    });
     Ok(crate::exit_code::Outcome {
         io_errors: errors > 0,
         verdict_failed: promise_failed,
+        not_concluded: nothing_judged,
         ..Default::default()
     }
     .code())
@@ -438,17 +448,13 @@ fn start(args: &SuiteArgs) -> anyhow::Result<Setup> {
         },
         run_id: Some(crate::provenance::new_run_id()),
     };
-    if let Some(jobs) = args.numjobs {
-        let total = u64::from(jobs) * u64::from(config.iodepth);
-        if total > u64::from(hostmax_engine::MAX_IODEPTH) {
-            return Err(BadInput(format!(
-                "--numjobs {jobs} x --iodepth {} = {total} I/Os per device, above the most hostmax keeps in flight ({}); lower one of them",
-                config.iodepth,
-                hostmax_engine::MAX_IODEPTH
-            ))
-            .into());
-        }
-    }
+    // The depth and the jobs against the engine's ranges, before any cell.
+    let depth = hostmax_engine::Workload {
+        iodepth: config.iodepth,
+        numjobs: config.numjobs,
+        ..hostmax_engine::Workload::default()
+    };
+    depth.check().map_err(|e| BadInput::from(&e))?;
     if config.cell_time_ms == 0 {
         return Err(BadInput(
             "--cell-time 0: each cell needs a measured time; give e.g. --cell-time 60s".into(),

@@ -9,7 +9,7 @@ use hostmax_aggregate::verdict::{self, JudgedRun, MeasuredFigures, OpFigures, Ru
 use hostmax_aggregate::{
     add_exact, EncodedHistograms, Figures, LatencySummary, SteadyState, SteadyStateRule, WindowFit,
 };
-use hostmax_engine::{new_latency_histogram, IoPattern, OpKind, PerOp};
+use hostmax_engine::{new_latency_histogram, IoPattern, OpKind, PerOp, Workload};
 use serde::{Deserialize, Serialize};
 
 use super::matrix::{size_label, CellSpec, SuiteTest, TrackedMetric};
@@ -597,8 +597,10 @@ fn judged_runs(report: &SuiteReport) -> Vec<JudgedRun> {
                 label: key.clone(),
                 shape: RunShape {
                     block_size: c.block_size,
-                    // The device's I/Os in flight: every job's depth.
-                    iodepth: report.settings.iodepth * report.settings.numjobs.unwrap_or(1),
+                    in_flight: Workload::in_flight(
+                        report.settings.iodepth,
+                        report.settings.numjobs,
+                    ),
                     record_latency: true,
                 },
                 rate_iops: None,
