@@ -1,4 +1,4 @@
-//! The load-latency curve (`hostmax curve`): one run per queue depth, from light load to
+//! The load-latency curve: one run per queue depth, from light load to
 //! saturation; for the host and each volume, the most IOPS at which a latency promise holds
 //! (the SLO knee) and the point where more depth stops adding IOPS (saturation).
 //!
@@ -346,7 +346,7 @@ impl Curve {
     }
 }
 
-/// `hostmax curve`'s JSON root: the curve and every depth's full report.
+/// A curve's JSON root: the curve and every depth's full report.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct CurveReport {
     /// [`crate::SCHEMA_VERSION`].
@@ -366,8 +366,8 @@ pub struct CurveReport {
     /// The depths that never ran (interrupted curves only).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub depths_not_measured: Vec<u32>,
-    /// `--rates`: the curve by offered rate (its runs follow the ceiling's in `runs`; `curve`
-    /// then holds the ceiling's depth alone).
+    /// The curve by offered rate, when one was measured (its runs follow the ceiling's in
+    /// `runs`; `curve` then holds the ceiling's depth alone).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub by_rate: Option<by_rate::RateCurve>,
 }

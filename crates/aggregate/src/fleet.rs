@@ -223,6 +223,77 @@ fn workload_fields(r: &HostReport) -> [(&'static str, Setting, String); 10] {
 /// must have run together for at least [`DEFAULT_MIN_OVERLAP`] of their span (two runs of one
 /// host one after the other never did), which needs every report's window
 /// ([`merge_reports_with`] sets another share).
+///
+/// # Example
+///
+/// Two "hosts" (two scratch files, each measured on a thread of its own) started together, as
+/// a fleet run starts at one `--start-at`, then merged; a second run of one host after the
+/// first is refused:
+///
+/// ```
+/// use std::ops::ControlFlow;
+/// use std::sync::Barrier;
+/// use std::time::Duration;
+///
+/// use hostmax_aggregate::{merge_reports, summarize, HostReport, MergeError};
+/// use hostmax_engine::{measure, MeasureRequest, Observer, PreparedRun, Workload};
+///
+/// /// Starts its run once every host is ready.
+/// struct StartTogether<'a>(&'a Barrier);
+///
+/// impl Observer for StartTogether<'_> {
+///     fn before_start(&mut self, _: &PreparedRun) -> ControlFlow<()> {
+///         self.0.wait();
+///         ControlFlow::Continue(())
+///     }
+/// }
+///
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// # struct Scratch(Vec<std::path::PathBuf>);
+/// # impl Drop for Scratch {
+/// #     fn drop(&mut self) {
+/// #         self.0.iter().for_each(|f| drop(std::fs::remove_file(f)));
+/// #     }
+/// # }
+/// let files: Vec<_> = ["a", "b"]
+///     .iter()
+///     .map(|h| std::env::temp_dir().join(format!("hostmax-merge-doc-{}-{h}.img", std::process::id())))
+///     .collect();
+/// # let _scratch = Scratch(files.clone());
+/// for file in &files {
+///     std::fs::File::create(file)?.set_len(16 << 20)?;
+/// }
+/// let workload = Workload {
+///     iodepth: 4,
+///     runtime: Duration::from_millis(500),
+///     ramp: Duration::ZERO,
+///     ..Workload::default()
+/// };
+/// let run = |file: &std::path::PathBuf, host: &str, ready: &Barrier| -> HostReport {
+///     let request = MeasureRequest::new(vec![file.clone()], workload.clone());
+///     let result = measure(request, &mut StartTogether(ready)).expect("measured");
+///     let mut report = summarize(&result, Vec::new());
+///     report.hostname = Some(host.to_string());
+///     report
+/// };
+/// let ready = Barrier::new(2);
+/// let (a, b) = std::thread::scope(|s| {
+///     let a = s.spawn(|| run(&files[0], "host-a", &ready));
+///     let b = s.spawn(|| run(&files[1], "host-b", &ready));
+///     (a.join().unwrap(), b.join().unwrap())
+/// });
+/// let fleet = merge_reports(&[("a.json".into(), a.clone()), ("b.json".into(), b)])?;
+/// assert_eq!(fleet.devices.len(), 2);
+/// assert_eq!(fleet.fleet.as_ref().map(|f| f.hosts.len()), Some(2));
+///
+/// // host-a again, after the first run: not measured together, so not added.
+/// let alone = Barrier::new(1);
+/// let later = run(&files[0], "host-a", &alone);
+/// let refused = merge_reports(&[("a.json".into(), a), ("later.json".into(), later)]);
+/// assert!(matches!(refused, Err(MergeError::NotMeasuredTogether(_))), "{refused:?}");
+/// # Ok(())
+/// # }
+/// ```
 pub fn merge_reports(reports: &[(String, HostReport)]) -> Result<HostReport, MergeError> {
     merge_reports_with(reports, DEFAULT_MIN_OVERLAP)
 }

@@ -211,7 +211,8 @@ pub fn default_steps(total: usize) -> Vec<usize> {
     steps
 }
 
-/// The JSON root of `hostmax sweep`: what it found and each step's report.
+/// A sweep's JSON root (one run per number of volumes): what it found and each step's
+/// report.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SweepReport {
     /// [`crate::SCHEMA_VERSION`].

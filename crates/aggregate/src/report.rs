@@ -98,7 +98,7 @@ pub struct Figures {
     #[serde(flatten)]
     pub ops: PerOp<OpSummary>,
     /// Each kind's full latency histogram (HdrHistogram V2 + DEFLATE, base64), from
-    /// which `hostmax merge` adds reports exactly; absent in reports of older versions.
+    /// which [`crate::merge_reports`] adds reports exactly; absent in reports of older versions.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub histograms: Option<EncodedHistograms>,
     /// With an offered rate: each kind's full response-time histogram, encoded like
@@ -162,8 +162,8 @@ pub use hostmax_device::DeviceIdentity;
 pub use hostmax_device::KernelCounts;
 
 /// The kernel's count of a device's I/Os over a run, beside hostmax's, and why the two
-/// differ. Taken by the caller (the CLI reads it before the write-safety probe and after the
-/// drain); the aggregator only carries it.
+/// differ. Taken by the caller (before the write-safety probe and after the drain, as the
+/// hostmax tool does); the aggregator only carries it.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct KernelCount {

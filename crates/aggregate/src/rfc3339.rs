@@ -1,6 +1,6 @@
 //! RFC 3339 times, parsed and written by a small parser here (the run windows reports carry
-//! in [`crate::Provenance`], and the `hostmax` tool's `--start-at`): the format is fixed, and a date library would be the heaviest
-//! dependency of the tool for two functions.
+//! in [`crate::Provenance`], and a front end's start times): the format is fixed, and a date
+//! library would be the heaviest dependency for two functions.
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 

@@ -14,7 +14,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use crate::placement::{plan_shares, ShareCount, TargetCpus};
-use crate::{EngineError, IoPattern, OpKind, RunConfig, Workload};
+use crate::{CpuUse, EngineError, IoPattern, OpKind, RunConfig, Workload};
 use hostmax_device::{TargetInfo, TargetKind};
 
 /// What [`measure_issue_ceiling`] measures with.
@@ -23,7 +23,7 @@ pub struct CeilingConfig {
     /// CPUs to measure, each with its own worker, all at once; `None` is every CPU this
     /// process may run on.
     pub cpus: Option<Vec<usize>>,
-    /// NOPs kept in flight per worker (a run's `--iodepth`).
+    /// NOPs kept in flight per worker (as a run's [`crate::Workload::iodepth`]).
     pub iodepth: u32,
     /// Measured time, after a short ramp.
     pub runtime: Duration,
@@ -50,6 +50,10 @@ pub struct CpuCeiling {
     pub ios: u64,
     /// `ios` per second of the window.
     pub ios_per_sec: f64,
+    /// The worker thread's CPU time and its CPU's busy time over the whole run (ramp and
+    /// window): a ceiling reached with the CPU not busy was held back by something else.
+    #[serde(default)]
+    pub cpu_use: CpuUse,
 }
 
 /// The load generator's ceiling on this host: every measured CPU's NOP rate, all running at
@@ -89,6 +93,29 @@ impl IssueCeiling {
 ///
 /// [`EngineError::InvalidCpus`] for a CPU this process may not run on, and whatever keeps a
 /// worker from starting (no io_uring: [`EngineError::Ring`]).
+///
+/// # Example
+///
+/// ```
+/// use std::time::Duration;
+///
+/// use hostmax_engine::{measure_issue_ceiling, CeilingConfig};
+///
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// # if hostmax_engine::check_io_uring().is_err() { return Ok(()); }
+/// let config = CeilingConfig {
+///     runtime: Duration::from_millis(200),
+///     ..CeilingConfig::default()
+/// };
+/// let ceiling = measure_issue_ceiling(&config)?;
+/// for cpu in &ceiling.cpus {
+///     let cpu_secs = (cpu.cpu_use.user_ns + cpu.cpu_use.system_ns) as f64 / 1e9;
+///     println!("CPU {}: {:.0} I/Os per second, {cpu_secs:.2} s of CPU", cpu.cpu, cpu.ios_per_sec);
+/// }
+/// assert!(ceiling.total_per_sec() > 0.0);
+/// # Ok(())
+/// # }
+/// ```
 pub fn measure_issue_ceiling(config: &CeilingConfig) -> Result<IssueCeiling, EngineError> {
     let allowed = crate::run::usable_cpus(config.cpus.as_deref())?;
     let null = PathBuf::from("/dev/null");
@@ -136,10 +163,17 @@ pub fn measure_issue_ceiling(config: &CeilingConfig) -> Result<IssueCeiling, Eng
         .iter()
         .map(|d| {
             let ios = d.ops[OpKind::Read].ios;
+            let cpu_use = result
+                .workers
+                .iter()
+                .find(|w| w.cpu == d.cpu)
+                .map(|w| w.cpu_use)
+                .unwrap_or_default();
             CpuCeiling {
                 cpu: d.cpu,
                 ios,
                 ios_per_sec: if secs > 0.0 { ios as f64 / secs } else { 0.0 },
+                cpu_use,
             }
         })
         .collect();

@@ -1,9 +1,9 @@
 //! One measurement, start to end: write safety, prepare, the re-check while the targets are
 //! held, start, every interval to the caller, the result.
 //!
-//! This is the one way a run is driven: the CLI's commands (a plain run, verify's phases,
-//! sweep and curve steps, suite cells, the demo) and other Rust tools alike call [`measure`],
-//! so a write to a device in use is refused the same way everywhere. The caller watches the
+//! This is the one way a run is driven: every front end (a single run, the phases of a
+//! verification, the steps of a sweep or a curve, a suite's cells) calls [`measure`], so a
+//! write to a device in use is refused the same way everywhere. The caller watches the
 //! run through an [`Observer`] (a closure taking each [`DeviceInterval`] is one) and turns
 //! the [`RunResult`] into figures (`hostmax_aggregate::summarize`: the aggregator does no I/O,
 //! so the measurement stays here and the summary there).

@@ -239,6 +239,8 @@ impl Misfit {
     }
 }
 
+impl std::error::Error for Misfit {}
+
 impl std::fmt::Display for Misfit {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match *self {

@@ -93,8 +93,8 @@ impl SettingError {
     }
 
     /// The message followed by the settings as `name` calls them, in parentheses (those it
-    /// has no name for left out): a front end passes its own names for them (a command line
-    /// its options), so the message tells its user what to change.
+    /// has no name for left out): a front end passes its own names for them (a tool with
+    /// options, its option names), so the message tells its user what to change.
     pub fn naming(&self, name: impl Fn(Setting) -> Option<&'static str>) -> String {
         let names: Vec<&str> = self.settings.iter().filter_map(|&s| name(s)).collect();
         if names.is_empty() {

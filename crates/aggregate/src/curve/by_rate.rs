@@ -1,4 +1,4 @@
-//! The curve by offered rate (`hostmax curve --rates`): one run per offered rate, each judged by
+//! The curve by offered rate: one run per offered rate, each judged by
 //! its response times (intended start to completion, so a device that falls behind its
 //! schedule shows it), with the SLO knee by offered rate and the saturation point where the
 //! achieved rate stops following the offered one.

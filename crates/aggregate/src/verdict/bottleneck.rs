@@ -61,7 +61,8 @@ pub struct VolumeShare {
 /// simulated host, 4 volumes behind a 5,000 IOPS cap got 1,239-1,292 IOPS each in one run and
 /// 1,829, 1,819, 680 and 672 in another, by which CPU's worker drove them). So one run cannot
 /// tell volumes that are each held below their figures, at a flat total, from a host limit;
-/// `hostmax sweep` can (with a host limit the total stops growing as volumes are added).
+/// a sweep over the number of volumes can (with a host limit the total stops growing as
+/// volumes are added).
 pub fn bottleneck(
     volumes: &[VolumeShare],
     per_second_total: &[f64],

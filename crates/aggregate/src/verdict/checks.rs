@@ -44,7 +44,7 @@ impl From<&Figures> for MeasuredFigures {
     }
 }
 
-/// One run as the rules see it: a phase of `hostmax verify`, a main run, a suite cell.
+/// One run as the rules see it: a phase of a verification, a single run, a suite cell.
 #[derive(Debug, Clone, PartialEq)]
 pub struct JudgedRun {
     /// How a check names it (a suite cell's key, `4k_100_0`).

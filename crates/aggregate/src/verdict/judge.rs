@@ -18,13 +18,62 @@ use crate::burst::BurstRule;
 use crate::report::{HostReport, Provenance};
 use crate::spec::Tolerance;
 
-/// Judges `reports` (one run, or the phases of `hostmax verify`) against `specs`.
+/// Judges `reports` (one run, or the phases of a verification) against `specs`.
 ///
 /// Devices are listed as the first report lists them; a device with no entry in `specs` is
 /// not judged. A rule no report qualifies for is listed in `not_judged` and does not fail
 /// the verdict, nor does a promise whose path no report has (listed there too). A verdict
 /// that judged nothing is [`Judgement::NotJudged`], never a pass; so is one over a report
 /// cut short ([`Verdict::withhold`]).
+///
+/// # Example
+///
+/// A scratch file measured with the engine, then judged against a promise of 100 IOPS (a
+/// promise of IOPS is judged on runs of 4 KiB blocks or smaller at a depth above 1):
+///
+/// ```
+/// use std::time::Duration;
+///
+/// use hostmax_aggregate::verdict::{DeviceExpectation, Judgement};
+/// use hostmax_aggregate::{judge, summarize, SpecSet, VolumeSpec};
+/// use hostmax_engine::{measure, DeviceInterval, MeasureRequest, Workload};
+///
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// # struct Scratch(std::path::PathBuf);
+/// # impl Drop for Scratch {
+/// #     fn drop(&mut self) {
+/// #         let _ = std::fs::remove_file(&self.0);
+/// #     }
+/// # }
+/// let file = std::env::temp_dir().join(format!("hostmax-judge-doc-{}.img", std::process::id()));
+/// std::fs::File::create(&file)?.set_len(16 << 20)?;
+/// # let _scratch = Scratch(file.clone());
+/// let workload = Workload {
+///     iodepth: 4,
+///     runtime: Duration::from_millis(300),
+///     ramp: Duration::ZERO,
+///     ..Workload::default()
+/// };
+/// let result = measure(MeasureRequest::new(vec![file.clone()], workload), &mut |_: DeviceInterval| {})?;
+/// let report = summarize(&result, Vec::new());
+///
+/// let specs = SpecSet {
+///     devices: vec![DeviceExpectation {
+///         // The path as the report names it (canonical).
+///         path: report.devices[0].path.clone(),
+///         size_bytes: 16 << 20,
+///         spec: "iops=100".parse::<VolumeSpec>()?,
+///         label: "a scratch file".into(),
+///     }],
+///     ..SpecSet::default()
+/// };
+/// let verdict = judge(&specs, &[&report]);
+/// assert_eq!(verdict.devices[0].judgement, Judgement::Pass);
+/// // Nothing was promised of the host: it is not judged, and that is no pass.
+/// assert_eq!(verdict.host.judgement, Judgement::NotJudged);
+/// # Ok(())
+/// # }
+/// ```
 pub fn judge(specs: &SpecSet, reports: &[&HostReport]) -> Verdict {
     let t = specs.tolerance;
     let runs: Vec<JudgedRun> = reports
@@ -331,7 +380,7 @@ fn rate_cap(run: &HostReport, kind: RuleKind) -> Option<f64> {
     kind.promise().rate_cap.allows(cap, run.workload.block_size)
 }
 
-/// The JSON root of `hostmax verify`: the verdict over every phase, and each phase's report.
+/// A verification's JSON root: the verdict over every phase (run), and each phase's report.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct VerifyReport {
     /// [`crate::SCHEMA_VERSION`].

@@ -4,8 +4,8 @@
 //! measured against expected, pass or fail, and, when the host falls short of what its volumes
 //! promise together, the [`Bottleneck`].
 //!
-//! The rules, the one place both `hostmax verify` (its phases, through [`judge`]) and the
-//! suite (its cells, through [`check_promise`]) judge a promise by, are one table,
+//! The rules, the one place both a verification of several runs (through [`judge`]) and a
+//! suite of cells (each through [`check_promise`]) judge a promise by, are one table,
 //! [`PROMISE_KINDS`]:
 //! - IOPS on runs of 4 KiB blocks or smaller: the published IOPS are "at 4K" (OCI; AWS counts
 //!   an SSD volume's IOPS on small I/O too), and a larger block can meet the throughput cap

@@ -88,7 +88,7 @@ pub struct RunNeeds {
     pub depth: DepthClass,
     /// Whether it must record latencies.
     pub timed: bool,
-    /// The block size of a run made to judge it (`hostmax verify`'s phase; what a hint names).
+    /// The block size of a run made to judge it (a verification's phase; what a hint names).
     pub block_size: u32,
 }
 
@@ -372,7 +372,8 @@ impl PartialEq for PromiseKind {
 
 impl Eq for PromiseKind {}
 
-/// Every kind of promise, in [`RuleKind`]'s order (the order `hostmax verify` runs phases in).
+/// Every kind of promise, in [`RuleKind`]'s order (the order a verification runs its phases
+/// in).
 pub const PROMISE_KINDS: [PromiseKind; 3] = [
     PromiseKind {
         kind: RuleKind::Iops,
