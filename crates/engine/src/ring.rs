@@ -177,8 +177,9 @@ pub(crate) struct UringIo {
     sync_done: Vec<Reaped>,
     /// Whether the CPU has a prefetch for writing ([`cpu_prefetches_for_write`]).
     write_prefetch: bool,
-    /// The caller gave up on the I/O still in flight ([`UringIo::abandon`]).
-    abandoned: bool,
+    /// Per file: the caller gave up on its I/O still in flight ([`UringIo::abandon`]), so its
+    /// region is the kernel's for good.
+    abandoned: Vec<bool>,
     /// Every push is an `IORING_OP_NOP` ([`UringIo::issue_nops`]).
     nops: bool,
 }
@@ -232,10 +233,11 @@ impl UringIo {
             sync_trims: Vec::new(),
             sync_done: Vec::new(),
             write_prefetch: cpu_prefetches_for_write(),
-            abandoned: false,
+            abandoned: Vec::new(),
             nops: false,
         };
         io.trim_methods = vec![None; io.files.len()];
+        io.abandoned = vec![false; io.files.len()];
 
         let fds: Vec<i32> = io.files.iter().map(|f| f.as_raw_fd()).collect();
         io.features.fixed_files = io.ring.submitter().register_files(&fds).is_ok();
@@ -287,10 +289,15 @@ impl UringIo {
     }
 
     /// The arena bytes of `len` at `buf_offset` in file `file`'s region, checked like
-    /// [`UringIo::push`] checks them.
+    /// [`UringIo::push`] checks them. Panics for an abandoned file's region: the kernel may
+    /// still write into it, so handing it out again would be a data race.
     fn buffer_ptr(&self, file: usize, buf_offset: usize, len: usize) -> *mut u8 {
         let region = self.regions[file];
         assert!(buf_offset + len <= region.len, "buffer outside its region");
+        assert!(
+            !self.abandoned[file],
+            "buffer of a file whose I/O was abandoned"
+        );
         // SAFETY: the bounds were checked just above, so the pointer stays inside the arena.
         unsafe { self.arena_ptr().add(region.offset + buf_offset) }
     }
@@ -380,6 +387,7 @@ impl UringIo {
         len: u32,
         offset: u64,
     ) -> bool {
+        assert!(!self.abandoned[file], "I/O queued to an abandoned file");
         if op == OpKind::Trim && self.trim_methods[file] == Some(TrimMethod::Ioctl) {
             self.sync_trims.push((user_data, file, offset, len));
             self.in_flight += 1;
@@ -392,8 +400,10 @@ impl UringIo {
         let entry = self.build_entry(op, file, buf, len, offset, file as u16);
         // SAFETY: `buf` points into the arena (or is null for an op without a buffer) and the
         // file is in `self.files`; both are owned by `self` and released only after every
-        // queued I/O has completed (`Drop` drains). The caller does not reuse a buffer slot
-        // until its completion is reaped. A NOP ([`UringIo::issue_nops`]) names neither.
+        // queued I/O has completed (`Drop` drains, or leaks the arena once any file's I/O was
+        // abandoned). The caller does not reuse a buffer slot until its completion is reaped,
+        // and no abandoned file's region is named again (`buffer_ptr` and the assertion above
+        // refuse it). A NOP ([`UringIo::issue_nops`]) names neither.
         let pushed = unsafe { self.ring.submission().push(&entry.user_data(user_data)) }.is_ok();
         if pushed {
             self.in_flight += 1;
@@ -535,11 +545,15 @@ impl UringIo {
         &self.reaped
     }
 
-    /// Gives up on the I/O still in flight (a device that stopped answering): dropping this
-    /// then neither waits for it nor unregisters anything (both would wait as long as the
-    /// device does), and the arena is leaked, since the kernel may still write into it.
-    pub fn abandon(&mut self) {
-        self.abandoned = true;
+    /// Gives up on file `file`'s I/O still in flight (a device that stopped answering): its
+    /// region stays the kernel's, so no later [`UringIo::push`], [`UringIo::buffer`] or
+    /// [`UringIo::buffer_mut`] may name the file again (they panic). The ring goes on serving
+    /// the other files, whose regions are disjoint; completions of the abandoned I/O may
+    /// still be reaped, and the caller must recognise and ignore them. Dropping this then
+    /// neither waits for the abandoned I/O nor unregisters anything (both would wait as long
+    /// as the device does), and the arena is leaked, since the kernel may still write into it.
+    pub fn abandon(&mut self, file: usize) {
+        self.abandoned[file] = true;
     }
 
     /// Waits until every queued or submitted I/O has completed, discarding the results.
@@ -566,7 +580,7 @@ impl Drop for UringIo {
     fn drop(&mut self) {
         // An abandoned ring's requests keep their own references to the files; closing the
         // ring leaves them to the kernel's exit work, which waits for them off this thread.
-        if self.abandoned || !self.drain() {
+        if self.abandoned.contains(&true) || !self.drain() {
             // The kernel may still write into the arena: leaking it is the only safe choice.
             std::mem::forget(self.arena.take());
             return;
