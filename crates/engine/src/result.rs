@@ -362,8 +362,9 @@ pub struct DeviceResult {
     /// How its trims were issued; `None` when the workload does not trim.
     pub trim_method: Option<crate::TrimMethod>,
     /// The I/Os it still had in flight when the run gave up waiting for them
-    /// ([`crate::DRAIN_LIMIT`] after the end): the device stopped answering. `None` when
-    /// every I/O it was given completed.
+    /// ([`crate::DRAIN_LIMIT`] after the end, or as long without a completion during the
+    /// `--verify` read-back): the device stopped answering. `None` when every I/O it was given
+    /// completed.
     pub stalled_in_flight: Option<u64>,
     /// With an offered rate: I/Os due within the runtime that were never issued (the backlog
     /// still waiting [`crate::BACKLOG_LIMIT`] after the end, or at a stop). 0 otherwise.

@@ -1204,6 +1204,51 @@ mod tests {
     }
 
     #[test]
+    fn a_read_back_cut_short_is_said_in_the_total_and_per_device() {
+        let mut report = sample_report();
+        let mut whole = hostmax_engine::VerifyLog::default();
+        whole.checked_after_run = 256;
+        let mut stalled = hostmax_engine::VerifyLog::default();
+        stalled.checked_after_run = 6;
+        stalled.not_read_back.stalled = 250;
+        stalled.reads_left_in_flight = 8;
+        let mut interrupted = hostmax_engine::VerifyLog::default();
+        interrupted.not_read_back.interrupted = 100;
+        report.devices[0].verify = Some(whole.clone());
+        report.devices[1].verify = Some(whole.clone());
+        let mut both = whole.clone();
+        both.add(&whole);
+        report.verify = Some(both);
+        let text = render_table(&report);
+        assert!(!text.contains("not read back"), "{text}");
+        assert!(!text.contains("NOT read back"), "{text}");
+        report.devices[1].verify = Some(stalled.clone());
+        report.devices[1].stalled_in_flight = Some(8);
+        report.devices[0].verify = Some(interrupted.clone());
+        let mut total = stalled.clone();
+        total.add(&interrupted);
+        report.verify = Some(total);
+        let text = render_table(&report);
+        assert!(
+            text.contains("6 written blocks read back after it, 0 bad")
+                && text.contains("; 350 written blocks NOT read back: the read-back is incomplete"),
+            "{text}"
+        );
+        assert!(
+            text.contains("/dev/loop11: 250 written blocks not read back after the run (250 as the device stopped answering): their data is unchecked; 8 reads of the read-back left in flight to the kernel\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("/dev/loop0: 100 written blocks not read back after the run (100 as a signal ended the read-back): their data is unchecked\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("/dev/loop11 stopped answering: 8 I/Os still in flight after 10 s without a completion while its written blocks were read back"),
+            "{text}"
+        );
+    }
+
+    #[test]
     fn read_only_run_has_no_write_columns() {
         let mut report = sample_report();
         report.workload.pattern = hostmax_engine::IoPattern::RandRead;
