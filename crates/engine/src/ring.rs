@@ -308,7 +308,8 @@ impl UringIo {
         let ptr = self.buffer_ptr(file, buf_offset, len);
         // SAFETY: the range lies in the arena, which lives as long as `self`; the caller uses
         // it only while no I/O names it, so the kernel does not write it meanwhile (other
-        // slots' I/O touches other bytes).
+        // slots' I/O touches other bytes), and `buffer_ptr` refuses the region of a file whose
+        // I/O was abandoned, which the kernel may still write.
         unsafe { std::slice::from_raw_parts(ptr, len) }
     }
 
@@ -743,6 +744,53 @@ mod tests {
             }
         }
         None
+    }
+
+    #[test]
+    fn an_abandoned_file_is_never_named_again_and_the_others_keep_the_ring() {
+        let dir = std::env::temp_dir().join(format!("hostmax-abandon-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let files: Vec<File> = (0..2)
+            .map(|i| {
+                std::fs::OpenOptions::new()
+                    .read(true)
+                    .write(true)
+                    .create(true)
+                    .truncate(true)
+                    .open(dir.join(format!("file{i}")))
+                    .unwrap()
+            })
+            .collect();
+        let mut io = match UringIo::new(files, &[4096, 4096], 2, Polling::default()) {
+            Ok(io) => io,
+            Err(e) => {
+                let _ = std::fs::remove_dir_all(&dir);
+                eprintln!("skipped: no io_uring here ({e})");
+                return;
+            }
+        };
+        io.abandon(0);
+        // The other file's region still goes through the ring.
+        io.buffer_mut(1, 0, 4096).fill(0xa5);
+        assert!(io.push(7, OpKind::Write, 1, 0, 4096, 0));
+        io.submit_and_wait(1, Some(Duration::from_secs(5))).unwrap();
+        io.reap();
+        let done: Vec<(u64, i32)> = io
+            .reaped()
+            .iter()
+            .map(|r| (r.user_data, r.result))
+            .collect();
+        assert_eq!(done, vec![(7, 4096)]);
+        // The abandoned file's region, and I/O to the file, are refused.
+        let read =
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| io.buffer(0, 0, 4096).len()));
+        assert!(read.is_err(), "its buffer was handed out");
+        let queued = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            io.push(8, OpKind::Read, 0, 0, 4096, 0)
+        }));
+        assert!(queued.is_err(), "I/O to it was queued");
+        drop(io);
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
