@@ -273,10 +273,12 @@ const READ_BACK_WAIT: Duration = Duration::from_millis(100);
 
 /// One device's read-back ([`WorkerLoop::read_back`]).
 struct ReadBack {
-    /// The blocks to read and check, each with the generation tag it was written with.
-    blocks: Vec<(u64, u8)>,
-    /// How many of `blocks` were queued (the rest are still to read).
-    queued: usize,
+    /// Where in the device's verify state the next block to read is looked for: the state
+    /// itself lists the blocks (a generation tag marks one to check), so no list of them is
+    /// made.
+    cursor: usize,
+    /// Checkable blocks not queued yet.
+    unqueued: u64,
     in_flight: u32,
     /// The last completion of one of its reads (or the read-back's start): no completion for
     /// [`DRAIN_LIMIT`] while reads are in flight means the device stopped answering.
@@ -818,22 +820,22 @@ impl WorkerLoop {
                 reading.push(None);
                 continue;
             };
-            let mut blocks = Vec::new();
-            for (b, &state) in dev.verify_state.iter().enumerate() {
+            let mut checkable = 0;
+            for &state in &dev.verify_state {
                 match state {
                     0 => {}
                     STATE_UNKNOWN | STATE_WRITING => log.unknown += 1,
-                    tag => blocks.push((dev.first_block + b as u64, tag)),
+                    _ => checkable += 1,
                 }
             }
             if dev.stalled_in_flight.is_some() {
-                log.not_read_back.stalled += blocks.len() as u64;
+                log.not_read_back.stalled += checkable;
                 reading.push(None);
                 continue;
             }
             reading.push(Some(ReadBack {
-                blocks,
-                queued: 0,
+                cursor: 0,
+                unqueued: checkable,
                 in_flight: 0,
                 last_heard: started,
                 given_up: false,
@@ -852,7 +854,7 @@ impl WorkerLoop {
             let unqueued = reading
                 .iter()
                 .flatten()
-                .any(|r| !r.given_up && r.queued < r.blocks.len());
+                .any(|r| !r.given_up && r.unqueued > 0);
             if !in_flight && (stop_deadline.is_some() || !unqueued) {
                 break;
             }
@@ -937,8 +939,7 @@ impl WorkerLoop {
                 dev.stalled_in_flight = Some(u64::from(r.in_flight));
                 if let Some(log) = dev.verify.as_mut() {
                     log.reads_left_in_flight += u64::from(r.in_flight);
-                    log.not_read_back.stalled +=
-                        u64::from(r.in_flight) + (r.blocks.len() - r.queued) as u64;
+                    log.not_read_back.stalled += u64::from(r.in_flight) + r.unqueued;
                 }
                 r.in_flight = 0;
                 r.given_up = true;
@@ -952,7 +953,7 @@ impl WorkerLoop {
                     continue;
                 };
                 if let Some(log) = self.devices[file].verify.as_mut() {
-                    log.not_read_back.interrupted += (r.blocks.len() - r.queued) as u64;
+                    log.not_read_back.interrupted += r.unqueued;
                 }
             }
         }
@@ -968,11 +969,17 @@ impl WorkerLoop {
             };
             let dev = &mut self.devices[file];
             let bs = dev.block_size;
-            while let Some(&(block, tag)) = r.blocks.get(r.queued) {
-                let Some(slot_id) = dev.free_slots.pop() else {
+            while r.unqueued > 0 {
+                let Some(&slot_id) = dev.free_slots.last() else {
                     break;
                 };
-                let offset = block * u64::from(bs);
+                // The next written block with a generation tag (unknown ones are not read).
+                let (index, tag) = dev.verify_state[r.cursor..]
+                    .iter()
+                    .position(|&s| (1..STATE_UNKNOWN).contains(&s))
+                    .map(|i| (r.cursor + i, dev.verify_state[r.cursor + i]))
+                    .expect("as many tagged blocks as counted");
+                let offset = (dev.first_block + index as u64) * u64::from(bs);
                 let buf = dev.read_buffer_offset(slot_id);
                 if !self.io.push(
                     READ_BACK | u64::from(slot_id),
@@ -982,9 +989,10 @@ impl WorkerLoop {
                     bs,
                     offset,
                 ) {
-                    dev.free_slots.push(slot_id);
                     return;
                 }
+                dev.free_slots.pop();
+                r.cursor = index + 1;
                 self.slots[slot_id as usize] = Slot {
                     device: file as u32,
                     op: OpKind::Read,
@@ -994,7 +1002,7 @@ impl WorkerLoop {
                     tag,
                     pool_block: NO_POOL_BLOCK,
                 };
-                r.queued += 1;
+                r.unqueued -= 1;
                 r.in_flight += 1;
             }
         }
