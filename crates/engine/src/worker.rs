@@ -280,8 +280,9 @@ struct ReadBack {
     /// Checkable blocks not queued yet.
     unqueued: u64,
     in_flight: u32,
-    /// The last completion of one of its reads (or the read-back's start): no completion for
-    /// [`DRAIN_LIMIT`] while reads are in flight means the device stopped answering.
+    /// The last completion of one of its reads, or when a read went out with none in flight:
+    /// no completion for [`DRAIN_LIMIT`] while reads are in flight means the device stopped
+    /// answering.
     last_heard: Instant,
     /// It stopped answering: its reads in flight were abandoned with its ring region.
     given_up: bool,
@@ -1003,6 +1004,10 @@ impl WorkerLoop {
                     pool_block: NO_POOL_BLOCK,
                 };
                 r.unqueued -= 1;
+                // Its wait for an answer starts with its first read in flight.
+                if r.in_flight == 0 {
+                    r.last_heard = Instant::now();
+                }
                 r.in_flight += 1;
             }
         }
