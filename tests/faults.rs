@@ -838,6 +838,11 @@ fn on_a_stalled_volume(
         ..hostmax_simhost::DeviceLimit::default()
     };
     throttle.limit(slow, &crawl).unwrap();
+    let unthrottle = Unthrottle {
+        group: &throttle,
+        device: slow,
+        kernel_name: names[0].clone(),
+    };
     let before: Vec<(u64, u64)> = names.iter().map(|n| kernel_completions(n)).collect();
     let args = args(&paths[0], &paths[1]);
     // The read waits in a ring of hostmax's: an io_uring descriptor (before any run: the
@@ -877,23 +882,12 @@ fn on_a_stalled_volume(
     }
     let took = started.elapsed();
     // Let the abandoned read go, so the volume can be taken down.
-    throttle
-        .limit(slow, &hostmax_simhost::DeviceLimit::default())
-        .unwrap();
+    drop(unthrottle);
     let out = running.wait();
     let wrote = names
         .iter()
         .zip(&before)
         .any(|(n, b)| kernel_completions(n).1 != b.1);
-    let inflight = format!("/sys/block/{}/inflight", names[0]);
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while std::fs::read_to_string(&inflight)
-        .map(|s| s.split_whitespace().any(|n| n != "0"))
-        .unwrap_or(false)
-        && Instant::now() < deadline
-    {
-        std::thread::sleep(Duration::from_millis(50));
-    }
     drop(host);
     Ok(StalledOutcome {
         stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
@@ -986,4 +980,330 @@ fn sigint_during_a_stalled_read_pass_ends_within_the_drain_limit_naming_it() {
     // (the read began 1 s before the signal).
     let limit = hostmax_engine::DRAIN_LIMIT;
     outcome.assert_ended(130, Duration::ZERO, limit + Duration::from_secs(10));
+}
+
+/// Lifts `device`'s caps in the group on drop (also when the test fails), so the I/O the caps
+/// held back completes and the volume can be taken down; then waits (up to 30 s) until the
+/// kernel has none of the device's I/O in flight.
+struct Unthrottle<'a> {
+    group: &'a IoThrottle,
+    device: (u32, u32),
+    kernel_name: String,
+}
+
+impl Drop for Unthrottle<'_> {
+    fn drop(&mut self) {
+        let _ = self
+            .group
+            .limit(self.device, &hostmax_simhost::DeviceLimit::default());
+        let inflight = format!("/sys/block/{}/inflight", self.kernel_name);
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while std::fs::read_to_string(&inflight)
+            .map(|s| s.split_whitespace().any(|n| n != "0"))
+            .unwrap_or(false)
+            && Instant::now() < deadline
+        {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+impl Running {
+    /// Waits for the exit, at most `limit` (then the child is killed and the test fails: an
+    /// unbounded wait is the fault under test).
+    fn wait_within(mut self, limit: Duration) -> Output {
+        let deadline = Instant::now() + limit;
+        let child = self.0.as_mut().unwrap();
+        while child.try_wait().expect("poll hostmax").is_none() {
+            if Instant::now() >= deadline {
+                let pid = child.id();
+                let mut dump = String::new();
+                for t in std::fs::read_dir(format!("/proc/{pid}/task")).unwrap() {
+                    let t = t.unwrap().path();
+                    dump += &std::fs::read_to_string(t.join("comm")).unwrap_or_default();
+                    dump += &std::fs::read_to_string(t.join("wchan")).unwrap_or_default();
+                    dump += "\n";
+                    dump += &std::fs::read_to_string(t.join("stack")).unwrap_or_default();
+                }
+                panic!("hostmax did not end within {limit:?}: {dump}");
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        self.wait()
+    }
+}
+
+/// Blocks in the working set of the read-back tests (`--size 1m` of 4 KiB blocks): a
+/// sequential write at depth 64 or less writes each of them, never two at once to one block, so
+/// every block is checkable.
+const READ_BACK_BLOCKS: u64 = 256;
+
+/// Starts a 2 s sequential `--verify` write of `paths` (1 MiB each, depth 8) inside `group`,
+/// with `extra` options, and waits until `kernel_name` has taken the run's writes: past the
+/// write-safety checks, whose reads a read cap set before would hold up.
+fn start_verified_write(
+    paths: &[String],
+    json: &str,
+    extra: &[&str],
+    group: &IoThrottle,
+    kernel_name: &str,
+) -> Running {
+    let before = kernel_completions(kernel_name);
+    let mut args: Vec<String> = vec!["--devices".into()];
+    args.extend(paths.iter().cloned());
+    args.extend(
+        [
+            "--rw",
+            "write",
+            "--size",
+            "1m",
+            "--allow-write",
+            "--verify",
+            "--runtime",
+            "2s",
+            "--ramp",
+            "0s",
+            "--json",
+            json,
+        ]
+        .map(String::from),
+    );
+    args.extend(extra.iter().map(|s| s.to_string()));
+    let running = Running::spawn_in(&args, Some(group));
+    wait_for_io(kernel_name, |(_, writes)| writes > before.1);
+    running
+}
+
+/// The read-back after a `--verify` write run is bounded like the run's drain: a device that
+/// completes none of its reads for the drain limit is reported stalled (exit 6, named, its
+/// reads in flight left to the kernel) and its unread blocks are counted, not passed over.
+#[test]
+fn a_device_that_stops_answering_during_the_read_back_is_reported_stalled() {
+    require_root!();
+    let throttle = match IoThrottle::create() {
+        Ok(t) => t,
+        Err(e) => skip!("no usable cgroup io throttle here ({e})"),
+    };
+    let host = volumes(1, 16 * MIB);
+    let paths = volume_paths(&host);
+    let names = volume_kernel_names(&host);
+    let dir = ScratchDir::new("read-back-stall");
+    let json = dir.0.join("report.json").display().to_string();
+    let started = Instant::now();
+    let running = start_verified_write(&paths, &json, &["--iodepth", "8"], &throttle, &names[0]);
+    let device = host.volumes()[0].major_minor().unwrap();
+    let _unthrottle = Unthrottle {
+        group: &throttle,
+        device,
+        kernel_name: names[0].clone(),
+    };
+    // Two bytes a second of reads (io.max takes no less): a 4 KiB read waits half an hour, so
+    // the read-back hears nothing back. The run itself only writes, at full speed.
+    let reads_held = hostmax_simhost::DeviceLimit {
+        read_bps: Some(2),
+        ..Default::default()
+    };
+    throttle.limit(device, &reads_held).unwrap();
+    let limit = hostmax_engine::DRAIN_LIMIT;
+    let out = running.wait_within(Duration::from_secs(2) + limit + Duration::from_secs(30));
+    let took = started.elapsed();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        took >= limit && took < Duration::from_secs(2) + limit + Duration::from_secs(20),
+        "took {took:?}: {stderr}"
+    );
+    assert_eq!(out.status.code(), Some(6), "{stdout}{stderr}");
+    let report = read_report(&json, &out);
+    let dev = &report["devices"][0];
+    let stalled = dev["stalled_in_flight"]
+        .as_u64()
+        .expect("stalled_in_flight");
+    assert!((1..=8).contains(&stalled), "{dev}");
+    let verify = &dev["verify"];
+    assert_eq!(verify["reads_left_in_flight"], stalled, "{verify}");
+    assert_eq!(verify["unknown"], 0, "{verify}");
+    assert_eq!(verify["not_read_back"]["interrupted"], 0, "{verify}");
+    let unread = verify["not_read_back"]["stalled"].as_u64().unwrap();
+    let checked = verify["checked_after_run"].as_u64().unwrap();
+    assert!(unread >= stalled, "{verify}");
+    assert_eq!(checked + unread, READ_BACK_BLOCKS, "{verify}");
+    assert_eq!(report["verify"]["not_read_back"]["stalled"], unread);
+    assert!(
+        stdout.contains(&format!(
+            "{} stopped answering: {stalled} I/Os still in flight after",
+            paths[0]
+        )),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains(&format!(
+            "{}: {unread} written blocks not read back after the run ({unread} as the device stopped answering)",
+            paths[0]
+        )),
+        "{stdout}"
+    );
+    assert!(stdout.contains("NOT read back"), "{stdout}");
+}
+
+/// A signal during the read-back ends it within about a second: exit 130, the report written,
+/// saying how many written blocks were left unchecked.
+#[test]
+fn sigint_during_the_read_back_ends_it_and_counts_the_blocks_left() {
+    require_root!();
+    let throttle = match IoThrottle::create() {
+        Ok(t) => t,
+        Err(e) => skip!("no usable cgroup io throttle here ({e})"),
+    };
+    let host = volumes(1, 16 * MIB);
+    let paths = volume_paths(&host);
+    let names = volume_kernel_names(&host);
+    let dir = ScratchDir::new("read-back-sigint");
+    let json = dir.0.join("report.json").display().to_string();
+    let running = start_verified_write(&paths, &json, &["--iodepth", "8"], &throttle, &names[0]);
+    let writing = Instant::now();
+    let device = host.volumes()[0].major_minor().unwrap();
+    let _unthrottle = Unthrottle {
+        group: &throttle,
+        device,
+        kernel_name: names[0].clone(),
+    };
+    throttle
+        .limit(
+            device,
+            &hostmax_simhost::DeviceLimit {
+                read_bps: Some(2),
+                ..Default::default()
+            },
+        )
+        .unwrap();
+    // The run ends 2 s after its first write; its read-back is then held for the drain limit
+    // (10 s) before it is called stalled: 4 s after the first write it is reading back.
+    std::thread::sleep(Duration::from_secs(4).saturating_sub(writing.elapsed()));
+    let signalled = Instant::now();
+    running.signal(libc::SIGINT);
+    let out = running.wait_within(Duration::from_secs(20));
+    let took = signalled.elapsed();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(took < Duration::from_secs(4), "took {took:?}: {stderr}");
+    assert_eq!(out.status.code(), Some(130), "{stdout}{stderr}");
+    let report = read_report(&json, &out);
+    assert_eq!(report["interrupted"], true);
+    let dev = &report["devices"][0];
+    assert!(dev.get("stalled_in_flight").is_none(), "{dev}");
+    let verify = &dev["verify"];
+    let unread = verify["not_read_back"]["interrupted"].as_u64().unwrap();
+    let checked = verify["checked_after_run"].as_u64().unwrap();
+    assert_eq!(verify["not_read_back"]["stalled"], 0, "{verify}");
+    assert_eq!(checked + unread, READ_BACK_BLOCKS, "{verify}");
+    assert!(unread >= 1, "{verify}");
+    let left = verify["reads_left_in_flight"].as_u64().unwrap();
+    assert!((1..=8).contains(&left), "{verify}");
+    assert!(
+        stdout.contains(&format!(
+            "{}: {unread} written blocks not read back after the run ({unread} as a signal ended the read-back)",
+            paths[0]
+        )),
+        "{stdout}"
+    );
+}
+
+/// Two devices on one worker (one CPU, one ring), one of which stalls during the run: the
+/// other's written blocks are still all read back and checked, and the stalled one's are
+/// counted as not read back.
+#[test]
+fn a_stall_during_the_run_leaves_the_read_back_of_a_device_on_the_same_cpu_whole() {
+    require_root!();
+    let throttle = match IoThrottle::create() {
+        Ok(t) => t,
+        Err(e) => skip!("no usable cgroup io throttle here ({e})"),
+    };
+    let host = volumes(2, 16 * MIB);
+    let paths = volume_paths(&host);
+    let names = volume_kernel_names(&host);
+    let dir = ScratchDir::new("read-back-beside-stall");
+    let json = dir.0.join("report.json").display().to_string();
+    let depth: u64 = 64;
+    let started = Instant::now();
+    let running = start_verified_write(
+        &paths,
+        &json,
+        &["--iodepth", &depth.to_string(), "--cpus", "0"],
+        &throttle,
+        &names[0],
+    );
+    let slow = host.volumes()[0].major_minor().unwrap();
+    let _unthrottle = Unthrottle {
+        group: &throttle,
+        device: slow,
+        kernel_name: names[0].clone(),
+    };
+    // Two I/Os a second with 64 in flight: at the run's end they need ~32 s to drain, far
+    // more than the drain limit.
+    throttle.limit_iops(slow, 2).unwrap();
+    let limit = hostmax_engine::DRAIN_LIMIT;
+    let out = running.wait_within(Duration::from_secs(2) + limit + Duration::from_secs(30));
+    let took = started.elapsed();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        took >= limit && took < Duration::from_secs(2) + limit + Duration::from_secs(20),
+        "took {took:?}: {stderr}"
+    );
+    assert_eq!(out.status.code(), Some(6), "{stdout}{stderr}");
+    let report = read_report(&json, &out);
+    let devices = report["devices"].as_array().unwrap();
+    // One worker drove both.
+    for d in devices {
+        let drivers = d["drivers"].as_array().expect("drivers");
+        assert_eq!(drivers.len(), 1, "{d}");
+        assert_eq!(drivers[0]["cpu"], 0, "{d}");
+    }
+    let (slow_dev, healthy) = (&devices[0], &devices[1]);
+    assert!(healthy.get("stalled_in_flight").is_none(), "{healthy}");
+    let healthy_verify = &healthy["verify"];
+    assert_eq!(
+        healthy_verify["checked_after_run"], READ_BACK_BLOCKS,
+        "{healthy_verify}"
+    );
+    assert_eq!(healthy_verify["not_read_back"]["stalled"], 0);
+    assert_eq!(healthy_verify["not_read_back"]["interrupted"], 0);
+    assert_eq!(healthy_verify["mismatches"], 0, "{healthy_verify}");
+    // The stalled device: nothing read back; its blocks written are counted unread, those
+    // whose writes it still held unknown.
+    let stalled = slow_dev["stalled_in_flight"]
+        .as_u64()
+        .expect("stalled_in_flight");
+    let slow_verify = &slow_dev["verify"];
+    assert_eq!(slow_verify["checked_after_run"], 0, "{slow_verify}");
+    assert_eq!(slow_verify["unknown"], stalled, "{slow_verify}");
+    let completed = slow_dev["write"]["ios"].as_u64().unwrap()
+        + slow_dev["drained"]["writes"].as_u64().unwrap();
+    let written = (completed + stalled).min(READ_BACK_BLOCKS);
+    let unread = slow_verify["not_read_back"]["stalled"].as_u64().unwrap();
+    assert_eq!(unread + stalled, written, "{slow_dev}");
+    assert!(
+        stdout.contains(&format!(
+            "{} stopped answering: {stalled} I/Os still in flight {} s after the end",
+            paths[0],
+            limit.as_secs()
+        )),
+        "{stdout}"
+    );
+    if unread > 0 {
+        assert!(
+            stdout.contains(&format!(
+                "{}: {unread} written blocks not read back after the run ({unread} as the device stopped answering)",
+                paths[0]
+            )),
+            "{stdout}"
+        );
+    }
+    assert!(
+        !stdout
+            .lines()
+            .any(|l| l.starts_with(&paths[1]) && l.contains("not read back")),
+        "the healthy device has nothing unread: {stdout}"
+    );
 }

@@ -487,6 +487,21 @@ fn sum_verify(
                 log.checked_after_run,
             ),
             ("unknown", &mut checked.unknown, log.unknown),
+            (
+                "not_read_back.stalled",
+                &mut checked.not_read_back.stalled,
+                log.not_read_back.stalled,
+            ),
+            (
+                "not_read_back.interrupted",
+                &mut checked.not_read_back.interrupted,
+                log.not_read_back.interrupted,
+            ),
+            (
+                "reads_left_in_flight",
+                &mut checked.reads_left_in_flight,
+                log.reads_left_in_flight,
+            ),
             ("mismatches", &mut checked.mismatches, log.mismatches),
             ("corruption", &mut checked.corruption, log.corruption),
             ("misdirected", &mut checked.misdirected, log.misdirected),

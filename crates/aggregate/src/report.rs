@@ -229,8 +229,8 @@ pub struct DeviceReport {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kernel: Option<KernelCount>,
     /// The device stopped answering: the I/Os it still had in flight when the run stopped
-    /// waiting ([`hostmax_engine::DRAIN_LIMIT`] after its end). Absent when every I/O
-    /// completed.
+    /// waiting ([`hostmax_engine::DRAIN_LIMIT`] after its end, or as long without a completion
+    /// during the `--verify` read-back). Absent when every I/O completed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stalled_in_flight: Option<u64>,
     /// With an offered rate: I/Os due within the runtime that were never issued (a backlog

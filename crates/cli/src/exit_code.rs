@@ -21,10 +21,10 @@ pub const FAILURE: i32 = 4;
 /// `--verify` found a block that was not what was written.
 pub const VERIFY_FAILED: i32 = 5;
 /// A device stopped answering: it still had I/O in flight `hostmax_engine::DRAIN_LIMIT`
-/// (10 s) after the run's end, and the run ended without it. The report names it and its
-/// I/Os in flight (`stalled_in_flight`); the other devices' figures are whole. Also a read
-/// of a device that got no answer in time before any write (the safety checks) or in
-/// `prepare`'s read pass.
+/// (10 s) after the run's end, or completed none of its `--verify` read-back's reads for as
+/// long, and the run ended without it. The report names it and its I/Os in flight
+/// (`stalled_in_flight`); the other devices' figures are whole. Also a read of a device that
+/// got no answer in time before any write (the safety checks) or in `prepare`'s read pass.
 pub const STALLED: i32 = 6;
 /// A judged run finished but no promise could be judged (NOT CONCLUDED): every promised
 /// figure needed another run shape, or every shortfall was on saturated workers. Not a pass,

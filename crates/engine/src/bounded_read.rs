@@ -99,7 +99,7 @@ impl BoundedReader {
             let called_off = patience.is_called_off();
             if called_off || started.elapsed() >= patience.read() {
                 // Dropping an abandoned ring waits for nothing and leaks its buffer.
-                self.io.abandon();
+                self.io.abandon(0);
                 self.spent = true;
                 let what = format!("a read of {len} bytes at byte {offset}");
                 return Err(if called_off {

@@ -125,8 +125,8 @@ pub use placement::{DeviceShare, Placement, ThreadLayout, WorkerPlan};
 pub use read_pass::{read_pass, PassProgress, ReadPass};
 pub use result::{
     new_latency_histogram, CpuUse, DeviceDriver, DeviceInterval, DeviceResult, ErrorLog, IoCounts,
-    IoErrorSample, OpResult, ReadSamples, RunResult, VerifyLog, WorkerSummary, CPU_SATURATED,
-    LATENCY_HIGHEST_NS, LATENCY_SIGFIG,
+    IoErrorSample, NotReadBack, OpResult, ReadSamples, RunResult, VerifyLog, WorkerSummary,
+    CPU_SATURATED, LATENCY_HIGHEST_NS, LATENCY_SIGFIG,
 };
 pub use ring::{probe_kernel_ring, KernelRingSupport, Polling, RingFeatures, TrimMethod};
 pub use run::{
@@ -137,7 +137,7 @@ pub use setting::{Setting, SettingError};
 pub use target::{discard, zero_out};
 pub use workload::{
     ErrorPolicy, IoPattern, UnknownPattern, Workload, BACKLOG_LIMIT, DRAIN_LIMIT, MAX_BLOCK_SIZE,
-    MAX_IODEPTH, MAX_NUMJOBS, MAX_RATE_IOPS, MAX_RUN_TIME, MIN_BLOCK_SIZE,
+    MAX_IODEPTH, MAX_NUMJOBS, MAX_RATE_IOPS, MAX_RUN_TIME, MIN_BLOCK_SIZE, READ_BACK_STOP_GRACE,
 };
 
 // Test hooks: the repository's tests, benches and fuzzers reach inside the engine through

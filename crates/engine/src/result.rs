@@ -138,6 +138,16 @@ pub struct VerifyLog {
     /// Blocks whose content could not be predicted (a failed write, or overlapping writes to
     /// one block) and so were not checked.
     pub unknown: u64,
+    /// Written blocks never read back after the run, by why: the read-back of a device that
+    /// stopped answering, or one a stop ended, checks only part of what was written, and says
+    /// how much it left.
+    #[serde(default)]
+    pub not_read_back: NotReadBack,
+    /// Reads of the read-back given up on and left to the kernel: in flight when their device
+    /// stopped answering, or still in flight [`crate::READ_BACK_STOP_GRACE`] after a stop.
+    /// Their blocks are counted in [`VerifyLog::not_read_back`].
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub reads_left_in_flight: u64,
     /// Checks that failed, in all.
     pub mismatches: u64,
     /// Failed checks by kind.
@@ -169,6 +179,9 @@ impl VerifyLog {
         self.checked_during_run += other.checked_during_run;
         self.checked_after_run += other.checked_after_run;
         self.unknown += other.unknown;
+        self.not_read_back.stalled += other.not_read_back.stalled;
+        self.not_read_back.interrupted += other.not_read_back.interrupted;
+        self.reads_left_in_flight += other.reads_left_in_flight;
         self.mismatches += other.mismatches;
         self.corruption += other.corruption;
         self.misdirected += other.misdirected;
@@ -179,6 +192,30 @@ impl VerifyLog {
             }
         }
     }
+}
+
+/// Written blocks the read-back after a `--verify` run did not check ([`VerifyLog`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct NotReadBack {
+    /// Blocks of a device that stopped answering, during the run
+    /// ([`DeviceResult::stalled_in_flight`]: none of its blocks is read back) or during the
+    /// read-back (no completion for [`crate::DRAIN_LIMIT`]).
+    pub stalled: u64,
+    /// Blocks still unchecked when a stop from outside (SIGINT, SIGTERM,
+    /// [`crate::RunHandle::stop`]) ended the read-back, or came before it.
+    pub interrupted: u64,
+}
+
+impl NotReadBack {
+    /// Every block not read back, whatever the reason.
+    pub fn total(&self) -> u64 {
+        self.stalled + self.interrupted
+    }
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// Every I/O on a device whose result was not its requested length, at any time of the run
@@ -325,8 +362,9 @@ pub struct DeviceResult {
     /// How its trims were issued; `None` when the workload does not trim.
     pub trim_method: Option<crate::TrimMethod>,
     /// The I/Os it still had in flight when the run gave up waiting for them
-    /// ([`crate::DRAIN_LIMIT`] after the end): the device stopped answering. `None` when
-    /// every I/O it was given completed.
+    /// ([`crate::DRAIN_LIMIT`] after the end, or as long without a completion during the
+    /// `--verify` read-back): the device stopped answering. `None` when every I/O it was given
+    /// completed.
     pub stalled_in_flight: Option<u64>,
     /// With an offered rate: I/Os due within the runtime that were never issued (the backlog
     /// still waiting [`crate::BACKLOG_LIMIT`] after the end, or at a stop). 0 otherwise.

@@ -177,8 +177,9 @@ pub(crate) struct UringIo {
     sync_done: Vec<Reaped>,
     /// Whether the CPU has a prefetch for writing ([`cpu_prefetches_for_write`]).
     write_prefetch: bool,
-    /// The caller gave up on the I/O still in flight ([`UringIo::abandon`]).
-    abandoned: bool,
+    /// Per file: the caller gave up on its I/O still in flight ([`UringIo::abandon`]), so its
+    /// region is the kernel's for good.
+    abandoned: Vec<bool>,
     /// Every push is an `IORING_OP_NOP` ([`UringIo::issue_nops`]).
     nops: bool,
 }
@@ -232,10 +233,11 @@ impl UringIo {
             sync_trims: Vec::new(),
             sync_done: Vec::new(),
             write_prefetch: cpu_prefetches_for_write(),
-            abandoned: false,
+            abandoned: Vec::new(),
             nops: false,
         };
         io.trim_methods = vec![None; io.files.len()];
+        io.abandoned = vec![false; io.files.len()];
 
         let fds: Vec<i32> = io.files.iter().map(|f| f.as_raw_fd()).collect();
         io.features.fixed_files = io.ring.submitter().register_files(&fds).is_ok();
@@ -287,10 +289,15 @@ impl UringIo {
     }
 
     /// The arena bytes of `len` at `buf_offset` in file `file`'s region, checked like
-    /// [`UringIo::push`] checks them.
+    /// [`UringIo::push`] checks them. Panics for an abandoned file's region: the kernel may
+    /// still write into it, so handing it out again would be a data race.
     fn buffer_ptr(&self, file: usize, buf_offset: usize, len: usize) -> *mut u8 {
         let region = self.regions[file];
         assert!(buf_offset + len <= region.len, "buffer outside its region");
+        assert!(
+            !self.abandoned[file],
+            "buffer of a file whose I/O was abandoned"
+        );
         // SAFETY: the bounds were checked just above, so the pointer stays inside the arena.
         unsafe { self.arena_ptr().add(region.offset + buf_offset) }
     }
@@ -301,7 +308,8 @@ impl UringIo {
         let ptr = self.buffer_ptr(file, buf_offset, len);
         // SAFETY: the range lies in the arena, which lives as long as `self`; the caller uses
         // it only while no I/O names it, so the kernel does not write it meanwhile (other
-        // slots' I/O touches other bytes).
+        // slots' I/O touches other bytes), and `buffer_ptr` refuses the region of a file whose
+        // I/O was abandoned, which the kernel may still write.
         unsafe { std::slice::from_raw_parts(ptr, len) }
     }
 
@@ -380,6 +388,7 @@ impl UringIo {
         len: u32,
         offset: u64,
     ) -> bool {
+        assert!(!self.abandoned[file], "I/O queued to an abandoned file");
         if op == OpKind::Trim && self.trim_methods[file] == Some(TrimMethod::Ioctl) {
             self.sync_trims.push((user_data, file, offset, len));
             self.in_flight += 1;
@@ -392,8 +401,10 @@ impl UringIo {
         let entry = self.build_entry(op, file, buf, len, offset, file as u16);
         // SAFETY: `buf` points into the arena (or is null for an op without a buffer) and the
         // file is in `self.files`; both are owned by `self` and released only after every
-        // queued I/O has completed (`Drop` drains). The caller does not reuse a buffer slot
-        // until its completion is reaped. A NOP ([`UringIo::issue_nops`]) names neither.
+        // queued I/O has completed (`Drop` drains, or leaks the arena once any file's I/O was
+        // abandoned). The caller does not reuse a buffer slot until its completion is reaped,
+        // and no abandoned file's region is named again (`buffer_ptr` and the assertion above
+        // refuse it). A NOP ([`UringIo::issue_nops`]) names neither.
         let pushed = unsafe { self.ring.submission().push(&entry.user_data(user_data)) }.is_ok();
         if pushed {
             self.in_flight += 1;
@@ -535,11 +546,15 @@ impl UringIo {
         &self.reaped
     }
 
-    /// Gives up on the I/O still in flight (a device that stopped answering): dropping this
-    /// then neither waits for it nor unregisters anything (both would wait as long as the
-    /// device does), and the arena is leaked, since the kernel may still write into it.
-    pub fn abandon(&mut self) {
-        self.abandoned = true;
+    /// Gives up on file `file`'s I/O still in flight (a device that stopped answering): its
+    /// region stays the kernel's, so no later [`UringIo::push`], [`UringIo::buffer`] or
+    /// [`UringIo::buffer_mut`] may name the file again (they panic). The ring goes on serving
+    /// the other files, whose regions are disjoint; completions of the abandoned I/O may
+    /// still be reaped, and the caller must recognise and ignore them. Dropping this then
+    /// neither waits for the abandoned I/O nor unregisters anything (both would wait as long
+    /// as the device does), and the arena is leaked, since the kernel may still write into it.
+    pub fn abandon(&mut self, file: usize) {
+        self.abandoned[file] = true;
     }
 
     /// Waits until every queued or submitted I/O has completed, discarding the results.
@@ -566,7 +581,7 @@ impl Drop for UringIo {
     fn drop(&mut self) {
         // An abandoned ring's requests keep their own references to the files; closing the
         // ring leaves them to the kernel's exit work, which waits for them off this thread.
-        if self.abandoned || !self.drain() {
+        if self.abandoned.contains(&true) || !self.drain() {
             // The kernel may still write into the arena: leaking it is the only safe choice.
             std::mem::forget(self.arena.take());
             return;
@@ -729,6 +744,53 @@ mod tests {
             }
         }
         None
+    }
+
+    #[test]
+    fn an_abandoned_file_is_never_named_again_and_the_others_keep_the_ring() {
+        let dir = std::env::temp_dir().join(format!("hostmax-abandon-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let files: Vec<File> = (0..2)
+            .map(|i| {
+                std::fs::OpenOptions::new()
+                    .read(true)
+                    .write(true)
+                    .create(true)
+                    .truncate(true)
+                    .open(dir.join(format!("file{i}")))
+                    .unwrap()
+            })
+            .collect();
+        let mut io = match UringIo::new(files, &[4096, 4096], 2, Polling::default()) {
+            Ok(io) => io,
+            Err(e) => {
+                let _ = std::fs::remove_dir_all(&dir);
+                eprintln!("skipped: no io_uring here ({e})");
+                return;
+            }
+        };
+        io.abandon(0);
+        // The other file's region still goes through the ring.
+        io.buffer_mut(1, 0, 4096).fill(0xa5);
+        assert!(io.push(7, OpKind::Write, 1, 0, 4096, 0));
+        io.submit_and_wait(1, Some(Duration::from_secs(5))).unwrap();
+        io.reap();
+        let done: Vec<(u64, i32)> = io
+            .reaped()
+            .iter()
+            .map(|r| (r.user_data, r.result))
+            .collect();
+        assert_eq!(done, vec![(7, 4096)]);
+        // The abandoned file's region, and I/O to the file, are refused.
+        let read =
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| io.buffer(0, 0, 4096).len()));
+        assert!(read.is_err(), "its buffer was handed out");
+        let queued = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            io.push(8, OpKind::Read, 0, 0, 4096, 0)
+        }));
+        assert!(queued.is_err(), "I/O to it was queued");
+        drop(io);
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

@@ -676,7 +676,8 @@ impl RunHandle {
     }
 
     /// Asks the workers to stop submitting; in-flight I/O drains, and the measured window
-    /// ends now.
+    /// ends now. A `--verify` read-back in progress (or still to come) ends too, its unread
+    /// blocks counted ([`crate::NotReadBack::interrupted`]).
     pub fn stop(&self) {
         self.shared.stop();
     }
@@ -811,7 +812,8 @@ impl RunHandle {
 }
 
 impl StopHandle {
-    /// Asks the workers to stop submitting; in-flight I/O drains.
+    /// Asks the workers to stop submitting; in-flight I/O drains. As [`RunHandle::stop`], it
+    /// ends a `--verify` read-back too.
     pub fn stop(&self) {
         self.shared.stop();
     }

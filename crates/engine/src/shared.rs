@@ -1,7 +1,7 @@
 //! What the control side of a run ([`crate::RunHandle`]) and its workers share: the start
 //! gate every worker waits at, the common start instant, a stop request, and progress.
 
-use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::sync::{Condvar, Mutex};
 use std::time::{Duration, Instant};
 
@@ -66,6 +66,10 @@ pub(crate) struct Shared {
     pub(crate) gate: StartGate,
     /// Nanoseconds after `start` at which a stop was asked; `u64::MAX` while none was.
     stop_after_ns: AtomicU64,
+    /// The stop came from outside ([`Shared::stop`]: a signal, the library's caller), not
+    /// from a failed I/O: it also ends a `--verify` read-back, which a stop-all after an
+    /// error leaves to check what was written.
+    interrupted: AtomicBool,
     start: Mutex<Option<Instant>>,
     /// The highest second any worker has closed (for progress without a live channel).
     pub(crate) seconds_done: AtomicI64,
@@ -80,6 +84,7 @@ impl Shared {
         Shared {
             gate: StartGate::new(),
             stop_after_ns: AtomicU64::new(u64::MAX),
+            interrupted: AtomicBool::new(false),
             start: Mutex::new(None),
             seconds_done: AtomicI64::new(i64::MIN),
             finished_after_ns: AtomicU64::new(0),
@@ -103,7 +108,22 @@ impl Shared {
         self.gate.open(Some(start));
     }
 
+    /// A stop from outside the run (a signal, the library's caller): the run stops
+    /// submitting, and a read-back in progress or still to come ends too.
     pub(crate) fn stop(&self) {
+        self.interrupted.store(true, Ordering::Relaxed);
+        self.stop_submitting();
+    }
+
+    /// Whether a stop came from outside ([`Shared::stop`]).
+    #[inline]
+    pub(crate) fn interrupted(&self) -> bool {
+        self.interrupted.load(Ordering::Relaxed)
+    }
+
+    /// A stop of the run's submissions only (`--on-error stop-all`): what was written is
+    /// still read back.
+    pub(crate) fn stop_submitting(&self) {
         let start = *self.start.lock().unwrap_or_else(|e| e.into_inner());
         let ns = start.map_or(0, |s| s.elapsed().as_nanos() as u64);
         let _ =

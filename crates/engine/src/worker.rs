@@ -22,7 +22,7 @@ use crate::shared::Shared;
 use crate::workload::ErrorPolicy;
 use crate::{
     CpuUse, DeviceInterval, DeviceResult, EngineError, ErrorLog, IoCounts, IoErrorSample, OpResult,
-    ReadSamples, VerifyLog, Workload, BACKLOG_LIMIT, DRAIN_LIMIT,
+    ReadSamples, VerifyLog, Workload, BACKLOG_LIMIT, DRAIN_LIMIT, READ_BACK_STOP_GRACE,
 };
 use hostmax_device::{TargetInfo, TargetKind};
 
@@ -263,6 +263,31 @@ struct PlannedIo {
     unique: Option<(usize, u64)>,
 }
 
+/// Marks the `user_data` of a read-back's read (with its slot in the low bits): a completion
+/// without it is a late one of the run's I/O on a device given up on, and is ignored.
+const READ_BACK: u64 = 1 << 63;
+
+/// The longest wait for a read-back completion before the loop looks again at the stop
+/// request and the stall limits.
+const READ_BACK_WAIT: Duration = Duration::from_millis(100);
+
+/// One device's read-back ([`WorkerLoop::read_back`]).
+struct ReadBack {
+    /// Where in the device's verify state the next block to read is looked for: the state
+    /// itself lists the blocks (a generation tag marks one to check), so no list of them is
+    /// made.
+    cursor: usize,
+    /// Checkable blocks not queued yet.
+    unqueued: u64,
+    in_flight: u32,
+    /// The last completion of one of its reads, or when a read went out with none in flight:
+    /// no completion for [`DRAIN_LIMIT`] while reads are in flight means the device stopped
+    /// answering.
+    last_heard: Instant,
+    /// It stopped answering: its reads in flight were abandoned with its ring region.
+    given_up: bool,
+}
+
 /// The plan one worker thread carries out.
 pub(crate) struct WorkerTask {
     pub cpu: usize,
@@ -328,7 +353,6 @@ impl WorkerTask {
             end: start + self.workload.ramp + self.workload.runtime,
             current_second: i64::MIN,
             drain_deadline: None,
-            gave_up: false,
             nops: self.nops,
             paced: self.workload.rate_iops.is_some(),
         };
@@ -533,8 +557,6 @@ struct WorkerLoop {
     current_second: i64,
     /// Once the loop stops submitting: when it stops waiting for the I/O in flight.
     drain_deadline: Option<Instant>,
-    /// It stopped waiting: some device never completed its I/O ([`DRAIN_LIMIT`]).
-    gave_up: bool,
     /// The ring issues NOPs ([`WorkerTask::nops`]): a NOP succeeds with 0.
     nops: bool,
     /// The workload offers a rate: I/Os follow a schedule and have response times.
@@ -754,7 +776,7 @@ impl WorkerLoop {
                 }
             }
             if stop_all {
-                self.shared.stop();
+                self.shared.stop_submitting();
             }
         }
         // What was due within the runtime and never went out (a stop, or BACKLOG_LIMIT).
@@ -772,107 +794,223 @@ impl WorkerLoop {
     }
 
     /// Ends the wait for a device that stopped answering: each device's I/O still in flight
-    /// is recorded as stalled, and the ring is abandoned (its buffers stay the kernel's).
+    /// is recorded as stalled and abandoned (its buffers stay the kernel's); the devices
+    /// that drained keep the ring.
     fn give_up_on_stalled(&mut self) {
-        for dev in &mut self.devices {
+        for (file, dev) in self.devices.iter_mut().enumerate() {
             if dev.in_flight > 0 {
                 dev.stalled_in_flight = Some(u64::from(dev.in_flight));
+                self.io.abandon(file);
             }
         }
-        self.io.abandon();
-        self.gave_up = true;
     }
 
-    /// Verifying runs: reads back every block this run wrote, once, and checks it. Uses each
-    /// device's read buffers at its queue depth; these reads count in no figure (a failed one
-    /// is an error of the device).
+    /// Verifying runs: reads back every block this run wrote, once, and checks it. Each
+    /// device is read at its queue depth through its own slots and read buffers, all devices
+    /// of the worker at once; these reads count in no figure (a failed one is an error of the
+    /// device). Every wait is bounded and every block left unread is counted
+    /// ([`VerifyLog::not_read_back`]): a device that stalled during the run is not read (its
+    /// buffers are the kernel's), one that completes none of its reads for [`DRAIN_LIMIT`] is
+    /// given up on as the run's drain gives up, and a stop from outside ends the read-back,
+    /// waiting at most [`READ_BACK_STOP_GRACE`] for the reads in flight.
     fn read_back(&mut self) -> std::io::Result<()> {
-        // A ring with stalled I/O in flight would wait for it too; nothing is read back.
-        if self.gave_up {
-            return Ok(());
-        }
-        for file in 0..self.devices.len() {
-            let dev = &self.devices[file];
-            if dev.verify.is_none() {
+        let started = Instant::now();
+        let mut reading: Vec<Option<ReadBack>> = Vec::with_capacity(self.devices.len());
+        for dev in &mut self.devices {
+            let Some(log) = dev.verify.as_mut() else {
+                reading.push(None);
+                continue;
+            };
+            let mut checkable = 0;
+            for &state in &dev.verify_state {
+                match state {
+                    0 => {}
+                    STATE_UNKNOWN | STATE_WRITING => log.unknown += 1,
+                    _ => checkable += 1,
+                }
+            }
+            if dev.stalled_in_flight.is_some() {
+                log.not_read_back.stalled += checkable;
+                reading.push(None);
                 continue;
             }
-            let (bs, depth, base) = (dev.block_size, dev.iodepth, dev.read_base);
-            let blocks: Vec<(u64, u8)> = dev
-                .verify_state
+            reading.push(Some(ReadBack {
+                cursor: 0,
+                unqueued: checkable,
+                in_flight: 0,
+                last_heard: started,
+                given_up: false,
+            }));
+        }
+        let mut stop_deadline: Option<Instant> = None;
+        loop {
+            let now = Instant::now();
+            if stop_deadline.is_none() && self.shared.interrupted() {
+                stop_deadline = Some(now + READ_BACK_STOP_GRACE);
+            }
+            if stop_deadline.is_none() {
+                self.queue_read_back(&mut reading);
+            }
+            let in_flight = reading.iter().flatten().any(|r| r.in_flight > 0);
+            let unqueued = reading
                 .iter()
-                .enumerate()
-                .filter(|(_, &s)| s != 0)
-                .map(|(b, &s)| (dev.first_block + b as u64, s))
-                .collect();
-            let mut next = 0;
-            let mut slot_blocks: Vec<(u64, u8)> = vec![(0, 0); depth as usize];
-            let mut free: Vec<u32> = (0..depth).rev().collect();
-            while next < blocks.len() || self.io.in_flight() > 0 {
-                while let (Some(&slot), Some(&(block, state))) = (free.last(), blocks.get(next)) {
-                    if state == STATE_UNKNOWN || state == STATE_WRITING {
-                        if let Some(log) = self.devices[file].verify.as_mut() {
-                            log.unknown += 1;
-                        }
-                        next += 1;
+                .flatten()
+                .any(|r| !r.given_up && r.unqueued > 0);
+            if !in_flight && (stop_deadline.is_some() || !unqueued) {
+                break;
+            }
+            if stop_deadline.is_some_and(|d| now >= d) {
+                // The reads still in flight are left to the kernel, as a stalled device's.
+                for (file, r) in reading.iter_mut().enumerate() {
+                    let Some(r) = r.as_mut().filter(|r| r.in_flight > 0) else {
                         continue;
+                    };
+                    if let Some(log) = self.devices[file].verify.as_mut() {
+                        log.reads_left_in_flight += u64::from(r.in_flight);
+                        log.not_read_back.interrupted += u64::from(r.in_flight);
                     }
-                    let buf = base + slot as usize * bs as usize;
-                    let offset = block * u64::from(bs);
-                    if !self
-                        .io
-                        .push(u64::from(slot), OpKind::Read, file, buf, bs, offset)
-                    {
-                        break;
-                    }
-                    free.pop();
-                    slot_blocks[slot as usize] = (block, state);
-                    next += 1;
+                    r.in_flight = 0;
+                    self.io.abandon(file);
                 }
-                if self.io.in_flight() == 0 {
+                break;
+            }
+            let wait = stop_deadline.map_or(READ_BACK_WAIT, |d| {
+                d.saturating_duration_since(now)
+                    .clamp(Duration::from_micros(50), READ_BACK_WAIT)
+            });
+            self.io.submit_and_wait(1, Some(wait))?;
+            self.io.reap();
+            let reaped_at = Instant::now();
+            for &crate::ring::Reaped {
+                user_data, result, ..
+            } in self.io.reaped()
+            {
+                // A late completion of the run's I/O on a device given up on: ignored, as
+                // its slot and buffer are never used again.
+                if user_data & READ_BACK == 0 {
                     continue;
                 }
-                self.io
-                    .submit_and_wait(1, Some(Duration::from_millis(100)))?;
-                self.io.reap();
+                let slot_id = (user_data & !READ_BACK) as u32;
+                let slot = self.slots[slot_id as usize];
+                let file = slot.device as usize;
+                let Some(r) = reading[file].as_mut().filter(|r| !r.given_up) else {
+                    continue;
+                };
+                r.in_flight -= 1;
+                r.last_heard = reaped_at;
                 let dev = &mut self.devices[file];
-                for &crate::ring::Reaped {
-                    user_data, result, ..
-                } in self.io.reaped()
-                {
-                    let slot = user_data as u32;
-                    free.push(slot);
-                    let (block, tag) = slot_blocks[slot as usize];
-                    let offset = block * u64::from(bs);
-                    if result != bs as i32 {
-                        dev.errors.record(IoErrorSample {
-                            op: OpKind::Read,
-                            offset,
-                            len: bs,
-                            errno: (-result).max(0),
-                            transferred: result.max(0) as u32,
-                        });
-                        continue;
-                    }
-                    let buf = self
-                        .io
-                        .buffer(file, base + slot as usize * bs as usize, bs as usize);
-                    let expected = BlockIdentity {
-                        offset,
-                        run_id: self.run_id,
-                        generation: 0,
-                        device: dev.index as u32,
-                    };
-                    let Some(log) = dev.verify.as_mut() else {
-                        continue;
-                    };
-                    log.checked_after_run += 1;
-                    if let Some(m) = data::check(buf, expected, tag) {
-                        log.record(m);
-                    }
+                dev.free_slots.push(slot_id);
+                let bs = dev.block_size;
+                if result != bs as i32 {
+                    dev.errors.record(IoErrorSample {
+                        op: OpKind::Read,
+                        offset: slot.offset,
+                        len: bs,
+                        errno: (-result).max(0),
+                        transferred: result.max(0) as u32,
+                    });
+                    continue;
+                }
+                let buf = self
+                    .io
+                    .buffer(file, dev.read_buffer_offset(slot_id), bs as usize);
+                let expected = BlockIdentity {
+                    offset: slot.offset,
+                    run_id: self.run_id,
+                    generation: 0,
+                    device: dev.index as u32,
+                };
+                let Some(log) = dev.verify.as_mut() else {
+                    continue;
+                };
+                log.checked_after_run += 1;
+                if let Some(m) = data::check(buf, expected, slot.tag) {
+                    log.record(m);
+                }
+            }
+            // A device that completed none of its reads for DRAIN_LIMIT stopped answering.
+            for (file, r) in reading.iter_mut().enumerate() {
+                let Some(r) = r.as_mut().filter(|r| !r.given_up && r.in_flight > 0) else {
+                    continue;
+                };
+                if reaped_at.saturating_duration_since(r.last_heard) < DRAIN_LIMIT {
+                    continue;
+                }
+                let dev = &mut self.devices[file];
+                dev.stalled_in_flight = Some(u64::from(r.in_flight));
+                if let Some(log) = dev.verify.as_mut() {
+                    log.reads_left_in_flight += u64::from(r.in_flight);
+                    log.not_read_back.stalled += u64::from(r.in_flight) + r.unqueued;
+                }
+                r.in_flight = 0;
+                r.given_up = true;
+                self.io.abandon(file);
+            }
+        }
+        // A stop left the blocks never queued unread.
+        if stop_deadline.is_some() {
+            for (file, r) in reading.iter().enumerate() {
+                let Some(r) = r.as_ref().filter(|r| !r.given_up) else {
+                    continue;
+                };
+                if let Some(log) = self.devices[file].verify.as_mut() {
+                    log.not_read_back.interrupted += r.unqueued;
                 }
             }
         }
         Ok(())
+    }
+
+    /// Queues the next reads of every device being read back, while it has free slots (its
+    /// depth) and the submission queue has room.
+    fn queue_read_back(&mut self, reading: &mut [Option<ReadBack>]) {
+        for (file, r) in reading.iter_mut().enumerate() {
+            let Some(r) = r.as_mut().filter(|r| !r.given_up) else {
+                continue;
+            };
+            let dev = &mut self.devices[file];
+            let bs = dev.block_size;
+            while r.unqueued > 0 {
+                let Some(&slot_id) = dev.free_slots.last() else {
+                    break;
+                };
+                // The next written block with a generation tag (unknown ones are not read).
+                let (index, tag) = dev.verify_state[r.cursor..]
+                    .iter()
+                    .position(|&s| (1..STATE_UNKNOWN).contains(&s))
+                    .map(|i| (r.cursor + i, dev.verify_state[r.cursor + i]))
+                    .expect("as many tagged blocks as counted");
+                let offset = (dev.first_block + index as u64) * u64::from(bs);
+                let buf = dev.read_buffer_offset(slot_id);
+                if !self.io.push(
+                    READ_BACK | u64::from(slot_id),
+                    OpKind::Read,
+                    file,
+                    buf,
+                    bs,
+                    offset,
+                ) {
+                    return;
+                }
+                dev.free_slots.pop();
+                r.cursor = index + 1;
+                self.slots[slot_id as usize] = Slot {
+                    device: file as u32,
+                    op: OpKind::Read,
+                    offset,
+                    submitted_ns: 0,
+                    intended_ns: 0,
+                    tag,
+                    pool_block: NO_POOL_BLOCK,
+                };
+                r.unqueued -= 1;
+                // Its wait for an answer starts with its first read in flight.
+                if r.in_flight == 0 {
+                    r.last_heard = Instant::now();
+                }
+                r.in_flight += 1;
+            }
+        }
     }
 
     /// Whether every device has used up its I/O limit (or was taken out after a failure), so

@@ -26,10 +26,16 @@ pub const MAX_RUN_TIME: Duration = Duration::from_secs(365 * 24 * 3600);
 /// that has not completed it by then stopped answering (a stalled path, a suspended
 /// device-mapper table, a dead disk), and the run ends without it. Its result says how many
 /// I/Os it gave up on ([`crate::DeviceResult::stalled_in_flight`]); every other device's
-/// counts are whole. Ten seconds is far beyond any healthy device's completion time at any
+/// counts are whole. The `--verify` read-back gives up on a device after as long without a
+/// completion. Ten seconds is far beyond any healthy device's completion time at any
 /// queue depth the engine allows, and well below the 30 s a SCSI or NVMe command may take
 /// before the kernel times it out.
 pub const DRAIN_LIMIT: Duration = Duration::from_secs(10);
+/// How long a stop from outside (SIGINT, SIGTERM) waits for the `--verify` read-back's reads
+/// in flight before leaving them to the kernel ([`crate::VerifyLog::reads_left_in_flight`]): a
+/// healthy device completes them in milliseconds, and an interrupted command should end
+/// within about a second.
+pub const READ_BACK_STOP_GRACE: Duration = Duration::from_secs(1);
 /// How long after its end a run with an offered rate keeps issuing the I/Os that fell due
 /// within its runtime and had not gone out yet (a stall's backlog): they are part of the
 /// offered load, and leaving them out would hide the stall's worst response times. The run's

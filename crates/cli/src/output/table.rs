@@ -256,14 +256,29 @@ pub fn render_table_noting(
         let _ = writeln!(out, "{} {note}", join_names(&names));
     }
     for d in &report.devices {
-        if let Some(n) = d.stalled_in_flight {
-            let _ = writeln!(
+        let Some(n) = d.stalled_in_flight else {
+            continue;
+        };
+        // Its read-back's reads were left in flight, and no stop left them: it stalled after
+        // the run, while its written blocks were read back.
+        let in_read_back = d
+            .verify
+            .as_ref()
+            .is_some_and(|v| v.reads_left_in_flight > 0 && v.not_read_back.interrupted == 0);
+        let limit = hostmax_engine::DRAIN_LIMIT.as_secs();
+        let _ = if in_read_back {
+            writeln!(
                 out,
-                "{} stopped answering: {n} I/Os still in flight {} s after the end, left to the kernel; its figures are the I/Os that completed",
+                "{} stopped answering: {n} I/Os still in flight after {limit} s without a completion while its written blocks were read back (--verify), left to the kernel; its figures are whole",
                 device_label(d),
-                hostmax_engine::DRAIN_LIMIT.as_secs()
-            );
-        }
+            )
+        } else {
+            writeln!(
+                out,
+                "{} stopped answering: {n} I/Os still in flight {limit} s after the end, left to the kernel; its figures are the I/Os that completed",
+                device_label(d),
+            )
+        };
     }
     for d in &report.devices {
         if let Some(why) = d.kernel.as_ref().and_then(|k| k.differs.as_deref()) {
@@ -567,9 +582,19 @@ fn verify_lines(report: &HostReport) -> String {
             total.unknown
         );
     }
+    if total.not_read_back.total() > 0 {
+        let _ = write!(
+            s,
+            "; {} written blocks NOT read back: the read-back is incomplete",
+            total.not_read_back.total()
+        );
+    }
     s.push('\n');
     for d in &report.devices {
         let Some(log) = &d.verify else { continue };
+        if let Some(line) = not_read_back_line(&d.path, log) {
+            s.push_str(&line);
+        }
         for m in &log.first {
             let kind = match m.kind {
                 hostmax_engine::MismatchKind::Corruption => "corrupted (bad checksum)",
@@ -604,6 +629,43 @@ fn verify_lines(report: &HostReport) -> String {
         }
     }
     s
+}
+
+/// "/dev/loop3: 1024 written blocks not read back after the run (...)", for a device whose
+/// read-back left blocks unchecked; `None` when every written block was read back.
+fn not_read_back_line(path: &str, log: &hostmax_engine::VerifyLog) -> Option<String> {
+    let missed = &log.not_read_back;
+    if missed.total() == 0 {
+        return None;
+    }
+    let mut why = Vec::new();
+    if missed.stalled > 0 {
+        why.push(format!(
+            "{} as the device stopped answering",
+            missed.stalled
+        ));
+    }
+    if missed.interrupted > 0 {
+        why.push(format!(
+            "{} as a signal ended the read-back",
+            missed.interrupted
+        ));
+    }
+    let mut line = format!(
+        "{}: {} written blocks not read back after the run ({}): their data is unchecked",
+        escape_text(path),
+        missed.total(),
+        why.join(", ")
+    );
+    if log.reads_left_in_flight > 0 {
+        let _ = write!(
+            line,
+            "; {} reads of the read-back left in flight to the kernel",
+            log.reads_left_in_flight
+        );
+    }
+    line.push('\n');
+    Some(line)
 }
 
 /// `io_uring: fixed buffers, registered files, ...`, and what some worker fell back from.
@@ -1143,6 +1205,51 @@ mod tests {
             "{text}"
         );
         assert!(!text.contains("kernel's count of /dev/loop11"), "{text}");
+    }
+
+    #[test]
+    fn a_read_back_cut_short_is_said_in_the_total_and_per_device() {
+        let mut report = sample_report();
+        let mut whole = hostmax_engine::VerifyLog::default();
+        whole.checked_after_run = 256;
+        let mut stalled = hostmax_engine::VerifyLog::default();
+        stalled.checked_after_run = 6;
+        stalled.not_read_back.stalled = 250;
+        stalled.reads_left_in_flight = 8;
+        let mut interrupted = hostmax_engine::VerifyLog::default();
+        interrupted.not_read_back.interrupted = 100;
+        report.devices[0].verify = Some(whole.clone());
+        report.devices[1].verify = Some(whole.clone());
+        let mut both = whole.clone();
+        both.add(&whole);
+        report.verify = Some(both);
+        let text = render_table(&report);
+        assert!(!text.contains("not read back"), "{text}");
+        assert!(!text.contains("NOT read back"), "{text}");
+        report.devices[1].verify = Some(stalled.clone());
+        report.devices[1].stalled_in_flight = Some(8);
+        report.devices[0].verify = Some(interrupted.clone());
+        let mut total = stalled.clone();
+        total.add(&interrupted);
+        report.verify = Some(total);
+        let text = render_table(&report);
+        assert!(
+            text.contains("6 written blocks read back after it, 0 bad")
+                && text.contains("; 350 written blocks NOT read back: the read-back is incomplete"),
+            "{text}"
+        );
+        assert!(
+            text.contains("/dev/loop11: 250 written blocks not read back after the run (250 as the device stopped answering): their data is unchecked; 8 reads of the read-back left in flight to the kernel\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("/dev/loop0: 100 written blocks not read back after the run (100 as a signal ended the read-back): their data is unchecked\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("/dev/loop11 stopped answering: 8 I/Os still in flight after 10 s without a completion while its written blocks were read back"),
+            "{text}"
+        );
     }
 
     #[test]
