@@ -19,7 +19,7 @@ selection=(
   "accuracy per_device_counts mixed_run_counts read_share throttled_volumes a_host_cap_below"
   "polling iopoll sqpoll"
   "demo demo_measures demo_without_a_usable_cgroup"
-  "faults read_only_mid_run sigint_gives sigterm_gives a_second_signal a_signal_as_soon a_stalled_device a_device_that_cannot_drain a_device_stalled_before sigint_during_a_stalled a_read_pass_on_a_stalled"
+  "faults read_only_mid_run sigint_gives sigterm_gives a_second_signal a_signal_as_soon a_stalled_device a_device_that_cannot_drain a_device_stalled_before sigint_during_a_stalled a_read_pass_on_a_stalled a_device_that_stops_answering_during sigint_during_the_read_back a_stall_during_the_run"
   "cli_run json_to_stdout"
   "engine_api back_to_back"
   "verify a_host_cap_below"
