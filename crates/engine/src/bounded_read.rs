@@ -94,7 +94,8 @@ impl BoundedReader {
                         format!("read {result} of {len} bytes at {offset}"),
                     ));
                 }
-                return Ok(self.io.buffer(0, 0, len));
+                // SAFETY: the one read in flight was just reaped; nothing else names it.
+                return Ok(unsafe { self.io.buffer(0, 0, len) });
             }
             let called_off = patience.is_called_off();
             if called_off || started.elapsed() >= patience.read() {

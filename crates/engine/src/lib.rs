@@ -83,6 +83,8 @@
 //!   `OffsetStream`; `BlockMaker`; `record_latency`). They are not part of the stable API.
 
 #![warn(missing_docs)]
+// Every unsafe block says why it is sound (`UringIo::buffer`'s callers name the slot rule).
+#![warn(clippy::undocumented_unsafe_blocks)]
 
 // The README's example is compiled and run as a doc test too, so it cannot drift.
 #[cfg(doctest)]

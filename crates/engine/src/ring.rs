@@ -302,22 +302,34 @@ impl UringIo {
         unsafe { self.arena_ptr().add(region.offset + buf_offset) }
     }
 
-    /// A buffer no I/O is using (the caller's slot is free or its completion was reaped), to
-    /// check what a read brought.
-    pub fn buffer(&self, file: usize, buf_offset: usize, len: usize) -> &[u8] {
+    /// The `len` bytes at `buf_offset` of file `file`'s region, to check what a read brought.
+    /// Panics if they are not inside the region, or the file's I/O was abandoned.
+    ///
+    /// # Safety
+    ///
+    /// No I/O in flight may name any of these bytes while the slice lives: every I/O pushed
+    /// with a buffer overlapping them must have been reaped ([`UringIo::reap`]). The kernel
+    /// writes a read's buffer at any moment until its completion is reaped, and a `&[u8]` to
+    /// memory written meanwhile is a data race. (The borrow of `self` keeps new I/O from
+    /// being pushed while the slice lives.)
+    pub unsafe fn buffer(&self, file: usize, buf_offset: usize, len: usize) -> &[u8] {
         let ptr = self.buffer_ptr(file, buf_offset, len);
-        // SAFETY: the range lies in the arena, which lives as long as `self`; the caller uses
-        // it only while no I/O names it, so the kernel does not write it meanwhile (other
-        // slots' I/O touches other bytes), and `buffer_ptr` refuses the region of a file whose
-        // I/O was abandoned, which the kernel may still write.
+        // SAFETY: the range lies in the arena, which lives as long as `self`; the caller
+        // promises no I/O in flight names it, and `buffer_ptr` refuses the region of a file
+        // whose I/O was abandoned, which the kernel may still write.
         unsafe { std::slice::from_raw_parts(ptr, len) }
     }
 
-    /// A buffer no I/O is using, to fill before it is written.
-    pub fn buffer_mut(&mut self, file: usize, buf_offset: usize, len: usize) -> &mut [u8] {
+    /// The `len` bytes at `buf_offset` of file `file`'s region, to fill before they are
+    /// written. Panics as [`UringIo::buffer`] does.
+    ///
+    /// # Safety
+    ///
+    /// As for [`UringIo::buffer`]: no I/O in flight may name any of these bytes (a write in
+    /// flight reads them, a read writes them) while the slice lives.
+    pub unsafe fn buffer_mut(&mut self, file: usize, buf_offset: usize, len: usize) -> &mut [u8] {
         let ptr = self.buffer_ptr(file, buf_offset, len);
-        // SAFETY: as in `buffer`; `&mut self` makes this the only reference we hand out, and
-        // no in-flight I/O reads or writes these bytes (the caller's slot is free).
+        // SAFETY: as in `buffer`; `&mut self` makes this the only reference handed out.
         unsafe { std::slice::from_raw_parts_mut(ptr, len) }
     }
 
@@ -379,6 +391,11 @@ impl UringIo {
     /// submission queue is full (nothing was queued). Panics if the buffer does not lie within
     /// the region, or a trim comes before [`UringIo::choose_trim_method`]: that is a bug in
     /// the caller, and going on would hand the kernel memory we do not own.
+    ///
+    /// Safe whatever the caller does: the memory and the file an I/O names stay valid until
+    /// it completes (see `Drop`). What is the caller's to keep (the slot rule): a buffer
+    /// serves one read at a time (two reads into one buffer leave either's bytes), and it is
+    /// looked at only when no I/O names it ([`UringIo::buffer`]'s `# Safety`).
     pub fn push(
         &mut self,
         user_data: u64,
@@ -402,9 +419,10 @@ impl UringIo {
         // SAFETY: `buf` points into the arena (or is null for an op without a buffer) and the
         // file is in `self.files`; both are owned by `self` and released only after every
         // queued I/O has completed (`Drop` drains, or leaks the arena once any file's I/O was
-        // abandoned). The caller does not reuse a buffer slot until its completion is reaped,
-        // and no abandoned file's region is named again (`buffer_ptr` and the assertion above
-        // refuse it). A NOP ([`UringIo::issue_nops`]) names neither.
+        // abandoned), and no abandoned file's region is named again (`buffer_ptr` and the
+        // assertion above refuse it). Rust code touches the buffer only through `buffer` or
+        // `buffer_mut`, whose callers promise no I/O in flight names it. A NOP
+        // ([`UringIo::issue_nops`]) names neither.
         let pushed = unsafe { self.ring.submission().push(&entry.user_data(user_data)) }.is_ok();
         if pushed {
             self.in_flight += 1;
@@ -771,7 +789,8 @@ mod tests {
         };
         io.abandon(0);
         // The other file's region still goes through the ring.
-        io.buffer_mut(1, 0, 4096).fill(0xa5);
+        // SAFETY: no I/O was pushed yet.
+        unsafe { io.buffer_mut(1, 0, 4096) }.fill(0xa5);
         assert!(io.push(7, OpKind::Write, 1, 0, 4096, 0));
         io.submit_and_wait(1, Some(Duration::from_secs(5))).unwrap();
         io.reap();
@@ -782,8 +801,11 @@ mod tests {
             .collect();
         assert_eq!(done, vec![(7, 4096)]);
         // The abandoned file's region, and I/O to the file, are refused.
-        let read =
-            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| io.buffer(0, 0, 4096).len()));
+        let read = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            // SAFETY: the write was reaped; the abandoned file's region is refused (the panic
+            // this test expects) before any slice is made.
+            unsafe { io.buffer(0, 0, 4096) }.len()
+        }));
         assert!(read.is_err(), "its buffer was handed out");
         let queued = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             io.push(8, OpKind::Read, 0, 0, 4096, 0)

@@ -471,7 +471,8 @@ impl WorkerTask {
             let maker = BlockMaker::new(w.write_data, self.run_id ^ part_mix, *index);
             let write_base = if reads || verify { slots_len } else { 0 };
             if writes {
-                maker.fill_pool(io.buffer_mut(file, write_base, pool_len));
+                // SAFETY: the ring was just made: no I/O is in flight.
+                maker.fill_pool(unsafe { io.buffer_mut(file, write_base, pool_len) });
             }
             states.push(DeviceState {
                 index: *index,
@@ -689,9 +690,12 @@ impl WorkerLoop {
                         }
                         // Checked only if no write to the block came and went meanwhile.
                         OpKind::Read if whole && slot.tag != 0 && *state == slot.tag => {
-                            let buf =
+                            // SAFETY: this read's completion was just reaped, and its slot's
+                            // buffer is used by no other I/O until the slot is pushed again.
+                            let buf = unsafe {
                                 self.io
-                                    .buffer(slot.device as usize, read_offset, len as usize);
+                                    .buffer(slot.device as usize, read_offset, len as usize)
+                            };
                             log.checked_during_run += 1;
                             let expected = BlockIdentity {
                                 offset: slot.offset,
@@ -712,9 +716,11 @@ impl WorkerLoop {
                     if slot.op == OpKind::Read {
                         dev.reads_done += 1;
                         if dev.reads_done % READ_SAMPLE_EVERY == 1 {
-                            let buf =
+                            // SAFETY: as above: a reaped read's slot buffer, not yet reused.
+                            let buf = unsafe {
                                 self.io
-                                    .buffer(slot.device as usize, read_offset, len as usize);
+                                    .buffer(slot.device as usize, read_offset, len as usize)
+                            };
                             dev.read_samples.sampled += 1;
                             if is_zero_at_both_ends(buf) {
                                 dev.read_samples.zero += 1;
@@ -911,9 +917,12 @@ impl WorkerLoop {
                     });
                     continue;
                 }
-                let buf = self
-                    .io
-                    .buffer(file, dev.read_buffer_offset(slot_id), bs as usize);
+                // SAFETY: this read-back read was just reaped; its slot is pushed again only
+                // after this check.
+                let buf = unsafe {
+                    self.io
+                        .buffer(file, dev.read_buffer_offset(slot_id), bs as usize)
+                };
                 let expected = BlockIdentity {
                     offset: slot.offset,
                     run_id: self.run_id,
@@ -1154,13 +1163,17 @@ impl WorkerLoop {
                             Some((block, key)) => {
                                 pool_block = block as u32;
                                 buf_offset = dev.pool_block_offset(block);
-                                let buf = self.io.buffer_mut(file, buf_offset, bs);
+                                // SAFETY: a unique block is a pool block no write in flight
+                                // names (`pool_busy`), marked busy until this write is reaped.
+                                let buf = unsafe { self.io.buffer_mut(file, buf_offset, bs) };
                                 dev.maker.stamp_unique(buf, key);
                             }
                             None => buf_offset = dev.pool_block_offset(dev.pool_blocks),
                         }
                         if dev.verify.is_some() {
-                            let buf = self.io.buffer_mut(file, buf_offset, bs);
+                            // SAFETY: a verifying run writes unique blocks only (it refuses
+                            // repeats), so this is the pool block just taken above.
+                            let buf = unsafe { self.io.buffer_mut(file, buf_offset, bs) };
                             dev.writes_submitted += 1;
                             tag = data::generation_tag(dev.writes_submitted);
                             data::stamp(
