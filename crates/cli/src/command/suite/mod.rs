@@ -197,7 +197,8 @@ type Setup = (
     Outputs<SuiteResult>,
 );
 
-/// Checks a fresh suite's options, resolves its devices and makes its checkpoint directory.
+/// Checks a fresh suite's options, resolves its devices and makes its checkpoint directory:
+/// each step below in turn, every refusal before anything is written.
 fn start(args: &SuiteArgs) -> anyhow::Result<Setup> {
     let password = secure_erase_password(args, args.secure_erase)?;
     if args.secure_erase && password.is_none() {
@@ -209,49 +210,15 @@ fn start(args: &SuiteArgs) -> anyhow::Result<Setup> {
     let test = take_test_from_devices(args)?
         .test
         .expect("take_test_from_devices gives a test unless --resume");
-    let mut notes = Vec::new();
     let block_sizes = choose_block_sizes(test, args)?;
-    let explicit_mixes = !args.mixes.is_empty();
-    let mut mixes = if explicit_mixes {
-        dedupe(args.mixes.clone())
-    } else {
-        test.default_mixes()
-    };
-    if !test.random() {
-        if let Some(m) = mixes.iter().find(|m| m.read != 0 && m.read != 100) {
-            return Err(BadInput(format!(
-                "--mixes {m}: the {test} test is sequential, which has only 100/0 and 0/100; drop {m}"
-            ))
-            .into());
-        }
-    }
-    // fio's --size 50% is the active range.
-    let (size, active_range) = match args.size {
-        Some(SuiteSize::Bytes(bytes)) => (Some(bytes), args.active_range),
-        Some(SuiteSize::Share(percent)) => (None, Some(percent)),
-        None => (None, args.active_range),
-    };
-    if let Some(size) = size {
-        if size == 0 || !size.is_multiple_of(RANGE_ALIGN) {
-            return Err(BadInput(format!(
-                "--size {}: the tested range must be whole MiB (at least 1m); use e.g. {}",
-                format_size(size),
-                format_size((size / RANGE_ALIGN).max(1) * RANGE_ALIGN)
-            ))
-            .into());
-        }
-    }
+    let mut mixes = choose_mixes(test, args)?;
+    let (size, active_range) = tested_size(args)?;
     let outputs = declare_outputs(
         args.json.as_deref(),
         args.html.as_deref(),
         args.curve.as_deref(),
         args.fio_json.as_deref(),
     )?;
-    // The checkpoint keeps them absolute (`-` stays `-`).
-    let json = kept_path(&outputs, &destination::JSON);
-    let html = kept_path(&outputs, &destination::HTML);
-    let fio_json = kept_path(&outputs, &destination::FIO_JSON_FOLDER);
-
     // Device resolution and the checks every run gets are the main run's.
     let plan = plan_run(&PlanRequest {
         devices: args.devices.clone(),
@@ -264,13 +231,148 @@ fn start(args: &SuiteArgs) -> anyhow::Result<Setup> {
     })?;
     let targets = plan.targets;
     check_outputs_apart(&outputs, args.curve.as_deref(), &targets)?;
-    // The plan checked the largest block; each smaller one against the engine's check too.
-    for &bs in &block_sizes {
+    check_block_sizes_fit(&block_sizes, &plan.workload, &targets)?;
+    let mut notes = Vec::new();
+    let range = tested_range(&targets, size, active_range, &mut notes)?;
+    let writing = choose_writes(test, args, &block_sizes, &mut mixes, &targets, &mut notes)?;
+    check_suite_writes(&targets, writing.writes, args.allow_write, args.force)?;
+    let cells = matrix::cells(&block_sizes, &mixes);
+    let tracked = test.tracked_cell(&cells).expect("cells are not empty");
+    if !writing.read_only {
+        let standard = test.tracked_cell(&matrix::cells(
+            &test.default_block_sizes(),
+            &test.default_mixes(),
+        ));
+        if let Some(standard) = standard.filter(|s| *s != tracked) {
+            notes.push(format!(
+                "steady state tracks {} ({} is not in the matrix)",
+                tracked.key(),
+                standard.key()
+            ));
+        }
+    }
+    let state_dir = new_state_dir(test, args, &mut notes)?;
+    let mut config = SuiteConfig {
+        format: STATE_FORMAT,
+        test,
+        devices: targets
+            .iter()
+            .map(|t| DeviceRecord {
+                path: t.path.clone(),
+                given: crate::devices::given_name(&args.devices, &t.path),
+                size: t.size,
+                logical_block_size: t.logical_block_size,
+                block_device: t.kind == TargetKind::BlockDevice,
+                identity: Some(hostmax_device::identity::identify_with_signatures(t)),
+            })
+            .collect(),
+        cells,
+        tracked,
+        metric: test.metric(),
+        random: test.random(),
+        iodepth: args.iodepth.unwrap_or(test.default_iodepth()),
+        numjobs: args.numjobs,
+        range,
+        cell_time_ms: args.cell_time.as_millis() as u64,
+        ramp_ms: args.ramp.as_millis() as u64,
+        max_rounds: args.max_rounds,
+        seed: args
+            .seed
+            .unwrap_or(hostmax_engine::Workload::default().seed),
+        cpus: plan.cpus,
+        purge: writing.purge,
+        precondition: writing.precondition,
+        writes_block_devices: writing.writes && writing.block_devices,
+        read_only: writing.read_only,
+        // The checkpoint keeps them absolute (`-` stays `-`).
+        json: kept_path(&outputs, &destination::JSON),
+        html: kept_path(&outputs, &destination::HTML),
+        fio_json: kept_path(&outputs, &destination::FIO_JSON_FOLDER),
+        notes,
+        promises: None,
+        sleep_between_ms: args.sleep_between.as_millis() as u64,
+        precondition_time_ms: args.precondition_time.map(|d| d.as_millis() as u64),
+        secure_erase: password.is_some(),
+        secure_erase_password: password,
+        curve: match &args.curve {
+            Some(path) => {
+                html::load_curve(path)?;
+                Some(std::fs::canonicalize(path).unwrap_or_else(|_| path.clone()))
+            }
+            None => None,
+        },
+        run_id: Some(crate::provenance::new_run_id()),
+    };
+    // The depth and the jobs against the engine's ranges, before any cell.
+    let depth = hostmax_engine::Workload {
+        iodepth: config.iodepth,
+        numjobs: config.numjobs,
+        ..hostmax_engine::Workload::default()
+    };
+    depth.check().map_err(|e| BadInput::from(&e))?;
+    if config.cell_time_ms == 0 {
+        return Err(BadInput(
+            "--cell-time 0: each cell needs a measured time; give e.g. --cell-time 60s".into(),
+        )
+        .into());
+    }
+    config.promises = spec::promises(&args.spec, &targets)?;
+    // The checkpoint takes a file per cell while the suite runs: proved writable now.
+    destination::check_directory("--state-dir", &state_dir)?;
+    let state = StateDir::create(&state_dir, &config)?;
+    Ok((config, state, targets, outputs))
+}
+
+/// The mixes a fresh suite runs: `--mixes` (repeats dropped) or the test's own; a sequential
+/// test has only 100/0 and 0/100.
+fn choose_mixes(test: SuiteTest, args: &SuiteArgs) -> Result<Vec<Mix>, BadInput> {
+    let mixes = if args.mixes.is_empty() {
+        test.default_mixes()
+    } else {
+        dedupe(args.mixes.clone())
+    };
+    if !test.random() {
+        if let Some(m) = mixes.iter().find(|m| m.read != 0 && m.read != 100) {
+            return Err(BadInput(format!(
+                "--mixes {m}: the {test} test is sequential, which has only 100/0 and 0/100; drop {m}"
+            )));
+        }
+    }
+    Ok(mixes)
+}
+
+/// `--size` as the tested bytes (whole MiB) or, as fio's `--size 50%`, an active-range share,
+/// with `--active-range`: (bytes, percent).
+fn tested_size(args: &SuiteArgs) -> Result<(Option<u64>, Option<u8>), BadInput> {
+    let (size, active_range) = match args.size {
+        Some(SuiteSize::Bytes(bytes)) => (Some(bytes), args.active_range),
+        Some(SuiteSize::Share(percent)) => (None, Some(percent)),
+        None => (None, args.active_range),
+    };
+    if let Some(size) = size {
+        if size == 0 || !size.is_multiple_of(RANGE_ALIGN) {
+            return Err(BadInput(format!(
+                "--size {}: the tested range must be whole MiB (at least 1m); use e.g. {}",
+                format_size(size),
+                format_size((size / RANGE_ALIGN).max(1) * RANGE_ALIGN)
+            )));
+        }
+    }
+    Ok((size, active_range))
+}
+
+/// Each block size of the matrix against every target (the plan checked only the largest).
+fn check_block_sizes_fit(
+    block_sizes: &[u32],
+    planned: &Workload,
+    targets: &[hostmax_engine::TargetInfo],
+) -> Result<(), BadInput> {
+    for &bs in block_sizes {
         let workload = Workload {
             block_size: bs,
-            ..plan.workload.clone()
+            ..planned.clone()
         };
-        for t in &targets {
+        for t in targets {
             match hostmax_engine::check_fits(&workload, t) {
                 Ok(()) => {}
                 Err(Misfit::BlockSize {
@@ -280,19 +382,29 @@ fn start(args: &SuiteArgs) -> anyhow::Result<Setup> {
                     return Err(BadInput(format!(
                         "block size {label} does not fit {} (logical block size {logical_block_size}): leave it out with --skip-bs {label}",
                         t.path.display(),
-                    ))
-                    .into());
+                    )));
                 }
                 Err(misfit) => {
                     let refused = SettingError::new(
                         format!("{}: {misfit}", t.path.display()),
                         misfit.settings(),
                     );
-                    return Err(BadInput::from(&refused).into());
+                    return Err(BadInput::from(&refused));
                 }
             }
         }
     }
+    Ok(())
+}
+
+/// The bytes of each device the suite tests: `--size`, the active range's share of the
+/// smallest device, or the smallest device whole (in MiB); what it chose goes to `notes`.
+fn tested_range(
+    targets: &[hostmax_engine::TargetInfo],
+    size: Option<u64>,
+    active_range: Option<u8>,
+    notes: &mut Vec<String>,
+) -> Result<u64, BadInput> {
     let smallest = targets
         .iter()
         .map(|t| t.size)
@@ -329,22 +441,44 @@ fn start(args: &SuiteArgs) -> anyhow::Result<Setup> {
                 .iter()
                 .find(|t| t.size < RANGE_ALIGN)
                 .map_or_else(|| "a device".into(), |t| t.path.display().to_string())
-        ))
-        .into());
+        )));
     }
+    Ok(range)
+}
 
+/// What a fresh suite writes ([`choose_writes`]).
+struct SuiteWrites {
+    /// Block devices without `--allow-write`: reads only.
+    read_only: bool,
+    purge: bool,
+    precondition: bool,
+    /// Anything at all is written (purge, precondition or a writing mix).
+    writes: bool,
+    block_devices: bool,
+}
+
+/// Whether the suite writes: without `--allow-write` on block devices it keeps to reads (the
+/// writing mixes dropped, no purge, no preconditioning: said in `notes`; an explicit writing
+/// `--mixes` is refused); `mixes` keeps what runs.
+fn choose_writes(
+    test: SuiteTest,
+    args: &SuiteArgs,
+    block_sizes: &[u32],
+    mixes: &mut Vec<Mix>,
+    targets: &[hostmax_engine::TargetInfo],
+    notes: &mut Vec<String>,
+) -> Result<SuiteWrites, BadInput> {
     let block_devices = targets.iter().any(|t| t.kind == TargetKind::BlockDevice);
     let read_only = block_devices && !args.allow_write;
     let (purge, precondition) = if read_only {
+        let explicit_mixes = !args.mixes.is_empty();
         if let Some(m) = mixes.iter().find(|m| m.writes()).filter(|_| explicit_mixes) {
             return Err(BadInput(format!(
                 "--mixes {m} writes, and writing to block devices needs --allow-write (destroys their data); add it, or use --mixes 100/0"
-            ))
-            .into());
+            )));
         }
         mixes.retain(|m| !m.writes());
-        let default_tracked =
-            test.tracked_cell(&matrix::cells(&block_sizes, &test.default_mixes()));
+        let default_tracked = test.tracked_cell(&matrix::cells(block_sizes, &test.default_mixes()));
         notes.push(format!(
             "read-only suite (no --allow-write): only the 100/0 mix runs, without purge or preconditioning{}; add --allow-write for the full suite (destroys the devices' data)",
             default_tracked
@@ -356,116 +490,48 @@ fn start(args: &SuiteArgs) -> anyhow::Result<Setup> {
         (!args.no_purge, !args.no_precondition)
     };
     if mixes.is_empty() {
-        return Err(
-            BadInput("no mix left to run: give --mixes with at least one mix".into()).into(),
-        );
-    }
-    let writes = purge || precondition || mixes.iter().any(|m| m.writes());
-    check_suite_writes(&targets, writes, args.allow_write, args.force)?;
-    let cells = matrix::cells(&block_sizes, &mixes);
-    let tracked = test.tracked_cell(&cells).expect("cells are not empty");
-    if !read_only {
-        let standard = test.tracked_cell(&matrix::cells(
-            &test.default_block_sizes(),
-            &test.default_mixes(),
+        return Err(BadInput(
+            "no mix left to run: give --mixes with at least one mix".into(),
         ));
-        if let Some(standard) = standard.filter(|s| *s != tracked) {
-            notes.push(format!(
-                "steady state tracks {} ({} is not in the matrix)",
-                tracked.key(),
-                standard.key()
-            ));
-        }
     }
-    let mut state_dir = match &args.state_dir {
+    Ok(SuiteWrites {
+        read_only,
+        purge,
+        precondition,
+        writes: purge || precondition || mixes.iter().any(|m| m.writes()),
+        block_devices,
+    })
+}
+
+/// The checkpoint directory of a fresh suite: `--state-dir`, or the default beside its
+/// outputs; one that holds a suite already is refused, or with `--fresh` a new one beside it
+/// (said in `notes`).
+fn new_state_dir(
+    test: SuiteTest,
+    args: &SuiteArgs,
+    notes: &mut Vec<String>,
+) -> Result<PathBuf, BadInput> {
+    let state_dir = match &args.state_dir {
         Some(dir) => dir.clone(),
         None => default_state_dir(test, args.json.as_deref(), args.html.as_deref()),
     };
-    if state_dir.join("suite.json").exists() {
-        if !args.fresh {
-            return Err(BadInput(format!(
-                "{} already holds a suite's state: continue it (or show a finished one again) with --resume {}, run afresh beside it with --fresh, or choose --state-dir",
-                state_dir.display(),
-                state_dir.display()
-            ))
-            .into());
-        }
-        let taken = state_dir.clone();
-        state_dir = fresh_state_dir(&taken);
-        notes.push(format!(
-            "{} holds an earlier suite (kept); running afresh in {} (--fresh)",
-            taken.display(),
+    if !state_dir.join("suite.json").exists() {
+        return Ok(state_dir);
+    }
+    if !args.fresh {
+        return Err(BadInput(format!(
+            "{} already holds a suite's state: continue it (or show a finished one again) with --resume {}, run afresh beside it with --fresh, or choose --state-dir",
+            state_dir.display(),
             state_dir.display()
-        ));
+        )));
     }
-    let mut config = SuiteConfig {
-        format: STATE_FORMAT,
-        test,
-        devices: targets
-            .iter()
-            .map(|t| DeviceRecord {
-                path: t.path.clone(),
-                given: crate::devices::given_name(&args.devices, &t.path),
-                size: t.size,
-                logical_block_size: t.logical_block_size,
-                block_device: t.kind == TargetKind::BlockDevice,
-                identity: Some(hostmax_device::identity::identify_with_signatures(t)),
-            })
-            .collect(),
-        cells,
-        tracked,
-        metric: test.metric(),
-        random: test.random(),
-        iodepth: args.iodepth.unwrap_or(test.default_iodepth()),
-        numjobs: args.numjobs,
-        range,
-        cell_time_ms: args.cell_time.as_millis() as u64,
-        ramp_ms: args.ramp.as_millis() as u64,
-        max_rounds: args.max_rounds,
-        seed: args
-            .seed
-            .unwrap_or(hostmax_engine::Workload::default().seed),
-        cpus: plan.cpus,
-        purge,
-        precondition,
-        writes_block_devices: writes && block_devices,
-        read_only,
-        json,
-        html,
-        fio_json,
-        notes,
-        promises: None,
-        sleep_between_ms: args.sleep_between.as_millis() as u64,
-        precondition_time_ms: args.precondition_time.map(|d| d.as_millis() as u64),
-        secure_erase: password.is_some(),
-        secure_erase_password: password,
-        curve: match &args.curve {
-            Some(path) => {
-                html::load_curve(path)?;
-                Some(std::fs::canonicalize(path).unwrap_or_else(|_| path.clone()))
-            }
-            None => None,
-        },
-        run_id: Some(crate::provenance::new_run_id()),
-    };
-    // The depth and the jobs against the engine's ranges, before any cell.
-    let depth = hostmax_engine::Workload {
-        iodepth: config.iodepth,
-        numjobs: config.numjobs,
-        ..hostmax_engine::Workload::default()
-    };
-    depth.check().map_err(|e| BadInput::from(&e))?;
-    if config.cell_time_ms == 0 {
-        return Err(BadInput(
-            "--cell-time 0: each cell needs a measured time; give e.g. --cell-time 60s".into(),
-        )
-        .into());
-    }
-    config.promises = spec::promises(&args.spec, &targets)?;
-    // The checkpoint takes a file per cell while the suite runs: proved writable now.
-    destination::check_directory("--state-dir", &state_dir)?;
-    let state = StateDir::create(&state_dir, &config)?;
-    Ok((config, state, targets, outputs))
+    let fresh = fresh_state_dir(&state_dir);
+    notes.push(format!(
+        "{} holds an earlier suite (kept); running afresh in {} (--fresh)",
+        state_dir.display(),
+        fresh.display()
+    ));
+    Ok(fresh)
 }
 
 /// Reopens a checkpoint, checks that its devices are the same ones, and rechecks write safety.
@@ -486,6 +552,41 @@ fn resume(dir: &Path, args: &SuiteArgs) -> anyhow::Result<Setup> {
         ))
         .into());
     }
+    let targets = resumed_targets(dir, &mut config, args)?;
+    check_suite_writes(
+        &targets,
+        config.purge || config.precondition || config.cells.iter().any(|c| c.mix.writes()),
+        args.allow_write,
+        args.force,
+    )?;
+    let outputs = resumed_outputs(dir, &state, &mut config, args, &targets)?;
+    // The checkpoint fixed the CPUs: a refusal's fix must not be to change them, which
+    // --resume cannot.
+    if let Some(cpus) = &config.cpus {
+        check_resumed_cpus(cpus, &crate::plan::HostLimits::read()?).map_err(|e| {
+            BadInput(format!(
+                "{}; the suite in {} keeps its CPUs (--cpus) in its checkpoint and --resume cannot change it: make it usable again, or start a new suite (--fresh)",
+                problem_of(&e),
+                dir.display()
+            ))
+        })?;
+    }
+    let done = state.rounds()?.len();
+    eprintln!(
+        "hostmax suite: resuming from {} ({done} cell run(s) already done)",
+        dir.display()
+    );
+    Ok((config, state, targets, outputs))
+}
+
+/// A resumed suite's devices, planned again and each proved the one the suite started on (by
+/// path or followed name, size, block size, kind and what the kernel says it is); a name that
+/// now leads elsewhere to the same device is followed and recorded in `config`.
+fn resumed_targets(
+    dir: &Path,
+    config: &mut SuiteConfig,
+    args: &SuiteArgs,
+) -> anyhow::Result<Vec<hostmax_engine::TargetInfo>> {
     // A device or file that is gone is not made anew (planning with --size would make a
     // missing file).
     let name_of = |d: &DeviceRecord| d.given.clone().unwrap_or_else(|| d.path.clone());
@@ -589,23 +690,18 @@ fn resume(dir: &Path, args: &SuiteArgs) -> anyhow::Result<Setup> {
             d.path = t.path.clone();
         }
     }
-    check_suite_writes(
-        &targets,
-        config.purge || config.precondition || config.cells.iter().any(|c| c.mix.writes()),
-        args.allow_write,
-        args.force,
-    )?;
-    // The checkpoint fixed the CPUs: a refusal's fix must not be to change them, which
-    // --resume cannot. Its outputs --resume can change: new ones replace those kept.
-    let kept = |what: &'static str| {
-        let dir = dir.display();
-        move |e: BadInput| {
-            BadInput(format!(
-                "{}; the suite in {dir} keeps {what} in its checkpoint and --resume cannot change it: make it usable again, or start a new suite (--fresh)",
-                problem_of(&e)
-            ))
-        }
-    };
+    Ok(targets)
+}
+
+/// A resumed suite's outputs: the checkpoint's, or those given again with `--resume` (kept in
+/// the checkpoint for the next resume), declared and checked as a fresh suite's.
+fn resumed_outputs(
+    dir: &Path,
+    state: &StateDir,
+    config: &mut SuiteConfig,
+    args: &SuiteArgs,
+    targets: &[hostmax_engine::TargetInfo],
+) -> anyhow::Result<Outputs<SuiteResult>> {
     let given_json = args.json.is_some();
     let given_html = args.html.is_some();
     let given_fio_json = args.fio_json.is_some();
@@ -640,24 +736,15 @@ fn resume(dir: &Path, args: &SuiteArgs) -> anyhow::Result<Setup> {
         config.fio_json.as_deref(),
     )
     .map_err(output_fix)?;
-    check_outputs_apart(&outputs, config.curve.as_deref(), &targets).map_err(output_fix)?;
+    check_outputs_apart(&outputs, config.curve.as_deref(), targets).map_err(output_fix)?;
     if given_json || given_html || given_fio_json {
         // Kept for the next --resume too, absolute (`-` stays `-`).
         config.json = kept_path(&outputs, &destination::JSON);
         config.html = kept_path(&outputs, &destination::HTML);
         config.fio_json = kept_path(&outputs, &destination::FIO_JSON_FOLDER);
-        state.save_config(&config)?;
+        state.save_config(config)?;
     }
-    if let Some(cpus) = &config.cpus {
-        check_resumed_cpus(cpus, &crate::plan::HostLimits::read()?)
-            .map_err(kept("its CPUs (--cpus)"))?;
-    }
-    let done = state.rounds()?.len();
-    eprintln!(
-        "hostmax suite: resuming from {} ({done} cell run(s) already done)",
-        dir.display()
-    );
-    Ok((config, state, targets, outputs))
+    Ok(outputs)
 }
 
 /// A refusal's problem without its fix (the text before its last `; `).
