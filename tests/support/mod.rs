@@ -1,4 +1,6 @@
-//! Shared harness for hostmax's integration tests; include it with `mod support;`.
+//! Shared harness for hostmax's integration tests; include it with `mod support;`. Its part
+//! that needs no `hostmax` binary is `volumes.rs` (re-exported here), which the library
+//! crates' own tests include alone.
 //!
 //! - [`is_root`] and [`require_root!`]: skip (with a printed reason) where root is truly absent.
 //! - [`hostmax_bin`] and [`run_hostmax`]: run the built binary, optionally inside an
@@ -26,18 +28,16 @@
 #![allow(dead_code)]
 
 use std::ffi::OsStr;
-use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-use std::sync::OnceLock;
 
 mod volumes;
 // Root, skips, test volumes, the kernel's counts, the rate lock: the part the library crates'
 // own tests share (they include volumes.rs alone, having no binary to run).
 pub use volumes::*;
 
-use hostmax_simhost::{find_program, FileLock, NULLB_CONFIGFS_ROOT};
 pub use hostmax_simhost::IoThrottle;
+use hostmax_simhost::{find_program, NULLB_CONFIGFS_ROOT};
 
 /// Where [`require_tool`] serialises apt-get (dpkg takes one installer at a time).
 const APT_LOCK_PATH: &str = "/tmp/hostmax-tests-apt.lock";
