@@ -602,9 +602,9 @@ impl Drop for PreparedRun {
 /// Probes every target, checks the workload against each, places them on CPUs, opens the
 /// targets and starts the workers: everything before the first I/O ([`PreparedRun::start`]
 /// starts the clock). Returns once every worker has its ring ready; no I/O has been issued.
-/// Crate-private: every run goes through [`crate::measure`] and its write-safety checks. `checked` (empty, or one per target in order) is what the
-/// safety checks judged: each target must still be that one, and each descriptor is checked
-/// against it when opened.
+/// Crate-private: every run goes through [`crate::measure`] and its write-safety checks.
+/// `checked` (empty, or one per target in order) is what the safety checks judged: each
+/// target must still be that one, and each descriptor is checked against it when opened.
 pub(crate) fn prepare(
     config: RunConfig,
     checked: &[TargetInfo],
