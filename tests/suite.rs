@@ -12,7 +12,9 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use hostmax_engine::{IoPattern, OpKind, RunConfig, Workload};
+use hostmax_engine::{
+    measure, DeviceInterval, IoPattern, MeasureRequest, OpKind, Workload, WriteSafety,
+};
 use hostmax_simhost::{AlignedBlock, SimHostSpec, SimulatedHost};
 use serde_json::Value;
 use support::{
@@ -21,6 +23,12 @@ use support::{
 };
 
 const MIB: u64 = 1024 * 1024;
+
+/// Consent to write the scratch files and volumes the engine tests here make.
+const SCRATCH: WriteSafety = WriteSafety {
+    allow_write: true,
+    force: true,
+};
 
 fn read_json(path: &str) -> Value {
     let text = fs::read_to_string(path).unwrap_or_else(|e| panic!("read {path}: {e}"));
@@ -58,17 +66,11 @@ fn io_limit_ends_each_target_after_its_bytes() {
         io_limit: Some(2 * 4 * MIB),
         ..Workload::default()
     };
-    let handle = hostmax_engine::start(RunConfig {
-        targets: files,
-        workload,
-        cpus: None,
-        live: false,
-        layout: Default::default(),
-        on_error: Default::default(),
-        polling: Default::default(),
-    })
+    let result = measure(
+        MeasureRequest::new(files, workload).with_consent(SCRATCH),
+        &mut |_: DeviceInterval| {},
+    )
     .unwrap();
-    let result = handle.wait().unwrap();
     for d in &result.devices {
         // Exactly two passes over the 4 MiB working set, then nothing more.
         assert_eq!(d.ops[OpKind::Write].bytes, 8 * MIB, "{}", d.path.display());
@@ -110,17 +112,10 @@ fn discard_and_zero_out_clear_a_loop_volume() {
         io_limit: Some(2 * MIB),
         ..Workload::default()
     };
-    hostmax_engine::start(RunConfig {
-        targets: vec![dev.clone()],
-        workload: fill,
-        cpus: None,
-        live: false,
-        layout: Default::default(),
-        on_error: Default::default(),
-        polling: Default::default(),
-    })
-    .unwrap()
-    .wait()
+    measure(
+        MeasureRequest::new(vec![dev.clone()], fill).with_consent(SCRATCH),
+        &mut |_: DeviceInterval| {},
+    )
     .unwrap();
     // The run released its O_EXCL claim before it returned: an exclusive open (one try, no
     // patience) succeeds at once.

@@ -536,7 +536,7 @@ pub fn probe_with_blkid(path: &Path) -> io::Result<Vec<Signature>> {
 ///
 /// # Errors
 ///
-/// As [`read_view_within`] and [`wipefs_signatures`].
+/// As `read_view_within` and `wipefs_signatures` (this module's, not public).
 pub fn probe_with_blkid_within(
     path: &Path,
     reads: &dyn DeviceReads,

@@ -79,8 +79,10 @@
 //! # Cargo features
 //!
 //! - `test-hooks` (off by default): makes public a few items the repository's own tests,
-//!   benches and fuzzers use (`start`, a run with no write safety check; `validate`;
-//!   `OffsetStream`; `BlockMaker`; `record_latency`). They are not part of the stable API.
+//!   benches and fuzzers use (`validate`, the workload check alone; `OffsetStream`;
+//!   `BlockMaker`; `record_latency`). None does I/O: with or without the feature, a run starts
+//!   only through [`measure`], after its write-safety checks. They are not part of the stable
+//!   API.
 
 #![warn(missing_docs)]
 // Every unsafe block says why it is sound (`UringIo::buffer`'s callers name the slot rule).
@@ -143,15 +145,16 @@ pub use workload::{
 };
 
 // Test hooks: the repository's tests, benches and fuzzers reach inside the engine through
-// these (a run with no write safety check, the workload check alone, the offset and block
-// generators, one latency recorded). Not part of the stable API: the non-default
+// these (the workload check alone, the offset and block generators, one latency recorded).
+// None does I/O: any crate in a user's graph can turn a feature on, so a run with no write
+// safety check is never among them. Not part of the stable API: the non-default
 // `test-hooks` feature turns them on, and they may change in any release.
 #[cfg(feature = "test-hooks")]
 pub use data::BlockMaker;
 #[cfg(feature = "test-hooks")]
 pub use result::record_latency;
 #[cfg(feature = "test-hooks")]
-pub use run::{start, validate};
+pub use run::validate;
 #[cfg(feature = "test-hooks")]
 pub use worker::OffsetStream;
 

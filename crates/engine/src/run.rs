@@ -491,18 +491,11 @@ impl Drop for PreparedRun {
 }
 
 /// Probes every target, checks the workload against each, places them on CPUs, opens the
-/// targets and starts the workers, then starts the clock: `prepare` and
-/// [`PreparedRun::start`] in one call, with no write safety check at all: a test hook (public
-/// with the `test-hooks` feature), since a library user runs I/O through [`crate::measure`].
-#[cfg_attr(not(feature = "test-hooks"), allow(dead_code))]
-pub fn start(config: RunConfig) -> Result<RunHandle, EngineError> {
-    Ok(prepare(config, &[])?.start())
-}
-
-/// Everything `start` does before the first I/O. Returns once every worker has its ring
-/// ready; no I/O has been issued. `checked` (empty, or one per target in order) is what the
-/// safety checks judged: each target must still be that one, and each descriptor is checked
-/// against it when opened.
+/// targets and starts the workers: everything before the first I/O ([`PreparedRun::start`]
+/// starts the clock). Returns once every worker has its ring ready; no I/O has been issued.
+/// Crate-private: every run goes through [`crate::measure`] and its write-safety checks.
+/// `checked` (empty, or one per target in order) is what the safety checks judged: each
+/// target must still be that one, and each descriptor is checked against it when opened.
 pub(crate) fn prepare(
     config: RunConfig,
     checked: &[TargetInfo],

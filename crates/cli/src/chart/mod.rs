@@ -7,6 +7,7 @@
 //! other chart the tool draws (IOPS against block size on log axes, a steady-state window
 //! drawn as a band with a slope line).
 
+use plotters::chart::SeriesAnno;
 use plotters::coord::ranged1d::{AsRangedCoord, ValueFormatter};
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
@@ -444,6 +445,8 @@ impl LineChart {
         (x_range, y_range)
     }
 
+    /// Draws the chart in its steps: the canvas, the axes, the bands, the series, the point
+    /// labels, the legend (each over the one before).
     fn render<X, Y>(&self, x: X, y: Y) -> Result<String, ChartError>
     where
         X: AsRangedCoord<Value = f64>,
@@ -455,19 +458,11 @@ impl LineChart {
         let outside = self.legend_corner() == LegendCorner::Outside;
         let legend_width = if outside { self.legend_width()? } else { 0 };
         {
-            // The legend takes its width from the plot, down to 60% of the chart; a longer
-            // legend widens the chart instead.
-            let width = if outside {
-                self.size.0.max(self.size.0 * 3 / 5 + legend_width)
-            } else {
-                self.size.0
-            };
-            let size = (width, self.size.1);
-            let root = SVGBackend::with_string(&mut svg, size).into_drawing_area();
+            let width = self.canvas_width(outside, legend_width);
+            let root = SVGBackend::with_string(&mut svg, (width, self.size.1)).into_drawing_area();
             root.fill(&WHITE).map_err(draw_err)?;
             // plotters clips what is drawn to its area: an outside legend gets its own.
             let (plot_root, legend_root) = root.split_horizontally(width - legend_width);
-            let mut legend_entries: Vec<LegendEntry> = Vec::new();
             let mut chart = ChartBuilder::on(&plot_root)
                 .caption(&self.title, ("sans-serif", CAPTION_FONT))
                 .margin(12)
@@ -475,165 +470,10 @@ impl LineChart {
                 .y_label_area_size(84)
                 .build_cartesian_2d(x, y)
                 .map_err(draw_err)?;
-            let x_ticks = self.x_ticks;
-            let y_ticks = self.y_ticks;
-            let names = self.x_names.clone();
-            let x_fmt = move |v: &f64| match names.get((v.round() as usize).wrapping_sub(1)) {
-                Some(name) if x_ticks == TickFormat::Count && *v == v.round() => name.clone(),
-                _ => format_tick(*v, x_ticks),
-            };
-            // On a count axis, a label at every whole number while they fit.
-            let x_label_count = if x_ticks == TickFormat::Count && !self.x_log {
-                let (lo, hi) = self.x_extent();
-                ((hi - lo) as usize + 1).clamp(2, 12)
-            } else {
-                10
-            };
-            let y_log = self.y_log;
-            let y_fmt = move |v: &f64| {
-                if y_log && !is_round_on_log_axis(*v) {
-                    // Every tick between decades labelled crowds them; 1, 2 and 5 read well.
-                    String::new()
-                } else {
-                    format_tick(*v, y_ticks)
-                }
-            };
-            chart
-                .configure_mesh()
-                .x_desc(self.x_label.as_str())
-                .y_desc(self.y_label.as_str())
-                .x_label_formatter(&x_fmt)
-                .y_label_formatter(&y_fmt)
-                .x_labels(x_label_count)
-                .label_style(("sans-serif", LABEL_FONT))
-                .axis_desc_style(("sans-serif", DESC_FONT))
-                .light_line_style(RGBColor(235, 235, 235))
-                .draw()
-                .map_err(draw_err)?;
-
-            let (x_lo, x_hi) = {
-                let r = chart.x_range();
-                (r.start, r.end)
-            };
-            for (i, band) in self.bands.iter().enumerate() {
-                let color = PALETTE[(PALETTE.len() - 1 - i) % PALETTE.len()];
-                chart
-                    .draw_series(std::iter::once(Rectangle::new(
-                        [(x_lo, band.lower), (x_hi, band.upper)],
-                        color.mix(0.15).filled(),
-                    )))
-                    .map_err(draw_err)?
-                    .label(band.name.as_str())
-                    .legend(move |(x, y)| {
-                        Rectangle::new([(x, y - 5), (x + 18, y + 5)], color.mix(0.3).filled())
-                    });
-                legend_entries.push(LegendEntry {
-                    name: band.name.clone(),
-                    color,
-                    glyph: LegendGlyph::Band,
-                });
-            }
-            // A series lying on an earlier one is drawn dashed with hollow marks over it and
-            // says so in the legend, so neither hides the other.
-            let overlaps = self.overlaps();
-            for (i, series) in self.series.iter().enumerate() {
-                let color = PALETTE[i % PALETTE.len()];
-                let line = color.stroke_width(2);
-                let points = series.points.clone();
-                let on_top_of = overlaps[i];
-                let marker = Marker::for_series(i);
-                let style = match (series.style, on_top_of) {
-                    (SeriesStyle::Solid, Some(_)) => SeriesStyle::Dashed,
-                    (style, _) => style,
-                };
-                let filled = |size: i32| {
-                    move |p: (f64, f64)| {
-                        EmptyElement::at(p)
-                            + Polygon::new(marker.outline((0, 0), size), color.filled())
-                    }
-                };
-                let drawn = match style {
-                    SeriesStyle::Solid => {
-                        chart
-                            .draw_series(points.iter().copied().map(filled(4)))
-                            .map_err(draw_err)?;
-                        chart
-                            .draw_series(LineSeries::new(points, line))
-                            .map_err(draw_err)?
-                    }
-                    SeriesStyle::Dashed => {
-                        if on_top_of.is_some() {
-                            let hollow = |p: (f64, f64)| {
-                                EmptyElement::at(p)
-                                    + PathElement::new(marker.outline((0, 0), 7), line)
-                            };
-                            chart
-                                .draw_series(points.iter().copied().map(hollow))
-                                .map_err(draw_err)?;
-                        }
-                        let (dash, gap) = if on_top_of.is_some() { (4, 6) } else { (8, 5) };
-                        chart
-                            .draw_series(DashedLineSeries::new(points, dash, gap, line))
-                            .map_err(draw_err)?
-                    }
-                    SeriesStyle::Points => chart
-                        .draw_series(points.into_iter().map(filled(5)))
-                        .map_err(draw_err)?,
-                };
-                let name = match on_top_of {
-                    Some(j) => format!("{} (same as {})", series.name, self.series[j].name),
-                    None => series.name.clone(),
-                };
-                let mark = style != SeriesStyle::Dashed || on_top_of.is_some();
-                let glyph = LegendGlyph::Line {
-                    marker: mark.then_some(marker),
-                };
-                legend_entries.push(LegendEntry {
-                    name: name.clone(),
-                    color,
-                    glyph,
-                });
-                drawn.label(name).legend(move |(x, y)| {
-                    let (line, mark) = glyph.parts(color);
-                    EmptyElement::at((x, y)) + line + mark
-                });
-            }
-            // The plot's pixel box: a label goes above and right of its point, unless that
-            // would leave the axes (a point near the top or the right edge).
-            let (x_px, y_px) = chart.plotting_area().get_pixel_range();
-            for labels in &self.point_labels {
-                let points = &self.series[labels.series].points;
-                let placed: Vec<_> = points
-                    .iter()
-                    .zip(&labels.labels)
-                    .filter(|(_, l)| !l.is_empty())
-                    .map(|(&p, l)| {
-                        let (px, py) = chart.backend_coord(&p);
-                        let half_height = LABEL_FONT as i32 / 2 + 1;
-                        // Sans-serif digits and capitals average well under 0.7 em.
-                        let width = (l.chars().count() as f64 * LABEL_FONT as f64 * 0.7) as i32;
-                        let dy = if py - 9 - half_height < y_px.start {
-                            9
-                        } else {
-                            -9
-                        };
-                        let (dx, h) = if px + 7 + width > x_px.end {
-                            (-7, HPos::Right)
-                        } else {
-                            (7, HPos::Left)
-                        };
-                        let text = TextStyle::from(("sans-serif", LABEL_FONT).into_font())
-                            .color(&RGBColor(60, 60, 60))
-                            .pos(Pos::new(h, VPos::Center));
-                        (p, l.clone(), (dx, dy), text)
-                    })
-                    .collect();
-                chart
-                    .draw_series(placed.into_iter().map(|(p, l, offset, text)| {
-                        EmptyElement::at(p) + Text::new(l, offset, text)
-                    }))
-                    .map_err(draw_err)?;
-            }
+            self.draw_axes(&mut chart)?;
+            let mut legend_entries = self.draw_bands(&mut chart)?;
+            legend_entries.extend(self.draw_all_series(&mut chart)?);
+            self.draw_point_labels(&mut chart)?;
             if outside {
                 // Level with the plot's top edge, a gap right of its edge.
                 let top = chart.plotting_area().get_base_pixel().1;
@@ -644,6 +484,186 @@ impl LineChart {
             root.present().map_err(draw_err)?;
         }
         Ok(svg)
+    }
+
+    /// The SVG's width: the size asked for, unless an outside legend needs more.
+    fn canvas_width(&self, outside: bool, legend_width: u32) -> u32 {
+        // The legend takes its width from the plot, down to 60% of the chart; a longer
+        // legend widens the chart instead.
+        if outside {
+            self.size.0.max(self.size.0 * 3 / 5 + legend_width)
+        } else {
+            self.size.0
+        }
+    }
+
+    /// The axes, their tick labels and descriptions, and the grid.
+    fn draw_axes<X, Y>(&self, chart: &mut Chart<'_, '_, X, Y>) -> Result<(), ChartError>
+    where
+        X: Ranged<ValueType = f64> + ValueFormatter<f64>,
+        Y: Ranged<ValueType = f64> + ValueFormatter<f64>,
+    {
+        let x_ticks = self.x_ticks;
+        let y_ticks = self.y_ticks;
+        let names = self.x_names.clone();
+        let x_fmt = move |v: &f64| match names.get((v.round() as usize).wrapping_sub(1)) {
+            Some(name) if x_ticks == TickFormat::Count && *v == v.round() => name.clone(),
+            _ => format_tick(*v, x_ticks),
+        };
+        // On a count axis, a label at every whole number while they fit.
+        let x_label_count = if x_ticks == TickFormat::Count && !self.x_log {
+            let (lo, hi) = self.x_extent();
+            ((hi - lo) as usize + 1).clamp(2, 12)
+        } else {
+            10
+        };
+        let y_log = self.y_log;
+        let y_fmt = move |v: &f64| {
+            if y_log && !is_round_on_log_axis(*v) {
+                // Every tick between decades labelled crowds them; 1, 2 and 5 read well.
+                String::new()
+            } else {
+                format_tick(*v, y_ticks)
+            }
+        };
+        chart
+            .configure_mesh()
+            .x_desc(self.x_label.as_str())
+            .y_desc(self.y_label.as_str())
+            .x_label_formatter(&x_fmt)
+            .y_label_formatter(&y_fmt)
+            .x_labels(x_label_count)
+            .label_style(("sans-serif", LABEL_FONT))
+            .axis_desc_style(("sans-serif", DESC_FONT))
+            .light_line_style(RGBColor(235, 235, 235))
+            .draw()
+            .map_err(draw_err)
+    }
+
+    /// The bands, across the whole x range, in colours from the palette's end; returns their
+    /// legend entries.
+    fn draw_bands<X, Y>(
+        &self,
+        chart: &mut Chart<'_, '_, X, Y>,
+    ) -> Result<Vec<LegendEntry>, ChartError>
+    where
+        X: Ranged<ValueType = f64>,
+        Y: Ranged<ValueType = f64>,
+    {
+        let (x_lo, x_hi) = {
+            let r = chart.x_range();
+            (r.start, r.end)
+        };
+        let mut entries = Vec::new();
+        for (i, band) in self.bands.iter().enumerate() {
+            let color = PALETTE[(PALETTE.len() - 1 - i) % PALETTE.len()];
+            chart
+                .draw_series(std::iter::once(Rectangle::new(
+                    [(x_lo, band.lower), (x_hi, band.upper)],
+                    color.mix(0.15).filled(),
+                )))
+                .map_err(draw_err)?
+                .label(band.name.as_str())
+                .legend(move |(x, y)| {
+                    Rectangle::new([(x, y - 5), (x + 18, y + 5)], color.mix(0.3).filled())
+                });
+            entries.push(LegendEntry {
+                name: band.name.clone(),
+                color,
+                glyph: LegendGlyph::Band,
+            });
+        }
+        Ok(entries)
+    }
+
+    /// Every series, in order, with its legend label; returns their legend entries.
+    fn draw_all_series<'a, 'b: 'a, X, Y>(
+        &self,
+        chart: &mut Chart<'a, 'b, X, Y>,
+    ) -> Result<Vec<LegendEntry>, ChartError>
+    where
+        X: Ranged<ValueType = f64>,
+        Y: Ranged<ValueType = f64>,
+    {
+        // A series lying on an earlier one is drawn dashed with hollow marks over it and
+        // says so in the legend, so neither hides the other.
+        let overlaps = self.overlaps();
+        let mut entries = Vec::new();
+        for (i, series) in self.series.iter().enumerate() {
+            let color = PALETTE[i % PALETTE.len()];
+            let on_top_of = overlaps[i];
+            let marker = Marker::for_series(i);
+            let style = match (series.style, on_top_of) {
+                (SeriesStyle::Solid, Some(_)) => SeriesStyle::Dashed,
+                (style, _) => style,
+            };
+            let drawn = draw_lines_and_marks(chart, series, style, on_top_of, color, marker)?;
+            let name = match on_top_of {
+                Some(j) => format!("{} (same as {})", series.name, self.series[j].name),
+                None => series.name.clone(),
+            };
+            let mark = style != SeriesStyle::Dashed || on_top_of.is_some();
+            let glyph = LegendGlyph::Line {
+                marker: mark.then_some(marker),
+            };
+            entries.push(LegendEntry {
+                name: name.clone(),
+                color,
+                glyph,
+            });
+            drawn.label(name).legend(move |(x, y)| {
+                let (line, mark) = glyph.parts(color);
+                EmptyElement::at((x, y)) + line + mark
+            });
+        }
+        Ok(entries)
+    }
+
+    /// The text beside points, over the lines.
+    fn draw_point_labels<X, Y>(&self, chart: &mut Chart<'_, '_, X, Y>) -> Result<(), ChartError>
+    where
+        X: Ranged<ValueType = f64>,
+        Y: Ranged<ValueType = f64>,
+    {
+        // The plot's pixel box: a label goes above and right of its point, unless that
+        // would leave the axes (a point near the top or the right edge).
+        let (x_px, y_px) = chart.plotting_area().get_pixel_range();
+        for labels in &self.point_labels {
+            let points = &self.series[labels.series].points;
+            let placed: Vec<_> = points
+                .iter()
+                .zip(&labels.labels)
+                .filter(|(_, l)| !l.is_empty())
+                .map(|(&p, l)| {
+                    let (px, py) = chart.backend_coord(&p);
+                    let half_height = LABEL_FONT as i32 / 2 + 1;
+                    // Sans-serif digits and capitals average well under 0.7 em.
+                    let width = (l.chars().count() as f64 * LABEL_FONT as f64 * 0.7) as i32;
+                    let dy = if py - 9 - half_height < y_px.start {
+                        9
+                    } else {
+                        -9
+                    };
+                    let (dx, h) = if px + 7 + width > x_px.end {
+                        (-7, HPos::Right)
+                    } else {
+                        (7, HPos::Left)
+                    };
+                    let text = TextStyle::from(("sans-serif", LABEL_FONT).into_font())
+                        .color(&RGBColor(60, 60, 60))
+                        .pos(Pos::new(h, VPos::Center));
+                    (p, l.clone(), (dx, dy), text)
+                })
+                .collect();
+            chart
+                .draw_series(
+                    placed.into_iter().map(|(p, l, offset, text)| {
+                        EmptyElement::at(p) + Text::new(l, offset, text)
+                    }),
+                )
+                .map_err(draw_err)?;
+        }
+        Ok(())
     }
 
     /// plotters' own legend, in the corner [`LineChart::legend_corner`] picks.
@@ -670,6 +690,60 @@ impl LineChart {
             .draw()
             .map_err(draw_err)
     }
+}
+
+/// A chart on the SVG backend, on axes of `X` and `Y`.
+type Chart<'a, 'b, X, Y> = ChartContext<'a, SVGBackend<'b>, Cartesian2d<X, Y>>;
+
+/// One series' line and marks, drawn as `style` says (a series lying on another, `on_top_of`,
+/// gets hollow marks and a finer dash); returns plotters' handle for its legend label.
+fn draw_lines_and_marks<'c, 'a, 'b: 'a, X, Y>(
+    chart: &'c mut Chart<'a, 'b, X, Y>,
+    series: &Series,
+    style: SeriesStyle,
+    on_top_of: Option<usize>,
+    color: RGBColor,
+    marker: Marker,
+) -> Result<&'c mut SeriesAnno<'a, SVGBackend<'b>>, ChartError>
+where
+    X: Ranged<ValueType = f64>,
+    Y: Ranged<ValueType = f64>,
+{
+    let line = color.stroke_width(2);
+    let points = series.points.clone();
+    let filled = |size: i32| {
+        move |p: (f64, f64)| {
+            EmptyElement::at(p) + Polygon::new(marker.outline((0, 0), size), color.filled())
+        }
+    };
+    let drawn = match style {
+        SeriesStyle::Solid => {
+            chart
+                .draw_series(points.iter().copied().map(filled(4)))
+                .map_err(draw_err)?;
+            chart
+                .draw_series(LineSeries::new(points, line))
+                .map_err(draw_err)?
+        }
+        SeriesStyle::Dashed => {
+            if on_top_of.is_some() {
+                let hollow = |p: (f64, f64)| {
+                    EmptyElement::at(p) + PathElement::new(marker.outline((0, 0), 7), line)
+                };
+                chart
+                    .draw_series(points.iter().copied().map(hollow))
+                    .map_err(draw_err)?;
+            }
+            let (dash, gap) = if on_top_of.is_some() { (4, 6) } else { (8, 5) };
+            chart
+                .draw_series(DashedLineSeries::new(points, dash, gap, line))
+                .map_err(draw_err)?
+        }
+        SeriesStyle::Points => chart
+            .draw_series(points.into_iter().map(filled(5)))
+            .map_err(draw_err)?,
+    };
+    Ok(drawn)
 }
 
 /// One entry of a legend drawn outside the plot.

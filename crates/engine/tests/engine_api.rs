@@ -1,12 +1,24 @@
-//! The engine as a library (what other Rust tools call): back-to-back runs in one process, and
-//! stopping a run from another thread.
+//! The engine as a library (what other Rust tools call): back-to-back runs in one process,
+//! stopping a run from another thread, the refusals a caller gets, and its counts against the
+//! kernel's own.
 
+// The harness's part that needs no hostmax binary (this package has none).
+#[path = "../../../tests/support/volumes.rs"]
 mod support;
 
 use std::time::{Duration, Instant};
 
-use hostmax_engine::{IoPattern, OpKind, RunConfig, Workload};
+use hostmax_engine::{
+    measure, DeviceInterval, EngineError, IoPattern, MeasureRequest, Observer, OpKind, RunConfig,
+    RunHandle, RunResult, SafetyCheck, Workload, WriteSafety,
+};
 use support::*;
+
+/// Consent to write the scratch volumes these tests make.
+const SCRATCH: WriteSafety = WriteSafety {
+    allow_write: true,
+    force: true,
+};
 
 fn write_config(path: std::path::PathBuf, runtime: Duration) -> RunConfig {
     RunConfig {
@@ -26,6 +38,26 @@ fn write_config(path: std::path::PathBuf, runtime: Duration) -> RunConfig {
     }
 }
 
+/// Measures `config` with only the re-check while the targets are held
+/// ([`SafetyCheck::CheckedBefore`]): the full check's own exclusive-open probe (no patience)
+/// would stand in front of what these tests look at, the run's own exclusive open.
+fn run_checked_before(
+    config: RunConfig,
+    observer: &mut impl Observer,
+) -> Result<RunResult, EngineError> {
+    let request = MeasureRequest {
+        run: config.clone(),
+        safety: SafetyCheck::CheckedBefore(SCRATCH),
+        ..MeasureRequest::new(config.targets, config.workload)
+    };
+    measure(request, observer)
+}
+
+/// An observer that hears no interval (the runs here are not live).
+fn quiet() -> impl FnMut(DeviceInterval) {
+    |_| {}
+}
+
 #[test]
 fn back_to_back_write_runs_reopen_the_device_exclusively() {
     require_root!();
@@ -34,13 +66,31 @@ fn back_to_back_write_runs_reopen_the_device_exclusively() {
     // Each run holds the device O_EXCL; the next can only open it if the previous one's claim
     // was gone by the time it returned (or went within the open's patience).
     for run in 0..10 {
-        let handle = hostmax_engine::start(write_config(dev.clone(), Duration::from_millis(100)))
-            .unwrap_or_else(|e| panic!("run {run}: {e}"));
-        let result = handle.wait().unwrap();
+        let result = run_checked_before(
+            write_config(dev.clone(), Duration::from_millis(100)),
+            &mut quiet(),
+        )
+        .unwrap_or_else(|e| panic!("run {run}: {e}"));
         assert!(
             result.devices[0].ops[OpKind::Write].ios > 0,
             "run {run} wrote nothing"
         );
+    }
+}
+
+/// Stops the run it observes from another thread, `after` its start.
+struct StopFromAnotherThread {
+    after: Duration,
+}
+
+impl Observer for StopFromAnotherThread {
+    fn started(&mut self, run: &RunHandle) {
+        let stopper = run.stopper();
+        let after = self.after;
+        std::thread::spawn(move || {
+            std::thread::sleep(after);
+            stopper.stop();
+        });
     }
 }
 
@@ -50,13 +100,10 @@ fn a_run_stopped_from_another_thread_ends_early_and_says_so() {
     let host = volumes(1, 16 << 20);
     let dev = host.device_paths()[0].clone();
     let started = Instant::now();
-    let handle = hostmax_engine::start(write_config(dev, Duration::from_secs(30))).unwrap();
-    let stopper = handle.stopper();
-    std::thread::spawn(move || {
-        std::thread::sleep(Duration::from_millis(300));
-        stopper.stop();
-    });
-    let result = handle.wait().unwrap();
+    let mut stop = StopFromAnotherThread {
+        after: Duration::from_millis(300),
+    };
+    let result = run_checked_before(write_config(dev, Duration::from_secs(30)), &mut stop).unwrap();
     assert!(result.stopped_early);
     assert!(
         started.elapsed() < Duration::from_secs(5),
@@ -89,19 +136,24 @@ fn an_exclusive_open_waits_out_a_brief_claim_but_not_a_lasting_one() {
         std::thread::sleep(Duration::from_millis(100));
         drop(brief);
     });
-    let handle = hostmax_engine::start(write_config(dev.clone(), Duration::from_millis(100)))
-        .expect("a claim shorter than the open's patience is waited out");
-    assert!(handle.wait().unwrap().devices[0].ops[OpKind::Write].ios > 0);
+    let result = run_checked_before(
+        write_config(dev.clone(), Duration::from_millis(100)),
+        &mut quiet(),
+    )
+    .expect("a claim shorter than the open's patience is waited out");
+    assert!(result.devices[0].ops[OpKind::Write].ios > 0);
     releaser.join().unwrap();
     // A claim that outlasts the patience is a refusal naming the device and EBUSY.
     let _lasting = claim();
-    let err = hostmax_engine::start(write_config(dev.clone(), Duration::from_millis(100)))
-        .err()
-        .expect("a device held by someone else is refused");
+    let err = run_checked_before(
+        write_config(dev.clone(), Duration::from_millis(100)),
+        &mut quiet(),
+    )
+    .expect_err("a device held by someone else is refused");
     let text = err.to_string();
     assert!(text.contains(&dev.display().to_string()), "{text}");
     assert!(
-        matches!(&err, hostmax_engine::EngineError::Open { source, .. } if source.raw_os_error() == Some(libc::EBUSY)),
+        matches!(&err, EngineError::Open { source, .. } if source.raw_os_error() == Some(libc::EBUSY)),
         "{err:?}"
     );
 }
@@ -112,24 +164,19 @@ fn an_exclusive_open_waits_out_a_brief_claim_but_not_a_lasting_one() {
 #[test]
 fn measure_refuses_a_device_in_use_with_the_library_error() {
     require_root!();
-    use hostmax_device::{RefusalReason, WriteSafety};
-    use hostmax_engine::{DeviceInterval, EngineError, MeasureRequest};
+    use hostmax_device::RefusalReason;
     use std::os::unix::fs::OpenOptionsExt;
     let host = volumes(1, 16 << 20);
     let dev = host.device_paths()[0].clone();
     let name = volume_kernel_names(&host)[0].clone();
     let workload = write_config(dev.clone(), Duration::from_millis(1500)).workload;
     let request = || MeasureRequest::new(vec![dev.clone()], workload.clone());
-    let consent = WriteSafety {
-        allow_write: true,
-        force: true,
-    };
     let writes_before = kernel_completions(&name).1;
     let intervals = std::cell::Cell::new(0);
     let mut count = |_: DeviceInterval| intervals.set(intervals.get() + 1);
 
     // No consent: refused, and the message says which setting grants it.
-    let err = hostmax_engine::measure(request(), &mut count).expect_err("written without consent");
+    let err = measure(request(), &mut count).expect_err("written without consent");
     let EngineError::WriteRefused(refused) = &err else {
         panic!("not a write refusal: {err:?}");
     };
@@ -149,7 +196,7 @@ fn measure_refuses_a_device_in_use_with_the_library_error() {
         .custom_flags(libc::O_EXCL)
         .open(&dev)
         .expect("claim the device");
-    let err = hostmax_engine::measure(request().with_consent(consent), &mut count)
+    let err = measure(request().with_consent(SCRATCH), &mut count)
         .expect_err("a device held by another program was written");
     let EngineError::WriteRefused(refused) = &err else {
         panic!("not a write refusal: {err:?}");
@@ -171,7 +218,7 @@ fn measure_refuses_a_device_in_use_with_the_library_error() {
 
     // Free and consented: it measures, and the observer hears every second.
     drop(held);
-    let result = hostmax_engine::measure(request().with_consent(consent), &mut count)
+    let result = measure(request().with_consent(SCRATCH), &mut count)
         .expect("a free device with consent is measured");
     assert!(result.devices[0].ops[OpKind::Write].ios > 0);
     assert!(intervals.get() > 0, "no interval reached the observer");
@@ -179,10 +226,9 @@ fn measure_refuses_a_device_in_use_with_the_library_error() {
 
 /// A library caller naming the same target twice, by any path (a hard link or a symlink to a
 /// file, a second name for a block device), gets the engine's typed refusal before any I/O,
-/// not a panic after the run.
+/// not a panic after the run: from the full check and from the run's own probe alike.
 #[test]
 fn the_same_target_named_twice_is_refused_before_any_io() {
-    use hostmax_engine::{EngineError, MeasureRequest};
     let scratch = ScratchDir::new("dup");
     let dir = scratch.0.clone();
     let file = dir.join("target.img");
@@ -204,13 +250,10 @@ fn the_same_target_named_twice_is_refused_before_any_io() {
             targets: vec![file.clone(), second.clone()],
             ..write_config(file.clone(), Duration::from_millis(300))
         };
-        let err = hostmax_engine::start(config.clone())
-            .err()
-            .expect("started");
+        let err = run_checked_before(config.clone(), &mut quiet()).expect_err("measured");
         refused(second, err);
         let request = MeasureRequest::new(config.targets.clone(), config.workload.clone());
-        let mut ignore = |_: hostmax_engine::DeviceInterval| {};
-        let err = hostmax_engine::measure(request, &mut ignore).expect_err("measured");
+        let err = measure(request, &mut quiet()).expect_err("measured");
         refused(second, err);
     }
     assert!(
@@ -229,7 +272,7 @@ fn the_same_target_named_twice_is_refused_before_any_io() {
             targets: vec![dev.clone(), alias.clone()],
             ..write_config(dev.clone(), Duration::from_millis(300))
         };
-        let err = hostmax_engine::start(config).err().expect("started");
+        let err = run_checked_before(config, &mut quiet()).expect_err("measured");
         assert!(
             matches!(&err, EngineError::DuplicateTarget { path, first, what: "device" } if *path == alias && *first == dev),
             "{err:?}"
@@ -237,33 +280,41 @@ fn the_same_target_named_twice_is_refused_before_any_io() {
     }
 }
 
-/// A report made through the libraries alone carries its run's id and measured window, so
-/// `merge_reports` refuses it given twice.
+/// The counts of a mixed run equal the kernel's completions of each device, reads and
+/// writes, with no slack: every I/O of the ramp, the window and the drain is counted once.
+/// With only the re-check while held, which reads no device (the full check's signature probe
+/// would add reads of its own before the run).
 #[test]
-fn a_library_report_carries_its_run_id_and_window() {
+fn mixed_run_counts_equal_the_kernels_completions() {
     require_root!();
-    let host = volumes(1, 16 << 20);
-    let dev = host.device_paths()[0].clone();
-    let mut config = write_config(dev, Duration::from_millis(300));
-    config.workload.pattern = IoPattern::RandRead;
-    let before = std::time::SystemTime::now();
-    let result = hostmax_engine::start(config.clone())
-        .unwrap()
-        .wait()
-        .unwrap();
-    let from = result.measured_from.expect("the engine records its window");
-    assert!(from >= before, "{from:?} before {before:?}");
-    assert_ne!(result.run_id, 0);
-    let report = hostmax_aggregate::summarize(&result, Vec::new());
-    let p = &report.provenance;
-    assert_eq!(p.run_id, Some(format!("{:016x}", result.run_id)));
-    assert!(p.started_at.is_some() && p.ended_at.is_some(), "{p:?}");
-    assert!(p.started_at < p.ended_at, "{p:?}");
-    let err =
-        hostmax_aggregate::merge_reports(&[("one".into(), report.clone()), ("two".into(), report)])
-            .unwrap_err();
-    assert!(
-        matches!(err, hostmax_aggregate::MergeError::SameRun { .. }),
-        "{err}"
-    );
+    let _rate = rate_test_lock();
+    let host = volumes(3, 64 << 20);
+    let names = volume_kernel_names(&host);
+    let before = baseline_completions(&volume_paths(&host), &names);
+    let workload = Workload {
+        pattern: IoPattern::RandRw,
+        rwmixread: 60,
+        iodepth: 16,
+        runtime: Duration::from_secs(2),
+        ramp: Duration::from_secs(1),
+        ..Default::default()
+    };
+    let config = RunConfig::new(host.device_paths().to_vec(), workload);
+    let result = run_checked_before(config, &mut quiet()).unwrap();
+    for (i, name) in names.iter().enumerate() {
+        let after = kernel_completions(name);
+        let (kernel_reads, kernel_writes) = (after.0 - before[i].0, after.1 - before[i].1);
+        let d = &result.devices[i];
+        assert_eq!(d.errors.count, 0, "{name}: {:?}", d.errors);
+        let reads = d.ramp[OpKind::Read] + d.ops[OpKind::Read].ios + d.drained[OpKind::Read];
+        let writes = d.ramp[OpKind::Write] + d.ops[OpKind::Write].ios + d.drained[OpKind::Write];
+        eprintln!(
+            "{name}: hostmax {reads} reads {writes} writes (ramp {:?}, drained {:?}), kernel {kernel_reads} + {kernel_writes}",
+            d.ramp, d.drained
+        );
+        assert!(
+            d.ramp.total() > 100 && d.ops[OpKind::Read].ios > 500 && d.ops[OpKind::Write].ios > 500
+        );
+        assert_eq!((kernel_reads, kernel_writes), (reads, writes), "{name}");
+    }
 }
