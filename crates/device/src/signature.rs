@@ -536,7 +536,9 @@ pub fn probe_with_blkid(path: &Path) -> io::Result<Vec<Signature>> {
 ///
 /// # Errors
 ///
-/// As [`read_view_within`] and [`wipefs_signatures`].
+/// A device read or wipefs that did not finish in time ([`io::ErrorKind::TimedOut`]), or a
+/// wait called off ([`io::ErrorKind::Interrupted`]), as `read_view_within` and
+/// `wipefs_signatures` say.
 pub fn probe_with_blkid_within(
     path: &Path,
     reads: &dyn DeviceReads,
