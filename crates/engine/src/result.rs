@@ -348,6 +348,11 @@ pub struct DeviceDriver {
     pub ios: u64,
     /// Its I/Os in flight ([`crate::Workload::iodepth`], or its part of it).
     pub iodepth: u32,
+    /// Every I/O it completed over the whole run: ramp, window and drain, failed ones and
+    /// `--verify`'s read-back too; the I/Os its worker's CPU time ([`CpuUse`]) paid for. 0
+    /// in results of older versions.
+    #[serde(default)]
+    pub run_ios: u64,
 }
 
 impl DeviceDriver {
@@ -358,7 +363,15 @@ impl DeviceDriver {
             part,
             ios,
             iodepth,
+            run_ios: ios,
         }
+    }
+
+    /// The same, having completed `run_ios` I/Os over the whole run (see
+    /// [`DeviceDriver::run_ios`]).
+    pub fn with_run_ios(mut self, run_ios: u64) -> DeviceDriver {
+        self.run_ios = run_ios;
+        self
     }
 }
 
