@@ -750,7 +750,7 @@ fn worker_lines(generator: &hostmax_aggregate::LoadGenerator) -> String {
     if let Some(all) = generator.cpu_ns_per_io {
         let _ = writeln!(
             s,
-            "load generator: {} of CPU per I/O (its workers' user + system time over every I/O they completed; hostmax doctor gives its ceiling in ns per I/O too)",
+            "load generator: {} of CPU per I/O (its workers' user + system time over every I/O they completed)",
             ns(Some(all))
         );
     }
