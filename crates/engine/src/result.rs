@@ -356,7 +356,9 @@ pub struct DeviceDriver {
 }
 
 impl DeviceDriver {
-    /// The worker on `cpu` that drove part `part` at depth `iodepth` and completed `ios`.
+    /// The worker on `cpu` that drove part `part` at depth `iodepth` and completed `ios` in
+    /// the window, and nothing outside it (`run_ios` is `ios` until
+    /// [`DeviceDriver::with_run_ios`] says otherwise).
     pub fn new(cpu: usize, part: u32, iodepth: u32, ios: u64) -> DeviceDriver {
         DeviceDriver {
             cpu,
