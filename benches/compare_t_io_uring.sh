@@ -13,9 +13,12 @@
 #         volume (its default placement, a worker a CPU, splits them) against t/io_uring -n2
 #         -d256 -s32 -c32 over all of them
 #
+# fio runs beside them, as in compare_fio.sh and ceiling.sh (FIO=0 leaves it out): io_uring
+# with fixed buffers, registered files and batched submit and reap, the same threads (jobs,
+# split over the CPUs) and depth; ioengine=null for the NOPs.
+#
 # Each case runs its tools one after another PAIRS times (a round), prints every run's IOPS
-# and each round's ratios hostmax / t/io_uring, then the medians. fio on the same kinds of
-# device: benches/compare_fio.sh (ZRAM=1 for the zram device).
+# and each round's ratios hostmax / t/io_uring (and / fio), then the medians.
 #
 # t/io_uring is built when missing, into target/t_io_uring/ (fio's source from Debian's
 # source package: `apt-get source fio`, adding a deb-src entry beside the deb ones when there
@@ -26,7 +29,8 @@
 #   CASES="zram nop loop"              which cases
 #   ZRAM_MIB=1024                      the zram device's size
 #   VOLUMES=20 VOLUME_MIB=256          the loop case's volumes
-#   CPUS=0-1                           the nop case's CPUs (default: every online CPU)
+#   CPUS=0-1                           the nop case's CPUs, fio's (default: every online CPU)
+#   FIO=1                              fio beside them (it is installed when missing)
 #   HOSTMAX=/path/to/hostmax           use this binary instead of building one
 #   T_IO_URING=/path/to/t/io_uring     use this binary instead of building one
 #   OUT=benches/results/t_io_uring-<date>.md   where the results go
@@ -43,6 +47,7 @@ ZRAM_MIB=${ZRAM_MIB:-1024}
 VOLUMES=${VOLUMES:-20}
 VOLUME_MIB=${VOLUME_MIB:-256}
 CPUS=${CPUS:-$(cat /sys/devices/system/cpu/online)}
+FIO=${FIO:-1}
 OUT=${OUT:-$REPO/benches/results/t_io_uring-$(date +%Y%m%d-%H%M%S).md}
 
 die() {
@@ -53,6 +58,7 @@ say() { echo "== $*" >&2; }
 
 [[ $(id -u) == 0 ]] || die "must run as root (it makes zram and loop devices): sudo $0"
 command -v python3 >/dev/null || die "python3 is needed to read the reports"
+[[ $FIO == 0 || $FIO == 1 ]] || die "FIO='$FIO': give 0 or 1"
 for n in PAIRS RUNTIME ZRAM_MIB VOLUMES VOLUME_MIB; do
     [[ ${!n} =~ ^[0-9]+$ && ${!n} -ge 1 ]] || die "$n='${!n}' is not a whole number of at least 1"
 done
@@ -126,6 +132,11 @@ T_IO_URING=${T_IO_URING:-$(build_t_io_uring)}
 if [[ ${BUILD_ONLY:-0} == 1 ]]; then
     echo "$T_IO_URING"
     exit 0
+fi
+
+if ((FIO == 1)) && ! command -v fio >/dev/null; then
+    say "installing fio"
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq fio >&2 || die "could not install fio; install it or run with FIO=0"
 fi
 
 if [[ -z ${HOSTMAX:-} ]]; then
@@ -205,7 +216,8 @@ RECORDS=$WORK/records.tsv
 # run_one CASE TOOL ROUND KIND -- command...: runs the command (its output to a log) and
 # appends "case tool round iops" to the records. KIND says where its IOPS are:
 # report (hostmax's JSON host.iops), ceiling (hostmax doctor's JSON, all CPUs' NOP rates
-# added), t_io_uring (its one IOPS= line a second, the first dropped as a ramp).
+# added), fio (its JSON, every job's reads), t_io_uring (its one IOPS= line a second, the
+# first dropped as a ramp).
 run_one() {
     local case=$1 tool=$2 round=$3 kind=$4
     shift 5
@@ -230,6 +242,13 @@ if kind == "report":
     iops = doc["host"]["iops"]
 elif kind == "ceiling":
     iops = sum(c["ios_per_sec"] for c in json.load(open(path))["load_generator_ceiling"]["cpus"])
+elif kind == "fio":
+    text = open(path).read()
+    # fio can print warnings before its JSON; start at the first brace.
+    jobs = json.loads(text[text.index("{"):])["jobs"]
+    if any(j.get("error", 0) for j in jobs):
+        sys.exit(f"compare_t_io_uring: fio reported errors: see {path}")
+    iops = sum(j["read"]["iops"] for j in jobs)
 else:
     scale = {"": 1, "K": 1e3, "M": 1e6}
     rates = [float(v) * scale[u] for v, u in re.findall(r"^IOPS=([\d.]+)([KM]?),", open(log).read(), re.M)]
@@ -249,6 +268,21 @@ t_io_uring() { # case tool round flags... -- files...
     shift 3
     run_one "$case" "$tool" "$round" t_io_uring -- "$T_IO_URING" -r $((RUNTIME + 2)) "$@"
 }
+
+# fio with its best options here (compare_fio.sh's), JOBS jobs split over CPUS, a 1 s ramp
+# as hostmax's; its JSON goes where run_one reads it.
+fio_run() { # case round options...
+    local case=$1 round=$2
+    shift 2
+    ((FIO == 1)) || return 0
+    run_one "$case" fio "$round" fio -- fio --name="$case" --thread --time_based \
+        --runtime="$RUNTIME" --ramp_time=1 --group_reporting --rw=randread --bs=4k \
+        --norandommap --randrepeat=0 --cpus_allowed="$CPUS" --cpus_allowed_policy=split \
+        --output-format=json --output="$WORK/current.json" "$@"
+}
+# io_uring at its best, as compare_fio.sh runs it.
+FIO_URING=(--ioengine=io_uring --direct=1 --fixedbufs=1 --registerfiles=1
+    --iodepth_batch_submit=32 --iodepth_batch_complete_min=1 --iodepth_batch_complete_max=64)
 
 hostmax_run() { # case tool round flags...
     local case=$1 tool=$2 round=$3
@@ -274,6 +308,7 @@ for c in $CASES; do
             t_io_uring zram t/io_uring-s8 "$r" -n2 -d32 -p0 -B1 -F1 -s8 -c8 "$ZRAM_DEV"
             hostmax_run zram hostmax-nolat "$r" --devices "$ZRAM_DEV" --rw randread --bs 4k --numjobs 2 --iodepth 32 --no-latency
             t_io_uring zram t/io_uring-s32 "$r" -n2 -d32 -p0 -B1 -F1 -s32 -c32 "$ZRAM_DEV"
+            fio_run zram "$r" "${FIO_URING[@]}" --numjobs=2 --iodepth=32 --filename="$ZRAM_DEV"
         done
         echo "$ZRAM_ID" >/sys/class/zram-control/hot_remove
         ZRAM_ID=
@@ -285,6 +320,7 @@ for c in $CASES; do
             run_one nop hostmax "$r" ceiling -- "$HOSTMAX" doctor --cpus "$CPUS" --iodepth 128 \
                 --ceiling-runtime "${RUNTIME}s" --json "$WORK/current.json"
             t_io_uring nop t/io_uring "$r" -N1 -n"$threads" -d128
+            fio_run nop "$r" --ioengine=null --directory="$WORK" --size=1g --numjobs="$threads" --iodepth=128
         done
         ;;
     loop)
@@ -295,6 +331,11 @@ for c in $CASES; do
             hostmax_run loop hostmax "$r" --devices "${LOOPS[@]}" --rw randread --bs 4k --iodepth "$per_volume"
             t_io_uring loop t/io_uring "$r" -n2 -d256 -p0 -B1 -F1 -s32 -c32 "${LOOPS[@]}"
             hostmax_run loop hostmax-nolat "$r" --devices "${LOOPS[@]}" --rw randread --bs 4k --iodepth "$per_volume" --no-latency
+            fio_run loop "$r" "${FIO_URING[@]}" --numjobs=2 --iodepth=256 \
+                --filename="$(
+                    IFS=:
+                    echo "${LOOPS[*]}"
+                )"
         done
         for dev in "${LOOPS[@]}"; do losetup -d "$dev"; done
         LOOPS=()
@@ -323,13 +364,15 @@ def k(x):
     return f"{x / 1e6:.2f}M" if x >= 1e6 else f"{x / 1e3:.0f}K"
 lines = ["# hostmax against t/io_uring", "", header, "",
          f"{runtime} s runs (hostmax after a 1 s ramp; t/io_uring's first second dropped), {pairs} rounds, "
-         "alternated within each round. Ratio: hostmax / t/io_uring in the same round.", ""]
+         "alternated within each round. Ratio: hostmax / the other tool in the same round. "
+         "fio: io_uring, fixedbufs, registerfiles, batch 32/64, 2 jobs split over the CPUs (ioengine=null, "
+         "a job a CPU, for the NOPs).", ""]
 summary = []
 for case in dict.fromkeys(r["case"] for r in recs):
     rs = [r for r in recs if r["case"] == case]
     tools = list(dict.fromkeys(r["tool"] for r in rs))
     mine = [t for t in tools if t.startswith("hostmax")]
-    theirs = [t for t in tools if t.startswith("t/io_uring")]
+    theirs = [t for t in tools if not t.startswith("hostmax")]
     summary += [f"## {case}", "", what[case], "",
                 "| tool | median IOPS | runs |", "|---|---|---|"]
     for t in tools:
