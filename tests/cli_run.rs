@@ -124,6 +124,46 @@ fn json_to_stdout_has_the_documented_shape_and_nothing_else() {
         .as_u64()
         .unwrap();
     assert!(p50 > 0 && p50 <= p99, "p50 {p50} p99 {p99}");
+
+    // hostmax's own CPU per I/O: each worker's user + system time over its I/Os, and in all
+    // every worker's time over every I/O of the run (ramp, window, drain, failed).
+    let generator = &report["load_generator"];
+    let workers = generator["workers"].as_array().unwrap();
+    let (mut cpu_ns, mut ios) = (0.0, 0);
+    for w in workers {
+        let n = w["ios"].as_u64().unwrap_or_else(|| panic!("{w}"));
+        let ns = (w["user_secs"].as_f64().unwrap() + w["system_secs"].as_f64().unwrap()) * 1e9;
+        match w["cpu_ns_per_io"].as_f64() {
+            Some(per_io) => {
+                assert!(n > 0 && per_io > 0.0, "{w}");
+                assert!((per_io - ns / n as f64).abs() <= 1e-6 * per_io, "{w}");
+            }
+            None => assert_eq!(n, 0, "{w}"),
+        }
+        cpu_ns += ns;
+        ios += n;
+    }
+    let count = |v: &Value| {
+        v.as_object()
+            .map_or(0, |o| o.values().filter_map(Value::as_u64).sum::<u64>())
+    };
+    let host = &report["host"];
+    let run_ios = ["read", "write", "trim"]
+        .iter()
+        .map(|op| host[op]["ios"].as_u64().unwrap_or(0))
+        .sum::<u64>()
+        + count(&host["ramp"])
+        + count(&host["drained"])
+        + host["errors"].as_u64().unwrap();
+    assert_eq!(ios, run_ios, "{generator}");
+    let all = generator["cpu_ns_per_io"]
+        .as_f64()
+        .unwrap_or_else(|| panic!("{generator}"));
+    assert!(all > 0.0, "{generator}");
+    assert!(
+        (all - cpu_ns / ios as f64).abs() <= 1e-6 * all,
+        "{generator}"
+    );
 }
 
 #[test]

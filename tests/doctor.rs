@@ -236,12 +236,16 @@ fn doctor_measures_the_load_generators_ceiling_on_the_cpus_asked() {
     assert_eq!(ceiling["iodepth"], 32);
     let line = finding(&json, "host", "load generator ceiling");
     assert_eq!(line["severity"], "info");
-    let rate = (ios as f64 / secs).round() as u64;
+    let rate = ios as f64 / secs;
+    // The same ceiling as CPU time per I/O, the unit of a run's load_generator.cpu_ns_per_io.
+    let ns = ceiling["cpu_ns_per_io"].as_f64().unwrap();
+    assert!((ns * rate - 1e9).abs() < 1e9 * 1e-6, "{ceiling:#}");
     assert!(
-        line["found"]
-            .as_str()
-            .unwrap()
-            .contains(&format!("{rate} I/Os/s per CPU (lowest of 1)")),
+        line["found"].as_str().unwrap().contains(&format!(
+            "{} I/Os/s per CPU (lowest of 1; {} ns of CPU per I/O)",
+            rate.round(),
+            ns.round()
+        )),
         "{line}"
     );
 

@@ -2,8 +2,8 @@
 
 use hdrhistogram::Histogram;
 use hostmax_engine::{
-    new_latency_histogram, CpuUse, ErrorLog, IoCounts, IoPattern, OpResult, PerOp, ReadSamples,
-    RingFeatures, RunResult, TrimMethod, WorkerSummary, Workload,
+    new_latency_histogram, CpuUse, DeviceResult, ErrorLog, IoCounts, IoPattern, OpResult, PerOp,
+    ReadSamples, RingFeatures, RunResult, TrimMethod, WorkerSummary, Workload,
 };
 use serde::{Deserialize, Serialize};
 
@@ -322,10 +322,25 @@ pub struct WorkerReport {
     /// Whether its CPU had no time to spare ([`hostmax_engine::CPU_SATURATED`] or more busy):
     /// the load generator may be what limited the figures.
     pub saturated: bool,
+    /// Every I/O it completed over the run (ramp, window, drain, failed ones and
+    /// `--verify`'s read-back): what `user_secs` and `system_secs` paid for. 0 in reports of
+    /// older versions.
+    #[serde(default)]
+    pub ios: u64,
+    /// Its CPU time per I/O, `(user_secs + system_secs) / ios`, in nanoseconds; `null`
+    /// without I/Os (and in reports of older versions).
+    #[serde(default)]
+    pub cpu_ns_per_io: Option<f64>,
+}
+
+/// `cpu_ns` nanoseconds of CPU time over `ios` I/Os; `None` without I/Os.
+pub fn cpu_ns_per_io(cpu_ns: f64, ios: u64) -> Option<f64> {
+    (ios > 0).then(|| cpu_ns / ios as f64)
 }
 
 impl WorkerReport {
-    fn new(w: &WorkerSummary) -> WorkerReport {
+    /// Worker `w`, which completed `ios` I/Os over the run.
+    fn new(w: &WorkerSummary, ios: u64) -> WorkerReport {
         let c: &CpuUse = &w.cpu_use;
         WorkerReport {
             cpu: w.cpu,
@@ -336,7 +351,14 @@ impl WorkerReport {
             busy_share: c.busy_share(),
             cpu_busy_share: c.cpu_busy_share(),
             saturated: c.saturated(),
+            ios,
+            cpu_ns_per_io: cpu_ns_per_io((c.user_ns + c.system_ns) as f64, ios),
         }
+    }
+
+    /// User plus system CPU time, in nanoseconds.
+    pub fn cpu_ns(&self) -> f64 {
+        (self.user_secs + self.system_secs) * 1e9
     }
 }
 
@@ -349,14 +371,29 @@ pub struct LoadGenerator {
     pub saturated: bool,
     /// One entry per worker thread.
     pub workers: Vec<WorkerReport>,
+    /// hostmax's CPU time per I/O over the run, in nanoseconds: every worker's user and
+    /// system time over every I/O they completed (not each worker's figure averaged). Compare
+    /// it with `hostmax doctor`'s load generator ceiling, stated as CPU time per NOP: the
+    /// nearer, the more of the run's CPU the loop itself took. `null` without I/Os (and in
+    /// reports of older versions).
+    #[serde(default)]
+    pub cpu_ns_per_io: Option<f64>,
 }
 
 impl LoadGenerator {
-    /// The load generator of a run.
-    pub fn new(workers: &[WorkerSummary]) -> LoadGenerator {
-        let workers: Vec<WorkerReport> = workers.iter().map(WorkerReport::new).collect();
+    /// The load generator of a run: its `workers`, and from `devices`' drivers the I/Os each
+    /// completed.
+    pub fn new(workers: &[WorkerSummary], devices: &[DeviceResult]) -> LoadGenerator {
+        let workers: Vec<WorkerReport> = workers
+            .iter()
+            .map(|w| WorkerReport::new(w, worker_run_ios(w, devices)))
+            .collect();
         LoadGenerator {
             saturated: workers.iter().any(|w| w.saturated),
+            cpu_ns_per_io: cpu_ns_per_io(
+                workers.iter().map(WorkerReport::cpu_ns).sum(),
+                workers.iter().map(|w| w.ios).sum(),
+            ),
             workers,
         }
     }
@@ -392,6 +429,26 @@ impl LoadGenerator {
         }
         (got, fell_back)
     }
+}
+
+/// The I/Os worker `w` completed over the run: those of the drivers of its shares (by part:
+/// with `--numjobs` above the CPUs two workers of a device can share a CPU), or, in results
+/// without shares, of its devices' drivers on its CPU.
+fn worker_run_ios(w: &WorkerSummary, devices: &[DeviceResult]) -> u64 {
+    let drivers = |i: usize| devices.get(i).into_iter().flat_map(|d| d.drivers.iter());
+    if w.shares.is_empty() {
+        return w
+            .devices
+            .iter()
+            .flat_map(|&i| drivers(i).filter(|x| x.cpu == w.cpu))
+            .map(|x| x.run_ios)
+            .sum();
+    }
+    w.shares
+        .iter()
+        .flat_map(|s| drivers(s.device).filter(move |x| x.part == s.part && x.cpu == w.cpu))
+        .map(|x| x.run_ios)
+        .sum()
 }
 
 /// The workload as the report records it: durations in seconds.
@@ -716,7 +773,8 @@ pub fn summarize_with_histograms(
         devices,
         time_series: series,
         verdict: None,
-        load_generator: (!result.workers.is_empty()).then(|| LoadGenerator::new(&result.workers)),
+        load_generator: (!result.workers.is_empty())
+            .then(|| LoadGenerator::new(&result.workers, &result.devices)),
         verify: sum_verify(result.devices.iter().map(|d| d.verify.as_ref())),
     };
     (report, histograms)
@@ -1242,5 +1300,80 @@ mod tests {
         v.as_object_mut().unwrap().remove("interrupted");
         let back: HostReport = serde_json::from_value(v).unwrap();
         assert!(!back.interrupted);
+    }
+
+    /// A worker of the engine's (built from JSON: its fields are the engine's to set).
+    fn worker(cpu: usize, user_ns: u64, system_ns: u64, shares: &[(usize, u32)]) -> WorkerSummary {
+        let mut devices: Vec<usize> = shares.iter().map(|&(d, _)| d).collect();
+        devices.dedup();
+        serde_json::from_value(serde_json::json!({
+            "cpu": cpu,
+            "devices": devices,
+            "shares": shares
+                .iter()
+                .map(|&(device, part)| serde_json::json!({"device": device, "part": part, "parts": 2}))
+                .collect::<Vec<_>>(),
+            "ring": RingFeatures::default(),
+            "cpu_use": {"user_ns": user_ns, "system_ns": system_ns, "wall_ns": 1_000_000_000u64,
+                        "cpu_busy_ns": null, "cpu_total_ns": null},
+        }))
+        .unwrap()
+    }
+
+    /// Each worker's CPU time per I/O is its own time over the I/Os of its own shares (ramp
+    /// and drain included); the load generator's is all their time over all their I/Os, not
+    /// the workers' figures averaged. Two workers on one CPU (--numjobs above the CPUs) are
+    /// told apart by their parts.
+    #[test]
+    fn cpu_time_per_io_is_each_workers_time_over_its_own_ios() {
+        let driver = |cpu, part, run_ios| {
+            hostmax_engine::DeviceDriver::new(cpu, part, 16, run_ios / 2).with_run_ios(run_ios)
+        };
+        let mut a = device("/dev/a", 0, OpResult::default(), OpResult::default());
+        a.drivers = vec![driver(0, 0, 1_000), driver(1, 1, 2_000)];
+        let mut b = device("/dev/b", 1, OpResult::default(), OpResult::default());
+        b.drivers = vec![driver(1, 0, 1_500), driver(1, 1, 500)];
+        let workers = [
+            worker(0, 1_000_000, 3_000_000, &[(0, 0)]),
+            worker(1, 2_000_000, 4_000_000, &[(0, 1), (1, 0)]),
+            worker(1, 500_000, 500_000, &[(1, 1)]),
+        ];
+        let generator = LoadGenerator::new(&workers, &[a, b]);
+        let ios: Vec<u64> = generator.workers.iter().map(|w| w.ios).collect();
+        assert_eq!(ios, [1_000, 3_500, 500]);
+        let per_io: Vec<f64> = generator
+            .workers
+            .iter()
+            .map(|w| w.cpu_ns_per_io.unwrap())
+            .collect();
+        for (got, want) in per_io.iter().zip([4_000.0, 6_000_000.0 / 3_500.0, 2_000.0]) {
+            assert!((got - want).abs() < 1e-6, "{per_io:?}");
+        }
+        // 11 ms over 5,000 I/Os, where the workers' mean would say 2,571 ns.
+        assert!((generator.cpu_ns_per_io.unwrap() - 2_200.0).abs() < 1e-6);
+        assert_eq!(cpu_ns_per_io(1e6, 0), None);
+        assert_eq!(
+            LoadGenerator::new(&[worker(0, 5, 5, &[(0, 0)])], &[]).cpu_ns_per_io,
+            None
+        );
+    }
+
+    /// Reports written before the CPU time per I/O load, without it.
+    #[test]
+    fn a_load_generator_without_cpu_time_per_io_still_loads() {
+        let generator = LoadGenerator::new(&[worker(0, 4_000, 0, &[(0, 0)])], &[]);
+        let mut v = serde_json::to_value(&generator).unwrap();
+        v.as_object_mut().unwrap().remove("cpu_ns_per_io");
+        for w in v["workers"].as_array_mut().unwrap() {
+            let w = w.as_object_mut().unwrap();
+            w.remove("ios");
+            w.remove("cpu_ns_per_io");
+        }
+        let back: LoadGenerator = serde_json::from_value(v).unwrap();
+        assert_eq!(back.cpu_ns_per_io, None);
+        assert_eq!(
+            (back.workers[0].ios, back.workers[0].cpu_ns_per_io),
+            (0, None)
+        );
     }
 }

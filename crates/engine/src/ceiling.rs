@@ -67,6 +67,12 @@ pub struct IssueCeiling {
     pub measured_secs: f64,
     /// One entry per CPU, in CPU order.
     pub cpus: Vec<CpuCeiling>,
+    /// The ceiling as CPU time per I/O: a CPU's second over the lowest CPU's rate
+    /// (`1e9 / ios_per_sec`), in nanoseconds; what one I/O costs hostmax's loop at the least.
+    /// A run's `load_generator.cpu_ns_per_io` compares with it directly. `None` when no CPU
+    /// issued any.
+    #[serde(default)]
+    pub cpu_ns_per_io: Option<f64>,
 }
 
 impl IssueCeiling {
@@ -83,6 +89,12 @@ impl IssueCeiling {
             .reduce(f64::min)
             .unwrap_or(0.0)
     }
+}
+
+/// A CPU's second over `ios_per_sec`: the CPU time per I/O of a worker that had its CPU to
+/// itself, in nanoseconds; `None` for no rate.
+fn ns_per_io(ios_per_sec: f64) -> Option<f64> {
+    (ios_per_sec > 0.0).then(|| 1e9 / ios_per_sec)
 }
 
 /// Runs the worker loop on every CPU of `config` with NOPs instead of I/O and reports what
@@ -178,11 +190,14 @@ pub fn measure_issue_ceiling(config: &CeilingConfig) -> Result<IssueCeiling, Eng
         })
         .collect();
     cpus.sort_by_key(|c| c.cpu);
-    Ok(IssueCeiling {
+    let mut ceiling = IssueCeiling {
         iodepth: result.workload.iodepth,
         measured_secs: secs,
         cpus,
-    })
+        cpu_ns_per_io: None,
+    };
+    ceiling.cpu_ns_per_io = ns_per_io(ceiling.lowest_per_cpu());
+    Ok(ceiling)
 }
 
 #[cfg(test)]
@@ -214,6 +229,11 @@ mod tests {
             assert!((c.ios_per_sec - c.ios as f64 / ceiling.measured_secs).abs() < 1.0);
         }
         assert!(ceiling.lowest_per_cpu() <= ceiling.total_per_sec());
+        // The same ceiling as CPU time per I/O, to set beside a run's.
+        let ns = ceiling.cpu_ns_per_io.unwrap();
+        assert!((ns * ceiling.lowest_per_cpu() - 1e9).abs() < 1.0, "{ns}");
+        assert_eq!(ns_per_io(0.0), None);
+        assert_eq!(ns_per_io(4e6), Some(250.0));
     }
 
     #[test]

@@ -386,17 +386,32 @@ pub struct DeviceDriver {
     pub ios: u64,
     /// Its I/Os in flight ([`crate::Workload::iodepth`], or its part of it).
     pub iodepth: u32,
+    /// Every I/O it completed over the whole run: ramp, window and drain, failed ones and
+    /// `--verify`'s read-back too; the I/Os its worker's CPU time ([`CpuUse`]) paid for. 0
+    /// in results of older versions.
+    #[serde(default)]
+    pub run_ios: u64,
 }
 
 impl DeviceDriver {
-    /// The worker on `cpu` that drove part `part` at depth `iodepth` and completed `ios`.
+    /// The worker on `cpu` that drove part `part` at depth `iodepth` and completed `ios` in
+    /// the window, and nothing outside it (`run_ios` is `ios` until
+    /// [`DeviceDriver::with_run_ios`] says otherwise).
     pub fn new(cpu: usize, part: u32, iodepth: u32, ios: u64) -> DeviceDriver {
         DeviceDriver {
             cpu,
             part,
             ios,
             iodepth,
+            run_ios: ios,
         }
+    }
+
+    /// The same, having completed `run_ios` I/Os over the whole run (see
+    /// [`DeviceDriver::run_ios`]).
+    pub fn with_run_ios(mut self, run_ios: u64) -> DeviceDriver {
+        self.run_ios = run_ios;
+        self
     }
 }
 

@@ -383,12 +383,16 @@ impl WorkerTask {
                 .into_iter()
                 .zip(paths)
                 .map(|(d, path)| {
-                    let driver = crate::DeviceDriver::new(
-                        cpu,
-                        d.share.part,
-                        d.iodepth,
-                        d.ops.iter().map(|(_, o)| o.ios).sum(),
-                    );
+                    let window: u64 = d.ops.iter().map(|(_, o)| o.ios).sum();
+                    let read_back = d.verify.as_ref().map_or(0, |v| v.checked_after_run);
+                    let driver = crate::DeviceDriver::new(cpu, d.share.part, d.iodepth, window)
+                        .with_run_ios(
+                            d.ramp.total()
+                                + window
+                                + d.drained.total()
+                                + d.errors.count
+                                + read_back,
+                        );
                     (
                         d.index,
                         DeviceResult {

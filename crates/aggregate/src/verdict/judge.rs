@@ -669,10 +669,12 @@ mod tests {
             busy_share: 0.6,
             cpu_busy_share: Some(if saturated { 0.99 } else { 0.5 }),
             saturated,
+            ..Default::default()
         };
         run.load_generator = Some(crate::LoadGenerator {
             saturated: false,
             workers: vec![worker(false)],
+            ..Default::default()
         });
         assert_eq!(
             judge(&specs, &[&run]).host.bottleneck,
@@ -681,6 +683,7 @@ mod tests {
         run.load_generator = Some(crate::LoadGenerator {
             saturated: true,
             workers: vec![worker(true)],
+            ..Default::default()
         });
         let v = judge(&specs, &[&run]);
         assert_eq!(v.host.bottleneck, Some(Bottleneck::LoadGenerator));

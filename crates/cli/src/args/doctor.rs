@@ -22,6 +22,11 @@ pub struct DoctorArgs {
     #[arg(long, value_name = "LIST", value_parser = crate::args::run::cpu_list_arg, allow_hyphen_values = true)]
     pub cpus: Option<crate::args::run::CpuList>,
 
+    /// The test will poll for completions (a run's --iopoll, as a one-core peak test does):
+    /// a device without poll queues is then harmful, not only worth knowing.
+    #[arg(long)]
+    pub iopoll: bool,
+
     /// How long to measure the load generator's own ceiling: hostmax's worker loop issuing
     /// io_uring NOPs (no device) on every CPU at once; 0s skips it.
     #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = crate::units::parse_duration)]

@@ -131,9 +131,10 @@ fn ceiling_finding(
 ) -> Finding {
     let found = match measured {
         Ok(c) => format!(
-            "{:.0} I/Os/s per CPU (lowest of {}), {:.0} on all at once: io_uring NOPs through hostmax's worker loop, depth {}, {:.1} s",
+            "{:.0} I/Os/s per CPU (lowest of {}; {} ns of CPU per I/O), {:.0} on all at once: io_uring NOPs through hostmax's worker loop, depth {}, {:.1} s",
             c.lowest_per_cpu(),
             c.cpus.len(),
+            c.cpu_ns_per_io.map_or("-".to_string(), |ns| format!("{ns:.0}")),
             c.total_per_sec(),
             c.iodepth,
             c.measured_secs
@@ -145,7 +146,7 @@ fn ceiling_finding(
         setting: "load generator ceiling".into(),
         found,
         severity: Severity::Info,
-        why: "the most I/Os a second hostmax can issue from these CPUs whatever the storage (real I/O costs more CPU than a NOP): a host or volume promising near this would measure the load generator, not the storage".into(),
+        why: "the most I/Os a second hostmax can issue from these CPUs whatever the storage (real I/O costs more CPU than a NOP): a host or volume promising near this would measure the load generator, not the storage; a run's report gives its own CPU per I/O (load_generator.cpu_ns_per_io) to set beside the ns per I/O here: the nearer they are, the more of the run's CPU was the loop's own".into(),
         fix: None,
     }
 }
@@ -171,7 +172,11 @@ pub fn run(args: &DoctorArgs) -> anyhow::Result<i32> {
         .declare(args.json.as_deref(), crate::output::json::JsonReport)?;
     let disks = disks_of(&root, &args.devices)?;
     let cpus = args.cpus.as_ref().map(|c| c.0.clone());
-    let mut findings = diagnose(&root, &disks, &shape(args.iodepth, 4096, cpus.as_deref()));
+    let mut findings = diagnose(
+        &root,
+        &disks,
+        &shape(args.iodepth, 4096, cpus.as_deref(), args.iopoll),
+    );
     let mut ceiling = None;
     if root.is_live() && !args.ceiling_runtime.is_zero() {
         let measured = hostmax_engine::measure_issue_ceiling(&hostmax_engine::CeilingConfig {
@@ -232,9 +237,12 @@ mod tests {
             ("iostats", "1"),
             ("write_cache", "write through"),
             ("rotational", "0"),
+            ("io_poll", "0"),
+            ("wbt_lat_usec", "2000"),
         ] {
             put(root, &format!("{q}/{file}"), text);
         }
+        put(root, "sys/module/nvme/parameters/poll_queues", "0");
         put(root, "sys/block/nvme0n1/size", "2097152");
         put(root, "sys/block/nvme0n1/mq/0/cpu_list", "0, 1");
         put(root, "sys/block/nvme0n1/mq/1/cpu_list", "2, 3");
@@ -280,6 +288,7 @@ mod tests {
             block_size: 4096,
             cpus: cpus.to_vec(),
             root: false,
+            iopoll: false,
         }
     }
 
@@ -320,6 +329,12 @@ mod tests {
             ("cpu idle states", "C6 (133 us)", Severity::Warning),
             ("nomerges", "0", Severity::Info),
             ("iostats", "1", Severity::Info),
+            (
+                "poll queues",
+                "io_poll 0, nvme.poll_queues 0",
+                Severity::Info,
+            ),
+            ("wbt_lat_usec", "2000", Severity::Info),
             ("write_cache", "write through", Severity::Info),
         ];
         for (setting, found, severity) in expect {
@@ -351,6 +366,41 @@ mod tests {
     }
 
     #[test]
+    fn a_device_without_poll_queues_is_harmful_to_a_polled_run_only() {
+        let dir = ScratchDir::new("doctor-poll");
+        bad_host(&dir.0);
+        put(&dir.0, "sys/block/loop3/queue/io_poll", "0");
+        let root = SysRoot::at(&dir.0);
+        let polled = RunShape {
+            iopoll: true,
+            ..shape_on(&[0, 1])
+        };
+        let findings = checks::device_findings(&root, "nvme0n1", &polled);
+        let f = find(&findings, "poll queues");
+        assert_eq!(f.severity, Severity::Harmful, "{f:#?}");
+        assert!(
+            f.fix
+                .as_deref()
+                .is_some_and(|fix| fix.starts_with("nvme.poll_queues=N on the kernel command line")),
+            "{f:#?}"
+        );
+        // A loop device has no poll queues and nothing gives it some: no fix to offer.
+        let looped = checks::device_findings(&root, "loop3", &polled);
+        let f = find(&looped, "poll queues");
+        assert_eq!(
+            (f.found.as_str(), f.severity),
+            ("io_poll 0", Severity::Harmful)
+        );
+        assert_eq!(f.fix, None);
+        put(&dir.0, "sys/block/nvme0n1/queue/io_poll", "1");
+        let f = checks::device_findings(&root, "nvme0n1", &polled)
+            .into_iter()
+            .find(|f| f.setting == "poll queues")
+            .unwrap();
+        assert_eq!(f.severity, Severity::Ok, "{f:#?}");
+    }
+
+    #[test]
     fn a_good_host_has_nothing_to_say() {
         let dir = ScratchDir::new("doctor-good");
         let q = "sys/block/nvme0n1/queue";
@@ -361,6 +411,8 @@ mod tests {
             ("nomerges", "2"),
             ("add_random", "0"),
             ("iostats", "0"),
+            ("io_poll", "1"),
+            ("wbt_lat_usec", "0"),
         ] {
             put(&dir.0, &format!("{q}/{file}"), text);
         }

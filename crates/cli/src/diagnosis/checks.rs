@@ -69,6 +69,9 @@ pub struct RunShape {
     pub cpus: Vec<usize>,
     /// Whether the process runs as root (root has `CAP_IPC_LOCK`: no memlock limit applies).
     pub root: bool,
+    /// Whether the test polls for completions (`--iopoll`, as a one-core peak test does):
+    /// a device without poll queues then refuses every I/O.
+    pub iopoll: bool,
 }
 
 /// Every disk in `sys/block` worth checking when no `--devices` are given: those with a
@@ -260,6 +263,27 @@ pub fn device_findings(root: &SysRoot, disk: &str, shape: &RunShape) -> Vec<Find
             (sev != Severity::Ok).then(|| format!("echo 0 > {}", sysfs("iostats"))),
         ));
     }
+    out.extend(poll_findings(root, disk, shape));
+    if let Some(v) = q("wbt_lat_usec") {
+        let (sev, why) = if v == "0" {
+            (
+                Severity::Ok,
+                "no writeback throttling of this device's writes",
+            )
+        } else {
+            (
+                Severity::Info,
+                "writeback throttling holds writes back when read latency rises past this target (us): a write or mixed test measures the throttle too; one-core-peak.sh turns it off",
+            )
+        };
+        out.push(finding(
+            "wbt_lat_usec",
+            v,
+            sev,
+            why,
+            (sev != Severity::Ok).then(|| format!("echo 0 > {}", sysfs("wbt_lat_usec"))),
+        ));
+    }
     if let Some(v) = q("write_cache") {
         let why = if v == "write back" {
             "the device says it has a volatile write cache: writes may be acknowledged from it; a write test measures what the volume acknowledges, as applications see it"
@@ -271,6 +295,48 @@ pub fn device_findings(root: &SysRoot, disk: &str, shape: &RunShape) -> Vec<Find
     out.extend(irq_findings(root, disk));
     out.extend(numa_findings(root, disk, shape));
     out
+}
+
+/// Whether `disk` has poll queues (`queue/io_poll`, and for NVMe the driver's
+/// `poll_queues` parameter, which is where they come from): polled completions (`--iopoll`)
+/// need them, and the one-core peak (t/io_uring's one-core-peak.sh) is a polled test.
+fn poll_findings(root: &SysRoot, disk: &str, shape: &RunShape) -> Vec<Finding> {
+    let Some(io_poll) = root.sysfs.value(format!("block/{disk}/queue/io_poll")) else {
+        return Vec::new();
+    };
+    let nvme_poll_queues = disk
+        .starts_with("nvme")
+        .then(|| root.sysfs.value("module/nvme/parameters/poll_queues"))
+        .flatten();
+    let mut found = format!("io_poll {io_poll}");
+    if let Some(n) = &nvme_poll_queues {
+        found += &format!(", nvme.poll_queues {n}");
+    }
+    let (severity, why) = match (io_poll == "1", shape.iopoll) {
+        (true, _) => (
+            Severity::Ok,
+            "the device has poll queues: --iopoll can poll for completions, as a one-core peak test does",
+        ),
+        (false, true) => (
+            Severity::Harmful,
+            "the device has no poll queues: with --iopoll every I/O fails (EOPNOTSUPP) and hostmax refuses the device",
+        ),
+        (false, false) => (
+            Severity::Info,
+            "no poll queues: completions come by interrupt only; a one-core peak test polls (--iopoll, t/io_uring -p1) and needs them",
+        ),
+    };
+    let fix = (severity != Severity::Ok && nvme_poll_queues.is_some()).then(|| {
+        "nvme.poll_queues=N on the kernel command line (or reload the driver: modprobe -r nvme; modprobe nvme poll_queues=N); then queue/io_poll reads 1".to_string()
+    });
+    vec![Finding {
+        scope: disk.to_string(),
+        setting: "poll queues".into(),
+        found,
+        severity,
+        why: why.into(),
+        fix,
+    }]
 }
 
 /// The hardware queues of `disk` and the CPUs each serves (`mq/N/cpu_list`).

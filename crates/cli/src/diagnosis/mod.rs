@@ -15,7 +15,7 @@ pub use finding::{Finding, Severity};
 use crate::plan::RunPlan;
 
 /// The run shape of the doctor's own options: hostmax's CPUs and default block size.
-pub fn shape(iodepth: u32, block_size: u64, cpus: Option<&[usize]>) -> RunShape {
+pub fn shape(iodepth: u32, block_size: u64, cpus: Option<&[usize]>, iopoll: bool) -> RunShape {
     let allowed = hostmax_engine::placement::allowed_cpus().unwrap_or_default();
     let cpus = match cpus {
         Some(list) => allowed
@@ -30,6 +30,7 @@ pub fn shape(iodepth: u32, block_size: u64, cpus: Option<&[usize]>) -> RunShape 
         block_size,
         cpus,
         root: nix::unistd::geteuid().is_root(),
+        iopoll,
     }
 }
 
@@ -122,6 +123,7 @@ pub fn warning_line(plan: &RunPlan) -> Option<String> {
         plan.workload.iodepth,
         plan.workload.block_size.into(),
         plan.cpus.as_deref(),
+        plan.polling.iopoll,
     );
     let serious: Vec<Finding> = diagnose(&root, &disks, &shape)
         .into_iter()

@@ -760,10 +760,12 @@ fn driver_lines(report: &HostReport) -> String {
     s
 }
 
-/// A small table of the workers, one row each (about 60 columns, so it fits 80): the CPU it
-/// ran on, its devices, how busy the thread and its CPU were, its CPU time; "saturated" marks
-/// a worker whose CPU had no time to spare.
+/// A small table of the workers, one row each (about 70 columns, so it fits 80): the CPU it
+/// ran on, its devices, how busy the thread and its CPU were, its CPU time and that time per
+/// I/O; "saturated" marks a worker whose CPU had no time to spare. Then the load generator's
+/// line: its CPU time per I/O in all.
 fn worker_lines(generator: &hostmax_aggregate::LoadGenerator) -> String {
+    let ns = |v: Option<f64>| v.map_or_else(|| "-".to_string(), |ns| format!("{ns:.0} ns"));
     let header = [
         "worker CPU",
         "devices",
@@ -771,8 +773,9 @@ fn worker_lines(generator: &hostmax_aggregate::LoadGenerator) -> String {
         "user s",
         "system s",
         "CPU busy",
+        "CPU per I/O",
     ];
-    let rows: Vec<[String; 6]> = generator
+    let rows: Vec<[String; 7]> = generator
         .workers
         .iter()
         .map(|w| {
@@ -784,6 +787,7 @@ fn worker_lines(generator: &hostmax_aggregate::LoadGenerator) -> String {
                 format!("{:.2}", w.system_secs),
                 w.cpu_busy_share
                     .map_or_else(|| "-".to_string(), |c| format!("{:.0}%", 100.0 * c)),
+                ns(w.cpu_ns_per_io),
             ]
         })
         .collect();
@@ -808,6 +812,13 @@ fn worker_lines(generator: &hostmax_aggregate::LoadGenerator) -> String {
     for (row, w) in rows.iter().zip(&generator.workers) {
         let cells: Vec<&str> = row.iter().map(String::as_str).collect();
         line(&cells, if w.saturated { "  saturated" } else { "" });
+    }
+    if let Some(all) = generator.cpu_ns_per_io {
+        let _ = writeln!(
+            s,
+            "load generator: {} of CPU per I/O (its workers' user + system time over every I/O they completed)",
+            ns(Some(all))
+        );
     }
     if generator.saturated {
         s.push_str(
@@ -968,12 +979,15 @@ mod tests {
             x.busy_share = 0.875;
             x.cpu_busy_share = Some(if saturated { 0.97 } else { 0.5 });
             x.saturated = saturated;
+            x.ios = 1_000_000;
+            x.cpu_ns_per_io = Some(1750.0);
             x
         };
         report.load_generator = Some({
             let mut x = hostmax_aggregate::LoadGenerator::default();
             x.saturated = true;
             x.workers = vec![worker(0, true, false), worker(1, false, true)];
+            x.cpu_ns_per_io = Some(1750.0);
             x
         });
         report.devices[1].figures.read_samples.sampled = 10;
@@ -986,13 +1000,19 @@ mod tests {
         );
         assert!(lines[2].starts_with("device"), "{}", lines[2]);
         assert!(
-            text.contains("worker CPU  devices  thread busy  user s  system s  CPU busy\n"),
+            text.contains(
+                "worker CPU  devices  thread busy  user s  system s  CPU busy  CPU per I/O\n"
+            ),
             "{text}"
         );
         assert!(
             text.contains(
-                "         1        1          88%    0.50      1.25       97%  saturated\n"
+                "         1        1          88%    0.50      1.25       97%      1750 ns  saturated\n"
             ),
+            "{text}"
+        );
+        assert!(
+            text.contains("load generator: 1750 ns of CPU per I/O (its workers'"),
             "{text}"
         );
         assert!(text.contains("CPUs were saturated"), "{text}");
@@ -1057,12 +1077,15 @@ mod tests {
             x.busy_share = 1.0;
             x.cpu_busy_share = Some(1.0);
             x.saturated = true;
+            x.ios = 3;
+            x.cpu_ns_per_io = Some(11_934_150_000_000.0);
             x
         };
         report.load_generator = Some({
             let mut x = hostmax_aggregate::LoadGenerator::default();
             x.saturated = true;
             x.workers = vec![worker(0), worker(127)];
+            x.cpu_ns_per_io = Some(11_934_150_000_000.0);
             x
         });
         report.devices[1].figures.read_samples.sampled = 4;
