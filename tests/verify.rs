@@ -872,6 +872,8 @@ fn a_run_that_judged_nothing_is_not_concluded() {
 /// exit 2, one line naming the path and the fix.
 #[test]
 fn a_promise_for_a_path_not_run_is_refused_before_any_io() {
+    // Its second run measures at full speed: not beside a test that measures rates.
+    let _rate = rate_test_lock();
     let dir = ScratchDir::new("unmatched-promise");
     let vol = dir.file("vol", 64 * MIB).display().to_string();
     let missing = dir.path("not-a-volume");

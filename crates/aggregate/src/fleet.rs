@@ -305,13 +305,6 @@ pub fn merge_reports_with(
     min_overlap: f64,
 ) -> Result<HostReport, MergeError> {
     let (first_label, first) = reports.first().ok_or(MergeError::NoReports)?;
-    if min_overlap > 0.0 {
-        let mut windows = Vec::new();
-        for (label, report) in reports {
-            windows.extend(measured_windows(label, report)?);
-        }
-        window::check_overlap(&windows, min_overlap)?;
-    }
     let expected = workload_fields(first);
     // Every I/O of each host ([`Figures::all_ios`]): each kind of count is added checked
     // below, and then their total, which is the merged report's `all_ios`.
@@ -339,6 +332,15 @@ pub fn merge_reports_with(
     }
 
     duplicate::refuse_repeated_runs(reports)?;
+    // Last of the refusals about what the reports are: another workload, schema or a repeat
+    // says more than that the windows differ too.
+    if min_overlap > 0.0 {
+        let mut windows = Vec::new();
+        for (label, report) in reports {
+            windows.extend(measured_windows(label, report)?);
+        }
+        window::check_overlap(&windows, min_overlap)?;
+    }
 
     let mut latency = PerOp::from_fn(|_| new_latency_histogram());
     // Response times: added like latency when every host recorded them (a rate was offered;
