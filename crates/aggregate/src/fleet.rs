@@ -90,13 +90,13 @@ pub enum MergeError {
     },
     /// A report without a measured window (written by an older hostmax), while the windows
     /// are checked.
-    #[error("{label}: no started_at/ended_at (written by an older hostmax), so whether it ran together with the others cannot be checked; merge reports of this version, or add --min-overlap 0 to merge without the check")]
+    #[error("{label}: no started_at/ended_at (written by an older hostmax), so whether it ran together with the others cannot be checked; merge reports of this version, or merge with a minimum overlap of 0 (merge_reports_with) to skip the check")]
     NoWindow {
         /// The report (and host, inside a merged report).
         label: String,
     },
     /// A measured window whose times do not parse, or end before they start.
-    #[error("{label}: {why}; give reports written by 'hostmax --json'")]
+    #[error("{label}: {why}; give reports as hostmax writes them")]
     BadWindow {
         /// The report (and host, inside a merged report).
         label: String,
@@ -106,7 +106,7 @@ pub enum MergeError {
     /// Runs whose measured windows have less in common than the minimum overlap: they were
     /// not measured together (two runs of one host one after the other among them), and
     /// their rates would add to what no fleet did at once.
-    #[error("{0}")]
+    #[error("{0}; run the hosts together (one start time), or merge with a lower minimum overlap (merge_reports_with)")]
     NotMeasuredTogether(String),
     /// A histogram that does not decode.
     #[error("{label}: the histograms of {what} do not decode: {source}")]

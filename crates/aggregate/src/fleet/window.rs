@@ -110,11 +110,10 @@ pub(super) fn check_overlap(windows: &[MeasuredWindow], min_share: f64) -> Resul
     if share >= min_share {
         return Ok(());
     }
-    let fix = "run the hosts together (--start-at), or accept less with --min-overlap PERCENT";
     if share <= 0.0 {
         let gap = secs_between(first_end.end, last_start.start);
         return Err(MergeError::NotMeasuredTogether(format!(
-            "the runs were not measured together: {} ended at {}, {gap:.1} s before {} started at {}; {fix}",
+            "the runs were not measured together: {} ended at {}, {gap:.1} s before {} started at {}",
             first_end.label,
             format_rfc3339(first_end.end),
             last_start.label,
@@ -122,7 +121,7 @@ pub(super) fn check_overlap(windows: &[MeasuredWindow], min_share: f64) -> Resul
         )));
     }
     Err(MergeError::NotMeasuredTogether(format!(
-        "the runs' measured windows overlap only {:.1}% ({} started at {}, {} ended at {}), under --min-overlap {:.0}%; {fix}",
+        "the runs' measured windows overlap only {:.1}% ({} started at {}, {} ended at {}), under the minimum overlap of {:.0}%",
         share * 100.0,
         last_start.label,
         format_rfc3339(last_start.start),
@@ -164,8 +163,8 @@ mod tests {
         assert_eq!(
             err,
             "the runs' measured windows overlap only 33.3% (c.json started at 2026-11-23T12:00:15.000Z, \
-             a.json ended at 2026-11-23T12:00:30.000Z), under --min-overlap 90%; run the hosts together \
-             (--start-at), or accept less with --min-overlap PERCENT"
+             a.json ended at 2026-11-23T12:00:30.000Z), under the minimum overlap of 90%; run the hosts \
+             together (one start time), or merge with a lower minimum overlap (merge_reports_with)"
         );
         assert!(check_overlap(&[a.clone(), half], 0.3).is_ok());
         let later = window("d.json", "2026-11-23T13:00:00Z", "2026-11-23T13:00:30Z");

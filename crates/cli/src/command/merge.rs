@@ -76,6 +76,20 @@ pub fn run_merge(args: &MergeArgs) -> anyhow::Result<i32> {
         MergeError::WorkloadDiffers(d) => {
             BadInput(d.describe(option_for(d.setting).unwrap_or(d.field)))
         }
+        // The library's fixes name its own knobs; this tool's are options.
+        MergeError::NotMeasuredTogether(problem) => BadInput(format!(
+            "{}; run the hosts together (--start-at), or accept less with --min-overlap PERCENT",
+            escape_text(&problem)
+        )),
+        MergeError::NoWindow { label } => BadInput(format!(
+            "{}: no started_at/ended_at (written by an older hostmax), so whether it ran together with the others cannot be checked; merge reports of this version, or add --min-overlap 0 to merge without the check",
+            escape_text(&label)
+        )),
+        MergeError::BadWindow { label, why } => BadInput(format!(
+            "{}: {}; give reports written by 'hostmax --json'",
+            escape_text(&label),
+            escape_text(&why)
+        )),
         e => BadInput(escape_text(&e.to_string()).into_owned()),
     })?;
     // With --min-overlap 0 a report without a window is let through, and the merged report
