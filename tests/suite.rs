@@ -1,5 +1,4 @@
-//! `hostmax suite`: the engine pieces it needs (an I/O limit, discard, zero fill), a short
-//! suite on throttled loop volumes that reaches steady state at round 5, resume after SIGINT
+//! `hostmax suite`: a short suite on throttled loop volumes that reaches steady state at round 5, resume after SIGINT
 //! without repeating a finished cell, the read-only suite, bad input, and the HTML report
 //! rendered by headless Chromium.
 
@@ -7,15 +6,11 @@ mod support;
 
 use std::collections::BTreeMap;
 use std::fs::{self, OpenOptions};
-use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use hostmax_engine::{
-    measure, DeviceInterval, IoPattern, MeasureRequest, OpKind, Workload, WriteSafety,
-};
-use hostmax_simhost::{AlignedBlock, SimHostSpec, SimulatedHost};
+use hostmax_simhost::{SimHostSpec, SimulatedHost};
 use serde_json::Value;
 use support::{
     assert_refused, hostmax_bin, kernel_completions, loop_volumes, one_cell_suite, rate_test_lock,
@@ -24,12 +19,6 @@ use support::{
 
 const MIB: u64 = 1024 * 1024;
 
-/// Consent to write the scratch files and volumes the engine tests here make.
-const SCRATCH: WriteSafety = WriteSafety {
-    allow_write: true,
-    force: true,
-};
-
 fn read_json(path: &str) -> Value {
     let text = fs::read_to_string(path).unwrap_or_else(|e| panic!("read {path}: {e}"));
     serde_json::from_str(&text).unwrap_or_else(|e| panic!("{path} is not JSON: {e}"))
@@ -37,110 +26,6 @@ fn read_json(path: &str) -> Value {
 
 fn stderr_of(out: &std::process::Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
-}
-
-/// 4 KiB at `offset` read with O_DIRECT.
-fn read_block(path: &Path, offset: u64) -> Vec<u8> {
-    let file = OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_DIRECT)
-        .open(path)
-        .unwrap();
-    let mut block = AlignedBlock::new();
-    assert_eq!(file.read_at(block.as_mut_slice(), offset).unwrap(), 4096);
-    block.as_slice().to_vec()
-}
-
-#[test]
-fn io_limit_ends_each_target_after_its_bytes() {
-    let _lock = rate_test_lock();
-    let dir = Scratch::new("limit");
-    let files = vec![dir.file("a", 8 * MIB), dir.file("b", 8 * MIB)];
-    let workload = Workload {
-        pattern: IoPattern::Write,
-        block_size: 128 << 10,
-        iodepth: 8,
-        working_set: Some(4 * MIB),
-        runtime: Duration::from_secs(600),
-        ramp: Duration::ZERO,
-        io_limit: Some(2 * 4 * MIB),
-        ..Workload::default()
-    };
-    let result = measure(
-        MeasureRequest::new(files, workload).with_consent(SCRATCH),
-        &mut |_: DeviceInterval| {},
-    )
-    .unwrap();
-    for d in &result.devices {
-        // Exactly two passes over the 4 MiB working set, then nothing more.
-        assert_eq!(d.ops[OpKind::Write].bytes, 8 * MIB, "{}", d.path.display());
-        assert_eq!(d.ops[OpKind::Write].ios, 64);
-        assert_eq!(d.ops[OpKind::Read].ios, 0);
-    }
-    assert!(!result.stopped_early, "the limit is not a stop");
-    assert!(
-        result.measured < Duration::from_secs(600),
-        "the run ended when the limit was used up, and measured only that long: {:?}",
-        result.measured
-    );
-    let err = hostmax_engine::validate(
-        &Workload {
-            io_limit: Some(100),
-            ..Workload::default()
-        },
-        &[hostmax_device::probe(&dir.file("c", MIB)).unwrap()],
-    )
-    .unwrap_err()
-    .to_string();
-    assert!(err.contains("less than one block"), "{err}");
-}
-
-#[test]
-fn discard_and_zero_out_clear_a_loop_volume() {
-    require_root!();
-    let host = loop_volumes(1, 8 * MIB);
-    let dev = host.device_paths()[0].clone();
-    let info = hostmax_device::probe(&dev).unwrap();
-    // Fill the first 2 MiB with the engine's random bytes.
-    let fill = Workload {
-        pattern: IoPattern::Write,
-        block_size: 64 << 10,
-        iodepth: 4,
-        working_set: Some(2 * MIB),
-        runtime: Duration::from_secs(60),
-        ramp: Duration::ZERO,
-        io_limit: Some(2 * MIB),
-        ..Workload::default()
-    };
-    measure(
-        MeasureRequest::new(vec![dev.clone()], fill).with_consent(SCRATCH),
-        &mut |_: DeviceInterval| {},
-    )
-    .unwrap();
-    // The run released its O_EXCL claim before it returned: an exclusive open (one try, no
-    // patience) succeeds at once.
-    let claimed = OpenOptions::new()
-        .read(true)
-        .write(true)
-        .custom_flags(libc::O_EXCL)
-        .open(&dev);
-    assert!(claimed.is_ok(), "{}: {:?}", dev.display(), claimed.err());
-    drop(claimed);
-    let written = |offset| read_block(&dev, offset).iter().any(|&b| b != 0);
-    assert!(written(0) && written(MIB) && written(2 * MIB - 4096));
-    hostmax_engine::discard(&info, 0..MIB).unwrap();
-    assert!(
-        !written(0) && !written(MIB - 4096),
-        "discarded blocks read as zeroes"
-    );
-    assert!(written(MIB), "outside the range is untouched");
-    hostmax_engine::zero_out(&info, MIB..2 * MIB).unwrap();
-    assert!(!written(MIB) && !written(2 * MIB - 4096));
-    // Misaligned or out-of-range requests are refused before any ioctl.
-    for bad in [1..4096, 0..9 * MIB] {
-        let err = hostmax_engine::discard(&info, bad).unwrap_err();
-        assert!(err.to_string().contains("not within the target"), "{err}");
-    }
 }
 
 /// The cells of the short suite: 2 block sizes x 2 mixes.

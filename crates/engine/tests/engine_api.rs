@@ -1,12 +1,17 @@
 //! The engine as a library (what other Rust tools call): back-to-back runs in one process,
-//! stopping a run from another thread, the refusals a caller gets, and its counts against the
-//! kernel's own.
+//! stopping a run from another thread, the refusals a caller gets, its counts against the
+//! kernel's own, an I/O limit, and the discard and zero fill a benchmark's purge uses.
 
 // The harness's part that needs no hostmax binary (this package has none).
 #[path = "../../../tests/support/volumes.rs"]
 mod support;
 
+use std::fs::OpenOptions;
+use std::os::unix::fs::{FileExt, OpenOptionsExt};
+use std::path::Path;
 use std::time::{Duration, Instant};
+
+use hostmax_simhost::AlignedBlock;
 
 use hostmax_engine::{
     measure, DeviceInterval, EngineError, IoPattern, MeasureRequest, Observer, OpKind, RunConfig,
@@ -316,5 +321,115 @@ fn mixed_run_counts_equal_the_kernels_completions() {
             d.ramp.total() > 100 && d.ops[OpKind::Read].ios > 500 && d.ops[OpKind::Write].ios > 500
         );
         assert_eq!((kernel_reads, kernel_writes), (reads, writes), "{name}");
+    }
+}
+
+const MIB: u64 = 1024 * 1024;
+
+/// 4 KiB at `offset` read with O_DIRECT.
+fn read_block(path: &Path, offset: u64) -> Vec<u8> {
+    let file = OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_DIRECT)
+        .open(path)
+        .unwrap();
+    let mut block = AlignedBlock::new();
+    assert_eq!(file.read_at(block.as_mut_slice(), offset).unwrap(), 4096);
+    block.as_slice().to_vec()
+}
+
+#[test]
+fn io_limit_ends_each_target_after_its_bytes() {
+    let _lock = rate_test_lock();
+    let dir = ScratchDir::new("limit");
+    let files = vec![dir.file("a", 8 * MIB), dir.file("b", 8 * MIB)];
+    let workload = Workload {
+        pattern: IoPattern::Write,
+        block_size: 128 << 10,
+        iodepth: 8,
+        working_set: Some(4 * MIB),
+        runtime: Duration::from_secs(600),
+        ramp: Duration::ZERO,
+        io_limit: Some(2 * 4 * MIB),
+        ..Workload::default()
+    };
+    let result = measure(
+        MeasureRequest::new(files, workload).with_consent(SCRATCH),
+        &mut |_: DeviceInterval| {},
+    )
+    .unwrap();
+    for d in &result.devices {
+        // Exactly two passes over the 4 MiB working set, then nothing more.
+        assert_eq!(d.ops[OpKind::Write].bytes, 8 * MIB, "{}", d.path.display());
+        assert_eq!(d.ops[OpKind::Write].ios, 64);
+        assert_eq!(d.ops[OpKind::Read].ios, 0);
+    }
+    assert!(!result.stopped_early, "the limit is not a stop");
+    assert!(
+        result.measured < Duration::from_secs(600),
+        "the run ended when the limit was used up, and measured only that long: {:?}",
+        result.measured
+    );
+    let tiny = Workload {
+        io_limit: Some(100),
+        ..Workload::default()
+    };
+    let refused = measure(
+        MeasureRequest::new(vec![dir.file("c", MIB)], tiny),
+        &mut |_: DeviceInterval| {},
+    );
+    match refused {
+        Err(EngineError::InvalidWorkload(e)) => {
+            assert!(e.to_string().contains("less than one block"), "{e}")
+        }
+        other => panic!("an I/O limit below one block was not refused: {other:?}"),
+    }
+}
+
+#[test]
+fn discard_and_zero_out_clear_a_loop_volume() {
+    require_root!();
+    let host = loop_volumes(1, 8 * MIB);
+    let dev = host.device_paths()[0].clone();
+    let info = hostmax_device::probe(&dev).unwrap();
+    // Fill the first 2 MiB with the engine's random bytes.
+    let fill = Workload {
+        pattern: IoPattern::Write,
+        block_size: 64 << 10,
+        iodepth: 4,
+        working_set: Some(2 * MIB),
+        runtime: Duration::from_secs(60),
+        ramp: Duration::ZERO,
+        io_limit: Some(2 * MIB),
+        ..Workload::default()
+    };
+    measure(
+        MeasureRequest::new(vec![dev.clone()], fill).with_consent(SCRATCH),
+        &mut |_: DeviceInterval| {},
+    )
+    .unwrap();
+    // The run released its O_EXCL claim before it returned: an exclusive open (one try, no
+    // patience) succeeds at once.
+    let claimed = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .custom_flags(libc::O_EXCL)
+        .open(&dev);
+    assert!(claimed.is_ok(), "{}: {:?}", dev.display(), claimed.err());
+    drop(claimed);
+    let written = |offset| read_block(&dev, offset).iter().any(|&b| b != 0);
+    assert!(written(0) && written(MIB) && written(2 * MIB - 4096));
+    hostmax_engine::discard(&info, 0..MIB).unwrap();
+    assert!(
+        !written(0) && !written(MIB - 4096),
+        "discarded blocks read as zeroes"
+    );
+    assert!(written(MIB), "outside the range is untouched");
+    hostmax_engine::zero_out(&info, MIB..2 * MIB).unwrap();
+    assert!(!written(MIB) && !written(2 * MIB - 4096));
+    // Misaligned or out-of-range requests are refused before any ioctl.
+    for bad in [1..4096, 0..9 * MIB] {
+        let err = hostmax_engine::discard(&info, bad).unwrap_err();
+        assert!(err.to_string().contains("not within the target"), "{err}");
     }
 }
