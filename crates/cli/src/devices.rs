@@ -20,10 +20,11 @@ use crate::error::BadInput;
 /// [`hostmax_device::READ_PATIENCE`], or a `wipefs` within [`hostmax_device::PROGRAM_PATIENCE`],
 /// is given up on, and a signal ends every wait at once.
 pub fn safety_sources() -> hostmax_device::SystemSources {
-    let patience =
-        hostmax_device::Patience::default().called_off_by(|| crate::signals::watch().signal() != 0);
-    hostmax_device::SystemSources::default()
-        .reading_through(std::sync::Arc::new(hostmax_engine::UringReads), patience)
+    let mut sources = hostmax_engine::bounded_sources();
+    sources.patience = sources
+        .patience
+        .called_off_by(|| crate::signals::watch().signal() != 0);
+    sources
 }
 
 /// One path to probe, and how the user named it.

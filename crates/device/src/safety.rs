@@ -951,16 +951,15 @@ fn write_safety(
             .iter()
             .zip(&opened)
             .map(|(t, file)| {
-                let file = file.as_ref()?;
+                // The re-checks while held read no content (settled by the first check).
+                let file = file.as_ref().filter(|_| first_check)?;
                 let via = descriptor_path(file);
                 Some(scope.spawn(move || match t.kind {
-                    TargetKind::BlockDevice if first_check && !flags.force => {
-                        signature_reasons(&via, sources)
-                    }
+                    TargetKind::BlockDevice if !flags.force => signature_reasons(&via, sources),
                     // A file that holds data is someone's data, like a device: the same
                     // consent and the same signature rules. A file with no data (sparse, or
                     // one hostmax is about to make) needs none.
-                    TargetKind::RegularFile if first_check && file_holds_data(&via) => {
+                    TargetKind::RegularFile if file_holds_data(&via) => {
                         let mut reasons = Vec::new();
                         if !flags.allow_write {
                             reasons.push(RefusalReason::NeedsAllowWrite);

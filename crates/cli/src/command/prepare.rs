@@ -104,11 +104,7 @@ pub fn run(args: &PrepareArgs) -> anyhow::Result<i32> {
     let outcome = match outcome {
         Ok(outcome) => outcome,
         // A device that stopped answering is a device fault (exit 6), like a stall in a run.
-        Err(e @ EngineError::Read { .. })
-            if std::error::Error::source(&e)
-                .and_then(|s| s.downcast_ref::<std::io::Error>())
-                .is_some_and(|s| s.kind() == std::io::ErrorKind::TimedOut) =>
-        {
+        Err(e) if got_no_answer(&e) => {
             let sig = watch.signal();
             if sig != 0 {
                 // Stopped by a signal while waiting for a read that never came back: the
@@ -146,6 +142,11 @@ pub fn run(args: &PrepareArgs) -> anyhow::Result<i32> {
         human_size(total)
     );
     Ok(exit_code::interrupted(watch.signal()))
+}
+
+/// Whether a read of the pass got no answer within its patience (the device stopped).
+fn got_no_answer(e: &EngineError) -> bool {
+    matches!(e, EngineError::Read { source, .. } if source.kind() == std::io::ErrorKind::TimedOut)
 }
 
 /// "prepare: 1.2 GiB of 4.0 GiB (30%), 850.0 MiB/s, 3 s left".
