@@ -118,39 +118,11 @@ FIO_JOBS=$(count_cpus "$CPUS") || die "CPUS='$CPUS' is not a CPU list such as 0-
 
 # ---- volumes, always cleaned up --------------------------------------------------------
 
-WORK=$(mktemp -d /dev/shm/hostmax-bench.XXXXXX)
-LOOPS=()
-ZRAM_ID=
-CHILD=
-
-cleanup() {
-    local rc=$?
-    trap - EXIT INT TERM
-    if [[ -n $CHILD ]] && kill -0 "$CHILD" 2>/dev/null; then
-        kill -TERM "$CHILD" 2>/dev/null || true
-        wait "$CHILD" 2>/dev/null || true
-    fi
-    if [[ -n $ZRAM_ID ]]; then
-        echo "$ZRAM_ID" >/sys/class/zram-control/hot_remove 2>/dev/null ||
-            echo "compare_fio: could not remove /dev/zram$ZRAM_ID" >&2
-    else
-        for dev in "${LOOPS[@]}"; do
-            losetup -d "$dev" 2>/dev/null || echo "compare_fio: could not detach $dev" >&2
-        done
-    fi
-    rm -rf "$WORK"
-    exit "$rc"
-}
-trap cleanup EXIT
-trap 'echo "compare_fio: interrupted" >&2; exit 130' INT
-trap 'echo "compare_fio: terminated" >&2; exit 143' TERM
+bench_scratch compare_fio
 
 mkdir "$WORK/runs"
 if ((ZRAM == 1)); then
-    [[ -w /sys/class/zram-control/hot_add ]] || die "no zram here (/sys/class/zram-control/hot_add): modprobe zram, as root"
-    ZRAM_ID=$(cat /sys/class/zram-control/hot_add)
-    echo lz4 >"/sys/block/zram$ZRAM_ID/comp_algorithm" || die "zram has no lz4 compressor"
-    echo "${ZRAM_MIB}M" >"/sys/block/zram$ZRAM_ID/disksize"
+    make_zram_device "$ZRAM_MIB"
     LOOPS=("/dev/zram$ZRAM_ID")
     VOLUME_MIB=$ZRAM_MIB
     say "volume: ${LOOPS[*]} (zram, lz4, $ZRAM_MIB MiB)"

@@ -150,39 +150,12 @@ fi
 
 # ---- devices, always cleaned up ------------------------------------------------------------
 
-WORK=$(mktemp -d /dev/shm/hostmax-t-io-uring.XXXXXX)
-LOOPS=()
-ZRAM_ID=
-CHILD=
-
-cleanup() {
-    local rc=$?
-    trap - EXIT INT TERM
-    if [[ -n $CHILD ]] && kill -0 "$CHILD" 2>/dev/null; then
-        kill -TERM "$CHILD" 2>/dev/null || true
-        wait "$CHILD" 2>/dev/null || true
-    fi
-    if [[ -n $ZRAM_ID ]]; then
-        echo "$ZRAM_ID" >/sys/class/zram-control/hot_remove 2>/dev/null ||
-            echo "compare_t_io_uring: could not remove /dev/zram$ZRAM_ID" >&2
-    fi
-    for dev in "${LOOPS[@]}"; do
-        losetup -d "$dev" 2>/dev/null || echo "compare_t_io_uring: could not detach $dev" >&2
-    done
-    rm -rf "$WORK"
-    exit "$rc"
-}
-trap cleanup EXIT
-trap 'echo "compare_t_io_uring: interrupted" >&2; exit 130' INT
-trap 'echo "compare_t_io_uring: terminated" >&2; exit 143' TERM
+bench_scratch compare_t_io_uring
 
 # One lz4 zram device filled from /dev/urandom: zram keeps a page never written, or all
 # zeros, as a flag and reads it back without decompressing anything.
 make_zram() {
-    [[ -w /sys/class/zram-control/hot_add ]] || die "no zram here (/sys/class/zram-control/hot_add): modprobe zram, as root"
-    ZRAM_ID=$(cat /sys/class/zram-control/hot_add)
-    echo lz4 >"/sys/block/zram$ZRAM_ID/comp_algorithm" || die "zram has no lz4 compressor"
-    echo "${ZRAM_MIB}M" >"/sys/block/zram$ZRAM_ID/disksize"
+    make_zram_device "$ZRAM_MIB"
     say "filling /dev/zram$ZRAM_ID ($ZRAM_MIB MiB, lz4) from /dev/urandom"
     dd if=/dev/urandom of="/dev/zram$ZRAM_ID" bs=1M count="$ZRAM_MIB" oflag=direct status=none
     ZRAM_DEV=/dev/zram$ZRAM_ID
