@@ -6,8 +6,10 @@
 //! Each block runs in bash with a `hostmax` wrapper first on `PATH` ([`WRAPPER`]): it maps the
 //! documented device names (`/dev/sdb`, `'/dev/sd[b-u]'`) onto the test's volumes, shortens
 //! times (`--runtime 1s`, `--cell-time 200ms`, a 2-cell suite of 5 rounds), and treats a failed
-//! verdict (exit 1) as an outcome: loop volumes need not keep a cloud provider's promise.
-//! Any other non-zero exit fails the block. The fleet tools run as if the fleet were this host
+//! verdict (exit 1) as an outcome: loop volumes need not keep a cloud provider's promise; so is
+//! NOT CONCLUDED (exit 7) when the table says the load generator was saturated (a test machine's
+//! few CPUs under the README's 10 jobs). Any other non-zero exit fails the block. The fleet
+//! tools run as if the fleet were this host
 //! ([`FLEET_STAND_INS`]): ssh, pdsh and rpdcp through stand-ins, ansible-playbook for real.
 
 mod support;
@@ -65,11 +67,17 @@ case "$sub" in
   merge|doctor|prepare) ;;
   *) [ $have_runtime = 0 ] && out+=(--runtime 1s); [ $have_ramp = 0 ] && out+=(--ramp 0s);;
 esac
-"$HOSTMAX_REAL" "${out[@]}"
-code=$?
-echo "$code hostmax ${out[*]}" >> "$DOC_LOG"
+said=$(mktemp)
+"$HOSTMAX_REAL" "${out[@]}" | tee "$said"
+code=${PIPESTATUS[0]}
+# NOT CONCLUDED is an outcome where the table says why: the test machine's CPUs, not the
+# volumes, were the limit (the README's 10 jobs of depth 64 on 2 cores). Logged as "7s".
+logged=$code
+[ $code = 7 ] && grep -q 'not judged: load generator saturated' "$said" && logged=7s
+rm -f "$said"
+echo "$logged hostmax ${out[*]}" >> "$DOC_LOG"
 # A failed verdict is an outcome on volumes that promised nothing; anything else is not.
-[ $code = 1 ] && exit 0
+case "$logged" in 1|7s) exit 0;; esac
 exit $code
 "#;
 
@@ -307,7 +315,7 @@ fn run_script(
         eprintln!("{what}: exit {call}");
         // Background jobs (`cmd &` then `wait`) hide their status from bash: check the log.
         assert!(
-            call.starts_with("0 ") || call.starts_with("1 "),
+            call.starts_with("0 ") || call.starts_with("1 ") || call.starts_with("7s "),
             "{what}: a command failed: {call}\nstderr: {}",
             String::from_utf8_lossy(&out.stderr)
         );
