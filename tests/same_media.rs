@@ -376,19 +376,29 @@ impl Drop for Helper {
 struct Losetup(String);
 
 impl Losetup {
-    /// `losetup --show NODE FILE`, NODE being `--find` for a free one.
+    /// `losetup --show NODE FILE`, NODE being `--find` for a free one. A named node may be
+    /// busy for a while: the tests beside this one take free nodes with `--find`, and one may
+    /// hold the node this test just detached until it ends; so it is tried for up to 60 s.
     fn attach(node: &str, file: &Path) -> Losetup {
-        let out = Command::new("losetup")
-            .args(["--show", node])
-            .arg(file)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        Losetup(String::from_utf8_lossy(&out.stdout).trim().to_string())
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        loop {
+            let out = Command::new("losetup")
+                .args(["--show", node])
+                .arg(file)
+                .output()
+                .unwrap();
+            if out.status.success() {
+                return Losetup(String::from_utf8_lossy(&out.stdout).trim().to_string());
+            }
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            let busy = node != "--find" && stderr.contains("busy");
+            assert!(
+                busy && std::time::Instant::now() < deadline,
+                "losetup --show {node} {}: {stderr}",
+                file.display()
+            );
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
     }
 }
 
