@@ -51,14 +51,10 @@
 //!     .expect_err("no consent given");
 //! // `Display` names the consent as the library field; a tool says its own option name.
 //! println!("{refused}");
-//! let flags = ConsentWords {
-//!     allow_write: "--allow-write",
-//!     force: "--force",
-//!     both: "--allow-write --force",
-//! };
+//! let flags = ConsentWords::new("--allow-write", "--force", "--allow-write --force");
 //! println!("{}", refused.message(&flags));
 //!
-//! let consent = WriteSafety { allow_write: true, force: false };
+//! let consent = WriteSafety::default().with_allow_write(true);
 //! check_write_safety(&[target], consent, &sources)?;
 //! std::fs::remove_file(&path)?;
 //! # Ok(())
@@ -98,7 +94,7 @@ pub use identity::DeviceIdentity;
 pub use loop_status::{loop_backings, LoopBacking};
 pub use queue_map::{numa_node_cpus, QueueMap};
 pub use safety::{
-    check_write_safety, recheck_while_held, ConsentWords, RefusalReason, SystemSources,
+    check_write_safety, recheck_while_held, ConsentWords, Refusal, RefusalReason, SystemSources,
     WriteRefused, WriteSafety,
 };
 pub use signature::{

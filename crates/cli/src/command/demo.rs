@@ -77,11 +77,9 @@ pub fn demo(args: &DemoArgs) -> anyhow::Result<i32> {
         given_names: Vec::new(),
         identities: crate::plan::identity::PlannedIdentity::record(&targets),
         targets,
-        workload: hostmax_engine::Workload {
-            runtime,
-            ramp: runtime.min(Duration::from_secs(2)),
-            ..hostmax_engine::Workload::default()
-        },
+        workload: hostmax_engine::Workload::default()
+            .with_runtime(runtime)
+            .with_ramp(runtime.min(Duration::from_secs(2))),
         cpus: None,
         allow_write: false,
         layout: Default::default(),
