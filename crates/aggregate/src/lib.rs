@@ -90,6 +90,19 @@
 //!
 //! A longer client, with per-device figures and every second's host point, is
 //! `examples/library.rs` (`cargo run --example library`).
+//!
+//! # Growing without breaking you
+//!
+//! Every public struct with public fields is `#[non_exhaustive]`: outside this crate you build
+//! one with its `new` or [`Default`] and the chaining `with_*` setters
+//! (`VolumeSpec::default().with_p95_ms(Some(2.0))`, [`SpecSet::new`],
+//! [`verdict::DeviceExpectation::new`], [`Provenance::default`] then
+//! [`Provenance::with_run_id`]), never a struct literal; its fields stay public, to read and to
+//! assign on a value you hold. Reports a tool writes itself ([`curve::CurveReport`],
+//! [`knee::SweepReport`], [`verdict::VerifyReport`]) and the figures tests feed the judges
+//! have constructors too. Every public enum that may gain variants ([`MergeError`],
+//! [`Bottleneck`], [`verdict::Judgement`], [`verdict::Unit`], ...) is `#[non_exhaustive]`:
+//! give a `match` on it a `_` arm. So a new field or variant is not a breaking change.
 
 #![warn(missing_docs)]
 

@@ -549,7 +549,8 @@ pub struct DeviceSpecText {
     pub size: Option<SizeText>,
 }
 
-/// A size in a spec file: a string ("1TB") or a number of bytes.
+/// A size in a spec file: a string ("1TB") or a number of bytes. Exhaustive: a TOML value
+/// that can be a size is one of the two.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(untagged)]
 pub enum SizeText {

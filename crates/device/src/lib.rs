@@ -60,7 +60,16 @@
 //! # Ok(())
 //! # }
 //! ```
-
+//!
+//! # Growing without breaking you
+//!
+//! Every public struct with public fields is `#[non_exhaustive]`: outside this crate you build
+//! one with its `new` or [`Default`] and the chaining `with_*` setters
+//! ([`WriteSafety::default`] then [`WriteSafety::with_allow_write`], [`TargetInfo::new`],
+//! [`ConsentWords::new`]), never a struct literal; its fields stay public, to read and to
+//! assign on a value you hold. Every public enum that may gain variants ([`ProbeError`],
+//! [`RefusalReason`], [`Signature`], [`TargetKind`], ...) is `#[non_exhaustive]`: give a
+//! `match` on it a `_` arm. So a new field or variant is not a breaking change.
 //!
 //! # Cargo features
 //!

@@ -72,7 +72,19 @@
 //! ```
 //!
 //! `hostmax_aggregate::summarize` turns the [`RunResult`] into host and per-device figures.
-
+//!
+//! # Growing without breaking you
+//!
+//! Every public struct with public fields is `#[non_exhaustive]`: outside this crate you build
+//! one with its `new` or [`Default`] and the chaining `with_*` setters
+//! (`Workload::default().with_iodepth(4)`, [`MeasureRequest::new`] then
+//! [`MeasureRequest::with_consent`]), never a struct literal; its fields stay public, to read
+//! and to assign on a value you hold. Results ([`RunResult`], [`DeviceResult`], [`OpResult`],
+//! [`DeviceInterval`]) have constructors too, for tools and tests that build or replay them.
+//! Every public enum that may gain variants ([`EngineError`], [`IoPattern`], [`OpKind`],
+//! [`Misfit`], ...) is `#[non_exhaustive]`: give a `match` on it a `_` arm. So a new field or
+//! variant is not a breaking change. Every type this API names is reachable from this crate's
+//! root, hostmax-device's ones too ([`hostmax_device`] itself is re-exported).
 //!
 //! # Cargo features
 //!
