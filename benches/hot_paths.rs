@@ -90,10 +90,7 @@ fn synthetic_result() -> RunResult {
     let mut result = RunResult::default();
     result.devices = devices;
     result.measured = Duration::from_secs(10);
-    result.workload = Workload {
-        pattern: IoPattern::RandRw,
-        ..Workload::default()
-    };
+    result.workload = Workload::default().with_pattern(IoPattern::RandRw);
     result
 }
 
@@ -131,10 +128,10 @@ fn histogram_benches(c: &mut Criterion) {
 fn offset_benches(c: &mut Criterion) {
     const BATCH: u64 = 4096;
     let working_set = 256u64 << 20;
-    let workload = |pattern, rwmixread| Workload {
-        pattern,
-        rwmixread,
-        ..Workload::default()
+    let workload = |pattern, rwmixread| {
+        Workload::default()
+            .with_pattern(pattern)
+            .with_rwmixread(rwmixread)
     };
     let mut group = c.benchmark_group("offsets");
     group.throughput(Throughput::Elements(BATCH));
@@ -174,11 +171,10 @@ fn write_data_benches(c: &mut Criterion) {
     group.throughput(Throughput::Bytes(BS as u64));
     for (name, compress_percent) in [("stamp_4k", 0u8), ("stamp_4k_compress_50", 50)] {
         let mut maker = BlockMaker::new(
-            WriteData {
-                compress_percent,
-                dedupe_percent: 0,
-                verify: false,
-            },
+            WriteData::default()
+                .with_compress_percent(compress_percent)
+                .with_dedupe_percent(0)
+                .with_verify(false),
             1,
             0,
         );
@@ -238,14 +234,12 @@ fn engine_benches(c: &mut Criterion) {
     }
     let file = dir.join("volume.img");
     let made = std::fs::File::create(&file).and_then(|f| f.set_len(64 << 20));
-    let workload = Workload {
-        pattern: IoPattern::RandRead,
-        iodepth: 32,
-        runtime: Duration::from_secs(600),
-        ramp: Duration::ZERO,
-        io_limit: Some(ENGINE_IOS * 4096),
-        ..Workload::default()
-    };
+    let workload = Workload::default()
+        .with_pattern(IoPattern::RandRead)
+        .with_iodepth(32)
+        .with_runtime(Duration::from_secs(600))
+        .with_ramp(Duration::ZERO)
+        .with_io_limit(Some(ENGINE_IOS * 4096));
     let run = || {
         // A read run: `measure` makes no write-safety check, so the bench times the engine.
         let mut request = MeasureRequest::new(vec![file.clone()], workload.clone());

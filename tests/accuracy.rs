@@ -86,10 +86,8 @@ fn throttled_volumes_are_each_measured_within_3_percent_of_their_cap() {
     require_root!();
     let _rate = rate_test_lock();
     let caps = [1000u64, 2000, 3000, 4000].map(scaled_cap);
-    let spec = SimHostSpec {
-        volume_iops: caps.iter().map(|&c| Some(c)).collect(),
-        ..SimHostSpec::new(caps.len(), 64 * MIB)
-    };
+    let spec = SimHostSpec::new(caps.len(), 64 * MIB)
+        .with_volume_iops_caps(caps.iter().map(|&c| Some(c)).collect());
     let host = SimulatedHost::build_loop_devices(&spec).expect("simulated host");
     let paths = volume_paths(&host);
     let mut args = vec!["--devices"];

@@ -468,10 +468,7 @@ fn a_second_signal_aborts_at_once_without_a_report() {
     let _rate = rate_test_lock();
     // A volume capped at 20 IOPS with 32 I/Os in flight takes over a second to drain: the
     // first SIGINT starts that drain, the second must not wait for it.
-    let spec = SimHostSpec {
-        volume_iops: vec![Some(20)],
-        ..SimHostSpec::new(1, 16 * MIB)
-    };
+    let spec = SimHostSpec::new(1, 16 * MIB).with_volume_iops_caps(vec![Some(20)]);
     let host = SimulatedHost::build_loop_devices(&spec).expect("simulated host");
     let scratch = ScratchDir::new("second-signal");
     let json = scratch.join("out.json").display().to_string();
@@ -833,10 +830,7 @@ fn on_a_stalled_volume(
     let names = volume_kernel_names(&host);
     let _ = baseline_completions(&paths, &names);
     let slow = host.volumes()[0].major_minor().unwrap();
-    let crawl = hostmax_simhost::DeviceLimit {
-        read_bps: Some(512),
-        ..hostmax_simhost::DeviceLimit::default()
-    };
+    let crawl = hostmax_simhost::DeviceLimit::default().with_read_bps(Some(512));
     throttle.limit(slow, &crawl).unwrap();
     let unthrottle = Unthrottle {
         group: &throttle,
@@ -1099,10 +1093,7 @@ fn a_device_that_stops_answering_during_the_read_back_is_reported_stalled() {
     };
     // Two bytes a second of reads (io.max takes no less): a 4 KiB read waits half an hour, so
     // the read-back hears nothing back. The run itself only writes, at full speed.
-    let reads_held = hostmax_simhost::DeviceLimit {
-        read_bps: Some(2),
-        ..Default::default()
-    };
+    let reads_held = hostmax_simhost::DeviceLimit::default().with_read_bps(Some(2));
     throttle.limit(device, &reads_held).unwrap();
     let limit = hostmax_engine::DRAIN_LIMIT;
     let out = running.wait_within(Duration::from_secs(2) + limit + Duration::from_secs(30));
@@ -1171,10 +1162,7 @@ fn sigint_during_the_read_back_ends_it_and_counts_the_blocks_left() {
     throttle
         .limit(
             device,
-            &hostmax_simhost::DeviceLimit {
-                read_bps: Some(2),
-                ..Default::default()
-            },
+            &hostmax_simhost::DeviceLimit::default().with_read_bps(Some(2)),
         )
         .unwrap();
     // The run ends 2 s after its first write; its read-back is then held for the drain limit

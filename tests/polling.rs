@@ -105,10 +105,9 @@ fn polled_reads_match_the_kernels(polling: &str, paths: &[String], names: &[Stri
 
 /// A null_blk device of `size` bytes with `poll_queues` poll queues, removed on drop.
 fn null_blk_device(size: u64, poll_queues: u32) -> NullBlkDevice {
-    let options = NullBlkOptions {
-        poll_queues: Some(poll_queues),
-        ..NullBlkOptions::new(size).unwrap()
-    };
+    let options = NullBlkOptions::new(size)
+        .unwrap()
+        .with_poll_queues(Some(poll_queues));
     NullBlkDevice::create(&options).expect("make a null_blk device")
 }
 

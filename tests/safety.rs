@@ -6,7 +6,7 @@
 
 mod support;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output};
 
 use hostmax_simhost::LoopDevice;
@@ -379,20 +379,15 @@ fn the_root_device_is_refused_even_with_force() {
     for name in &names {
         let dev = std::fs::read_to_string(sysfs.class_block(name).join("dev")).unwrap();
         let (major, minor) = dev.trim().split_once(':').unwrap();
-        let target = TargetInfo {
-            path: PathBuf::from(format!("/dev/{name}")),
-            kind: TargetKind::BlockDevice,
-            size: 1 << 30,
-            logical_block_size: 512,
-            rdev: Some((major.parse().unwrap(), minor.parse().unwrap())),
-            kernel_name: Some(name.clone()),
-            inode: None,
-            media: None,
-        };
-        let flags = WriteSafety {
-            allow_write: true,
-            force: true,
-        };
+        let rdev = (major.parse().unwrap(), minor.parse().unwrap());
+        let target = TargetInfo::new(
+            format!("/dev/{name}"),
+            TargetKind::BlockDevice,
+            1 << 30,
+            512,
+        )
+        .with_device(rdev, name.clone());
+        let flags = WriteSafety::new(true, true);
         let err = check_write_safety(&[target], flags, &SystemSources::default())
             .expect_err("the root device was accepted")
             .message(&FLAG_WORDS);

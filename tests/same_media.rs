@@ -34,12 +34,10 @@ fn attach(file: &Path, offset: u64, size_limit: u64) -> LoopDevice {
         .unwrap();
     LoopDevice::attach(
         &backing,
-        &LoopOptions {
-            offset,
-            size_limit,
-            direct_io: false,
-            ..LoopOptions::default()
-        },
+        &LoopOptions::default()
+            .with_offset(offset)
+            .with_size_limit(size_limit)
+            .with_direct_io(false),
     )
     .expect("attach a loop device")
 }

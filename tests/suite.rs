@@ -638,10 +638,7 @@ fn resume_refuses_loop_devices_whose_backing_files_were_swapped() {
     use std::os::unix::io::AsRawFd;
     let dir = Scratch::new("loopswap");
     let (a, b) = (dir.file("a.img", 8 * MIB), dir.file("b.img", 8 * MIB));
-    let options = LoopOptions {
-        read_only: true,
-        ..LoopOptions::default()
-    };
+    let options = LoopOptions::default().with_read_only(true);
     let open = |p: &Path| OpenOptions::new().read(true).open(p).unwrap();
     let (la, lb) = (
         LoopDevice::attach(&open(&a), &options).expect("a loop device"),

@@ -15,10 +15,7 @@ fn active_range_numjobs_sleep_and_precondition_limit_shape_the_suite() {
     require_root!();
     let _rate = rate_test_lock();
     // 200 writes/s of 128k: 2 passes over 16 MiB would take about 1.3 s, the limit is 0.5 s.
-    let spec = SimHostSpec {
-        volume_iops: vec![Some(200); 2],
-        ..SimHostSpec::new(2, 64 * MIB)
-    };
+    let spec = SimHostSpec::new(2, 64 * MIB).with_volume_iops_caps(vec![Some(200); 2]);
     let host = SimulatedHost::build_loop_devices(&spec).expect("simulated host");
     let dir = ScratchDir::new("suite-options");
     let json_path = dir.path("suite.json");

@@ -527,10 +527,7 @@ fn a_device_without_discard_is_refused_before_any_io() {
         .unwrap();
     backing.set_len(16 * MIB).unwrap();
     // ramfs takes no O_DIRECT either: the loop device does buffered I/O to it.
-    let options = LoopOptions {
-        direct_io: false,
-        ..LoopOptions::default()
-    };
+    let options = LoopOptions::default().with_direct_io(false);
     // Declared after the mount: detached before it is unmounted.
     let plain = LoopDevice::attach(&backing, &options).expect("attach a loop device over ramfs");
     let no_discard = plain.path().display().to_string();

@@ -51,10 +51,8 @@ fn capped_volumes_pass_and_one_throttled_below_its_spec_fails_by_name() {
     require_root!();
     let _rate = rate_test_lock();
     let caps = [2000u64, 2000, 2000, 1000];
-    let spec = SimHostSpec {
-        volume_iops: caps.iter().map(|&c| Some(c)).collect(),
-        ..SimHostSpec::new(caps.len(), 64 * MIB)
-    };
+    let spec = SimHostSpec::new(caps.len(), 64 * MIB)
+        .with_volume_iops_caps(caps.iter().map(|&c| Some(c)).collect());
     let host = SimulatedHost::build_loop_devices(&spec).expect("simulated host");
     let dir = ScratchDir::new("verdict");
     let devices = volume_paths(&host);
@@ -115,11 +113,9 @@ fn a_host_cap_below_the_volumes_sum_is_the_bottleneck_and_the_sweep_finds_its_kn
     let (volume_cap, host_cap) = (scaled_cap(2000), scaled_cap(5000));
     let (volume_arg, host_arg) = (volume_cap.to_string(), host_cap.to_string());
     let (volume_cap, host_cap) = (volume_cap as f64, host_cap as f64);
-    let spec = SimHostSpec {
-        volume_iops: vec![Some(volume_cap as u64); 4],
-        host_iops: Some(host_cap as u64),
-        ..SimHostSpec::new(4, 64 * MIB)
-    };
+    let spec = SimHostSpec::new(4, 64 * MIB)
+        .with_volume_iops_caps(vec![Some(volume_cap as u64); 4])
+        .with_host_iops(host_cap as u64);
     let host = SimulatedHost::build_loop_devices(&spec).expect("simulated host");
     let dir = ScratchDir::new("knee");
     let devices = volume_paths(&host);
@@ -225,10 +221,8 @@ fn oci_balanced_expects_3000_and_6000_iops_of_50_and_100_gb_volumes() {
     let round = |b: u64| b.div_ceil(4096) * 4096;
     let mut host = None;
     for (gb, cap) in [(50u64, 3000u64), (100, 6000)] {
-        let spec = SimHostSpec {
-            volume_iops: vec![Some(cap)],
-            ..SimHostSpec::new(1, round(gb * 1_000_000_000))
-        };
+        let spec =
+            SimHostSpec::new(1, round(gb * 1_000_000_000)).with_volume_iops_caps(vec![Some(cap)]);
         host.get_or_insert_with(Vec::new)
             .push(SimulatedHost::build_loop_devices(&spec).expect("simulated host"));
     }
@@ -275,11 +269,9 @@ fn verify_runs_the_iops_and_throughput_phases_and_judges_both() {
     require_root!();
     let _rate = rate_test_lock();
     // 2000 IOPS binds at 4k (8 MB/s), 50 MB/s binds at 512k (95 IOPS).
-    let spec = SimHostSpec {
-        volume_iops: vec![Some(2000); 2],
-        volume_bps: vec![Some(50_000_000); 2],
-        ..SimHostSpec::new(2, 64 * MIB)
-    };
+    let spec = SimHostSpec::new(2, 64 * MIB)
+        .with_volume_iops_caps(vec![Some(2000); 2])
+        .with_volume_bps_caps(vec![Some(50_000_000); 2]);
     let host = SimulatedHost::build_loop_devices(&spec).expect("simulated host");
     let devices = volume_paths(&host);
     let dir = ScratchDir::new("verify");
@@ -516,10 +508,7 @@ fn verify_and_the_suite_give_one_spec_on_one_volume_the_same_verdict() {
     // One judge (issue 10): the suite used to judge IOPS on 4k cells alone and p95 of reads
     // and writes together, verify on runs of 4k or less and p95 as the worse of the two.
     let cap = scaled_cap(400);
-    let spec = SimHostSpec {
-        volume_iops: vec![Some(cap)],
-        ..SimHostSpec::new(1, 16 * MIB)
-    };
+    let spec = SimHostSpec::new(1, 16 * MIB).with_volume_iops_caps(vec![Some(cap)]);
     let host = SimulatedHost::build_loop_devices(&spec).expect("simulated host");
     let devices = volume_paths(&host);
     let dir = ScratchDir::new("one-judge");

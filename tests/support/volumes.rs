@@ -160,10 +160,8 @@ pub fn loop_volumes(count: usize, size: u64) -> SimulatedHost {
 
 /// Loop volumes of `size` bytes, each capped at its own IOPS by a throttle (root only).
 pub fn capped_loop_volumes(caps: &[u64], size: u64) -> SimulatedHost {
-    let spec = SimHostSpec {
-        volume_iops: caps.iter().map(|&c| Some(c)).collect(),
-        ..SimHostSpec::new(caps.len(), size)
-    };
+    let spec = SimHostSpec::new(caps.len(), size)
+        .with_volume_iops_caps(caps.iter().map(|&c| Some(c)).collect());
     SimulatedHost::build_loop_devices(&spec)
         .unwrap_or_else(|err| panic!("could not build volumes capped at {caps:?}: {err}"))
 }

@@ -22,14 +22,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         std::fs::File::create(&file)?.set_len(64 << 20)?;
         targets.push(file);
     }
-    let workload = Workload {
-        pattern: IoPattern::RandRead,
-        block_size: 4096,
-        iodepth: 16,
-        runtime: Duration::from_secs(2),
-        ramp: Duration::from_millis(500),
-        ..Workload::default()
-    };
+    let workload = Workload::default()
+        .with_pattern(IoPattern::RandRead)
+        .with_block_size(4096)
+        .with_iodepth(16)
+        .with_runtime(Duration::from_secs(2))
+        .with_ramp(Duration::from_millis(500));
     // One host point per second, merged from every device's interval histograms.
     let mut series = TimeSeries::new(targets.len());
     // A writing workload would be refused on devices in use or without consent

@@ -15,6 +15,7 @@ use serde::{Deserialize, Serialize};
 
 /// When a series counts as a burst followed by a baseline.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct BurstRule {
     /// Seconds the burst must last, at least.
     pub min_burst_secs: usize,

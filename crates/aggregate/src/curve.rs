@@ -59,6 +59,7 @@ impl LatencyStat {
 
 /// "The `percentile` latency stays at or under `max_ns`."
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct LatencyPromise {
     /// Which statistic is promised.
     pub percentile: LatencyStat,
@@ -75,6 +76,7 @@ impl LatencyPromise {
 
 /// The latencies a curve reports, of reads and writes together, in nanoseconds.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct CurveLatency {
     /// Mean (rounded to the nanosecond).
     pub mean: u64,
@@ -102,6 +104,7 @@ impl From<&LatencySummary> for CurveLatency {
 
 /// The load, rate and latency of the host or one volume at one depth.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct PointFigures {
     /// I/Os per second, reads and writes.
     pub iops: f64,
@@ -139,6 +142,7 @@ impl PointFigures {
 
 /// One volume at one depth.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct VolumePoint {
     /// The device's path.
     pub path: String,
@@ -149,6 +153,7 @@ pub struct VolumePoint {
 
 /// One step of the curve: every volume at the same queue depth.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct CurvePoint {
     /// I/Os in flight per volume.
     pub iodepth: u32,
@@ -277,6 +282,7 @@ pub struct VolumeAnswer {
 
 /// The whole curve with its answers.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct Curve {
     /// The latency promise the knee is found against, if any.
     pub promise: Option<LatencyPromise>,
@@ -348,6 +354,7 @@ impl Curve {
 
 /// A curve's JSON root: the curve and every depth's full report.
 #[derive(Debug, Clone, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct CurveReport {
     /// [`crate::SCHEMA_VERSION`].
     pub schema_version: u32,
@@ -371,6 +378,80 @@ pub struct CurveReport {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub by_rate: Option<by_rate::RateCurve>,
 }
+
+impl LatencyPromise {
+    /// A promise that `percentile` stays at or under `max_ns` nanoseconds.
+    pub const fn new(percentile: LatencyStat, max_ns: u64) -> LatencyPromise {
+        LatencyPromise { percentile, max_ns }
+    }
+}
+
+with_setters!(CurveLatency {
+    with_mean => mean: u64,
+    with_p50 => p50: u64,
+    with_p95 => p95: u64,
+    with_p99 => p99: u64,
+    with_p99_9 => p99_9: u64,
+});
+
+impl PointFigures {
+    /// `iops` and `bytes_per_sec` with latencies `latency_ns` (for tools and tests that build
+    /// curves; a report's are [`PointFigures::from_figures`]).
+    pub fn new(iops: f64, bytes_per_sec: f64, latency_ns: CurveLatency) -> PointFigures {
+        PointFigures {
+            iops,
+            bytes_per_sec,
+            latency_ns,
+        }
+    }
+}
+
+impl VolumePoint {
+    /// The volume at `path` did `figures`.
+    pub fn new(path: impl Into<String>, figures: PointFigures) -> VolumePoint {
+        VolumePoint {
+            path: path.into(),
+            figures,
+        }
+    }
+}
+
+impl CurvePoint {
+    /// The run at `iodepth`: the host did `host`, each volume its entry of `volumes` (for
+    /// tools and tests that build curves; a report's is [`CurvePoint::from_report`]).
+    pub fn new(iodepth: u32, host: PointFigures, volumes: Vec<VolumePoint>) -> CurvePoint {
+        CurvePoint {
+            iodepth,
+            host,
+            volumes,
+        }
+    }
+}
+
+impl CurveReport {
+    /// The report of `curve`, found from `runs` (one per depth, in order), of this crate's
+    /// [`SCHEMA_VERSION`](crate::SCHEMA_VERSION), with no consistency verdict, not
+    /// interrupted, every depth measured and no rate curve (set those on the value or with
+    /// the setters).
+    pub fn new(curve: Curve, runs: Vec<HostReport>) -> CurveReport {
+        CurveReport {
+            schema_version: crate::SCHEMA_VERSION,
+            curve,
+            runs,
+            consistency: None,
+            interrupted: false,
+            depths_not_measured: Vec::new(),
+            by_rate: None,
+        }
+    }
+}
+
+with_setters!(CurveReport {
+    with_consistency => consistency: Option<crate::consistency::ConsistencyVerdict>,
+    with_interrupted => interrupted: bool,
+    with_depths_not_measured => depths_not_measured: Vec<u32>,
+    with_by_rate => by_rate: Option<by_rate::RateCurve>,
+});
 
 #[cfg(test)]
 mod tests {

@@ -618,10 +618,7 @@ mod tests {
         let mut result = hostmax_engine::RunResult::default();
         result.devices = vec![device];
         result.measured = Duration::from_secs(1);
-        result.workload = hostmax_engine::Workload {
-            rate_iops: Some(100),
-            ..Default::default()
-        };
+        result.workload = hostmax_engine::Workload::default().with_rate_iops(Some(100));
         let report = crate::summarize(&result, vec![]);
         let fio = fio_json(&report).unwrap();
         let read = &fio["jobs"][0]["read"];

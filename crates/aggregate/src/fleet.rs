@@ -263,12 +263,10 @@ fn workload_fields(r: &HostReport) -> [(&'static str, Setting, String); 10] {
 /// for file in &files {
 ///     std::fs::File::create(file)?.set_len(16 << 20)?;
 /// }
-/// let workload = Workload {
-///     iodepth: 4,
-///     runtime: Duration::from_millis(500),
-///     ramp: Duration::ZERO,
-///     ..Workload::default()
-/// };
+/// let workload = Workload::default()
+///     .with_iodepth(4)
+///     .with_runtime(Duration::from_millis(500))
+///     .with_ramp(Duration::ZERO);
 /// let run = |file: &std::path::PathBuf, host: &str, ready: &Barrier| -> HostReport {
 ///     let request = MeasureRequest::new(vec![file.clone()], workload.clone());
 ///     let result = measure(request, &mut StartTogether(ready)).expect("measured");
@@ -773,18 +771,12 @@ mod tests {
     }
 
     fn randrw() -> Workload {
-        Workload {
-            pattern: IoPattern::RandRw,
-            ..Workload::default()
-        }
+        Workload::default().with_pattern(IoPattern::RandRw)
     }
 
     #[test]
     fn response_times_merge_exactly_and_arrivals_must_match() {
-        let rated = Workload {
-            rate_iops: Some(1000),
-            ..randrw()
-        };
+        let rated = randrw().with_rate_iops(Some(1000));
         let a = host_report("alpha", 1, 3, 2000, &rated);
         let b = host_report("beta", 2, 50, 2010, &rated);
         let merged =
@@ -805,10 +797,7 @@ mod tests {
             merged.host.ops[OpKind::Read].latency_ns.p50
                 < merged.host.ops[OpKind::Read].response_ns.unwrap().p50
         );
-        let poisson = Workload {
-            arrival: hostmax_engine::Arrival::Poisson,
-            ..rated
-        };
+        let poisson = rated.with_arrival(hostmax_engine::Arrival::Poisson);
         let c = host_report("gamma", 3, 3, 2000, &poisson);
         let err = merge_reports(&[("a.json".into(), a), ("c.json".into(), c)]).unwrap_err();
         assert!(
@@ -1035,10 +1024,7 @@ mod tests {
             2,
             3,
             1000,
-            &Workload {
-                working_set: Some(64 << 20),
-                ..randrw()
-            },
+            &randrw().with_working_set(Some(64 << 20)),
         );
         let err = merge_reports(&[("a.json".into(), a), ("b.json".into(), b)])
             .unwrap_err()
@@ -1055,45 +1041,21 @@ mod tests {
         let a = host_report("alpha", 1, 3, 1000, &randrw());
         for (workload, field) in [
             (
-                Workload {
-                    block_size: 8192,
-                    ..randrw()
-                },
+                randrw().with_block_size(8192),
                 "in block_size: 8192 vs 4096",
             ),
             (
-                Workload {
-                    pattern: IoPattern::RandRead,
-                    ..randrw()
-                },
+                randrw().with_pattern(IoPattern::RandRead),
                 "in pattern: randread vs randrw",
             ),
+            (randrw().with_iodepth(1), "in iodepth"),
             (
-                Workload {
-                    iodepth: 1,
-                    ..randrw()
-                },
-                "in iodepth",
-            ),
-            (
-                Workload {
-                    numjobs: Some(2),
-                    ..randrw()
-                },
+                randrw().with_numjobs(Some(2)),
                 "in numjobs: 2 (iodepth per job) vs none (iodepth per device)",
             ),
+            (randrw().with_rwmixread(70), "in rwmixread"),
             (
-                Workload {
-                    rwmixread: 70,
-                    ..randrw()
-                },
-                "in rwmixread",
-            ),
-            (
-                Workload {
-                    runtime: Duration::from_secs(60),
-                    ..randrw()
-                },
+                randrw().with_runtime(Duration::from_secs(60)),
                 "in runtime_secs",
             ),
         ] {
@@ -1114,11 +1076,7 @@ mod tests {
             2,
             3,
             1000,
-            &Workload {
-                seed: 99,
-                ramp: Duration::ZERO,
-                ..randrw()
-            },
+            &randrw().with_seed(99).with_ramp(Duration::ZERO),
         );
         assert!(merge_reports(&[("a".into(), a), ("b".into(), b)]).is_ok());
     }

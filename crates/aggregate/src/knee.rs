@@ -9,6 +9,7 @@ use crate::spec::Tolerance;
 
 /// One step of a sweep: the host's totals with `volumes` volumes driven.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct SweepPoint {
     /// Volumes driven (the first `volumes` of the list).
     pub volumes: usize,
@@ -43,6 +44,7 @@ pub struct IdealPoint {
 /// Where the ideal line comes from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum IdealSource {
     /// The sum of the driven volumes' promised IOPS.
     VolumeCaps,
@@ -55,6 +57,7 @@ pub enum IdealSource {
 
 /// What a sweep found.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct Sweep {
     /// One point per step, by volumes.
     pub points: Vec<SweepPoint>,
@@ -214,6 +217,7 @@ pub fn default_steps(total: usize) -> Vec<usize> {
 /// A sweep's JSON root (one run per number of volumes): what it found and each step's
 /// report.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct SweepReport {
     /// [`crate::SCHEMA_VERSION`].
     pub schema_version: u32,
@@ -236,6 +240,42 @@ pub struct SweepReport {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub steps_not_measured: Vec<usize>,
 }
+
+impl SweepPoint {
+    /// `volumes` driven together did `iops` and `bytes_per_sec` (for tools and tests; a
+    /// report's is [`SweepPoint::from_report`]).
+    pub fn new(volumes: usize, iops: f64, bytes_per_sec: f64) -> SweepPoint {
+        SweepPoint {
+            volumes,
+            iops,
+            bytes_per_sec,
+        }
+    }
+}
+
+impl SweepReport {
+    /// The report of `sweep`, found from `runs` (one per step, in order), of this crate's
+    /// [`SCHEMA_VERSION`](crate::SCHEMA_VERSION), with no hostname or provenance, not
+    /// interrupted and every step measured (set those on the value or with the setters).
+    pub fn new(sweep: Sweep, runs: Vec<HostReport>) -> SweepReport {
+        SweepReport {
+            schema_version: crate::SCHEMA_VERSION,
+            hostname: None,
+            provenance: crate::Provenance::default(),
+            sweep,
+            runs,
+            interrupted: false,
+            steps_not_measured: Vec::new(),
+        }
+    }
+}
+
+with_setters!(SweepReport {
+    with_hostname => hostname: Option<String>,
+    with_provenance => provenance: crate::Provenance,
+    with_interrupted => interrupted: bool,
+    with_steps_not_measured => steps_not_measured: Vec<usize>,
+});
 
 #[cfg(test)]
 mod tests {

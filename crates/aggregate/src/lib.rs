@@ -64,13 +64,11 @@
 //! for file in &files {
 //!     std::fs::File::create(file)?.set_len(16 << 20)?;
 //! }
-//! let workload = Workload {
-//!     pattern: IoPattern::RandRead,
-//!     iodepth: 4,
-//!     runtime: Duration::from_millis(300),
-//!     ramp: Duration::ZERO,
-//!     ..Workload::default()
-//! };
+//! let workload = Workload::default()
+//!     .with_pattern(IoPattern::RandRead)
+//!     .with_iodepth(4)
+//!     .with_runtime(Duration::from_millis(300))
+//!     .with_ramp(Duration::ZERO);
 //! // A host point once every device has reported that second.
 //! let mut series = TimeSeries::new(files.len());
 //! let result = measure(
@@ -92,6 +90,19 @@
 //!
 //! A longer client, with per-device figures and every second's host point, is
 //! `examples/library.rs` (`cargo run --example library`).
+//!
+//! # Growing without breaking you
+//!
+//! Every public struct with public fields is `#[non_exhaustive]`: outside this crate you build
+//! one with its `new` or [`Default`] and the chaining `with_*` setters
+//! (`VolumeSpec::default().with_p95_ms(Some(2.0))`, [`SpecSet::new`],
+//! [`verdict::DeviceExpectation::new`], [`Provenance::default`] then
+//! [`Provenance::with_run_id`]), never a struct literal; its fields stay public, to read and to
+//! assign on a value you hold. Reports a tool writes itself ([`curve::CurveReport`],
+//! [`knee::SweepReport`], [`verdict::VerifyReport`]) and the figures tests feed the judges
+//! have constructors too. Every public enum that may gain variants ([`MergeError`],
+//! [`Bottleneck`], [`verdict::Judgement`], [`verdict::Unit`], ...) is `#[non_exhaustive]`:
+//! give a `match` on it a `_` arm. So a new field or variant is not a breaking change.
 
 #![warn(missing_docs)]
 
@@ -108,6 +119,25 @@ pub use hdrhistogram;
 /// types ([`PerOp`](hostmax_engine::PerOp), [`OpKind`](hostmax_engine::OpKind),
 /// [`Workload`](hostmax_engine::Workload)) appear throughout this API.
 pub use hostmax_engine;
+
+/// Chaining setters for public fields of a `#[non_exhaustive]` struct: `with_FIELD(value)`
+/// returns the value with that field set, so users outside this crate, who cannot write a
+/// struct literal, still build one in a single expression (see the crate overview's "Growing
+/// without breaking you").
+macro_rules! with_setters {
+    ($ty:ident { $($setter:ident => $field:ident: $t:ty),* $(,)? }) => {
+        impl $ty {
+            $(
+                #[doc = concat!("The same value with [`", stringify!($ty), "::", stringify!($field), "`] set to `", stringify!($field), "`.")]
+                #[must_use]
+                pub fn $setter(mut self, $field: $t) -> $ty {
+                    self.$field = $field;
+                    self
+                }
+            )*
+        }
+    };
+}
 
 mod baseline;
 mod burst;
@@ -139,9 +169,9 @@ pub use histogram_codec::{
 pub use knee::{Sweep, SweepPoint, SweepReport};
 pub use latency::{add_exact, LatencySummary};
 pub use report::{
-    summarize, summarize_with_histograms, DeviceIdentity, DeviceReport, Figures, FleetHost,
-    FleetSummary, HostHistograms, HostReport, KernelCount, KernelCounts, LoadGenerator, OpSummary,
-    Provenance, WorkerReport, WorkloadSummary, SCHEMA_VERSION,
+    summarize, summarize_with_histograms, DeviceIdentity, DeviceReport, DriverReport, Figures,
+    FleetHost, FleetSummary, HostHistograms, HostReport, KernelCount, KernelCounts, LoadGenerator,
+    OpSummary, Provenance, WorkerReport, WorkloadSummary, SCHEMA_VERSION,
 };
 pub use series::{
     DeviceSecond, OpRates, OpSecond, OpSeconds, SecondHistograms, SecondPoint, TimeSeries,

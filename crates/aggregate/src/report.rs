@@ -518,6 +518,7 @@ impl From<&Workload> for WorkloadSummary {
 /// does no I/O, so the caller fills them in (the `hostmax` tool does). Flattened into the
 /// report's root object.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct Provenance {
     /// A random id of this run, new for every run and every merge: 128 bits (32 hex digits)
     /// from the `hostmax` tool, the engine's 64-bit run id (16 hex digits) in a report made
@@ -842,6 +843,16 @@ pub struct FleetSummary {
     pub hosts: Vec<FleetHost>,
 }
 
+with_setters!(Provenance {
+    with_run_id => run_id: Option<String>,
+    with_started_at => started_at: Option<String>,
+    with_ended_at => ended_at: Option<String>,
+    with_hostmax_version => hostmax_version: Option<String>,
+    with_hostmax_commit => hostmax_commit: Option<String>,
+    with_command_line => command_line: Option<Vec<String>>,
+    with_kernel => kernel: Option<String>,
+});
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -914,10 +925,7 @@ mod tests {
             device("/dev/a", 0, paced(&a, 0), OpResult::default()),
             device("/dev/b", 1, paced(&b, 400_000_000), OpResult::default()),
         ];
-        let rated = Workload {
-            rate_iops: Some(1000),
-            ..Workload::default()
-        };
+        let rated = Workload::default().with_rate_iops(Some(1000));
         let report = summarize(&run_of(devices.clone(), 8, rated), vec![]);
         let mut all = new_latency_histogram();
         for (values, waited) in [(&a, 0), (&b, 400_000_000)] {
@@ -1065,10 +1073,7 @@ mod tests {
             op(&vec![1000; 4000], 4096),
             OpResult::default(),
         );
-        let workload = Workload {
-            ramp: Duration::from_secs(1),
-            ..Workload::default()
-        };
+        let workload = Workload::default().with_ramp(Duration::from_secs(1));
         let report = summarize(&run_of(vec![stopped, whole], 4, workload.clone()), vec![]);
         let (s, w) = (&report.devices[0], &report.devices[1]);
         assert_eq!(s.stopped_at_secs, Some(2.0));
@@ -1149,13 +1154,11 @@ mod tests {
             partial: false,
             histograms: None,
         };
-        let workload = Workload {
-            pattern: IoPattern::RandRw,
-            rwmixread: 70,
-            working_set: Some(1 << 30),
-            rate_iops: Some(1000),
-            ..Workload::default()
-        };
+        let workload = Workload::default()
+            .with_pattern(IoPattern::RandRw)
+            .with_rwmixread(70)
+            .with_working_set(Some(1 << 30))
+            .with_rate_iops(Some(1000));
         summarize(&run_of(vec![d], 1, workload), vec![point])
     }
 

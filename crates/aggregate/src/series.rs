@@ -14,6 +14,7 @@ use crate::latency::{add_exact, LatencySummary};
 /// One kind's figures in one second of the whole host: `{kind}_iops`, `{kind}_p50_ns` and
 /// `{kind}_p99_ns` of a `time_series[]` point in the JSON.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
+#[non_exhaustive]
 pub struct OpSecond {
     /// Successful I/Os of the kind in this second.
     pub iops: f64,
@@ -105,13 +106,10 @@ impl Serialize for OpRates {
 impl<'de> Deserialize<'de> for OpRates {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         deserializer
-            .deserialize_map(KeyedVisitor {
-                key: |key: &str| match op_field(key) {
-                    Some((op, "iops")) => Some(op),
-                    _ => None,
-                },
-                marker: std::marker::PhantomData,
-            })
+            .deserialize_map(KeyedVisitor::new(|key: &str| match op_field(key) {
+                Some((op, "iops")) => Some(op),
+                _ => None,
+            }))
             .map(OpRates)
     }
 }
@@ -122,6 +120,7 @@ impl<'de> Deserialize<'de> for OpRates {
 /// second, so each is the count of that second (the last second of a run cut short covers
 /// less).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct SecondPoint {
     /// Second index: 0 is the first second after the ramp.
     pub second: i64,
@@ -428,6 +427,47 @@ impl TimeSeries {
         (all, histograms)
     }
 }
+
+impl OpSecond {
+    /// A second of `iops` with median `p50_ns` and 99th percentile `p99_ns` latencies.
+    pub const fn new(iops: f64, p50_ns: u64, p99_ns: u64) -> OpSecond {
+        OpSecond {
+            iops,
+            p50_ns,
+            p99_ns,
+        }
+    }
+}
+
+impl SecondPoint {
+    /// Second `second` of the host with nothing in it yet (no I/O, no devices, complete):
+    /// for tools and tests that build series; set the figures with the setters or on the
+    /// value.
+    pub fn new(second: i64) -> SecondPoint {
+        SecondPoint {
+            second,
+            iops: 0.0,
+            ops: OpSeconds::default(),
+            bytes_per_sec: 0.0,
+            errors: 0,
+            backlog: 0,
+            devices: Vec::new(),
+            partial: false,
+            histograms: None,
+        }
+    }
+}
+
+with_setters!(SecondPoint {
+    with_iops => iops: f64,
+    with_ops => ops: OpSeconds,
+    with_bytes_per_sec => bytes_per_sec: f64,
+    with_errors => errors: u64,
+    with_backlog => backlog: u64,
+    with_devices => devices: Vec<DeviceSecond>,
+    with_partial => partial: bool,
+    with_histograms => histograms: Option<EncodedHistograms>,
+});
 
 #[cfg(test)]
 mod tests {

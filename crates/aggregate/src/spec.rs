@@ -20,6 +20,7 @@ pub const MB_PER_SEC: f64 = 1e6;
 /// A figure that is flat or scales with the volume's provisioned size.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum Scaled {
     /// The same for every size.
     Flat(f64),
@@ -52,6 +53,7 @@ impl fmt::Display for Scaled {
 /// Written as `iops=60/GB,max_iops=25000,mbps=0.48/GB,max_mbps=320,p95_ms=1` (see
 /// [`VolumeSpec::from_str`]).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct VolumeSpec {
     /// IOPS, flat or per GB (judged on 4 KiB runs).
     pub iops: Option<Scaled>,
@@ -67,6 +69,7 @@ pub struct VolumeSpec {
 
 /// What a [`VolumeSpec`] expects of one volume of a given size.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct Expectation {
     /// IOPS at least.
     pub iops: Option<f64>,
@@ -302,6 +305,7 @@ fn parse_scaled(key: &str, value: &str, example: &'static str) -> Result<Scaled,
 
 /// A built-in volume class with the figures its provider publishes.
 #[derive(Debug, Clone, Copy)]
+#[non_exhaustive]
 pub struct Profile {
     /// The profile's name, as a volume spec or a spec file names it.
     pub name: &'static str,
@@ -342,6 +346,7 @@ pub fn profile(name: &str) -> Result<VolumeSpec, SpecError> {
 /// What the host as a whole promises (judged on the host's totals); the default promises
 /// nothing.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct HostSpec {
     /// IOPS at least (4 KiB runs).
     pub iops: Option<f64>,
@@ -490,6 +495,7 @@ pub fn parse_provisioned_size(text: &str) -> Result<u64, SpecError> {
 /// ```
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
+#[non_exhaustive]
 pub struct SpecFileText {
     /// Tolerance, e.g. "5%".
     pub tolerance: Option<String>,
@@ -507,6 +513,7 @@ pub struct SpecFileText {
 /// `[host]` of a spec file.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
+#[non_exhaustive]
 pub struct HostSpecText {
     /// IOPS at least.
     pub iops: Option<f64>,
@@ -517,6 +524,7 @@ pub struct HostSpecText {
 /// `[volume]` of a spec file: a class for every device not listed.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
+#[non_exhaustive]
 pub struct VolumeClassText {
     /// A built-in profile name.
     pub profile: Option<String>,
@@ -529,6 +537,7 @@ pub struct VolumeClassText {
 /// `[[device]]` of a spec file.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
+#[non_exhaustive]
 pub struct DeviceSpecText {
     /// The device, as the run names its targets (resolved the same way).
     pub path: String,
@@ -540,7 +549,8 @@ pub struct DeviceSpecText {
     pub size: Option<SizeText>,
 }
 
-/// A size in a spec file: a string ("1TB") or a number of bytes.
+/// A size in a spec file: a string ("1TB") or a number of bytes. Exhaustive: a TOML value
+/// that can be a size is one of the two.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(untagged)]
 pub enum SizeText {
@@ -563,6 +573,7 @@ impl SizeText {
 
 /// A volume class: what it promises and, if not the device's own size, its provisioned size.
 #[derive(Debug, Clone, Default, PartialEq)]
+#[non_exhaustive]
 pub struct VolumeClass {
     /// The promise.
     pub spec: VolumeSpec,
@@ -608,6 +619,7 @@ fn resolve_class(
 
 /// A spec file with every value checked.
 #[derive(Debug, Clone, Default, PartialEq)]
+#[non_exhaustive]
 pub struct SpecFile {
     /// Tolerance, if given.
     pub tolerance: Option<Tolerance>,
@@ -714,6 +726,41 @@ impl FromStr for Consistency {
         Consistency::new(percent / 100.0).ok_or_else(bad)
     }
 }
+
+with_setters!(VolumeSpec {
+    with_iops => iops: Option<Scaled>,
+    with_max_iops => max_iops: Option<f64>,
+    with_mbps => mbps: Option<Scaled>,
+    with_max_mbps => max_mbps: Option<f64>,
+    with_p95_ms => p95_ms: Option<f64>,
+});
+
+with_setters!(Expectation {
+    with_iops => iops: Option<f64>,
+    with_bytes_per_sec => bytes_per_sec: Option<f64>,
+    with_p95_ns => p95_ns: Option<u64>,
+});
+
+with_setters!(HostSpec {
+    with_iops => iops: Option<f64>,
+    with_bytes_per_sec => bytes_per_sec: Option<f64>,
+});
+
+impl VolumeClass {
+    /// Volumes that promise `spec`, named `label` in a verdict, at the devices' own size
+    /// (give a provisioned size with [`VolumeClass::with_size`]).
+    pub fn new(spec: VolumeSpec, label: impl Into<String>) -> VolumeClass {
+        VolumeClass {
+            spec,
+            label: label.into(),
+            size: None,
+        }
+    }
+}
+
+with_setters!(VolumeClass {
+    with_size => size: Option<u64>,
+});
 
 #[cfg(test)]
 mod tests {

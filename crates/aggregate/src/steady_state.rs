@@ -21,6 +21,7 @@ use serde::{Deserialize, Serialize};
 /// The constants of the steady-state test; the default is SNIA PTS's (5 rounds, 20% range,
 /// 10% slope excursion).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct SteadyStateRule {
     /// Rounds in the window (SNIA: 5). Also the first round that can be steady.
     pub window: usize,

@@ -17,13 +17,11 @@ fn a_library_report_carries_its_run_id_and_window() {
     require_root!();
     let host = volumes(1, 16 << 20);
     let dev = host.device_paths()[0].clone();
-    let workload = Workload {
-        pattern: IoPattern::RandRead,
-        runtime: Duration::from_millis(300),
-        ramp: Duration::ZERO,
-        iodepth: 8,
-        ..Workload::default()
-    };
+    let workload = Workload::default()
+        .with_pattern(IoPattern::RandRead)
+        .with_runtime(Duration::from_millis(300))
+        .with_ramp(Duration::ZERO)
+        .with_iodepth(8);
     let before = std::time::SystemTime::now();
     // A read run: no consent asked, no write-safety check made.
     let result = measure(

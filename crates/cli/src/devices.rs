@@ -351,17 +351,13 @@ fn planned_file(path: &Path, size: u64) -> Result<TargetInfo, BadInput> {
             path.display()
         )));
     }
-    Ok(TargetInfo {
-        path: dir.join(name),
-        kind: TargetKind::RegularFile,
+    // Not made yet: the probe of the file hostmax makes records its inode.
+    Ok(TargetInfo::new(
+        dir.join(name),
+        TargetKind::RegularFile,
         size,
-        logical_block_size: 512,
-        rdev: None,
-        kernel_name: None,
-        // Not made yet: the probe of the file hostmax makes records its inode.
-        inode: None,
-        media: None,
-    })
+        512,
+    ))
 }
 
 /// Whether the directory `dir` (canonical) is `/dev` or below it on the same filesystem
@@ -491,19 +487,11 @@ pub fn check_overlaps(targets: &[TargetInfo], allow: bool, sysfs: &Sysfs) -> Res
     if allow {
         return Ok(());
     }
-    let media = MediaSources {
-        sysfs,
-        dm_table: &read_dm_table,
-        loop_backing: &loop_backing,
-    };
+    let media = MediaSources::new(sysfs, &read_dm_table, &loop_backing);
     let reach: Vec<_> = targets.iter().map(|t| media.target_extents(t)).collect();
     for (i, (a, (extents, _))) in targets.iter().zip(&reach).enumerate() {
         for (b, (others, _)) in targets.iter().zip(&reach).skip(i + 1) {
-            let other = MediaUser {
-                what: String::new(),
-                device: None,
-                extents: others.clone(),
-            };
+            let other = MediaUser::new(String::new(), None, others.clone());
             let Some((_, medium)) = shared_media(extents, &[], &[], std::slice::from_ref(&other))
                 .into_iter()
                 .next()
@@ -574,12 +562,9 @@ mod tests {
             symlink(block.join(dir), sys.0.join("class/block").join(name)).unwrap();
         }
         let sysfs = Sysfs::at(&sys.0);
-        let target = |path: &str, rdev: (u32, u32)| TargetInfo {
-            path: PathBuf::from(path),
-            kind: TargetKind::BlockDevice,
-            rdev: Some(rdev),
-            kernel_name: path.strip_prefix("/dev/").map(String::from),
-            ..planned_file(Path::new("/tmp/x"), 1 << 20).unwrap()
+        let target = |path: &str, rdev: (u32, u32)| {
+            TargetInfo::new(path, TargetKind::BlockDevice, 1 << 20, 512)
+                .with_device(rdev, path.strip_prefix("/dev/").unwrap_or(path))
         };
         let (sda, sda1, sdb) = (
             target("/dev/sda", (8, 0)),

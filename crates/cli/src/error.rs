@@ -67,11 +67,8 @@ impl fmt::Display for CalledOff {
 impl std::error::Error for CalledOff {}
 
 /// The engine's write-safety consents as this tool's flags say them.
-pub const FLAG_WORDS: ConsentWords = ConsentWords {
-    allow_write: "--allow-write",
-    force: "--force",
-    both: "--allow-write --force",
-};
+pub const FLAG_WORDS: ConsentWords =
+    ConsentWords::new("--allow-write", "--force", "--allow-write --force");
 
 /// What is said when a signal calls a write run off before its first write.
 pub const CALLED_OFF_BEFORE_WRITING: &str =

@@ -210,24 +210,15 @@ mod tests {
     #[test]
     fn equal_counts_need_no_words() {
         let d = device_with(3211, 0);
-        let k = KernelCounts {
-            reads: 3211,
-            ..KernelCounts::default()
-        };
+        let k = KernelCounts::default().with_reads(3211);
         assert_eq!(explain(&d, k, 4096, Some(1280 << 10), None), None);
     }
 
     #[test]
     fn split_ios_the_probe_and_others_are_told_apart() {
         let d = device_with(3211, 0);
-        let k = KernelCounts {
-            reads: 6422 + 40 + 3,
-            ..KernelCounts::default()
-        };
-        let probe = KernelCounts {
-            reads: 40,
-            ..KernelCounts::default()
-        };
+        let k = KernelCounts::default().with_reads(6422 + 40 + 3);
+        let probe = KernelCounts::default().with_reads(40);
         let line = explain(&d, k, 2 << 20, Some(1280 << 10), Some(probe)).unwrap();
         assert_eq!(
             line,
@@ -238,15 +229,11 @@ mod tests {
     #[test]
     fn a_write_run_names_the_probes_reads() {
         let d = device_with(0, 500);
-        let k = KernelCounts {
-            reads: 36,
-            writes: 500,
-            discards: 0,
-        };
-        let probe = KernelCounts {
-            reads: 36,
-            ..KernelCounts::default()
-        };
+        let k = KernelCounts::default()
+            .with_reads(36)
+            .with_writes(500)
+            .with_discards(0);
+        let probe = KernelCounts::default().with_reads(36);
         assert_eq!(
             explain(&d, k, 4096, Some(1280 << 10), Some(probe)).as_deref(),
             Some("reads: kernel 36, hostmax 0: +36 safety probe")

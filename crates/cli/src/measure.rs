@@ -16,7 +16,6 @@ use hostmax_device::identity::identify;
 use hostmax_device::WriteSafety;
 use hostmax_engine::{
     DeviceInterval, EngineError, MeasureRequest, Observer, PreparedRun, RunConfig, RunHandle,
-    SafetyCheck,
 };
 
 use crate::error::BadInput;
@@ -149,24 +148,22 @@ impl Observer for LiveRun<'_, '_> {
 /// was planned, before anything touched them, so each run (of a command's several) only
 /// re-checks while it holds them.
 fn measure_request(plan: &RunPlan) -> MeasureRequest {
-    MeasureRequest {
-        run: RunConfig {
-            targets: plan.targets.iter().map(|t| t.path.clone()).collect(),
-            workload: plan.workload.clone(),
-            cpus: plan.cpus.clone(),
-            live: true,
-            layout: plan.layout,
-            on_error: plan.on_error,
-            polling: plan.polling,
-        },
-        safety: SafetyCheck::CheckedBefore(WriteSafety {
-            allow_write: plan.allow_write,
-            ..WriteSafety::default()
-        }),
-        sources: crate::devices::safety_sources(),
+    let run = RunConfig::new(
+        plan.targets.iter().map(|t| t.path.clone()).collect(),
+        plan.workload.clone(),
+    )
+    .with_cpus(plan.cpus.clone())
+    .with_live(true)
+    .with_layout(plan.layout)
+    .with_on_error(plan.on_error)
+    .with_polling(plan.polling);
+    MeasureRequest::for_run(run)
         // Each descriptor the run writes through must be what the plan probed and checked.
-        checked: plan.targets.clone(),
-    }
+        .with_checked_before(
+            WriteSafety::NONE.with_allow_write(plan.allow_write),
+            plan.targets.clone(),
+        )
+        .with_sources(crate::devices::safety_sources())
 }
 
 /// One run of a command of several (verify's phases, sweep's and curve's steps): the report

@@ -247,10 +247,7 @@ pub fn plan_run_with(request: &PlanRequest, limits: &HostLimits) -> anyhow::Resu
         let before = crate::kernel_count::Snapshot::take(&targets, &limits.sources.sysfs);
         check_write_safety(
             &targets,
-            WriteSafety {
-                allow_write: request.allow_write,
-                force: request.force,
-            },
+            WriteSafety::new(request.allow_write, request.force),
             &limits.sources,
         )
         .map_err(crate::error::refused_write)?;
@@ -321,22 +318,21 @@ fn check_workload(request: &PlanRequest) -> Result<Workload, BadInput> {
             format_size(MAX_BLOCK_SIZE.into())
         )));
     };
-    let workload = Workload {
-        pattern: request.pattern,
-        rwmixread: request.rwmixread.unwrap_or(defaults.rwmixread),
-        block_size,
-        iodepth: request.iodepth,
-        numjobs: request.numjobs,
-        working_set: request.working_set,
-        runtime: request.runtime,
-        ramp: request.ramp,
-        seed: request.seed.unwrap_or(defaults.seed),
-        rate_iops: request.rate_iops,
-        arrival: request.arrival,
-        record_latency: request.record_latency,
-        io_limit: None,
-        write_data: request.write_data,
-    };
+    let workload = Workload::default()
+        .with_pattern(request.pattern)
+        .with_rwmixread(request.rwmixread.unwrap_or(defaults.rwmixread))
+        .with_block_size(block_size)
+        .with_iodepth(request.iodepth)
+        .with_numjobs(request.numjobs)
+        .with_working_set(request.working_set)
+        .with_runtime(request.runtime)
+        .with_ramp(request.ramp)
+        .with_seed(request.seed.unwrap_or(defaults.seed))
+        .with_rate_iops(request.rate_iops)
+        .with_arrival(request.arrival)
+        .with_record_latency(request.record_latency)
+        .with_io_limit(None)
+        .with_write_data(request.write_data);
     // The engine's ranges (block size, depth, jobs and the I/Os they keep in flight, times,
     // rate, data options), named with this command's options.
     workload.check().map_err(|e| BadInput::from(&e))?;
@@ -412,6 +408,8 @@ fn check_fits(workload: &Workload, target: &TargetInfo) -> Result<(), BadInput> 
             format_size(block_size.into()),
             human_size(working_set)
         ),
+        // A misfit newer than this match: the engine's own wording.
+        _ => misfit.to_string(),
     }))
 }
 

@@ -70,17 +70,16 @@ pub fn kernel_release() -> Option<String> {
 
 /// A new run's provenance for a measured window from `started` to `ended`.
 pub fn for_window(started: SystemTime, ended: SystemTime) -> Provenance {
-    Provenance {
-        run_id: Some(new_run_id()),
-        started_at: Some(format_rfc3339(started)),
-        ended_at: Some(format_rfc3339(ended)),
-        hostmax_version: Some(env!("CARGO_PKG_VERSION").to_string()),
-        hostmax_commit: COMMIT.map(String::from),
-        command_line: Some(redacted_command_line(
+    Provenance::default()
+        .with_run_id(Some(new_run_id()))
+        .with_started_at(Some(format_rfc3339(started)))
+        .with_ended_at(Some(format_rfc3339(ended)))
+        .with_hostmax_version(Some(env!("CARGO_PKG_VERSION").to_string()))
+        .with_hostmax_commit(COMMIT.map(String::from))
+        .with_command_line(Some(redacted_command_line(
             std::env::args_os().map(|a| a.to_string_lossy().into_owned()),
-        )),
-        kernel: kernel_release(),
-    }
+        )))
+        .with_kernel(kernel_release())
 }
 
 /// The options whose values are secrets: never in a report, a page or a state file.

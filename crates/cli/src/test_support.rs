@@ -9,14 +9,5 @@ pub(crate) use hostmax_simhost::ScratchDir;
 /// A regular-file target of `size` bytes at `path` with 512-byte blocks, as a probe would
 /// describe it (nothing is read).
 pub(crate) fn file_target(path: impl Into<PathBuf>, size: u64) -> hostmax_engine::TargetInfo {
-    hostmax_engine::TargetInfo {
-        path: path.into(),
-        kind: hostmax_engine::TargetKind::RegularFile,
-        size,
-        logical_block_size: 512,
-        rdev: None,
-        kernel_name: None,
-        inode: None,
-        media: None,
-    }
+    hostmax_engine::TargetInfo::new(path, hostmax_engine::TargetKind::RegularFile, size, 512)
 }

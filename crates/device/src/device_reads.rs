@@ -180,6 +180,7 @@ pub trait DeviceReads: Send + Sync + fmt::Debug {
 /// thread in the kernel until it answers. For library users without an engine; the tool reads
 /// through hostmax-engine's `UringReads`.
 #[derive(Debug, Clone, Copy, Default)]
+#[non_exhaustive]
 pub struct BlockingReads;
 
 impl DeviceReads for BlockingReads {

@@ -51,20 +51,25 @@
 //!     .expect_err("no consent given");
 //! // `Display` names the consent as the library field; a tool says its own option name.
 //! println!("{refused}");
-//! let flags = ConsentWords {
-//!     allow_write: "--allow-write",
-//!     force: "--force",
-//!     both: "--allow-write --force",
-//! };
+//! let flags = ConsentWords::new("--allow-write", "--force", "--allow-write --force");
 //! println!("{}", refused.message(&flags));
 //!
-//! let consent = WriteSafety { allow_write: true, force: false };
+//! let consent = WriteSafety::default().with_allow_write(true);
 //! check_write_safety(&[target], consent, &sources)?;
 //! std::fs::remove_file(&path)?;
 //! # Ok(())
 //! # }
 //! ```
-
+//!
+//! # Growing without breaking you
+//!
+//! Every public struct with public fields is `#[non_exhaustive]`: outside this crate you build
+//! one with its `new` or [`Default`] and the chaining `with_*` setters
+//! ([`WriteSafety::default`] then [`WriteSafety::with_allow_write`], [`TargetInfo::new`],
+//! [`ConsentWords::new`]), never a struct literal; its fields stay public, to read and to
+//! assign on a value you hold. Every public enum that may gain variants ([`ProbeError`],
+//! [`RefusalReason`], [`Signature`], [`TargetKind`], ...) is `#[non_exhaustive]`: give a
+//! `match` on it a `_` arm. So a new field or variant is not a breaking change.
 //!
 //! # Cargo features
 //!
@@ -98,7 +103,7 @@ pub use identity::DeviceIdentity;
 pub use loop_status::{loop_backings, LoopBacking};
 pub use queue_map::{numa_node_cpus, QueueMap};
 pub use safety::{
-    check_write_safety, recheck_while_held, ConsentWords, RefusalReason, SystemSources,
+    check_write_safety, recheck_while_held, ConsentWords, Refusal, RefusalReason, SystemSources,
     WriteRefused, WriteSafety,
 };
 pub use signature::{

@@ -35,6 +35,7 @@ nix::ioctl_read_bad!(
 
 /// A loop device's backing, as the loop driver knows it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum LoopBacking {
     /// A file, by `st_dev` and inode (also when it has been deleted or renamed).
     File {

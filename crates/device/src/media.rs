@@ -49,6 +49,7 @@ pub enum Medium {
 
 /// A byte range of one [`Medium`], with the words that name it in a message.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Extent {
     /// What is reached.
     pub medium: Medium,
@@ -69,6 +70,7 @@ impl Extent {
 /// One segment of a device-mapper table: `len` bytes at `start` of the dm device map to the
 /// device numbered `dev` at `offset` (a `linear` target); `None` for any other target type.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct DmSegment {
     /// First byte in the dm device.
     pub start: u64,
@@ -110,6 +112,7 @@ pub fn read_dm_table(dev: (u32, u32)) -> Option<Vec<DmSegment>> {
 }
 
 /// Where stacked devices are read from: sysfs, and the reader of dm tables.
+#[non_exhaustive]
 pub struct MediaSources<'a> {
     /// Sysfs.
     pub sysfs: &'a Sysfs,
@@ -118,6 +121,22 @@ pub struct MediaSources<'a> {
     /// A loop device's backing by kernel name and number ([`loop_backing`] on a real host;
     /// `None` falls back to stat'ing the name in `loop/backing_file`).
     pub loop_backing: &'a LoopBackingReader,
+}
+
+impl<'a> MediaSources<'a> {
+    /// Stacked devices read from `sysfs`, dm tables from `dm_table` and loop backings from
+    /// `loop_backing` ([`read_dm_table`] and [`loop_backing`] on a real host).
+    pub fn new(
+        sysfs: &'a Sysfs,
+        dm_table: &'a dyn Fn((u32, u32)) -> Option<Vec<DmSegment>>,
+        loop_backing: &'a LoopBackingReader,
+    ) -> MediaSources<'a> {
+        MediaSources {
+            sysfs,
+            dm_table,
+            loop_backing,
+        }
+    }
 }
 
 /// How [`MediaSources`] asks a loop device's backing: by kernel name and device number.
@@ -331,6 +350,7 @@ impl MediaSources<'_> {
 
 /// Something on this host that uses media: a mount, a swap area, a device built on others.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct MediaUser {
     /// What it is, for a message (`/dev/loop0, mounted at /mnt`).
     pub what: String,
@@ -338,6 +358,18 @@ pub struct MediaUser {
     pub device: Option<String>,
     /// What it reaches.
     pub extents: Vec<Extent>,
+}
+
+impl MediaUser {
+    /// A user named `what` in a message, the block device `device` at its top if it is one,
+    /// reaching `extents`.
+    pub fn new(what: impl Into<String>, device: Option<String>, extents: Vec<Extent>) -> MediaUser {
+        MediaUser {
+            what: what.into(),
+            device,
+            extents,
+        }
+    }
 }
 
 /// A mount as [`media_users`] needs it: the device number (anonymous `0:N` for btrfs and

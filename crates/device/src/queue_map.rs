@@ -8,6 +8,7 @@ use crate::sysfs::Sysfs;
 /// The hardware queues of a whole disk and the CPUs each serves, by queue index. A queue that
 /// serves no CPU (an NVMe poll queue can) is left out.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct QueueMap {
     /// `(queue index, its CPUs sorted)`, in queue order.
     pub queues: Vec<(usize, Vec<usize>)>,

@@ -43,6 +43,7 @@ use crate::target::{verify_opened, TargetInfo, TargetKind};
 
 /// Where the system state the checks read comes from, and how they read devices.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct SystemSources {
     /// `/proc/self/mountinfo`.
     pub mountinfo: PathBuf,
@@ -88,6 +89,7 @@ impl SystemSources {
 
 /// One line of `/proc/self/mountinfo`, the parts the checks need.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct MountEntry {
     /// The `major:minor` of the mounted filesystem's device (anonymous `0:N` for tmpfs and
     /// for btrfs, whose real device is then only in [`MountEntry::source`]).
@@ -151,6 +153,7 @@ pub fn parse_mountinfo(text: &str) -> Vec<MountEntry> {
 
 /// An active swap area, as `/proc/swaps` lists it and `stat` identifies it.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct SwapEntry {
     /// The swap device or file as listed.
     pub path: PathBuf,
@@ -194,6 +197,7 @@ pub fn identify_swaps(paths: &[PathBuf]) -> Vec<SwapEntry> {
 
 /// A block device node: a whole device or one of its partitions.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct BlockNode {
     /// Kernel name (`loop3`, `loop3p1`).
     pub name: String,
@@ -205,6 +209,7 @@ pub struct BlockNode {
 
 /// A block device and its partitions, the device first.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct DeviceFamily {
     /// The device itself, then each partition in name order.
     pub nodes: Vec<BlockNode>,
@@ -520,6 +525,7 @@ pub fn refusal_message(refusals: &[Refusal], words: &ConsentWords) -> String {
 /// The user's consent to writing. The default
 /// consents to nothing: a write workload may then only touch regular files that hold no data.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
 pub struct WriteSafety {
     /// Block devices (and regular files that hold data) may be written.
     pub allow_write: bool,
@@ -528,10 +534,36 @@ pub struct WriteSafety {
     pub force: bool,
 }
 
+impl WriteSafety {
+    /// No consent: the default, as a constant.
+    pub const NONE: WriteSafety = WriteSafety::new(false, false);
+
+    /// Consent as given: `allow_write` for [`WriteSafety::allow_write`], `force` for
+    /// [`WriteSafety::force`].
+    pub const fn new(allow_write: bool, force: bool) -> WriteSafety {
+        WriteSafety { allow_write, force }
+    }
+
+    /// The same consent, with [`WriteSafety::allow_write`] set to `allow_write`.
+    #[must_use]
+    pub const fn with_allow_write(mut self, allow_write: bool) -> WriteSafety {
+        self.allow_write = allow_write;
+        self
+    }
+
+    /// The same consent, with [`WriteSafety::force`] set to `force`.
+    #[must_use]
+    pub const fn with_force(mut self, force: bool) -> WriteSafety {
+        self.force = force;
+        self
+    }
+}
+
 /// How a refusal's message names the consents of [`WriteSafety`]: a tool says its own
 /// option names (a command line might pass `--allow-write` and `--force`), a library user gets
 /// [`ConsentWords::LIBRARY`] (the field names), which [`WriteRefused`]'s `Display` uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct ConsentWords {
     /// What grants [`WriteSafety::allow_write`].
     pub allow_write: &'static str,
@@ -543,11 +575,25 @@ pub struct ConsentWords {
 
 impl ConsentWords {
     /// The field names of [`WriteSafety`].
-    pub const LIBRARY: ConsentWords = ConsentWords {
-        allow_write: "WriteSafety::allow_write",
-        force: "WriteSafety::force",
-        both: "WriteSafety { allow_write: true, force: true }",
-    };
+    pub const LIBRARY: ConsentWords = ConsentWords::new(
+        "WriteSafety::allow_write",
+        "WriteSafety::force",
+        "WriteSafety::new(true, true)",
+    );
+
+    /// The words for each consent: what grants [`WriteSafety::allow_write`], what grants
+    /// [`WriteSafety::force`], and what grants both at once.
+    pub const fn new(
+        allow_write: &'static str,
+        force: &'static str,
+        both: &'static str,
+    ) -> ConsentWords {
+        ConsentWords {
+            allow_write,
+            force,
+            both,
+        }
+    }
 }
 
 /// A write workload was refused: every refused target with every reason, in the order the
@@ -1385,16 +1431,7 @@ Filename\t\t\t\tType\t\tSize\t\tUsed\t\tPriority
         fs::create_dir_all(&dir).unwrap();
         let file = dir.join("img");
         fs::File::create(&file).unwrap().set_len(1 << 20).unwrap();
-        let info = TargetInfo {
-            path: file.clone(),
-            kind: TargetKind::RegularFile,
-            size: 1 << 20,
-            logical_block_size: 512,
-            rdev: None,
-            kernel_name: None,
-            inode: None,
-            media: None,
-        };
+        let info = TargetInfo::new(file.clone(), TargetKind::RegularFile, 1 << 20, 512);
         assert!(write_refusals(
             std::slice::from_ref(&info),
             &[None],

@@ -14,6 +14,7 @@ use serde::{Deserialize, Serialize};
 /// `queue/max_segments`) counts once per piece it was split into, and everyone's I/O counts,
 /// not only one program's.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct KernelCounts {
     /// Reads completed plus reads merged.
     pub reads: u64,
@@ -25,6 +26,36 @@ pub struct KernelCounts {
 }
 
 impl KernelCounts {
+    /// Counts of `reads`, `writes` and `discards` (for tools and tests that make them).
+    pub const fn new(reads: u64, writes: u64, discards: u64) -> KernelCounts {
+        KernelCounts {
+            reads,
+            writes,
+            discards,
+        }
+    }
+
+    /// The same counts with [`KernelCounts::reads`] set to `reads`.
+    #[must_use]
+    pub const fn with_reads(mut self, reads: u64) -> KernelCounts {
+        self.reads = reads;
+        self
+    }
+
+    /// The same counts with [`KernelCounts::writes`] set to `writes`.
+    #[must_use]
+    pub const fn with_writes(mut self, writes: u64) -> KernelCounts {
+        self.writes = writes;
+        self
+    }
+
+    /// The same counts with [`KernelCounts::discards`] set to `discards`.
+    #[must_use]
+    pub const fn with_discards(mut self, discards: u64) -> KernelCounts {
+        self.discards = discards;
+        self
+    }
+
     /// The counts a `stat` file's text holds; `None` when it has fewer than the 11 fields
     /// every kernel writes, or a field is not a number.
     pub fn parse_stat(text: &str) -> Option<KernelCounts> {

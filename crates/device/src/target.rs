@@ -23,6 +23,7 @@ pub enum TargetKind {
 
 /// A target as probed before any I/O.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct TargetInfo {
     /// Canonical path (symlinks such as `/dev/disk/by-id/...` resolved).
     pub path: PathBuf,
@@ -48,6 +49,37 @@ pub struct TargetInfo {
 }
 
 impl TargetInfo {
+    /// A target at `path` of `kind`, `size` bytes, taking `O_DIRECT` I/O in multiples of
+    /// `logical_block_size`, with no device number, kernel name, inode or media (set them
+    /// with [`TargetInfo::with_device`] or on the value). [`probe`] fills in everything; this
+    /// is for a target described before it exists, and for tests.
+    pub fn new(
+        path: impl Into<PathBuf>,
+        kind: TargetKind,
+        size: u64,
+        logical_block_size: u32,
+    ) -> TargetInfo {
+        TargetInfo {
+            path: path.into(),
+            kind,
+            size,
+            logical_block_size,
+            rdev: None,
+            kernel_name: None,
+            inode: None,
+            media: None,
+        }
+    }
+
+    /// The same target, as the block device numbered `rdev` that the kernel calls
+    /// `kernel_name` (`loop3`, `sdb1`).
+    #[must_use]
+    pub fn with_device(mut self, rdev: (u32, u32), kernel_name: impl Into<String>) -> TargetInfo {
+        self.rdev = Some(rdev);
+        self.kernel_name = Some(kernel_name.into());
+        self
+    }
+
     /// The whole disk in sysfs's `block/` whose queue map and settings apply to this block
     /// device (a partition's disk, else the device itself; [`Sysfs::whole_disk`]); `None` for
     /// a regular file.

@@ -21,6 +21,7 @@ const POLL: Duration = Duration::from_millis(20);
 /// its buffer and its duplicate of the file are the kernel's until it completes (or until
 /// the process exits).
 #[derive(Debug, Clone, Copy, Default)]
+#[non_exhaustive]
 pub struct UringReads;
 
 impl DeviceReads for UringReads {

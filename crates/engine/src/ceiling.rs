@@ -19,6 +19,7 @@ use hostmax_device::{TargetInfo, TargetKind};
 
 /// What [`measure_issue_ceiling`] measures with.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct CeilingConfig {
     /// CPUs to measure, each with its own worker, all at once; `None` is every CPU this
     /// process may run on.
@@ -39,6 +40,12 @@ impl Default for CeilingConfig {
         }
     }
 }
+
+with_setters!(CeilingConfig {
+    with_cpus => cpus: Option<Vec<usize>>,
+    with_iodepth => iodepth: u32,
+    with_runtime => runtime: Duration,
+});
 
 /// What one CPU's worker issued.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -115,10 +122,7 @@ fn ns_per_io(ios_per_sec: f64) -> Option<f64> {
 ///
 /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// # if hostmax_engine::check_io_uring().is_err() { return Ok(()); }
-/// let config = CeilingConfig {
-///     runtime: Duration::from_millis(200),
-///     ..CeilingConfig::default()
-/// };
+/// let config = CeilingConfig::default().with_runtime(Duration::from_millis(200));
 /// let ceiling = measure_issue_ceiling(&config)?;
 /// for cpu in &ceiling.cpus {
 ///     let cpu_secs = (cpu.cpu_use.user_ns + cpu.cpu_use.system_ns) as f64 / 1e9;
@@ -131,17 +135,8 @@ fn ns_per_io(ios_per_sec: f64) -> Option<f64> {
 pub fn measure_issue_ceiling(config: &CeilingConfig) -> Result<IssueCeiling, EngineError> {
     let allowed = crate::run::usable_cpus(config.cpus.as_deref())?;
     let null = PathBuf::from("/dev/null");
-    let stand_in = TargetInfo {
-        path: null.clone(),
-        kind: TargetKind::RegularFile,
-        // Offsets are drawn over this as over a device: the loop's work is the same.
-        size: 1 << 30,
-        logical_block_size: 512,
-        rdev: None,
-        kernel_name: None,
-        inode: None,
-        media: None,
-    };
+    // Offsets are drawn over 1 GiB as over a device: the loop's work is the same.
+    let stand_in = TargetInfo::new(null.clone(), TargetKind::RegularFile, 1 << 30, 512);
     let targets = vec![stand_in; allowed.len()];
     let files = targets
         .iter()

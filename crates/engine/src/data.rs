@@ -40,6 +40,7 @@ pub const COMPRESS_CHUNK: usize = 512;
 /// What written blocks contain. The default is what storage cannot flatter: every block
 /// unique and incompressible (0% compressible, 0% repeated), without verification.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct WriteData {
     /// Verify written data: every written block carries a header and a checksum, reads of
     /// blocks this run wrote are checked, and every written block is read back and checked
@@ -53,6 +54,12 @@ pub struct WriteData {
     /// byte (fio's `dedupe_percentage`). 0 makes every block unique.
     pub dedupe_percent: u8,
 }
+
+with_setters!(WriteData {
+    with_verify => verify: bool,
+    with_compress_percent => compress_percent: u8,
+    with_dedupe_percent => dedupe_percent: u8,
+});
 
 impl WriteData {
     /// Random bytes at the start of each [`COMPRESS_CHUNK`]; the rest of the chunk is zeros.

@@ -47,13 +47,11 @@
 //! let file = std::env::temp_dir().join(format!("hostmax-engine-doc-{}.img", std::process::id()));
 //! std::fs::File::create(&file)?.set_len(16 << 20)?;
 //!
-//! let workload = Workload {
-//!     pattern: IoPattern::RandRead,
-//!     iodepth: 4,
-//!     runtime: Duration::from_millis(300),
-//!     ramp: Duration::ZERO,
-//!     ..Workload::default()
-//! };
+//! let workload = Workload::default()
+//!     .with_pattern(IoPattern::RandRead)
+//!     .with_iodepth(4)
+//!     .with_runtime(Duration::from_millis(300))
+//!     .with_ramp(Duration::ZERO);
 //! let mut intervals = 0;
 //! let result = measure(
 //!     MeasureRequest::new(vec![file.clone()], workload),
@@ -74,7 +72,19 @@
 //! ```
 //!
 //! `hostmax_aggregate::summarize` turns the [`RunResult`] into host and per-device figures.
-
+//!
+//! # Growing without breaking you
+//!
+//! Every public struct with public fields is `#[non_exhaustive]`: outside this crate you build
+//! one with its `new` or [`Default`] and the chaining `with_*` setters
+//! (`Workload::default().with_iodepth(4)`, [`MeasureRequest::new`] then
+//! [`MeasureRequest::with_consent`]), never a struct literal; its fields stay public, to read
+//! and to assign on a value you hold. Results ([`RunResult`], [`DeviceResult`], [`OpResult`],
+//! [`DeviceInterval`]) have constructors too, for tools and tests that build or replay them.
+//! Every public enum that may gain variants ([`EngineError`], [`IoPattern`], [`OpKind`],
+//! [`Misfit`], ...) is `#[non_exhaustive]`: give a `match` on it a `_` arm. So a new field or
+//! variant is not a breaking change. Every type this API names is reachable from this crate's
+//! root, hostmax-device's ones too ([`hostmax_device`] itself is re-exported).
 //!
 //! # Cargo features
 //!
@@ -92,6 +102,25 @@
 #[cfg(doctest)]
 #[doc = include_str!("../README.md")]
 struct ReadmeExample;
+
+/// Chaining setters for public fields of a `#[non_exhaustive]` struct: `with_FIELD(value)`
+/// returns the value with that field set, so users outside this crate, who cannot write a
+/// struct literal, still build one in a single expression (see the crate overview's "Growing
+/// without breaking you").
+macro_rules! with_setters {
+    ($ty:ident { $($setter:ident => $field:ident: $t:ty),* $(,)? }) => {
+        impl $ty {
+            $(
+                #[doc = concat!("The same value with [`", stringify!($ty), "::", stringify!($field), "`] set to `", stringify!($field), "`.")]
+                #[must_use]
+                pub fn $setter(mut self, $field: $t) -> $ty {
+                    self.$field = $field;
+                    self
+                }
+            )*
+        }
+    };
+}
 
 mod availability;
 mod bounded_read;
@@ -158,10 +187,18 @@ pub use run::validate;
 #[cfg(feature = "test-hooks")]
 pub use worker::OffsetStream;
 
-// The device crate's types this crate's API names (targets, consent, the refusal).
+/// The device crate whose types this API names ([`TargetInfo`], [`WriteSafety`],
+/// [`WriteRefused`], [`SystemSources`], ...): the ones a caller needs are re-exported at this
+/// crate's root too, and the rest (its `safety` and `media` modules) are reachable through
+/// this re-export, so a user of this crate need not depend on hostmax-device.
+pub use hostmax_device;
+
+// The device crate's types this crate's API names (targets, consent, the refusal and its
+// reasons, how devices are read).
 pub use hostmax_device::{
-    DeviceReads, Patience, ProbeError, SystemSources, TargetChanged, TargetInfo, TargetKind,
-    WriteRefused, WriteSafety, READ_PATIENCE,
+    ConsentWords, DeviceReads, ExtVersion, FatKind, Patience, ProbeError, Refusal, RefusalReason,
+    Signature, SystemSources, TargetChanged, TargetInfo, TargetKind, WriteRefused, WriteSafety,
+    READ_PATIENCE,
 };
 
 use std::path::PathBuf;

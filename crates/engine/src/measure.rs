@@ -51,6 +51,7 @@ impl SafetyCheck {
 
 /// What [`measure`] runs, and how safely.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct MeasureRequest {
     /// Targets, workload, CPUs and the rest of the run's shape.
     pub run: RunConfig,
@@ -84,6 +85,43 @@ impl MeasureRequest {
             sources: bounded_sources(),
             checked: Vec::new(),
         }
+    }
+
+    /// `run` as given (its [`RunConfig::live`] too), with every write-safety check and no
+    /// consent, reading the real system through [`bounded_sources`]: [`MeasureRequest::new`]
+    /// for a run whose other choices (CPUs, layout, polling) are set.
+    pub fn for_run(run: RunConfig) -> MeasureRequest {
+        MeasureRequest {
+            run,
+            safety: SafetyCheck::Full(WriteSafety::default()),
+            sources: bounded_sources(),
+            checked: Vec::new(),
+        }
+    }
+
+    /// The same request with only the re-check while held ([`SafetyCheck::CheckedBefore`]),
+    /// allowing what `consent` allows: the caller checked `checked` (the targets as it
+    /// probed them, in [`RunConfig::targets`]' order) before.
+    pub fn with_checked_before(
+        self,
+        consent: WriteSafety,
+        checked: Vec<TargetInfo>,
+    ) -> MeasureRequest {
+        MeasureRequest {
+            safety: SafetyCheck::CheckedBefore(consent),
+            checked,
+            ..self
+        }
+    }
+
+    /// The same request with the write-safety checks `safety` (and the consent it carries).
+    pub fn with_safety(self, safety: SafetyCheck) -> MeasureRequest {
+        MeasureRequest { safety, ..self }
+    }
+
+    /// The same request, reading the system's state (and devices) from `sources`.
+    pub fn with_sources(self, sources: SystemSources) -> MeasureRequest {
+        MeasureRequest { sources, ..self }
     }
 
     /// The same request with every check, allowing what `consent` allows.
@@ -174,13 +212,11 @@ impl<F: FnMut(DeviceInterval)> Observer for F {
 /// let file = std::env::temp_dir().join(format!("hostmax-measure-doc-{}.img", std::process::id()));
 /// std::fs::File::create(&file)?.set_len(16 << 20)?;
 /// # let _scratch = Scratch(file.clone());
-/// let writes = Workload {
-///     pattern: IoPattern::RandWrite,
-///     iodepth: 4,
-///     runtime: Duration::from_millis(200),
-///     ramp: Duration::ZERO,
-///     ..Workload::default()
-/// };
+/// let writes = Workload::default()
+///     .with_pattern(IoPattern::RandWrite)
+///     .with_iodepth(4)
+///     .with_runtime(Duration::from_millis(200))
+///     .with_ramp(Duration::ZERO);
 /// let request = || MeasureRequest::new(vec![file.clone()], writes.clone());
 /// let mut ignore = |_: DeviceInterval| {};
 ///
@@ -191,7 +227,7 @@ impl<F: FnMut(DeviceInterval)> Observer for F {
 /// // Now it holds data: refused without consent, measured with it.
 /// let refused = measure(request(), &mut ignore);
 /// assert!(matches!(refused, Err(EngineError::WriteRefused(_))));
-/// let consent = WriteSafety { allow_write: true, ..WriteSafety::default() };
+/// let consent = WriteSafety::default().with_allow_write(true);
 /// let again = measure(request().with_consent(consent), &mut ignore)?;
 /// assert!(again.devices[0].ops[OpKind::Write].ios > 0);
 /// # Ok(())
@@ -289,25 +325,17 @@ mod tests {
 
     #[test]
     fn read_only_workloads_are_never_refused() {
-        let targets = [TargetInfo {
-            path: PathBuf::from("/dev/nonexistent-loop"),
-            kind: TargetKind::BlockDevice,
-            size: 1 << 30,
-            logical_block_size: 512,
-            rdev: Some((7, 250)),
-            kernel_name: Some("nonexistent-loop".into()),
-            inode: None,
-            media: None,
-        }];
-        let sources = SystemSources {
-            mountinfo: PathBuf::from("/nonexistent/mountinfo"),
-            ..SystemSources::default()
-        };
+        let targets = [TargetInfo::new(
+            "/dev/nonexistent-loop",
+            TargetKind::BlockDevice,
+            1 << 30,
+            512,
+        )
+        .with_device((7, 250), "nonexistent-loop")];
+        let mut sources = SystemSources::default();
+        sources.mountinfo = PathBuf::from("/nonexistent/mountinfo");
         let no_flags = WriteSafety::default();
-        let allow = WriteSafety {
-            allow_write: true,
-            force: false,
-        };
+        let allow = WriteSafety::NONE.with_allow_write(true);
         assert!(check_before_any_io(&targets, IoPattern::RandRead, no_flags, &sources).is_ok());
         assert!(recheck_if_writing(&targets, IoPattern::RandRead, false, &sources).is_ok());
         // Writes fail closed when the mount table cannot be read.
@@ -335,15 +363,9 @@ mod tests {
             ramp: Duration::ZERO,
             ..Workload::default()
         };
-        let consent = WriteSafety {
-            allow_write: true,
-            force: true,
-        };
-        let request = MeasureRequest {
-            safety: SafetyCheck::CheckedBefore(consent),
-            checked: vec![checked],
-            ..MeasureRequest::new(vec![target.clone()], workload)
-        };
+        let consent = WriteSafety::new(true, true);
+        let request = MeasureRequest::new(vec![target.clone()], workload)
+            .with_checked_before(consent, vec![checked]);
         let outcome = measure(request, &mut |_: DeviceInterval| {});
         let written = std::fs::read(&target).unwrap();
         std::fs::remove_dir_all(&dir).unwrap();

@@ -205,11 +205,22 @@ impl<'de, T: Deserialize<'de> + Default> Deserialize<'de> for PerOp<T> {
 
 /// Reads a map whose keys `key` turns into op kinds (other keys are skipped): the reverse of
 /// [`PerOp::serialize_keyed`], for types that write a `PerOp` under their own keys.
+#[non_exhaustive]
 pub struct KeyedVisitor<T, K> {
     /// Turns a key into the kind it holds, or `None` for a key to skip.
     pub key: K,
     /// The value type.
     pub marker: PhantomData<T>,
+}
+
+impl<T, K> KeyedVisitor<T, K> {
+    /// A visitor that turns each key into its kind with `key` (`None`: skip the entry).
+    pub fn new(key: K) -> KeyedVisitor<T, K> {
+        KeyedVisitor {
+            key,
+            marker: PhantomData,
+        }
+    }
 }
 
 impl<'de, T, K> Visitor<'de> for KeyedVisitor<T, K>

@@ -27,6 +27,7 @@ const ALIGN: usize = 4096;
 
 /// What to read.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct ReadPass {
     /// The targets (block devices or files), each read whole.
     pub targets: Vec<PathBuf>,
@@ -52,6 +53,23 @@ impl Default for ReadPass {
         }
     }
 }
+
+impl ReadPass {
+    /// Each of `targets` read whole from its start, every other choice at its default.
+    pub fn new(targets: Vec<PathBuf>) -> ReadPass {
+        ReadPass {
+            targets,
+            ..ReadPass::default()
+        }
+    }
+}
+
+with_setters!(ReadPass {
+    with_from => from: Vec<u64>,
+    with_block_size => block_size: u32,
+    with_depth => depth: u32,
+    with_interval => interval: Duration,
+});
 
 /// How far a pass is: per target, its size and the bytes from its start read so far.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -592,6 +592,20 @@ pub struct RunResult {
     pub oversubscribed: bool,
 }
 
+impl RunResult {
+    /// The result of `workload` on `devices` (in target order) over a measured window of
+    /// `measured`, and nothing else (no workers, not stopped early, run id 0, no start time):
+    /// for tools and tests that build or replay results. Set the rest on the value.
+    pub fn new(workload: Workload, devices: Vec<DeviceResult>, measured: Duration) -> RunResult {
+        RunResult {
+            devices,
+            measured,
+            workload,
+            ..RunResult::default()
+        }
+    }
+}
+
 /// One second of one device, sent while the run goes on (see [`crate::RunHandle::recv_interval`]).
 #[derive(Debug, Clone)]
 #[non_exhaustive]

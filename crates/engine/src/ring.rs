@@ -90,12 +90,18 @@ pub(crate) struct Reaped {
 
 /// The polling a run asks for ([`crate::RunConfig::polling`]); the default polls nothing.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[non_exhaustive]
 pub struct Polling {
     /// Poll for completions (only devices with poll queues: `queue/io_poll` = 1).
     pub iopoll: bool,
     /// A kernel thread polls the submission queue.
     pub sqpoll: bool,
 }
+
+with_setters!(Polling {
+    with_iopoll => iopoll: bool,
+    with_sqpoll => sqpoll: bool,
+});
 
 /// Arenas of at least this size are aligned to it and asked to be backed by transparent huge
 /// pages (`MADV_HUGEPAGE`): a buffer inside one huge page is physically contiguous, so a 1 MiB

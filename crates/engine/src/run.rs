@@ -21,6 +21,7 @@ use crate::{
 
 /// What to run where.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct RunConfig {
     /// Targets, each driven with its own queue. A device must not be named twice.
     pub targets: Vec<PathBuf>,
@@ -54,6 +55,16 @@ impl RunConfig {
         }
     }
 }
+
+with_setters!(RunConfig {
+    with_targets => targets: Vec<PathBuf>,
+    with_workload => workload: Workload,
+    with_cpus => cpus: Option<Vec<usize>>,
+    with_live => live: bool,
+    with_layout => layout: ThreadLayout,
+    with_on_error => on_error: ErrorPolicy,
+    with_polling => polling: Polling,
+});
 
 /// The CPU and plan index of a spawned worker.
 type WorkerPlanRef = (usize, usize);
@@ -202,6 +213,7 @@ pub fn validate(workload: &Workload, targets: &[TargetInfo]) -> Result<(), Engin
 /// Why a workload does not fit one target ([`check_fits`]): a front end words it with its own
 /// options; its `Display` is the engine's wording.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Misfit {
     /// The block size is not a multiple of the target's logical block size.
     BlockSize {
@@ -931,16 +943,12 @@ mod tests {
 
     #[test]
     fn verify_is_refused_where_it_cannot_work() {
-        let target = TargetInfo {
-            path: "/dev/x".into(),
-            kind: hostmax_device::TargetKind::BlockDevice,
-            size: 1 << 30,
-            logical_block_size: 512,
-            rdev: None,
-            kernel_name: None,
-            inode: None,
-            media: None,
-        };
+        let target = TargetInfo::new(
+            "/dev/x",
+            hostmax_device::TargetKind::BlockDevice,
+            1 << 30,
+            512,
+        );
         let with = |pattern, dedupe_percent| Workload {
             pattern,
             write_data: crate::WriteData {
@@ -979,16 +987,7 @@ mod tests {
 
     #[test]
     fn a_workload_that_does_not_fit_a_target_says_why() {
-        let target = TargetInfo {
-            path: "/dev/x".into(),
-            kind: crate::TargetKind::BlockDevice,
-            size: 1 << 20,
-            logical_block_size: 4096,
-            rdev: None,
-            kernel_name: None,
-            inode: None,
-            media: None,
-        };
+        let target = TargetInfo::new("/dev/x", crate::TargetKind::BlockDevice, 1 << 20, 4096);
         let w = |block_size, working_set| Workload {
             block_size,
             working_set,
@@ -1019,16 +1018,7 @@ mod tests {
 
     #[test]
     fn times_and_rates_beyond_what_a_run_can_use_are_refused() {
-        let target = TargetInfo {
-            path: "/dev/x".into(),
-            kind: crate::TargetKind::BlockDevice,
-            size: 1 << 30,
-            logical_block_size: 512,
-            rdev: None,
-            kernel_name: None,
-            inode: None,
-            media: None,
-        };
+        let target = TargetInfo::new("/dev/x", crate::TargetKind::BlockDevice, 1 << 30, 512);
         let refused = |w: Workload| {
             validate(&w, std::slice::from_ref(&target))
                 .unwrap_err()

@@ -158,6 +158,7 @@ impl fmt::Display for IoPattern {
 #[error(
     "unknown I/O pattern '{0}': use one of randread, randwrite, randrw, read, write, trim, randtrim"
 )]
+#[non_exhaustive]
 pub struct UnknownPattern(pub String);
 
 impl FromStr for IoPattern {
@@ -178,23 +179,26 @@ impl FromStr for IoPattern {
 /// whole of each target (workers chosen by the engine), a 5 s ramp then 30 s measured, no IOPS cap, no I/O limit, every I/O
 /// timed, seed `0x5eed_f405_ca1e`, a 50% read share (used by [`IoPattern::RandRw`] only) and
 /// [`WriteData::default`](crate::WriteData) for writes (unique, incompressible, not verified).
-/// Set the fields you care about and take the rest from it:
+/// Set the fields you care about with the `with_*` setters (or on the value) and take the
+/// rest from it:
 ///
 /// ```
 /// use std::time::Duration;
 ///
 /// use hostmax_engine::{IoPattern, Workload};
 ///
-/// let workload = Workload {
-///     pattern: IoPattern::RandWrite,
-///     block_size: 16 << 10,
-///     runtime: Duration::from_secs(10),
-///     ..Workload::default()
-/// };
+/// let workload = Workload::default()
+///     .with_pattern(IoPattern::RandWrite)
+///     .with_block_size(16 << 10)
+///     .with_runtime(Duration::from_secs(10));
 /// assert_eq!(workload.iodepth, 32);
 /// assert_eq!(workload.ramp, Duration::from_secs(5));
+///
+/// let mut slower = workload.clone();
+/// slower.iodepth = 1;
 /// ```
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct Workload {
     /// Access pattern.
     pub pattern: IoPattern,
@@ -267,6 +271,23 @@ impl Default for Workload {
         }
     }
 }
+
+with_setters!(Workload {
+    with_pattern => pattern: IoPattern,
+    with_rwmixread => rwmixread: u8,
+    with_block_size => block_size: u32,
+    with_iodepth => iodepth: u32,
+    with_numjobs => numjobs: Option<u32>,
+    with_working_set => working_set: Option<u64>,
+    with_runtime => runtime: Duration,
+    with_ramp => ramp: Duration,
+    with_seed => seed: u64,
+    with_rate_iops => rate_iops: Option<u64>,
+    with_arrival => arrival: crate::Arrival,
+    with_record_latency => record_latency: bool,
+    with_io_limit => io_limit: Option<u64>,
+    with_write_data => write_data: crate::WriteData,
+});
 
 impl Workload {
     /// Checks every number against the engine's limits, the ones a workload has whatever it

@@ -20,27 +20,15 @@ use hostmax_engine::{
 use support::*;
 
 /// Consent to write the scratch volumes these tests make.
-const SCRATCH: WriteSafety = WriteSafety {
-    allow_write: true,
-    force: true,
-};
+const SCRATCH: WriteSafety = WriteSafety::NONE.with_allow_write(true).with_force(true);
 
 fn write_config(path: std::path::PathBuf, runtime: Duration) -> RunConfig {
-    RunConfig {
-        targets: vec![path],
-        workload: Workload {
-            pattern: IoPattern::RandWrite,
-            runtime,
-            ramp: Duration::ZERO,
-            iodepth: 8,
-            ..Workload::default()
-        },
-        cpus: None,
-        live: false,
-        layout: Default::default(),
-        on_error: Default::default(),
-        polling: Default::default(),
-    }
+    let workload = Workload::default()
+        .with_pattern(IoPattern::RandWrite)
+        .with_runtime(runtime)
+        .with_ramp(Duration::ZERO)
+        .with_iodepth(8);
+    RunConfig::new(vec![path], workload)
 }
 
 /// Measures `config` with only the re-check while the targets are held
@@ -50,11 +38,7 @@ fn run_checked_before(
     config: RunConfig,
     observer: &mut impl Observer,
 ) -> Result<RunResult, EngineError> {
-    let request = MeasureRequest {
-        run: config.clone(),
-        safety: SafetyCheck::CheckedBefore(SCRATCH),
-        ..MeasureRequest::new(config.targets, config.workload)
-    };
+    let request = MeasureRequest::for_run(config).with_safety(SafetyCheck::CheckedBefore(SCRATCH));
     measure(request, observer)
 }
 
@@ -251,10 +235,8 @@ fn the_same_target_named_twice_is_refused_before_any_io() {
         );
     };
     for second in [&hard, &soft, &file] {
-        let config = RunConfig {
-            targets: vec![file.clone(), second.clone()],
-            ..write_config(file.clone(), Duration::from_millis(300))
-        };
+        let config = write_config(file.clone(), Duration::from_millis(300))
+            .with_targets(vec![file.clone(), second.clone()]);
         let err = run_checked_before(config.clone(), &mut quiet()).expect_err("measured");
         refused(second, err);
         let request = MeasureRequest::new(config.targets.clone(), config.workload.clone());
@@ -273,10 +255,8 @@ fn the_same_target_named_twice_is_refused_before_any_io() {
         let alias = dir.join("alias");
         let _ = std::fs::remove_file(&alias);
         std::os::unix::fs::symlink(&dev, &alias).unwrap();
-        let config = RunConfig {
-            targets: vec![dev.clone(), alias.clone()],
-            ..write_config(dev.clone(), Duration::from_millis(300))
-        };
+        let config = write_config(dev.clone(), Duration::from_millis(300))
+            .with_targets(vec![dev.clone(), alias.clone()]);
         let err = run_checked_before(config, &mut quiet()).expect_err("measured");
         assert!(
             matches!(&err, EngineError::DuplicateTarget { path, first, what: "device" } if *path == alias && *first == dev),
@@ -296,14 +276,12 @@ fn mixed_run_counts_equal_the_kernels_completions() {
     let host = volumes(3, 64 << 20);
     let names = volume_kernel_names(&host);
     let before = baseline_completions(&volume_paths(&host), &names);
-    let workload = Workload {
-        pattern: IoPattern::RandRw,
-        rwmixread: 60,
-        iodepth: 16,
-        runtime: Duration::from_secs(2),
-        ramp: Duration::from_secs(1),
-        ..Default::default()
-    };
+    let workload = Workload::default()
+        .with_pattern(IoPattern::RandRw)
+        .with_rwmixread(60)
+        .with_iodepth(16)
+        .with_runtime(Duration::from_secs(2))
+        .with_ramp(Duration::from_secs(1));
     let config = RunConfig::new(host.device_paths().to_vec(), workload);
     let result = run_checked_before(config, &mut quiet()).unwrap();
     for (i, name) in names.iter().enumerate() {
@@ -343,16 +321,14 @@ fn io_limit_ends_each_target_after_its_bytes() {
     let _lock = rate_test_lock();
     let dir = ScratchDir::new("limit");
     let files = vec![dir.file("a", 8 * MIB), dir.file("b", 8 * MIB)];
-    let workload = Workload {
-        pattern: IoPattern::Write,
-        block_size: 128 << 10,
-        iodepth: 8,
-        working_set: Some(4 * MIB),
-        runtime: Duration::from_secs(600),
-        ramp: Duration::ZERO,
-        io_limit: Some(2 * 4 * MIB),
-        ..Workload::default()
-    };
+    let workload = Workload::default()
+        .with_pattern(IoPattern::Write)
+        .with_block_size(128 << 10)
+        .with_iodepth(8)
+        .with_working_set(Some(4 * MIB))
+        .with_runtime(Duration::from_secs(600))
+        .with_ramp(Duration::ZERO)
+        .with_io_limit(Some(2 * 4 * MIB));
     let result = measure(
         MeasureRequest::new(files, workload).with_consent(SCRATCH),
         &mut |_: DeviceInterval| {},
@@ -370,10 +346,7 @@ fn io_limit_ends_each_target_after_its_bytes() {
         "the run ended when the limit was used up, and measured only that long: {:?}",
         result.measured
     );
-    let tiny = Workload {
-        io_limit: Some(100),
-        ..Workload::default()
-    };
+    let tiny = Workload::default().with_io_limit(Some(100));
     let refused = measure(
         MeasureRequest::new(vec![dir.file("c", MIB)], tiny),
         &mut |_: DeviceInterval| {},
@@ -393,16 +366,14 @@ fn discard_and_zero_out_clear_a_loop_volume() {
     let dev = host.device_paths()[0].clone();
     let info = hostmax_device::probe(&dev).unwrap();
     // Fill the first 2 MiB with the engine's random bytes.
-    let fill = Workload {
-        pattern: IoPattern::Write,
-        block_size: 64 << 10,
-        iodepth: 4,
-        working_set: Some(2 * MIB),
-        runtime: Duration::from_secs(60),
-        ramp: Duration::ZERO,
-        io_limit: Some(2 * MIB),
-        ..Workload::default()
-    };
+    let fill = Workload::default()
+        .with_pattern(IoPattern::Write)
+        .with_block_size(64 << 10)
+        .with_iodepth(4)
+        .with_working_set(Some(2 * MIB))
+        .with_runtime(Duration::from_secs(60))
+        .with_ramp(Duration::ZERO)
+        .with_io_limit(Some(2 * MIB));
     measure(
         MeasureRequest::new(vec![dev.clone()], fill).with_consent(SCRATCH),
         &mut |_: DeviceInterval| {},

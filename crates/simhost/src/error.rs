@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 
 /// Why a simulated host (or one of its parts) could not be built.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum SimHostError {
     /// A system call on a file failed.
     #[error("{what} {}: {source}", path.display())]

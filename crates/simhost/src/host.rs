@@ -16,6 +16,7 @@ use crate::SimHostError;
 
 /// What to simulate.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct SimHostSpec {
     /// How many volumes (1..=1024).
     pub volumes: usize,
@@ -54,6 +55,18 @@ impl SimHostSpec {
     /// Caps every volume at `bps` bytes/s (call after `volumes` is final).
     pub fn with_volume_bps(mut self, bps: u64) -> Self {
         self.volume_bps = vec![Some(bps); self.volumes];
+        self
+    }
+
+    /// Caps each volume at its entry of `caps` (`None`: no cap), one entry per volume.
+    pub fn with_volume_iops_caps(mut self, caps: Vec<Option<u64>>) -> Self {
+        self.volume_iops = caps;
+        self
+    }
+
+    /// Caps each volume at its entry of `caps` bytes/s (`None`: no cap), one per volume.
+    pub fn with_volume_bps_caps(mut self, caps: Vec<Option<u64>>) -> Self {
+        self.volume_bps = caps;
         self
     }
 
@@ -133,6 +146,7 @@ impl SimHostSpec {
 
 /// How the volumes were made.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum SimHostMode {
     /// Loop devices over tmpfs with direct I/O, capped as the spec asked.
     LoopDevices,
@@ -241,6 +255,7 @@ pub struct SimulatedHost {
 /// The device every loop volume is a slice of: with a host cap (the parent is capped too), and
 /// wherever tmpfs takes no O_DIRECT (Linux before 6.6), where a null_blk device is the backing.
 #[derive(Debug)]
+#[non_exhaustive]
 pub enum ParentDevice {
     /// A loop device over an unlinked tmpfs file.
     Loop(LoopDevice),

@@ -27,6 +27,10 @@
 //!
 //! Every `unsafe` of the crate (the loop driver's ioctls, joining a cgroup between fork and
 //! exec) is in one private module, `sys`.
+//!
+//! Like hostmax's libraries, its structs with public fields and its enums are
+//! `#[non_exhaustive]`: build a struct with `new`/[`Default`] and the `with_*` setters, match
+//! an enum with a `_` arm.
 
 #![warn(missing_docs)]
 
@@ -35,6 +39,23 @@
 #[cfg(doctest)]
 #[doc = include_str!("../README.md")]
 struct ReadmeExample;
+
+/// Chaining setters for public fields of a `#[non_exhaustive]` struct: `with_FIELD(value)`
+/// returns the value with that field set (users outside this crate cannot write a literal).
+macro_rules! with_setters {
+    ($ty:ident { $($setter:ident => $field:ident: $t:ty),* $(,)? }) => {
+        impl $ty {
+            $(
+                #[doc = concat!("The same value with [`", stringify!($ty), "::", stringify!($field), "`] set to `", stringify!($field), "`.")]
+                #[must_use]
+                pub fn $setter(mut self, $field: $t) -> $ty {
+                    self.$field = $field;
+                    self
+                }
+            )*
+        }
+    };
+}
 
 mod error;
 mod file_lock;

@@ -23,6 +23,7 @@ const LO_FLAGS_DIRECT_IO: u32 = 16;
 
 /// How to attach a backing file to a loop device.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct LoopOptions {
     /// Where the device starts in the backing file, in bytes (a multiple of 512).
     pub offset: u64,
@@ -47,6 +48,14 @@ impl Default for LoopOptions {
         }
     }
 }
+
+with_setters!(LoopOptions {
+    with_offset => offset: u64,
+    with_size_limit => size_limit: u64,
+    with_direct_io => direct_io: bool,
+    with_read_only => read_only: bool,
+    with_block_size => block_size: u32,
+});
 
 /// An attached loop device, detached by the kernel when this value (and any other opener) is gone.
 #[derive(Debug)]

@@ -36,6 +36,7 @@ static NEXT_DEVICE: AtomicU32 = AtomicU32::new(0);
 
 /// Where null_blk's kernel interfaces are: the real ones by default, a fake tree in unit tests.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct NullBlkRoots {
     /// null_blk's configfs directory (`/sys/kernel/config/nullb`).
     pub configfs: PathBuf,
@@ -57,6 +58,7 @@ impl Default for NullBlkRoots {
 
 /// How to configure a null_blk device.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct NullBlkOptions {
     /// Size in MiB (null_blk's `size` attribute is in MiB).
     pub size_mib: u64,
@@ -106,6 +108,18 @@ impl NullBlkOptions {
         attributes
     }
 }
+
+with_setters!(NullBlkOptions {
+    with_block_size => block_size: u32,
+    with_submit_queues => submit_queues: u32,
+    with_poll_queues => poll_queues: Option<u32>,
+});
+
+with_setters!(NullBlkRoots {
+    with_configfs => configfs: PathBuf,
+    with_sys_block => sys_block: PathBuf,
+    with_dev => dev: PathBuf,
+});
 
 /// A powered-on null_blk device, powered off and removed on drop.
 #[derive(Debug)]

@@ -24,6 +24,7 @@ use crate::{sys, FileLock, SimHostError};
 
 /// Which cgroup interface a throttle uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum CgroupFlavor {
     /// cgroup v1 `blkio`: `blkio.throttle.{read,write}_{iops,bps}_device`, one rule per write.
     V1Blkio,
@@ -42,6 +43,7 @@ impl std::fmt::Display for CgroupFlavor {
 
 /// Caps for one device; `None` is "no cap".
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct DeviceLimit {
     /// Read operations per second.
     pub read_iops: Option<u64>,
@@ -72,6 +74,13 @@ impl DeviceLimit {
         }
     }
 }
+
+with_setters!(DeviceLimit {
+    with_read_iops => read_iops: Option<u64>,
+    with_write_iops => write_iops: Option<u64>,
+    with_read_bps => read_bps: Option<u64>,
+    with_write_bps => write_bps: Option<u64>,
+});
 
 /// One cgroup whose members get per-device IOPS/bandwidth caps.
 #[derive(Debug)]

@@ -17,6 +17,7 @@ pub const FOLLOWS_OFFERED: f64 = 0.95;
 
 /// One offered rate and what the host did at it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct RateStep {
     /// IOPS offered to each volume.
     pub offered_iops: u64,
@@ -62,6 +63,7 @@ impl RateStep {
 
 /// The curve by offered rate and its answers, for the host.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct RateCurve {
     /// Each volume's ceiling measured uncapped before the steps (the host's IOPS over the
     /// volumes), which fractions such as `0.8x` were taken of.
@@ -111,6 +113,28 @@ impl RateCurve {
     pub fn withhold_conclusions(&mut self) {
         self.knee_offered_iops = None;
         self.saturation_offered_iops = None;
+    }
+}
+
+impl RateStep {
+    /// The step offered `offered_iops` per volume (`offered_host_iops` over the host) and
+    /// achieved `achieved_iops` over the host, with the response times from each I/O's
+    /// intended start (`response_ns`) and the service times (`service_ns`): for tools and
+    /// tests that build curves; a report's is [`RateStep::from_report`].
+    pub fn new(
+        offered_iops: u64,
+        offered_host_iops: f64,
+        achieved_iops: f64,
+        response_ns: CurveLatency,
+        service_ns: CurveLatency,
+    ) -> RateStep {
+        RateStep {
+            offered_iops,
+            offered_host_iops,
+            achieved_iops,
+            response_ns,
+            service_ns,
+        }
     }
 }
 

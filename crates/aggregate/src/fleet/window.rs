@@ -15,6 +15,7 @@ pub const DEFAULT_MIN_OVERLAP: f64 = 0.5;
 
 /// One run's measured window, read back from a report (a merged report has one per host).
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct MeasuredWindow {
     /// The report's label (its file name), and the host inside a merged report.
     pub label: String,

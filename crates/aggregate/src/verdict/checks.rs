@@ -46,6 +46,7 @@ impl From<&Figures> for MeasuredFigures {
 
 /// One run as the rules see it: a phase of a verification, a single run, a suite cell.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct JudgedRun {
     /// How a check names it (a suite cell's key, `4k_100_0`).
     pub label: String,
@@ -224,3 +225,26 @@ fn rate_cap_below(cap: Option<f64>, expected: Option<f64>, t: Tolerance) -> Opti
         _ => None,
     }
 }
+
+impl JudgedRun {
+    /// The run named `label` of `shape`, with no offered rate, whose host did `host` and
+    /// whose devices (by path) did `devices` (set a rate with [`JudgedRun::with_rate_iops`]).
+    pub fn new(
+        label: impl Into<String>,
+        shape: RunShape,
+        host: MeasuredFigures,
+        devices: Vec<(String, MeasuredFigures)>,
+    ) -> JudgedRun {
+        JudgedRun {
+            label: label.into(),
+            shape,
+            rate_iops: None,
+            host,
+            devices,
+        }
+    }
+}
+
+with_setters!(JudgedRun {
+    with_rate_iops => rate_iops: Option<u64>,
+});

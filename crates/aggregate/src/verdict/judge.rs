@@ -48,25 +48,22 @@ use crate::spec::Tolerance;
 /// let file = std::env::temp_dir().join(format!("hostmax-judge-doc-{}.img", std::process::id()));
 /// std::fs::File::create(&file)?.set_len(16 << 20)?;
 /// # let _scratch = Scratch(file.clone());
-/// let workload = Workload {
-///     iodepth: 4,
-///     runtime: Duration::from_millis(300),
-///     ramp: Duration::ZERO,
-///     ..Workload::default()
-/// };
+/// let workload = Workload::default()
+///     .with_iodepth(4)
+///     .with_runtime(Duration::from_millis(300))
+///     .with_ramp(Duration::ZERO);
 /// let result = measure(MeasureRequest::new(vec![file.clone()], workload), &mut |_: DeviceInterval| {})?;
 /// let report = summarize(&result, Vec::new());
 ///
-/// let specs = SpecSet {
-///     devices: vec![DeviceExpectation {
-///         // The path as the report names it (canonical).
-///         path: report.devices[0].path.clone(),
-///         size_bytes: 16 << 20,
-///         spec: "iops=100".parse::<VolumeSpec>()?,
-///         label: "a scratch file".into(),
-///     }],
-///     ..SpecSet::default()
-/// };
+/// let volume = DeviceExpectation::new(
+///     // The path as the report names it (canonical).
+///     report.devices[0].path.clone(),
+///     16 << 20,
+///     "iops=100".parse::<VolumeSpec>()?,
+///     "a scratch file",
+/// );
+/// let mut specs = SpecSet::default();
+/// specs.devices.push(volume);
 /// let verdict = judge(&specs, &[&report]);
 /// assert_eq!(verdict.devices[0].judgement, Judgement::Pass);
 /// // Nothing was promised of the host: it is not judged, and that is no pass.
@@ -382,6 +379,7 @@ fn rate_cap(run: &HostReport, kind: RuleKind) -> Option<f64> {
 
 /// A verification's JSON root: the verdict over every phase (run), and each phase's report.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct VerifyReport {
     /// [`crate::SCHEMA_VERSION`].
     pub schema_version: u32,
@@ -405,6 +403,30 @@ pub struct VerifyReport {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub phases_not_measured: Vec<String>,
 }
+
+impl VerifyReport {
+    /// The report of `verdict`, judged from `phases` (their reports, in order), of this
+    /// crate's [`SCHEMA_VERSION`](crate::SCHEMA_VERSION), with no hostname or provenance, not
+    /// interrupted and every phase measured (set those on the value or with the setters).
+    pub fn new(verdict: Verdict, phases: Vec<HostReport>) -> VerifyReport {
+        VerifyReport {
+            schema_version: crate::SCHEMA_VERSION,
+            hostname: None,
+            provenance: Provenance::default(),
+            verdict,
+            phases,
+            interrupted: false,
+            phases_not_measured: Vec::new(),
+        }
+    }
+}
+
+with_setters!(VerifyReport {
+    with_hostname => hostname: Option<String>,
+    with_provenance => provenance: Provenance,
+    with_interrupted => interrupted: bool,
+    with_phases_not_measured => phases_not_measured: Vec<String>,
+});
 
 #[cfg(test)]
 mod tests {
@@ -453,12 +475,10 @@ mod tests {
     }
 
     fn report(bs: u32, iodepth: u32, devices: &[(&str, f64)], seconds: &[u64]) -> HostReport {
-        let w = Workload {
-            pattern: IoPattern::RandRead,
-            block_size: bs,
-            iodepth,
-            ..Workload::default()
-        };
+        let w = Workload::default()
+            .with_pattern(IoPattern::RandRead)
+            .with_block_size(bs)
+            .with_iodepth(iodepth);
         let devs: Vec<DeviceReport> = devices
             .iter()
             .map(|&(path, iops)| DeviceReport {

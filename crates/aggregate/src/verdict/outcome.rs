@@ -57,6 +57,7 @@ pub fn keeps(
 /// `measured_<figure>`, `volumes_<key>` (the host's), `rate_cap_<key>` (only when set), the
 /// host's for the kinds a host can promise only.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
+#[non_exhaustive]
 pub struct VerdictFigures {
     /// What each kind promises (`null` when nothing).
     pub expected: PerKind<Option<f64>>,
@@ -540,6 +541,7 @@ pub(super) fn host_checks(h: &HostVerdict, t: Tolerance) -> Vec<(&'static str, b
 
 /// Whose promise a [`NotJudged`] entry is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Promiser {
     /// A volume's (one entry however many volumes promise it).
     Volume,

@@ -35,6 +35,7 @@ pub enum RuleKind {
 
 /// The block sizes a run may have.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum BlockSizes {
     /// This many bytes or fewer.
     AtMost(u32),
@@ -54,6 +55,7 @@ impl BlockSizes {
 
 /// How many I/Os a run keeps in flight per device.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum DepthClass {
     /// More than one (a rate, not 1/latency).
     AboveOne,
@@ -81,6 +83,7 @@ impl DepthClass {
 
 /// The run a kind of promise needs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct RunNeeds {
     /// Its block sizes.
     pub blocks: BlockSizes,
@@ -128,6 +131,7 @@ fn kib(bytes: u32) -> String {
 /// A figure a promise names: a row of [`FIGURES`] ([`Figure::row`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum Figure {
     /// Read plus write IOPS, at least.
     Iops,
@@ -141,6 +145,7 @@ pub enum Figure {
 
 /// What a kind's figures count, which says how they are written for people and in JSON.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Unit {
     /// I/Os a second.
     Iops,
@@ -152,6 +157,7 @@ pub enum Unit {
 
 /// What a run's own per-device IOPS cap (`rate_iops`) allows of a kind's figures.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum RateCap {
     /// The cap itself (I/Os a second).
     Ios,
@@ -174,6 +180,7 @@ impl RateCap {
 
 /// One figure: a row of [`FIGURES`].
 #[derive(Debug, Clone, Copy)]
+#[non_exhaustive]
 pub struct FigureRow {
     /// The figure.
     pub figure: Figure,
@@ -264,6 +271,7 @@ impl Figure {
 
 /// One kind of I/O's figures in a run, as promises read them.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
+#[non_exhaustive]
 pub struct OpFigures {
     /// Its I/Os a second.
     pub iops: f64,
@@ -276,6 +284,7 @@ pub struct OpFigures {
 /// The figures of a device (or the host) in one run that promises are compared with: what
 /// every row of [`FIGURES`] reads its value from.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
+#[non_exhaustive]
 pub struct MeasuredFigures {
     /// IOPS of every kind together.
     pub iops: f64,
@@ -336,6 +345,7 @@ impl<T> PerFigure<T> {
 
 /// One kind of promise: a row of [`PROMISE_KINDS`]. Rows are equal when their kinds are.
 #[derive(Debug, Clone, Copy)]
+#[non_exhaustive]
 pub struct PromiseKind {
     /// The kind.
     pub kind: RuleKind,
@@ -433,6 +443,7 @@ pub const PROMISE_KINDS: [PromiseKind; 3] = [
 
 /// What of a run decides which rules it judges.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct RunShape {
     /// Bytes per I/O.
     pub block_size: u32,
@@ -484,6 +495,41 @@ impl RuleKind {
     /// How a verdict names its figures ("IOPS", "MB/s", "p95 latency").
     pub fn name(self) -> &'static str {
         self.promise().name
+    }
+}
+
+impl OpFigures {
+    /// One kind's `iops`, `bytes_per_sec` and latencies.
+    pub fn new(iops: f64, bytes_per_sec: f64, latency_ns: LatencySummary) -> OpFigures {
+        OpFigures {
+            iops,
+            bytes_per_sec,
+            latency_ns,
+        }
+    }
+}
+
+impl MeasuredFigures {
+    /// Every kind's `iops` and `bytes_per_sec` added up, and each kind's own figures in
+    /// `ops` (`None` for a kind the run did not do).
+    pub fn new(iops: f64, bytes_per_sec: f64, ops: PerOp<Option<OpFigures>>) -> MeasuredFigures {
+        MeasuredFigures {
+            iops,
+            bytes_per_sec,
+            ops,
+        }
+    }
+}
+
+impl RunShape {
+    /// A run of `block_size`-byte I/Os keeping `in_flight` per device, recording latencies
+    /// or not (`record_latency`).
+    pub const fn new(block_size: u32, in_flight: u64, record_latency: bool) -> RunShape {
+        RunShape {
+            block_size,
+            in_flight,
+            record_latency,
+        }
     }
 }
 

@@ -6,6 +6,7 @@ use crate::spec::{Expectation, HostSpec, Tolerance, VolumeSpec};
 
 /// One device's promise: its class applied to its provisioned size.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct DeviceExpectation {
     /// The device's path as the report names it.
     pub path: String,
@@ -26,6 +27,7 @@ impl DeviceExpectation {
 
 /// Everything a run is judged against.
 #[derive(Debug, Clone, Default, PartialEq)]
+#[non_exhaustive]
 pub struct SpecSet {
     /// Per device (devices without an entry are reported but not judged).
     pub devices: Vec<DeviceExpectation>,
@@ -51,5 +53,34 @@ impl SpecSet {
                 k.expected(&host).is_some() || expected.iter().any(|e| k.expected(e).is_some())
             })
             .collect()
+    }
+}
+
+impl DeviceExpectation {
+    /// The device at `path`, provisioned at `size_bytes`, promising `spec` (named `label`
+    /// in a verdict).
+    pub fn new(
+        path: impl Into<String>,
+        size_bytes: u64,
+        spec: VolumeSpec,
+        label: impl Into<String>,
+    ) -> DeviceExpectation {
+        DeviceExpectation {
+            path: path.into(),
+            size_bytes,
+            spec,
+            label: label.into(),
+        }
+    }
+}
+
+impl SpecSet {
+    /// Each device's promise in `devices`, the host's `host`, judged within `tolerance`.
+    pub fn new(devices: Vec<DeviceExpectation>, host: HostSpec, tolerance: Tolerance) -> SpecSet {
+        SpecSet {
+            devices,
+            host,
+            tolerance,
+        }
     }
 }

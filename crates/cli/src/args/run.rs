@@ -241,15 +241,13 @@ impl RunArgs {
             } else {
                 hostmax_engine::ThreadLayout::PerCpu
             },
-            polling: hostmax_engine::Polling {
-                iopoll: self.iopoll,
-                sqpoll: self.sqpoll,
-            },
-            write_data: hostmax_engine::WriteData {
-                compress_percent: self.buffer_compress_percentage,
-                dedupe_percent: self.dedupe_percentage,
-                verify: self.verify,
-            },
+            polling: hostmax_engine::Polling::default()
+                .with_iopoll(self.iopoll)
+                .with_sqpoll(self.sqpoll),
+            write_data: hostmax_engine::WriteData::default()
+                .with_compress_percent(self.buffer_compress_percentage)
+                .with_dedupe_percent(self.dedupe_percentage)
+                .with_verify(self.verify),
             start_at: self.fleet.start_at,
             series_histograms: !self.fleet.no_series_histograms,
         }

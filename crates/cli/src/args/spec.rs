@@ -96,18 +96,15 @@ impl SpecArgs {
     /// What the flat `--expect-volume-*` options promise of every volume (over a profile's or
     /// a spec's rules of the same kind).
     pub fn flat_volume_spec(&self) -> VolumeSpec {
-        VolumeSpec {
-            iops: self.expect_volume_iops.map(|n| Scaled::Flat(n as f64)),
-            mbps: self.expect_volume_mbps.map(Scaled::Flat),
-            ..VolumeSpec::default()
-        }
+        VolumeSpec::default()
+            .with_iops(self.expect_volume_iops.map(|n| Scaled::Flat(n as f64)))
+            .with_mbps(self.expect_volume_mbps.map(Scaled::Flat))
     }
 
     /// What the `--expect-host-*` options promise of the host (over the spec file's).
     pub fn flat_host_spec(&self) -> HostSpec {
-        HostSpec {
-            iops: self.expect_host_iops.map(|n| n as f64),
-            bytes_per_sec: self.expect_host_mbps.map(|m| m * spec::MB_PER_SEC),
-        }
+        HostSpec::default()
+            .with_iops(self.expect_host_iops.map(|n| n as f64))
+            .with_bytes_per_sec(self.expect_host_mbps.map(|m| m * spec::MB_PER_SEC))
     }
 }

@@ -6,7 +6,7 @@
 use hostmax_aggregate::consistency::judge_consistency;
 use hostmax_aggregate::curve::by_rate::{RateCurve, RateStep};
 use hostmax_aggregate::curve::{CurvePoint, LatencyPromise, LatencyStat};
-use hostmax_aggregate::{Curve, CurveReport, HostReport, SCHEMA_VERSION};
+use hostmax_aggregate::{Curve, CurveReport, HostReport};
 
 use crate::args::verify::{CurveArgs, OfferedRate, RateList};
 use crate::error::BadInput;
@@ -30,7 +30,7 @@ impl CurveArgs {
             (LatencyStat::P999, self.p99_9_max),
         ]
         .into_iter()
-        .find_map(|(percentile, max)| max.map(|max_ns| LatencyPromise { percentile, max_ns }))
+        .find_map(|(percentile, max)| max.map(|max_ns| LatencyPromise::new(percentile, max_ns)))
     }
 }
 
@@ -140,15 +140,10 @@ pub fn curve(args: &CurveArgs) -> anyhow::Result<i32> {
         not_concluded: false,
     }
     .code();
-    let root = CurveReport {
-        schema_version: SCHEMA_VERSION,
-        curve: found,
-        runs: reports,
-        consistency,
-        interrupted,
-        depths_not_measured: not_measured,
-        by_rate: None,
-    };
+    let root = CurveReport::new(found, reports)
+        .with_consistency(consistency)
+        .with_interrupted(interrupted)
+        .with_depths_not_measured(not_measured);
     outputs.write(&root)?;
     Ok(code)
 }
@@ -238,15 +233,9 @@ fn by_rate(
         not_concluded: false,
     }
     .code();
-    let root = CurveReport {
-        schema_version: SCHEMA_VERSION,
-        curve,
-        runs: reports,
-        consistency: None,
-        interrupted,
-        depths_not_measured: Vec::new(),
-        by_rate: Some(by_rate),
-    };
+    let root = CurveReport::new(curve, reports)
+        .with_interrupted(interrupted)
+        .with_by_rate(Some(by_rate));
     outputs.write(&root)?;
     Ok(code)
 }
@@ -313,30 +302,16 @@ mod tests {
     #[test]
     fn table_and_chart_show_the_knee_and_the_promise() {
         let point = |d: u32| {
-            let f = PointFigures {
-                iops: 2000.0,
-                bytes_per_sec: 2000.0 * 4096.0,
-                latency_ns: CurveLatency {
-                    mean: u64::from(d) * 500_000,
-                    p50: u64::from(d) * 500_000,
-                    p95: u64::from(d) * 500_000,
-                    p99: u64::from(d) * 600_000,
-                    p99_9: u64::from(d) * 700_000,
-                },
-            };
-            CurvePoint {
-                iodepth: d,
-                host: f.clone(),
-                volumes: vec![VolumePoint {
-                    path: "/dev/loop9".into(),
-                    figures: f,
-                }],
-            }
+            let latency = CurveLatency::default()
+                .with_mean(u64::from(d) * 500_000)
+                .with_p50(u64::from(d) * 500_000)
+                .with_p95(u64::from(d) * 500_000)
+                .with_p99(u64::from(d) * 600_000)
+                .with_p99_9(u64::from(d) * 700_000);
+            let f = PointFigures::new(2000.0, 2000.0 * 4096.0, latency);
+            CurvePoint::new(d, f.clone(), vec![VolumePoint::new("/dev/loop9", f)])
         };
-        let promise = LatencyPromise {
-            percentile: LatencyStat::P99,
-            max_ns: 1_000_000,
-        };
+        let promise = LatencyPromise::new(LatencyStat::P99, 1_000_000);
         let curve = Curve::new(vec![point(1), point(2), point(4)], Some(promise), 0.05).unwrap();
         let text = render_curve(&curve, &[]);
         assert!(text.contains("promise p99 <= 1"), "{text}");

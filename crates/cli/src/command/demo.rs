@@ -51,11 +51,9 @@ pub fn demo(args: &DemoArgs) -> anyhow::Result<i32> {
         .into());
     }
     let (volume_caps, host_cap) = demo_caps(count);
-    let spec = SimHostSpec {
-        volume_iops: volume_caps.into_iter().map(Some).collect(),
-        host_iops: Some(host_cap),
-        ..SimHostSpec::new(count, DEMO_VOLUME_SIZE)
-    };
+    let spec = SimHostSpec::new(count, DEMO_VOLUME_SIZE)
+        .with_volume_iops_caps(volume_caps.into_iter().map(Some).collect())
+        .with_host_iops(host_cap);
     let host = SimulatedHost::build(&spec).context("building the simulated host")?;
     eprintln!("hostmax demo: {}", host.describe());
     let capped = *host.mode() == SimHostMode::LoopDevices;
@@ -77,11 +75,9 @@ pub fn demo(args: &DemoArgs) -> anyhow::Result<i32> {
         given_names: Vec::new(),
         identities: crate::plan::identity::PlannedIdentity::record(&targets),
         targets,
-        workload: hostmax_engine::Workload {
-            runtime,
-            ramp: runtime.min(Duration::from_secs(2)),
-            ..hostmax_engine::Workload::default()
-        },
+        workload: hostmax_engine::Workload::default()
+            .with_runtime(runtime)
+            .with_ramp(runtime.min(Duration::from_secs(2))),
         cpus: None,
         allow_write: false,
         layout: Default::default(),

@@ -163,10 +163,7 @@ pub fn run(args: &DoctorArgs) -> anyhow::Result<i32> {
     }
     let root = SysRoot::at(dir);
     // The depth the test will use, against the engine's range.
-    let depth = hostmax_engine::Workload {
-        iodepth: args.iodepth,
-        ..hostmax_engine::Workload::default()
-    };
+    let depth = hostmax_engine::Workload::default().with_iodepth(args.iodepth);
     depth.check().map_err(|e| BadInput::from(&e))?;
     let outputs = crate::output::export::Outputs::<DoctorReport>::new()
         .declare(args.json.as_deref(), crate::output::json::JsonReport)?;
@@ -179,11 +176,12 @@ pub fn run(args: &DoctorArgs) -> anyhow::Result<i32> {
     );
     let mut ceiling = None;
     if root.is_live() && !args.ceiling_runtime.is_zero() {
-        let measured = hostmax_engine::measure_issue_ceiling(&hostmax_engine::CeilingConfig {
-            cpus,
-            iodepth: args.iodepth,
-            runtime: args.ceiling_runtime,
-        });
+        let measured = hostmax_engine::measure_issue_ceiling(
+            &hostmax_engine::CeilingConfig::default()
+                .with_cpus(cpus)
+                .with_iodepth(args.iodepth)
+                .with_runtime(args.ceiling_runtime),
+        );
         if let Err(hostmax_engine::EngineError::InvalidCpus(e)) = &measured {
             return Err(BadInput::from(e).into());
         }

@@ -76,13 +76,10 @@ pub fn run(args: &PrepareArgs) -> anyhow::Result<i32> {
             human_size(total)
         );
     }
-    let pass = ReadPass {
-        targets: paths.clone(),
-        from,
-        block_size: args.bs as u32,
-        depth: args.iodepth,
-        ..ReadPass::default()
-    };
+    let pass = ReadPass::new(paths.clone())
+        .with_from(from)
+        .with_block_size(args.bs as u32)
+        .with_depth(args.iodepth);
     let started = Instant::now();
     let mut saved: Option<anyhow::Error> = None;
     let watch = crate::signals::watch();

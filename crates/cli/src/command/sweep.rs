@@ -3,7 +3,7 @@
 //! `"sweep"` in the JSON and, with `--svg`, draws IOPS against volumes beside the ideal line.
 
 use hostmax_aggregate::knee::{default_steps, IdealSource, Sweep, SweepPoint};
-use hostmax_aggregate::{HostReport, SweepReport, SCHEMA_VERSION};
+use hostmax_aggregate::{HostReport, SweepReport};
 
 use crate::args::verify::{Step, SweepArgs};
 use crate::chart::{Band, LegendCorner, LineChart, Series, SeriesStyle, TickFormat};
@@ -65,6 +65,8 @@ fn render(sweep: &Sweep, reports: &[HostReport], interrupted: bool) -> String {
         IdealSource::VolumeCaps => "ideal (caps)",
         IdealSource::LinearFromFirst => "ideal (linear)",
         IdealSource::RateCapped => "ideal (capped)",
+        // A source newer than this table.
+        _ => "ideal",
     };
     out += &format!(
         "{:>7}  {:>10}  {:>9}  {:>14}  {:>8}\n",
@@ -151,6 +153,7 @@ pub fn sweep_chart(sweep: &Sweep) -> LineChart {
                     IdealSource::RateCapped => {
                         "ideal: the volumes' promises held to --rate-iops".into()
                     }
+                    _ => "ideal".into(),
                 },
                 points: sweep
                     .ideal
@@ -281,15 +284,12 @@ pub fn sweep(args: &SweepArgs) -> anyhow::Result<i32> {
         ..Default::default()
     }
     .code();
-    let root = SweepReport {
-        schema_version: SCHEMA_VERSION,
-        hostname: crate::provenance::hostname(),
-        provenance: crate::provenance::spanning(&reports),
-        sweep: found,
-        runs: reports,
-        interrupted,
-        steps_not_measured: not_measured,
-    };
+    let provenance = crate::provenance::spanning(&reports);
+    let root = SweepReport::new(found, reports)
+        .with_hostname(crate::provenance::hostname())
+        .with_provenance(provenance)
+        .with_interrupted(interrupted)
+        .with_steps_not_measured(not_measured);
     outputs.write(&root)?;
     Ok(code)
 }
@@ -319,11 +319,7 @@ mod tests {
     #[test]
     fn table_and_chart_name_the_ceiling_and_knee() {
         let pts = [(1, 1998.0), (2, 3995.0), (4, 5004.0)]
-            .map(|(volumes, iops)| SweepPoint {
-                volumes,
-                iops,
-                bytes_per_sec: iops * 4096.0,
-            })
+            .map(|(volumes, iops)| SweepPoint::new(volumes, iops, iops * 4096.0))
             .to_vec();
         let s = Sweep::new(pts, Some(&[2000.0; 4]), Tolerance::DEFAULT).unwrap();
         let text = render_sweep(&s, &[]);
@@ -345,11 +341,7 @@ mod tests {
         );
         // Still growing with the volumes: no knee drawn, the highest figure named as such.
         let growing = [(1, 2000.0), (2, 3998.0), (4, 7990.0)]
-            .map(|(volumes, iops)| SweepPoint {
-                volumes,
-                iops,
-                bytes_per_sec: iops * 4096.0,
-            })
+            .map(|(volumes, iops)| SweepPoint::new(volumes, iops, iops * 4096.0))
             .to_vec();
         let s = Sweep::new(growing, Some(&[2000.0; 4]), Tolerance::DEFAULT).unwrap();
         assert!(!s.saturated);

@@ -6,7 +6,7 @@
 //! phase goes through [`crate::measure::measure`] like any run.
 
 use hostmax_aggregate::verdict::{BlockSizes, RuleKind};
-use hostmax_aggregate::{judge, HostReport, VerifyReport, SCHEMA_VERSION};
+use hostmax_aggregate::{judge, HostReport, VerifyReport};
 use hostmax_engine::IoPattern;
 
 use crate::args::verify::VerifyArgs;
@@ -63,7 +63,8 @@ pub fn phase_request(base: &PlanRequest, kind: RuleKind, throughput_bs: u64) -> 
     let needs = kind.promise().needs;
     request.block_size = match needs.blocks {
         BlockSizes::AtLeast(_) => throughput_bs,
-        BlockSizes::AtMost(_) => needs.block_size.into(),
+        // At most a size, or a kind newer than this match: the block size its rule names.
+        _ => needs.block_size.into(),
     };
     if let Some(depth) = needs.depth.fixed() {
         // The depth a promise needs is what a device keeps in flight: one job keeps it
@@ -101,7 +102,8 @@ pub fn plan_phases(
                     format!("--throughput-bs {size}"),
                     "--throughput-bs ".to_string(),
                 ),
-                BlockSizes::AtMost(_) => (
+                // At most a size, or a kind newer than this match: the rule fixed it.
+                _ => (
                     format!("{size} blocks, fixed for this phase"),
                     "the phase's block size ".to_string(),
                 ),
@@ -181,15 +183,12 @@ pub fn verify(args: &VerifyArgs) -> anyhow::Result<i32> {
     };
     print_beside_json(&format!("\n{rendered}"), json.as_ref());
     let code = judged_exit_code(&refs, signal, judgement);
-    let root = VerifyReport {
-        schema_version: SCHEMA_VERSION,
-        hostname: crate::provenance::hostname(),
-        provenance: crate::provenance::spanning(&reports),
-        verdict,
-        phases: reports,
-        interrupted,
-        phases_not_measured: not_measured,
-    };
+    let provenance = crate::provenance::spanning(&reports);
+    let root = VerifyReport::new(verdict, reports)
+        .with_hostname(crate::provenance::hostname())
+        .with_provenance(provenance)
+        .with_interrupted(interrupted)
+        .with_phases_not_measured(not_measured);
     outputs.write(&root)?;
     Ok(code)
 }

@@ -359,24 +359,20 @@ mod rate_chart_tests {
 
     #[test]
     fn the_rate_chart_labels_each_step_with_the_share_achieved() {
-        let step = |offered: u64, achieved: f64, p99: u64| RateStep {
-            offered_iops: offered,
-            offered_host_iops: offered as f64,
-            achieved_iops: achieved,
-            response_ns: CurveLatency {
-                mean: p99 / 2,
-                p50: p99 / 4,
-                p95: p99 / 2,
-                p99,
-                p99_9: p99 * 2,
-            },
-            service_ns: CurveLatency {
-                mean: 1000,
-                p50: 1000,
-                p95: 2000,
-                p99: 3000,
-                p99_9: 4000,
-            },
+        let step = |offered: u64, achieved: f64, p99: u64| {
+            let response = CurveLatency::default()
+                .with_mean(p99 / 2)
+                .with_p50(p99 / 4)
+                .with_p95(p99 / 2)
+                .with_p99(p99)
+                .with_p99_9(p99 * 2);
+            let service = CurveLatency::default()
+                .with_mean(1000)
+                .with_p50(1000)
+                .with_p95(2000)
+                .with_p99(3000)
+                .with_p99_9(4000);
+            RateStep::new(offered, offered as f64, achieved, response, service)
         };
         let curve = RateCurve::new(
             vec![

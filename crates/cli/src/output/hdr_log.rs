@@ -483,11 +483,9 @@ mod tests {
     fn a_run_at_an_offered_rate_logs_response_times_under_their_own_tags() {
         let scratch = ScratchDir::new("response");
         let path = scratch.0.join("run.hlog");
-        let workload = Workload {
-            runtime: Duration::from_secs(2),
-            rate_iops: Some(1000),
-            ..Workload::default()
-        };
+        let workload = Workload::default()
+            .with_runtime(Duration::from_secs(2))
+            .with_rate_iops(Some(1000));
         let start = SystemTime::UNIX_EPOCH + Duration::from_secs(1_800_000_000);
         let paths: Vec<PathBuf> = vec!["/dev/loop3".into()];
         let mut log = HdrLogRecorder::create(&path, &paths, &workload, start).unwrap();
@@ -537,11 +535,9 @@ mod tests {
     fn log_parses_back_with_every_interval_and_count() {
         let scratch = ScratchDir::new("parse");
         let path = scratch.0.join("run.hlog");
-        let workload = Workload {
-            pattern: IoPattern::RandRw,
-            runtime: Duration::from_millis(3500),
-            ..Workload::default()
-        };
+        let workload = Workload::default()
+            .with_pattern(IoPattern::RandRw)
+            .with_runtime(Duration::from_millis(3500));
         let start = SystemTime::UNIX_EPOCH + Duration::from_secs(1_800_000_000);
         let paths: Vec<PathBuf> = vec!["/dev/loop3".into(), "/dev/loop4".into()];
         let mut log = HdrLogRecorder::create(&path, &paths, &workload, start).unwrap();
@@ -601,10 +597,7 @@ mod tests {
     fn a_run_cut_short_logs_its_last_second_with_its_true_length() {
         let scratch = ScratchDir::new("cut");
         let path = scratch.0.join("cut.hlog");
-        let workload = Workload {
-            runtime: Duration::from_secs(30),
-            ..Workload::default()
-        };
+        let workload = Workload::default().with_runtime(Duration::from_secs(30));
         let paths: Vec<PathBuf> = vec!["/dev/loop3".into(), "/dev/loop4".into()];
         let mut log = HdrLogRecorder::create(&path, &paths, &workload, SystemTime::now()).unwrap();
         let mut series = TimeSeries::new(2).hand_over_histograms(true);
@@ -641,10 +634,7 @@ mod tests {
     fn runs_of_one_command_share_a_log_each_tagged_and_placed_in_time() {
         let scratch = ScratchDir::new("steps");
         let path = scratch.0.join("s.hlog");
-        let workload = Workload {
-            runtime: Duration::from_millis(1500),
-            ..Workload::default()
-        };
+        let workload = Workload::default().with_runtime(Duration::from_millis(1500));
         let start = SystemTime::UNIX_EPOCH + Duration::from_secs(1_800_000_000);
         let one: Vec<PathBuf> = vec!["/dev/loop3".into()];
         let two: Vec<PathBuf> = vec!["/dev/loop3".into(), "/dev/loop4".into()];

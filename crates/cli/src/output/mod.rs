@@ -95,11 +95,9 @@ pub(crate) mod tests_support {
             },
         ];
         result.measured = Duration::from_secs(2);
-        result.workload = Workload {
-            pattern: IoPattern::RandRw,
-            rwmixread: 70,
-            ..Workload::default()
-        };
+        result.workload = Workload::default()
+            .with_pattern(IoPattern::RandRw)
+            .with_rwmixread(70);
         let mut series = TimeSeries::new(2);
         for device in 0..2 {
             for second in 0..2 {

@@ -235,35 +235,16 @@ mod tests {
     use hostmax_engine::PerOp;
 
     fn point(second: i64, reads: u64, writes: u64) -> SecondPoint {
-        SecondPoint {
-            second,
-            iops: (reads + writes) as f64,
-            ops: OpSeconds(
-                PerOp::default()
-                    .with(
-                        OpKind::Read,
-                        OpSecond {
-                            iops: reads as f64,
-                            p50_ns: 150_000,
-                            p99_ns: 310_000,
-                        },
-                    )
-                    .with(
-                        OpKind::Write,
-                        OpSecond {
-                            iops: writes as f64,
-                            p50_ns: 900_000,
-                            p99_ns: 1_250_000,
-                        },
-                    ),
-            ),
-            bytes_per_sec: ((reads + writes) * 4096) as f64,
-            errors: 0,
-            backlog: 0,
-            devices: Vec::new(),
-            partial: false,
-            histograms: None,
-        }
+        let ops = PerOp::default()
+            .with(OpKind::Read, OpSecond::new(reads as f64, 150_000, 310_000))
+            .with(
+                OpKind::Write,
+                OpSecond::new(writes as f64, 900_000, 1_250_000),
+            );
+        SecondPoint::new(second)
+            .with_iops((reads + writes) as f64)
+            .with_ops(OpSeconds(ops))
+            .with_bytes_per_sec(((reads + writes) * 4096) as f64)
     }
 
     #[test]

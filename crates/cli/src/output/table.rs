@@ -1205,10 +1205,7 @@ mod tests {
         assert!(!render_table(&report).contains("stopped answering"));
         assert!(!render_table(&report).contains("kernel's count"));
         report.devices[1].stalled_in_flight = Some(32);
-        let counts = hostmax_aggregate::KernelCounts {
-            reads: 50,
-            ..Default::default()
-        };
+        let counts = hostmax_aggregate::KernelCounts::default().with_reads(50);
         report.devices[0].kernel = Some(hostmax_aggregate::KernelCount::new(
             counts,
             Some("reads: kernel 50, hostmax 0: +50 safety probe".into()),

@@ -63,11 +63,7 @@ impl SpecArgs {
             };
         }
         let spec = base.overridden_by(&flat);
-        Ok((!spec.is_empty()).then_some(VolumeClass {
-            spec,
-            label,
-            size: None,
-        }))
+        Ok((!spec.is_empty()).then_some(VolumeClass::new(spec, label)))
     }
 
     /// The spec set for `targets`: the options, the spec file, and each target's size.
@@ -107,10 +103,7 @@ impl SpecArgs {
             // A listed device with only a size takes the default class's rules.
             let class = if class.spec.is_empty() {
                 match &default_class {
-                    Some(d) => VolumeClass {
-                        size: class.size.or(d.size),
-                        ..d.clone()
-                    },
+                    Some(d) => d.clone().with_size(class.size.or(d.size)),
                     None => class,
                 }
             } else {
@@ -119,12 +112,12 @@ impl SpecArgs {
             if class.spec.is_empty() {
                 continue;
             }
-            devices.push(DeviceExpectation {
-                path: target.path.to_string_lossy().into_owned(),
-                size_bytes: class.size.unwrap_or(target.size),
-                spec: class.spec,
-                label: class.label,
-            });
+            devices.push(DeviceExpectation::new(
+                target.path.to_string_lossy(),
+                class.size.unwrap_or(target.size),
+                class.spec,
+                class.label,
+            ));
         }
         let file_host = file.as_ref().map(|f| f.host).unwrap_or_default();
         let host = file_host.overridden_by(&self.flat_host_spec());
@@ -132,11 +125,7 @@ impl SpecArgs {
             .tolerance
             .or(file.as_ref().and_then(|f| f.tolerance))
             .unwrap_or_default();
-        let set = SpecSet {
-            devices,
-            host,
-            tolerance,
-        };
+        let set = SpecSet::new(devices, host, tolerance);
         if set.is_empty() {
             return Err(BadInput(
                 "the spec options promise nothing for these devices: give --expect-volume-iops, --profile, --volume-spec, --expect-host-iops, or [[device]] entries in --spec-file"

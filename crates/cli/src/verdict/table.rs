@@ -59,7 +59,8 @@ fn rate_row(
 fn unit_scale(unit: Unit) -> f64 {
     match unit {
         Unit::BytesPerSec => 1e6,
-        Unit::Iops | Unit::Nanoseconds => 1.0,
+        // IOPS and latencies as they are, and a unit newer than this match too.
+        _ => 1.0,
     }
 }
 

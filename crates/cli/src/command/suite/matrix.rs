@@ -276,22 +276,21 @@ impl CellSettings {
             ^ (u64::from(round) << 32)
             ^ u64::from(cell.block_size)
             ^ (u64::from(cell.mix.read) << 48);
-        Workload {
-            pattern: cell.pattern(self.random),
-            rwmixread: cell.mix.read,
-            block_size: cell.block_size,
-            iodepth: self.iodepth,
-            numjobs: self.numjobs,
-            working_set: Some(self.range),
-            runtime: self.cell_time,
-            ramp: self.ramp,
-            seed: splitmix64(&mut state),
-            rate_iops: None,
-            arrival: Default::default(),
-            record_latency: true,
-            io_limit: None,
-            write_data: Default::default(),
-        }
+        Workload::default()
+            .with_pattern(cell.pattern(self.random))
+            .with_rwmixread(cell.mix.read)
+            .with_block_size(cell.block_size)
+            .with_iodepth(self.iodepth)
+            .with_numjobs(self.numjobs)
+            .with_working_set(Some(self.range))
+            .with_runtime(self.cell_time)
+            .with_ramp(self.ramp)
+            .with_seed(splitmix64(&mut state))
+            .with_rate_iops(None)
+            .with_arrival(Default::default())
+            .with_record_latency(true)
+            .with_io_limit(None)
+            .with_write_data(Default::default())
     }
 }
 

@@ -304,11 +304,9 @@ fn start(args: &SuiteArgs) -> anyhow::Result<Setup> {
         run_id: Some(crate::provenance::new_run_id()),
     };
     // The depth and the jobs against the engine's ranges, before any cell.
-    let depth = hostmax_engine::Workload {
-        iodepth: config.iodepth,
-        numjobs: config.numjobs,
-        ..hostmax_engine::Workload::default()
-    };
+    let depth = hostmax_engine::Workload::default()
+        .with_iodepth(config.iodepth)
+        .with_numjobs(config.numjobs);
     depth.check().map_err(|e| BadInput::from(&e))?;
     if config.cell_time_ms == 0 {
         return Err(BadInput(
@@ -368,10 +366,7 @@ fn check_block_sizes_fit(
     targets: &[hostmax_engine::TargetInfo],
 ) -> Result<(), BadInput> {
     for &bs in block_sizes {
-        let workload = Workload {
-            block_size: bs,
-            ..planned.clone()
-        };
+        let workload = planned.clone().with_block_size(bs);
         for t in targets {
             match hostmax_engine::check_fits(&workload, t) {
                 Ok(()) => {}
@@ -976,7 +971,7 @@ fn check_suite_writes(
     if writes {
         check_write_safety(
             targets,
-            WriteSafety { allow_write, force },
+            WriteSafety::new(allow_write, force),
             &crate::devices::safety_sources(),
         )
         .map_err(crate::error::refused_write)?;

@@ -578,11 +578,7 @@ fn merged<'a>(figures: impl Iterator<Item = &'a Figures>) -> anyhow::Result<PerO
 fn judged_runs(report: &SuiteReport) -> Vec<JudgedRun> {
     // A kind of I/O's figures, when the cell did any of it (its share of the mix, or its rate).
     let op = |share: f64, iops: f64, bytes_per_sec: f64, latency: &LatencySummary| {
-        (share > 0.0).then_some(OpFigures {
-            iops,
-            bytes_per_sec,
-            latency_ns: *latency,
-        })
+        (share > 0.0).then_some(OpFigures::new(iops, bytes_per_sec, *latency))
     };
     report
         .cell_order
@@ -593,64 +589,58 @@ fn judged_runs(report: &SuiteReport) -> Vec<JudgedRun> {
             let share = |percent: f64| percent / 100.0;
             let reads = share(f64::from(c.read_percent));
             let writes = 1.0 - reads;
-            JudgedRun {
-                label: key.clone(),
-                shape: RunShape {
-                    block_size: c.block_size,
-                    in_flight: Workload::in_flight(
-                        report.settings.iodepth,
-                        report.settings.numjobs,
+            let shape = RunShape::new(
+                c.block_size,
+                Workload::in_flight(report.settings.iodepth, report.settings.numjobs),
+                true,
+            );
+            let host = MeasuredFigures::new(
+                c.iops,
+                c.bytes_per_sec,
+                PerOp::from_fn(|kind| match kind {
+                    OpKind::Read => op(
+                        reads,
+                        c.iops * reads,
+                        c.bytes_per_sec * reads,
+                        &c.read_latency_ns,
                     ),
-                    record_latency: true,
-                },
-                rate_iops: None,
-                host: MeasuredFigures {
-                    iops: c.iops,
-                    bytes_per_sec: c.bytes_per_sec,
-                    ops: PerOp::from_fn(|kind| match kind {
-                        OpKind::Read => op(
-                            reads,
-                            c.iops * reads,
-                            c.bytes_per_sec * reads,
-                            &c.read_latency_ns,
-                        ),
-                        OpKind::Write => op(
-                            writes,
-                            c.iops * writes,
-                            c.bytes_per_sec * writes,
-                            &c.write_latency_ns,
-                        ),
-                        _ => None,
-                    }),
-                },
-                devices: c
-                    .devices
-                    .iter()
-                    .map(|d| {
-                        let block = f64::from(c.block_size);
-                        let figures = MeasuredFigures {
-                            iops: d.iops,
-                            bytes_per_sec: d.bytes_per_sec,
-                            ops: PerOp::from_fn(|kind| match kind {
-                                OpKind::Read => op(
-                                    d.read_iops,
-                                    d.read_iops,
-                                    d.read_iops * block,
-                                    &d.read_latency_ns,
-                                ),
-                                OpKind::Write => op(
-                                    d.write_iops,
-                                    d.write_iops,
-                                    d.write_iops * block,
-                                    &d.write_latency_ns,
-                                ),
-                                _ => None,
-                            }),
-                        };
-                        (d.path.clone(), figures)
-                    })
-                    .collect(),
-            }
+                    OpKind::Write => op(
+                        writes,
+                        c.iops * writes,
+                        c.bytes_per_sec * writes,
+                        &c.write_latency_ns,
+                    ),
+                    _ => None,
+                }),
+            );
+            let devices = c
+                .devices
+                .iter()
+                .map(|d| {
+                    let block = f64::from(c.block_size);
+                    let figures = MeasuredFigures::new(
+                        d.iops,
+                        d.bytes_per_sec,
+                        PerOp::from_fn(|kind| match kind {
+                            OpKind::Read => op(
+                                d.read_iops,
+                                d.read_iops,
+                                d.read_iops * block,
+                                &d.read_latency_ns,
+                            ),
+                            OpKind::Write => op(
+                                d.write_iops,
+                                d.write_iops,
+                                d.write_iops * block,
+                                &d.write_latency_ns,
+                            ),
+                            _ => None,
+                        }),
+                    );
+                    (d.path.clone(), figures)
+                })
+                .collect();
+            JudgedRun::new(key.clone(), shape, host, devices)
         })
         .collect()
 }

@@ -15,7 +15,7 @@ use hostmax_aggregate::{summarize, SecondPoint, TimeSeries};
 use hostmax_device::{Sysfs, WriteSafety};
 use hostmax_engine::{
     DeviceInterval, IoPattern, MeasureRequest, Observer, OpKind, RunConfig, RunHandle, RunResult,
-    SafetyCheck, TargetInfo, Workload,
+    TargetInfo, Workload,
 };
 use indicatif::{ProgressBar, ProgressStyle};
 
@@ -285,26 +285,26 @@ impl SuiteRunner {
     /// `None` when a signal stopped it (it is then redone on resume).
     fn precondition(&self) -> anyhow::Result<Option<PrepRecord>> {
         let started = Instant::now();
-        let workload = Workload {
-            pattern: IoPattern::Write,
-            rwmixread: 0,
-            block_size: PRECONDITION_BLOCK,
-            iodepth: self.config.iodepth.clamp(16, 64),
-            numjobs: None,
-            working_set: Some(self.config.range),
+        let workload = Workload::default()
+            .with_pattern(IoPattern::Write)
+            .with_rwmixread(0)
+            .with_block_size(PRECONDITION_BLOCK)
+            .with_iodepth(self.config.iodepth.clamp(16, 64))
+            .with_numjobs(None)
+            .with_working_set(Some(self.config.range))
             // The I/O limit ends it; the runtime is a backstop, or --precondition-time.
-            runtime: self
-                .config
-                .precondition_time_ms
-                .map_or(Duration::from_secs(30 * 24 * 3600), Duration::from_millis),
-            ramp: Duration::ZERO,
-            seed: self.config.seed,
-            rate_iops: None,
-            arrival: Default::default(),
-            record_latency: false,
-            io_limit: Some(PRECONDITION_PASSES * self.config.range),
-            write_data: Default::default(),
-        };
+            .with_runtime(
+                self.config
+                    .precondition_time_ms
+                    .map_or(Duration::from_secs(30 * 24 * 3600), Duration::from_millis),
+            )
+            .with_ramp(Duration::ZERO)
+            .with_seed(self.config.seed)
+            .with_rate_iops(None)
+            .with_arrival(Default::default())
+            .with_record_latency(false)
+            .with_io_limit(Some(PRECONDITION_PASSES * self.config.range))
+            .with_write_data(Default::default());
         self.progress.phase(&format!(
             "preconditioning: {PRECONDITION_PASSES} passes of sequential 128k writes over {} of {} device(s)",
             human_size(self.config.range),
@@ -515,23 +515,19 @@ impl SuiteRunner {
             .as_ref()
             .is_some_and(|p| p.consistency.is_some());
         let live = keep_series || metrics.is_some();
-        let request = MeasureRequest {
-            run: RunConfig {
-                cpus: self.config.cpus.clone(),
-                live,
-                ..RunConfig::new(
-                    targets.iter().map(|t| t.path.clone()).collect(),
-                    workload.clone(),
-                )
-            },
-            safety: SafetyCheck::CheckedBefore(WriteSafety {
-                allow_write: self.allow_write,
-                ..WriteSafety::default()
-            }),
-            sources: crate::devices::safety_sources(),
+        let run = RunConfig::new(
+            targets.iter().map(|t| t.path.clone()).collect(),
+            workload.clone(),
+        )
+        .with_cpus(self.config.cpus.clone())
+        .with_live(live);
+        let request = MeasureRequest::for_run(run)
             // Each descriptor the cell writes through must be what the suite checked.
-            checked: targets.to_vec(),
-        };
+            .with_checked_before(
+                WriteSafety::NONE.with_allow_write(self.allow_write),
+                targets.to_vec(),
+            )
+            .with_sources(crate::devices::safety_sources());
         if let Some(board) = &metrics {
             let paths: Vec<_> = targets.iter().map(|t| t.path.clone()).collect();
             board.run_begins(Some(before), &paths, workload);

@@ -22,6 +22,8 @@ pub fn figure_text(figure: Figure, value: f64) -> String {
         Unit::Iops => format!("{value:.0} IOPS"),
         Unit::BytesPerSec => format!("{:.1} MB/s", value / 1e6),
         Unit::Nanoseconds => crate::units::format_latency_ns(value as u64),
+        // A unit newer than this table: the number as it is.
+        _ => format!("{value}"),
     }
 }
 

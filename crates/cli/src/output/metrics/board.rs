@@ -459,11 +459,9 @@ mod tests {
     }
 
     fn workload() -> Workload {
-        Workload {
-            ramp: Duration::from_secs(1),
-            runtime: Duration::from_secs(2),
-            ..Workload::default()
-        }
+        Workload::default()
+            .with_ramp(Duration::from_secs(1))
+            .with_runtime(Duration::from_secs(2))
     }
 
     #[test]
