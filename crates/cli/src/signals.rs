@@ -113,6 +113,24 @@ impl SignalWatch {
         self.seen_changed.notify_all();
     }
 
+    /// A watch of its own that no process signal reaches, for a unit test to deliver signals
+    /// to ([`SignalWatch::deliver`]) without touching the process's.
+    #[cfg(test)]
+    pub(crate) fn detached() -> &'static SignalWatch {
+        Box::leak(Box::new(SignalWatch {
+            seen: AtomicI32::new(0),
+            seen_changed: Condvar::new(),
+            current: Mutex::new(None),
+            message: Mutex::new("stopping"),
+        }))
+    }
+
+    /// Takes `sig` as if it came from the process (a second one exits).
+    #[cfg(test)]
+    pub(crate) fn deliver(&self, sig: i32) {
+        self.received(sig);
+    }
+
     /// Waits up to `limit` for a signal; returns its number, or `None` if none came.
     pub fn wait_for_signal(&self, limit: Duration) -> Option<i32> {
         let current = lock(&self.current);

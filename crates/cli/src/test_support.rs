@@ -20,3 +20,26 @@ pub(crate) fn file_target(path: impl Into<PathBuf>, size: u64) -> hostmax_engine
         media: None,
     }
 }
+
+/// The command line `argv` (after `hostmax`), parsed; panics on a parse error: for tests.
+pub(crate) fn cli(argv: &[&str]) -> crate::args::Cli {
+    let argv = std::iter::once("hostmax").chain(argv.iter().copied());
+    <crate::args::Cli as clap::Parser>::try_parse_from(argv).unwrap()
+}
+
+/// `count` empty files of `size` bytes in `dir` (`d0.img`, `d1.img`, ...): targets a fake
+/// engine runs on.
+pub(crate) fn target_files(dir: &ScratchDir, count: usize, size: u64) -> Vec<String> {
+    (0..count)
+        .map(|i| {
+            let path = dir.0.join(format!("d{i}.img"));
+            std::fs::File::create(&path).unwrap().set_len(size).unwrap();
+            path.display().to_string()
+        })
+        .collect()
+}
+
+/// The JSON file at `path`, parsed.
+pub(crate) fn read_json(path: &std::path::Path) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}

@@ -9,6 +9,7 @@ use hostmax_aggregate::curve::{CurvePoint, LatencyPromise, LatencyStat};
 use hostmax_aggregate::{Curve, CurveReport, HostReport, SCHEMA_VERSION};
 
 use crate::args::verify::{CurveArgs, OfferedRate, RateList};
+use crate::engine::Engine;
 use crate::error::BadInput;
 use crate::measure;
 use crate::output::curve::{curve_chart, render_curve, render_rate_curve};
@@ -35,7 +36,7 @@ impl CurveArgs {
 }
 
 /// Runs `hostmax curve`; returns the exit code.
-pub fn curve(args: &CurveArgs) -> anyhow::Result<i32> {
+pub fn curve(engine: &dyn Engine, args: &CurveArgs) -> anyhow::Result<i32> {
     // Declared before any I/O, written once at the end: the JSON, the chart and one
     // `--hdr-log` holding every depth.
     let mut outputs = args.run.outputs::<CurveReport>()?.declare(
@@ -65,7 +66,15 @@ pub fn curve(args: &CurveArgs) -> anyhow::Result<i32> {
         .fraction();
     let promise = args.promise();
     if let Some(rates) = &args.rates {
-        return by_rate(rates, &base, promise, tolerance, outputs, json.as_ref());
+        return by_rate(
+            engine,
+            rates,
+            &base,
+            promise,
+            tolerance,
+            outputs,
+            json.as_ref(),
+        );
     }
 
     let mut reports: Vec<HostReport> = Vec::new();
@@ -81,8 +90,13 @@ pub fn curve(args: &CurveArgs) -> anyhow::Result<i32> {
             depths.len()
         );
         let label = format!("step{}", i + 1);
-        let (report, sig) =
-            measure::measure_step(&plan, &label, &mut outputs.recorders(), !reports.is_empty())?;
+        let (report, sig) = measure::measure_step(
+            engine,
+            &plan,
+            &label,
+            &mut outputs.recorders(),
+            !reports.is_empty(),
+        )?;
         let Some(report) = report else {
             (signal, called_off) = (sig, Some(depth));
             break;
@@ -156,6 +170,7 @@ pub fn curve(args: &CurveArgs) -> anyhow::Result<i32> {
 /// `curve --rates`: the ceiling at `--iodepth` uncapped first (what fractions are of, and the
 /// curve's one depth), then one run per offered rate, each judged by its response times.
 fn by_rate(
+    engine: &dyn Engine,
     rates: &RateList,
     base: &crate::plan::RunPlan,
     promise: Option<LatencyPromise>,
@@ -170,7 +185,7 @@ fn by_rate(
         base.workload.iodepth
     );
     let (ceiling_report, mut signal) =
-        measure::measure(base, Some("ceiling"), &mut outputs.recorders())?;
+        measure::measure(engine, base, Some("ceiling"), &mut outputs.recorders())?;
     let ceiling = ceiling_report.host.iops / volumes;
     let mut reports = vec![ceiling_report];
     let mut offered_order = Vec::new();
@@ -186,7 +201,7 @@ fn by_rate(
             let label = format!("rate{}", i + 1);
             // The ceiling step measured: a rate step a signal calls off ends the curve there.
             let (report, sig) =
-                measure::measure_step(&plan, &label, &mut outputs.recorders(), true)?;
+                measure::measure_step(engine, &plan, &label, &mut outputs.recorders(), true)?;
             let Some(report) = report else {
                 signal = sig;
                 break;

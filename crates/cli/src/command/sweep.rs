@@ -7,6 +7,7 @@ use hostmax_aggregate::{HostReport, SweepReport, SCHEMA_VERSION};
 
 use crate::args::verify::{Step, SweepArgs};
 use crate::chart::{Band, LegendCorner, LineChart, Series, SeriesStyle, TickFormat};
+use crate::engine::Engine;
 use crate::error::BadInput;
 use crate::measure;
 use crate::output::destination::print_beside_json;
@@ -185,7 +186,7 @@ pub fn sweep_chart(sweep: &Sweep) -> LineChart {
 }
 
 /// Runs `hostmax sweep`; returns the exit code.
-pub fn sweep(args: &SweepArgs) -> anyhow::Result<i32> {
+pub fn sweep(engine: &dyn Engine, args: &SweepArgs) -> anyhow::Result<i32> {
     // Declared before any I/O, written once at the end: the JSON, the chart and one
     // `--hdr-log` holding every step.
     let mut outputs = args
@@ -232,8 +233,13 @@ pub fn sweep(args: &SweepArgs) -> anyhow::Result<i32> {
             if n == 1 { "" } else { "s" }
         );
         let label = format!("step{}", i + 1);
-        let (report, sig) =
-            measure::measure_step(&plan, &label, &mut outputs.recorders(), !reports.is_empty())?;
+        let (report, sig) = measure::measure_step(
+            engine,
+            &plan,
+            &label,
+            &mut outputs.recorders(),
+            !reports.is_empty(),
+        )?;
         let Some(report) = report else {
             (signal, called_off) = (sig, Some(n));
             break;

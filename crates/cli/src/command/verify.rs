@@ -10,6 +10,7 @@ use hostmax_aggregate::{judge, HostReport, VerifyReport, SCHEMA_VERSION};
 use hostmax_engine::IoPattern;
 
 use crate::args::verify::VerifyArgs;
+use crate::engine::Engine;
 use crate::error::BadInput;
 use crate::measure;
 use crate::output::destination::print_beside_json;
@@ -120,7 +121,7 @@ pub fn plan_phases(
 }
 
 /// Runs `hostmax verify`; returns the exit code.
-pub fn verify(args: &VerifyArgs) -> anyhow::Result<i32> {
+pub fn verify(engine: &dyn Engine, args: &VerifyArgs) -> anyhow::Result<i32> {
     // Declared before any I/O, written once at the end: the JSON and one `--hdr-log` holding
     // every phase.
     let mut outputs = args.run.outputs::<VerifyReport>()?;
@@ -138,6 +139,7 @@ pub fn verify(args: &VerifyArgs) -> anyhow::Result<i32> {
         );
         let label = format!("phase{}", i + 1);
         let (report, sig) = measure::measure_step(
+            engine,
             &phase.plan,
             &label,
             &mut outputs.recorders(),
