@@ -368,3 +368,71 @@ mod tests {
         );
     }
 }
+
+#[cfg(test)]
+mod fake_engine_tests {
+    use super::*;
+    use crate::engine::fake::FakeEngine;
+    use crate::test_support::{cli, read_json, target_files, ScratchDir};
+
+    /// `hostmax curve` over two 8 MiB files, 1 s steps, the JSON in the scratch directory;
+    /// `more` after them.
+    fn curve_args(dir: &ScratchDir, more: &[&str]) -> CurveArgs {
+        let devices = target_files(dir, 2, 8 << 20);
+        let json = dir.0.join("curve.json").display().to_string();
+        let mut argv = vec!["curve", "--devices", &devices[0], &devices[1]];
+        argv.extend([
+            "--size",
+            "8m",
+            "--runtime",
+            "1s",
+            "--ramp",
+            "0s",
+            "--json",
+            &json,
+        ]);
+        argv.extend(more);
+        match cli(&argv).command {
+            Some(crate::args::Command::Curve(args)) => *args,
+            other => panic!("not a curve: {other:?}"),
+        }
+    }
+
+    /// A volume that gives 1000 IOPS per I/O in flight up to 4000: its latency (depth /
+    /// IOPS) is 1 ms up to depth 4, then doubles with each doubling.
+    fn saturating_at_depth_4() -> FakeEngine {
+        FakeEngine::new().with_iops(|_, _, w| (1000.0 * f64::from(w.iodepth)).min(4000.0))
+    }
+
+    #[test]
+    fn the_slo_knee_is_the_deepest_step_that_keeps_the_promise() {
+        let dir = ScratchDir::new("curve-knee");
+        let engine = saturating_at_depth_4();
+        let args = curve_args(&dir, &["--depths", "16,1,4,2,8", "--p99-max", "1.5ms"]);
+        let code = curve(&engine, &args).unwrap();
+        assert_eq!(code, 0);
+        let depths: Vec<u32> = engine.runs().iter().map(|r| r.workload.iodepth).collect();
+        assert_eq!(depths, [1, 2, 4, 8, 16], "in order, each once");
+        let host = &read_json(&dir.0.join("curve.json"))["curve"]["host"];
+        assert_eq!(host["knee"]["iodepth"], 4, "{host}");
+        assert_eq!(host["saturation"]["iodepth"], 4, "{host}");
+        assert_eq!(host["broken_from"], 8, "{host}");
+        assert_eq!(host["held_everywhere"], false, "{host}");
+    }
+
+    #[test]
+    fn offered_rates_are_fractions_of_the_ceiling_measured_first() {
+        let dir = ScratchDir::new("curve-rates");
+        let engine = saturating_at_depth_4();
+        let args = curve_args(&dir, &["--iodepth", "8", "--rates", "0.25x,1000,1.0x"]);
+        let code = curve(&engine, &args).unwrap();
+        assert_eq!(code, 0);
+        let runs = engine.runs();
+        let offered: Vec<Option<u64>> = runs.iter().map(|r| r.workload.rate_iops).collect();
+        // The ceiling uncapped (4000 a volume), then a quarter of it, 1000, and all of it.
+        assert_eq!(offered, [None, Some(1000), Some(1000), Some(4000)]);
+        assert!(runs.iter().all(|r| r.workload.iodepth == 8));
+        let report = read_json(&dir.0.join("curve.json"));
+        assert!(report["by_rate"].is_object(), "{report}");
+    }
+}

@@ -368,3 +368,78 @@ mod tests {
         );
     }
 }
+
+#[cfg(test)]
+mod fake_engine_tests {
+    use super::*;
+    use crate::engine::fake::FakeEngine;
+    use crate::test_support::{cli, read_json, target_files, ScratchDir};
+
+    /// `hostmax sweep` over `volumes` 8 MiB files, 1 s steps, the JSON in the scratch
+    /// directory; `more` after them.
+    fn sweep_args(dir: &ScratchDir, volumes: usize, more: &[&str]) -> SweepArgs {
+        let devices = target_files(dir, volumes, 8 << 20);
+        let json = dir.0.join("sweep.json").display().to_string();
+        let mut argv = vec!["sweep", "--devices"];
+        argv.extend(devices.iter().map(String::as_str));
+        argv.extend([
+            "--size",
+            "8m",
+            "--runtime",
+            "1s",
+            "--ramp",
+            "0s",
+            "--json",
+            &json,
+        ]);
+        argv.extend(more);
+        match cli(&argv).command {
+            Some(crate::args::Command::Sweep(args)) => args,
+            other => panic!("not a sweep: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_host_that_caps_out_has_its_knee_found_at_the_step_that_reached_it() {
+        let dir = ScratchDir::new("sweep-knee");
+        // The host gives 2400 IOPS at most, 1000 a volume below that.
+        let engine =
+            FakeEngine::new().with_iops(|_, volumes, _| 1000f64.min(2400.0 / volumes as f64));
+        let code = sweep(&engine, &sweep_args(&dir, 8, &[])).unwrap();
+        assert_eq!(code, 0);
+        let runs = engine.runs();
+        let counts: Vec<usize> = runs.iter().map(|r| r.targets.len()).collect();
+        assert_eq!(counts, [1, 2, 4, 8]);
+        // Each step drives the first volumes given.
+        assert!(runs
+            .windows(2)
+            .all(|w| w[1].targets.starts_with(&w[0].targets)));
+        let report = read_json(&dir.0.join("sweep.json"));
+        let found = &report["sweep"];
+        assert_eq!(found["saturated"], true, "{found}");
+        assert_eq!(found["knee_volumes"], 4, "{found}");
+        assert_eq!(found["ceiling_iops"].as_f64(), Some(2400.0), "{found}");
+        assert_eq!(report["runs"].as_array().map(Vec::len), Some(4));
+    }
+
+    #[test]
+    fn a_host_still_growing_is_not_saturated_and_the_steps_given_run() {
+        let dir = ScratchDir::new("sweep-growing");
+        let engine = FakeEngine::new();
+        let code = sweep(&engine, &sweep_args(&dir, 3, &["--steps", "all,1"])).unwrap();
+        assert_eq!(code, 0);
+        let counts: Vec<usize> = engine.runs().iter().map(|r| r.targets.len()).collect();
+        assert_eq!(counts, [1, 3]);
+        let found = &read_json(&dir.0.join("sweep.json"))["sweep"];
+        assert_eq!(found["saturated"], false, "{found}");
+    }
+
+    #[test]
+    fn io_errors_in_a_step_exit_3_after_every_step() {
+        let dir = ScratchDir::new("sweep-errors");
+        let engine = FakeEngine::new().with_errors_in(0);
+        let code = sweep(&engine, &sweep_args(&dir, 2, &[])).unwrap();
+        assert_eq!(code, 3);
+        assert_eq!(engine.runs().len(), 2);
+    }
+}

@@ -35,8 +35,8 @@ pub(crate) enum FakeCall {
 /// (from 0), its targets' count and its workload.
 type Iops = Box<dyn Fn(usize, usize, &Workload) -> f64>;
 
-/// A scripted engine: by default each target gives 1000 IOPS at a mean latency of
-/// depth / IOPS (Little's law), every run whole.
+/// A scripted engine: by default each target gives 1000 IOPS (at most its offered rate) at a
+/// latency of depth / IOPS (Little's law), every run whole.
 pub(crate) struct FakeEngine {
     iops: Iops,
     /// The run (by index) during which a signal comes, the watch it comes to, and the signal.
@@ -149,7 +149,11 @@ impl Engine for FakeEngine {
             at: Instant::now(),
             stopper: None,
         });
-        let iops = (self.iops)(index, targets.len(), &workload);
+        let scripted = (self.iops)(index, targets.len(), &workload);
+        // An offered rate is what a target gives at most.
+        let iops = workload
+            .rate_iops
+            .map_or(scripted, |rate| scripted.min(rate as f64));
         let signal = self.signal_at.filter(|(run, _, _)| *run == index);
         // A signal ends the run halfway (at least one second in).
         let secs = workload.runtime.as_secs().max(1);
