@@ -13,14 +13,15 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use hostmax_engine::{
-    DeviceInterval, EngineError, MeasureRequest, Observer, PreparedRun, RunHandle, RunResult,
-    StopHandle, TargetInfo,
+    DeviceInterval, EngineError, MeasureRequest, Observer, PassProgress, PreparedRun, ReadPass,
+    RunHandle, RunResult, StopHandle, TargetInfo,
 };
 
 #[cfg(test)]
 pub(crate) mod fake;
 
-/// What the commands ask of the engine: every measurement, and the suite's purge.
+/// What the commands ask of the engine: every measurement, the suite's purge and `prepare`'s
+/// read pass.
 pub trait Engine {
     /// One measurement ([`hostmax_engine::measure`]): the request's safety checks, the run,
     /// `observer` told as it goes; the result once every device is drained and released.
@@ -35,6 +36,14 @@ pub trait Engine {
 
     /// Zero-fills `range` of `target` ([`hostmax_engine::zero_out`]).
     fn zero_out(&self, target: &TargetInfo, range: Range<u64>) -> Result<(), EngineError>;
+
+    /// Reads every block of the pass's targets once ([`hostmax_engine::read_pass`], `hostmax
+    /// prepare`), `progress` told how far it is (and returning false to stop it).
+    fn read_pass(
+        &self,
+        pass: &ReadPass,
+        progress: &mut dyn FnMut(&PassProgress) -> bool,
+    ) -> Result<PassProgress, EngineError>;
 }
 
 /// A run that has just started.
@@ -84,6 +93,14 @@ impl Engine for RealEngine {
 
     fn zero_out(&self, target: &TargetInfo, range: Range<u64>) -> Result<(), EngineError> {
         hostmax_engine::zero_out(target, range)
+    }
+
+    fn read_pass(
+        &self,
+        pass: &ReadPass,
+        progress: &mut dyn FnMut(&PassProgress) -> bool,
+    ) -> Result<PassProgress, EngineError> {
+        hostmax_engine::read_pass(pass, progress)
     }
 }
 

@@ -82,7 +82,7 @@ pub fn run(cli: args::Cli) -> anyhow::Result<i32> {
         Some(Command::Sweep(args)) => command::sweep::sweep(engine, &args),
         Some(Command::Doctor(args)) => command::doctor::run(&args),
         Some(Command::Curve(args)) => command::curve::curve(engine, &args),
-        Some(Command::Prepare(args)) => command::prepare::run(&args),
+        Some(Command::Prepare(args)) => command::prepare::run(engine, &args),
         None => command::run::run(engine, &cli.run),
     };
     if ran.is_err() {

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use hostmax_engine::{
     new_latency_histogram, DeviceInterval, DeviceResult, EngineError, MeasureRequest, OpKind,
-    OpResult, PerOp, RunResult, TargetInfo, Workload,
+    OpResult, PassProgress, PerOp, ReadPass, RunResult, TargetInfo, Workload,
 };
 
 use super::{Engine, RunObserver, StartedRun};
@@ -29,6 +29,11 @@ pub(crate) enum FakeCall {
     Measure(FakeRun),
     Discard(PathBuf),
     ZeroOut(PathBuf),
+    /// A read pass, from where it was asked to start.
+    ReadPass {
+        targets: Vec<PathBuf>,
+        from: Vec<u64>,
+    },
 }
 
 /// The IOPS each target gives in a run: the run's index among this engine's measurements
@@ -45,6 +50,9 @@ pub(crate) struct FakeEngine {
     no_discard: bool,
     /// Every target's I/Os fail in the runs (by index) listed.
     errors_in: Vec<usize>,
+    /// A read pass reads this many bytes of each target at most, then stops (as a signal
+    /// would stop it).
+    pass_reads: Option<u64>,
     calls: RefCell<Vec<FakeCall>>,
 }
 
@@ -56,6 +64,7 @@ impl FakeEngine {
             signal_at: None,
             no_discard: false,
             errors_in: Vec::new(),
+            pass_reads: None,
             calls: RefCell::new(Vec::new()),
         }
     }
@@ -86,6 +95,12 @@ impl FakeEngine {
     /// Run `run`'s I/Os fail (one error per target).
     pub fn with_errors_in(mut self, run: usize) -> Self {
         self.errors_in.push(run);
+        self
+    }
+
+    /// A read pass reads at most `bytes` of each target, then stops.
+    pub fn with_pass_stopping_after(mut self, bytes: u64) -> Self {
+        self.pass_reads = Some(bytes);
         self
     }
 
@@ -221,5 +236,32 @@ impl Engine for FakeEngine {
             .borrow_mut()
             .push(FakeCall::ZeroOut(target.path.clone()));
         Ok(())
+    }
+
+    fn read_pass(
+        &self,
+        pass: &ReadPass,
+        progress: &mut dyn FnMut(&PassProgress) -> bool,
+    ) -> Result<PassProgress, EngineError> {
+        self.calls.borrow_mut().push(FakeCall::ReadPass {
+            targets: pass.targets.clone(),
+            from: pass.from.clone(),
+        });
+        let sizes = pass
+            .targets
+            .iter()
+            .map(|p| Ok(hostmax_device::probe(p)?.size))
+            .collect::<Result<Vec<u64>, EngineError>>()?;
+        let done = sizes
+            .iter()
+            .enumerate()
+            .map(|(i, &size)| {
+                let from = pass.from.get(i).copied().unwrap_or(0);
+                self.pass_reads.map_or(size, |n| (from + n).min(size))
+            })
+            .collect();
+        let reached = PassProgress::new(sizes, done);
+        progress(&reached);
+        Ok(reached)
     }
 }
