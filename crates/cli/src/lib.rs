@@ -5,9 +5,11 @@
 //! The rooms, top down (a module uses only those below it, never a command's):
 //! - `command`: one module per subcommand (the main run, `demo`, `verify`, `sweep`, `curve`,
 //!   `suite`, `doctor`, `merge`, `prepare`), each from its parsed options to its exit code.
-//! - `measure`: measuring a plan, the one way every command runs I/O (engine, live view,
-//!   `--start-at`, the outputs that record runs, signals, a stamped report), and printing a
-//!   report.
+//! - `engine`: the one seam every command's I/O goes through (the real engine, made in
+//!   [`run`]'s dispatch, or a fake in unit tests). `measure`: one run through it, watched by
+//!   the one observer (identity re-check, live view or a command's progress, `--start-at`,
+//!   the outputs that record runs, signals, live metrics), a plan measured into a stamped
+//!   report, and printing a report.
 //! - `verdict`: spec options into a spec set, the run shape each promise needs, the verdict
 //!   table. `diagnosis`: the host settings that hold a test back (`hostmax doctor`, and the
 //!   main run's one-line warning).

@@ -21,12 +21,6 @@ pub(crate) fn file_target(path: impl Into<PathBuf>, size: u64) -> hostmax_engine
     }
 }
 
-/// The command line `argv` (after `hostmax`), parsed; panics on a parse error: for tests.
-pub(crate) fn cli(argv: &[&str]) -> crate::args::Cli {
-    let argv = std::iter::once("hostmax").chain(argv.iter().copied());
-    <crate::args::Cli as clap::Parser>::try_parse_from(argv).unwrap()
-}
-
 /// `count` empty files of `size` bytes in `dir` (`d0.img`, `d1.img`, ...): targets a fake
 /// engine runs on.
 pub(crate) fn target_files(dir: &ScratchDir, count: usize, size: u64) -> Vec<String> {

@@ -229,7 +229,7 @@ mod tests {
     }
 
     fn merge_args(argv: &[&str]) -> MergeArgs {
-        match crate::test_support::cli(&[&["merge"], argv].concat()).command {
+        match crate::args::parsed(&[&["merge"], argv].concat()).command {
             Some(crate::args::Command::Merge(args)) => args,
             other => panic!("not a merge: {other:?}"),
         }

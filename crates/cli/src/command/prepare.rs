@@ -221,8 +221,9 @@ fn save(file: &Path, paths: &[PathBuf], p: &PassProgress) -> anyhow::Result<()> 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::args::parsed as cli;
     use crate::engine::fake::{FakeCall, FakeEngine};
-    use crate::test_support::{cli, target_files, ScratchDir};
+    use crate::test_support::{target_files, ScratchDir};
 
     fn prepare_args(argv: &[&str]) -> PrepareArgs {
         match cli(&[&["prepare"], argv].concat()).command {

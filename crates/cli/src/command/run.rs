@@ -77,8 +77,9 @@ fn run_unjudged(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::args::parsed as cli;
     use crate::engine::fake::FakeEngine;
-    use crate::test_support::{cli, read_json, target_files, ScratchDir};
+    use crate::test_support::{read_json, target_files, ScratchDir};
 
     /// The main run's options on two 8 MiB files, 2 s measured, the JSON in the scratch
     /// directory; `more` after them.

@@ -372,8 +372,9 @@ mod tests {
 #[cfg(test)]
 mod fake_engine_tests {
     use super::*;
+    use crate::args::parsed as cli;
     use crate::engine::fake::FakeEngine;
-    use crate::test_support::{cli, read_json, target_files, ScratchDir};
+    use crate::test_support::{read_json, target_files, ScratchDir};
 
     /// `hostmax sweep` over `volumes` 8 MiB files, 1 s steps, the JSON in the scratch
     /// directory; `more` after them.

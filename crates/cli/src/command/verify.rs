@@ -218,8 +218,9 @@ mod tests {
 #[cfg(test)]
 mod fake_engine_tests {
     use super::*;
+    use crate::args::parsed as cli;
     use crate::engine::fake::FakeEngine;
-    use crate::test_support::{cli, read_json, target_files, ScratchDir};
+    use crate::test_support::{read_json, target_files, ScratchDir};
 
     /// `hostmax verify` over two 8 MiB files, 1 s phases, the JSON in the scratch
     /// directory; `more` after them.
