@@ -436,4 +436,24 @@ mod fake_engine_tests {
         let report = read_json(&dir.0.join("curve.json"));
         assert!(report["by_rate"].is_object(), "{report}");
     }
+
+    #[test]
+    fn a_signal_ends_the_curve_with_no_knee_and_no_saturation_point() {
+        let dir = ScratchDir::new("curve-signal");
+        let watch = crate::signals::SignalWatch::detached();
+        crate::signals::hear_on_this_thread(watch);
+        let engine = saturating_at_depth_4().with_signal_during(1, watch, libc::SIGINT);
+        let args = curve_args(&dir, &["--depths", "1,2,4,8,16", "--p99-max", "1.5ms"]);
+        let code = curve(&engine, &args).unwrap();
+        assert_eq!(code, crate::exit_code::interrupted(libc::SIGINT));
+        assert_eq!(engine.runs().len(), 2);
+        let report = read_json(&dir.0.join("curve.json"));
+        assert_eq!(report["interrupted"], true);
+        assert_eq!(report["depths_not_measured"], serde_json::json!([4, 8, 16]));
+        let host = &report["curve"]["host"];
+        assert!(
+            host["knee"].is_null() && host["saturation"].is_null(),
+            "{host}"
+        );
+    }
 }

@@ -443,4 +443,37 @@ mod fake_engine_tests {
         assert_eq!(code, 3);
         assert_eq!(engine.runs().len(), 2);
     }
+
+    #[test]
+    fn a_signal_ends_the_sweep_after_its_step_with_no_knee() {
+        let dir = ScratchDir::new("sweep-signal");
+        let watch = crate::signals::SignalWatch::detached();
+        crate::signals::hear_on_this_thread(watch);
+        let engine = FakeEngine::new().with_signal_during(1, watch, libc::SIGINT);
+        let code = sweep(&engine, &sweep_args(&dir, 8, &[])).unwrap();
+        assert_eq!(code, crate::exit_code::interrupted(libc::SIGINT));
+        assert_eq!(engine.runs().len(), 2, "no step after the signal");
+        let report = read_json(&dir.0.join("sweep.json"));
+        assert_eq!(report["interrupted"], true);
+        assert_eq!(report["steps_not_measured"], serde_json::json!([4, 8]));
+        assert_eq!(report["runs"].as_array().map(Vec::len), Some(2));
+        assert_eq!(report["sweep"]["saturated"], false, "{}", report["sweep"]);
+    }
+
+    #[test]
+    fn a_write_step_a_signal_came_before_is_called_off_and_the_earlier_steps_reported() {
+        let dir = ScratchDir::new("sweep-called-off");
+        let watch = crate::signals::SignalWatch::detached();
+        crate::signals::hear_on_this_thread(watch);
+        // The signal comes while step 2 is readied: step 2, which writes, must not start.
+        let engine = FakeEngine::new().with_signal_before(1, watch, libc::SIGTERM);
+        let args = sweep_args(&dir, 4, &["--rw", "randwrite", "--allow-write"]);
+        let code = sweep(&engine, &args).unwrap();
+        assert_eq!(code, crate::exit_code::interrupted(libc::SIGTERM));
+        assert_eq!(engine.runs().len(), 2, "step 2 readied, step 3 never");
+        let report = read_json(&dir.0.join("sweep.json"));
+        assert_eq!(report["interrupted"], true);
+        assert_eq!(report["runs"].as_array().map(Vec::len), Some(1));
+        assert_eq!(report["steps_not_measured"], serde_json::json!([2, 4]));
+    }
 }

@@ -299,4 +299,26 @@ mod fake_engine_tests {
             (IoPattern::RandRw, 50)
         );
     }
+
+    #[test]
+    fn a_signal_withholds_the_verdict_and_names_the_phases_not_measured() {
+        let dir = ScratchDir::new("verify-signal");
+        let watch = crate::signals::SignalWatch::detached();
+        crate::signals::hear_on_this_thread(watch);
+        let engine = FakeEngine::new()
+            .with_iops(|_, _, _| 4000.0)
+            .with_signal_during(1, watch, libc::SIGINT);
+        let args = verify_args(&dir, &["--volume-spec", "iops=3000,mbps=100,p95_ms=1"]);
+        let code = verify(&engine, &args).unwrap();
+        assert_eq!(code, crate::exit_code::interrupted(libc::SIGINT));
+        assert_eq!(engine.runs().len(), 2, "no phase after the signal");
+        let report = read_json(&dir.0.join("verify.json"));
+        assert_eq!(report["interrupted"], true);
+        assert_eq!(
+            report["phases_not_measured"].as_array().map(Vec::len),
+            Some(1)
+        );
+        // Part of the work passes nothing, even where every figure measured held.
+        assert!(report["verdict"]["pass"].is_null(), "{}", report["verdict"]);
+    }
 }

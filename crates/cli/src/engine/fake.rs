@@ -46,6 +46,8 @@ pub(crate) struct FakeEngine {
     iops: Iops,
     /// The run (by index) during which a signal comes, the watch it comes to, and the signal.
     signal_at: Option<(usize, &'static SignalWatch, i32)>,
+    /// The run (by index) before whose start a signal comes (while its targets are checked).
+    signal_before: Option<(usize, &'static SignalWatch, i32)>,
     /// Discard fails (as on a device without discard support).
     no_discard: bool,
     /// Every target's I/Os fail in the runs (by index) listed.
@@ -62,6 +64,7 @@ impl FakeEngine {
         FakeEngine {
             iops: Box::new(|_, _, _| 1000.0),
             signal_at: None,
+            signal_before: None,
             no_discard: false,
             errors_in: Vec::new(),
             pass_reads: None,
@@ -83,6 +86,17 @@ impl FakeEngine {
         signal: i32,
     ) -> Self {
         self.signal_at = Some((run, watch, signal));
+        self
+    }
+
+    /// `signal` comes to `watch` while run `run` is readied, before its start.
+    pub fn with_signal_before(
+        mut self,
+        run: usize,
+        watch: &'static SignalWatch,
+        signal: i32,
+    ) -> Self {
+        self.signal_before = Some((run, watch, signal));
         self
     }
 
@@ -157,6 +171,9 @@ impl Engine for FakeEngine {
             targets: targets.clone(),
             workload: workload.clone(),
         }));
+        if let Some((_, watch, sig)) = self.signal_before.filter(|(run, _, _)| *run == index) {
+            watch.deliver(sig);
+        }
         if observer.before_start(&targets).is_break() {
             return Err(EngineError::CalledOff);
         }

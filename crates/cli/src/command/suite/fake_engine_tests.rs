@@ -294,3 +294,19 @@ fn the_latency_test_measures_one_device_at_a_time() {
         );
     }
 }
+
+#[test]
+fn a_writing_cell_a_signal_came_before_is_called_off_and_not_recorded() {
+    let bench = Bench::new("suite-called-off");
+    let watch = crate::signals::SignalWatch::detached();
+    // Run 1 is round 1's first cell, 4k 0/100 (all writes): the signal comes while it is
+    // readied.
+    let engine = FakeEngine::new().with_signal_before(1, watch, libc::SIGTERM);
+    let code = run_hearing(&engine, &bench.fresh(&[]), watch).unwrap();
+    assert_eq!(code, crate::exit_code::interrupted(libc::SIGTERM));
+    assert_eq!(engine.runs().len(), 2, "nothing after the called-off cell");
+    assert_eq!(bench.rounds_saved(), 0);
+    let report = bench.report();
+    assert_eq!(report["interrupted"], true);
+    assert_eq!(report["preparation"]["precondition"]["done"], true);
+}
