@@ -74,6 +74,14 @@ pub enum Command {
     Prepare(prepare::PrepareArgs),
 }
 
+/// The command line `argv` (after `hostmax`), parsed; panics on a parse error: for the
+/// commands' unit tests.
+#[cfg(test)]
+pub(crate) fn parsed(argv: &[&str]) -> Cli {
+    let argv = std::iter::once("hostmax").chain(argv.iter().copied());
+    <Cli as clap::Parser>::try_parse_from(argv).unwrap()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

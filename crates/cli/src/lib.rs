@@ -5,9 +5,11 @@
 //! The rooms, top down (a module uses only those below it, never a command's):
 //! - `command`: one module per subcommand (the main run, `demo`, `verify`, `sweep`, `curve`,
 //!   `suite`, `doctor`, `merge`, `prepare`), each from its parsed options to its exit code.
-//! - `measure`: measuring a plan, the one way every command runs I/O (engine, live view,
-//!   `--start-at`, the outputs that record runs, signals, a stamped report), and printing a
-//!   report.
+//! - `engine`: the one seam every command's I/O goes through (the real engine, made in
+//!   [`run`]'s dispatch, or a fake in unit tests). `measure`: one run through it, watched by
+//!   the one observer (identity re-check, live view or a command's progress, `--start-at`,
+//!   the outputs that record runs, signals, live metrics), a plan measured into a stamped
+//!   report, and printing a report.
 //! - `verdict`: spec options into a spec set, the run shape each promise needs, the verdict
 //!   table. `diagnosis`: the host settings that hold a test back (`hostmax doctor`, and the
 //!   main run's one-line warning).
@@ -35,6 +37,8 @@ pub mod chart;
 mod command;
 pub mod devices;
 mod diagnosis;
+// The seam every command's I/O goes through (the real engine, or a fake in unit tests).
+mod engine;
 // Input files read with bounds.
 pub mod error;
 pub mod exit_code;
@@ -70,16 +74,18 @@ pub fn run(cli: args::Cli) -> anyhow::Result<i32> {
     }
     // Bound before any I/O: a port in use is bad input.
     let metrics = output::metrics::serve(metrics_listen(&cli), command_name(&cli))?;
+    // The one real engine; every command that runs I/O takes it (unit tests give a fake).
+    let engine = &engine::RealEngine;
     let ran = match cli.command {
-        Some(Command::Demo(args)) => command::demo::demo(&args),
-        Some(Command::Suite(args)) => command::suite::run(&args),
+        Some(Command::Demo(args)) => command::demo::demo(engine, &args),
+        Some(Command::Suite(args)) => command::suite::run(engine, &args),
         Some(Command::Merge(args)) => command::merge::run_merge(&args),
-        Some(Command::Verify(args)) => command::verify::verify(&args),
-        Some(Command::Sweep(args)) => command::sweep::sweep(&args),
+        Some(Command::Verify(args)) => command::verify::verify(engine, &args),
+        Some(Command::Sweep(args)) => command::sweep::sweep(engine, &args),
         Some(Command::Doctor(args)) => command::doctor::run(&args),
-        Some(Command::Curve(args)) => command::curve::curve(&args),
-        Some(Command::Prepare(args)) => command::prepare::run(&args),
-        None => command::run::run(&cli.run),
+        Some(Command::Curve(args)) => command::curve::curve(engine, &args),
+        Some(Command::Prepare(args)) => command::prepare::run(engine, &args),
+        None => command::run::run(engine, &cli.run),
     };
     if ran.is_err() {
         // Refused before any I/O: the files made for `--size` hold nothing; take them away.

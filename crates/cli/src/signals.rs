@@ -32,6 +32,10 @@ static WATCH: OnceLock<SignalWatch> = OnceLock::new();
 /// so call it before anything a signal should not cut short: `main` does, before the first
 /// device check.
 pub fn watch() -> &'static SignalWatch {
+    #[cfg(test)]
+    if let Some(heard) = HEARD_HERE.with(std::cell::Cell::get) {
+        return heard;
+    }
     WATCH.get_or_init(|| {
         if let Err(e) = start_listening() {
             eprintln!("hostmax: cannot watch signals ({e}); Ctrl-C will end the run at once");
@@ -43,6 +47,21 @@ pub fn watch() -> &'static SignalWatch {
             message: Mutex::new("stopping (draining in-flight I/O); signal again to abort"),
         }
     })
+}
+
+#[cfg(test)]
+thread_local! {
+    /// The watch [`watch`] gives on this thread instead of the process's
+    /// ([`hear_on_this_thread`]).
+    static HEARD_HERE: std::cell::Cell<Option<&'static SignalWatch>> =
+        const { std::cell::Cell::new(None) };
+}
+
+/// Makes [`watch`] give `heard` on this thread: a unit test (each runs on a thread of its
+/// own) delivers signals to it ([`SignalWatch::deliver`]) and no process signal reaches it.
+#[cfg(test)]
+pub(crate) fn hear_on_this_thread(heard: &'static SignalWatch) {
+    HEARD_HERE.with(|here| here.set(Some(heard)));
 }
 
 /// Installs the SIGINT and SIGTERM handlers here (tokio installs them as each `Signal` is
@@ -111,6 +130,24 @@ impl SignalWatch {
         // Taking the lock orders this after a waiter's check of `seen`.
         let _current = lock(&self.current);
         self.seen_changed.notify_all();
+    }
+
+    /// A watch of its own that no process signal reaches, for a unit test to deliver signals
+    /// to ([`SignalWatch::deliver`]) without touching the process's.
+    #[cfg(test)]
+    pub(crate) fn detached() -> &'static SignalWatch {
+        Box::leak(Box::new(SignalWatch {
+            seen: AtomicI32::new(0),
+            seen_changed: Condvar::new(),
+            current: Mutex::new(None),
+            message: Mutex::new("stopping"),
+        }))
+    }
+
+    /// Takes `sig` as if it came from the process (a second one exits).
+    #[cfg(test)]
+    pub(crate) fn deliver(&self, sig: i32) {
+        self.received(sig);
     }
 
     /// Waits up to `limit` for a signal; returns its number, or `None` if none came.

@@ -11,3 +11,20 @@ pub(crate) use hostmax_simhost::ScratchDir;
 pub(crate) fn file_target(path: impl Into<PathBuf>, size: u64) -> hostmax_engine::TargetInfo {
     hostmax_engine::TargetInfo::new(path, hostmax_engine::TargetKind::RegularFile, size, 512)
 }
+
+/// `count` empty files of `size` bytes in `dir` (`d0.img`, `d1.img`, ...): targets a fake
+/// engine runs on.
+pub(crate) fn target_files(dir: &ScratchDir, count: usize, size: u64) -> Vec<String> {
+    (0..count)
+        .map(|i| {
+            let path = dir.0.join(format!("d{i}.img"));
+            std::fs::File::create(&path).unwrap().set_len(size).unwrap();
+            path.display().to_string()
+        })
+        .collect()
+}
+
+/// The JSON file at `path`, parsed.
+pub(crate) fn read_json(path: &std::path::Path) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}

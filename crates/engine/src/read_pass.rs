@@ -82,6 +82,11 @@ pub struct PassProgress {
 }
 
 impl PassProgress {
+    /// A pass's progress: each target's size and the prefix of it read.
+    pub fn new(sizes: Vec<u64>, done: Vec<u64>) -> PassProgress {
+        PassProgress { sizes, done }
+    }
+
     /// Whether every target was read to its end.
     pub fn complete(&self) -> bool {
         self.done == self.sizes

@@ -9,6 +9,7 @@ use hostmax_aggregate::curve::{CurvePoint, LatencyPromise, LatencyStat};
 use hostmax_aggregate::{Curve, CurveReport, HostReport};
 
 use crate::args::verify::{CurveArgs, OfferedRate, RateList};
+use crate::engine::Engine;
 use crate::error::BadInput;
 use crate::measure;
 use crate::output::curve::{curve_chart, render_curve, render_rate_curve};
@@ -35,7 +36,7 @@ impl CurveArgs {
 }
 
 /// Runs `hostmax curve`; returns the exit code.
-pub fn curve(args: &CurveArgs) -> anyhow::Result<i32> {
+pub fn curve(engine: &dyn Engine, args: &CurveArgs) -> anyhow::Result<i32> {
     // Declared before any I/O, written once at the end: the JSON, the chart and one
     // `--hdr-log` holding every depth.
     let mut outputs = args.run.outputs::<CurveReport>()?.declare(
@@ -65,7 +66,15 @@ pub fn curve(args: &CurveArgs) -> anyhow::Result<i32> {
         .fraction();
     let promise = args.promise();
     if let Some(rates) = &args.rates {
-        return by_rate(rates, &base, promise, tolerance, outputs, json.as_ref());
+        return by_rate(
+            engine,
+            rates,
+            &base,
+            promise,
+            tolerance,
+            outputs,
+            json.as_ref(),
+        );
     }
 
     let mut reports: Vec<HostReport> = Vec::new();
@@ -81,8 +90,13 @@ pub fn curve(args: &CurveArgs) -> anyhow::Result<i32> {
             depths.len()
         );
         let label = format!("step{}", i + 1);
-        let (report, sig) =
-            measure::measure_step(&plan, &label, &mut outputs.recorders(), !reports.is_empty())?;
+        let (report, sig) = measure::measure_step(
+            engine,
+            &plan,
+            &label,
+            &mut outputs.recorders(),
+            !reports.is_empty(),
+        )?;
         let Some(report) = report else {
             (signal, called_off) = (sig, Some(depth));
             break;
@@ -151,6 +165,7 @@ pub fn curve(args: &CurveArgs) -> anyhow::Result<i32> {
 /// `curve --rates`: the ceiling at `--iodepth` uncapped first (what fractions are of, and the
 /// curve's one depth), then one run per offered rate, each judged by its response times.
 fn by_rate(
+    engine: &dyn Engine,
     rates: &RateList,
     base: &crate::plan::RunPlan,
     promise: Option<LatencyPromise>,
@@ -165,7 +180,7 @@ fn by_rate(
         base.workload.iodepth
     );
     let (ceiling_report, mut signal) =
-        measure::measure(base, Some("ceiling"), &mut outputs.recorders())?;
+        measure::measure(engine, base, Some("ceiling"), &mut outputs.recorders())?;
     let ceiling = ceiling_report.host.iops / volumes;
     let mut reports = vec![ceiling_report];
     let mut offered_order = Vec::new();
@@ -181,7 +196,7 @@ fn by_rate(
             let label = format!("rate{}", i + 1);
             // The ceiling step measured: a rate step a signal calls off ends the curve there.
             let (report, sig) =
-                measure::measure_step(&plan, &label, &mut outputs.recorders(), true)?;
+                measure::measure_step(engine, &plan, &label, &mut outputs.recorders(), true)?;
             let Some(report) = report else {
                 signal = sig;
                 break;
@@ -325,6 +340,95 @@ mod tests {
         assert!(
             svg.contains("SLO knee") && svg.contains("promise: p99"),
             "{svg}"
+        );
+    }
+}
+
+#[cfg(test)]
+mod fake_engine_tests {
+    use super::*;
+    use crate::args::parsed as cli;
+    use crate::engine::fake::FakeEngine;
+    use crate::test_support::{read_json, target_files, ScratchDir};
+
+    /// `hostmax curve` over two 8 MiB files, 1 s steps, the JSON in the scratch directory;
+    /// `more` after them.
+    fn curve_args(dir: &ScratchDir, more: &[&str]) -> CurveArgs {
+        let devices = target_files(dir, 2, 8 << 20);
+        let json = dir.0.join("curve.json").display().to_string();
+        let mut argv = vec!["curve", "--devices", &devices[0], &devices[1]];
+        argv.extend([
+            "--size",
+            "8m",
+            "--runtime",
+            "1s",
+            "--ramp",
+            "0s",
+            "--json",
+            &json,
+        ]);
+        argv.extend(more);
+        match cli(&argv).command {
+            Some(crate::args::Command::Curve(args)) => *args,
+            other => panic!("not a curve: {other:?}"),
+        }
+    }
+
+    /// A volume that gives 1000 IOPS per I/O in flight up to 4000: its latency (depth /
+    /// IOPS) is 1 ms up to depth 4, then doubles with each doubling.
+    fn saturating_at_depth_4() -> FakeEngine {
+        FakeEngine::new().with_iops(|_, _, w| (1000.0 * f64::from(w.iodepth)).min(4000.0))
+    }
+
+    #[test]
+    fn the_slo_knee_is_the_deepest_step_that_keeps_the_promise() {
+        let dir = ScratchDir::new("curve-knee");
+        let engine = saturating_at_depth_4();
+        let args = curve_args(&dir, &["--depths", "16,1,4,2,8", "--p99-max", "1.5ms"]);
+        let code = curve(&engine, &args).unwrap();
+        assert_eq!(code, 0);
+        let depths: Vec<u32> = engine.runs().iter().map(|r| r.workload.iodepth).collect();
+        assert_eq!(depths, [1, 2, 4, 8, 16], "in order, each once");
+        let host = &read_json(&dir.0.join("curve.json"))["curve"]["host"];
+        assert_eq!(host["knee"]["iodepth"], 4, "{host}");
+        assert_eq!(host["saturation"]["iodepth"], 4, "{host}");
+        assert_eq!(host["broken_from"], 8, "{host}");
+        assert_eq!(host["held_everywhere"], false, "{host}");
+    }
+
+    #[test]
+    fn offered_rates_are_fractions_of_the_ceiling_measured_first() {
+        let dir = ScratchDir::new("curve-rates");
+        let engine = saturating_at_depth_4();
+        let args = curve_args(&dir, &["--iodepth", "8", "--rates", "0.25x,1000,1.0x"]);
+        let code = curve(&engine, &args).unwrap();
+        assert_eq!(code, 0);
+        let runs = engine.runs();
+        let offered: Vec<Option<u64>> = runs.iter().map(|r| r.workload.rate_iops).collect();
+        // The ceiling uncapped (4000 a volume), then a quarter of it, 1000, and all of it.
+        assert_eq!(offered, [None, Some(1000), Some(1000), Some(4000)]);
+        assert!(runs.iter().all(|r| r.workload.iodepth == 8));
+        let report = read_json(&dir.0.join("curve.json"));
+        assert!(report["by_rate"].is_object(), "{report}");
+    }
+
+    #[test]
+    fn a_signal_ends_the_curve_with_no_knee_and_no_saturation_point() {
+        let dir = ScratchDir::new("curve-signal");
+        let watch = crate::signals::SignalWatch::detached();
+        crate::signals::hear_on_this_thread(watch);
+        let engine = saturating_at_depth_4().with_signal_during(1, watch, libc::SIGINT);
+        let args = curve_args(&dir, &["--depths", "1,2,4,8,16", "--p99-max", "1.5ms"]);
+        let code = curve(&engine, &args).unwrap();
+        assert_eq!(code, crate::exit_code::interrupted(libc::SIGINT));
+        assert_eq!(engine.runs().len(), 2);
+        let report = read_json(&dir.0.join("curve.json"));
+        assert_eq!(report["interrupted"], true);
+        assert_eq!(report["depths_not_measured"], serde_json::json!([4, 8, 16]));
+        let host = &report["curve"]["host"];
+        assert!(
+            host["knee"].is_null() && host["saturation"].is_null(),
+            "{host}"
         );
     }
 }

@@ -7,6 +7,7 @@ use anyhow::Context;
 use hostmax_aggregate::HostReport;
 
 use crate::args::demo::DemoArgs;
+use crate::engine::Engine;
 use crate::error::BadInput;
 use crate::measure::{exit_code, measure};
 use crate::output::export::Recorders;
@@ -42,7 +43,7 @@ fn demo_caps(volumes: usize) -> (Vec<u64>, u64) {
 /// IOPS, behind a host-wide cap), runs the host-max test on it, prints the report and what
 /// each cap allowed, and removes everything it made, also on Ctrl-C or error. Without root it
 /// runs on plain files in a temporary directory and says so.
-pub fn demo(args: &DemoArgs) -> anyhow::Result<i32> {
+pub fn demo(engine: &dyn Engine, args: &DemoArgs) -> anyhow::Result<i32> {
     let count = args.volumes.map_or(DEMO_VOLUME_IOPS.len(), |n| n as usize);
     if args.runtime.is_some_and(|t| t.is_zero()) {
         return Err(BadInput(
@@ -87,7 +88,7 @@ pub fn demo(args: &DemoArgs) -> anyhow::Result<i32> {
         kernel_window: Default::default(),
     };
     // The demo writes no file: its table is its only output.
-    let (report, signal) = measure(&plan, None, &mut Recorders::none())?;
+    let (report, signal) = measure(engine, &plan, None, &mut Recorders::none())?;
     let width = terminal_width();
     let names: Vec<String> = report.devices.iter().map(|d| d.path.clone()).collect();
     let mut text = render_table_noting(&report, width, UnwrittenReads::Expected);

@@ -203,6 +203,110 @@ mod tests {
         assert!(err.contains("cannot read it"), "{err}");
     }
 
+    /// A report of a 2 s run of `bs`-byte reads on two 8 MiB files through the fake
+    /// engine at `iops` a volume, written to `name` in `s`.
+    fn fake_report(s: &ScratchDir, name: &str, iops: f64, bs: u64) -> std::path::PathBuf {
+        let host = ScratchDir::new(&format!("merge-{name}"));
+        let devices = crate::test_support::target_files(&host, 2, 8 << 20);
+        let plan = crate::plan::plan_run(&crate::plan::PlanRequest {
+            devices: devices.iter().map(Into::into).collect(),
+            block_size: bs,
+            working_set: Some(8 << 20),
+            runtime: std::time::Duration::from_secs(2),
+            ramp: std::time::Duration::ZERO,
+            ..crate::plan::PlanRequest::default()
+        })
+        .unwrap();
+        let engine = crate::engine::fake::FakeEngine::new().with_iops(move |_, _, _| iops);
+        let (report, _) = crate::measure::measure(
+            &engine,
+            &plan,
+            None,
+            &mut crate::output::export::Recorders::none(),
+        )
+        .unwrap();
+        s.write(name, &serde_json::to_string(&report).unwrap())
+    }
+
+    fn merge_args(argv: &[&str]) -> MergeArgs {
+        match crate::args::parsed(&[&["merge"], argv].concat()).command {
+            Some(crate::args::Command::Merge(args)) => args,
+            other => panic!("not a merge: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn reports_measured_together_merge_into_their_sum() {
+        let s = ScratchDir::new("merge-sum");
+        let a = fake_report(&s, "a.json", 1000.0, 4096);
+        let b = fake_report(&s, "b.json", 2000.0, 4096);
+        let out = s.0.join("fleet.json");
+        let args = merge_args(&[
+            &a.display().to_string(),
+            &b.display().to_string(),
+            "--json",
+            &out.display().to_string(),
+        ]);
+        assert_eq!(run_merge(&args).unwrap(), 0);
+        let merged = crate::test_support::read_json(&out);
+        // Two volumes at 1000 and two at 2000: added, not averaged.
+        assert_eq!(
+            merged["host"]["iops"].as_f64(),
+            Some(6000.0),
+            "{}",
+            merged["host"]
+        );
+        assert_eq!(merged["fleet"]["hosts"].as_array().map(Vec::len), Some(2));
+    }
+
+    #[test]
+    fn the_same_run_twice_is_refused() {
+        let s = ScratchDir::new("merge-twice");
+        let a = fake_report(&s, "a.json", 1000.0, 4096);
+        let copy = s.write("copy.json", &std::fs::read_to_string(&a).unwrap());
+        let args = merge_args(&[&a.display().to_string(), &copy.display().to_string()]);
+        let err = run_merge(&args).unwrap_err();
+        let refusal = err.downcast_ref::<BadInput>().expect("a refusal");
+        assert!(refusal.0.contains("copy.json"), "{}", refusal.0);
+    }
+
+    #[test]
+    fn reports_of_other_block_sizes_are_refused_naming_the_option() {
+        let s = ScratchDir::new("merge-bs");
+        let a = fake_report(&s, "a.json", 1000.0, 4096);
+        let b = fake_report(&s, "b.json", 1000.0, 8192);
+        let args = merge_args(&[&a.display().to_string(), &b.display().to_string()]);
+        let err = run_merge(&args).unwrap_err();
+        let refusal = err.downcast_ref::<BadInput>().expect("a refusal");
+        assert!(refusal.0.contains("--bs"), "{}", refusal.0);
+    }
+
+    #[test]
+    fn runs_not_measured_together_are_refused_with_the_fix() {
+        let s = ScratchDir::new("merge-apart");
+        let a = fake_report(&s, "a.json", 1000.0, 4096);
+        let b = fake_report(&s, "b.json", 1000.0, 4096);
+        // b's run an hour before a's.
+        let mut earlier = load_report(&b).unwrap();
+        let hour_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(3600);
+        earlier.provenance =
+            provenance::for_window(hour_ago - std::time::Duration::from_secs(2), hour_ago);
+        let b = s.write("b.json", &serde_json::to_string(&earlier).unwrap());
+        let args = merge_args(&[&a.display().to_string(), &b.display().to_string()]);
+        let err = run_merge(&args).unwrap_err();
+        let refusal = err.downcast_ref::<BadInput>().expect("a refusal");
+        assert!(
+            refusal.0.contains("--start-at") && refusal.0.contains("--min-overlap"),
+            "{}",
+            refusal.0
+        );
+        // Accepting no overlap merges them.
+        let mut argv = vec![a.display().to_string(), b.display().to_string()];
+        argv.extend(["--min-overlap".into(), "0%".into()]);
+        let argv: Vec<&str> = argv.iter().map(String::as_str).collect();
+        assert_eq!(run_merge(&merge_args(&argv)).unwrap(), 0);
+    }
+
     #[test]
     fn a_written_report_loads_back() {
         let s = ScratchDir::new("load");

@@ -1,7 +1,8 @@
 //! `hostmax prepare`: every block of each device read once, start to end, before volumes
 //! restored from snapshots are measured (until each block has been read once, its first read
 //! fetches it from the snapshot's object store, and a benchmark would measure that). The
-//! reading is the engine's [`hostmax_engine::read_pass`]; this room resolves the devices,
+//! reading is the engine's [`hostmax_engine::read_pass`], through the seam every command's
+//! I/O goes through ([`crate::engine::Engine`]); this room resolves the devices,
 //! keeps the `--state` file, shows progress and rate on stderr, and stops on a signal with
 //! the state saved. It never writes to a device.
 
@@ -9,13 +10,14 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use anyhow::Context;
-use hostmax_engine::{read_pass, EngineError, PassProgress, ReadPass};
+use hostmax_engine::{EngineError, PassProgress, ReadPass};
 
 use crate::error::Stalled;
 use serde::{Deserialize, Serialize};
 
 use crate::args::prepare::PrepareArgs;
 use crate::devices::{expand_device_args, resolve_targets};
+use crate::engine::Engine;
 use crate::error::BadInput;
 use crate::exit_code;
 use crate::output::atomic::write_atomically;
@@ -39,7 +41,7 @@ struct DeviceState {
 const STATE: OutputFile = OutputFile::new("--state", "prepare.state.json", false, "the state");
 
 /// Runs `hostmax prepare` and returns its exit code.
-pub fn run(args: &PrepareArgs) -> anyhow::Result<i32> {
+pub fn run(engine: &dyn Engine, args: &PrepareArgs) -> anyhow::Result<i32> {
     if args.bs < 4096 || !args.bs.is_multiple_of(4096) || args.bs > 64 << 20 {
         return Err(BadInput(format!(
             "--bs {} is not a multiple of 4k between 4k and 64m; give e.g. --bs 1m",
@@ -83,7 +85,7 @@ pub fn run(args: &PrepareArgs) -> anyhow::Result<i32> {
     let started = Instant::now();
     let mut saved: Option<anyhow::Error> = None;
     let watch = crate::signals::watch();
-    let outcome = read_pass(&pass, |p| {
+    let outcome = engine.read_pass(&pass, &mut |p| {
         eprintln!(
             "{}",
             progress_line(p, already, started.elapsed().as_secs_f64())
@@ -211,4 +213,96 @@ fn save(file: &Path, paths: &[PathBuf], p: &PassProgress) -> anyhow::Result<()> 
     };
     let json = serde_json::to_vec_pretty(&state)?;
     write_atomically(file, &json).with_context(|| format!("write --state {}", file.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::args::parsed as cli;
+    use crate::engine::fake::{FakeCall, FakeEngine};
+    use crate::test_support::{target_files, ScratchDir};
+
+    fn prepare_args(argv: &[&str]) -> PrepareArgs {
+        match cli(&[&["prepare"], argv].concat()).command {
+            Some(crate::args::Command::Prepare(args)) => args,
+            other => panic!("not a prepare: {other:?}"),
+        }
+    }
+
+    /// Where each read pass the engine was asked for started.
+    fn passes_from(engine: &FakeEngine) -> Vec<Vec<u64>> {
+        engine
+            .calls()
+            .into_iter()
+            .filter_map(|c| match c {
+                FakeCall::ReadPass { from, .. } => Some(from),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_stopped_pass_continues_from_its_state_file_and_a_done_one_reads_nothing() {
+        let dir = ScratchDir::new("prepare-state");
+        let devices = target_files(&dir, 2, 8 << 20);
+        let state = dir.0.join("prepare.state").display().to_string();
+        let args = prepare_args(&["--devices", &devices[0], &devices[1], "--state", &state]);
+
+        let stopped = FakeEngine::new().with_pass_stopping_after(2 << 20);
+        assert_ne!(run(&stopped, &args).unwrap(), exit_code::OK);
+        assert_eq!(passes_from(&stopped), [vec![0, 0]]);
+        let read: Vec<Vec<PathBuf>> = stopped
+            .calls()
+            .into_iter()
+            .filter_map(|c| match c {
+                FakeCall::ReadPass { targets, .. } => Some(targets),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(
+            read,
+            [devices.iter().map(PathBuf::from).collect::<Vec<_>>()]
+        );
+
+        let resumed = FakeEngine::new();
+        assert_eq!(run(&resumed, &args).unwrap(), exit_code::OK);
+        assert_eq!(passes_from(&resumed), [vec![2 << 20, 2 << 20]]);
+
+        let again = FakeEngine::new();
+        assert_eq!(run(&again, &args).unwrap(), exit_code::OK);
+        assert!(
+            passes_from(&again).is_empty(),
+            "every block was read before"
+        );
+    }
+
+    #[test]
+    fn a_device_the_state_file_does_not_name_starts_from_its_start_and_a_resized_one_is_refused() {
+        let dir = ScratchDir::new("prepare-other");
+        let devices = target_files(&dir, 2, 8 << 20);
+        let state = dir.0.join("prepare.state").display().to_string();
+        let first = prepare_args(&["--devices", &devices[0], "--state", &state]);
+        run(&FakeEngine::new().with_pass_stopping_after(1 << 20), &first).unwrap();
+        // Both now: the first from where it stopped, the second (not in the file) from 0.
+        let both = prepare_args(&["--devices", &devices[0], &devices[1], "--state", &state]);
+        let engine = FakeEngine::new().with_pass_stopping_after(1 << 20);
+        run(&engine, &both).unwrap();
+        assert_eq!(passes_from(&engine), [vec![1 << 20, 0]]);
+        // A device that grew since is not the one the file describes: refused, nothing read.
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open(&devices[1])
+            .unwrap()
+            .set_len(16 << 20)
+            .unwrap();
+        let engine = FakeEngine::new();
+        let err = run(&engine, &both).unwrap_err();
+        let refusal = err.downcast_ref::<BadInput>().expect("a refusal");
+        assert!(
+            refusal.0.contains("remove the file to start over"),
+            "{}",
+            refusal.0
+        );
+        assert!(passes_from(&engine).is_empty());
+    }
 }

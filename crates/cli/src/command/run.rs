@@ -5,6 +5,7 @@ use hostmax_aggregate::{judge, HostReport};
 
 use crate::args::spec::SpecArgs;
 use crate::args::RunArgs;
+use crate::engine::Engine;
 use crate::measure::{exit_code, run_and_emit};
 use crate::output::export::Outputs;
 use crate::plan::{plan_run, RunPlan};
@@ -12,13 +13,13 @@ use crate::verdict::{check_judgeable, consistency, judged_exit_code, table};
 
 /// The main run: planned, measured and reported ([`run_unjudged`]), then, when spec options
 /// were given, the verdict table and the `"verdict"` in the JSON.
-pub fn run(args: &RunArgs) -> anyhow::Result<i32> {
+pub fn run(engine: &dyn Engine, args: &RunArgs) -> anyhow::Result<i32> {
     let outputs = args.outputs::<HostReport>()?;
     let plan = plan_run(&args.request_beside(&outputs))?;
     let specs = &args.spec;
     // Read before any I/O, said after the report: a refused run prints its one line only.
     let doctor = crate::diagnosis::warning_line(&plan);
-    let code = run_judged(plan, outputs, specs)?;
+    let code = run_judged(engine, plan, outputs, specs)?;
     if let Some(line) = doctor {
         eprintln!("{line}");
     }
@@ -26,18 +27,19 @@ pub fn run(args: &RunArgs) -> anyhow::Result<i32> {
 }
 
 fn run_judged(
+    engine: &dyn Engine,
     plan: RunPlan,
     outputs: Outputs<HostReport>,
     specs: &SpecArgs,
 ) -> anyhow::Result<i32> {
     let Some(set) = specs.spec_set(&plan.targets)? else {
         specs.consistency()?;
-        return run_unjudged(plan, outputs);
+        return run_unjudged(engine, plan, outputs);
     };
     check_judgeable(&set, &plan)?;
     let required = specs.consistency()?;
     let json = outputs.json().cloned();
-    let (report, signal) = run_and_emit(&plan, outputs, |report| {
+    let (report, signal) = run_and_emit(engine, &plan, outputs, |report| {
         let mut verdict = judge(&set, &[report]);
         consistency::apply(&mut verdict, &set, &[report], required);
         // A run cut short judges nothing: no PASS from part of its time (judge withheld
@@ -58,12 +60,92 @@ fn run_judged(
 }
 
 /// Runs the host-max test a plan describes and prints/writes its report. Returns the exit code.
-fn run_unjudged(plan: RunPlan, outputs: Outputs<HostReport>) -> anyhow::Result<i32> {
+fn run_unjudged(
+    engine: &dyn Engine,
+    plan: RunPlan,
+    outputs: Outputs<HostReport>,
+) -> anyhow::Result<i32> {
     let json = outputs.json().cloned();
-    let (report, interrupted) = run_and_emit(&plan, outputs, |_| {})?;
+    let (report, interrupted) = run_and_emit(engine, &plan, outputs, |_| {})?;
     let bursts = table::unjudged_burst_lines(&report);
     if !bursts.is_empty() {
         crate::output::destination::print_beside_json(&bursts, json.as_ref());
     }
     Ok(exit_code(&report, interrupted))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::args::parsed as cli;
+    use crate::engine::fake::FakeEngine;
+    use crate::test_support::{read_json, target_files, ScratchDir};
+
+    /// The main run's options on two 8 MiB files, 2 s measured, the JSON in the scratch
+    /// directory; `more` after them.
+    fn run_args(dir: &ScratchDir, more: &[&str]) -> RunArgs {
+        let devices = target_files(dir, 2, 8 << 20);
+        let json = dir.0.join("run.json").display().to_string();
+        let mut argv = vec!["--devices", &devices[0], &devices[1]];
+        argv.extend([
+            "--size",
+            "8m",
+            "--runtime",
+            "2s",
+            "--ramp",
+            "0s",
+            "--json",
+            &json,
+        ]);
+        argv.extend(more);
+        cli(&argv).run
+    }
+
+    #[test]
+    fn the_main_run_reports_what_the_engine_measured() {
+        let dir = ScratchDir::new("run-fake");
+        let engine = FakeEngine::new().with_iops(|_, _, _| 1500.0);
+        let code = run(&engine, &run_args(&dir, &["--bs", "8k"])).unwrap();
+        assert_eq!(code, 0);
+        let runs = engine.runs();
+        assert_eq!(runs.len(), 1);
+        assert_eq!(runs[0].targets.len(), 2);
+        assert_eq!(runs[0].workload.block_size, 8192);
+        let report = read_json(&dir.0.join("run.json"));
+        assert_eq!(
+            report["host"]["iops"].as_f64(),
+            Some(3000.0),
+            "{}",
+            report["host"]
+        );
+        assert_eq!(report["devices"].as_array().map(Vec::len), Some(2));
+        assert_eq!(report["interrupted"], false);
+    }
+
+    #[test]
+    fn io_errors_exit_3() {
+        let dir = ScratchDir::new("run-errors");
+        let engine = FakeEngine::new().with_errors_in(0);
+        let code = run(&engine, &run_args(&dir, &[])).unwrap();
+        assert_eq!(code, 3);
+        let report = read_json(&dir.0.join("run.json"));
+        assert_eq!(report["host"]["errors"], 2, "{}", report["host"]);
+    }
+
+    #[test]
+    fn a_promise_is_judged_on_what_was_measured() {
+        let dir = ScratchDir::new("run-judged");
+        // 1000 IOPS a volume: a promise of 900 passes, one of 2000 fails (exit 1).
+        let engine = FakeEngine::new();
+        let kept = run(&engine, &run_args(&dir, &["--expect-volume-iops", "900"])).unwrap();
+        assert_eq!(kept, 0);
+        let report = read_json(&dir.0.join("run.json"));
+        assert_eq!(report["verdict"]["pass"], true, "{}", report["verdict"]);
+        let broken = run(&engine, &run_args(&dir, &["--expect-volume-iops", "2000"]));
+        // The files are there already: planned again on the same two.
+        let broken = broken.unwrap();
+        assert_eq!(broken, 1);
+        let report = read_json(&dir.0.join("run.json"));
+        assert_eq!(report["verdict"]["pass"], false, "{}", report["verdict"]);
+    }
 }

@@ -7,6 +7,7 @@ use hostmax_aggregate::{HostReport, SweepReport};
 
 use crate::args::verify::{Step, SweepArgs};
 use crate::chart::{Band, LegendCorner, LineChart, Series, SeriesStyle, TickFormat};
+use crate::engine::Engine;
 use crate::error::BadInput;
 use crate::measure;
 use crate::output::destination::print_beside_json;
@@ -188,7 +189,7 @@ pub fn sweep_chart(sweep: &Sweep) -> LineChart {
 }
 
 /// Runs `hostmax sweep`; returns the exit code.
-pub fn sweep(args: &SweepArgs) -> anyhow::Result<i32> {
+pub fn sweep(engine: &dyn Engine, args: &SweepArgs) -> anyhow::Result<i32> {
     // Declared before any I/O, written once at the end: the JSON, the chart and one
     // `--hdr-log` holding every step.
     let mut outputs = args
@@ -235,8 +236,13 @@ pub fn sweep(args: &SweepArgs) -> anyhow::Result<i32> {
             if n == 1 { "" } else { "s" }
         );
         let label = format!("step{}", i + 1);
-        let (report, sig) =
-            measure::measure_step(&plan, &label, &mut outputs.recorders(), !reports.is_empty())?;
+        let (report, sig) = measure::measure_step(
+            engine,
+            &plan,
+            &label,
+            &mut outputs.recorders(),
+            !reports.is_empty(),
+        )?;
         let Some(report) = report else {
             (signal, called_off) = (sig, Some(n));
             break;
@@ -352,5 +358,114 @@ mod tests {
             !text.contains("knee") && text.contains("highest 7990 IOPS"),
             "{text}"
         );
+    }
+}
+
+#[cfg(test)]
+mod fake_engine_tests {
+    use super::*;
+    use crate::args::parsed as cli;
+    use crate::engine::fake::FakeEngine;
+    use crate::test_support::{read_json, target_files, ScratchDir};
+
+    /// `hostmax sweep` over `volumes` 8 MiB files, 1 s steps, the JSON in the scratch
+    /// directory; `more` after them.
+    fn sweep_args(dir: &ScratchDir, volumes: usize, more: &[&str]) -> SweepArgs {
+        let devices = target_files(dir, volumes, 8 << 20);
+        let json = dir.0.join("sweep.json").display().to_string();
+        let mut argv = vec!["sweep", "--devices"];
+        argv.extend(devices.iter().map(String::as_str));
+        argv.extend([
+            "--size",
+            "8m",
+            "--runtime",
+            "1s",
+            "--ramp",
+            "0s",
+            "--json",
+            &json,
+        ]);
+        argv.extend(more);
+        match cli(&argv).command {
+            Some(crate::args::Command::Sweep(args)) => args,
+            other => panic!("not a sweep: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_host_that_caps_out_has_its_knee_found_at_the_step_that_reached_it() {
+        let dir = ScratchDir::new("sweep-knee");
+        // The host gives 2400 IOPS at most, 1000 a volume below that.
+        let engine =
+            FakeEngine::new().with_iops(|_, volumes, _| 1000f64.min(2400.0 / volumes as f64));
+        let code = sweep(&engine, &sweep_args(&dir, 8, &[])).unwrap();
+        assert_eq!(code, 0);
+        let runs = engine.runs();
+        let counts: Vec<usize> = runs.iter().map(|r| r.targets.len()).collect();
+        assert_eq!(counts, [1, 2, 4, 8]);
+        // Each step drives the first volumes given.
+        assert!(runs
+            .windows(2)
+            .all(|w| w[1].targets.starts_with(&w[0].targets)));
+        let report = read_json(&dir.0.join("sweep.json"));
+        let found = &report["sweep"];
+        assert_eq!(found["saturated"], true, "{found}");
+        assert_eq!(found["knee_volumes"], 4, "{found}");
+        assert_eq!(found["ceiling_iops"].as_f64(), Some(2400.0), "{found}");
+        assert_eq!(report["runs"].as_array().map(Vec::len), Some(4));
+    }
+
+    #[test]
+    fn a_host_still_growing_is_not_saturated_and_the_steps_given_run() {
+        let dir = ScratchDir::new("sweep-growing");
+        let engine = FakeEngine::new();
+        let code = sweep(&engine, &sweep_args(&dir, 3, &["--steps", "all,1"])).unwrap();
+        assert_eq!(code, 0);
+        let counts: Vec<usize> = engine.runs().iter().map(|r| r.targets.len()).collect();
+        assert_eq!(counts, [1, 3]);
+        let found = &read_json(&dir.0.join("sweep.json"))["sweep"];
+        assert_eq!(found["saturated"], false, "{found}");
+    }
+
+    #[test]
+    fn io_errors_in_a_step_exit_3_after_every_step() {
+        let dir = ScratchDir::new("sweep-errors");
+        let engine = FakeEngine::new().with_errors_in(0);
+        let code = sweep(&engine, &sweep_args(&dir, 2, &[])).unwrap();
+        assert_eq!(code, 3);
+        assert_eq!(engine.runs().len(), 2);
+    }
+
+    #[test]
+    fn a_signal_ends_the_sweep_after_its_step_with_no_knee() {
+        let dir = ScratchDir::new("sweep-signal");
+        let watch = crate::signals::SignalWatch::detached();
+        crate::signals::hear_on_this_thread(watch);
+        let engine = FakeEngine::new().with_signal_during(1, watch, libc::SIGINT);
+        let code = sweep(&engine, &sweep_args(&dir, 8, &[])).unwrap();
+        assert_eq!(code, crate::exit_code::interrupted(libc::SIGINT));
+        assert_eq!(engine.runs().len(), 2, "no step after the signal");
+        let report = read_json(&dir.0.join("sweep.json"));
+        assert_eq!(report["interrupted"], true);
+        assert_eq!(report["steps_not_measured"], serde_json::json!([4, 8]));
+        assert_eq!(report["runs"].as_array().map(Vec::len), Some(2));
+        assert_eq!(report["sweep"]["saturated"], false, "{}", report["sweep"]);
+    }
+
+    #[test]
+    fn a_write_step_a_signal_came_before_is_called_off_and_the_earlier_steps_reported() {
+        let dir = ScratchDir::new("sweep-called-off");
+        let watch = crate::signals::SignalWatch::detached();
+        crate::signals::hear_on_this_thread(watch);
+        // The signal comes while step 2 is readied: step 2, which writes, must not start.
+        let engine = FakeEngine::new().with_signal_before(1, watch, libc::SIGTERM);
+        let args = sweep_args(&dir, 4, &["--rw", "randwrite", "--allow-write"]);
+        let code = sweep(&engine, &args).unwrap();
+        assert_eq!(code, crate::exit_code::interrupted(libc::SIGTERM));
+        assert_eq!(engine.runs().len(), 2, "step 2 readied, step 3 never");
+        let report = read_json(&dir.0.join("sweep.json"));
+        assert_eq!(report["interrupted"], true);
+        assert_eq!(report["runs"].as_array().map(Vec::len), Some(1));
+        assert_eq!(report["steps_not_measured"], serde_json::json!([2, 4]));
     }
 }

@@ -10,6 +10,7 @@ use hostmax_aggregate::{judge, HostReport, VerifyReport};
 use hostmax_engine::IoPattern;
 
 use crate::args::verify::VerifyArgs;
+use crate::engine::Engine;
 use crate::error::BadInput;
 use crate::measure;
 use crate::output::destination::print_beside_json;
@@ -122,7 +123,7 @@ pub fn plan_phases(
 }
 
 /// Runs `hostmax verify`; returns the exit code.
-pub fn verify(args: &VerifyArgs) -> anyhow::Result<i32> {
+pub fn verify(engine: &dyn Engine, args: &VerifyArgs) -> anyhow::Result<i32> {
     // Declared before any I/O, written once at the end: the JSON and one `--hdr-log` holding
     // every phase.
     let mut outputs = args.run.outputs::<VerifyReport>()?;
@@ -140,6 +141,7 @@ pub fn verify(args: &VerifyArgs) -> anyhow::Result<i32> {
         );
         let label = format!("phase{}", i + 1);
         let (report, sig) = measure::measure_step(
+            engine,
             &phase.plan,
             &label,
             &mut outputs.recorders(),
@@ -209,5 +211,113 @@ mod tests {
         // A rate phase keeps the jobs and their depth: any depth above 1 shows a rate.
         let iops = phase_request(&base, RuleKind::Iops, 1 << 20);
         assert_eq!((iops.iodepth, iops.numjobs), (8, Some(4)));
+    }
+}
+
+#[cfg(test)]
+mod fake_engine_tests {
+    use super::*;
+    use crate::args::parsed as cli;
+    use crate::engine::fake::FakeEngine;
+    use crate::test_support::{read_json, target_files, ScratchDir};
+
+    /// `hostmax verify` over two 8 MiB files, 1 s phases, the JSON in the scratch
+    /// directory; `more` after them.
+    fn verify_args(dir: &ScratchDir, more: &[&str]) -> VerifyArgs {
+        let devices = target_files(dir, 2, 8 << 20);
+        let json = dir.0.join("verify.json").display().to_string();
+        let mut argv = vec!["verify", "--devices", &devices[0], &devices[1]];
+        argv.extend([
+            "--size",
+            "8m",
+            "--runtime",
+            "1s",
+            "--ramp",
+            "0s",
+            "--json",
+            &json,
+        ]);
+        argv.extend(more);
+        match cli(&argv).command {
+            Some(crate::args::Command::Verify(args)) => args,
+            other => panic!("not a verify: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn each_promised_kind_gets_its_phase_and_one_verdict_judges_them_all() {
+        let dir = ScratchDir::new("verify-phases");
+        // 4000 IOPS a volume at any depth: 0.25 ms at depth 1, 4 GB/s of 1m blocks.
+        let engine = FakeEngine::new().with_iops(|_, _, _| 4000.0);
+        let args = verify_args(&dir, &["--volume-spec", "iops=3000,mbps=100,p95_ms=1"]);
+        let code = verify(&engine, &args).unwrap();
+        assert_eq!(code, 0);
+        let runs = engine.runs();
+        assert_eq!(runs.len(), 3, "{runs:?}");
+        assert!(runs
+            .iter()
+            .all(|r| r.targets.len() == 2 && r.workload.pattern == IoPattern::RandRead));
+        let mut shapes: Vec<(u32, u32)> = runs
+            .iter()
+            .map(|r| (r.workload.block_size, r.workload.iodepth))
+            .collect();
+        shapes.sort_unstable();
+        let depth = runs[0].workload.iodepth.max(runs[1].workload.iodepth);
+        // IOPS at 4k, latency at 4k and depth 1, throughput at --throughput-bs (1m).
+        assert_eq!(shapes, [(4096, 1), (4096, depth), (1 << 20, depth)]);
+        let report = read_json(&dir.0.join("verify.json"));
+        assert_eq!(report["verdict"]["pass"], true, "{}", report["verdict"]);
+        assert_eq!(report["phases"].as_array().map(Vec::len), Some(3));
+        assert_eq!(report["interrupted"], false);
+    }
+
+    #[test]
+    fn a_volume_short_of_its_promise_fails_the_verdict() {
+        let dir = ScratchDir::new("verify-short");
+        let engine = FakeEngine::new().with_iops(|_, _, _| 400.0);
+        let code = verify(
+            &engine,
+            &verify_args(&dir, &["--expect-volume-iops", "500"]),
+        )
+        .unwrap();
+        assert_eq!(code, 1);
+        assert_eq!(engine.runs().len(), 1, "one phase: IOPS");
+        let report = read_json(&dir.0.join("verify.json"));
+        assert_eq!(report["verdict"]["pass"], false, "{}", report["verdict"]);
+    }
+
+    #[test]
+    fn with_allow_write_the_phases_run_the_half_and_half_mix() {
+        let dir = ScratchDir::new("verify-write");
+        let engine = FakeEngine::new();
+        let args = verify_args(&dir, &["--expect-volume-iops", "500", "--allow-write"]);
+        assert_eq!(verify(&engine, &args).unwrap(), 0);
+        let runs = engine.runs();
+        assert_eq!(
+            (runs[0].workload.pattern, runs[0].workload.rwmixread),
+            (IoPattern::RandRw, 50)
+        );
+    }
+
+    #[test]
+    fn a_signal_withholds_the_verdict_and_names_the_phases_not_measured() {
+        let dir = ScratchDir::new("verify-signal");
+        let watch = crate::signals::SignalWatch::detached();
+        crate::signals::hear_on_this_thread(watch);
+        let engine = FakeEngine::new()
+            .with_iops(|_, _, _| 4000.0)
+            .with_signal_during(1, watch, libc::SIGINT);
+        let args = verify_args(&dir, &["--volume-spec", "iops=3000,mbps=100,p95_ms=1"]);
+        let code = verify(&engine, &args).unwrap();
+        assert_eq!(code, crate::exit_code::interrupted(libc::SIGINT));
+        assert_eq!(engine.runs().len(), 2, "no phase after the signal");
+        let report = read_json(&dir.0.join("verify.json"));
+        assert_eq!(report["interrupted"], true);
+        assert_eq!(
+            report["phases_not_measured"].as_array().map(Vec::len),
+            Some(1)
+        );
+        // Part of the work passes nothing, even where every figure measured held.
+        assert!(report["verdict"]["pass"].is_null(), "{}", report["verdict"]);
     }
 }

@@ -39,6 +39,7 @@ pub use matrix::{Mix, SuiteTest};
 pub use report::SuiteResult;
 pub use state::{StateDir, SuiteConfig};
 
+use crate::engine::Engine;
 use crate::error::BadInput;
 use crate::output::destination::{self, Destination};
 use crate::output::export::Outputs;
@@ -56,7 +57,16 @@ const RANGE_ALIGN: u64 = 1 << 20;
 /// Runs `hostmax suite` (fresh or resumed) and writes its reports. Returns the exit code: 0,
 /// 1 when a promised figure (spec options) was not met, 3 when I/O errors happened, 128+N
 /// when signal N stopped it.
-pub fn run(args: &SuiteArgs) -> anyhow::Result<i32> {
+pub fn run(engine: &dyn Engine, args: &SuiteArgs) -> anyhow::Result<i32> {
+    run_hearing(engine, args, crate::signals::watch())
+}
+
+/// [`run`], with the signals `signals` hears (the process's, but in unit tests).
+fn run_hearing(
+    engine: &dyn Engine,
+    args: &SuiteArgs,
+    signals: &'static crate::signals::SignalWatch,
+) -> anyhow::Result<i32> {
     let args = &take_test_from_devices(args)?;
     let (config, state, targets, outputs) = match &args.resume {
         Some(dir) => resume(dir, args)?,
@@ -73,7 +83,7 @@ pub fn run(args: &SuiteArgs) -> anyhow::Result<i32> {
         targets.len(),
         state.path().display()
     );
-    let runner = SuiteRunner::new(config, state, targets, args.allow_write);
+    let runner = SuiteRunner::new(engine, config, state, targets, args.allow_write, signals);
     let outcome = runner.run()?;
     let interrupted = outcome.signal != 0;
     let report = report::build(
@@ -1030,3 +1040,6 @@ mod tests {
         assert!(err.to_string().contains("e.g. 50%"), "{err}");
     }
 }
+
+#[cfg(test)]
+mod fake_engine_tests;

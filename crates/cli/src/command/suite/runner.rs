@@ -8,22 +8,22 @@
 
 use anyhow::Context;
 use std::io::IsTerminal;
-use std::ops::ControlFlow;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use hostmax_aggregate::{summarize, SecondPoint, TimeSeries};
+use hostmax_aggregate::{summarize, SecondPoint};
 use hostmax_device::{Sysfs, WriteSafety};
 use hostmax_engine::{
-    DeviceInterval, IoPattern, MeasureRequest, Observer, OpKind, RunConfig, RunHandle, RunResult,
-    TargetInfo, Workload,
+    IoPattern, MeasureRequest, OpKind, RunConfig, RunResult, TargetInfo, Workload,
 };
 use indicatif::{ProgressBar, ProgressStyle};
 
 use super::matrix::{CellSpec, TrackedMetric};
 use super::report::{self, metric_value, Records};
 use super::state::{CellRound, PrepRecord, StateDir, SuiteConfig};
+use crate::engine::Engine;
+use crate::measure::Watch;
+use crate::output::export::Recorders;
 use crate::plan::identity::{check_unchanged, PlannedIdentity};
-use crate::signals::RunningGuard;
 use crate::units::human_size;
 
 /// Block size of the preconditioning writes (SNIA PTS, CloudHarmony).
@@ -38,9 +38,9 @@ pub struct SignalWatch {
 }
 
 impl SignalWatch {
-    /// Watches SIGINT and SIGTERM with the suite's message.
-    pub fn start() -> SignalWatch {
-        let watch = crate::signals::watch();
+    /// Watches SIGINT and SIGTERM (as `watch` hears them: the process's, but in unit tests)
+    /// with the suite's message.
+    pub fn start(watch: &'static crate::signals::SignalWatch) -> SignalWatch {
         watch.set_message("stopping the suite (finished cells are saved); signal again to abort");
         SignalWatch { watch }
     }
@@ -133,8 +133,11 @@ impl SuiteProgress {
     }
 }
 
-/// A suite ready to run: its settings, checkpoint, probed targets and write permission.
-pub struct SuiteRunner {
+/// A suite ready to run: its settings, checkpoint, probed targets and write permission, and
+/// the engine its runs go through.
+pub struct SuiteRunner<'e> {
+    /// Every measurement and the purge go through it.
+    engine: &'e dyn Engine,
     /// The settings.
     pub config: SuiteConfig,
     /// The checkpoint.
@@ -161,21 +164,24 @@ pub struct SuiteOutcome {
     pub signal: i32,
 }
 
-impl SuiteRunner {
-    /// Starts watching signals; nothing runs yet.
+impl<'e> SuiteRunner<'e> {
+    /// Starts watching signals (as `signals` hears them); nothing runs yet.
     pub fn new(
+        engine: &'e dyn Engine,
         config: SuiteConfig,
         state: StateDir,
         targets: Vec<TargetInfo>,
         allow_write: bool,
-    ) -> SuiteRunner {
+        signals: &'static crate::signals::SignalWatch,
+    ) -> SuiteRunner<'e> {
         SuiteRunner {
+            engine,
             config,
             state,
             identities: PlannedIdentity::record(&targets),
             targets,
             allow_write,
-            signals: SignalWatch::start(),
+            signals: SignalWatch::start(signals),
             progress: SuiteProgress::new(),
         }
     }
@@ -242,7 +248,7 @@ impl SuiteRunner {
                     human_size(self.config.range),
                     t.path.display()
                 ));
-                match hostmax_engine::discard(t, range.clone()) {
+                match self.engine.discard(t, range.clone()) {
                     Ok(()) => done = Some("discard"),
                     Err(e) => failed.push(format!("discard: {e}")),
                 }
@@ -253,7 +259,7 @@ impl SuiteRunner {
                     human_size(self.config.range),
                     t.path.display()
                 ));
-                match hostmax_engine::zero_out(t, range) {
+                match self.engine.zero_out(t, range) {
                     Ok(()) => done = Some("zero fill"),
                     Err(e) => failed.push(format!("zero fill: {e}")),
                 }
@@ -491,10 +497,11 @@ impl SuiteRunner {
         }))
     }
 
-    /// One engine measurement over `targets` (each path first checked to lead where it did
-    /// when the suite began, written ones re-checked while held: the suite checked them all
-    /// before it began). `None` when a signal stopped it early. `position` is where the
-    /// round's progress bar stood when it started; `before` names the step for a refusal.
+    /// One engine measurement over `targets` through the one seam and observer
+    /// ([`crate::measure::run_watched`]: each path first checked to lead where it did when
+    /// the suite began, written ones re-checked while held: the suite checked them all before
+    /// it began). `None` when a signal stopped it early. `position` is where the round's
+    /// progress bar stood when it started; `before` names the step for a refusal.
     fn engine_run(
         &self,
         targets: &[TargetInfo],
@@ -505,16 +512,14 @@ impl SuiteRunner {
         if self.signals.signal() != 0 {
             return Ok(None);
         }
-        check_unchanged(&self.identities, targets, before)?;
         // Per-second figures only where --consistency judges them (they grow the checkpoint)
         // or the live metrics show them.
-        let metrics = crate::output::metrics::board::live();
         let keep_series = self
             .config
             .promises
             .as_ref()
             .is_some_and(|p| p.consistency.is_some());
-        let live = keep_series || metrics.is_some();
+        let live = keep_series || crate::output::metrics::board::live().is_some();
         let run = RunConfig::new(
             targets.iter().map(|t| t.path.clone()).collect(),
             workload.clone(),
@@ -528,28 +533,31 @@ impl SuiteRunner {
                 targets.to_vec(),
             )
             .with_sources(crate::devices::safety_sources());
-        if let Some(board) = &metrics {
-            let paths: Vec<_> = targets.iter().map(|t| t.path.clone()).collect();
-            board.run_begins(Some(before), &paths, workload);
-        }
-        let mut cell = CellRun {
-            runner: self,
-            writes: workload.pattern.writes(),
-            position,
-            series: TimeSeries::new(targets.len()).keep_histograms(false),
-            running: None,
-            metrics,
+        let progress = |since_start: Duration| {
+            self.progress
+                .position(position + since_start.as_millis() as u64);
         };
-        let measured = hostmax_engine::measure(request, &mut cell);
-        if let Some(board) = &cell.metrics {
-            board.run_ended(measured.as_ref().ok());
-        }
-        let result = match measured {
+        let watched = crate::measure::run_watched(
+            self.engine,
+            request,
+            (&self.identities, targets, before),
+            Watch {
+                label: Some(before),
+                start_at: None,
+                // The suite's own bar shows its progress.
+                live_view: false,
+                series_histograms: false,
+                progress: Some(&progress),
+                signals: self.signals.watch,
+            },
+            &mut Recorders::none(),
+            "an engine run of the suite failed",
+        );
+        let (result, series) = match watched {
+            Ok(watched) => watched,
             // Called off before its first write by a signal that came while it was readied.
-            Err(hostmax_engine::EngineError::CalledOff) => return Ok(None),
-            measured => measured.map_err(|e| {
-                crate::measure::refusal_or_error(e, "an engine run of the suite failed")
-            })?,
+            Err(e) if e.downcast_ref::<crate::error::CalledOff>().is_some() => return Ok(None),
+            Err(e) => return Err(e),
         };
         // A device that stopped answering still holds its I/O (and, written, its claim): no
         // later cell could measure it, so the suite stops here, resumable.
@@ -566,55 +574,8 @@ impl SuiteRunner {
             ))
             .into());
         }
-        let series = if keep_series {
-            cell.series.finish()
-        } else {
-            Vec::new()
-        };
+        let series = if keep_series { series } else { Vec::new() };
         Ok((!result.stopped_early).then_some((result, series)))
-    }
-}
-
-/// What the suite does while one of its measurements runs: a signal stops it (also one that
-/// came before it started), the progress bar moves, intervals make the cell's series.
-struct CellRun<'a> {
-    runner: &'a SuiteRunner,
-    /// Whether the cell writes: a signal before it starts then calls it off, no write made.
-    writes: bool,
-    position: u64,
-    series: TimeSeries,
-    running: Option<RunningGuard<'static>>,
-    /// The live metrics' board, when the suite serves them.
-    metrics: Option<std::sync::Arc<crate::output::metrics::board::Board>>,
-}
-
-impl Observer for CellRun<'_> {
-    fn before_start(&mut self, _prepared: &hostmax_engine::PreparedRun) -> ControlFlow<()> {
-        if self.writes && self.runner.signals.watch.signal() != 0 {
-            return ControlFlow::Break(());
-        }
-        ControlFlow::Continue(())
-    }
-
-    fn started(&mut self, run: &RunHandle) {
-        crate::devices::note_run_started();
-        self.running = Some(self.runner.signals.watch.running(run.stopper()));
-        if let Some(board) = &self.metrics {
-            board.run_started(run.started());
-        }
-    }
-
-    fn interval(&mut self, interval: DeviceInterval) {
-        if let Some(board) = &self.metrics {
-            board.interval(&interval);
-        }
-        self.series.push(interval);
-    }
-
-    fn tick(&mut self, run: &RunHandle) {
-        self.runner
-            .progress
-            .position(self.position + run.started().elapsed().as_millis() as u64);
     }
 }
 
