@@ -192,6 +192,16 @@ fn every_bad_input_exits_2_with_one_line_naming_it() {
         ("size negative", d(&["--size", "-1g"]), "negative"),
         ("iodepth 0", d(&["--iodepth", "0"]), "--iodepth"),
         ("iodepth 100000", d(&["--iodepth", "100000"]), "100000"),
+        (
+            "complete-batch 0",
+            d(&["--complete-batch", "0"]),
+            "--complete-batch",
+        ),
+        (
+            "complete-batch 5000",
+            d(&["--complete-batch", "5000"]),
+            "--complete-batch",
+        ),
         ("iodepth garbage", d(&["--iodepth", "abc"]), "--iodepth"),
         ("iodepth negative", d(&["--iodepth", "-1"]), "--iodepth"),
         ("runtime garbage", d(&["--runtime", "abc"]), "'abc'"),

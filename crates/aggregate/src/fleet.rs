@@ -152,7 +152,7 @@ impl WorkloadDifference {
 }
 
 /// The workload fields that must match, with the setting behind each, and how to show it.
-fn workload_fields(r: &HostReport) -> [(&'static str, Setting, String); 10] {
+fn workload_fields(r: &HostReport) -> [(&'static str, Setting, String); 11] {
     let w = &r.workload;
     [
         ("pattern", Setting::Pattern, w.pattern.to_string()),
@@ -192,6 +192,11 @@ fn workload_fields(r: &HostReport) -> [(&'static str, Setting, String); 10] {
             "record_latency",
             Setting::RecordLatency,
             w.record_latency.to_string(),
+        ),
+        (
+            "complete_batch",
+            Setting::CompleteBatch,
+            w.complete_batch.to_string(),
         ),
     ]
 }

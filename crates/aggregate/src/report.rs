@@ -483,6 +483,19 @@ pub struct WorkloadSummary {
     pub arrival: Option<hostmax_engine::Arrival>,
     /// Whether latencies were recorded (if not, every latency figure is zero).
     pub record_latency: bool,
+    /// Completions each worker waited for before reaping ([`Workload::complete_batch`]):
+    /// above 1, a latency includes the wait for the rest of its batch. Absent when 1.
+    #[serde(default = "one_completion", skip_serializing_if = "is_one")]
+    pub complete_batch: u32,
+}
+
+/// [`WorkloadSummary::complete_batch`] of a report that does not give it.
+fn one_completion() -> u32 {
+    1
+}
+
+fn is_one(n: &u32) -> bool {
+    *n == 1
 }
 
 impl WorkloadSummary {
@@ -508,6 +521,7 @@ impl From<&Workload> for WorkloadSummary {
             rate_iops: w.rate_iops,
             arrival: w.rate_iops.map(|_| w.arrival),
             record_latency: w.record_latency,
+            complete_batch: w.complete_batch,
         }
     }
 }
@@ -856,6 +870,23 @@ with_setters!(Provenance {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_completion_batch_is_in_the_json_when_it_is_not_one() {
+        let summary = |batch| {
+            serde_json::to_value(WorkloadSummary::from(
+                &Workload::default().with_complete_batch(batch),
+            ))
+            .unwrap()
+        };
+        assert_eq!(summary(8)["complete_batch"], 8);
+        let mut one = summary(1);
+        assert!(one.get("complete_batch").is_none(), "{one}");
+        // A report of a version that did not say reaped completion by completion.
+        one.as_object_mut().unwrap().remove("complete_batch");
+        let read: WorkloadSummary = serde_json::from_value(one).unwrap();
+        assert_eq!(read.complete_batch, 1);
+    }
     use hostmax_engine::{DeviceResult, IoErrorSample, OpKind};
     use std::path::PathBuf;
     use std::time::Duration;

@@ -113,6 +113,7 @@ pub fn option_for(setting: Setting) -> Option<&'static str> {
         Setting::Arrival => "--arrival",
         Setting::WorkingSet => "--size",
         Setting::RecordLatency => "--no-latency",
+        Setting::CompleteBatch => "--complete-batch",
         Setting::CompressPercent => "--buffer-compress-percentage",
         Setting::DedupePercent => "--dedupe-percentage",
         Setting::Verify => "--verify",

@@ -71,6 +71,8 @@ pub struct PlanRequest {
     pub force: bool,
     /// Time I/Os into histograms (`--no-latency` turns it off).
     pub record_latency: bool,
+    /// `--complete-batch`.
+    pub complete_batch: u32,
     /// `--on-error`.
     pub on_error: ErrorPolicy,
     /// `--thread-per-device` or the default one thread per CPU.
@@ -107,6 +109,7 @@ impl Default for PlanRequest {
             allow_overlap: false,
             force: false,
             record_latency: true,
+            complete_batch: workload.complete_batch,
             on_error: ErrorPolicy::default(),
             layout: ThreadLayout::default(),
             polling: Polling::default(),
@@ -331,6 +334,7 @@ fn check_workload(request: &PlanRequest) -> Result<Workload, BadInput> {
         .with_rate_iops(request.rate_iops)
         .with_arrival(request.arrival)
         .with_record_latency(request.record_latency)
+        .with_complete_batch(request.complete_batch)
         .with_io_limit(None)
         .with_write_data(request.write_data);
     // The engine's ranges (block size, depth, jobs and the I/Os they keep in flight, times,

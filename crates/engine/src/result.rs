@@ -36,6 +36,13 @@ pub fn record_latency(histogram: &mut Histogram<u64>, nanos: u64) {
     let _ = histogram.record(nanos.min(LATENCY_HIGHEST_NS));
 }
 
+/// Records `count` latencies of `nanos` nanoseconds at once, as [`record_latency`] would one
+/// by one.
+pub(crate) fn record_latencies(histogram: &mut Histogram<u64>, nanos: u64, count: u64) {
+    // Cannot fail, as above.
+    let _ = histogram.record_n(nanos.min(LATENCY_HIGHEST_NS), count);
+}
+
 /// Successful I/Os of one kind on one device in the measured window.
 #[derive(Debug, Clone)]
 #[non_exhaustive]

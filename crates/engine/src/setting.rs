@@ -32,6 +32,8 @@ pub enum Setting {
     WorkingSet,
     /// [`crate::Workload::record_latency`].
     RecordLatency,
+    /// [`crate::Workload::complete_batch`].
+    CompleteBatch,
     /// [`crate::WriteData::compress_percent`].
     CompressPercent,
     /// [`crate::WriteData::dedupe_percent`].
@@ -62,6 +64,7 @@ impl Setting {
             Setting::Arrival => "arrival",
             Setting::WorkingSet => "working_set",
             Setting::RecordLatency => "record_latency",
+            Setting::CompleteBatch => "complete_batch",
             Setting::CompressPercent => "write_data.compress_percent",
             Setting::DedupePercent => "write_data.dedupe_percent",
             Setting::Verify => "write_data.verify",

@@ -16,7 +16,7 @@ use crate::cpu_use::CpuClock;
 use crate::data::{self, splitmix64, BlockIdentity, BlockMaker, STATE_UNKNOWN, STATE_WRITING};
 use crate::op::{BufferUse, OpKind, PerOp};
 use crate::result::READ_SAMPLE_EVERY;
-use crate::ring::{Polling, RingFeatures, TrimMethod, UringIo};
+use crate::ring::{Polling, Reaped, RingFeatures, TrimMethod, UringIo};
 use crate::schedule::Schedule;
 use crate::shared::Shared;
 use crate::workload::ErrorPolicy;
@@ -136,7 +136,13 @@ struct DeviceState {
     block_size: u32,
     iodepth: u32,
     in_flight: u32,
+    /// Its slots are `first_slot..first_slot + iodepth`.
+    first_slot: u32,
     free_slots: Vec<u32>,
+    /// Equal latencies of one kind reaped in a row, not yet in the interval's histogram:
+    /// the I/Os of one submit batch reaped together have one latency, recorded with one
+    /// call ([`DeviceState::flush_latencies`]).
+    latency_run: LatencyRun,
     offsets: OffsetStream,
     submitted: u64,
     /// I/Os this device may be given in all ([`Workload::io_limit`] in blocks).
@@ -195,7 +201,328 @@ impl DeviceState {
     /// Byte offset in the device's region of the read buffer of `slot`.
     #[inline]
     fn read_buffer_offset(&self, slot: u32) -> usize {
-        self.read_base + (slot % self.iodepth) as usize * self.block_size as usize
+        self.read_base + (slot - self.first_slot) as usize * self.block_size as usize
+    }
+
+    /// Plans up to `budget` I/Os of this device (`file` on the ring) into `planned`: what
+    /// each does and where, and for a unique write its pool block, asked into the cache for
+    /// writing so that its stamps do not each wait for a line the device's copy last read
+    /// (benches/README.md's measurements: less CPU per I/O). With a rate, only I/Os whose
+    /// intended start has come (`now_ns`, before `end_ns`); the next one's start goes into
+    /// `next_allowed`.
+    #[inline]
+    fn plan_batch(
+        &mut self,
+        file: usize,
+        budget: u32,
+        (start, now_ns, end_ns): (Instant, u64, u64),
+        io: &UringIo,
+        planned: &mut Vec<PlannedIo>,
+        next_allowed: &mut Option<Instant>,
+    ) {
+        planned.clear();
+        for _ in 0..budget {
+            // With a rate, only an I/O whose intended start has come goes out, and
+            // nothing due at or after the end: the window's I/Os are those due in it.
+            let intended_ns = match self.schedule.as_mut() {
+                Some(schedule) => {
+                    let due = schedule.next_due_ns();
+                    if due >= end_ns {
+                        break;
+                    }
+                    if due > now_ns {
+                        let at = start + Duration::from_nanos(due);
+                        *next_allowed = Some(next_allowed.map_or(at, |t: Instant| t.min(at)));
+                        break;
+                    }
+                    due
+                }
+                None => 0,
+            };
+            let Some(slot_id) = self.free_slots.pop() else {
+                break;
+            };
+            if let Some(schedule) = self.schedule.as_mut() {
+                schedule.advance();
+            }
+            let op = self.offsets.next_op();
+            let offset = self.offsets.next_offset();
+            // A duplicate carries the duplicate block as it is, shared by every duplicate
+            // in flight (only read); `prepare` refuses --verify with duplicates, which
+            // would have to stamp it.
+            let unique = match op.buffer_use() {
+                BufferUse::Source => self.maker.next_key().map(|key| {
+                    let block = self.take_pool_block(offset);
+                    io.prefetch_for_write(
+                        file,
+                        self.pool_block_offset(block),
+                        self.block_size as usize,
+                        data::STAMP_SPACING,
+                    );
+                    (block, key)
+                }),
+                BufferUse::Fill | BufferUse::None => None,
+            };
+            planned.push(PlannedIo {
+                slot_id,
+                op,
+                offset,
+                intended_ns,
+                unique,
+            });
+        }
+    }
+
+    /// Pushes the planned I/Os onto the ring, stamping what writes carry and marking what a
+    /// verifying run tracks, and lists their slots in `pushed`. If the ring takes fewer, the
+    /// rest give back their slots and pool blocks, and the schedule steps back to where it
+    /// stood (`schedule_before`) plus what went out: no intended start is skipped.
+    #[inline]
+    fn push_batch(
+        &mut self,
+        file: usize,
+        planned: &[PlannedIo],
+        schedule_before: Option<Schedule>,
+        (io, slots): (&mut UringIo, &mut [Slot]),
+        run_id: u64,
+        pushed: &mut Vec<u32>,
+    ) {
+        for (i, planned_io) in planned.iter().enumerate() {
+            let &PlannedIo {
+                slot_id,
+                op,
+                offset,
+                intended_ns,
+                ..
+            } = planned_io;
+            let (buf_offset, tag, pool_block) = self.prepare_buffer(file, io, planned_io, run_id);
+            if !io.push(
+                slot_id as u64,
+                op,
+                file,
+                buf_offset,
+                self.block_size,
+                offset,
+            ) {
+                // The queue is full: this and the rest of the plan go back.
+                self.give_back(&planned[i..], schedule_before, i);
+                break;
+            }
+            if op == OpKind::Write && self.verify.is_some() {
+                self.mark_write_in_flight(offset);
+            }
+            slots[slot_id as usize] = Slot {
+                device: file as u32,
+                op,
+                offset,
+                submitted_ns: 0,
+                intended_ns,
+                tag,
+                pool_block,
+            };
+            self.in_flight += 1;
+            self.submitted += 1;
+            pushed.push(slot_id);
+        }
+    }
+
+    /// Where a planned I/O's buffer is, and what a write carries put into it: a unique
+    /// write's pool block stamped unique (and, verifying, with the block's identity); a
+    /// duplicate the duplicate block; a read its slot's buffer, with the tag a verifying run
+    /// expects back. Returns the buffer's offset, the tag and the pool block it holds.
+    #[inline]
+    fn prepare_buffer(
+        &mut self,
+        file: usize,
+        io: &mut UringIo,
+        planned: &PlannedIo,
+        run_id: u64,
+    ) -> (usize, u8, u32) {
+        let bs = self.block_size as usize;
+        match planned.op.buffer_use() {
+            BufferUse::Source => {
+                let (buf_offset, pool_block) = match planned.unique {
+                    Some((block, key)) => {
+                        let buf_offset = self.pool_block_offset(block);
+                        // SAFETY: a unique block is a pool block no write in flight names
+                        // (`pool_busy`), marked busy until this write is reaped.
+                        let buf = unsafe { io.buffer_mut(file, buf_offset, bs) };
+                        self.maker.stamp_unique(buf, key);
+                        (buf_offset, block as u32)
+                    }
+                    None => (self.pool_block_offset(self.pool_blocks), NO_POOL_BLOCK),
+                };
+                let mut tag = 0;
+                if self.verify.is_some() {
+                    // SAFETY: a verifying run writes unique blocks only (it refuses repeats),
+                    // so this is the pool block just taken above.
+                    let buf = unsafe { io.buffer_mut(file, buf_offset, bs) };
+                    self.writes_submitted += 1;
+                    tag = data::generation_tag(self.writes_submitted);
+                    data::stamp(
+                        buf,
+                        BlockIdentity {
+                            offset: planned.offset,
+                            run_id,
+                            generation: self.writes_submitted,
+                            device: self.index as u32,
+                        },
+                    );
+                }
+                (buf_offset, tag, pool_block)
+            }
+            BufferUse::Fill => {
+                let mut tag = 0;
+                // Read at submit time, after the writes queued before it in this batch
+                // marked their blocks.
+                if self.verify.is_some() {
+                    let state = self.verify_state[self.state_index(planned.offset)];
+                    if (1..STATE_UNKNOWN).contains(&state) {
+                        tag = state;
+                    }
+                }
+                (self.read_buffer_offset(planned.slot_id), tag, NO_POOL_BLOCK)
+            }
+            BufferUse::None => (0, 0, NO_POOL_BLOCK),
+        }
+    }
+
+    /// Gives back the slots and pool blocks of planned I/Os the ring did not take (their
+    /// offsets are skipped, as they were before); their intended starts stay due, since the
+    /// schedule never skips an I/O: it goes back to `schedule_before` plus the `went_out`.
+    fn give_back(
+        &mut self,
+        rest: &[PlannedIo],
+        schedule_before: Option<Schedule>,
+        went_out: usize,
+    ) {
+        for planned in rest {
+            self.free_slots.push(planned.slot_id);
+            if let Some((block, _)) = planned.unique {
+                self.pool_busy[block] = false;
+            }
+        }
+        if let Some(mut schedule) = schedule_before {
+            for _ in 0..went_out {
+                schedule.advance();
+            }
+            self.schedule = Some(schedule);
+        }
+    }
+
+    /// A verifying run's mark of a write going out: its block is being written, or unknown
+    /// when another write to it is in flight too (the two may land in either order, so it
+    /// stays unknown until a later write has the block to itself).
+    fn mark_write_in_flight(&mut self, offset: u64) {
+        let block = offset / u64::from(self.block_size);
+        let overlapped = self.verify_writes_in_flight.contains(&block);
+        self.verify_writes_in_flight.push(block);
+        let index = self.state_index(offset);
+        self.verify_state[index] = if overlapped {
+            STATE_UNKNOWN
+        } else {
+            STATE_WRITING
+        };
+    }
+
+    /// A verifying run's check of one completion: a write that had its block to itself
+    /// leaves its tag as the block's state (or "unknown" if it did not finish whole); a read
+    /// whose block no write changed meanwhile is checked against what was written.
+    fn check_during_run(
+        &mut self,
+        io: &UringIo,
+        slot_id: u32,
+        slot: &Slot,
+        result: i32,
+        run_id: u64,
+    ) {
+        let len = self.block_size;
+        let read_offset = self.read_buffer_offset(slot_id);
+        let state_index = self.state_index(slot.offset);
+        let device = self.index as u32;
+        let Some(log) = self.verify.as_mut() else {
+            return;
+        };
+        let block = slot.offset / u64::from(len);
+        if slot.op == OpKind::Write {
+            let writes = &mut self.verify_writes_in_flight;
+            if let Some(i) = writes.iter().position(|&b| b == block) {
+                writes.swap_remove(i);
+            }
+        }
+        let state = &mut self.verify_state[state_index];
+        let whole = result == len as i32;
+        match slot.op {
+            OpKind::Write if *state == STATE_WRITING => {
+                *state = if whole { slot.tag } else { STATE_UNKNOWN };
+            }
+            // Checked only if no write to the block came and went meanwhile.
+            OpKind::Read if whole && slot.tag != 0 && *state == slot.tag => {
+                // SAFETY: this read's completion was just reaped, and its slot's buffer is
+                // used by no other I/O until the slot is pushed again.
+                let buf = unsafe { io.buffer(slot.device as usize, read_offset, len as usize) };
+                log.checked_during_run += 1;
+                let expected = BlockIdentity {
+                    offset: slot.offset,
+                    run_id,
+                    generation: 0,
+                    device,
+                };
+                if let Some(mut m) = data::check(buf, expected, slot.tag) {
+                    m.during_run = true;
+                    log.record(m);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// Counts a successful read and looks at one in [`READ_SAMPLE_EVERY`]: a block of zeros
+    /// at both ends was probably never written.
+    #[inline]
+    fn sample_read(&mut self, io: &UringIo, slot_id: u32, file: usize) {
+        self.reads_done += 1;
+        if self.reads_done % READ_SAMPLE_EVERY == 1 {
+            let read_offset = self.read_buffer_offset(slot_id);
+            // SAFETY: a reaped read's slot buffer, not yet reused (its slot was just freed
+            // and is pushed again only by the next fill).
+            let buf = unsafe { io.buffer(file, read_offset, self.block_size as usize) };
+            self.read_samples.sampled += 1;
+            if is_zero_at_both_ends(buf) {
+                self.read_samples.zero += 1;
+            }
+        }
+    }
+
+    /// Counts one more completion of `op` with latency `nanos` into the interval's
+    /// histogram: kept while equal to the ones before it, recorded when the run ends.
+    #[inline]
+    fn record_latency(&mut self, op: OpKind, nanos: u64) {
+        let run = &mut self.latency_run;
+        if run.count > 0 && run.op == op && run.nanos == nanos {
+            run.count += 1;
+            return;
+        }
+        self.flush_latencies();
+        self.latency_run = LatencyRun {
+            op,
+            nanos,
+            count: 1,
+        };
+    }
+
+    /// Records the latencies kept by [`DeviceState::record_latency`]: after every reap, so an
+    /// interval's histograms are whole when it closes.
+    #[inline]
+    fn flush_latencies(&mut self) {
+        let run = std::mem::take(&mut self.latency_run);
+        if run.count > 0 {
+            crate::result::record_latencies(
+                &mut self.interval[run.op].latency,
+                run.nanos,
+                run.count,
+            );
+        }
     }
 
     /// Byte offset in the device's region of write pool block `block` (`pool_blocks` is the
@@ -226,6 +553,39 @@ impl DeviceState {
         self.pool_busy[block] = true;
         block
     }
+}
+
+/// Completions of one kind with one latency, reaped in a row ([`DeviceState::record_latency`]).
+#[derive(Clone, Copy)]
+struct LatencyRun {
+    op: OpKind,
+    nanos: u64,
+    count: u64,
+}
+
+impl Default for LatencyRun {
+    fn default() -> Self {
+        LatencyRun {
+            op: OpKind::Read,
+            nanos: 0,
+            count: 0,
+        }
+    }
+}
+
+/// What a batch of completions reaped at one instant shares: when, and which window that
+/// instant falls in ([`WorkerLoop::count_completions`]).
+struct ReapWindow {
+    now: Instant,
+    /// `now` in nanoseconds after the run's start.
+    reap_ns: u64,
+    /// Before the end: a completion is counted in the measured window (without a rate).
+    in_window: bool,
+    in_ramp: bool,
+    /// Within the measured window: a failure counts in the current second.
+    errors_counted: bool,
+    ramp_ns: u64,
+    end_ns: u64,
 }
 
 /// One I/O in flight.
@@ -491,7 +851,9 @@ impl WorkerTask {
                 block_size: w.block_size,
                 iodepth: depth,
                 in_flight: 0,
+                first_slot: next_slot,
                 free_slots: (next_slot..next_slot + depth).rev().collect(),
+                latency_run: LatencyRun::default(),
                 offsets: OffsetStream::for_share(w, working_set, w.seed, *share),
                 submitted: 0,
                 limit_ios: w
@@ -577,34 +939,15 @@ impl WorkerLoop {
         }
     }
 
+    /// Keeps every device's queue full until the run's end (or a stop), then drains: each
+    /// turn fills, stamps, submits and waits, then counts what completed.
     fn run_loop(&mut self) -> std::io::Result<()> {
         let mut now = Instant::now();
         self.current_second = self.second_of(now);
         let mut just_pushed: Vec<u32> = Vec::with_capacity(self.slots.len());
-        let record_latency = self.workload.record_latency;
         loop {
-            if let Some(stop_at) = self.shared.stop_instant() {
-                if stop_at < self.end {
-                    self.end = stop_at.max(self.start + Duration::from_nanos(1));
-                }
-            }
-            // With a rate, the I/Os due within the runtime still waiting at its end (a
-            // stall's backlog) go out before the run stops issuing (BACKLOG_LIMIT).
-            let past_end = now >= self.end;
-            if past_end && self.paced {
-                let last_due_ns = self.end_ns().saturating_sub(1);
-                for dev in &mut self.devices {
-                    if dev.backlog_at_end.is_none() {
-                        dev.backlog_at_end = dev.schedule.map(|s| s.due_by(last_due_ns));
-                    }
-                }
-            }
-            let working_off_backlog = past_end
-                && self.paced
-                && self.shared.stop_instant().is_none()
-                && now < self.end + BACKLOG_LIMIT
-                && self.backlog_waiting();
-            let stopping = (past_end && !working_off_backlog) || self.all_exhausted();
+            self.follow_stop();
+            let stopping = self.stops_issuing(now);
             let mut next_allowed: Option<Instant> = None;
             if !stopping {
                 self.fill(now, &mut just_pushed, &mut next_allowed);
@@ -620,187 +963,219 @@ impl WorkerLoop {
                 }
             }
             let submit_time = Instant::now();
-            if record_latency {
-                // One clock reading stamps the whole batch, as nanoseconds since the start so
-                // that a completion's latency is one subtraction.
-                let submit_ns = submit_time.saturating_duration_since(self.start).as_nanos() as u64;
-                for &s in &just_pushed {
-                    self.slots[s as usize].submitted_ns = submit_ns;
-                }
-            }
+            self.stamp_submitted(&just_pushed, submit_time);
             just_pushed.clear();
-            // Wake up for the next second boundary, the end, or the next rate-limited I/O.
-            let mut wake = self.next_boundary(submit_time);
-            if let Some(t) = next_allowed {
-                wake = wake.min(t);
-            }
-            // Draining: nothing to submit and no second to close; any completion wakes it.
-            if let Some(deadline) = self.drain_deadline {
-                wake = deadline;
-            }
-            let timeout = wake.saturating_duration_since(submit_time);
-            if self.io.in_flight() > 0 {
-                self.io
-                    .submit_and_wait(1, Some(timeout.max(Duration::from_micros(50))))?;
-            } else if !timeout.is_zero() {
-                std::thread::sleep(timeout);
-            }
+            self.submit_and_wait(submit_time, next_allowed)?;
             now = Instant::now();
             self.roll_seconds(now);
-            // Every completion of this batch was reaped now: decide its window once.
-            let reap_ns = now.saturating_duration_since(self.start).as_nanos() as u64;
-            let counted = now < self.end;
-            let paced = self.paced;
-            let (ramp_ns, end_ns) = (self.ramp_ns(), self.end_ns());
-            let in_ramp = now < self.ramp_end;
-            let errors_counted = now >= self.ramp_end && now < self.end;
-            let on_error = self.on_error;
-            let nops = self.nops;
-            let mut stop_all = false;
-            self.io.reap();
-            for &crate::ring::Reaped {
-                user_data,
-                result,
-                took_ns,
-            } in self.io.reaped()
-            {
-                let slot = self.slots[user_data as usize];
-                let dev = &mut self.devices[slot.device as usize];
-                dev.in_flight -= 1;
-                dev.free_slots.push(user_data as u32);
-                if slot.pool_block != NO_POOL_BLOCK {
-                    dev.pool_busy[slot.pool_block as usize] = false;
-                }
-                let len = dev.block_size;
-                let read_offset = dev.read_buffer_offset(user_data as u32);
-                let state_index = if dev.verify.is_some() {
-                    dev.state_index(slot.offset)
-                } else {
-                    0
-                };
-                if let Some(log) = dev.verify.as_mut() {
-                    let block = slot.offset / u64::from(len);
-                    if slot.op == OpKind::Write {
-                        let writes = &mut dev.verify_writes_in_flight;
-                        if let Some(i) = writes.iter().position(|&b| b == block) {
-                            writes.swap_remove(i);
-                        }
-                    }
-                    let state = &mut dev.verify_state[state_index];
-                    let whole = result == len as i32;
-                    match slot.op {
-                        OpKind::Write if *state == STATE_WRITING => {
-                            *state = if whole { slot.tag } else { STATE_UNKNOWN };
-                        }
-                        // Checked only if no write to the block came and went meanwhile.
-                        OpKind::Read if whole && slot.tag != 0 && *state == slot.tag => {
-                            // SAFETY: this read's completion was just reaped, and its slot's
-                            // buffer is used by no other I/O until the slot is pushed again.
-                            let buf = unsafe {
-                                self.io
-                                    .buffer(slot.device as usize, read_offset, len as usize)
-                            };
-                            log.checked_during_run += 1;
-                            let expected = BlockIdentity {
-                                offset: slot.offset,
-                                run_id: self.run_id,
-                                generation: 0,
-                                device: dev.index as u32,
-                            };
-                            if let Some(mut m) = data::check(buf, expected, slot.tag) {
-                                m.during_run = true;
-                                log.record(m);
-                            }
-                        }
-                        _ => {}
-                    }
-                }
-                let success = if nops { 0 } else { slot.op.success_result(len) };
-                if result == success {
-                    if slot.op == OpKind::Read {
-                        dev.reads_done += 1;
-                        if dev.reads_done % READ_SAMPLE_EVERY == 1 {
-                            // SAFETY: as above: a reaped read's slot buffer, not yet reused.
-                            let buf = unsafe {
-                                self.io
-                                    .buffer(slot.device as usize, read_offset, len as usize)
-                            };
-                            dev.read_samples.sampled += 1;
-                            if is_zero_at_both_ends(buf) {
-                                dev.read_samples.zero += 1;
-                            }
-                        }
-                    }
-                    // With a rate, an I/O belongs to the window its intended start fell in,
-                    // however late it completed (otherwise, to the one it was reaped in).
-                    let (counted, ramp) = match paced {
-                        true => (
-                            slot.intended_ns < end_ns,
-                            slot.intended_ns < ramp_ns && !in_ramp,
-                        ),
-                        false => (counted, false),
-                    };
-                    if ramp {
-                        dev.ramp[slot.op] += 1;
-                        continue;
-                    }
-                    if !counted {
-                        // Drained after the window: done, counted apart from the window.
-                        dev.drained[slot.op] += 1;
-                        continue;
-                    }
-                    let counts = &mut dev.interval[slot.op];
-                    counts.ios += 1;
-                    counts.bytes += u64::from(len);
-                    if record_latency {
-                        let lat =
-                            took_ns.unwrap_or_else(|| reap_ns.saturating_sub(slot.submitted_ns));
-                        crate::result::record_latency(&mut counts.latency, lat);
-                        if paced {
-                            let response = reap_ns.saturating_sub(slot.intended_ns).max(lat);
-                            crate::result::record_latency(&mut counts.response, response);
-                        }
-                    }
-                } else {
-                    let (errno, transferred) = if result < 0 {
-                        (-result, 0)
-                    } else {
-                        (0, result as u32)
-                    };
-                    dev.errors.record(IoErrorSample {
-                        op: slot.op,
-                        offset: slot.offset,
-                        len,
-                        errno,
-                        transferred,
-                    });
-                    if errors_counted {
-                        dev.interval_errors += 1;
-                    }
-                    if on_error != ErrorPolicy::Continue && !dev.failed {
-                        dev.failed = true;
-                        dev.failed_at = Some(now);
-                        self.taken_out[dev.index].store(true, Ordering::Relaxed);
-                    }
-                    stop_all |= on_error == ErrorPolicy::StopAll;
-                }
-            }
-            if stop_all {
+            if self.count_completions(now) {
                 self.shared.stop_submitting();
             }
         }
-        // What was due within the runtime and never went out (a stop, or BACKLOG_LIMIT).
+        self.finish();
+        Ok(())
+    }
+
+    /// Brings the end forward to a stop another thread asked for.
+    #[inline]
+    fn follow_stop(&mut self) {
+        if let Some(stop_at) = self.shared.stop_instant() {
+            if stop_at < self.end {
+                self.end = stop_at.max(self.start + Duration::from_nanos(1));
+            }
+        }
+    }
+
+    /// Whether the loop stops issuing I/O at `now`: past the end, or every device stopped.
+    /// With a rate, the I/Os due within the runtime still waiting at its end (a stall's
+    /// backlog) go out first ([`BACKLOG_LIMIT`]).
+    #[inline]
+    fn stops_issuing(&mut self, now: Instant) -> bool {
+        let past_end = now >= self.end;
+        if past_end && self.paced {
+            let last_due_ns = self.end_ns().saturating_sub(1);
+            for dev in &mut self.devices {
+                if dev.backlog_at_end.is_none() {
+                    dev.backlog_at_end = dev.schedule.map(|s| s.due_by(last_due_ns));
+                }
+            }
+        }
+        let working_off_backlog = past_end
+            && self.paced
+            && self.shared.stop_instant().is_none()
+            && now < self.end + BACKLOG_LIMIT
+            && self.backlog_waiting();
+        (past_end && !working_off_backlog) || self.all_exhausted()
+    }
+
+    /// Stamps the I/Os just pushed with one clock reading, as nanoseconds since the start so
+    /// that a completion's latency is one subtraction.
+    #[inline]
+    fn stamp_submitted(&mut self, just_pushed: &[u32], submit_time: Instant) {
+        if self.workload.record_latency {
+            let submit_ns = submit_time.saturating_duration_since(self.start).as_nanos() as u64;
+            for &s in just_pushed {
+                self.slots[s as usize].submitted_ns = submit_ns;
+            }
+        }
+    }
+
+    /// Submits what is queued and waits for a batch of completions ([`Workload::complete_batch`],
+    /// or all in flight when fewer), at most until the next second's boundary, the end, the
+    /// next rate-limited I/O or (draining) the drain's deadline.
+    #[inline]
+    fn submit_and_wait(
+        &mut self,
+        submit_time: Instant,
+        next_allowed: Option<Instant>,
+    ) -> std::io::Result<()> {
+        let mut wake = self.next_boundary(submit_time);
+        if let Some(t) = next_allowed {
+            wake = wake.min(t);
+        }
+        // Draining: nothing to submit and no second to close; any completion wakes it.
+        if let Some(deadline) = self.drain_deadline {
+            wake = deadline;
+        }
+        let timeout = wake.saturating_duration_since(submit_time);
+        let in_flight = self.io.in_flight();
+        if in_flight > 0 {
+            let want = (self.workload.complete_batch.max(1) as usize).min(in_flight);
+            self.io
+                .submit_and_wait(want, Some(timeout.max(Duration::from_micros(50))))?;
+        } else if !timeout.is_zero() {
+            std::thread::sleep(timeout);
+        }
+        Ok(())
+    }
+
+    /// Reaps every completion and counts each one ([`WorkerLoop::count_completion`]) in the
+    /// window `now` decides once for the whole batch. Returns whether a failure asks the whole
+    /// run to stop ([`ErrorPolicy::StopAll`]).
+    #[inline]
+    fn count_completions(&mut self, now: Instant) -> bool {
+        let window = ReapWindow {
+            now,
+            reap_ns: now.saturating_duration_since(self.start).as_nanos() as u64,
+            in_window: now < self.end,
+            in_ramp: now < self.ramp_end,
+            errors_counted: now >= self.ramp_end && now < self.end,
+            ramp_ns: self.ramp_ns(),
+            end_ns: self.end_ns(),
+        };
+        let mut stop_all = false;
+        self.io.reap();
+        for i in 0..self.io.reaped().len() {
+            let done = self.io.reaped()[i];
+            stop_all |= self.count_completion(done, &window);
+        }
+        for dev in &mut self.devices {
+            dev.flush_latencies();
+        }
+        stop_all
+    }
+
+    /// Frees one completion's slot and counts it: a data check for a verifying run, then a
+    /// success into its window (ramp, measured, drained) with its latency, or a failure into
+    /// the device's errors. Returns whether the failure asks the whole run to stop.
+    #[inline]
+    fn count_completion(&mut self, done: Reaped, window: &ReapWindow) -> bool {
+        let slot = self.slots[done.user_data as usize];
+        let slot_id = done.user_data as u32;
+        let dev = &mut self.devices[slot.device as usize];
+        dev.in_flight -= 1;
+        dev.free_slots.push(slot_id);
+        if slot.pool_block != NO_POOL_BLOCK {
+            dev.pool_busy[slot.pool_block as usize] = false;
+        }
+        if dev.verify.is_some() {
+            dev.check_during_run(&self.io, slot_id, &slot, done.result, self.run_id);
+        }
+        let len = dev.block_size;
+        let success = if self.nops {
+            0
+        } else {
+            slot.op.success_result(len)
+        };
+        if done.result != success {
+            return self.count_failure(&slot, done.result, window);
+        }
+        if slot.op == OpKind::Read {
+            dev.sample_read(&self.io, slot_id, slot.device as usize);
+        }
+        // With a rate, an I/O belongs to the window its intended start fell in, however late
+        // it completed (otherwise, to the one it was reaped in).
+        let (counted, ramp) = match self.paced {
+            true => (
+                slot.intended_ns < window.end_ns,
+                slot.intended_ns < window.ramp_ns && !window.in_ramp,
+            ),
+            false => (window.in_window, false),
+        };
+        if ramp {
+            dev.ramp[slot.op] += 1;
+            return false;
+        }
+        if !counted {
+            // Drained after the window: done, counted apart from the window.
+            dev.drained[slot.op] += 1;
+            return false;
+        }
+        let counts = &mut dev.interval[slot.op];
+        counts.ios += 1;
+        counts.bytes += u64::from(len);
+        if self.workload.record_latency {
+            let lat = done
+                .took_ns
+                .unwrap_or_else(|| window.reap_ns.saturating_sub(slot.submitted_ns));
+            if self.paced {
+                let response = window.reap_ns.saturating_sub(slot.intended_ns).max(lat);
+                crate::result::record_latency(&mut counts.response, response);
+            }
+            dev.record_latency(slot.op, lat);
+        }
+        false
+    }
+
+    /// Counts a failed I/O into its device's errors and takes the device out as
+    /// [`WorkerLoop::on_error`] says. Returns whether the whole run is to stop.
+    fn count_failure(&mut self, slot: &Slot, result: i32, window: &ReapWindow) -> bool {
+        let dev = &mut self.devices[slot.device as usize];
+        let (errno, transferred) = if result < 0 {
+            (-result, 0)
+        } else {
+            (0, result as u32)
+        };
+        dev.errors.record(IoErrorSample {
+            op: slot.op,
+            offset: slot.offset,
+            len: dev.block_size,
+            errno,
+            transferred,
+        });
+        if window.errors_counted {
+            dev.interval_errors += 1;
+        }
+        if self.on_error != ErrorPolicy::Continue && !dev.failed {
+            dev.failed = true;
+            dev.failed_at = Some(window.now);
+            self.taken_out[dev.index].store(true, Ordering::Relaxed);
+        }
+        self.on_error == ErrorPolicy::StopAll
+    }
+
+    /// After the loop: what was due within the runtime and never went out (a stop, or
+    /// [`BACKLOG_LIMIT`]), the last (possibly partial) second, and when this worker finished.
+    fn finish(&mut self) {
         let last_due_ns = self.end_ns().saturating_sub(1);
         for dev in &mut self.devices {
             dev.unissued = dev.schedule.map_or(0, |s| s.due_by(last_due_ns));
         }
-        // Close the last (possibly partial) second.
         self.flush_second(self.current_second);
         let finished = Instant::now().saturating_duration_since(self.start);
         self.shared
             .finished_after_ns
             .fetch_max(finished.as_nanos() as u64, Ordering::Relaxed);
-        Ok(())
     }
 
     /// Ends the wait for a device that stopped answering: each device's I/O still in flight
@@ -1092,165 +1467,22 @@ impl WorkerLoop {
             }
             // Where the schedule stood, to step back to if the ring takes less than planned.
             let schedule_before = dev.schedule;
-            // First what each I/O does and, for a unique write, its pool block, asked into
-            // the cache for writing, so that its stamps below do not each wait for a line the
-            // device's copy last read (benches/README.md's measurements: less CPU per I/O).
-            planned.clear();
-            for _ in 0..budget {
-                // With a rate, only an I/O whose intended start has come goes out, and
-                // nothing due at or after the end: the window's I/Os are those due in it.
-                let intended_ns = match dev.schedule.as_mut() {
-                    Some(schedule) => {
-                        let due = schedule.next_due_ns();
-                        if due >= end_ns {
-                            break;
-                        }
-                        if due > now_ns {
-                            let at = self.start + Duration::from_nanos(due);
-                            *next_allowed = Some(next_allowed.map_or(at, |t: Instant| t.min(at)));
-                            break;
-                        }
-                        due
-                    }
-                    None => 0,
-                };
-                let Some(slot_id) = dev.free_slots.pop() else {
-                    break;
-                };
-                if let Some(schedule) = dev.schedule.as_mut() {
-                    schedule.advance();
-                }
-                let op = dev.offsets.next_op();
-                let offset = dev.offsets.next_offset();
-                // A duplicate carries the duplicate block as it is, shared by every duplicate
-                // in flight (only read); `prepare` refuses --verify with duplicates, which
-                // would have to stamp it.
-                let unique = match op.buffer_use() {
-                    BufferUse::Source => dev.maker.next_key().map(|key| {
-                        let block = dev.take_pool_block(offset);
-                        self.io.prefetch_for_write(
-                            file,
-                            dev.pool_block_offset(block),
-                            dev.block_size as usize,
-                            data::STAMP_SPACING,
-                        );
-                        (block, key)
-                    }),
-                    BufferUse::Fill | BufferUse::None => None,
-                };
-                planned.push(PlannedIo {
-                    slot_id,
-                    op,
-                    offset,
-                    intended_ns,
-                    unique,
-                });
-            }
-            for (
-                i,
-                &PlannedIo {
-                    slot_id,
-                    op,
-                    offset,
-                    intended_ns,
-                    unique,
-                },
-            ) in planned.iter().enumerate()
-            {
-                let mut buf_offset = 0;
-                let mut tag = 0;
-                let mut pool_block = NO_POOL_BLOCK;
-                match op.buffer_use() {
-                    BufferUse::Source => {
-                        let bs = dev.block_size as usize;
-                        match unique {
-                            Some((block, key)) => {
-                                pool_block = block as u32;
-                                buf_offset = dev.pool_block_offset(block);
-                                // SAFETY: a unique block is a pool block no write in flight
-                                // names (`pool_busy`), marked busy until this write is reaped.
-                                let buf = unsafe { self.io.buffer_mut(file, buf_offset, bs) };
-                                dev.maker.stamp_unique(buf, key);
-                            }
-                            None => buf_offset = dev.pool_block_offset(dev.pool_blocks),
-                        }
-                        if dev.verify.is_some() {
-                            // SAFETY: a verifying run writes unique blocks only (it refuses
-                            // repeats), so this is the pool block just taken above.
-                            let buf = unsafe { self.io.buffer_mut(file, buf_offset, bs) };
-                            dev.writes_submitted += 1;
-                            tag = data::generation_tag(dev.writes_submitted);
-                            data::stamp(
-                                buf,
-                                BlockIdentity {
-                                    offset,
-                                    run_id: self.run_id,
-                                    generation: dev.writes_submitted,
-                                    device: dev.index as u32,
-                                },
-                            );
-                        }
-                    }
-                    BufferUse::Fill => {
-                        buf_offset = dev.read_buffer_offset(slot_id);
-                        // Read at submit time, after the writes queued before it in this
-                        // batch marked their blocks.
-                        if dev.verify.is_some() {
-                            let state = dev.verify_state[dev.state_index(offset)];
-                            if (1..STATE_UNKNOWN).contains(&state) {
-                                tag = state;
-                            }
-                        }
-                    }
-                    BufferUse::None => {}
-                }
-                if !self
-                    .io
-                    .push(slot_id as u64, op, file, buf_offset, dev.block_size, offset)
-                {
-                    // The queue is full: this and the rest of the plan give back their slots
-                    // and pool blocks (their offsets are skipped, as they were before).
-                    for rest in &planned[i..] {
-                        dev.free_slots.push(rest.slot_id);
-                        if let Some((block, _)) = rest.unique {
-                            dev.pool_busy[block] = false;
-                        }
-                    }
-                    // Their intended starts stay due: the schedule never skips an I/O.
-                    if let Some(mut schedule) = schedule_before {
-                        for _ in 0..i {
-                            schedule.advance();
-                        }
-                        dev.schedule = Some(schedule);
-                    }
-                    break;
-                }
-                if op == OpKind::Write && dev.verify.is_some() {
-                    let block = offset / u64::from(dev.block_size);
-                    // Two writes in flight to one block may land in either order: unknown
-                    // until a later write has the block to itself.
-                    let overlapped = dev.verify_writes_in_flight.contains(&block);
-                    dev.verify_writes_in_flight.push(block);
-                    let index = dev.state_index(offset);
-                    dev.verify_state[index] = if overlapped {
-                        STATE_UNKNOWN
-                    } else {
-                        STATE_WRITING
-                    };
-                }
-                self.slots[slot_id as usize] = Slot {
-                    device: file as u32,
-                    op,
-                    offset,
-                    submitted_ns: 0,
-                    intended_ns,
-                    tag,
-                    pool_block,
-                };
-                dev.in_flight += 1;
-                dev.submitted += 1;
-                pushed.push(slot_id);
-            }
+            dev.plan_batch(
+                file,
+                budget,
+                (self.start, now_ns, end_ns),
+                &self.io,
+                planned,
+                next_allowed,
+            );
+            dev.push_batch(
+                file,
+                planned,
+                schedule_before,
+                (&mut self.io, &mut self.slots),
+                self.run_id,
+                pushed,
+            );
         }
     }
 

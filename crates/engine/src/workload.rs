@@ -238,6 +238,15 @@ pub struct Workload {
     pub arrival: crate::Arrival,
     /// Whether to time every I/O into the latency histograms (costs two clock reads per batch).
     pub record_latency: bool,
+    /// Completions a worker waits for before it reaps, when it has that many in flight
+    /// (fio's `iodepth_batch_complete_min`, t/io_uring's `-c`): 1 (the default) wakes it for
+    /// every completion; more wake it once a batch, which costs less CPU per I/O where wakes
+    /// are dear (completions from io_uring's worker threads, as on zram) but stamps every
+    /// completion of a batch when the batch is reaped, so a latency includes the wait for the
+    /// rest of its batch. A wait still ends at the next second's boundary or rate-limited
+    /// I/O, so the live view and a rate's schedule are kept.
+    #[serde(default = "one_completion")]
+    pub complete_batch: u32,
     /// Bytes each target may be given, ramp included (fio's `io_size`, here shared by the
     /// target's workers): a target stops once
     /// that many bytes were submitted, and the run ends when every target has stopped (or the
@@ -247,6 +256,11 @@ pub struct Workload {
     /// What written blocks contain: unique and incompressible unless asked otherwise.
     #[serde(default)]
     pub write_data: crate::WriteData,
+}
+
+/// [`Workload::complete_batch`]'s default, for reports of versions that did not say.
+fn one_completion() -> u32 {
+    1
 }
 
 impl Default for Workload {
@@ -266,6 +280,7 @@ impl Default for Workload {
             rate_iops: None,
             arrival: crate::Arrival::Even,
             record_latency: true,
+            complete_batch: 1,
             io_limit: None,
             write_data: crate::WriteData::default(),
         }
@@ -285,6 +300,7 @@ with_setters!(Workload {
     with_rate_iops => rate_iops: Option<u64>,
     with_arrival => arrival: crate::Arrival,
     with_record_latency => record_latency: bool,
+    with_complete_batch => complete_batch: u32,
     with_io_limit => io_limit: Option<u64>,
     with_write_data => write_data: crate::WriteData,
 });
@@ -345,6 +361,15 @@ impl Workload {
                     &[Numjobs, Iodepth],
                 );
             }
+        }
+        if w.complete_batch == 0 || w.complete_batch > MAX_IODEPTH {
+            return bad(
+                format!(
+                    "completion batch of {} is out of range: use 1 to {MAX_IODEPTH}",
+                    w.complete_batch
+                ),
+                &[CompleteBatch],
+            );
         }
         if w.rwmixread > 100 {
             return bad(
@@ -481,6 +506,21 @@ impl FromStr for ErrorPolicy {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_completion_batch_is_one_to_the_most_in_flight() {
+        for ok in [1, 8, MAX_IODEPTH] {
+            assert!(Workload::default().with_complete_batch(ok).check().is_ok());
+        }
+        for bad in [0, MAX_IODEPTH + 1] {
+            let err = Workload::default()
+                .with_complete_batch(bad)
+                .check()
+                .unwrap_err();
+            assert_eq!(err.settings, vec![Setting::CompleteBatch], "{bad}");
+        }
+        assert_eq!(Workload::default().complete_batch, 1);
+    }
 
     #[test]
     fn a_device_keeps_every_jobs_depth_in_flight_and_the_check_counts_it() {

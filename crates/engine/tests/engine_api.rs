@@ -404,3 +404,48 @@ fn discard_and_zero_out_clear_a_loop_volume() {
         assert!(err.to_string().contains("not within the target"), "{err}");
     }
 }
+
+/// Completions reaped in batches ([`Workload::complete_batch`]) are each counted once, as the
+/// kernel counts them, and each timed once: the latencies of a batch, recorded together
+/// where equal, add up to the I/Os in the run's histograms and in every second's.
+#[test]
+fn completions_reaped_in_batches_are_each_counted_and_timed() {
+    require_root!();
+    let _rate = rate_test_lock();
+    let host = volumes(2, 64 << 20);
+    let names = volume_kernel_names(&host);
+    let before = baseline_completions(&volume_paths(&host), &names);
+    let workload = Workload::default()
+        .with_pattern(IoPattern::RandRw)
+        .with_rwmixread(70)
+        .with_iodepth(16)
+        .with_complete_batch(8)
+        .with_runtime(Duration::from_secs(2))
+        .with_ramp(Duration::from_millis(500));
+    let config = RunConfig::new(host.device_paths().to_vec(), workload).with_live(true);
+    let mut seconds: Vec<DeviceInterval> = Vec::new();
+    let result = run_checked_before(config, &mut |i: DeviceInterval| seconds.push(i)).unwrap();
+    for (i, name) in names.iter().enumerate() {
+        let after = kernel_completions(name);
+        let d = &result.devices[i];
+        assert_eq!(d.errors.count, 0, "{name}: {:?}", d.errors);
+        let done = |op: OpKind| d.ramp[op] + d.ops[op].ios + d.drained[op];
+        assert_eq!(
+            (after.0 - before[i].0, after.1 - before[i].1),
+            (done(OpKind::Read), done(OpKind::Write)),
+            "{name}"
+        );
+        for op in [OpKind::Read, OpKind::Write] {
+            let ops = &d.ops[op];
+            assert!(ops.ios > 500, "{name} {op:?}: {} I/Os", ops.ios);
+            assert_eq!(ops.latency.len(), ops.ios, "{name} {op:?}");
+            assert!(ops.latency.min() > 0, "{name} {op:?}");
+            let timed_by_second: u64 = seconds
+                .iter()
+                .filter(|s| s.device == i && s.second >= 0)
+                .map(|s| s.ops[op].latency.len())
+                .sum();
+            assert_eq!(timed_by_second, ops.ios, "{name} {op:?} by second");
+        }
+    }
+}

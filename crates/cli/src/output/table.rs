@@ -218,6 +218,14 @@ pub fn render_table_noting(
         out.push_str(" (interrupted)");
     }
     out.push('\n');
+    if w.complete_batch > 1 && w.record_latency {
+        // Latencies then include the wait for the rest of their batch: said above them.
+        let _ = writeln!(
+            out,
+            "completions reaped {} at a time: a latency includes the wait for its batch",
+            w.complete_batch
+        );
+    }
     if let Some(generator) = &report.load_generator {
         out.push_str(&ring_features_line(generator));
     }
@@ -313,7 +321,7 @@ pub fn render_table_noting(
     }
     out.push_str(&driver_lines(report));
     if let Some(generator) = &report.load_generator {
-        out.push_str(&worker_lines(generator));
+        out.push_str(&worker_lines(generator, w.complete_batch));
     }
     out.push_str(&verify_lines(report));
     if unwritten == UnwrittenReads::Advise {
@@ -734,8 +742,9 @@ fn driver_lines(report: &HostReport) -> String {
         if d.load_generator_saturated {
             let _ = writeln!(
                 s,
-                "every worker driving {} had a saturated CPU: its figures may be hostmax's limit rather than the device's (give it more CPUs with --cpus, or --numjobs)",
-                device_label(d)
+                "every worker driving {} had a saturated CPU: its figures may be hostmax's limit rather than the device's (give it more CPUs with --cpus, or --numjobs{})",
+                device_label(d),
+                batch_hint(report.workload.complete_batch)
             );
         }
     }
@@ -764,7 +773,17 @@ fn driver_lines(report: &HostReport) -> String {
 /// ran on, its devices, how busy the thread and its CPU were, its CPU time and that time per
 /// I/O; "saturated" marks a worker whose CPU had no time to spare. Then the load generator's
 /// line: its CPU time per I/O in all.
-fn worker_lines(generator: &hostmax_aggregate::LoadGenerator) -> String {
+/// What else frees a saturated worker's CPU: waking it once a batch of completions, where
+/// it still wakes for every one.
+fn batch_hint(complete_batch: u32) -> &'static str {
+    if complete_batch == 1 {
+        ", or let each worker wake once per batch of completions (--complete-batch 8)"
+    } else {
+        ""
+    }
+}
+
+fn worker_lines(generator: &hostmax_aggregate::LoadGenerator, complete_batch: u32) -> String {
     let ns = |v: Option<f64>| v.map_or_else(|| "-".to_string(), |ns| format!("{ns:.0} ns"));
     let header = [
         "worker CPU",
@@ -821,8 +840,10 @@ fn worker_lines(generator: &hostmax_aggregate::LoadGenerator) -> String {
         );
     }
     if generator.saturated {
-        s.push_str(
-            "the load generator's CPUs were saturated: these figures may be hostmax's limit rather than the storage's; give it more CPUs (--cpus) or fewer volumes per host\n",
+        let _ = writeln!(
+            s,
+            "the load generator's CPUs were saturated: these figures may be hostmax's limit rather than the storage's; give it more CPUs (--cpus) or fewer volumes per host{}",
+            batch_hint(complete_batch)
         );
     }
     s
@@ -904,6 +925,21 @@ mod tests {
             "{}",
             lines[4]
         );
+    }
+
+    #[test]
+    fn completions_reaped_in_batches_are_said_above_the_latencies() {
+        let mut report = sample_report();
+        assert!(!render_table(&report).contains("reaped"));
+        report.workload.complete_batch = 8;
+        let text = render_table(&report);
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(
+            lines[1],
+            "completions reaped 8 at a time: a latency includes the wait for its batch"
+        );
+        report.workload.record_latency = false;
+        assert!(!render_table(&report).contains("reaped"));
     }
 
     #[test]
