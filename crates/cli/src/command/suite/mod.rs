@@ -249,33 +249,13 @@ fn start(args: &SuiteArgs) -> anyhow::Result<Setup> {
     let cells = matrix::cells(&block_sizes, &mixes);
     let tracked = test.tracked_cell(&cells).expect("cells are not empty");
     if !writing.read_only {
-        let standard = test.tracked_cell(&matrix::cells(
-            &test.default_block_sizes(),
-            &test.default_mixes(),
-        ));
-        if let Some(standard) = standard.filter(|s| *s != tracked) {
-            notes.push(format!(
-                "steady state tracks {} ({} is not in the matrix)",
-                tracked.key(),
-                standard.key()
-            ));
-        }
+        notes.extend(tracked_elsewhere(test, tracked));
     }
     let state_dir = new_state_dir(test, args, &mut notes)?;
     let mut config = SuiteConfig {
         format: STATE_FORMAT,
         test,
-        devices: targets
-            .iter()
-            .map(|t| DeviceRecord {
-                path: t.path.clone(),
-                given: crate::devices::given_name(&args.devices, &t.path),
-                size: t.size,
-                logical_block_size: t.logical_block_size,
-                block_device: t.kind == TargetKind::BlockDevice,
-                identity: Some(hostmax_device::identity::identify_with_signatures(t)),
-            })
-            .collect(),
+        devices: device_records(&args.devices, &targets),
         cells,
         tracked,
         metric: test.metric(),
@@ -329,6 +309,40 @@ fn start(args: &SuiteArgs) -> anyhow::Result<Setup> {
     destination::check_directory("--state-dir", &state_dir)?;
     let state = StateDir::create(&state_dir, &config)?;
     Ok((config, state, targets, outputs))
+}
+
+/// A note when the cell steady state tracks is not the test's standard one (which is not in
+/// the matrix asked for).
+fn tracked_elsewhere(test: SuiteTest, tracked: matrix::CellSpec) -> Option<String> {
+    let standard = test.tracked_cell(&matrix::cells(
+        &test.default_block_sizes(),
+        &test.default_mixes(),
+    ))?;
+    (standard != tracked).then(|| {
+        format!(
+            "steady state tracks {} ({} is not in the matrix)",
+            tracked.key(),
+            standard.key()
+        )
+    })
+}
+
+/// What the checkpoint keeps of each device, to know it again on `--resume`.
+fn device_records(
+    given: &[std::ffi::OsString],
+    targets: &[hostmax_engine::TargetInfo],
+) -> Vec<DeviceRecord> {
+    targets
+        .iter()
+        .map(|t| DeviceRecord {
+            path: t.path.clone(),
+            given: crate::devices::given_name(given, &t.path),
+            size: t.size,
+            logical_block_size: t.logical_block_size,
+            block_device: t.kind == TargetKind::BlockDevice,
+            identity: Some(hostmax_device::identity::identify_with_signatures(t)),
+        })
+        .collect()
 }
 
 /// The mixes a fresh suite runs: `--mixes` (repeats dropped) or the test's own; a sequential
@@ -592,9 +606,49 @@ fn resumed_targets(
     config: &mut SuiteConfig,
     args: &SuiteArgs,
 ) -> anyhow::Result<Vec<hostmax_engine::TargetInfo>> {
-    // A device or file that is gone is not made anew (planning with --size would make a
-    // missing file).
-    let name_of = |d: &DeviceRecord| d.given.clone().unwrap_or_else(|| d.path.clone());
+    check_devices_there(dir, config)?;
+    let targets = plan_run(&PlanRequest {
+        devices: config
+            .devices
+            .iter()
+            .map(|d| d.name().into_os_string())
+            .collect(),
+        block_size: u64::from(
+            config
+                .cells
+                .iter()
+                .map(|c| c.block_size)
+                .max()
+                .unwrap_or(4096),
+        ),
+        working_set: Some(config.range),
+        allow_write: args.allow_write,
+        force: args.force,
+        ..PlanRequest::default()
+    })?
+    .targets;
+    check_same_devices(dir, config, &targets)?;
+    // Followed names: the devices are where their given names lead now.
+    for (t, d) in targets.iter().zip(config.devices.iter_mut()) {
+        if d.path != t.path {
+            eprintln!(
+                "hostmax suite: {} now leads to {} (was {}); the same device, resuming on it",
+                d.name().display(),
+                t.path.display(),
+                d.path.display()
+            );
+            d.path = t.path.clone();
+        }
+    }
+    Ok(targets)
+}
+
+/// Before a resumed suite plans its devices: each is still there (a device or file that is
+/// gone is not made anew, as planning with --size would make a missing file) and of the
+/// size it had (said now, since planning's refusal would offer --size, which --resume
+/// cannot change).
+fn check_devices_there(dir: &Path, config: &SuiteConfig) -> anyhow::Result<()> {
+    let name_of = DeviceRecord::name;
     if let Some(gone) = config.devices.iter().find(|d| !name_of(d).exists()) {
         return Err(BadInput(format!(
             "{} of the suite in {} is gone; put it back, or start a new suite",
@@ -618,26 +672,17 @@ fn resumed_targets(
             }
         }
     }
-    let targets = plan_run(&PlanRequest {
-        devices: config
-            .devices
-            .iter()
-            .map(|d| name_of(d).into_os_string())
-            .collect(),
-        block_size: u64::from(
-            config
-                .cells
-                .iter()
-                .map(|c| c.block_size)
-                .max()
-                .unwrap_or(4096),
-        ),
-        working_set: Some(config.range),
-        allow_write: args.allow_write,
-        force: args.force,
-        ..PlanRequest::default()
-    })?
-    .targets;
+    Ok(())
+}
+
+/// A resumed suite's planned devices are the ones it started on: all there, each with its
+/// path (unless followed by a given name), size, block size and kind, and what the kernel
+/// says it is (two same-size volumes that swapped names after a reboot differ there).
+fn check_same_devices(
+    dir: &Path,
+    config: &SuiteConfig,
+    targets: &[hostmax_engine::TargetInfo],
+) -> anyhow::Result<()> {
     if targets.len() != config.devices.len() {
         return Err(BadInput(format!(
             "the devices of the suite in {} are not all there any more; it cannot be resumed",
@@ -664,8 +709,6 @@ fn resumed_targets(
             .into());
         }
     }
-    // The same path and size can lead to another device (two same-size volumes that swapped
-    // names after a reboot): compare what the kernel says each one is.
     let swapped: Vec<String> = targets
         .iter()
         .zip(&config.devices)
@@ -683,19 +726,7 @@ fn resumed_targets(
         ))
         .into());
     }
-    // Followed names: the devices are where their given names lead now.
-    for (t, d) in targets.iter().zip(config.devices.iter_mut()) {
-        if d.path != t.path {
-            eprintln!(
-                "hostmax suite: {} now leads to {} (was {}); the same device, resuming on it",
-                name_of(d).display(),
-                t.path.display(),
-                d.path.display()
-            );
-            d.path = t.path.clone();
-        }
-    }
-    Ok(targets)
+    Ok(())
 }
 
 /// A resumed suite's outputs: the checkpoint's, or those given again with `--resume` (kept in

@@ -52,6 +52,13 @@ pub struct DeviceRecord {
     pub identity: Option<hostmax_aggregate::DeviceIdentity>,
 }
 
+impl DeviceRecord {
+    /// The name `--resume` finds it by: the one the user gave, else its canonical path.
+    pub fn name(&self) -> PathBuf {
+        self.given.clone().unwrap_or_else(|| self.path.clone())
+    }
+}
+
 /// Everything a suite was started with: `suite.json`. A resumed suite runs from this alone.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SuiteConfig {
