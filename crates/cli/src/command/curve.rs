@@ -349,25 +349,13 @@ mod fake_engine_tests {
     use super::*;
     use crate::args::parsed as cli;
     use crate::engine::fake::FakeEngine;
-    use crate::test_support::{read_json, target_files, ScratchDir};
+    use crate::test_support::{read_json, short_run_argv, ScratchDir};
 
     /// `hostmax curve` over two 8 MiB files, 1 s steps, the JSON in the scratch directory;
     /// `more` after them.
     fn curve_args(dir: &ScratchDir, more: &[&str]) -> CurveArgs {
-        let devices = target_files(dir, 2, 8 << 20);
-        let json = dir.0.join("curve.json").display().to_string();
-        let mut argv = vec!["curve", "--devices", &devices[0], &devices[1]];
-        argv.extend([
-            "--size",
-            "8m",
-            "--runtime",
-            "1s",
-            "--ramp",
-            "0s",
-            "--json",
-            &json,
-        ]);
-        argv.extend(more);
+        let argv = short_run_argv(dir, "curve", 2, more);
+        let argv: Vec<&str> = argv.iter().map(String::as_str).collect();
         match cli(&argv).command {
             Some(crate::args::Command::Curve(args)) => *args,
             other => panic!("not a curve: {other:?}"),

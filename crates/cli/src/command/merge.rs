@@ -206,7 +206,10 @@ mod tests {
     /// A report of a 2 s run of `bs`-byte reads on two 8 MiB files through the fake
     /// engine at `iops` a volume, written to `name` in `s`.
     fn fake_report(s: &ScratchDir, name: &str, iops: f64, bs: u64) -> std::path::PathBuf {
-        let host = ScratchDir::new(&format!("merge-{name}"));
+        // Its own folder: the tests beside this one make hosts of the same names at once.
+        static HOSTS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let n = HOSTS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let host = ScratchDir::new(&format!("merge-host-{n}"));
         let devices = crate::test_support::target_files(&host, 2, 8 << 20);
         let plan = crate::plan::plan_run(&crate::plan::PlanRequest {
             devices: devices.iter().map(Into::into).collect(),

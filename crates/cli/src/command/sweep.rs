@@ -366,26 +366,13 @@ mod fake_engine_tests {
     use super::*;
     use crate::args::parsed as cli;
     use crate::engine::fake::FakeEngine;
-    use crate::test_support::{read_json, target_files, ScratchDir};
+    use crate::test_support::{read_json, short_run_argv, ScratchDir};
 
     /// `hostmax sweep` over `volumes` 8 MiB files, 1 s steps, the JSON in the scratch
     /// directory; `more` after them.
     fn sweep_args(dir: &ScratchDir, volumes: usize, more: &[&str]) -> SweepArgs {
-        let devices = target_files(dir, volumes, 8 << 20);
-        let json = dir.0.join("sweep.json").display().to_string();
-        let mut argv = vec!["sweep", "--devices"];
-        argv.extend(devices.iter().map(String::as_str));
-        argv.extend([
-            "--size",
-            "8m",
-            "--runtime",
-            "1s",
-            "--ramp",
-            "0s",
-            "--json",
-            &json,
-        ]);
-        argv.extend(more);
+        let argv = short_run_argv(dir, "sweep", volumes, more);
+        let argv: Vec<&str> = argv.iter().map(String::as_str).collect();
         match cli(&argv).command {
             Some(crate::args::Command::Sweep(args)) => args,
             other => panic!("not a sweep: {other:?}"),

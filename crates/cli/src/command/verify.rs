@@ -219,25 +219,13 @@ mod fake_engine_tests {
     use super::*;
     use crate::args::parsed as cli;
     use crate::engine::fake::FakeEngine;
-    use crate::test_support::{read_json, target_files, ScratchDir};
+    use crate::test_support::{read_json, short_run_argv, ScratchDir};
 
     /// `hostmax verify` over two 8 MiB files, 1 s phases, the JSON in the scratch
     /// directory; `more` after them.
     fn verify_args(dir: &ScratchDir, more: &[&str]) -> VerifyArgs {
-        let devices = target_files(dir, 2, 8 << 20);
-        let json = dir.0.join("verify.json").display().to_string();
-        let mut argv = vec!["verify", "--devices", &devices[0], &devices[1]];
-        argv.extend([
-            "--size",
-            "8m",
-            "--runtime",
-            "1s",
-            "--ramp",
-            "0s",
-            "--json",
-            &json,
-        ]);
-        argv.extend(more);
+        let argv = short_run_argv(dir, "verify", 2, more);
+        let argv: Vec<&str> = argv.iter().map(String::as_str).collect();
         match cli(&argv).command {
             Some(crate::args::Command::Verify(args)) => args,
             other => panic!("not a verify: {other:?}"),
