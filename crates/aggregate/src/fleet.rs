@@ -19,7 +19,7 @@ use crate::latency::{add_exact, LatencySummary};
 use crate::report::{
     DeviceReport, Figures, FleetHost, FleetSummary, HostReport, OpSummary, SCHEMA_VERSION,
 };
-use crate::series::{DeviceSecond, OpSeconds, SecondPoint};
+use crate::series::{DeviceSecond, SecondPoint};
 use figures::{add_count, add_rate};
 
 /// Why reports cannot be merged. `label` is the name the caller gave the report (its file).
@@ -575,17 +575,7 @@ fn merge_series(reports: &[(String, HostReport)]) -> Result<Vec<SecondPoint>, Me
     by_second
         .into_iter()
         .map(|(second, points)| {
-            let mut merged = SecondPoint {
-                second,
-                iops: 0.0,
-                ops: OpSeconds::default(),
-                bytes_per_sec: 0.0,
-                errors: 0,
-                backlog: 0,
-                devices: Vec::new(),
-                partial: false,
-                histograms: None,
-            };
+            let mut merged = SecondPoint::new(second);
             // Exact when every host logged this second's histograms (reports of this version);
             // else each percentile is the worst host's, an upper bound.
             let exact = exact_second_latency(&points);
@@ -655,6 +645,7 @@ fn add_all(sum: &mut PerOp<Histogram<u64>>, other: &PerOp<Histogram<u64>>) {
 mod tests {
     use super::*;
     use crate::report::summarize;
+    use crate::series::OpSeconds;
     use crate::LatencySummary;
     use hostmax_engine::{DeviceResult, IoPattern, OpResult, RunResult, Workload};
     use std::path::PathBuf;

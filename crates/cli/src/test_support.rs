@@ -29,24 +29,21 @@ pub(crate) fn read_json(path: &std::path::Path) -> serde_json::Value {
     serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
 }
 
-/// The arguments of `hostmax SUBCOMMAND` over `volumes` files of 8 MiB in `dir`, 1 s runs
-/// with no ramp, the JSON at `dir/SUBCOMMAND.json`, then `more`: what the commands'
-/// fake-engine tests parse ([`crate::args::parsed`]).
+/// The arguments of `hostmax SUBCOMMAND` (the main run when `None`) over `volumes` files of
+/// 8 MiB in `dir`, 1 s runs with no ramp, the JSON at `dir/SUBCOMMAND.json` (`run.json`),
+/// then `more`: what the commands' fake-engine tests parse ([`crate::args::parsed`]).
 pub(crate) fn short_run_argv(
     dir: &ScratchDir,
-    subcommand: &str,
+    subcommand: Option<&str>,
     volumes: usize,
     more: &[&str],
 ) -> Vec<String> {
-    let mut argv = vec![subcommand.to_string(), "--devices".to_string()];
+    let mut argv: Vec<String> = subcommand.map(String::from).into_iter().collect();
+    argv.push("--devices".to_string());
     argv.extend(target_files(dir, volumes, 8 << 20));
     argv.extend(["--size", "8m", "--runtime", "1s", "--ramp", "0s", "--json"].map(String::from));
-    argv.push(
-        dir.0
-            .join(format!("{subcommand}.json"))
-            .display()
-            .to_string(),
-    );
+    let json = format!("{}.json", subcommand.unwrap_or("run"));
+    argv.push(dir.0.join(json).display().to_string());
     argv.extend(more.iter().map(|m| m.to_string()));
     argv
 }

@@ -354,7 +354,7 @@ mod fake_engine_tests {
     /// `hostmax curve` over two 8 MiB files, 1 s steps, the JSON in the scratch directory;
     /// `more` after them.
     fn curve_args(dir: &ScratchDir, more: &[&str]) -> CurveArgs {
-        let argv = short_run_argv(dir, "curve", 2, more);
+        let argv = short_run_argv(dir, Some("curve"), 2, more);
         let argv: Vec<&str> = argv.iter().map(String::as_str).collect();
         match cli(&argv).command {
             Some(crate::args::Command::Curve(args)) => *args,

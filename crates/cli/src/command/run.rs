@@ -79,26 +79,13 @@ mod tests {
     use super::*;
     use crate::args::parsed as cli;
     use crate::engine::fake::FakeEngine;
-    use crate::test_support::{read_json, target_files, ScratchDir};
+    use crate::test_support::{read_json, short_run_argv, ScratchDir};
 
-    /// The main run's options on two 8 MiB files, 2 s measured, the JSON in the scratch
+    /// The main run's options on two 8 MiB files, 1 s measured, the JSON in the scratch
     /// directory; `more` after them.
     fn run_args(dir: &ScratchDir, more: &[&str]) -> RunArgs {
-        let devices = target_files(dir, 2, 8 << 20);
-        let json = dir.0.join("run.json").display().to_string();
-        let mut argv = vec!["--devices", &devices[0], &devices[1]];
-        argv.extend([
-            "--size",
-            "8m",
-            "--runtime",
-            "2s",
-            "--ramp",
-            "0s",
-            "--json",
-            &json,
-        ]);
-        argv.extend(more);
-        cli(&argv).run
+        let argv = short_run_argv(dir, None, 2, more);
+        cli(&argv.iter().map(String::as_str).collect::<Vec<_>>()).run
     }
 
     #[test]

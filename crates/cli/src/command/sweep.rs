@@ -371,7 +371,7 @@ mod fake_engine_tests {
     /// `hostmax sweep` over `volumes` 8 MiB files, 1 s steps, the JSON in the scratch
     /// directory; `more` after them.
     fn sweep_args(dir: &ScratchDir, volumes: usize, more: &[&str]) -> SweepArgs {
-        let argv = short_run_argv(dir, "sweep", volumes, more);
+        let argv = short_run_argv(dir, Some("sweep"), volumes, more);
         let argv: Vec<&str> = argv.iter().map(String::as_str).collect();
         match cli(&argv).command {
             Some(crate::args::Command::Sweep(args)) => args,

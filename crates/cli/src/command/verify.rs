@@ -224,7 +224,7 @@ mod fake_engine_tests {
     /// `hostmax verify` over two 8 MiB files, 1 s phases, the JSON in the scratch
     /// directory; `more` after them.
     fn verify_args(dir: &ScratchDir, more: &[&str]) -> VerifyArgs {
-        let argv = short_run_argv(dir, "verify", 2, more);
+        let argv = short_run_argv(dir, Some("verify"), 2, more);
         let argv: Vec<&str> = argv.iter().map(String::as_str).collect();
         match cli(&argv).command {
             Some(crate::args::Command::Verify(args)) => args,
