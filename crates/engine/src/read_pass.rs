@@ -223,13 +223,17 @@ pub fn read_pass(
 /// Read-only, direct where the target takes it (a file on a filesystem without `O_DIRECT`
 /// is read through the page cache).
 fn open_for_reading(path: &std::path::Path) -> Result<File, EngineError> {
-    let direct = OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_DIRECT)
-        .open(path);
-    match direct {
+    let open = |direct: libc::c_int| {
+        crate::target::with_noatime(|noatime| {
+            OpenOptions::new()
+                .read(true)
+                .custom_flags(direct | noatime)
+                .open(path)
+        })
+    };
+    match open(libc::O_DIRECT) {
         Ok(file) => Ok(file),
-        Err(e) if e.raw_os_error() == Some(libc::EINVAL) => File::open(path),
+        Err(e) if e.raw_os_error() == Some(libc::EINVAL) => open(0),
         Err(e) => Err(e),
     }
     .map_err(|source| EngineError::Open {

@@ -188,6 +188,9 @@ pub(crate) struct UringIo {
     abandoned: Vec<bool>,
     /// Every push is an `IORING_OP_NOP` ([`UringIo::issue_nops`]).
     nops: bool,
+    /// The ring's index among this thread's registered rings (`IORING_REGISTER_RING_FDS`),
+    /// which every `io_uring_enter` names instead of the ring's descriptor ([`UringIo::enter`]).
+    ring_index: Option<u32>,
 }
 
 impl UringIo {
@@ -241,6 +244,7 @@ impl UringIo {
             write_prefetch: cpu_prefetches_for_write(),
             abandoned: Vec::new(),
             nops: false,
+            ring_index: None,
         };
         io.trim_methods = vec![None; io.files.len()];
         io.abandoned = vec![false; io.files.len()];
@@ -268,7 +272,8 @@ impl UringIo {
             io.features.fixed_buffers =
                 unsafe { io.ring.submitter().register_buffers(&iovecs) }.is_ok();
         }
-        io.features.registered_ring = io.ring.submitter().register_ring_fd().is_ok();
+        io.ring_index = register_ring_fd(&io.ring);
+        io.features.registered_ring = io.ring_index.is_some();
         Ok(io)
     }
 
@@ -525,13 +530,15 @@ impl UringIo {
             return Ok(());
         }
         let want = want.min(self.in_flight - self.sync_done.len());
-        let res = match timeout {
-            Some(t) if want > 0 => {
+        let timeout = timeout.filter(|_| want > 0);
+        let res = match (self.ring_index, timeout) {
+            (Some(index), _) if !self.features.sqpoll => self.enter(index, want, timeout),
+            (_, Some(t)) => {
                 let ts = types::Timespec::from(t);
                 let args = types::SubmitArgs::new().timespec(&ts);
                 self.ring.submitter().submit_with_args(want, &args)
             }
-            _ => self.ring.submitter().submit_and_wait(want),
+            (_, None) => self.ring.submitter().submit_and_wait(want),
         };
         match res {
             Ok(_) => Ok(()),
@@ -545,6 +552,64 @@ impl UringIo {
             }
             Err(e) => Err(e),
         }
+    }
+
+    /// Submits what is queued and waits for `want` completions (or `timeout`) through the
+    /// registered ring `index`: what the io-uring crate's `submit_with_args` does, without the
+    /// descriptor lookup (`fget`/`fput`) the kernel makes for an enter that names the ring's
+    /// descriptor (the crate remembers a registration only in the `Submitter` that made it,
+    /// and `IoUring::submitter` makes a fresh one each call). Not for SQPOLL rings, whose
+    /// wake-up the crate handles.
+    fn enter(&mut self, index: u32, want: usize, timeout: Option<Duration>) -> io::Result<usize> {
+        let (to_submit, needs_events) = {
+            let sq = self.ring.submission();
+            (sq.len(), sq.cq_overflow() || sq.taskrun())
+        };
+        let mut flags = IORING_ENTER_REGISTERED_RING;
+        // Deferred task work runs only in an enter that asks for events.
+        if want > 0 || self.features.iopoll || needs_events {
+            flags |= IORING_ENTER_GETEVENTS;
+        }
+        let ts = timeout.map(|t| KernelTimespec {
+            tv_sec: t.as_secs() as i64,
+            tv_nsec: i64::from(t.subsec_nanos()),
+        });
+        let arg = ts.as_ref().map(|ts| GeteventsArg {
+            sigmask: 0,
+            sigmask_sz: 0,
+            min_wait_usec: 0,
+            ts: std::ptr::from_ref(ts) as u64,
+        });
+        let (arg_ptr, arg_size) = match &arg {
+            Some(arg) => {
+                flags |= IORING_ENTER_EXT_ARG;
+                (
+                    std::ptr::from_ref(arg).cast::<libc::c_void>(),
+                    std::mem::size_of::<GeteventsArg>(),
+                )
+            }
+            None => (std::ptr::null(), 0),
+        };
+        // SAFETY: `index` names this ring among the calling thread's registered rings
+        // (`UringIo::new` registered it on the thread that submits, the only one that may
+        // enter a SINGLE_ISSUER ring), and the ring outlives the call. The kernel reads `arg`
+        // and the timespec it points to, locals alive until the call returns; it writes nothing
+        // back.
+        let ret = unsafe {
+            libc::syscall(
+                libc::SYS_io_uring_enter,
+                index as libc::c_long,
+                to_submit as libc::c_long,
+                want as libc::c_long,
+                flags as libc::c_long,
+                arg_ptr,
+                arg_size as libc::c_long,
+            )
+        };
+        if ret < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(ret as usize)
     }
 
     /// Takes every available completion; [`UringIo::reaped`] lists them.
@@ -608,6 +673,9 @@ impl Drop for UringIo {
         if self.abandoned.contains(&true) || !self.drain() {
             // The kernel may still write into the arena: leaking it is the only safe choice.
             std::mem::forget(self.arena.take());
+            if let Some(index) = self.ring_index {
+                unregister_ring_fd(&self.ring, index);
+            }
             return;
         }
         // Closing a ring releases its registered files later, from a kernel work queue; until
@@ -622,6 +690,85 @@ impl Drop for UringIo {
         if self.features.fixed_buffers {
             let _ = self.ring.submitter().unregister_buffers();
         }
+        if let Some(index) = self.ring_index {
+            unregister_ring_fd(&self.ring, index);
+        }
+    }
+}
+
+/// `io_uring_enter` flags (include/uapi/linux/io_uring.h).
+const IORING_ENTER_GETEVENTS: u32 = 1 << 0;
+const IORING_ENTER_EXT_ARG: u32 = 1 << 3;
+const IORING_ENTER_REGISTERED_RING: u32 = 1 << 4;
+/// `io_uring_register` opcodes for a ring's own descriptor.
+const IORING_REGISTER_RING_FDS: libc::c_long = 20;
+const IORING_UNREGISTER_RING_FDS: libc::c_long = 21;
+
+/// `struct __kernel_timespec`.
+#[repr(C)]
+struct KernelTimespec {
+    tv_sec: i64,
+    tv_nsec: i64,
+}
+
+/// `struct io_uring_getevents_arg`: what `IORING_ENTER_EXT_ARG` passes.
+#[repr(C)]
+struct GeteventsArg {
+    sigmask: u64,
+    sigmask_sz: u32,
+    min_wait_usec: u32,
+    ts: u64,
+}
+
+/// `struct io_uring_rsrc_update`.
+#[repr(C)]
+struct RsrcUpdate {
+    offset: u32,
+    resv: u32,
+    data: u64,
+}
+
+/// Registers `ring`'s descriptor with the calling thread (Linux 5.18+) and returns its index,
+/// or `None` where the kernel refuses (the ring is then entered through its descriptor).
+fn register_ring_fd(ring: &IoUring) -> Option<u32> {
+    let mut update = RsrcUpdate {
+        // Any free index: the kernel writes the one it chose back.
+        offset: u32::MAX,
+        resv: 0,
+        data: ring.as_raw_fd() as u64,
+    };
+    // SAFETY: the kernel reads and writes back the one `RsrcUpdate` the pointer names, a local
+    // alive for the call; the descriptor is the ring's own, open for the call.
+    let ret = unsafe {
+        libc::syscall(
+            libc::SYS_io_uring_register,
+            ring.as_raw_fd() as libc::c_long,
+            IORING_REGISTER_RING_FDS,
+            std::ptr::from_mut(&mut update),
+            1 as libc::c_long,
+        )
+    };
+    (ret == 1).then_some(update.offset)
+}
+
+/// Takes back [`register_ring_fd`]'s registration, which holds a reference to the ring: it
+/// would otherwise keep the ring (and its registered files, with their `O_EXCL` claims) until
+/// the thread exits.
+fn unregister_ring_fd(ring: &IoUring, index: u32) {
+    let update = RsrcUpdate {
+        offset: index,
+        resv: 0,
+        data: 0,
+    };
+    // SAFETY: as in `register_ring_fd`; the kernel only reads `update`.
+    unsafe {
+        libc::syscall(
+            libc::SYS_io_uring_register,
+            ring.as_raw_fd() as libc::c_long,
+            IORING_UNREGISTER_RING_FDS,
+            std::ptr::from_ref(&update),
+            1 as libc::c_long,
+        );
     }
 }
 
@@ -691,7 +838,9 @@ pub fn probe_kernel_ring() -> io::Result<KernelRingSupport> {
     Ok(KernelRingSupport {
         defer_taskrun,
         coop_taskrun,
-        registered_ring: ring.submitter().register_ring_fd().is_ok(),
+        registered_ring: register_ring_fd(&ring)
+            .inspect(|&i| unregister_ring_fd(&ring, i))
+            .is_some(),
         fixed_buffers,
         nodrop: ring.params().is_feature_nodrop(),
         ext_arg: ring.params().is_feature_ext_arg(),
