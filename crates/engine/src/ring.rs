@@ -920,6 +920,44 @@ mod tests {
     }
 
     #[test]
+    fn every_enter_goes_through_the_registered_ring_and_a_dropped_ring_takes_it_back() {
+        // A thread of its own: registered rings are the thread's, numbered from 0.
+        std::thread::spawn(|| {
+            let ring = |n: u64| {
+                let file = File::open("/dev/null").unwrap();
+                let mut io = match UringIo::new(vec![file], &[4096], 4, Polling::default()) {
+                    Ok(io) => io,
+                    Err(e) => {
+                        eprintln!("skipped: no io_uring here ({e})");
+                        return None;
+                    }
+                };
+                let Some(index) = io.ring_index else {
+                    eprintln!("skipped: this kernel registers no ring descriptor (before 5.18)");
+                    return None;
+                };
+                assert!(io.features().registered_ring);
+                // NOPs and a wait with a timeout, all through `UringIo::enter`.
+                io.issue_nops();
+                for i in 0..n {
+                    assert!(io.push(i, OpKind::Read, 0, 0, 512, 0));
+                }
+                io.submit_and_wait(n as usize, Some(Duration::from_secs(5)))
+                    .unwrap();
+                io.reap();
+                assert_eq!(io.reaped().len(), n as usize);
+                assert_eq!(io.in_flight(), 0);
+                Some(index)
+            };
+            let Some(first) = ring(3) else { return };
+            // Dropping the first ring unregistered it: the second gets the same index.
+            assert_eq!(ring(2), Some(first));
+        })
+        .join()
+        .unwrap();
+    }
+
+    #[test]
     fn an_abandoned_file_is_never_named_again_and_the_others_keep_the_ring() {
         let dir = std::env::temp_dir().join(format!("hostmax-abandon-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
