@@ -156,6 +156,87 @@ impl Drop for Arena {
     }
 }
 
+/// The completions of one reap ([`UringIo::completions`]): `next` takes them one by one;
+/// dropping it hands the ones taken back to the kernel's queue and counts them out of the
+/// ring's I/O in flight.
+pub(crate) struct Completions<'a> {
+    cq: io_uring::CompletionQueue<'a>,
+    buffers: Buffers<'a>,
+    sync_done: &'a mut Vec<Reaped>,
+    in_flight: &'a mut usize,
+    taken: usize,
+}
+
+impl Completions<'_> {
+    /// The next completion, `None` when none is left.
+    #[inline]
+    pub fn next(&mut self) -> Option<Reaped> {
+        let done = match self.cq.next() {
+            Some(cqe) => Reaped {
+                user_data: cqe.user_data(),
+                result: cqe.result(),
+                took_ns: None,
+            },
+            None => self.sync_done.pop()?,
+        };
+        self.taken += 1;
+        Some(done)
+    }
+
+    /// The ring's buffers, to look at what a reaped read brought.
+    #[inline]
+    pub fn buffers(&self) -> &Buffers<'_> {
+        &self.buffers
+    }
+}
+
+impl Drop for Completions<'_> {
+    fn drop(&mut self) {
+        *self.in_flight -= self.taken;
+    }
+}
+
+/// Read-only access to a ring's buffer arena while its completion queue is borrowed
+/// ([`UringIo::completions`]): the same checks as [`UringIo::buffer`].
+pub(crate) struct Buffers<'a> {
+    arena: *mut u8,
+    regions: &'a [Region],
+    abandoned: &'a [bool],
+}
+
+impl<'a> Buffers<'a> {
+    /// The `len` bytes at `buf_offset` of file `file`'s region. Panics if they are not inside
+    /// the region, or the file's I/O was abandoned.
+    ///
+    /// # Safety
+    ///
+    /// As for [`UringIo::buffer`]: no I/O in flight may name any of these bytes while the
+    /// slice lives.
+    pub unsafe fn buffer(&self, file: usize, buf_offset: usize, len: usize) -> &'a [u8] {
+        let ptr = self.ptr(file, buf_offset, len);
+        // SAFETY: the range lies in the arena (`ptr` checked it), which lives as long as the
+        // `UringIo` this borrows from; the caller promises no I/O in flight names it, and
+        // `ptr` refuses the region of a file whose I/O was abandoned, which the kernel may
+        // still write.
+        unsafe { std::slice::from_raw_parts(ptr, len) }
+    }
+
+    /// Where the `len` bytes at `buf_offset` of file `file`'s region start. Panics if they
+    /// are not inside the region, or the file's I/O was abandoned: the kernel may still write
+    /// into its region, so handing it out again would be a data race.
+    #[inline]
+    fn ptr(&self, file: usize, buf_offset: usize, len: usize) -> *mut u8 {
+        let region = self.regions[file];
+        assert!(buf_offset + len <= region.len, "buffer outside its region");
+        assert!(
+            !self.abandoned[file],
+            "buffer of a file whose I/O was abandoned"
+        );
+        // SAFETY: the bounds were checked just above, so the pointer stays inside the arena.
+        unsafe { self.arena.add(region.offset + buf_offset) }
+    }
+}
+
 /// One buffer region per target: `iodepth` slots of `block_size` bytes each.
 #[derive(Debug, Clone, Copy)]
 struct Region {
@@ -303,14 +384,7 @@ impl UringIo {
     /// [`UringIo::push`] checks them. Panics for an abandoned file's region: the kernel may
     /// still write into it, so handing it out again would be a data race.
     fn buffer_ptr(&self, file: usize, buf_offset: usize, len: usize) -> *mut u8 {
-        let region = self.regions[file];
-        assert!(buf_offset + len <= region.len, "buffer outside its region");
-        assert!(
-            !self.abandoned[file],
-            "buffer of a file whose I/O was abandoned"
-        );
-        // SAFETY: the bounds were checked just above, so the pointer stays inside the arena.
-        unsafe { self.arena_ptr().add(region.offset + buf_offset) }
+        self.buffers().ptr(file, buf_offset, len)
     }
 
     /// The `len` bytes at `buf_offset` of file `file`'s region, to check what a read brought.
@@ -324,11 +398,17 @@ impl UringIo {
     /// memory written meanwhile is a data race. (The borrow of `self` keeps new I/O from
     /// being pushed while the slice lives.)
     pub unsafe fn buffer(&self, file: usize, buf_offset: usize, len: usize) -> &[u8] {
-        let ptr = self.buffer_ptr(file, buf_offset, len);
-        // SAFETY: the range lies in the arena, which lives as long as `self`; the caller
-        // promises no I/O in flight names it, and `buffer_ptr` refuses the region of a file
-        // whose I/O was abandoned, which the kernel may still write.
-        unsafe { std::slice::from_raw_parts(ptr, len) }
+        // SAFETY: the caller's promise, passed on.
+        unsafe { self.buffers().buffer(file, buf_offset, len) }
+    }
+
+    /// The arena's buffers, read-only, beside a borrow of the ring ([`UringIo::reap_each`]).
+    fn buffers(&self) -> Buffers<'_> {
+        Buffers {
+            arena: self.arena_ptr(),
+            regions: &self.regions,
+            abandoned: &self.abandoned,
+        }
     }
 
     /// The `len` bytes at `buf_offset` of file `file`'s region, to fill before they are
@@ -417,16 +497,20 @@ impl UringIo {
         offset: u64,
     ) -> bool {
         assert!(!self.abandoned[file], "I/O queued to an abandoned file");
-        if op == OpKind::Trim && self.trim_methods[file] == Some(TrimMethod::Ioctl) {
-            self.sync_trims.push((user_data, file, offset, len));
-            self.in_flight += 1;
-            return true;
-        }
-        let buf = match op.buffer_use() {
-            BufferUse::None => std::ptr::null_mut(),
-            _ => self.buffer_ptr(file, buf_offset, len as usize),
+        let entry = if self.nops {
+            opcode::Nop::new().build()
+        } else {
+            if op == OpKind::Trim && self.trim_methods[file] == Some(TrimMethod::Ioctl) {
+                self.sync_trims.push((user_data, file, offset, len));
+                self.in_flight += 1;
+                return true;
+            }
+            let buf = match op.buffer_use() {
+                BufferUse::None => std::ptr::null_mut(),
+                _ => self.buffer_ptr(file, buf_offset, len as usize),
+            };
+            self.build_entry(op, file, buf, len, offset, file as u16)
         };
-        let entry = self.build_entry(op, file, buf, len, offset, file as u16);
         // SAFETY: `buf` points into the arena (or is null for an op without a buffer) and the
         // file is in `self.files`; both are owned by `self` and released only after every
         // queued I/O has completed (`Drop` drains, or leaks the arena once any file's I/O was
@@ -450,9 +534,6 @@ impl UringIo {
         offset: u64,
         buf_index: u16,
     ) -> squeue::Entry {
-        if self.nops {
-            return opcode::Nop::new().build();
-        }
         let raw = types::Fd(self.files[file].as_raw_fd());
         let fixed = types::Fixed(file as u32);
         macro_rules! with_fd {
@@ -610,6 +691,26 @@ impl UringIo {
             return Err(io::Error::last_os_error());
         }
         Ok(ret as usize)
+    }
+
+    /// Every available completion, each read where it lies in the completion queue, with the
+    /// buffers to look at what a read brought: no copy of the batch first, as
+    /// [`UringIo::reap`] makes. The slot a completion names is free once it was taken.
+    #[inline]
+    pub fn completions(&mut self) -> Completions<'_> {
+        let mut cq = self.ring.completion();
+        cq.sync();
+        Completions {
+            cq,
+            buffers: Buffers {
+                arena: self.arena.as_ref().expect("arena lives until drop").ptr,
+                regions: &self.regions,
+                abandoned: &self.abandoned,
+            },
+            sync_done: &mut self.sync_done,
+            in_flight: &mut self.in_flight,
+            taken: 0,
+        }
     }
 
     /// Takes every available completion; [`UringIo::reaped`] lists them.

@@ -16,7 +16,7 @@ use crate::cpu_use::CpuClock;
 use crate::data::{self, splitmix64, BlockIdentity, BlockMaker, STATE_UNKNOWN, STATE_WRITING};
 use crate::op::{BufferUse, OpKind, PerOp};
 use crate::result::READ_SAMPLE_EVERY;
-use crate::ring::{Polling, Reaped, RingFeatures, TrimMethod, UringIo};
+use crate::ring::{Buffers, Polling, Reaped, RingFeatures, TrimMethod, UringIo};
 use crate::schedule::Schedule;
 use crate::shared::Shared;
 use crate::workload::ErrorPolicy;
@@ -430,7 +430,7 @@ impl DeviceState {
     /// whose block no write changed meanwhile is checked against what was written.
     fn check_during_run(
         &mut self,
-        io: &UringIo,
+        io: &Buffers<'_>,
         slot_id: u32,
         slot: &Slot,
         result: i32,
@@ -480,7 +480,7 @@ impl DeviceState {
     /// Counts a successful read and looks at one in [`READ_SAMPLE_EVERY`]: a block of zeros
     /// at both ends was probably never written.
     #[inline]
-    fn sample_read(&mut self, io: &UringIo, slot_id: u32, file: usize) {
+    fn sample_read(&mut self, io: &Buffers<'_>, slot_id: u32, file: usize) {
         self.reads_done += 1;
         if self.reads_done % READ_SAMPLE_EVERY == 1 {
             let read_offset = self.read_buffer_offset(slot_id);
@@ -1049,9 +1049,9 @@ impl WorkerLoop {
         Ok(())
     }
 
-    /// Reaps every completion and counts each one ([`WorkerLoop::count_completion`]) in the
-    /// window `now` decides once for the whole batch. Returns whether a failure asks the whole
-    /// run to stop ([`ErrorPolicy::StopAll`]).
+    /// Reaps every completion and counts each one ([`count_completion`]) in the window `now`
+    /// decides once for the whole batch. Returns whether a failure asks the whole run to stop
+    /// ([`ErrorPolicy::StopAll`]).
     #[inline]
     fn count_completions(&mut self, now: Instant) -> bool {
         let window = ReapWindow {
@@ -1063,105 +1063,30 @@ impl WorkerLoop {
             ramp_ns: self.ramp_ns(),
             end_ns: self.end_ns(),
         };
+        let rules = CountRules {
+            nops: self.nops,
+            success: PerOp::from_fn(|op| match self.nops {
+                true => 0,
+                false => op.success_result(self.workload.block_size),
+            }),
+            paced: self.paced,
+            record_latency: self.workload.record_latency,
+            run_id: self.run_id,
+            on_error: self.on_error,
+            taken_out: &self.taken_out,
+        };
+        let (devices, slots) = (&mut self.devices, &self.slots);
         let mut stop_all = false;
-        self.io.reap();
-        for i in 0..self.io.reaped().len() {
-            let done = self.io.reaped()[i];
-            stop_all |= self.count_completion(done, &window);
+        let mut completions = self.io.completions();
+        while let Some(done) = completions.next() {
+            let buffers = completions.buffers();
+            stop_all |= count_completion(devices, slots, buffers, &rules, done, &window);
         }
+        drop(completions);
         for dev in &mut self.devices {
             dev.flush_latencies();
         }
         stop_all
-    }
-
-    /// Frees one completion's slot and counts it: a data check for a verifying run, then a
-    /// success into its window (ramp, measured, drained) with its latency, or a failure into
-    /// the device's errors. Returns whether the failure asks the whole run to stop.
-    #[inline]
-    fn count_completion(&mut self, done: Reaped, window: &ReapWindow) -> bool {
-        let slot = self.slots[done.user_data as usize];
-        let slot_id = done.user_data as u32;
-        let dev = &mut self.devices[slot.device as usize];
-        dev.in_flight -= 1;
-        dev.free_slots.push(slot_id);
-        if slot.pool_block != NO_POOL_BLOCK {
-            dev.pool_busy[slot.pool_block as usize] = false;
-        }
-        if dev.verify.is_some() {
-            dev.check_during_run(&self.io, slot_id, &slot, done.result, self.run_id);
-        }
-        let len = dev.block_size;
-        let success = if self.nops {
-            0
-        } else {
-            slot.op.success_result(len)
-        };
-        if done.result != success {
-            return self.count_failure(&slot, done.result, window);
-        }
-        if slot.op == OpKind::Read {
-            dev.sample_read(&self.io, slot_id, slot.device as usize);
-        }
-        // With a rate, an I/O belongs to the window its intended start fell in, however late
-        // it completed (otherwise, to the one it was reaped in).
-        let (counted, ramp) = match self.paced {
-            true => (
-                slot.intended_ns < window.end_ns,
-                slot.intended_ns < window.ramp_ns && !window.in_ramp,
-            ),
-            false => (window.in_window, false),
-        };
-        if ramp {
-            dev.ramp[slot.op] += 1;
-            return false;
-        }
-        if !counted {
-            // Drained after the window: done, counted apart from the window.
-            dev.drained[slot.op] += 1;
-            return false;
-        }
-        let counts = &mut dev.interval[slot.op];
-        counts.ios += 1;
-        counts.bytes += u64::from(len);
-        if self.workload.record_latency {
-            let lat = done
-                .took_ns
-                .unwrap_or_else(|| window.reap_ns.saturating_sub(slot.submitted_ns));
-            if self.paced {
-                let response = window.reap_ns.saturating_sub(slot.intended_ns).max(lat);
-                crate::result::record_latency(&mut counts.response, response);
-            }
-            dev.record_latency(slot.op, lat);
-        }
-        false
-    }
-
-    /// Counts a failed I/O into its device's errors and takes the device out as
-    /// [`WorkerLoop::on_error`] says. Returns whether the whole run is to stop.
-    fn count_failure(&mut self, slot: &Slot, result: i32, window: &ReapWindow) -> bool {
-        let dev = &mut self.devices[slot.device as usize];
-        let (errno, transferred) = if result < 0 {
-            (-result, 0)
-        } else {
-            (0, result as u32)
-        };
-        dev.errors.record(IoErrorSample {
-            op: slot.op,
-            offset: slot.offset,
-            len: dev.block_size,
-            errno,
-            transferred,
-        });
-        if window.errors_counted {
-            dev.interval_errors += 1;
-        }
-        if self.on_error != ErrorPolicy::Continue && !dev.failed {
-            dev.failed = true;
-            dev.failed_at = Some(window.now);
-            self.taken_out[dev.index].store(true, Ordering::Relaxed);
-        }
-        self.on_error == ErrorPolicy::StopAll
     }
 
     /// After the loop: what was due within the runtime and never went out (a stop, or
@@ -1550,6 +1475,116 @@ impl WorkerLoop {
             .seconds_done
             .fetch_max(second, Ordering::Relaxed);
     }
+}
+
+/// What counting a completion needs of the loop besides its devices and slots
+/// ([`count_completion`], called while the ring's completion queue is borrowed).
+struct CountRules<'a> {
+    /// The ring issues NOPs, which succeed with 0 and bring no data to look at.
+    nops: bool,
+    /// Each kind's result when it succeeds: its block size, 0 for a trim, 0 for every NOP.
+    success: PerOp<i32>,
+    /// The workload offers a rate ([`WorkerLoop::paced`]).
+    paced: bool,
+    record_latency: bool,
+    run_id: u64,
+    on_error: ErrorPolicy,
+    taken_out: &'a [std::sync::atomic::AtomicBool],
+}
+
+/// Frees one completion's slot and counts it: a data check for a verifying run, then a
+/// success into its window (ramp, measured, drained) with its latency, or a failure into the
+/// device's errors. Returns whether the failure asks the whole run to stop.
+#[inline]
+fn count_completion(
+    devices: &mut [DeviceState],
+    slots: &[Slot],
+    io: &Buffers<'_>,
+    rules: &CountRules<'_>,
+    done: Reaped,
+    window: &ReapWindow,
+) -> bool {
+    let slot = slots[done.user_data as usize];
+    let slot_id = done.user_data as u32;
+    let dev = &mut devices[slot.device as usize];
+    dev.in_flight -= 1;
+    dev.free_slots.push(slot_id);
+    if slot.pool_block != NO_POOL_BLOCK {
+        dev.pool_busy[slot.pool_block as usize] = false;
+    }
+    if dev.verify.is_some() {
+        dev.check_during_run(io, slot_id, &slot, done.result, rules.run_id);
+    }
+    if done.result != rules.success[slot.op] {
+        return count_failure(dev, rules, &slot, done.result, window);
+    }
+    if slot.op == OpKind::Read && !rules.nops {
+        dev.sample_read(io, slot_id, slot.device as usize);
+    }
+    // With a rate, an I/O belongs to the window its intended start fell in, however late it
+    // completed (otherwise, to the one it was reaped in).
+    let (counted, ramp) = match rules.paced {
+        true => (
+            slot.intended_ns < window.end_ns,
+            slot.intended_ns < window.ramp_ns && !window.in_ramp,
+        ),
+        false => (window.in_window, false),
+    };
+    if ramp {
+        dev.ramp[slot.op] += 1;
+        return false;
+    }
+    if !counted {
+        // Drained after the window: done, counted apart from the window.
+        dev.drained[slot.op] += 1;
+        return false;
+    }
+    let counts = &mut dev.interval[slot.op];
+    counts.ios += 1;
+    counts.bytes += u64::from(dev.block_size);
+    if rules.record_latency {
+        let lat = done
+            .took_ns
+            .unwrap_or_else(|| window.reap_ns.saturating_sub(slot.submitted_ns));
+        if rules.paced {
+            let response = window.reap_ns.saturating_sub(slot.intended_ns).max(lat);
+            crate::result::record_latency(&mut counts.response, response);
+        }
+        dev.record_latency(slot.op, lat);
+    }
+    false
+}
+
+/// Counts a failed I/O into its device's errors and takes the device out as
+/// [`CountRules::on_error`] says. Returns whether the whole run is to stop.
+fn count_failure(
+    dev: &mut DeviceState,
+    rules: &CountRules<'_>,
+    slot: &Slot,
+    result: i32,
+    window: &ReapWindow,
+) -> bool {
+    let (errno, transferred) = if result < 0 {
+        (-result, 0)
+    } else {
+        (0, result as u32)
+    };
+    dev.errors.record(IoErrorSample {
+        op: slot.op,
+        offset: slot.offset,
+        len: dev.block_size,
+        errno,
+        transferred,
+    });
+    if window.errors_counted {
+        dev.interval_errors += 1;
+    }
+    if rules.on_error != ErrorPolicy::Continue && !dev.failed {
+        dev.failed = true;
+        dev.failed_at = Some(window.now);
+        rules.taken_out[dev.index].store(true, Ordering::Relaxed);
+    }
+    rules.on_error == ErrorPolicy::StopAll
 }
 
 /// Whether a buffer's first and last 8 bytes are zeros: a cheap sign of a block never
