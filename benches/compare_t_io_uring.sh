@@ -282,6 +282,8 @@ for c in $CASES; do
             hostmax_run zram hostmax-nolat "$r" --devices "$ZRAM_DEV" --rw randread --bs 4k --numjobs 2 --iodepth 32 --no-latency
             hostmax_run zram hostmax-c8 "$r" --devices "$ZRAM_DEV" --rw randread --bs 4k --numjobs 2 --iodepth 32 --complete-batch 8
             t_io_uring zram t/io_uring-s32 "$r" -n2 -d32 -p0 -B1 -F1 -s32 -c32 "$ZRAM_DEV"
+            hostmax_run zram hostmax-c8-nolat "$r" --devices "$ZRAM_DEV" --rw randread --bs 4k --numjobs 2 --iodepth 32 --complete-batch 8 --no-latency
+            hostmax_run zram hostmax-c32 "$r" --devices "$ZRAM_DEV" --rw randread --bs 4k --numjobs 2 --iodepth 32 --complete-batch 32
             fio_run zram "$r" "${FIO_URING[@]}" --numjobs=2 --iodepth=32 --filename="$ZRAM_DEV"
         done
         echo "$ZRAM_ID" >/sys/class/zram-control/hot_remove
@@ -329,7 +331,7 @@ recs = [l.rstrip("\n").split("\t") for l in open(records) if l.strip()]
 recs = [dict(case=c, tool=t, round=int(r), iops=float(i)) for c, t, r, i in recs]
 what = {
     "zram": f"one zram device (lz4, {zram_mib} MiB, random data), 4k random reads, 2 threads of depth 32: "
-            "hostmax --numjobs 2 --iodepth 32 (hostmax-c8: reaping 8 at a time, --complete-batch 8); t/io_uring -n2 -d32 -p0 -B1 -F1 -s8 -c8 / -s32 -c32",
+            "hostmax --numjobs 2 --iodepth 32 (hostmax-c8: reaping 8 at a time, --complete-batch 8; -c8-nolat: the same with --no-latency; -c32: --complete-batch 32); t/io_uring -n2 -d32 -p0 -B1 -F1 -s8 -c8 / -s32 -c32",
     "nop": f"io_uring NOPs on CPUs {cpus}, depth 128 a thread: hostmax doctor's load generator ceiling "
            "(all CPUs' rates added); t/io_uring -N1 -d128, a thread a CPU",
     "loop": f"{volumes} loop volumes on tmpfs, 4k random reads, 2 threads of 256 in flight: hostmax --iodepth "

@@ -135,8 +135,9 @@ struct DeviceState {
     schedule: Option<Schedule>,
     block_size: u32,
     iodepth: u32,
-    in_flight: u32,
-    /// Its slots are `first_slot..first_slot + iodepth`.
+    /// Its slots are `first_slot..first_slot + iodepth`: each is free or in flight (or, within
+    /// `WorkerLoop::fill`, planned), so the I/O in flight is what is not free
+    /// ([`DeviceState::in_flight`]).
     first_slot: u32,
     free_slots: Vec<u32>,
     /// Equal latencies of one kind reaped in a row, not yet in the interval's histogram:
@@ -198,6 +199,13 @@ impl DeviceState {
     fn state_index(&self, offset: u64) -> usize {
         (offset / u64::from(self.block_size) - self.first_block) as usize
     }
+    /// Its I/O in flight: its slots that are not free (outside `WorkerLoop::fill`, no slot is
+    /// only planned). One count fewer to keep per I/O.
+    #[inline]
+    fn in_flight(&self) -> u32 {
+        self.iodepth - self.free_slots.len() as u32
+    }
+
     /// Byte offset in the device's region of the read buffer of `slot`.
     #[inline]
     fn read_buffer_offset(&self, slot: u32) -> usize {
@@ -320,7 +328,6 @@ impl DeviceState {
                 tag,
                 pool_block,
             };
-            self.in_flight += 1;
             self.submitted += 1;
             pushed.push(slot_id);
         }
@@ -850,7 +857,6 @@ impl WorkerTask {
                 }),
                 block_size: w.block_size,
                 iodepth: depth,
-                in_flight: 0,
                 first_slot: next_slot,
                 free_slots: (next_slot..next_slot + depth).rev().collect(),
                 latency_run: LatencyRun::default(),
@@ -1108,8 +1114,8 @@ impl WorkerLoop {
     /// that drained keep the ring.
     fn give_up_on_stalled(&mut self) {
         for (file, dev) in self.devices.iter_mut().enumerate() {
-            if dev.in_flight > 0 {
-                dev.stalled_in_flight = Some(u64::from(dev.in_flight));
+            if dev.in_flight() > 0 {
+                dev.stalled_in_flight = Some(u64::from(dev.in_flight()));
                 self.io.abandon(file);
             }
         }
@@ -1385,7 +1391,7 @@ impl WorkerLoop {
                 dev.failed_at = Some(now);
                 continue;
             }
-            let mut budget = dev.iodepth - dev.in_flight;
+            let mut budget = dev.iodepth - dev.in_flight();
             if let Some(max) = dev.limit_ios {
                 budget = budget
                     .min(u32::try_from(max.saturating_sub(dev.submitted)).unwrap_or(u32::MAX));
@@ -1507,7 +1513,6 @@ fn count_completion(
     let slot = slots[done.user_data as usize];
     let slot_id = done.user_data as u32;
     let dev = &mut devices[slot.device as usize];
-    dev.in_flight -= 1;
     dev.free_slots.push(slot_id);
     if slot.pool_block != NO_POOL_BLOCK {
         dev.pool_busy[slot.pool_block as usize] = false;
