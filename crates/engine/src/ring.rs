@@ -402,7 +402,8 @@ impl UringIo {
         unsafe { self.buffers().buffer(file, buf_offset, len) }
     }
 
-    /// The arena's buffers, read-only, beside a borrow of the ring ([`UringIo::reap_each`]).
+    /// The arena's buffers, read-only ([`Buffers`]; [`UringIo::completions`] makes its own
+    /// beside its borrow of the completion queue).
     fn buffers(&self) -> Buffers<'_> {
         Buffers {
             arena: self.arena_ptr(),
@@ -715,19 +716,15 @@ impl UringIo {
 
     /// Takes every available completion; [`UringIo::reaped`] lists them.
     pub fn reap(&mut self) {
-        self.reaped.clear();
-        let mut cq = self.ring.completion();
-        cq.sync();
-        for cqe in &mut cq {
-            self.reaped.push(Reaped {
-                user_data: cqe.user_data(),
-                result: cqe.result(),
-                took_ns: None,
-            });
+        // The list is kept to reuse its allocation; `completions` takes them as the worker does.
+        let mut reaped = std::mem::take(&mut self.reaped);
+        reaped.clear();
+        let mut completions = self.completions();
+        while let Some(done) = completions.next() {
+            reaped.push(done);
         }
-        drop(cq);
-        self.reaped.append(&mut self.sync_done);
-        self.in_flight -= self.reaped.len();
+        drop(completions);
+        self.reaped = reaped;
     }
 
     /// The completions the last [`UringIo::reap`] took. The slots they name are free again,
