@@ -333,6 +333,50 @@ impl DeviceState {
         }
     }
 
+    /// A plain workload's ([`WorkerLoop::plain`]) batch: up to `budget` I/Os drawn and
+    /// pushed in one pass, their slots listed in `pushed`. Nothing is written or verified and
+    /// no rate holds an I/O back, so no plan is kept ([`DeviceState::plan_batch`]'s is for
+    /// the write pool and the schedule); if the ring takes fewer, the slot goes back and its
+    /// offset is skipped, as a plan's would be.
+    #[inline]
+    fn push_plain(
+        &mut self,
+        file: usize,
+        budget: u32,
+        (io, slots): (&mut UringIo, &mut [Slot]),
+        pushed: &mut Vec<u32>,
+    ) {
+        for _ in 0..budget {
+            let Some(slot_id) = self.free_slots.pop() else {
+                break;
+            };
+            let op = self.offsets.next_op();
+            let offset = self.offsets.next_offset();
+            let buf_offset = match op.buffer_use() {
+                BufferUse::Fill => self.read_buffer_offset(slot_id),
+                BufferUse::Source | BufferUse::None => 0,
+            };
+            if !io.push(
+                u64::from(slot_id),
+                op,
+                file,
+                buf_offset,
+                self.block_size,
+                offset,
+            ) {
+                self.free_slots.push(slot_id);
+                break;
+            }
+            // Its intended start, tag and pool block stay as the slots were made (none).
+            let slot = &mut slots[slot_id as usize];
+            slot.device = file as u32;
+            slot.op = op;
+            slot.offset = offset;
+            self.submitted += 1;
+            pushed.push(slot_id);
+        }
+    }
+
     /// Where a planned I/O's buffer is, and what a write carries put into it: a unique
     /// write's pool block stamped unique (and, verifying, with the block's identity); a
     /// duplicate the duplicate block; a read its slot's buffer, with the tag a verifying run
@@ -948,6 +992,28 @@ impl WorkerLoop {
     /// Keeps every device's queue full until the run's end (or a stop), then drains: each
     /// turn fills, stamps, submits and waits, then counts what completed.
     fn run_loop(&mut self) -> std::io::Result<()> {
+        match self.plain() {
+            true => self.run_loop_as::<true>(),
+            false => self.run_loop_as::<false>(),
+        }
+    }
+
+    /// Whether the workload is plain: no rate, nothing written, nothing verified. The loop
+    /// is then compiled without the schedule, the write pool and the checks
+    /// ([`WorkerLoop::run_loop_as`]'s `PLAIN`): the peak cases (reads, NOPs) run fewer
+    /// instructions an I/O and a smaller loop.
+    fn plain(&self) -> bool {
+        !self.paced
+            && !self.workload.pattern.issues(OpKind::Write)
+            && self
+                .devices
+                .iter()
+                .all(|d| d.verify.is_none() && d.schedule.is_none())
+    }
+
+    /// [`WorkerLoop::run_loop`] compiled for one kind of workload: with `PLAIN`
+    /// ([`WorkerLoop::plain`]) the parts a plain workload never uses are left out.
+    fn run_loop_as<const PLAIN: bool>(&mut self) -> std::io::Result<()> {
         let mut now = Instant::now();
         self.current_second = self.second_of(now);
         let mut just_pushed: Vec<u32> = Vec::with_capacity(self.slots.len());
@@ -956,7 +1022,7 @@ impl WorkerLoop {
             let stopping = self.stops_issuing(now);
             let mut next_allowed: Option<Instant> = None;
             if !stopping {
-                self.fill(now, &mut just_pushed, &mut next_allowed);
+                self.fill::<PLAIN>(now, &mut just_pushed, &mut next_allowed);
             }
             if stopping && self.io.in_flight() == 0 {
                 break;
@@ -974,7 +1040,7 @@ impl WorkerLoop {
             self.submit_and_wait(submit_time, next_allowed)?;
             now = Instant::now();
             self.roll_seconds(now);
-            if self.count_completions(now) {
+            if self.count_completions::<PLAIN>(now) {
                 self.shared.stop_submitting();
             }
         }
@@ -1059,7 +1125,7 @@ impl WorkerLoop {
     /// decides once for the whole batch. Returns whether a failure asks the whole run to stop
     /// ([`ErrorPolicy::StopAll`]).
     #[inline]
-    fn count_completions(&mut self, now: Instant) -> bool {
+    fn count_completions<const PLAIN: bool>(&mut self, now: Instant) -> bool {
         let window = ReapWindow {
             now,
             reap_ns: now.saturating_duration_since(self.start).as_nanos() as u64,
@@ -1086,7 +1152,7 @@ impl WorkerLoop {
         let mut completions = self.io.completions();
         while let Some(done) = completions.next() {
             let buffers = completions.buffers();
-            stop_all |= count_completion(devices, slots, buffers, &rules, done, &window);
+            stop_all |= count_completion::<PLAIN>(devices, slots, buffers, &rules, done, &window);
         }
         drop(completions);
         for dev in &mut self.devices {
@@ -1377,7 +1443,12 @@ impl WorkerLoop {
     }
 
     /// Queues I/O for every target with free slots, as its rate allows.
-    fn fill(&mut self, now: Instant, pushed: &mut Vec<u32>, next_allowed: &mut Option<Instant>) {
+    fn fill<const PLAIN: bool>(
+        &mut self,
+        now: Instant,
+        pushed: &mut Vec<u32>,
+        next_allowed: &mut Option<Instant>,
+    ) {
         let now_ns = now.saturating_duration_since(self.start).as_nanos() as u64;
         let end_ns = self.end_ns();
         let planned = &mut self.planned;
@@ -1395,6 +1466,10 @@ impl WorkerLoop {
             if let Some(max) = dev.limit_ios {
                 budget = budget
                     .min(u32::try_from(max.saturating_sub(dev.submitted)).unwrap_or(u32::MAX));
+            }
+            if PLAIN {
+                dev.push_plain(file, budget, (&mut self.io, &mut self.slots), pushed);
+                continue;
             }
             // Where the schedule stood, to step back to if the ring takes less than planned.
             let schedule_before = dev.schedule;
@@ -1502,7 +1577,7 @@ struct CountRules<'a> {
 /// success into its window (ramp, measured, drained) with its latency, or a failure into the
 /// device's errors. Returns whether the failure asks the whole run to stop.
 #[inline]
-fn count_completion(
+fn count_completion<const PLAIN: bool>(
     devices: &mut [DeviceState],
     slots: &[Slot],
     io: &Buffers<'_>,
@@ -1514,10 +1589,10 @@ fn count_completion(
     let slot_id = done.user_data as u32;
     let dev = &mut devices[slot.device as usize];
     dev.free_slots.push(slot_id);
-    if slot.pool_block != NO_POOL_BLOCK {
+    if !PLAIN && slot.pool_block != NO_POOL_BLOCK {
         dev.pool_busy[slot.pool_block as usize] = false;
     }
-    if dev.verify.is_some() {
+    if !PLAIN && dev.verify.is_some() {
         dev.check_during_run(io, slot_id, &slot, done.result, rules.run_id);
     }
     if done.result != rules.success[slot.op] {
@@ -1528,7 +1603,7 @@ fn count_completion(
     }
     // With a rate, an I/O belongs to the window its intended start fell in, however late it
     // completed (otherwise, to the one it was reaped in).
-    let (counted, ramp) = match rules.paced {
+    let (counted, ramp) = match !PLAIN && rules.paced {
         true => (
             slot.intended_ns < window.end_ns,
             slot.intended_ns < window.ramp_ns && !window.in_ramp,
@@ -1551,7 +1626,7 @@ fn count_completion(
         let lat = done
             .took_ns
             .unwrap_or_else(|| window.reap_ns.saturating_sub(slot.submitted_ns));
-        if rules.paced {
+        if !PLAIN && rules.paced {
             let response = window.reap_ns.saturating_sub(slot.intended_ns).max(lat);
             crate::result::record_latency(&mut counts.response, response);
         }
