@@ -21,7 +21,7 @@ selection=(
   "demo demo_measures demo_without_a_usable_cgroup"
   "faults read_only_mid_run sigint_gives sigterm_gives a_second_signal a_signal_as_soon a_stalled_device a_device_that_cannot_drain a_device_stalled_before sigint_during_a_stalled a_read_pass_on_a_stalled a_device_that_stops_answering_during sigint_during_the_read_back a_stall_during_the_run"
   "cli_run json_to_stdout"
-  "engine_api back_to_back mixed_run_counts"
+  "engine_api back_to_back mixed_run_counts plain_reads_counted"
   "verify a_host_cap_below"
   "trim trim_and_randtrim trimmed_blocks a_device_without_discard"
   "same_media a_dm_linear a_mounted_image a_mount_of_the_whole the_backing_file_of_an_active_swap targets_that_reach an_image_mounted_in_another a_lazily_unmounted an_image_whose_name a_loop_device_open a_mount_made_while a_signal_during a_suite_resumed a_mounted_partition_of an_image_in_an_md_array"

@@ -405,7 +405,7 @@ impl LoadGenerator {
     pub fn ring_features(&self) -> (Vec<&'static str>, Vec<&'static str>) {
         type Has = fn(&RingFeatures) -> bool;
         let sqpoll = self.workers.iter().any(|w| w.ring.sqpoll);
-        let features: [(&'static str, Has, bool); 5] = [
+        let features: [(&'static str, Has, bool); 6] = [
             ("fixed buffers", |f| f.fixed_buffers, true),
             ("registered files", |f| f.fixed_files, true),
             // The kernel refuses DEFER_TASKRUN with SQPOLL, so it is not tried then.
@@ -414,6 +414,8 @@ impl LoadGenerator {
                 |f| f.defer_taskrun,
                 !sqpoll,
             ),
+            // Linux 6.6+; a kernel without it loses little, so it is no fallback to name.
+            ("no SQ array", |f| f.no_sqarray, false),
             ("sqpoll", |f| f.sqpoll, false),
             ("iopoll", |f| f.iopoll, false),
         ];

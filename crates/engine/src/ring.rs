@@ -44,6 +44,10 @@ pub struct RingFeatures {
     pub iopoll: bool,
     /// `IORING_SETUP_SQPOLL`: a kernel thread submits, no system call per batch.
     pub sqpoll: bool,
+    /// `IORING_SETUP_NO_SQARRAY` (Linux 6.6+): the kernel takes each submission by its ring
+    /// index, without the indirection array.
+    #[serde(default)]
+    pub no_sqarray: bool,
 }
 
 /// How a file's trims are issued ([`crate::OpKind::Trim`]).
@@ -290,7 +294,7 @@ impl UringIo {
         let cq_entries = (slots.next_power_of_two() as u32)
             .max(2 * sq_entries)
             .min(65_536);
-        let (ring, defer_taskrun, coop_taskrun) = build_ring(sq_entries, cq_entries, polling)?;
+        let (ring, setup) = build_ring(sq_entries, cq_entries, polling)?;
 
         let mut regions = Vec::with_capacity(region_lens.len());
         let mut total = 0usize;
@@ -311,11 +315,9 @@ impl UringIo {
             arena: Some(arena),
             regions,
             features: RingFeatures {
-                defer_taskrun,
-                coop_taskrun,
                 iopoll: polling.iopoll,
                 sqpoll: polling.sqpoll,
-                ..RingFeatures::default()
+                ..setup
             },
             in_flight: 0,
             reaped: Vec::with_capacity(slots),
@@ -875,10 +877,16 @@ const SQPOLL_IDLE_MS: u32 = 50;
 
 /// Builds a ring with the fastest flags the kernel accepts, falling back step by step. The
 /// polling the user asked for is never dropped silently: if the kernel refuses it, so do we.
-fn build_ring(sq: u32, cq: u32, polling: Polling) -> io::Result<(IoUring, bool, bool)> {
-    let attempts: [(bool, bool); 3] = [(true, true), (false, true), (false, false)];
+/// Returns the ring and the setup flags it got (`defer_taskrun`, `coop_taskrun`,
+/// `no_sqarray`).
+fn build_ring(sq: u32, cq: u32, polling: Polling) -> io::Result<(IoUring, RingFeatures)> {
+    // Each (defer task work, cooperative task work), first without the SQ indirection array
+    // (Linux 6.6+: the kernel reads each entry by its ring index), then with it.
+    let attempts = [(true, true), (false, true), (false, false)]
+        .into_iter()
+        .flat_map(|(defer, coop)| [(true, defer, coop), (false, defer, coop)]);
     let mut last_err = None;
-    for (defer, coop) in attempts {
+    for (no_sqarray, defer, coop) in attempts {
         // The kernel rejects DEFER_TASKRUN together with SQPOLL.
         if defer && polling.sqpoll {
             continue;
@@ -897,8 +905,19 @@ fn build_ring(sq: u32, cq: u32, polling: Polling) -> io::Result<(IoUring, bool, 
         if coop {
             b.setup_coop_taskrun();
         }
+        if no_sqarray {
+            b.setup_no_sqarray();
+        }
         match b.build(sq) {
-            Ok(ring) => return Ok((ring, defer, coop)),
+            Ok(ring) => {
+                let setup = RingFeatures {
+                    defer_taskrun: defer,
+                    coop_taskrun: coop,
+                    no_sqarray,
+                    ..RingFeatures::default()
+                };
+                return Ok((ring, setup));
+            }
             Err(e) if e.raw_os_error() == Some(libc::EINVAL) => last_err = Some(e),
             Err(e) => return Err(e),
         }
@@ -923,19 +942,24 @@ pub struct KernelRingSupport {
     pub nodrop: bool,
     /// `IORING_FEAT_EXT_ARG`: waits take a timeout without an extra SQE.
     pub ext_arg: bool,
+    /// `IORING_SETUP_NO_SQARRAY` (Linux 6.6+): no indirection array between the submission
+    /// ring and its entries.
+    #[serde(default)]
+    pub no_sqarray: bool,
 }
 
 /// Probes the running kernel's io_uring (see [`KernelRingSupport`]); an error means no
 /// ring could be built at all (io_uring disabled, or not in this kernel).
 pub fn probe_kernel_ring() -> io::Result<KernelRingSupport> {
-    let (ring, defer_taskrun, coop_taskrun) = build_ring(8, 16, Polling::default())?;
+    let (ring, setup) = build_ring(8, 16, Polling::default())?;
     let mut probe = io_uring::Probe::new();
     let fixed_buffers = ring.submitter().register_probe(&mut probe).is_ok()
         && probe.is_supported(opcode::ReadFixed::CODE)
         && probe.is_supported(opcode::WriteFixed::CODE);
     Ok(KernelRingSupport {
-        defer_taskrun,
-        coop_taskrun,
+        defer_taskrun: setup.defer_taskrun,
+        coop_taskrun: setup.coop_taskrun,
+        no_sqarray: setup.no_sqarray,
         registered_ring: register_ring_fd(&ring)
             .inspect(|&i| unregister_ring_fd(&ring, i))
             .is_some(),
@@ -1015,6 +1039,44 @@ mod tests {
             }
         }
         None
+    }
+
+    /// The running kernel's (major, minor) release, from `uname`.
+    fn kernel_version() -> (u32, u32) {
+        let uts = nix::sys::utsname::uname().unwrap();
+        let release = uts.release().to_string_lossy().into_owned();
+        let mut parts = release
+            .split(|c: char| !c.is_ascii_digit())
+            .map(|p| p.parse().unwrap_or(0));
+        (parts.next().unwrap_or(0), parts.next().unwrap_or(0))
+    }
+
+    #[test]
+    fn rings_go_without_the_sq_array_where_the_kernel_allows_and_work_either_way() {
+        let file = File::open("/dev/null").unwrap();
+        let mut io = match UringIo::new(vec![file], &[4096], 8, Polling::default()) {
+            Ok(io) => io,
+            Err(e) => {
+                eprintln!("skipped: no io_uring here ({e})");
+                return;
+            }
+        };
+        let version = kernel_version();
+        // IORING_SETUP_NO_SQARRAY came with Linux 6.6; an older kernel falls back to the array.
+        assert_eq!(io.features().no_sqarray, version >= (6, 6), "{version:?}");
+        assert_eq!(probe_kernel_ring().unwrap().no_sqarray, version >= (6, 6));
+        // More entries than the ring holds, in rounds: the tail wraps past the ring's size.
+        io.issue_nops();
+        for round in 0..5u64 {
+            for i in 0..7 {
+                assert!(io.push(round * 10 + i, OpKind::Read, 0, 0, 512, 0));
+            }
+            io.submit_and_wait(7, Some(Duration::from_secs(5))).unwrap();
+            io.reap();
+            let mut got: Vec<u64> = io.reaped().iter().map(|r| r.user_data).collect();
+            got.sort_unstable();
+            assert_eq!(got, (0..7).map(|i| round * 10 + i).collect::<Vec<_>>());
+        }
     }
 
     #[test]

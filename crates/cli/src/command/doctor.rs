@@ -446,6 +446,7 @@ mod tests {
         all.fixed_buffers = true;
         all.nodrop = true;
         all.ext_arg = true;
+        all.no_sqarray = true;
         assert_eq!(ring_findings(Ok(all))[0].severity, Severity::Ok);
         let mut old = all;
         old.defer_taskrun = false;

@@ -79,6 +79,7 @@ pub fn ring_findings(probed: std::io::Result<hostmax_engine::KernelRingSupport>)
         ("fixed_buffers", support.fixed_buffers),
         ("nodrop", support.nodrop),
         ("ext_arg", support.ext_arg),
+        ("no_sqarray", support.no_sqarray),
     ] {
         if on {
             have.push(name)

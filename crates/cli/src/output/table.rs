@@ -1008,6 +1008,7 @@ mod tests {
                 ring.fixed_buffers = fixed_buffers;
                 ring.fixed_files = true;
                 ring.defer_taskrun = true;
+                ring.no_sqarray = true;
                 ring
             };
             x.user_secs = 0.5;
@@ -1032,7 +1033,7 @@ mod tests {
         let lines: Vec<&str> = text.lines().collect();
         assert_eq!(
             lines[1],
-            "io_uring: registered files, single issuer + defer taskrun; FELL BACK without fixed buffers (fixed buffers need RLIMIT_MEMLOCK room, registered files and defer taskrun a newer kernel)"
+            "io_uring: registered files, single issuer + defer taskrun, no SQ array; FELL BACK without fixed buffers (fixed buffers need RLIMIT_MEMLOCK room, registered files and defer taskrun a newer kernel)"
         );
         assert!(lines[2].starts_with("device"), "{}", lines[2]);
         assert!(
