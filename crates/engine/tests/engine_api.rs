@@ -272,15 +272,7 @@ fn the_same_target_named_twice_is_refused_before_any_io() {
 #[test]
 fn mixed_run_counts_equal_the_kernels_completions() {
     require_root!();
-    let _rate = rate_test_lock();
-    let host = volumes(3, 64 << 20);
-    let workload = Workload::default()
-        .with_pattern(IoPattern::RandRw)
-        .with_rwmixread(60)
-        .with_iodepth(16)
-        .with_runtime(Duration::from_secs(2))
-        .with_ramp(Duration::from_secs(1));
-    let result = counted_against_the_kernel(&host, workload);
+    let result = counted_against_the_kernel(IoPattern::RandRw, 60);
     for d in &result.devices {
         assert!(
             d.ramp.total() > 100 && d.ops[OpKind::Read].ios > 500 && d.ops[OpKind::Write].ios > 500
@@ -294,14 +286,7 @@ fn mixed_run_counts_equal_the_kernels_completions() {
 #[test]
 fn plain_reads_counted_as_the_kernel_counts_on_the_ring_it_allows() {
     require_root!();
-    let _rate = rate_test_lock();
-    let host = volumes(3, 64 << 20);
-    let workload = Workload::default()
-        .with_pattern(IoPattern::RandRead)
-        .with_iodepth(16)
-        .with_runtime(Duration::from_secs(2))
-        .with_ramp(Duration::from_secs(1));
-    let result = counted_against_the_kernel(&host, workload);
+    let result = counted_against_the_kernel(IoPattern::RandRead, 100);
     for d in &result.devices {
         assert!(
             d.ramp.total() > 100 && d.ops[OpKind::Read].ios > 500,
@@ -326,11 +311,20 @@ fn plain_reads_counted_as_the_kernel_counts_on_the_ring_it_allows() {
     }
 }
 
-/// Runs `workload` on every volume of `host` and checks that each volume's reads and writes
-/// (ramp, window and drain) are exactly the kernel's completions on it.
-fn counted_against_the_kernel(host: &support::SimulatedHost, workload: Workload) -> RunResult {
-    let names = volume_kernel_names(host);
-    let before = baseline_completions(&volume_paths(host), &names);
+/// Runs `pattern` (`rwmixread` percent reads) at depth 16 for 2 s after a 1 s ramp on three
+/// fresh volumes and checks that each volume's reads and writes (ramp, window and drain) are
+/// exactly the kernel's completions on it.
+fn counted_against_the_kernel(pattern: IoPattern, rwmixread: u8) -> RunResult {
+    let _rate = rate_test_lock();
+    let host = volumes(3, 64 << 20);
+    let workload = Workload::default()
+        .with_pattern(pattern)
+        .with_rwmixread(rwmixread)
+        .with_iodepth(16)
+        .with_runtime(Duration::from_secs(2))
+        .with_ramp(Duration::from_secs(1));
+    let names = volume_kernel_names(&host);
+    let before = baseline_completions(&volume_paths(&host), &names);
     let config = RunConfig::new(host.device_paths().to_vec(), workload);
     let result = run_checked_before(config, &mut quiet()).unwrap();
     for (i, name) in names.iter().enumerate() {
