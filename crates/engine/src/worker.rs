@@ -998,17 +998,12 @@ impl WorkerLoop {
         }
     }
 
-    /// Whether the workload is plain: no rate, nothing written, nothing verified. The loop
-    /// is then compiled without the schedule, the write pool and the checks
-    /// ([`WorkerLoop::run_loop_as`]'s `PLAIN`): the peak cases (reads, NOPs) run fewer
-    /// instructions an I/O and a smaller loop.
+    /// Whether the workload is plain: no rate (so no schedule) and nothing written (so no
+    /// write pool and nothing verified: `WorkerTask::setup` verifies only writing runs). The
+    /// loop is then compiled without them ([`WorkerLoop::run_loop_as`]'s `PLAIN`): the peak
+    /// cases (reads, NOPs) run fewer instructions an I/O and a smaller loop.
     fn plain(&self) -> bool {
-        !self.paced
-            && !self.workload.pattern.issues(OpKind::Write)
-            && self
-                .devices
-                .iter()
-                .all(|d| d.verify.is_none() && d.schedule.is_none())
+        !self.paced && !self.workload.pattern.issues(OpKind::Write)
     }
 
     /// [`WorkerLoop::run_loop`] compiled for one kind of workload: with `PLAIN`
