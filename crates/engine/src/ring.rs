@@ -200,6 +200,151 @@ impl Drop for Completions<'_> {
     }
 }
 
+/// Pushes sharing one view of a ring's submission queue ([`UringIo::pusher`]): what they
+/// queue is published to the kernel, and counted in the ring's I/O in flight, when the pusher
+/// is dropped.
+pub(crate) struct Pusher<'a> {
+    sq: io_uring::SubmissionQueue<'a>,
+    entries: EntryMaker<'a>,
+    in_flight: &'a mut usize,
+    sync_trims: &'a mut Vec<(u64, usize, u64, u32)>,
+    nops: bool,
+    /// Queued by this pusher, added to `in_flight` when it is dropped.
+    pushed: usize,
+}
+
+impl Pusher<'_> {
+    /// Queues one I/O of `len` bytes at byte `offset` of file `file`, using the buffer at
+    /// `buf_offset` in that file's region (none for a trim). Returns `false` when the
+    /// submission queue is full (nothing was queued). Panics if the buffer does not lie within
+    /// the region, or a trim comes before [`UringIo::choose_trim_method`]: that is a bug in
+    /// the caller, and going on would hand the kernel memory we do not own.
+    ///
+    /// Safe whatever the caller does: the memory and the file an I/O names stay valid until
+    /// it completes (see `Drop`). What is the caller's to keep (the slot rule): a buffer
+    /// serves one read at a time (two reads into one buffer leave either's bytes), and it is
+    /// looked at only when no I/O names it ([`UringIo::buffer`]'s `# Safety`).
+    #[inline(always)]
+    pub fn push(
+        &mut self,
+        user_data: u64,
+        op: OpKind,
+        file: usize,
+        buf_offset: usize,
+        len: u32,
+        offset: u64,
+    ) -> bool {
+        assert!(
+            !self.entries.buffers.abandoned[file],
+            "I/O queued to an abandoned file"
+        );
+        if self.nops {
+            // Every NOP's entry is the same but for its user_data.
+            return self.queue(&opcode::Nop::new().build().user_data(user_data));
+        }
+        if op == OpKind::Trim && self.entries.trim_methods[file] == Some(TrimMethod::Ioctl) {
+            self.sync_trims.push((user_data, file, offset, len));
+            self.pushed += 1;
+            return true;
+        }
+        let buf = match op.buffer_use() {
+            BufferUse::None => std::ptr::null_mut(),
+            _ => self.entries.buffers.ptr(file, buf_offset, len as usize),
+        };
+        let entry = self.entries.build(op, file, buf, len, offset, file as u16);
+        self.queue(&entry.user_data(user_data))
+    }
+
+    /// Queues one entry made by [`Pusher::push`]; `false` when the queue is full.
+    #[inline]
+    fn queue(&mut self, entry: &squeue::Entry) -> bool {
+        // SAFETY: the entry names a buffer in the arena (or none) and a file in
+        // `UringIo::files` (a NOP, [`UringIo::issue_nops`], names neither); both are owned by
+        // the `UringIo` this borrows and released only after every queued I/O has completed
+        // (its `Drop` drains, or leaks the arena once any file's I/O was abandoned), and no
+        // abandoned file's region is named again (`Buffers::ptr` and `push`'s assertion refuse
+        // it). Rust code touches the buffer only through `buffer` or `buffer_mut`, whose
+        // callers promise no I/O in flight names it.
+        let pushed = unsafe { self.sq.push(entry) }.is_ok();
+        self.pushed += usize::from(pushed);
+        pushed
+    }
+}
+
+impl Drop for Pusher<'_> {
+    fn drop(&mut self) {
+        *self.in_flight += self.pushed;
+    }
+}
+
+/// What makes a ring's entries: its files, what the kernel accepted, each file's trim method
+/// and the buffer arena.
+struct EntryMaker<'a> {
+    files: &'a [File],
+    features: RingFeatures,
+    trim_methods: &'a [Option<TrimMethod>],
+    buffers: Buffers<'a>,
+}
+
+impl EntryMaker<'_> {
+    fn build(
+        &self,
+        op: OpKind,
+        file: usize,
+        buf: *mut u8,
+        len: u32,
+        offset: u64,
+        buf_index: u16,
+    ) -> squeue::Entry {
+        let raw = types::Fd(self.files[file].as_raw_fd());
+        let fixed = types::Fixed(file as u32);
+        macro_rules! with_fd {
+            ($build:expr) => {
+                if self.features.fixed_files {
+                    $build(fixed)
+                } else {
+                    $build(raw)
+                }
+            };
+        }
+        match (op, self.features.fixed_buffers) {
+            (OpKind::Read, true) => with_fd!(|fd| opcode::ReadFixed::new(fd, buf, len, buf_index)
+                .offset(offset)
+                .build()),
+            (OpKind::Write, true) => {
+                with_fd!(|fd| opcode::WriteFixed::new(fd, buf, len, buf_index)
+                    .offset(offset)
+                    .build())
+            }
+            (OpKind::Read, false) => {
+                with_fd!(|fd| opcode::Read::new(fd, buf, len).offset(offset).build())
+            }
+            (OpKind::Write, false) => {
+                with_fd!(|fd| opcode::Write::new(fd, buf, len).offset(offset).build())
+            }
+            (OpKind::Trim, _) => match self.trim_methods[file] {
+                Some(TrimMethod::PunchHole) => {
+                    with_fd!(|fd| opcode::Fallocate::new(fd, u64::from(len))
+                        .offset(offset)
+                        .mode(libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE)
+                        .build())
+                }
+                // The kernel reads the range from `addr` (start) and `addr3` (length), which
+                // is where the 16-byte command begins.
+                Some(TrimMethod::UringCmd) => {
+                    let mut cmd = [0u8; 16];
+                    cmd[..8].copy_from_slice(&u64::from(len).to_ne_bytes());
+                    with_fd!(|fd| opcode::UringCmd16::new(fd, BLOCK_URING_CMD_DISCARD)
+                        .addr(Some(offset))
+                        .cmd(cmd)
+                        .build())
+                }
+                other => panic!("trim queued on a ring with trim method {other:?}"),
+            },
+        }
+    }
+}
+
 /// Read-only access to a ring's buffer arena while its completion queue is borrowed
 /// ([`UringIo::completions`]): the same checks as [`UringIo::buffer`].
 pub(crate) struct Buffers<'a> {
@@ -459,7 +604,8 @@ impl UringIo {
             TrimMethod::Ioctl
         } else {
             self.trim_methods[file] = Some(TrimMethod::UringCmd);
-            let entry = self.build_entry(OpKind::Trim, file, std::ptr::null_mut(), 0, 0, 0);
+            let entry =
+                (self.pusher().entries).build(OpKind::Trim, file, std::ptr::null_mut(), 0, 0, 0);
             // SAFETY: a discard command names no memory, only the file, which `self` owns
             // until the completion is reaped below.
             unsafe { self.ring.submission().push(&entry.user_data(u64::MAX)) }
@@ -481,15 +627,8 @@ impl UringIo {
     }
 
     /// Queues one I/O of `len` bytes at byte `offset` of file `file`, using the buffer at
-    /// `buf_offset` in that file's region (none for a trim). Returns `false` when the
-    /// submission queue is full (nothing was queued). Panics if the buffer does not lie within
-    /// the region, or a trim comes before [`UringIo::choose_trim_method`]: that is a bug in
-    /// the caller, and going on would hand the kernel memory we do not own.
-    ///
-    /// Safe whatever the caller does: the memory and the file an I/O names stay valid until
-    /// it completes (see `Drop`). What is the caller's to keep (the slot rule): a buffer
-    /// serves one read at a time (two reads into one buffer leave either's bytes), and it is
-    /// looked at only when no I/O names it ([`UringIo::buffer`]'s `# Safety`).
+    /// `buf_offset` in that file's region (none for a trim): [`Pusher::push`] through a
+    /// pusher of its own. Returns `false` when the submission queue is full.
     pub fn push(
         &mut self,
         user_data: u64,
@@ -499,89 +638,30 @@ impl UringIo {
         len: u32,
         offset: u64,
     ) -> bool {
-        assert!(!self.abandoned[file], "I/O queued to an abandoned file");
-        let entry = if self.nops {
-            opcode::Nop::new().build()
-        } else {
-            if op == OpKind::Trim && self.trim_methods[file] == Some(TrimMethod::Ioctl) {
-                self.sync_trims.push((user_data, file, offset, len));
-                self.in_flight += 1;
-                return true;
-            }
-            let buf = match op.buffer_use() {
-                BufferUse::None => std::ptr::null_mut(),
-                _ => self.buffer_ptr(file, buf_offset, len as usize),
-            };
-            self.build_entry(op, file, buf, len, offset, file as u16)
-        };
-        // SAFETY: `buf` points into the arena (or is null for an op without a buffer) and the
-        // file is in `self.files`; both are owned by `self` and released only after every
-        // queued I/O has completed (`Drop` drains, or leaks the arena once any file's I/O was
-        // abandoned), and no abandoned file's region is named again (`buffer_ptr` and the
-        // assertion above refuse it). Rust code touches the buffer only through `buffer` or
-        // `buffer_mut`, whose callers promise no I/O in flight names it. A NOP
-        // ([`UringIo::issue_nops`]) names neither.
-        let pushed = unsafe { self.ring.submission().push(&entry.user_data(user_data)) }.is_ok();
-        if pushed {
-            self.in_flight += 1;
-        }
-        pushed
+        self.pusher()
+            .push(user_data, op, file, buf_offset, len, offset)
     }
 
-    fn build_entry(
-        &self,
-        op: OpKind,
-        file: usize,
-        buf: *mut u8,
-        len: u32,
-        offset: u64,
-        buf_index: u16,
-    ) -> squeue::Entry {
-        let raw = types::Fd(self.files[file].as_raw_fd());
-        let fixed = types::Fixed(file as u32);
-        macro_rules! with_fd {
-            ($build:expr) => {
-                if self.features.fixed_files {
-                    $build(fixed)
-                } else {
-                    $build(raw)
-                }
-            };
-        }
-        match (op, self.features.fixed_buffers) {
-            (OpKind::Read, true) => with_fd!(|fd| opcode::ReadFixed::new(fd, buf, len, buf_index)
-                .offset(offset)
-                .build()),
-            (OpKind::Write, true) => {
-                with_fd!(|fd| opcode::WriteFixed::new(fd, buf, len, buf_index)
-                    .offset(offset)
-                    .build())
-            }
-            (OpKind::Read, false) => {
-                with_fd!(|fd| opcode::Read::new(fd, buf, len).offset(offset).build())
-            }
-            (OpKind::Write, false) => {
-                with_fd!(|fd| opcode::Write::new(fd, buf, len).offset(offset).build())
-            }
-            (OpKind::Trim, _) => match self.trim_methods[file] {
-                Some(TrimMethod::PunchHole) => {
-                    with_fd!(|fd| opcode::Fallocate::new(fd, u64::from(len))
-                        .offset(offset)
-                        .mode(libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE)
-                        .build())
-                }
-                // The kernel reads the range from `addr` (start) and `addr3` (length), which
-                // is where the 16-byte command begins.
-                Some(TrimMethod::UringCmd) => {
-                    let mut cmd = [0u8; 16];
-                    cmd[..8].copy_from_slice(&u64::from(len).to_ne_bytes());
-                    with_fd!(|fd| opcode::UringCmd16::new(fd, BLOCK_URING_CMD_DISCARD)
-                        .addr(Some(offset))
-                        .cmd(cmd)
-                        .build())
-                }
-                other => panic!("trim queued on a ring with trim method {other:?}"),
+    /// A pusher for a run of pushes ([`Pusher`]): the submission queue's head is read once
+    /// and its tail published once, when the pusher is dropped, not once an I/O.
+    pub fn pusher(&mut self) -> Pusher<'_> {
+        let arena = self.arena_ptr();
+        Pusher {
+            sq: self.ring.submission(),
+            entries: EntryMaker {
+                files: &self.files,
+                features: self.features,
+                trim_methods: &self.trim_methods,
+                buffers: Buffers {
+                    arena,
+                    regions: &self.regions,
+                    abandoned: &self.abandoned,
+                },
             },
+            in_flight: &mut self.in_flight,
+            sync_trims: &mut self.sync_trims,
+            nops: self.nops,
+            pushed: 0,
         }
     }
 
@@ -1076,6 +1156,48 @@ mod tests {
             let mut got: Vec<u64> = io.reaped().iter().map(|r| r.user_data).collect();
             got.sort_unstable();
             assert_eq!(got, (0..7).map(|i| round * 10 + i).collect::<Vec<_>>());
+        }
+    }
+
+    #[test]
+    fn a_pusher_queues_until_the_queue_is_full_and_counts_what_it_queued() {
+        let file = File::open("/dev/null").unwrap();
+        // 8 slots: a submission queue of 8 entries (and room for the buffer of a 9th try).
+        let mut io = match UringIo::new(vec![file], &[8192], 8, Polling::default()) {
+            Ok(io) => io,
+            Err(e) => {
+                eprintln!("skipped: no io_uring here ({e})");
+                return;
+            }
+        };
+        for round in 0..3u64 {
+            let mut pusher = io.pusher();
+            let mut queued = 0;
+            while pusher.push(
+                round * 100 + queued,
+                OpKind::Read,
+                0,
+                queued as usize * 512,
+                512,
+                0,
+            ) {
+                queued += 1;
+            }
+            drop(pusher);
+            assert_eq!(queued, 8, "round {round}: the queue holds 8");
+            assert_eq!(io.in_flight(), 8);
+            io.submit_and_wait(8, Some(Duration::from_secs(5))).unwrap();
+            io.reap();
+            let mut done: Vec<(u64, i32)> = io
+                .reaped()
+                .iter()
+                .map(|r| (r.user_data, r.result))
+                .collect();
+            done.sort_unstable();
+            // /dev/null reads end at once with nothing read.
+            let expected: Vec<(u64, i32)> = (0..8).map(|i| (round * 100 + i, 0)).collect();
+            assert_eq!(done, expected);
+            assert_eq!(io.in_flight(), 0);
         }
     }
 

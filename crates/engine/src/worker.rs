@@ -346,6 +346,7 @@ impl DeviceState {
         (io, slots): (&mut UringIo, &mut [Slot]),
         pushed: &mut Vec<u32>,
     ) {
+        let mut io = io.pusher();
         for _ in 0..budget {
             let Some(slot_id) = self.free_slots.pop() else {
                 break;
