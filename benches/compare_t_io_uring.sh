@@ -8,7 +8,8 @@
 #         32: hostmax --numjobs 2 --iodepth 32 (and the same with --no-latency) against
 #         t/io_uring -n2 -d32 -p0 -B1 -F1 with -s8 -c8 and with -s32 -c32
 #   nop   io_uring NOPs on the CPUs (no device): hostmax doctor's load generator ceiling at
-#         depth 128 against t/io_uring -N1 -n2 -d128
+#         depth 128 against t/io_uring -N1 -n2 -d128, and against t/io_uring-timed: the same
+#         NOPs carrying what hostmax's carry, with latencies (build_t_io_uring_timed)
 #   loop  20 loop volumes on tmpfs, 2 threads of 256 in flight each: hostmax --iodepth 26 a
 #         volume (its default placement, a worker a CPU, splits them) against t/io_uring -n2
 #         -d256 -s32 -c32 over all of them
@@ -22,7 +23,7 @@
 #
 # t/io_uring is built when missing, into target/t_io_uring/ (fio's source from Debian's
 # source package: `apt-get source fio`, adding a deb-src entry beside the deb ones when there
-# is none; then ./configure && make t/io_uring).
+# is none; then ./configure && make t/io_uring), and t/io_uring-timed beside it.
 #
 # Usage (as root):  benches/compare_t_io_uring.sh
 #   PAIRS=3 RUNTIME=10                 rounds per case, seconds per run
@@ -33,6 +34,7 @@
 #   FIO=1                              fio beside them (it is installed when missing)
 #   HOSTMAX=/path/to/hostmax           use this binary instead of building one
 #   T_IO_URING=/path/to/t/io_uring     use this binary instead of building one
+#   T_IO_URING_TIMED=/path/to/binary   the same for t/io_uring-timed
 #   OUT=benches/results/t_io_uring-<date>.md   where the results go
 #
 # Every zram and loop device and file it makes is removed on exit, Ctrl-C or kill.
@@ -100,12 +102,13 @@ EOF
     apt-get update -qq >&2
 }
 
-# Builds fio's t/io_uring into $TARGET_DIR/t_io_uring/ from Debian's fio source package.
-build_t_io_uring() {
-    local cache=$TARGET_DIR/t_io_uring
-    local built=$cache/io_uring
-    if [[ -x $built ]]; then
-        echo "$built"
+# fio's source from Debian's source package, unpacked into $TARGET_DIR/t_io_uring/src once;
+# prints its folder.
+fio_source() {
+    local cache=$TARGET_DIR/t_io_uring dir
+    dir=$(find "$cache/src" -mindepth 1 -maxdepth 1 -type d -name 'fio-*' 2>/dev/null | head -1)
+    if [[ -n $dir && -x $dir/configure ]]; then
+        echo "$dir"
         return
     fi
     command -v dpkg-source >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y -qq dpkg-dev >&2
@@ -113,22 +116,94 @@ build_t_io_uring() {
         DEBIAN_FRONTEND=noninteractive apt-get install -y -qq build-essential >&2
     fi
     add_deb_src
-    say "building t/io_uring from fio's Debian source package into $cache"
+    say "unpacking fio's Debian source package into $cache/src"
     rm -rf "$cache/src"
     mkdir -p "$cache/src"
     (cd "$cache/src" && apt-get source -qq fio >&2) || die "apt-get source fio failed"
-    local dir
     dir=$(find "$cache/src" -mindepth 1 -maxdepth 1 -type d -name 'fio-*' | head -1)
     [[ -n $dir ]] || die "apt-get source fio unpacked no fio-* folder in $cache/src"
-    (cd "$dir" && ./configure >&2 && make -j"$(nproc)" t/io_uring >&2) || die "building t/io_uring failed in $dir"
+    (cd "$dir" && ./configure >&2) || die "fio's ./configure failed in $dir"
+    echo "$dir"
+}
+
+# Builds fio's t/io_uring into $TARGET_DIR/t_io_uring/.
+build_t_io_uring() {
+    local cache=$TARGET_DIR/t_io_uring
+    local built=$cache/io_uring dir
+    if [[ -x $built ]]; then
+        echo "$built"
+        return
+    fi
+    dir=$(fio_source)
+    say "building t/io_uring in $dir"
+    (cd "$dir" && make -j"$(nproc)" t/io_uring >&2) || die "building t/io_uring failed in $dir"
     cp "$dir/t/io_uring" "$built"
     # one-core-peak.sh lists the settings a peak run wants; hostmax doctor names them too.
     cp "$dir/t/one-core-peak.sh" "$cache/" 2>/dev/null || true
     echo "$built"
 }
 
+# Builds t/io_uring-timed into $TARGET_DIR/t_io_uring/io_uring_timed_nops: t/io_uring whose
+# NOPs carry what a timed, placed I/O carries, as hostmax's NOPs do: every field of the SQE
+# written as for a read, a random offset drawn, the I/O's own user_data with its submit
+# batch's clock index, so that with -t1 their latencies are recorded a batch at a time as
+# t/io_uring records its reads'. (-N1 alone writes the opcode byte and records nothing.)
+# The source is patched for the build and put back.
+build_t_io_uring_timed() {
+    local cache=$TARGET_DIR/t_io_uring
+    local built=$cache/io_uring_timed_nops dir rc=0
+    if [[ -x $built ]]; then
+        echo "$built"
+        return
+    fi
+    dir=$(fio_source)
+    say "building t/io_uring with timed NOPs in $dir"
+    cp "$dir/t/io_uring.c" "$dir/t/io_uring.c.orig"
+    python3 - "$dir/t/io_uring.c" <<'EOF' || rc=$?
+import sys
+path = sys.argv[1]
+src = open(path).read()
+early = """	if (do_nop) {
+		sqe->opcode = IORING_OP_NOP;
+		return;
+	}
+"""
+timed = """	if (do_nop) {
+		sqe->opcode = IORING_OP_NOP;
+		sqe->flags = 0;
+		sqe->fd = 0;
+		sqe->addr = (unsigned long) s->iovecs[index].iov_base;
+		sqe->len = bs;
+		sqe->buf_index = 0;
+		sqe->ioprio = 0;
+		sqe->rw_flags = 0;
+		sqe->off = (__rand64(&s->rand_state) % 262143) * bs;
+		sqe->user_data = index;
+		if (stats && stats_running)
+			sqe->user_data |= ((uint64_t)s->clock_index << 32);
+		return;
+	}
+"""
+if src.count(early) != 1:
+    sys.exit("compare_t_io_uring: this fio's t/io_uring.c has no NOP early return to patch")
+open(path, "w").write(src.replace(early, timed))
+EOF
+    if ((rc == 0)); then
+        (cd "$dir" && make -j"$(nproc)" t/io_uring >&2 && cp t/io_uring "$built") || rc=$?
+    fi
+    mv "$dir/t/io_uring.c.orig" "$dir/t/io_uring.c"
+    # Newer than the patched build's objects, so the next make builds the original again.
+    touch "$dir/t/io_uring.c"
+    ((rc == 0)) || die "building t/io_uring with timed NOPs failed in $dir"
+    echo "$built"
+}
+
 T_IO_URING=${T_IO_URING:-$(build_t_io_uring)}
 [[ -x $T_IO_URING ]] || die "no t/io_uring binary at $T_IO_URING"
+if [[ " $CASES " == *" nop "* ]]; then
+    T_IO_URING_TIMED=${T_IO_URING_TIMED:-$(build_t_io_uring_timed)}
+    [[ -x $T_IO_URING_TIMED ]] || die "no t/io_uring-timed binary at $T_IO_URING_TIMED"
+fi
 if [[ ${BUILD_ONLY:-0} == 1 ]]; then
     echo "$T_IO_URING"
     exit 0
@@ -296,6 +371,8 @@ for c in $CASES; do
             run_one nop hostmax "$r" ceiling -- "$HOSTMAX" doctor --cpus "$CPUS" --iodepth 128 \
                 --ceiling-runtime "${RUNTIME}s" --json "$WORK/current.json"
             t_io_uring nop t/io_uring "$r" -N1 -n"$threads" -d128
+            run_one nop t/io_uring-timed "$r" t_io_uring -- "$T_IO_URING_TIMED" -r $((RUNTIME + 2)) \
+                -N1 -n"$threads" -d128 -t1
             fio_run nop "$r" --ioengine=null --directory="$WORK" --size=1g --numjobs="$threads" --iodepth=128
         done
         ;;
@@ -333,7 +410,9 @@ what = {
     "zram": f"one zram device (lz4, {zram_mib} MiB, random data), 4k random reads, 2 threads of depth 32: "
             "hostmax --numjobs 2 --iodepth 32 (hostmax-c8: reaping 8 at a time, --complete-batch 8; -c8-nolat: the same with --no-latency; -c32: --complete-batch 32); t/io_uring -n2 -d32 -p0 -B1 -F1 -s8 -c8 / -s32 -c32",
     "nop": f"io_uring NOPs on CPUs {cpus}, depth 128 a thread: hostmax doctor's load generator ceiling "
-           "(all CPUs' rates added); t/io_uring -N1 -d128, a thread a CPU",
+           "(all CPUs' rates added); t/io_uring -N1 -d128, a thread a CPU; t/io_uring-timed: the same with "
+           "NOPs that carry what hostmax's carry (every SQE field, a random offset, the I/O's own user_data) "
+           "and latencies recorded a batch at a time (-t1)",
     "loop": f"{volumes} loop volumes on tmpfs, 4k random reads, 2 threads of 256 in flight: hostmax --iodepth "
             f"{-(-512 // int(volumes))} a volume (hostmax-c8: --complete-batch 8); t/io_uring -n2 -d256 -p0 -B1 -F1 -s32 -c32",
 }
