@@ -255,6 +255,21 @@ impl Pusher<'_> {
         self.queue(&entry.user_data(user_data))
     }
 
+    /// The `len` bytes at `buf_offset` of file `file`'s region, to fill before they are
+    /// written: [`UringIo::buffer_mut`] while the pusher holds the ring.
+    ///
+    /// # Safety
+    ///
+    /// As for [`UringIo::buffer_mut`]: no I/O in flight, nor one this pusher queued, may name
+    /// any of these bytes while the slice lives.
+    pub unsafe fn buffer_mut(&mut self, file: usize, buf_offset: usize, len: usize) -> &mut [u8] {
+        let ptr = self.entries.buffers.ptr(file, buf_offset, len);
+        // SAFETY: `ptr` checked the range lies in the arena and the file's I/O was not
+        // abandoned; the caller promises no I/O names it, and `&mut self` makes this the only
+        // reference handed out while it lives (the pusher holds the ring mutably).
+        unsafe { std::slice::from_raw_parts_mut(ptr, len) }
+    }
+
     /// Queues one entry made by [`Pusher::push`]; `false` when the queue is full.
     #[inline]
     fn queue(&mut self, entry: &squeue::Entry) -> bool {
@@ -629,6 +644,7 @@ impl UringIo {
     /// Queues one I/O of `len` bytes at byte `offset` of file `file`, using the buffer at
     /// `buf_offset` in that file's region (none for a trim): [`Pusher::push`] through a
     /// pusher of its own. Returns `false` when the submission queue is full.
+    #[inline]
     pub fn push(
         &mut self,
         user_data: u64,

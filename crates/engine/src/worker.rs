@@ -16,7 +16,7 @@ use crate::cpu_use::CpuClock;
 use crate::data::{self, splitmix64, BlockIdentity, BlockMaker, STATE_UNKNOWN, STATE_WRITING};
 use crate::op::{BufferUse, OpKind, PerOp};
 use crate::result::READ_SAMPLE_EVERY;
-use crate::ring::{Buffers, Polling, Reaped, RingFeatures, TrimMethod, UringIo};
+use crate::ring::{Buffers, Polling, Pusher, Reaped, RingFeatures, TrimMethod, UringIo};
 use crate::schedule::Schedule;
 use crate::shared::Shared;
 use crate::workload::ErrorPolicy;
@@ -295,6 +295,7 @@ impl DeviceState {
         run_id: u64,
         pushed: &mut Vec<u32>,
     ) {
+        let mut io = io.pusher();
         for (i, planned_io) in planned.iter().enumerate() {
             let &PlannedIo {
                 slot_id,
@@ -303,7 +304,8 @@ impl DeviceState {
                 intended_ns,
                 ..
             } = planned_io;
-            let (buf_offset, tag, pool_block) = self.prepare_buffer(file, io, planned_io, run_id);
+            let (buf_offset, tag, pool_block) =
+                self.prepare_buffer(file, &mut io, planned_io, run_id);
             if !io.push(
                 slot_id as u64,
                 op,
@@ -386,7 +388,7 @@ impl DeviceState {
     fn prepare_buffer(
         &mut self,
         file: usize,
-        io: &mut UringIo,
+        io: &mut Pusher<'_>,
         planned: &PlannedIo,
         run_id: u64,
     ) -> (usize, u8, u32) {
