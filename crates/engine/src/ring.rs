@@ -172,17 +172,32 @@ pub(crate) struct Completions<'a> {
 }
 
 impl Completions<'_> {
-    /// The next completion, `None` when none is left.
+    /// The next completion, `None` when none is left: the ring's
+    /// ([`Completions::next_from_ring`]), then the synchronous ones.
     #[inline]
     pub fn next(&mut self) -> Option<Reaped> {
-        let done = match self.cq.next() {
-            Some(cqe) => Reaped {
-                user_data: cqe.user_data(),
-                result: cqe.result(),
-                took_ns: None,
-            },
-            None => self.sync_done.pop()?,
-        };
+        self.next_from_ring().or_else(|| self.next_synchronous())
+    }
+
+    /// The next completion from the ring, `None` when it has none left: an I/O the
+    /// submitter timed (`took_ns` is `None`), so a caller that takes these apart from the
+    /// synchronous ones has no time of the I/O's own to look at.
+    #[inline]
+    pub fn next_from_ring(&mut self) -> Option<Reaped> {
+        let cqe = self.cq.next()?;
+        self.taken += 1;
+        Some(Reaped {
+            user_data: cqe.user_data(),
+            result: cqe.result(),
+            took_ns: None,
+        })
+    }
+
+    /// The next synchronous completion ([`TrimMethod::Ioctl`]'s, timed on its own), `None`
+    /// when none is left.
+    #[inline]
+    pub fn next_synchronous(&mut self) -> Option<Reaped> {
+        let done = self.sync_done.pop()?;
         self.taken += 1;
         Some(done)
     }
