@@ -634,6 +634,7 @@ impl UringIo {
             TrimMethod::Ioctl
         } else {
             self.trim_methods[file] = Some(TrimMethod::UringCmd);
+            // The entry as every push makes it; the pusher that lends its maker queues nothing.
             let entry =
                 (self.pusher().entries).build(OpKind::Trim, file, std::ptr::null_mut(), 0, 0, 0);
             // SAFETY: a discard command names no memory, only the file, which `self` owns
