@@ -102,27 +102,29 @@ EOF
     apt-get update -qq >&2
 }
 
-# fio's source from Debian's source package, unpacked into $TARGET_DIR/t_io_uring/src once;
+# fio's source from Debian's source package, unpacked into $TARGET_DIR/t_io_uring/src and
+# configured once (a folder left unconfigured by an interrupted run is configured now);
 # prints its folder.
 fio_source() {
     local cache=$TARGET_DIR/t_io_uring dir
-    dir=$(find "$cache/src" -mindepth 1 -maxdepth 1 -type d -name 'fio-*' 2>/dev/null | head -1)
-    if [[ -n $dir && -x $dir/configure ]]; then
-        echo "$dir"
-        return
-    fi
-    command -v dpkg-source >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y -qq dpkg-dev >&2
     if ! command -v make >/dev/null || ! command -v cc >/dev/null; then
         DEBIAN_FRONTEND=noninteractive apt-get install -y -qq build-essential >&2
     fi
-    add_deb_src
-    say "unpacking fio's Debian source package into $cache/src"
-    rm -rf "$cache/src"
-    mkdir -p "$cache/src"
-    (cd "$cache/src" && apt-get source -qq fio >&2) || die "apt-get source fio failed"
-    dir=$(find "$cache/src" -mindepth 1 -maxdepth 1 -type d -name 'fio-*' | head -1)
-    [[ -n $dir ]] || die "apt-get source fio unpacked no fio-* folder in $cache/src"
-    (cd "$dir" && ./configure >&2) || die "fio's ./configure failed in $dir"
+    dir=$(find "$cache/src" -mindepth 1 -maxdepth 1 -type d -name 'fio-*' 2>/dev/null | head -1)
+    if [[ -z $dir ]]; then
+        command -v dpkg-source >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y -qq dpkg-dev >&2
+        add_deb_src
+        say "unpacking fio's Debian source package into $cache/src"
+        rm -rf "$cache/src"
+        mkdir -p "$cache/src"
+        (cd "$cache/src" && apt-get source -qq fio >&2) || die "apt-get source fio failed"
+        dir=$(find "$cache/src" -mindepth 1 -maxdepth 1 -type d -name 'fio-*' | head -1)
+        [[ -n $dir ]] || die "apt-get source fio unpacked no fio-* folder in $cache/src"
+    fi
+    # ./configure writes config-host.mak, which every build of t/io_uring includes.
+    if [[ ! -f $dir/config-host.mak ]]; then
+        (cd "$dir" && ./configure >&2) || die "fio's ./configure failed in $dir"
+    fi
     echo "$dir"
 }
 
