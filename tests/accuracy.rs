@@ -108,6 +108,58 @@ fn throttled_volumes_are_each_measured_within_3_percent_of_their_cap() {
     }
 }
 
+/// A slow device's I/Os stay in flight about a second while a fast device on the same worker
+/// turns tens of thousands of batches: each must keep the time of its own batch (the engine
+/// keeps the last 4096 batches' times and writes an older one into the I/O's slot), where a
+/// time taken from a later batch would make it microseconds.
+#[test]
+fn a_slow_devices_latencies_stay_its_own_beside_a_fast_device_on_the_same_worker() {
+    require_root!();
+    let _rate = rate_test_lock();
+    // 4 in flight at 4 IOPS: each I/O waits about a second.
+    let spec = SimHostSpec::new(2, 32 * MIB).with_volume_iops_caps(vec![Some(4), None]);
+    let host = SimulatedHost::build_loop_devices(&spec).expect("simulated host");
+    let paths = volume_paths(&host);
+    let mut args = vec!["--devices"];
+    args.extend(paths.iter().map(String::as_str));
+    // One CPU: one worker drives both.
+    args.extend([
+        "--cpus",
+        "0",
+        "--iodepth",
+        "4",
+        "--runtime",
+        "4s",
+        "--ramp",
+        "1s",
+    ]);
+    let report = run_json_stdout(&args, host.throttle());
+    let latency = |device: usize, p: &str| {
+        report["devices"][device]["read"]["latency_ns"][p]
+            .as_f64()
+            .unwrap_or_else(|| panic!("devices[{device}].read.latency_ns.{p} missing in {report}"))
+    };
+    let (slow_ios, fast_ios) = (ios(&report, 0, "read"), ios(&report, 1, "read"));
+    eprintln!(
+        "slow: {slow_ios} reads, p50 {:.0} ms, min {:.0} ms; fast: {fast_ios} reads",
+        latency(0, "p50") / 1e6,
+        latency(0, "min") / 1e6
+    );
+    assert!(slow_ios >= 4, "the slow device completed {slow_ios} reads");
+    assert!(
+        fast_ios > 100 * slow_ios,
+        "fast {fast_ios}, slow {slow_ios}"
+    );
+    // About a second each in the window (the ramp takes the first ones, which the throttle
+    // lets through sooner); another batch's time would make some of them milliseconds.
+    assert!(
+        latency(0, "min") >= 0.4e9,
+        "the slow device's lowest latency is {} ns: an I/O took another batch's time",
+        latency(0, "min")
+    );
+    assert!(latency(0, "max") <= 4e9, "{}", report["devices"][0]);
+}
+
 #[test]
 fn a_host_cap_below_its_volumes_caps_is_measured_within_3_percent() {
     require_root!();

@@ -138,6 +138,7 @@ mod run;
 mod schedule;
 mod setting;
 mod shared;
+mod submit_times;
 mod target;
 mod worker;
 mod workload;

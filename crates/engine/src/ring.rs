@@ -215,22 +215,25 @@ impl Drop for Completions<'_> {
     }
 }
 
-/// Pushes sharing one view of a ring's submission queue ([`UringIo::pusher`]): what they
-/// queue is published to the kernel, and counted in the ring's I/O in flight, when the pusher
-/// is dropped.
+/// Pushes to one file sharing one view of a ring's submission queue ([`UringIo::pusher`]):
+/// what they queue is published to the kernel, and counted in the ring's I/O in flight, when
+/// the pusher is dropped.
 pub(crate) struct Pusher<'a> {
     sq: io_uring::SubmissionQueue<'a>,
     entries: EntryMaker<'a>,
     in_flight: &'a mut usize,
     sync_trims: &'a mut Vec<(u64, usize, u64, u32)>,
     nops: bool,
+    /// The file every push names, found not abandoned when the pusher was made (and it cannot
+    /// be abandoned while the pusher holds the ring).
+    file: usize,
     /// Queued by this pusher, added to `in_flight` when it is dropped.
     pushed: usize,
 }
 
 impl Pusher<'_> {
-    /// Queues one I/O of `len` bytes at byte `offset` of file `file`, using the buffer at
-    /// `buf_offset` in that file's region (none for a trim). Returns `false` when the
+    /// Queues one I/O of `len` bytes at byte `offset` of the pusher's file, using the buffer
+    /// at `buf_offset` in that file's region (none for a trim). Returns `false` when the
     /// submission queue is full (nothing was queued). Panics if the buffer does not lie within
     /// the region, or a trim comes before [`UringIo::choose_trim_method`]: that is a bug in
     /// the caller, and going on would hand the kernel memory we do not own.
@@ -244,15 +247,11 @@ impl Pusher<'_> {
         &mut self,
         user_data: u64,
         op: OpKind,
-        file: usize,
         buf_offset: usize,
         len: u32,
         offset: u64,
     ) -> bool {
-        assert!(
-            !self.entries.buffers.abandoned[file],
-            "I/O queued to an abandoned file"
-        );
+        let file = self.file;
         if self.nops {
             // Every NOP's entry is the same but for its user_data.
             return self.queue(&opcode::Nop::new().build().user_data(user_data));
@@ -264,21 +263,22 @@ impl Pusher<'_> {
         }
         let buf = match op.buffer_use() {
             BufferUse::None => std::ptr::null_mut(),
-            _ => self.entries.buffers.ptr(file, buf_offset, len as usize),
+            // The file was found not abandoned when the pusher was made.
+            _ => (self.entries.buffers).region_ptr(file, buf_offset, len as usize),
         };
         let entry = self.entries.build(op, file, buf, len, offset, file as u16);
         self.queue(&entry.user_data(user_data))
     }
 
-    /// The `len` bytes at `buf_offset` of file `file`'s region, to fill before they are
+    /// The `len` bytes at `buf_offset` of the pusher's file's region, to fill before they are
     /// written: [`UringIo::buffer_mut`] while the pusher holds the ring.
     ///
     /// # Safety
     ///
     /// As for [`UringIo::buffer_mut`]: no I/O in flight, nor one this pusher queued, may name
     /// any of these bytes while the slice lives.
-    pub unsafe fn buffer_mut(&mut self, file: usize, buf_offset: usize, len: usize) -> &mut [u8] {
-        let ptr = self.entries.buffers.ptr(file, buf_offset, len);
+    pub unsafe fn buffer_mut(&mut self, buf_offset: usize, len: usize) -> &mut [u8] {
+        let ptr = self.entries.buffers.ptr(self.file, buf_offset, len);
         // SAFETY: `ptr` checked the range lies in the arena and the file's I/O was not
         // abandoned; the caller promises no I/O names it, and `&mut self` makes this the only
         // reference handed out while it lives (the pusher holds the ring mutably).
@@ -292,8 +292,8 @@ impl Pusher<'_> {
         // `UringIo::files` (a NOP, [`UringIo::issue_nops`], names neither); both are owned by
         // the `UringIo` this borrows and released only after every queued I/O has completed
         // (its `Drop` drains, or leaks the arena once any file's I/O was abandoned), and no
-        // abandoned file's region is named again (`Buffers::ptr` and `push`'s assertion refuse
-        // it). Rust code touches the buffer only through `buffer` or `buffer_mut`, whose
+        // abandoned file's region is named again (`Buffers::ptr` and `UringIo::pusher`'s
+        // assertion refuse it). Rust code touches the buffer only through `buffer` or `buffer_mut`, whose
         // callers promise no I/O in flight names it.
         let pushed = unsafe { self.sq.push(entry) }.is_ok();
         self.pushed += usize::from(pushed);
@@ -405,12 +405,19 @@ impl<'a> Buffers<'a> {
     /// into its region, so handing it out again would be a data race.
     #[inline]
     fn ptr(&self, file: usize, buf_offset: usize, len: usize) -> *mut u8 {
-        let region = self.regions[file];
-        assert!(buf_offset + len <= region.len, "buffer outside its region");
         assert!(
             !self.abandoned[file],
             "buffer of a file whose I/O was abandoned"
         );
+        self.region_ptr(file, buf_offset, len)
+    }
+
+    /// [`Buffers::ptr`] for a caller that found the file not abandoned (a [`Pusher`]'s):
+    /// panics only if the bytes are not inside the region.
+    #[inline]
+    fn region_ptr(&self, file: usize, buf_offset: usize, len: usize) -> *mut u8 {
+        let region = self.regions[file];
+        assert!(buf_offset + len <= region.len, "buffer outside its region");
         // SAFETY: the bounds were checked just above, so the pointer stays inside the arena.
         unsafe { self.arena.add(region.offset + buf_offset) }
     }
@@ -635,8 +642,14 @@ impl UringIo {
         } else {
             self.trim_methods[file] = Some(TrimMethod::UringCmd);
             // The entry as every push makes it; the pusher that lends its maker queues nothing.
-            let entry =
-                (self.pusher().entries).build(OpKind::Trim, file, std::ptr::null_mut(), 0, 0, 0);
+            let entry = (self.pusher(file).entries).build(
+                OpKind::Trim,
+                file,
+                std::ptr::null_mut(),
+                0,
+                0,
+                0,
+            );
             // SAFETY: a discard command names no memory, only the file, which `self` owns
             // until the completion is reaped below.
             unsafe { self.ring.submission().push(&entry.user_data(u64::MAX)) }
@@ -670,13 +683,16 @@ impl UringIo {
         len: u32,
         offset: u64,
     ) -> bool {
-        self.pusher()
-            .push(user_data, op, file, buf_offset, len, offset)
+        self.pusher(file)
+            .push(user_data, op, buf_offset, len, offset)
     }
 
-    /// A pusher for a run of pushes ([`Pusher`]): the submission queue's head is read once
-    /// and its tail published once, when the pusher is dropped, not once an I/O.
-    pub fn pusher(&mut self) -> Pusher<'_> {
+    /// A pusher for a run of pushes to file `file` ([`Pusher`]): the submission queue's head
+    /// is read once and its tail published once, when the pusher is dropped, and the file
+    /// checked once, not once an I/O. Panics if the file's I/O was abandoned
+    /// ([`UringIo::abandon`]): its region is the kernel's.
+    pub fn pusher(&mut self, file: usize) -> Pusher<'_> {
+        assert!(!self.abandoned[file], "I/O queued to an abandoned file");
         let arena = self.arena_ptr();
         Pusher {
             sq: self.ring.submission(),
@@ -693,6 +709,7 @@ impl UringIo {
             in_flight: &mut self.in_flight,
             sync_trims: &mut self.sync_trims,
             nops: self.nops,
+            file,
             pushed: 0,
         }
     }
@@ -1203,12 +1220,11 @@ mod tests {
             }
         };
         for round in 0..3u64 {
-            let mut pusher = io.pusher();
+            let mut pusher = io.pusher(0);
             let mut queued = 0;
             while pusher.push(
                 round * 100 + queued,
                 OpKind::Read,
-                0,
                 queued as usize * 512,
                 512,
                 0,

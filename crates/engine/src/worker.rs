@@ -19,6 +19,7 @@ use crate::result::READ_SAMPLE_EVERY;
 use crate::ring::{Buffers, Polling, Pusher, Reaped, RingFeatures, TrimMethod, UringIo};
 use crate::schedule::Schedule;
 use crate::shared::Shared;
+use crate::submit_times::SubmitTimes;
 use crate::workload::ErrorPolicy;
 use crate::{
     CpuUse, DeviceInterval, DeviceResult, EngineError, ErrorLog, IoCounts, IoErrorSample, OpResult,
@@ -282,7 +283,8 @@ impl DeviceState {
     }
 
     /// Pushes the planned I/Os onto the ring, stamping what writes carry and marking what a
-    /// verifying run tracks, and lists their slots in `pushed`. If the ring takes fewer, the
+    /// verifying run tracks; their slots carry `submitted` ([`SubmitTimes::mark`]). If the
+    /// ring takes fewer, the
     /// rest give back their slots and pool blocks, and the schedule steps back to where it
     /// stood (`schedule_before`) plus what went out: no intended start is skipped.
     #[inline]
@@ -293,9 +295,9 @@ impl DeviceState {
         schedule_before: Option<Schedule>,
         (io, slots): (&mut UringIo, &mut [Slot]),
         run_id: u64,
-        pushed: &mut Vec<u32>,
+        submitted: u64,
     ) {
-        let mut io = io.pusher();
+        let mut io = io.pusher(file);
         for (i, planned_io) in planned.iter().enumerate() {
             let &PlannedIo {
                 slot_id,
@@ -304,16 +306,8 @@ impl DeviceState {
                 intended_ns,
                 ..
             } = planned_io;
-            let (buf_offset, tag, pool_block) =
-                self.prepare_buffer(file, &mut io, planned_io, run_id);
-            if !io.push(
-                slot_id as u64,
-                op,
-                file,
-                buf_offset,
-                self.block_size,
-                offset,
-            ) {
+            let (buf_offset, tag, pool_block) = self.prepare_buffer(&mut io, planned_io, run_id);
+            if !io.push(slot_id as u64, op, buf_offset, self.block_size, offset) {
                 // The queue is full: this and the rest of the plan go back.
                 self.give_back(&planned[i..], schedule_before, i);
                 break;
@@ -325,49 +319,43 @@ impl DeviceState {
                 device: file as u32,
                 op,
                 offset,
-                submitted_ns: 0,
+                submitted,
                 intended_ns,
                 tag,
                 pool_block,
             };
             self.submitted += 1;
-            pushed.push(slot_id);
         }
     }
 
     /// A plain workload's ([`WorkerLoop::plain`]) batch: up to `budget` I/Os drawn and
-    /// pushed in one pass, their slots listed in `pushed`. Nothing is written or verified and
-    /// no rate holds an I/O back, so no plan is kept ([`DeviceState::plan_batch`]'s is for
-    /// the write pool and the schedule); if the ring takes fewer, the slot goes back and its
-    /// offset is skipped, as a plan's would be.
+    /// pushed in one pass, their slots carrying `submitted` ([`SubmitTimes::mark`]). Nothing
+    /// is written or verified and no rate holds an I/O back, so no plan is kept
+    /// ([`DeviceState::plan_batch`]'s is for the write pool and the schedule); if the ring
+    /// takes fewer, the slot stays free and its offset is skipped, as a plan's would be.
     #[inline]
     fn push_plain(
         &mut self,
         file: usize,
         budget: u32,
         (io, slots): (&mut UringIo, &mut [Slot]),
-        pushed: &mut Vec<u32>,
+        submitted: u64,
     ) {
-        let mut io = io.pusher();
-        for _ in 0..budget {
-            let Some(slot_id) = self.free_slots.pop() else {
-                break;
-            };
-            let op = self.offsets.next_op();
-            let offset = self.offsets.next_offset();
+        let mut io = io.pusher(file);
+        // The batch's slots are the last `take` free ones, taken from the end as pops would;
+        // the draws and the count stay in locals that the ring's stores cannot alias.
+        let free = self.free_slots.len();
+        let take = (budget as usize).min(free);
+        let mut offsets = self.offsets.clone();
+        let mut queued = 0;
+        for &slot_id in self.free_slots[free - take..].iter().rev() {
+            let op = offsets.next_op();
+            let offset = offsets.next_offset();
             let buf_offset = match op.buffer_use() {
                 BufferUse::Fill => self.read_buffer_offset(slot_id),
                 BufferUse::Source | BufferUse::None => 0,
             };
-            if !io.push(
-                u64::from(slot_id),
-                op,
-                file,
-                buf_offset,
-                self.block_size,
-                offset,
-            ) {
-                self.free_slots.push(slot_id);
+            if !io.push(u64::from(slot_id), op, buf_offset, self.block_size, offset) {
                 break;
             }
             // Its intended start, tag and pool block stay as the slots were made (none).
@@ -375,9 +363,12 @@ impl DeviceState {
             slot.device = file as u32;
             slot.op = op;
             slot.offset = offset;
-            self.submitted += 1;
-            pushed.push(slot_id);
+            slot.submitted = submitted;
+            queued += 1;
         }
+        self.free_slots.truncate(free - queued);
+        self.submitted += queued as u64;
+        self.offsets = offsets;
     }
 
     /// Where a planned I/O's buffer is, and what a write carries put into it: a unique
@@ -387,7 +378,6 @@ impl DeviceState {
     #[inline]
     fn prepare_buffer(
         &mut self,
-        file: usize,
         io: &mut Pusher<'_>,
         planned: &PlannedIo,
         run_id: u64,
@@ -400,7 +390,7 @@ impl DeviceState {
                         let buf_offset = self.pool_block_offset(block);
                         // SAFETY: a unique block is a pool block no write in flight names
                         // (`pool_busy`), marked busy until this write is reaped.
-                        let buf = unsafe { io.buffer_mut(file, buf_offset, bs) };
+                        let buf = unsafe { io.buffer_mut(buf_offset, bs) };
                         self.maker.stamp_unique(buf, key);
                         (buf_offset, block as u32)
                     }
@@ -410,7 +400,7 @@ impl DeviceState {
                 if self.verify.is_some() {
                     // SAFETY: a verifying run writes unique blocks only (it refuses repeats),
                     // so this is the pool block just taken above.
-                    let buf = unsafe { io.buffer_mut(file, buf_offset, bs) };
+                    let buf = unsafe { io.buffer_mut(buf_offset, bs) };
                     self.writes_submitted += 1;
                     tag = data::generation_tag(self.writes_submitted);
                     data::stamp(
@@ -648,8 +638,9 @@ struct Slot {
     device: u32,
     op: OpKind,
     offset: u64,
-    /// Submit time in nanoseconds after the run's start (set only when timing I/Os).
-    submitted_ns: u64,
+    /// When it was submitted: its batch's [`SubmitTimes::mark`], which
+    /// [`SubmitTimes::submitted_ns`] turns into nanoseconds after the run's start.
+    submitted: u64,
     /// With an offered rate: its intended start on the schedule, in nanoseconds after the
     /// run's start (0 without a rate).
     intended_ns: u64,
@@ -769,13 +760,14 @@ impl WorkerTask {
             drain_deadline: None,
             nops: self.nops,
             paced: self.workload.rate_iops.is_some(),
+            submit_times: SubmitTimes::new(),
         };
         run.slots = vec![
             Slot {
                 device: 0,
                 op: OpKind::Read,
                 offset: 0,
-                submitted_ns: 0,
+                submitted: 0,
                 intended_ns: 0,
                 tag: 0,
                 pool_block: NO_POOL_BLOCK,
@@ -981,6 +973,8 @@ struct WorkerLoop {
     nops: bool,
     /// The workload offers a rate: I/Os follow a schedule and have response times.
     paced: bool,
+    /// When each recent batch was submitted: the times its I/Os' latencies start from.
+    submit_times: SubmitTimes,
 }
 
 impl WorkerLoop {
@@ -1014,13 +1008,12 @@ impl WorkerLoop {
     fn run_loop_as<const PLAIN: bool>(&mut self) -> std::io::Result<()> {
         let mut now = Instant::now();
         self.current_second = self.second_of(now);
-        let mut just_pushed: Vec<u32> = Vec::with_capacity(self.slots.len());
         loop {
             self.follow_stop();
             let stopping = self.stops_issuing(now);
             let mut next_allowed: Option<Instant> = None;
             if !stopping {
-                self.fill::<PLAIN>(now, &mut just_pushed, &mut next_allowed);
+                self.fill::<PLAIN>(now, &mut next_allowed);
             }
             if stopping && self.io.in_flight() == 0 {
                 break;
@@ -1033,8 +1026,7 @@ impl WorkerLoop {
                 }
             }
             let submit_time = Instant::now();
-            self.stamp_submitted(&just_pushed, submit_time);
-            just_pushed.clear();
+            self.stamp_submitted(submit_time);
             self.submit_and_wait(submit_time, next_allowed)?;
             now = Instant::now();
             self.roll_seconds(now);
@@ -1078,16 +1070,12 @@ impl WorkerLoop {
         (past_end && !working_off_backlog) || self.all_exhausted()
     }
 
-    /// Stamps the I/Os just pushed with one clock reading, as nanoseconds since the start so
-    /// that a completion's latency is one subtraction.
+    /// Records the batch just filled as submitted at `submit_time` ([`SubmitTimes`]): its
+    /// I/Os carry the batch's mark, so none of their slots is written again.
     #[inline]
-    fn stamp_submitted(&mut self, just_pushed: &[u32], submit_time: Instant) {
-        if self.workload.record_latency {
-            let submit_ns = submit_time.saturating_duration_since(self.start).as_nanos() as u64;
-            for &s in just_pushed {
-                self.slots[s as usize].submitted_ns = submit_ns;
-            }
-        }
+    fn stamp_submitted(&mut self, submit_time: Instant) {
+        let submit_ns = submit_time.saturating_duration_since(self.start).as_nanos() as u64;
+        (self.submit_times).submit(submit_ns, self.slots.iter_mut().map(|s| &mut s.submitted));
     }
 
     /// Submits what is queued and waits for a batch of completions ([`Workload::complete_batch`],
@@ -1141,6 +1129,7 @@ impl WorkerLoop {
             }),
             paced: self.paced,
             record_latency: self.workload.record_latency,
+            submit_times: &self.submit_times,
             run_id: self.run_id,
             on_error: self.on_error,
             taken_out: &self.taken_out,
@@ -1387,7 +1376,7 @@ impl WorkerLoop {
                     device: file as u32,
                     op: OpKind::Read,
                     offset,
-                    submitted_ns: 0,
+                    submitted: 0,
                     intended_ns: 0,
                     tag,
                     pool_block: NO_POOL_BLOCK,
@@ -1447,12 +1436,8 @@ impl WorkerLoop {
     }
 
     /// Queues I/O for every target with free slots, as its rate allows.
-    fn fill<const PLAIN: bool>(
-        &mut self,
-        now: Instant,
-        pushed: &mut Vec<u32>,
-        next_allowed: &mut Option<Instant>,
-    ) {
+    fn fill<const PLAIN: bool>(&mut self, now: Instant, next_allowed: &mut Option<Instant>) {
+        let submitted = self.submit_times.mark();
         let now_ns = now.saturating_duration_since(self.start).as_nanos() as u64;
         let end_ns = self.end_ns();
         let planned = &mut self.planned;
@@ -1472,7 +1457,7 @@ impl WorkerLoop {
                     .min(u32::try_from(max.saturating_sub(dev.submitted)).unwrap_or(u32::MAX));
             }
             if PLAIN {
-                dev.push_plain(file, budget, (&mut self.io, &mut self.slots), pushed);
+                dev.push_plain(file, budget, (&mut self.io, &mut self.slots), submitted);
                 continue;
             }
             // Where the schedule stood, to step back to if the ring takes less than planned.
@@ -1491,7 +1476,7 @@ impl WorkerLoop {
                 schedule_before,
                 (&mut self.io, &mut self.slots),
                 self.run_id,
-                pushed,
+                submitted,
             );
         }
     }
@@ -1572,6 +1557,8 @@ struct CountRules<'a> {
     /// The workload offers a rate ([`WorkerLoop::paced`]).
     paced: bool,
     record_latency: bool,
+    /// When each recent batch went out ([`Slot::submitted`]).
+    submit_times: &'a SubmitTimes,
     run_id: u64,
     on_error: ErrorPolicy,
     taken_out: &'a [std::sync::atomic::AtomicBool],
@@ -1580,7 +1567,9 @@ struct CountRules<'a> {
 /// Frees one completion's slot and counts it: a data check for a verifying run, then a
 /// success into its window (ramp, measured, drained) with its latency, or a failure into the
 /// device's errors. Returns whether the failure asks the whole run to stop.
-#[inline]
+// Always inlined: called from two reap loops, it would otherwise become a call per
+// completion with the loop's state through memory.
+#[inline(always)]
 fn count_completion<const PLAIN: bool>(
     devices: &mut [DeviceState],
     slots: &[Slot],
@@ -1627,9 +1616,9 @@ fn count_completion<const PLAIN: bool>(
     counts.ios += 1;
     counts.bytes += u64::from(dev.block_size);
     if rules.record_latency {
-        let lat = done
-            .took_ns
-            .unwrap_or_else(|| window.reap_ns.saturating_sub(slot.submitted_ns));
+        let lat = done.took_ns.unwrap_or_else(|| {
+            (window.reap_ns).saturating_sub(rules.submit_times.submitted_ns(slot.submitted))
+        });
         if !PLAIN && rules.paced {
             let response = window.reap_ns.saturating_sub(slot.intended_ns).max(lat);
             crate::result::record_latency(&mut counts.response, response);
