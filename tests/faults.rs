@@ -862,6 +862,10 @@ fn on_a_stalled_volume(
             std::thread::sleep(Duration::from_millis(10));
         }
         assert!(ring_open(running.pid()), "hostmax never read {}", paths[0]);
+        // A ring is open before its first read goes out (a read pass's readers each make
+        // theirs, which takes seconds on the matrix's emulated CPUs): once the healthy
+        // volume has been read, the stalled one's read, queued beside it, is waiting too.
+        wait_for_io(&names[1], |(reads, _)| reads > before[1].0);
         std::thread::sleep(after);
         running.signal(libc::SIGINT);
         // Timed from the signal: starting takes seconds on the matrix's emulated CPUs.
