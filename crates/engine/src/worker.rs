@@ -284,9 +284,9 @@ impl DeviceState {
 
     /// Pushes the planned I/Os onto the ring, stamping what writes carry and marking what a
     /// verifying run tracks; their slots carry `submitted` ([`SubmitTimes::mark`]). If the
-    /// ring takes fewer, the
-    /// rest give back their slots and pool blocks, and the schedule steps back to where it
-    /// stood (`schedule_before`) plus what went out: no intended start is skipped.
+    /// ring takes fewer, the rest give back their slots and pool blocks, and the schedule
+    /// steps back to where it stood (`schedule_before`) plus what went out: no intended
+    /// start is skipped.
     #[inline]
     fn push_batch(
         &mut self,
