@@ -293,8 +293,8 @@ impl Pusher<'_> {
         // the `UringIo` this borrows and released only after every queued I/O has completed
         // (its `Drop` drains, or leaks the arena once any file's I/O was abandoned), and no
         // abandoned file's region is named again (`Buffers::ptr` and `UringIo::pusher`'s
-        // assertion refuse it). Rust code touches the buffer only through `buffer` or `buffer_mut`, whose
-        // callers promise no I/O in flight names it.
+        // assertion refuse it). Rust code touches the buffer only through `buffer` or
+        // `buffer_mut`, whose callers promise no I/O in flight names it.
         let pushed = unsafe { self.sq.push(entry) }.is_ok();
         self.pushed += usize::from(pushed);
         pushed
