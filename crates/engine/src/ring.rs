@@ -278,10 +278,11 @@ impl Pusher<'_> {
     /// As for [`UringIo::buffer_mut`]: no I/O in flight, nor one this pusher queued, may name
     /// any of these bytes while the slice lives.
     pub unsafe fn buffer_mut(&mut self, buf_offset: usize, len: usize) -> &mut [u8] {
-        let ptr = self.entries.buffers.ptr(self.file, buf_offset, len);
-        // SAFETY: `ptr` checked the range lies in the arena and the file's I/O was not
-        // abandoned; the caller promises no I/O names it, and `&mut self` makes this the only
-        // reference handed out while it lives (the pusher holds the ring mutably).
+        let ptr = (self.entries.buffers).region_ptr(self.file, buf_offset, len);
+        // SAFETY: `region_ptr` checked the range lies in the arena, and the file's I/O was
+        // found not abandoned when the pusher was made; the caller promises no I/O names it,
+        // and `&mut self` makes this the only reference handed out while it lives (the pusher
+        // holds the ring mutably).
         unsafe { std::slice::from_raw_parts_mut(ptr, len) }
     }
 
