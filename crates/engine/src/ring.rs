@@ -168,7 +168,11 @@ pub(crate) struct Completions<'a> {
     buffers: Buffers<'a>,
     sync_done: &'a mut Vec<Reaped>,
     in_flight: &'a mut usize,
-    taken: usize,
+    /// The ring's completions there were when the reap began: those taken are counted from
+    /// what is left at the drop, not one by one.
+    ring_ready: usize,
+    /// Synchronous completions taken.
+    taken_synchronous: usize,
 }
 
 impl Completions<'_> {
@@ -185,7 +189,6 @@ impl Completions<'_> {
     #[inline]
     pub fn next_from_ring(&mut self) -> Option<Reaped> {
         let cqe = self.cq.next()?;
-        self.taken += 1;
         Some(Reaped {
             user_data: cqe.user_data(),
             result: cqe.result(),
@@ -198,7 +201,7 @@ impl Completions<'_> {
     #[inline]
     pub fn next_synchronous(&mut self) -> Option<Reaped> {
         let done = self.sync_done.pop()?;
-        self.taken += 1;
+        self.taken_synchronous += 1;
         Some(done)
     }
 
@@ -211,7 +214,7 @@ impl Completions<'_> {
 
 impl Drop for Completions<'_> {
     fn drop(&mut self) {
-        *self.in_flight -= self.taken;
+        *self.in_flight -= self.ring_ready - self.cq.len() + self.taken_synchronous;
     }
 }
 
@@ -834,6 +837,7 @@ impl UringIo {
         let mut cq = self.ring.completion();
         cq.sync();
         Completions {
+            ring_ready: cq.len(),
             cq,
             buffers: Buffers {
                 arena: self.arena.as_ref().expect("arena lives until drop").ptr,
@@ -842,7 +846,7 @@ impl UringIo {
             },
             sync_done: &mut self.sync_done,
             in_flight: &mut self.in_flight,
-            taken: 0,
+            taken_synchronous: 0,
         }
     }
 

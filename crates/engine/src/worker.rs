@@ -96,7 +96,7 @@ impl OffsetStream {
     #[inline]
     pub fn next_offset(&mut self) -> u64 {
         let block = if self.random {
-            let r = splitmix64(&mut self.offset_state);
+            let r = data::wyrand(&mut self.offset_state);
             // Lemire's multiply-shift: uniform over 0..blocks without a division.
             ((r as u128 * self.blocks as u128) >> 64) as u64
         } else {
@@ -141,9 +141,9 @@ struct DeviceState {
     /// ([`DeviceState::in_flight`]).
     first_slot: u32,
     free_slots: Vec<u32>,
-    /// Equal latencies of one kind reaped in a row, not yet in the interval's histogram:
-    /// the I/Os of one submit batch reaped together have one latency, recorded with one
-    /// call ([`DeviceState::flush_latencies`]).
+    /// Completions of one kind and one submit batch reaped in a row, not yet in the
+    /// interval's histogram: they share one latency, worked out and recorded with one call
+    /// ([`DeviceState::flush_latencies`]).
     latency_run: LatencyRun,
     offsets: OffsetStream,
     submitted: u64,
@@ -358,9 +358,9 @@ impl DeviceState {
             if !io.push(u64::from(slot_id), op, buf_offset, self.block_size, offset) {
                 break;
             }
-            // Its intended start, tag and pool block stay as the slots were made (none).
+            // Its device, and its intended start, tag and pool block (none), stay as the
+            // slots were made.
             let slot = &mut slots[slot_id as usize];
-            slot.device = file as u32;
             slot.op = op;
             slot.offset = offset;
             slot.submitted = submitted;
@@ -538,34 +538,34 @@ impl DeviceState {
         }
     }
 
-    /// Counts one more completion of `op` with latency `nanos` into the interval's
-    /// histogram: kept while equal to the ones before it, recorded when the run ends.
+    /// Counts one more completion of `op` submitted in the batch `submitted` marks
+    /// ([`Slot::submitted`]): kept while the kind and batch are those of the completions
+    /// before it, recorded when the run ends. No latency is worked out per completion.
     #[inline]
-    fn record_latency(&mut self, op: OpKind, nanos: u64) {
+    fn record_latency(&mut self, op: OpKind, submitted: u64, rules: &CountRules<'_>, reap_ns: u64) {
         let run = &mut self.latency_run;
-        if run.count > 0 && run.op == op && run.nanos == nanos {
+        // An empty run's `submitted` is no I/O's ([`LatencyRun::default`]).
+        if run.op == op && run.submitted == submitted {
             run.count += 1;
             return;
         }
-        self.flush_latencies();
+        self.flush_latencies(rules.submit_times, reap_ns);
         self.latency_run = LatencyRun {
             op,
-            nanos,
+            submitted,
             count: 1,
         };
     }
 
-    /// Records the latencies kept by [`DeviceState::record_latency`]: after every reap, so an
-    /// interval's histograms are whole when it closes.
+    /// Records the completions kept by [`DeviceState::record_latency`], all with the latency
+    /// from their batch's submit to `reap_ns`: after every reap, so an interval's histograms
+    /// are whole when it closes.
     #[inline]
-    fn flush_latencies(&mut self) {
+    fn flush_latencies(&mut self, submit_times: &SubmitTimes, reap_ns: u64) {
         let run = std::mem::take(&mut self.latency_run);
         if run.count > 0 {
-            crate::result::record_latencies(
-                &mut self.interval[run.op].latency,
-                run.nanos,
-                run.count,
-            );
+            let nanos = reap_ns.saturating_sub(submit_times.submitted_ns(run.submitted));
+            crate::result::record_latencies(&mut self.interval[run.op].latency, nanos, run.count);
         }
     }
 
@@ -599,19 +599,23 @@ impl DeviceState {
     }
 }
 
-/// Completions of one kind with one latency, reaped in a row ([`DeviceState::record_latency`]).
+/// Completions of one kind from one submit batch, reaped in a row
+/// ([`DeviceState::record_latency`]).
 #[derive(Clone, Copy)]
 struct LatencyRun {
     op: OpKind,
-    nanos: u64,
+    /// Their [`Slot::submitted`].
+    submitted: u64,
     count: u64,
 }
 
 impl Default for LatencyRun {
+    /// No completions, and a `submitted` no I/O carries (a batch number has only its high bit
+    /// and a count of batches; a time is below 2^63), so the first completion starts a run.
     fn default() -> Self {
         LatencyRun {
             op: OpKind::Read,
-            nanos: 0,
+            submitted: u64::MAX,
             count: 0,
         }
     }
@@ -762,18 +766,22 @@ impl WorkerTask {
             paced: self.workload.rate_iops.is_some(),
             submit_times: SubmitTimes::new(),
         };
-        run.slots = vec![
-            Slot {
-                device: 0,
-                op: OpKind::Read,
-                offset: 0,
-                submitted: 0,
-                intended_ns: 0,
-                tag: 0,
-                pool_block: NO_POOL_BLOCK,
-            };
-            run.devices.iter().map(|d| d.iodepth as usize).sum()
-        ];
+        // A slot serves one device for the whole run (its range of slots, `first_slot`
+        // on), so its `device` is written here once.
+        run.slots = (run.devices.iter().enumerate())
+            .flat_map(|(device, d)| {
+                let slot = Slot {
+                    device: device as u32,
+                    op: OpKind::Read,
+                    offset: 0,
+                    submitted: 0,
+                    intended_ns: 0,
+                    tag: 0,
+                    pool_block: NO_POOL_BLOCK,
+                };
+                std::iter::repeat_n(slot, d.iodepth as usize)
+            })
+            .collect();
         run.run_loop()
             .and_then(|()| run.read_back())
             .map_err(|e| EngineError::Worker {
@@ -1122,7 +1130,7 @@ impl WorkerLoop {
             end_ns: self.end_ns(),
         };
         let rules = CountRules {
-            nops: self.nops,
+            sampled: PerOp::from_fn(|op| op == OpKind::Read && !self.nops),
             success: PerOp::from_fn(|op| match self.nops {
                 true => 0,
                 false => op.success_result(self.workload.block_size),
@@ -1133,25 +1141,25 @@ impl WorkerLoop {
             run_id: self.run_id,
             on_error: self.on_error,
             taken_out: &self.taken_out,
+            stop_all: std::cell::Cell::new(false),
         };
         let (devices, slots) = (&mut self.devices, &self.slots);
-        let mut stop_all = false;
         let mut completions = self.io.completions();
         // The ring's apart from the synchronous trims': a ring I/O's latency is always the
         // batch's (no time of its own to choose), one branch fewer a completion.
         while let Some(done) = completions.next_from_ring() {
             let buffers = completions.buffers();
-            stop_all |= count_completion::<PLAIN>(devices, slots, buffers, &rules, done, &window);
+            count_completion::<PLAIN>(devices, slots, buffers, &rules, done, &window);
         }
         while let Some(done) = completions.next_synchronous() {
             let buffers = completions.buffers();
-            stop_all |= count_completion::<PLAIN>(devices, slots, buffers, &rules, done, &window);
+            count_completion::<PLAIN>(devices, slots, buffers, &rules, done, &window);
         }
         drop(completions);
         for dev in &mut self.devices {
-            dev.flush_latencies();
+            dev.flush_latencies(&self.submit_times, window.reap_ns);
         }
-        stop_all
+        rules.stop_all.get()
     }
 
     /// After the loop: what was due within the runtime and never went out (a stop, or
@@ -1513,7 +1521,10 @@ impl WorkerLoop {
                 (true, Some(at_end)) => at_end,
                 _ => dev.schedule.map_or(0, |s| s.due_by(backlog_at_ns)),
             };
-            for (op, counts) in dev.interval.iter() {
+            for (op, counts) in dev.interval.iter_mut() {
+                // Every success moved one block ([`count_completion`] counts only the I/Os),
+                // so the bytes are worked out once a second.
+                counts.bytes = counts.ios * u64::from(dev.block_size);
                 if second < 0 {
                     dev.ramp[op] += counts.ios;
                 } else {
@@ -1550,8 +1561,9 @@ impl WorkerLoop {
 /// What counting a completion needs of the loop besides its devices and slots
 /// ([`count_completion`], called while the ring's completion queue is borrowed).
 struct CountRules<'a> {
-    /// The ring issues NOPs, which succeed with 0 and bring no data to look at.
-    nops: bool,
+    /// The kinds whose data is sampled ([`DeviceState::sample_read`]): reads, unless the ring
+    /// issues NOPs, which bring no data to look at.
+    sampled: PerOp<bool>,
     /// Each kind's result when it succeeds: its block size, 0 for a trim, 0 for every NOP.
     success: PerOp<i32>,
     /// The workload offers a rate ([`WorkerLoop::paced`]).
@@ -1562,11 +1574,14 @@ struct CountRules<'a> {
     run_id: u64,
     on_error: ErrorPolicy,
     taken_out: &'a [std::sync::atomic::AtomicBool],
+    /// Set by a failure that asks the whole run to stop ([`ErrorPolicy::StopAll`]): the
+    /// reap's answer, kept here so that a success returns nothing to add up.
+    stop_all: std::cell::Cell<bool>,
 }
 
 /// Frees one completion's slot and counts it: a data check for a verifying run, then a
 /// success into its window (ramp, measured, drained) with its latency, or a failure into the
-/// device's errors. Returns whether the failure asks the whole run to stop.
+/// device's errors (which may ask the whole run to stop: [`CountRules::stop_all`]).
 // Always inlined: called from two reap loops, it would otherwise become a call per
 // completion with the loop's state through memory.
 #[inline(always)]
@@ -1577,8 +1592,9 @@ fn count_completion<const PLAIN: bool>(
     rules: &CountRules<'_>,
     done: Reaped,
     window: &ReapWindow,
-) -> bool {
-    let slot = slots[done.user_data as usize];
+) {
+    // A reference: a field is loaded where it is used, and the rare paths' ones only there.
+    let slot = &slots[done.user_data as usize];
     let slot_id = done.user_data as u32;
     let dev = &mut devices[slot.device as usize];
     dev.free_slots.push(slot_id);
@@ -1586,12 +1602,13 @@ fn count_completion<const PLAIN: bool>(
         dev.pool_busy[slot.pool_block as usize] = false;
     }
     if !PLAIN && dev.verify.is_some() {
-        dev.check_during_run(io, slot_id, &slot, done.result, rules.run_id);
+        dev.check_during_run(io, slot_id, slot, done.result, rules.run_id);
     }
     if done.result != rules.success[slot.op] {
-        return count_failure(dev, rules, &slot, done.result, window);
+        count_failure(dev, rules, slot, done.result, window);
+        return;
     }
-    if slot.op == OpKind::Read && !rules.nops {
+    if rules.sampled[slot.op] {
         dev.sample_read(io, slot_id, slot.device as usize);
     }
     // With a rate, an I/O belongs to the window its intended start fell in, however late it
@@ -1605,38 +1622,45 @@ fn count_completion<const PLAIN: bool>(
     };
     if ramp {
         dev.ramp[slot.op] += 1;
-        return false;
+        return;
     }
     if !counted {
         // Drained after the window: done, counted apart from the window.
         dev.drained[slot.op] += 1;
-        return false;
+        return;
     }
     let counts = &mut dev.interval[slot.op];
     counts.ios += 1;
-    counts.bytes += u64::from(dev.block_size);
     if rules.record_latency {
-        let lat = done.took_ns.unwrap_or_else(|| {
-            (window.reap_ns).saturating_sub(rules.submit_times.submitted_ns(slot.submitted))
-        });
-        if !PLAIN && rules.paced {
-            let response = window.reap_ns.saturating_sub(slot.intended_ns).max(lat);
-            crate::result::record_latency(&mut counts.response, response);
+        // A ring I/O's latency is its batch's, worked out once for the run of them
+        // (`record_latency`); a synchronous trim's is its own.
+        if !PLAIN && rules.paced || done.took_ns.is_some() {
+            let lat = done.took_ns.unwrap_or_else(|| {
+                (window.reap_ns).saturating_sub(rules.submit_times.submitted_ns(slot.submitted))
+            });
+            if !PLAIN && rules.paced {
+                let response = window.reap_ns.saturating_sub(slot.intended_ns).max(lat);
+                crate::result::record_latency(&mut counts.response, response);
+            }
+            if done.took_ns.is_some() {
+                crate::result::record_latency(&mut counts.latency, lat);
+                return;
+            }
         }
-        dev.record_latency(slot.op, lat);
+        dev.record_latency(slot.op, slot.submitted, rules, window.reap_ns);
     }
-    false
 }
 
 /// Counts a failed I/O into its device's errors and takes the device out as
-/// [`CountRules::on_error`] says. Returns whether the whole run is to stop.
+/// [`CountRules::on_error`] says, or asks the whole run to stop ([`CountRules::stop_all`]).
+#[cold]
 fn count_failure(
     dev: &mut DeviceState,
     rules: &CountRules<'_>,
     slot: &Slot,
     result: i32,
     window: &ReapWindow,
-) -> bool {
+) {
     let (errno, transferred) = if result < 0 {
         (-result, 0)
     } else {
@@ -1657,7 +1681,9 @@ fn count_failure(
         dev.failed_at = Some(window.now);
         rules.taken_out[dev.index].store(true, Ordering::Relaxed);
     }
-    rules.on_error == ErrorPolicy::StopAll
+    if rules.on_error == ErrorPolicy::StopAll {
+        rules.stop_all.set(true);
+    }
 }
 
 /// Whether a buffer's first and last 8 bytes are zeros: a cheap sign of a block never
