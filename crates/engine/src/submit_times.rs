@@ -58,6 +58,13 @@ impl SubmitTimes {
             _ => self.times[mark as usize % KEPT],
         }
     }
+
+    /// The latency of an I/O that carries `mark` and was reaped at `reap_ns`: from its
+    /// batch's submit to the reap.
+    #[inline]
+    pub fn latency_ns(&self, mark: u64, reap_ns: u64) -> u64 {
+        reap_ns.saturating_sub(self.submitted_ns(mark))
+    }
 }
 
 #[cfg(test)]

@@ -542,14 +542,20 @@ impl DeviceState {
     /// ([`Slot::submitted`]): kept while the kind and batch are those of the completions
     /// before it, recorded when the run ends. No latency is worked out per completion.
     #[inline]
-    fn record_latency(&mut self, op: OpKind, submitted: u64, rules: &CountRules<'_>, reap_ns: u64) {
+    fn record_latency(
+        &mut self,
+        op: OpKind,
+        submitted: u64,
+        submit_times: &SubmitTimes,
+        reap_ns: u64,
+    ) {
         let run = &mut self.latency_run;
         // An empty run's `submitted` is no I/O's ([`LatencyRun::default`]).
         if run.op == op && run.submitted == submitted {
             run.count += 1;
             return;
         }
-        self.flush_latencies(rules.submit_times, reap_ns);
+        self.flush_latencies(submit_times, reap_ns);
         self.latency_run = LatencyRun {
             op,
             submitted,
@@ -564,7 +570,7 @@ impl DeviceState {
     fn flush_latencies(&mut self, submit_times: &SubmitTimes, reap_ns: u64) {
         let run = std::mem::take(&mut self.latency_run);
         if run.count > 0 {
-            let nanos = reap_ns.saturating_sub(submit_times.submitted_ns(run.submitted));
+            let nanos = submit_times.latency_ns(run.submitted, reap_ns);
             crate::result::record_latencies(&mut self.interval[run.op].latency, nanos, run.count);
         }
     }
@@ -1632,22 +1638,19 @@ fn count_completion<const PLAIN: bool>(
     let counts = &mut dev.interval[slot.op];
     counts.ios += 1;
     if rules.record_latency {
+        let (submit_times, reap_ns) = (rules.submit_times, window.reap_ns);
+        if !PLAIN && rules.paced {
+            let lat =
+                (done.took_ns).unwrap_or_else(|| submit_times.latency_ns(slot.submitted, reap_ns));
+            let response = reap_ns.saturating_sub(slot.intended_ns).max(lat);
+            crate::result::record_latency(&mut counts.response, response);
+        }
         // A ring I/O's latency is its batch's, worked out once for the run of them
         // (`record_latency`); a synchronous trim's is its own.
-        if !PLAIN && rules.paced || done.took_ns.is_some() {
-            let lat = done.took_ns.unwrap_or_else(|| {
-                (window.reap_ns).saturating_sub(rules.submit_times.submitted_ns(slot.submitted))
-            });
-            if !PLAIN && rules.paced {
-                let response = window.reap_ns.saturating_sub(slot.intended_ns).max(lat);
-                crate::result::record_latency(&mut counts.response, response);
-            }
-            if done.took_ns.is_some() {
-                crate::result::record_latency(&mut counts.latency, lat);
-                return;
-            }
+        match done.took_ns {
+            Some(lat) => crate::result::record_latency(&mut counts.latency, lat),
+            None => dev.record_latency(slot.op, slot.submitted, submit_times, reap_ns),
         }
-        dev.record_latency(slot.op, slot.submitted, rules, window.reap_ns);
     }
 }
 
