@@ -31,6 +31,16 @@ fn write_config(path: std::path::PathBuf, runtime: Duration) -> RunConfig {
     RunConfig::new(vec![path], workload)
 }
 
+/// Writes exactly `blocks` 4 KiB blocks, however slow the machine: a short timed run can end
+/// before a worker woken late has written anything (seen on 6.12's emulated CPUs, where a
+/// 100 ms run's first write completed after its end), so a test that asserts the run wrote
+/// bounds it by its I/O, with a runtime far past what the writes take.
+fn write_blocks_config(path: std::path::PathBuf, blocks: u64) -> RunConfig {
+    let mut config = write_config(path, Duration::from_secs(60));
+    config.workload = config.workload.with_io_limit(Some(blocks * 4096));
+    config
+}
+
 /// Measures `config` with only the re-check while the targets are held
 /// ([`SafetyCheck::CheckedBefore`]): the full check's own exclusive-open probe (no patience)
 /// would stand in front of what these tests look at, the run's own exclusive open.
@@ -55,14 +65,12 @@ fn back_to_back_write_runs_reopen_the_device_exclusively() {
     // Each run holds the device O_EXCL; the next can only open it if the previous one's claim
     // was gone by the time it returned (or went within the open's patience).
     for run in 0..10 {
-        let result = run_checked_before(
-            write_config(dev.clone(), Duration::from_millis(100)),
-            &mut quiet(),
-        )
-        .unwrap_or_else(|e| panic!("run {run}: {e}"));
-        assert!(
-            result.devices[0].ops[OpKind::Write].ios > 0,
-            "run {run} wrote nothing"
+        let result = run_checked_before(write_blocks_config(dev.clone(), 64), &mut quiet())
+            .unwrap_or_else(|e| panic!("run {run}: {e}"));
+        assert_eq!(
+            result.devices[0].ops[OpKind::Write].ios,
+            64,
+            "run {run} did not write its 64 blocks"
         );
     }
 }
@@ -125,12 +133,9 @@ fn an_exclusive_open_waits_out_a_brief_claim_but_not_a_lasting_one() {
         std::thread::sleep(Duration::from_millis(100));
         drop(brief);
     });
-    let result = run_checked_before(
-        write_config(dev.clone(), Duration::from_millis(100)),
-        &mut quiet(),
-    )
-    .expect("a claim shorter than the open's patience is waited out");
-    assert!(result.devices[0].ops[OpKind::Write].ios > 0);
+    let result = run_checked_before(write_blocks_config(dev.clone(), 64), &mut quiet())
+        .expect("a claim shorter than the open's patience is waited out");
+    assert_eq!(result.devices[0].ops[OpKind::Write].ios, 64);
     releaser.join().unwrap();
     // A claim that outlasts the patience is a refusal naming the device and EBUSY.
     let _lasting = claim();
