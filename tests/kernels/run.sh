@@ -174,13 +174,24 @@ boot() { # KERNEL KIND CPUS [QEMU_OPTS]
   say "booting $version ($kind VM, $cpus CPUs, emulated; the first lines take about 20 s)"
   local vng_args=(--run "$kernel" --disable-kvm --cpus "$cpus" --memory 4G --rwdir "$out")
   [[ -z $qemu_opts ]] || vng_args+=("--qemu-opts=$qemu_opts")
-  set +e
-  timeout --kill-after=30 "${HOSTMAX_KERNEL_TIMEOUT:-1800}" \
-    "$venv/bin/vng" "${vng_args[@]}" \
-    --exec "bash $repo/tests/kernels/guest.sh $out $work/executables $hostmax '$only' $kind" \
-    </dev/null >"$out/console.log" 2>&1
-  vm_status=$?
-  set -e
+  # A VM that never ran the guest script (no results file: seen once, virtme-ng exited 255
+  # after 14 s with an empty console) is booted once more, and says so; one that ran it and
+  # failed is not: its failure is the test's.
+  local attempt
+  for attempt in 1 2; do
+    set +e
+    timeout --kill-after=30 "${HOSTMAX_KERNEL_TIMEOUT:-1800}" \
+      "$venv/bin/vng" "${vng_args[@]}" \
+      --exec "bash $repo/tests/kernels/guest.sh $out $work/executables $hostmax '$only' $kind" \
+      </dev/null >"$out/console.log" 2>&1
+    vm_status=$?
+    set -e
+    [[ ! -e $out/results && $attempt == 1 ]] || break
+    say "the $version $kind VM exited $vm_status after $(($(date +%s) - started)) s before its guest script ran; its console's last lines:"
+    tail -n 10 "$out/console.log" >&2
+    say "booting it once more"
+    cp "$out/console.log" "$out/console-first-boot.log"
+  done
   took=$(($(date +%s) - started))
   grep -h '^kernel ' "$out/results" 2>/dev/null || true
   if [[ ! -s $out/done ]]; then
