@@ -105,6 +105,8 @@
 //! give a `match` on it a `_` arm. So a new field or variant is not a breaking change.
 
 #![warn(missing_docs)]
+// Pure computation: nothing here needs unsafe, and nothing may bring it in.
+#![forbid(unsafe_code)]
 
 // The README's example is compiled and run as a doc test too, so it cannot drift.
 #[cfg(doctest)]

@@ -32,6 +32,9 @@
 //! - [`signals`]: SIGINT/SIGTERM handling. `hostmax demo` runs against the simulated host of
 //!   throttled loop volumes on tmpfs, the `hostmax_simhost` crate (the tests' too).
 
+// Flags and printing: the unsafe the tool needs is in the engine and device crates.
+#![forbid(unsafe_code)]
+
 pub mod args;
 pub mod chart;
 mod command;

@@ -8,6 +8,8 @@
 //! Every error is printed as ONE line on stderr, `hostmax: <message>`, and nothing goes to
 //! stdout.
 
+#![forbid(unsafe_code)]
+
 use std::process::ExitCode;
 
 use clap::Parser;

@@ -95,8 +95,8 @@
 //!   API.
 
 #![warn(missing_docs)]
-// Every unsafe block says why it is sound (`UringIo::buffer`'s callers name the slot rule).
-#![warn(clippy::undocumented_unsafe_blocks)]
+// Every unsafe block says why it is sound (`UringIo::buffer`'s callers name the slot rule):
+// the workspace denies `clippy::undocumented_unsafe_blocks` (the root Cargo.toml).
 
 // The README's example is compiled and run as a doc test too, so it cannot drift.
 #[cfg(doctest)]

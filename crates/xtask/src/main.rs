@@ -18,6 +18,8 @@
 //! Builds are reproducible where the tools allow: every date inside comes from
 //! `SOURCE_DATE_EPOCH`, else the last commit's time.
 
+#![forbid(unsafe_code)]
+
 mod deb;
 mod image;
 mod static_binary;
