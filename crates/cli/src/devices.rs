@@ -15,18 +15,6 @@ use hostmax_device::{probe, ProbeError, Sysfs, TargetInfo, TargetKind};
 
 use crate::error::BadInput;
 
-/// The system state the write-safety checks read, their device reads through io_uring
-/// (`hostmax_engine::UringReads`): a read that gets no answer within
-/// [`hostmax_device::READ_PATIENCE`], or a `wipefs` within [`hostmax_device::PROGRAM_PATIENCE`],
-/// is given up on, and a signal ends every wait at once.
-pub fn safety_sources() -> hostmax_device::SystemSources {
-    let mut sources = hostmax_engine::bounded_sources();
-    sources.patience = sources
-        .patience
-        .called_off_by(|| crate::signals::watch().signal() != 0);
-    sources
-}
-
 /// One path to probe, and how the user named it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DeviceCandidate {

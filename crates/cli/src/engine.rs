@@ -1,28 +1,42 @@
-//! The engine as the commands reach it: one seam ([`Engine`]) every command's I/O goes
-//! through, so the commands' logic (the suite's rounds and resume, verify's phases, sweep's
-//! and curve's steps) runs the same over the real engine ([`RealEngine`]) or, in unit tests,
-//! over a fake one that needs no device and no root (`fake::FakeEngine`).
+//! The engine as the commands reach it: one seam ([`Engine`]) all of the tool's I/O goes
+//! through, so the commands' logic (the suite's rounds, resume and purge, verify's phases,
+//! sweep's and curve's steps, the doctor's probes, the write-safety checks of planning) runs
+//! the same over the real engine ([`RealEngine`]) or, in unit tests, over a fake one that
+//! needs no device and no root (`fake::FakeEngine`).
 //!
 //! A run is watched through [`RunObserver`], the engine's [`hostmax_engine::Observer`] without
 //! the engine's handles (a prepared run, a run handle), which only the real engine can make:
 //! the observer hears the targets before the start, the start (with a way to stop the run),
 //! every one-second interval and the time since the start.
 
+use std::io;
 use std::ops::{ControlFlow, Range};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
+use hostmax_device::SystemSources;
 use hostmax_engine::{
-    DeviceInterval, EngineError, MeasureRequest, Observer, PassProgress, PreparedRun, ReadPass,
-    RunHandle, RunResult, StopHandle, TargetInfo,
+    CeilingConfig, DeviceInterval, EngineError, IoUringUnavailable, IssueCeiling,
+    KernelRingSupport, MeasureRequest, Observer, PassProgress, PreparedRun, ReadPass, RunHandle,
+    RunResult, StopHandle, TargetInfo,
 };
 
+mod ata;
 #[cfg(test)]
 pub(crate) mod fake;
 
-/// What the commands ask of the engine: every measurement, the suite's purge and `prepare`'s
-/// read pass.
+/// What the commands ask of the engine: every measurement, the suite's purge, `prepare`'s
+/// read pass, the doctor's probes, and the reads the write-safety checks make of devices.
 pub trait Engine {
+    /// Whether this process can use io_uring at all, asked before any device is looked at,
+    /// so that a host without it gets the cause ([`hostmax_engine::check_io_uring`]).
+    fn check_io_uring(&self) -> Result<(), IoUringUnavailable>;
+
+    /// Where the write-safety checks read the system's state, and how they read devices
+    /// (the real engine: through io_uring, each read bounded, a signal ending every wait).
+    /// Planning checks with it, and every [`MeasureRequest`] carries it.
+    fn safety_sources(&self) -> SystemSources;
+
     /// One measurement ([`hostmax_engine::measure`]): the request's safety checks, the run,
     /// `observer` told as it goes; the result once every device is drained and released.
     fn measure(
@@ -30,6 +44,10 @@ pub trait Engine {
         request: MeasureRequest,
         observer: &mut dyn RunObserver,
     ) -> Result<RunResult, EngineError>;
+
+    /// ATA secure erase of the whole disk `target` (hdparm), with `password` as the
+    /// temporary user password; only ATA disks whose security is not frozen.
+    fn secure_erase(&self, target: &TargetInfo, password: &str) -> anyhow::Result<()>;
 
     /// Discards `range` of `target` ([`hostmax_engine::discard`]).
     fn discard(&self, target: &TargetInfo, range: Range<u64>) -> Result<(), EngineError>;
@@ -44,6 +62,14 @@ pub trait Engine {
         pass: &ReadPass,
         progress: &mut dyn FnMut(&PassProgress) -> bool,
     ) -> Result<PassProgress, EngineError>;
+
+    /// The load generator's own ceiling: the worker loop issuing NOPs, no device
+    /// ([`hostmax_engine::measure_issue_ceiling`], `hostmax doctor`).
+    fn issue_ceiling(&self, config: &CeilingConfig) -> Result<IssueCeiling, EngineError>;
+
+    /// What the kernel's io_uring offers ([`hostmax_engine::probe_kernel_ring`]); an error
+    /// when no ring can be built.
+    fn kernel_ring(&self) -> io::Result<KernelRingSupport>;
 }
 
 /// A run that has just started.
@@ -79,12 +105,32 @@ pub trait RunObserver {
 pub struct RealEngine;
 
 impl Engine for RealEngine {
+    fn check_io_uring(&self) -> Result<(), IoUringUnavailable> {
+        hostmax_engine::check_io_uring()
+    }
+
+    /// The real system's state, devices read through io_uring (`hostmax_engine::UringReads`):
+    /// a read that gets no answer within [`hostmax_device::READ_PATIENCE`], or a `wipefs`
+    /// within [`hostmax_device::PROGRAM_PATIENCE`], is given up on, and a signal ends every
+    /// wait at once.
+    fn safety_sources(&self) -> SystemSources {
+        let mut sources = hostmax_engine::bounded_sources();
+        sources.patience = sources
+            .patience
+            .called_off_by(|| crate::signals::watch().signal() != 0);
+        sources
+    }
+
     fn measure(
         &self,
         request: MeasureRequest,
         observer: &mut dyn RunObserver,
     ) -> Result<RunResult, EngineError> {
         hostmax_engine::measure(request, &mut Observed(observer))
+    }
+
+    fn secure_erase(&self, target: &TargetInfo, password: &str) -> anyhow::Result<()> {
+        ata::secure_erase(target, password)
     }
 
     fn discard(&self, target: &TargetInfo, range: Range<u64>) -> Result<(), EngineError> {
@@ -101,6 +147,14 @@ impl Engine for RealEngine {
         progress: &mut dyn FnMut(&PassProgress) -> bool,
     ) -> Result<PassProgress, EngineError> {
         hostmax_engine::read_pass(pass, progress)
+    }
+
+    fn issue_ceiling(&self, config: &CeilingConfig) -> Result<IssueCeiling, EngineError> {
+        hostmax_engine::measure_issue_ceiling(config)
+    }
+
+    fn kernel_ring(&self) -> io::Result<KernelRingSupport> {
+        hostmax_engine::probe_kernel_ring()
     }
 }
 

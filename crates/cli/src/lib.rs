@@ -65,27 +65,30 @@ pub(crate) mod test_support;
 /// watch first ([`signals::watch`]). A measuring command's `--metrics-listen` is bound here,
 /// before the command's first check, and served until it ends.
 pub fn run(cli: args::Cli) -> anyhow::Result<i32> {
+    // The one real engine; every command that runs I/O takes it (unit tests give a fake).
+    run_on(&engine::RealEngine, cli)
+}
+
+/// [`run`] over `engine`.
+fn run_on(engine: &dyn engine::Engine, cli: args::Cli) -> anyhow::Result<i32> {
     use args::Command;
-    if !matches!(
-        cli.command,
-        Some(Command::Merge(_) | Command::Doctor(_) | Command::Prepare(_))
-    ) {
-        // Every command but merge, doctor (which reports io_uring's state itself) and prepare
-        // (plain reads) measures with the engine. Before any device is opened: a machine without io_uring gets its cause, not
-        // a device's error.
-        hostmax_engine::check_io_uring().map_err(|why| error::BadInput(why.to_string()))?;
+    if !matches!(cli.command, Some(Command::Merge(_) | Command::Doctor(_))) {
+        // Every command but merge and doctor (which reports io_uring's state itself) reads
+        // or writes through the engine's rings (prepare's reads too). Before any device is
+        // opened: a machine without io_uring gets its cause, not a device's error.
+        engine
+            .check_io_uring()
+            .map_err(|why| error::BadInput(why.to_string()))?;
     }
     // Bound before any I/O: a port in use is bad input.
     let metrics = output::metrics::serve(metrics_listen(&cli), command_name(&cli))?;
-    // The one real engine; every command that runs I/O takes it (unit tests give a fake).
-    let engine = &engine::RealEngine;
     let ran = match cli.command {
         Some(Command::Demo(args)) => command::demo::demo(engine, &args),
         Some(Command::Suite(args)) => command::suite::run(engine, &args),
         Some(Command::Merge(args)) => command::merge::run_merge(&args),
         Some(Command::Verify(args)) => command::verify::verify(engine, &args),
         Some(Command::Sweep(args)) => command::sweep::sweep(engine, &args),
-        Some(Command::Doctor(args)) => command::doctor::run(&args),
+        Some(Command::Doctor(args)) => command::doctor::run(engine, &args),
         Some(Command::Curve(args)) => command::curve::curve(engine, &args),
         Some(Command::Prepare(args)) => command::prepare::run(engine, &args),
         None => command::run::run(engine, &cli.run),
@@ -128,5 +131,31 @@ fn command_name(cli: &args::Cli) -> &'static str {
         Some(Command::Curve(_)) => "curve",
         Some(Command::Prepare(_)) => "prepare",
         None => "run",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::fake::FakeEngine;
+
+    #[test]
+    fn a_host_without_io_uring_is_told_so_before_any_device_is_read() {
+        let dir = test_support::ScratchDir::new("no-io-uring");
+        let device = test_support::target_files(&dir, 1, 1 << 20).remove(0);
+        let state = dir.0.join("prepare.state").display().to_string();
+        for argv in [
+            vec!["prepare", "--devices", &device, "--state", &state],
+            vec!["--devices", &device, "--runtime", "1s"],
+        ] {
+            let engine = FakeEngine::new().without_io_uring();
+            let err = run_on(&engine, args::parsed(&argv)).unwrap_err();
+            let bad = err.downcast_ref::<error::BadInput>().expect("bad input");
+            assert!(
+                bad.0.contains("this kernel has no io_uring"),
+                "{argv:?}: {bad}"
+            );
+            assert!(engine.calls().is_empty(), "{argv:?}: {:?}", engine.calls());
+        }
     }
 }

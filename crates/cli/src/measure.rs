@@ -195,6 +195,9 @@ pub fn run_watched(
     let (identities, targets, before) = checked;
     // A path renamed onto since the plan probed it is not the target that was checked.
     crate::plan::identity::check_unchanged(identities, targets, before)?;
+    // Its write-safety checks read the system (and devices) as the plan's did: through the
+    // engine's sources.
+    let request = request.with_sources(engine.safety_sources());
     let workload = request.run.workload.clone();
     let mut live = LiveRun {
         // A recorder takes each second's host histograms from the series: merged once.
@@ -269,7 +272,6 @@ fn measure_request(plan: &RunPlan) -> MeasureRequest {
             WriteSafety::NONE.with_allow_write(plan.allow_write),
             plan.targets.clone(),
         )
-        .with_sources(crate::devices::safety_sources())
 }
 
 /// One run of a command of several (verify's phases, sweep's and curve's steps): the report

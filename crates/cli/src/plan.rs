@@ -177,10 +177,10 @@ pub struct HostLimits {
 }
 
 impl HostLimits {
-    /// Reads this host's limits.
-    pub fn read() -> anyhow::Result<HostLimits> {
+    /// Reads this host's limits; the write-safety checks will read the system through
+    /// `sources` (the engine's).
+    pub fn read(sources: SystemSources) -> anyhow::Result<HostLimits> {
         use anyhow::Context;
-        let sources = crate::devices::safety_sources();
         let online = "devices/system/cpu/online";
         let online_path = sources.sysfs.path(online);
         let online_text = sources
@@ -205,10 +205,11 @@ impl HostLimits {
     }
 }
 
-/// Checks a request against the targets and this host and makes the [`RunPlan`]. Nothing is
+/// Checks a request against the targets and this host and makes the [`RunPlan`], the
+/// write-safety checks reading the system through `sources` (the engine's). Nothing is
 /// written and no target is opened for writing; every error is a [`BadInput`].
-pub fn plan_run(request: &PlanRequest) -> anyhow::Result<RunPlan> {
-    let limits = HostLimits::read()?;
+pub fn plan_run(request: &PlanRequest, sources: SystemSources) -> anyhow::Result<RunPlan> {
+    let limits = HostLimits::read(sources)?;
     plan_run_with(request, &limits)
 }
 

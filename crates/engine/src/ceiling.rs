@@ -82,7 +82,38 @@ pub struct IssueCeiling {
     pub cpu_ns_per_io: Option<f64>,
 }
 
+impl CpuCeiling {
+    /// `ios` NOPs completed on `cpu` in a window of `measured_secs` (the rate is worked out
+    /// from them), the worker having used `cpu_use`.
+    pub fn new(cpu: usize, ios: u64, measured_secs: f64, cpu_use: CpuUse) -> CpuCeiling {
+        CpuCeiling {
+            cpu,
+            ios,
+            ios_per_sec: if measured_secs > 0.0 {
+                ios as f64 / measured_secs
+            } else {
+                0.0
+            },
+            cpu_use,
+        }
+    }
+}
+
 impl IssueCeiling {
+    /// The ceiling of `cpus` (put in CPU order) with `iodepth` NOPs in flight each, over a
+    /// window of `measured_secs`; [`IssueCeiling::cpu_ns_per_io`] from the lowest rate.
+    pub fn new(iodepth: u32, measured_secs: f64, mut cpus: Vec<CpuCeiling>) -> IssueCeiling {
+        cpus.sort_by_key(|c| c.cpu);
+        let mut ceiling = IssueCeiling {
+            iodepth,
+            measured_secs,
+            cpus,
+            cpu_ns_per_io: None,
+        };
+        ceiling.cpu_ns_per_io = ns_per_io(ceiling.lowest_per_cpu());
+        ceiling
+    }
+
     /// All CPUs' rates added: the most this host's CPUs can issue through hostmax at once.
     pub fn total_per_sec(&self) -> f64 {
         self.cpus.iter().map(|c| c.ios_per_sec).sum()
@@ -165,34 +196,20 @@ pub fn measure_issue_ceiling(config: &CeilingConfig) -> Result<IssueCeiling, Eng
         .start()
         .wait()?;
     let secs = result.measured.as_secs_f64();
-    let mut cpus: Vec<CpuCeiling> = result
+    let cpus = result
         .devices
         .iter()
         .map(|d| {
-            let ios = d.ops[OpKind::Read].ios;
             let cpu_use = result
                 .workers
                 .iter()
                 .find(|w| w.cpu == d.cpu)
                 .map(|w| w.cpu_use)
                 .unwrap_or_default();
-            CpuCeiling {
-                cpu: d.cpu,
-                ios,
-                ios_per_sec: if secs > 0.0 { ios as f64 / secs } else { 0.0 },
-                cpu_use,
-            }
+            CpuCeiling::new(d.cpu, d.ops[OpKind::Read].ios, secs, cpu_use)
         })
         .collect();
-    cpus.sort_by_key(|c| c.cpu);
-    let mut ceiling = IssueCeiling {
-        iodepth: result.workload.iodepth,
-        measured_secs: secs,
-        cpus,
-        cpu_ns_per_io: None,
-    };
-    ceiling.cpu_ns_per_io = ns_per_io(ceiling.lowest_per_cpu());
-    Ok(ceiling)
+    Ok(IssueCeiling::new(result.workload.iodepth, secs, cpus))
 }
 
 #[cfg(test)]

@@ -47,7 +47,7 @@ pub fn curve(engine: &dyn Engine, args: &CurveArgs) -> anyhow::Result<i32> {
             None => curve_chart(&r.curve),
         }),
     )?;
-    let base = plan_run(&args.run.request_beside(&outputs))?;
+    let base = plan_run(&args.run.request_beside(&outputs), engine.safety_sources())?;
     let json = outputs.json().cloned();
     let depths = args
         .depths

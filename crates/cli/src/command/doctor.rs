@@ -9,6 +9,7 @@ use serde::Serialize;
 use crate::args::doctor::DoctorArgs;
 use crate::diagnosis::checks::{self, SysRoot};
 use crate::diagnosis::{diagnose, shape, Finding, Severity};
+use crate::engine::Engine;
 use crate::error::BadInput;
 
 /// `hostmax doctor`'s JSON root.
@@ -152,7 +153,7 @@ fn ceiling_finding(
 }
 
 /// Runs `hostmax doctor`; returns the exit code (0: the doctor only reports).
-pub fn run(args: &DoctorArgs) -> anyhow::Result<i32> {
+pub fn run(engine: &dyn Engine, args: &DoctorArgs) -> anyhow::Result<i32> {
     let dir = args.sysroot.clone().unwrap_or_else(|| PathBuf::from("/"));
     if !dir.is_dir() {
         return Err(BadInput(format!(
@@ -170,13 +171,14 @@ pub fn run(args: &DoctorArgs) -> anyhow::Result<i32> {
     let disks = disks_of(&root, &args.devices)?;
     let cpus = args.cpus.as_ref().map(|c| c.0.clone());
     let mut findings = diagnose(
+        engine,
         &root,
         &disks,
         &shape(args.iodepth, 4096, cpus.as_deref(), args.iopoll),
     );
     let mut ceiling = None;
     if root.is_live() && !args.ceiling_runtime.is_zero() {
-        let measured = hostmax_engine::measure_issue_ceiling(
+        let measured = engine.issue_ceiling(
             &hostmax_engine::CeilingConfig::default()
                 .with_cpus(cpus)
                 .with_iodepth(args.iodepth)
@@ -213,6 +215,7 @@ mod tests {
     use super::*;
     use crate::diagnosis::checks::RunShape;
     use crate::diagnosis::ring_findings;
+    use crate::engine::fake::{FakeCall, FakeEngine};
     use crate::test_support::ScratchDir;
 
     /// Writes `text` at `rel` under `root`, making the directories.
@@ -303,7 +306,12 @@ mod tests {
         bad_host(&dir.0);
         let root = SysRoot::at(&dir.0);
         assert_eq!(checks::all_disks(&root), vec!["nvme0n1".to_string()]);
-        let findings = diagnose(&root, &["nvme0n1".into()], &shape_on(&[0, 1]));
+        let findings = diagnose(
+            &FakeEngine::new(),
+            &root,
+            &["nvme0n1".into()],
+            &shape_on(&[0, 1]),
+        );
         assert!(
             findings.windows(2).all(|w| w[0].severity <= w[1].severity),
             "{findings:#?}"
@@ -429,7 +437,12 @@ mod tests {
             "performance",
         );
         let root = SysRoot::at(&dir.0);
-        let findings = diagnose(&root, &["nvme0n1".into()], &shape_on(&[0, 1]));
+        let findings = diagnose(
+            &FakeEngine::new(),
+            &root,
+            &["nvme0n1".into()],
+            &shape_on(&[0, 1]),
+        );
         assert!(
             findings.iter().all(|f| f.severity == Severity::Ok),
             "{findings:#?}"
@@ -455,8 +468,81 @@ mod tests {
         assert!(f.found.starts_with("missing defer_taskrun"), "{f:#?}");
         let none = &ring_findings(Err(std::io::Error::from_raw_os_error(libc::EPERM)))[0];
         assert_eq!(none.severity, Severity::Harmful);
-        // The live kernel builds a ring here.
-        assert!(hostmax_engine::probe_kernel_ring().is_ok());
+    }
+
+    /// `hostmax doctor --json PATH ARGS` over `engine`, on this host's own sysfs: the report.
+    fn doctor_over(engine: &FakeEngine, dir: &ScratchDir, args: &[&str]) -> serde_json::Value {
+        let json = dir.0.join("doctor.json").display().to_string();
+        let argv = [&["doctor", "--json", &json][..], args].concat();
+        let Some(crate::args::Command::Doctor(args)) = crate::args::parsed(&argv).command else {
+            panic!("not the doctor: {argv:?}");
+        };
+        assert_eq!(run(engine, &args).unwrap(), 0);
+        crate::test_support::read_json(std::path::Path::new(&json))
+    }
+
+    #[test]
+    fn the_doctor_reports_the_engines_ceiling_and_ring() {
+        let dir = ScratchDir::new("doctor-fake");
+        let engine = FakeEngine::new();
+        let report = doctor_over(&engine, &dir, &["--cpus", "0", "--ceiling-runtime", "2s"]);
+        // The ceiling the engine measured, with the doctor's depth, CPUs and time.
+        let calls = engine.calls();
+        assert!(
+            matches!(&calls[..], [FakeCall::IssueCeiling(c)] if c.cpus == Some(vec![0])
+                && c.runtime == std::time::Duration::from_secs(2)),
+            "{calls:?}"
+        );
+        let ceiling = &report["load_generator_ceiling"];
+        assert_eq!(ceiling["cpus"][0]["ios_per_sec"], 1e6, "{ceiling}");
+        assert_eq!(ceiling["cpu_ns_per_io"], 1000.0, "{ceiling}");
+        let finding = |setting: &str| {
+            report["findings"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|f| f["setting"] == setting)
+                .unwrap_or_else(|| panic!("no {setting}: {report}"))
+                .clone()
+        };
+        assert!(finding("load generator ceiling")["found"]
+            .as_str()
+            .unwrap()
+            .starts_with("1000000 I/Os/s per CPU"));
+        // The kernel the fake engine says it has: every feature.
+        let ring = finding("io_uring features");
+        assert_eq!(ring["severity"], "ok", "{ring}");
+        // With --ceiling-runtime 0s the engine is not asked.
+        let engine = FakeEngine::new();
+        let report = doctor_over(&engine, &dir, &["--ceiling-runtime", "0s"]);
+        assert!(engine.calls().is_empty());
+        assert!(report.get("load_generator_ceiling").is_none());
+    }
+
+    #[test]
+    fn a_host_without_io_uring_is_harmful_and_has_no_ceiling() {
+        let dir = ScratchDir::new("doctor-no-ring");
+        let engine = FakeEngine::new().without_io_uring();
+        let report = doctor_over(&engine, &dir, &["--ceiling-runtime", "1s"]);
+        assert!(report.get("load_generator_ceiling").is_none(), "{report}");
+        let findings = report["findings"].as_array().unwrap();
+        let ring = findings
+            .iter()
+            .find(|f| f["setting"] == "io_uring features")
+            .unwrap();
+        assert_eq!(ring["severity"], "harmful", "{ring}");
+        assert!(ring["found"]
+            .as_str()
+            .unwrap()
+            .starts_with("no ring could be built"));
+        let ceiling = findings
+            .iter()
+            .find(|f| f["setting"] == "load generator ceiling")
+            .unwrap();
+        assert!(ceiling["found"]
+            .as_str()
+            .unwrap()
+            .starts_with("not measured: io_uring setup failed"));
     }
 
     #[test]

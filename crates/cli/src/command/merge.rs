@@ -211,16 +211,20 @@ mod tests {
         let n = HOSTS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let host = ScratchDir::new(&format!("merge-host-{n}"));
         let devices = crate::test_support::target_files(&host, 2, 8 << 20);
-        let plan = crate::plan::plan_run(&crate::plan::PlanRequest {
-            devices: devices.iter().map(Into::into).collect(),
-            block_size: bs,
-            working_set: Some(8 << 20),
-            runtime: std::time::Duration::from_secs(2),
-            ramp: std::time::Duration::ZERO,
-            ..crate::plan::PlanRequest::default()
-        })
-        .unwrap();
+        use crate::engine::Engine as _;
         let engine = crate::engine::fake::FakeEngine::new().with_iops(move |_, _, _| iops);
+        let plan = crate::plan::plan_run(
+            &crate::plan::PlanRequest {
+                devices: devices.iter().map(Into::into).collect(),
+                block_size: bs,
+                working_set: Some(8 << 20),
+                runtime: std::time::Duration::from_secs(2),
+                ramp: std::time::Duration::ZERO,
+                ..crate::plan::PlanRequest::default()
+            },
+            engine.safety_sources(),
+        )
+        .unwrap();
         let (report, _) = crate::measure::measure(
             &engine,
             &plan,

@@ -15,10 +15,10 @@ use crate::verdict::{check_judgeable, consistency, judged_exit_code, table};
 /// were given, the verdict table and the `"verdict"` in the JSON.
 pub fn run(engine: &dyn Engine, args: &RunArgs) -> anyhow::Result<i32> {
     let outputs = args.outputs::<HostReport>()?;
-    let plan = plan_run(&args.request_beside(&outputs))?;
+    let plan = plan_run(&args.request_beside(&outputs), engine.safety_sources())?;
     let specs = &args.spec;
     // Read before any I/O, said after the report: a refused run prints its one line only.
-    let doctor = crate::diagnosis::warning_line(&plan);
+    let doctor = crate::diagnosis::warning_line(engine, &plan);
     let code = run_judged(engine, plan, outputs, specs)?;
     if let Some(line) = doctor {
         eprintln!("{line}");
@@ -134,5 +134,38 @@ mod tests {
         assert_eq!(broken, 1);
         let report = read_json(&dir.0.join("run.json"));
         assert_eq!(report["verdict"]["pass"], false, "{}", report["verdict"]);
+    }
+
+    #[test]
+    fn a_write_is_checked_against_the_system_the_engine_reads() {
+        let dir = ScratchDir::new("run-sources");
+        // Plain files hold no data: a write to them needs no consent, on this host.
+        let engine = FakeEngine::new();
+        assert_eq!(
+            run(&engine, &run_args(&dir, &["--rw", "randwrite"])).unwrap(),
+            0
+        );
+        assert!(engine.runs().iter().all(|r| r.engine_sources));
+        // The engine's sources say the second file is a swap area: refused before any run.
+        let swapped = dir.0.join("d1.img");
+        let swaps = dir.0.join("swaps");
+        std::fs::write(
+            &swaps,
+            format!(
+                "Filename Type Size Used Priority\n{} file 8188 0 -2\n",
+                swapped.display()
+            ),
+        )
+        .unwrap();
+        let mut sources = hostmax_device::SystemSources::default();
+        sources.swaps = swaps;
+        let engine = FakeEngine::new().with_safety_sources(sources);
+        let err = run(&engine, &run_args(&dir, &["--rw", "randwrite"])).unwrap_err();
+        let said = format!("{err:#}");
+        assert!(
+            said.contains(&swapped.display().to_string()) && said.contains("swap"),
+            "{said}"
+        );
+        assert!(engine.runs().is_empty());
     }
 }

@@ -196,7 +196,7 @@ pub fn sweep(engine: &dyn Engine, args: &SweepArgs) -> anyhow::Result<i32> {
         .run
         .outputs::<SweepReport>()?
         .declare(args.svg.as_deref(), SvgChart(report_chart))?;
-    let base = plan_run(&args.run.request_beside(&outputs))?;
+    let base = plan_run(&args.run.request_beside(&outputs), engine.safety_sources())?;
     let steps = resolve_steps(
         args.steps.as_ref().map(|s| s.0.as_slice()),
         base.targets.len(),

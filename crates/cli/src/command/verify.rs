@@ -79,11 +79,12 @@ pub fn phase_request(base: &PlanRequest, kind: RuleKind, throughput_bs: u64) -> 
 /// Checks every phase (and the spec) before any I/O, each apart from the files `outputs`
 /// write.
 pub fn plan_phases(
+    engine: &dyn Engine,
     args: &VerifyArgs,
     outputs: &Outputs<VerifyReport>,
 ) -> anyhow::Result<(Vec<Phase>, hostmax_aggregate::SpecSet)> {
     let request = args.run.request_beside(outputs);
-    let base = plan_run(&request)?;
+    let base = plan_run(&request, engine.safety_sources())?;
     let Some(set) = args.run.spec.spec_set(&base.targets)? else {
         return Err(BadInput(
             "verify needs a spec: give --profile, --volume-spec, --expect-volume-iops, --expect-volume-mbps, --expect-host-iops, --expect-host-mbps or --spec-file"
@@ -94,7 +95,7 @@ pub fn plan_phases(
     let mut phases = Vec::new();
     for kind in crate::verdict::phases_for(&set) {
         let phase = phase_request(&request, kind, args.throughput_bs);
-        let mut plan = plan_run(&phase).map_err(|e| {
+        let mut plan = plan_run(&phase, engine.safety_sources()).map_err(|e| {
             // The phase's block size is not --bs (verify sets it): name what does set it, so
             // the fix offered is one that works.
             let size = crate::units::format_size(phase.block_size);
@@ -127,7 +128,7 @@ pub fn verify(engine: &dyn Engine, args: &VerifyArgs) -> anyhow::Result<i32> {
     // Declared before any I/O, written once at the end: the JSON and one `--hdr-log` holding
     // every phase.
     let mut outputs = args.run.outputs::<VerifyReport>()?;
-    let (phases, set) = plan_phases(args, &outputs)?;
+    let (phases, set) = plan_phases(engine, args, &outputs)?;
     let json = outputs.json().cloned();
     let required = args.run.spec.consistency()?;
     let mut reports: Vec<HostReport> = Vec::new();

@@ -1,7 +1,8 @@
 //! The host settings that hold a host-maximum test back, per device and for the host, most
 //! harmful first ([`diagnose`]), each with what was found, why it matters and the command that
 //! changes it. Read-only: it reads sysfs and procfs (under [`checks::SysRoot`], which tests
-//! point at a stand-in tree) and builds one small io_uring to see what the kernel offers.
+//! point at a stand-in tree) and has the engine build one small io_uring to see what the
+//! kernel offers ([`Engine::kernel_ring`]).
 //!
 //! `hostmax doctor` shows every finding; a main run prints [`warning_line`] when something
 //! would warn.
@@ -12,6 +13,7 @@ pub mod finding;
 use checks::{RunShape, SysRoot};
 pub use finding::{Finding, Severity};
 
+use crate::engine::Engine;
 use crate::plan::RunPlan;
 
 /// The run shape of the doctor's own options: hostmax's CPUs and default block size.
@@ -35,21 +37,27 @@ pub fn shape(iodepth: u32, block_size: u64, cpus: Option<&[usize]>, iopoll: bool
 }
 
 /// Every finding for `disks` and the host, most harmful first (stable within a severity:
-/// devices in order, then the host).
-pub fn diagnose(root: &SysRoot, disks: &[String], shape: &RunShape) -> Vec<Finding> {
+/// devices in order, then the host); on a live root, what `engine` says of the kernel's
+/// io_uring too.
+pub fn diagnose(
+    engine: &dyn Engine,
+    root: &SysRoot,
+    disks: &[String],
+    shape: &RunShape,
+) -> Vec<Finding> {
     let mut findings: Vec<Finding> = disks
         .iter()
         .flat_map(|d| checks::device_findings(root, d, shape))
         .collect();
     findings.extend(checks::host_findings(root, shape, disks.len().max(1)));
     if root.is_live() {
-        findings.extend(ring_findings(hostmax_engine::probe_kernel_ring()));
+        findings.extend(ring_findings(engine.kernel_ring()));
     }
     findings.sort_by_key(|f| f.severity);
     findings
 }
 
-/// What the kernel's io_uring offers, from [`hostmax_engine::probe_kernel_ring`].
+/// What the kernel's io_uring offers, from [`Engine::kernel_ring`].
 pub fn ring_findings(probed: std::io::Result<hostmax_engine::KernelRingSupport>) -> Vec<Finding> {
     let finding = |found: String, severity, why: &str, fix: Option<&str>| Finding {
         scope: "host".into(),
@@ -111,7 +119,7 @@ pub fn ring_findings(probed: std::io::Result<hostmax_engine::KernelRingSupport>)
 
 /// The one line a main run prints (on stderr) when the doctor would warn about its devices
 /// or the host; `None` when nothing is harmful or a warning.
-pub fn warning_line(plan: &RunPlan) -> Option<String> {
+pub fn warning_line(engine: &dyn Engine, plan: &RunPlan) -> Option<String> {
     let root = SysRoot::default();
     let mut disks: Vec<String> = Vec::new();
     for name in plan.targets.iter().filter_map(|t| t.kernel_name.as_ref()) {
@@ -126,7 +134,7 @@ pub fn warning_line(plan: &RunPlan) -> Option<String> {
         plan.cpus.as_deref(),
         plan.polling.iopoll,
     );
-    let serious: Vec<Finding> = diagnose(&root, &disks, &shape)
+    let serious: Vec<Finding> = diagnose(engine, &root, &disks, &shape)
         .into_iter()
         .filter(|f| f.severity <= Severity::Warning)
         .collect();

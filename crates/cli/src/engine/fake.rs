@@ -1,15 +1,22 @@
 //! A fake [`Engine`] for the commands' unit tests: no device is opened, nothing is read or
 //! written, and each run's result is made up from its request (every target gives the IOPS
 //! the script says, for the workload's runtime, capped by its I/O limit), so the logic above
-//! the seam can be tested without root or devices.
+//! the seam can be tested without root or devices. Its purge, its doctor's probes (a
+//! scripted ceiling, a kernel with every ring feature, or none with
+//! [`FakeEngine::without_io_uring`]) and the system state the write-safety checks read
+//! ([`FakeEngine::with_safety_sources`]) are its own too.
 
 use std::cell::RefCell;
+use std::io;
 use std::ops::Range;
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
+use hostmax_device::SystemSources;
 use hostmax_engine::{
-    new_latency_histogram, DeviceInterval, DeviceResult, EngineError, MeasureRequest, OpKind,
+    new_latency_histogram, CeilingConfig, CpuCeiling, CpuUse, DeviceInterval, DeviceResult,
+    EngineError, IoUringUnavailable, IssueCeiling, KernelRingSupport, MeasureRequest, OpKind,
     OpResult, PassProgress, PerOp, ReadPass, RunResult, TargetInfo, Workload,
 };
 
@@ -21,12 +28,16 @@ use crate::signals::SignalWatch;
 pub(crate) struct FakeRun {
     pub targets: Vec<PathBuf>,
     pub workload: Workload,
+    /// Whether the request's write-safety checks read through this engine's sources
+    /// ([`Engine::safety_sources`]).
+    pub engine_sources: bool,
 }
 
 /// What the fake engine was asked, in order.
 #[derive(Debug, Clone)]
 pub(crate) enum FakeCall {
     Measure(FakeRun),
+    SecureErase(PathBuf),
     Discard(PathBuf),
     ZeroOut(PathBuf),
     /// A read pass, from where it was asked to start.
@@ -34,6 +45,7 @@ pub(crate) enum FakeCall {
         targets: Vec<PathBuf>,
         from: Vec<u64>,
     },
+    IssueCeiling(CeilingConfig),
 }
 
 /// The IOPS each target gives in a run: the run's index among this engine's measurements
@@ -48,8 +60,16 @@ pub(crate) struct FakeEngine {
     signal_at: Option<(usize, &'static SignalWatch, i32)>,
     /// The run (by index) before whose start a signal comes (while its targets are checked).
     signal_before: Option<(usize, &'static SignalWatch, i32)>,
+    /// The host has no io_uring: its check, the ring probe and the ceiling fail.
+    no_io_uring: bool,
+    /// What the write-safety checks read.
+    sources: SystemSources,
+    /// Secure erase fails (as on a disk that is not ATA).
+    no_secure_erase: bool,
     /// Discard fails (as on a device without discard support).
     no_discard: bool,
+    /// Zero fill fails too.
+    no_zero_out: bool,
     /// Every target's I/Os fail in the runs (by index) listed.
     errors_in: Vec<usize>,
     /// A read pass reads this many bytes of each target at most, then stops (as a signal
@@ -65,7 +85,11 @@ impl FakeEngine {
             iops: Box::new(|_, _, _| 1000.0),
             signal_at: None,
             signal_before: None,
+            no_io_uring: false,
+            sources: SystemSources::default(),
+            no_secure_erase: false,
             no_discard: false,
+            no_zero_out: false,
             errors_in: Vec::new(),
             pass_reads: None,
             calls: RefCell::new(Vec::new()),
@@ -100,9 +124,35 @@ impl FakeEngine {
         self
     }
 
+    /// No io_uring on this host: [`Engine::check_io_uring`] says the kernel has none, and
+    /// the ring probe and the ceiling fail.
+    pub fn without_io_uring(mut self) -> Self {
+        self.no_io_uring = true;
+        self
+    }
+
+    /// The write-safety checks read the system's state from `sources` (the real one's, read
+    /// without bounds, by default).
+    pub fn with_safety_sources(mut self, sources: SystemSources) -> Self {
+        self.sources = sources;
+        self
+    }
+
+    /// Secure erase fails, as on a disk that is not ATA.
+    pub fn without_secure_erase(mut self) -> Self {
+        self.no_secure_erase = true;
+        self
+    }
+
     /// Discard fails, as on a device that does not support it.
     pub fn without_discard(mut self) -> Self {
         self.no_discard = true;
+        self
+    }
+
+    /// Zero fill fails (as on a device that refuses writes).
+    pub fn without_zero_fill(mut self) -> Self {
+        self.no_zero_out = true;
         self
     }
 
@@ -158,7 +208,23 @@ fn device_ops(workload: &Workload, iops: f64, secs: f64) -> PerOp<OpResult> {
     })
 }
 
+/// What a fake host's kernel is: no ring at all.
+fn no_ring() -> io::Error {
+    io::Error::from_raw_os_error(libc::ENOSYS)
+}
+
 impl Engine for FakeEngine {
+    fn check_io_uring(&self) -> Result<(), IoUringUnavailable> {
+        if self.no_io_uring {
+            return Err(IoUringUnavailable::NotInKernel);
+        }
+        Ok(())
+    }
+
+    fn safety_sources(&self) -> SystemSources {
+        self.sources.clone()
+    }
+
     fn measure(
         &self,
         request: MeasureRequest,
@@ -167,9 +233,12 @@ impl Engine for FakeEngine {
         let index = self.runs().len();
         let targets = request.run.targets.clone();
         let workload = request.run.workload.clone();
+        let engine_sources = request.sources.swaps == self.sources.swaps
+            && Arc::ptr_eq(&request.sources.reads, &self.sources.reads);
         self.calls.borrow_mut().push(FakeCall::Measure(FakeRun {
             targets: targets.clone(),
             workload: workload.clone(),
+            engine_sources,
         }));
         if let Some((_, watch, sig)) = self.signal_before.filter(|(run, _, _)| *run == index) {
             watch.deliver(sig);
@@ -234,6 +303,16 @@ impl Engine for FakeEngine {
         Ok(result)
     }
 
+    fn secure_erase(&self, target: &TargetInfo, _password: &str) -> anyhow::Result<()> {
+        self.calls
+            .borrow_mut()
+            .push(FakeCall::SecureErase(target.path.clone()));
+        if self.no_secure_erase {
+            anyhow::bail!("not an ATA disk");
+        }
+        Ok(())
+    }
+
     fn discard(&self, target: &TargetInfo, _range: Range<u64>) -> Result<(), EngineError> {
         self.calls
             .borrow_mut()
@@ -252,6 +331,13 @@ impl Engine for FakeEngine {
         self.calls
             .borrow_mut()
             .push(FakeCall::ZeroOut(target.path.clone()));
+        if self.no_zero_out {
+            return Err(EngineError::Clear {
+                path: target.path.clone(),
+                what: "zero out",
+                source: std::io::Error::from_raw_os_error(libc::EROFS),
+            });
+        }
         Ok(())
     }
 
@@ -280,5 +366,41 @@ impl Engine for FakeEngine {
         let reached = PassProgress::new(sizes, done);
         progress(&reached);
         Ok(reached)
+    }
+
+    /// 1M NOPs a second on each CPU asked for (CPU 0 when none is), over the runtime.
+    fn issue_ceiling(&self, config: &CeilingConfig) -> Result<IssueCeiling, EngineError> {
+        self.calls
+            .borrow_mut()
+            .push(FakeCall::IssueCeiling(config.clone()));
+        if self.no_io_uring {
+            return Err(EngineError::Ring(no_ring()));
+        }
+        let secs = config.runtime.as_secs_f64();
+        let cpus = config.cpus.clone().unwrap_or_else(|| vec![0]);
+        let per_cpu = (1e6 * secs) as u64;
+        Ok(IssueCeiling::new(
+            config.iodepth,
+            secs,
+            cpus.into_iter()
+                .map(|cpu| CpuCeiling::new(cpu, per_cpu, secs, CpuUse::default()))
+                .collect(),
+        ))
+    }
+
+    /// Every ring feature hostmax uses.
+    fn kernel_ring(&self) -> io::Result<KernelRingSupport> {
+        if self.no_io_uring {
+            return Err(no_ring());
+        }
+        let mut all = KernelRingSupport::default();
+        all.defer_taskrun = true;
+        all.coop_taskrun = true;
+        all.registered_ring = true;
+        all.fixed_buffers = true;
+        all.nodrop = true;
+        all.ext_arg = true;
+        all.no_sqarray = true;
+        Ok(all)
     }
 }

@@ -310,3 +310,138 @@ fn a_writing_cell_a_signal_came_before_is_called_off_and_not_recorded() {
     assert_eq!(report["interrupted"], true);
     assert_eq!(report["preparation"]["precondition"]["done"], true);
 }
+
+/// `--secure-erase` with the password from a file in the bench.
+fn secure_erase_args(bench: &Bench) -> SuiteArgs {
+    let file = bench.dir.0.join("password");
+    std::fs::write(&file, "s3cret-pw\n").unwrap();
+    bench.fresh(&[
+        "--secure-erase",
+        "--secure-erase-password-file",
+        &file.display().to_string(),
+    ])
+}
+
+#[test]
+fn a_purge_by_secure_erase_goes_through_the_engine_and_needs_nothing_more() {
+    let bench = Bench::new("suite-erase");
+    let engine = FakeEngine::new();
+    run_hearing(
+        &engine,
+        &secure_erase_args(&bench),
+        crate::signals::SignalWatch::detached(),
+    )
+    .unwrap();
+    let calls = engine.calls();
+    assert!(
+        matches!(
+            &calls[..3],
+            [FakeCall::SecureErase(a), FakeCall::SecureErase(b), FakeCall::Measure(_)]
+                if *a == bench.devices[0] && *b == bench.devices[1]
+        ),
+        "{calls:?}"
+    );
+    let report = bench.report();
+    let method = &report["preparation"]["purge"]["record"]["method"];
+    assert_eq!(
+        method[0],
+        format!("{}: ATA secure erase", bench.devices[0].display()),
+        "{method}"
+    );
+    assert!(!report.to_string().contains("s3cret-pw"));
+}
+
+#[test]
+fn a_failed_secure_erase_falls_back_to_discard_and_says_why() {
+    let bench = Bench::new("suite-erase-fails");
+    let engine = FakeEngine::new().without_secure_erase();
+    run_hearing(
+        &engine,
+        &secure_erase_args(&bench),
+        crate::signals::SignalWatch::detached(),
+    )
+    .unwrap();
+    let calls = engine.calls();
+    assert!(
+        matches!(
+            &calls[..4],
+            [
+                FakeCall::SecureErase(a),
+                FakeCall::Discard(a2),
+                FakeCall::SecureErase(b),
+                FakeCall::Discard(b2)
+            ] if a == a2 && b == b2 && *a == bench.devices[0] && *b == bench.devices[1]
+        ),
+        "{calls:?}"
+    );
+    let method = bench.report()["preparation"]["purge"]["record"]["method"].clone();
+    assert!(
+        method[0]
+            .as_str()
+            .unwrap()
+            .ends_with("discard (after ATA secure erase: not an ATA disk)"),
+        "{method}"
+    );
+}
+
+#[test]
+fn a_purge_that_fails_every_way_stops_the_suite_before_any_cell() {
+    let bench = Bench::new("suite-purge-fails");
+    let engine = FakeEngine::new()
+        .without_secure_erase()
+        .without_discard()
+        .without_zero_fill();
+    let err = run_hearing(
+        &engine,
+        &secure_erase_args(&bench),
+        crate::signals::SignalWatch::detached(),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        err.contains("purge of")
+            && err.contains("failed every way (ATA secure erase: not an ATA disk; discard: "),
+        "{err}"
+    );
+    assert!(engine.runs().is_empty(), "{:?}", engine.calls());
+}
+
+#[test]
+fn the_suites_checks_and_cells_read_the_system_through_the_engine() {
+    let bench = Bench::new("suite-sources");
+    // A stand-in /proc/swaps naming the second file: the engine's sources say it is swap.
+    let swaps = bench.dir.0.join("swaps");
+    std::fs::write(
+        &swaps,
+        format!(
+            "Filename Type Size Used Priority\n{} file 8188 0 -2\n",
+            bench.devices[1].display()
+        ),
+    )
+    .unwrap();
+    let mut sources = hostmax_device::SystemSources::default();
+    sources.swaps = swaps;
+    let engine = FakeEngine::new().with_safety_sources(sources);
+    let err = run_hearing(
+        &engine,
+        &bench.fresh(&[]),
+        crate::signals::SignalWatch::detached(),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        err.contains(&bench.devices[1].display().to_string()),
+        "{err}"
+    );
+    assert!(err.contains("swap"), "{err}");
+    assert!(engine.calls().is_empty(), "{:?}", engine.calls());
+    // Over the engine's own sources, every run carries them.
+    let engine = FakeEngine::new();
+    run_hearing(
+        &engine,
+        &bench.fresh(&[]),
+        crate::signals::SignalWatch::detached(),
+    )
+    .unwrap();
+    assert!(engine.runs().iter().all(|r| r.engine_sources));
+}

@@ -47,7 +47,7 @@ use crate::output::fio_json::FioJson;
 use crate::output::json::JsonReport;
 use crate::plan::{plan_run, PlanRequest};
 use crate::units::{format_size, human_size};
-use hostmax_device::{check_write_safety, WriteSafety};
+use hostmax_device::{check_write_safety, SystemSources, WriteSafety};
 use runner::SuiteRunner;
 use state::{DeviceRecord, STATE_FORMAT};
 
@@ -69,8 +69,8 @@ fn run_hearing(
 ) -> anyhow::Result<i32> {
     let args = &take_test_from_devices(args)?;
     let (config, state, targets, outputs) = match &args.resume {
-        Some(dir) => resume(dir, args)?,
-        None => start(args)?,
+        Some(dir) => resume(engine, dir, args)?,
+        None => start(engine, args)?,
     };
     for note in &config.notes {
         eprintln!("hostmax suite: {note}");
@@ -209,7 +209,7 @@ type Setup = (
 
 /// Checks a fresh suite's options, resolves its devices and makes its checkpoint directory:
 /// each step below in turn, every refusal before anything is written.
-fn start(args: &SuiteArgs) -> anyhow::Result<Setup> {
+fn start(engine: &dyn Engine, args: &SuiteArgs) -> anyhow::Result<Setup> {
     let password = secure_erase_password(args, args.secure_erase)?;
     if args.secure_erase && password.is_none() {
         return Err(BadInput(format!(
@@ -230,22 +230,30 @@ fn start(args: &SuiteArgs) -> anyhow::Result<Setup> {
         args.fio_json.as_deref(),
     )?;
     // Device resolution and the checks every run gets are the main run's.
-    let plan = plan_run(&PlanRequest {
-        devices: args.devices.clone(),
-        block_size: u64::from(*block_sizes.iter().max().expect("at least one block size")),
-        working_set: size,
-        allow_write: args.allow_write,
-        force: args.force,
-        cpus: args.cpus.as_ref().map(|list| list.0.clone()),
-        ..PlanRequest::default()
-    })?;
+    let plan = plan_run(
+        &PlanRequest {
+            devices: args.devices.clone(),
+            block_size: u64::from(*block_sizes.iter().max().expect("at least one block size")),
+            working_set: size,
+            allow_write: args.allow_write,
+            force: args.force,
+            cpus: args.cpus.as_ref().map(|list| list.0.clone()),
+            ..PlanRequest::default()
+        },
+        engine.safety_sources(),
+    )?;
     let targets = plan.targets;
     check_outputs_apart(&outputs, args.curve.as_deref(), &targets)?;
     check_block_sizes_fit(&block_sizes, &plan.workload, &targets)?;
     let mut notes = Vec::new();
     let range = tested_range(&targets, size, active_range, &mut notes)?;
     let writing = choose_writes(test, args, &block_sizes, &mut mixes, &targets, &mut notes)?;
-    check_suite_writes(&targets, writing.writes, args.allow_write, args.force)?;
+    check_suite_writes(
+        &targets,
+        writing.writes,
+        WriteSafety::new(args.allow_write, args.force),
+        &engine.safety_sources(),
+    )?;
     let cells = matrix::cells(&block_sizes, &mixes);
     let tracked = test.tracked_cell(&cells).expect("cells are not empty");
     if !writing.read_only {
@@ -554,7 +562,7 @@ fn new_state_dir(
 }
 
 /// Reopens a checkpoint, checks that its devices are the same ones, and rechecks write safety.
-fn resume(dir: &Path, args: &SuiteArgs) -> anyhow::Result<Setup> {
+fn resume(engine: &dyn Engine, dir: &Path, args: &SuiteArgs) -> anyhow::Result<Setup> {
     let (state, mut config) = StateDir::open(dir)?;
     destination::check_directory("--resume", dir).map_err(|e| {
         BadInput(format!(
@@ -571,18 +579,18 @@ fn resume(dir: &Path, args: &SuiteArgs) -> anyhow::Result<Setup> {
         ))
         .into());
     }
-    let targets = resumed_targets(dir, &mut config, args)?;
+    let targets = resumed_targets(dir, &mut config, args, engine.safety_sources())?;
     check_suite_writes(
         &targets,
         config.purge || config.precondition || config.cells.iter().any(|c| c.mix.writes()),
-        args.allow_write,
-        args.force,
+        WriteSafety::new(args.allow_write, args.force),
+        &engine.safety_sources(),
     )?;
     let outputs = resumed_outputs(dir, &state, &mut config, args, &targets)?;
     // The checkpoint fixed the CPUs: a refusal's fix must not be to change them, which
     // --resume cannot.
     if let Some(cpus) = &config.cpus {
-        check_resumed_cpus(cpus, &crate::plan::HostLimits::read()?).map_err(|e| {
+        check_resumed_cpus(cpus, &crate::plan::HostLimits::read(engine.safety_sources())?).map_err(|e| {
             BadInput(format!(
                 "{}; the suite in {} keeps its CPUs (--cpus) in its checkpoint and --resume cannot change it: make it usable again, or start a new suite (--fresh)",
                 problem_of(&e),
@@ -605,27 +613,31 @@ fn resumed_targets(
     dir: &Path,
     config: &mut SuiteConfig,
     args: &SuiteArgs,
+    sources: SystemSources,
 ) -> anyhow::Result<Vec<hostmax_engine::TargetInfo>> {
     check_devices_there(dir, config)?;
-    let targets = plan_run(&PlanRequest {
-        devices: config
-            .devices
-            .iter()
-            .map(|d| d.name().into_os_string())
-            .collect(),
-        block_size: u64::from(
-            config
-                .cells
+    let targets = plan_run(
+        &PlanRequest {
+            devices: config
+                .devices
                 .iter()
-                .map(|c| c.block_size)
-                .max()
-                .unwrap_or(4096),
-        ),
-        working_set: Some(config.range),
-        allow_write: args.allow_write,
-        force: args.force,
-        ..PlanRequest::default()
-    })?
+                .map(|d| d.name().into_os_string())
+                .collect(),
+            block_size: u64::from(
+                config
+                    .cells
+                    .iter()
+                    .map(|c| c.block_size)
+                    .max()
+                    .unwrap_or(4096),
+            ),
+            working_set: Some(config.range),
+            allow_write: args.allow_write,
+            force: args.force,
+            ..PlanRequest::default()
+        },
+        sources,
+    )?
     .targets;
     check_same_devices(dir, config, &targets)?;
     // Followed names: the devices are where their given names lead now.
@@ -1006,16 +1018,11 @@ fn choose_block_sizes(test: SuiteTest, args: &SuiteArgs) -> Result<Vec<u32>, Bad
 fn check_suite_writes(
     targets: &[hostmax_engine::TargetInfo],
     writes: bool,
-    allow_write: bool,
-    force: bool,
+    consent: WriteSafety,
+    sources: &SystemSources,
 ) -> anyhow::Result<()> {
     if writes {
-        check_write_safety(
-            targets,
-            WriteSafety::new(allow_write, force),
-            &crate::devices::safety_sources(),
-        )
-        .map_err(crate::error::refused_write)?;
+        check_write_safety(targets, consent, sources).map_err(crate::error::refused_write)?;
     }
     Ok(())
 }

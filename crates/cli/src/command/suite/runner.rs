@@ -11,7 +11,7 @@ use std::io::IsTerminal;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use hostmax_aggregate::{summarize, SecondPoint};
-use hostmax_device::{Sysfs, WriteSafety};
+use hostmax_device::WriteSafety;
 use hostmax_engine::{
     IoPattern, MeasureRequest, OpKind, RunConfig, RunResult, TargetInfo, Workload,
 };
@@ -237,9 +237,9 @@ impl<'e> SuiteRunner<'e> {
             if let Some(password) = &self.config.secure_erase_password {
                 self.progress
                     .phase(&format!("purge: ATA secure erase of {}", t.path.display()));
-                match ata_secure_erase(t, password) {
+                match self.engine.secure_erase(t, password) {
                     Ok(()) => done = Some("ATA secure erase"),
-                    Err(why) => failed.push(format!("ATA secure erase: {why}")),
+                    Err(why) => failed.push(format!("ATA secure erase: {why:#}")),
                 }
             }
             if done.is_none() {
@@ -531,8 +531,7 @@ impl<'e> SuiteRunner<'e> {
             .with_checked_before(
                 WriteSafety::NONE.with_allow_write(self.allow_write),
                 targets.to_vec(),
-            )
-            .with_sources(crate::devices::safety_sources());
+            );
         let progress = |since_start: Duration| {
             self.progress
                 .position(position + since_start.as_millis() as u64);
@@ -577,59 +576,6 @@ impl<'e> SuiteRunner<'e> {
         let series = if keep_series { series } else { Vec::new() };
         Ok((!result.stopped_early).then_some((result, series)))
     }
-}
-
-/// ATA secure erase of the whole disk `t` with hdparm: sets `password` as the user security
-/// password, then erases with it (which also clears it). Only ATA disks that are not frozen.
-fn ata_secure_erase(t: &TargetInfo, password: &str) -> Result<(), String> {
-    let sysfs = Sysfs::default();
-    let disk = t
-        .whole_disk(&sysfs)
-        .ok_or_else(|| "not a block device".to_string())?;
-    if t.kernel_name.as_deref() != Some(disk.as_str()) {
-        return Err("a partition: secure erase takes the whole disk".into());
-    }
-    let vendor = sysfs
-        .value(format!("block/{disk}/device/vendor"))
-        .unwrap_or_default();
-    if vendor != "ATA" {
-        return Err("not an ATA disk".into());
-    }
-    let hdparm = |args: &[&str]| -> Result<String, String> {
-        // hdparm takes the password on its command line (it has no other way): visible
-        // there while each of these two commands runs. Not in its environment too.
-        let out = std::process::Command::new("hdparm")
-            .args(args)
-            .arg(&t.path)
-            .env_remove(super::PASSWORD_ENV)
-            .output()
-            .map_err(|e| format!("cannot run hdparm ({e}); install it (apt-get install hdparm)"))?;
-        let text = String::from_utf8_lossy(&out.stdout).into_owned()
-            + &String::from_utf8_lossy(&out.stderr);
-        if out.status.success() {
-            Ok(text)
-        } else {
-            // The password never goes into a message (which a report's purge record keeps).
-            let shown: Vec<&str> = args
-                .iter()
-                .map(|a| if *a == password { "<redacted>" } else { a })
-                .collect();
-            Err(format!(
-                "hdparm {}: {}",
-                shown.join(" "),
-                text.trim().replace(password, "<redacted>")
-            ))
-        }
-    };
-    let identity = hdparm(&["-I"])?;
-    if identity.lines().any(|l| l.trim() == "frozen") {
-        return Err(
-            "the disk's security is frozen (suspend and resume the host, then retry)".into(),
-        );
-    }
-    hdparm(&["--user-master", "u", "--security-set-pass", password])?;
-    hdparm(&["--user-master", "u", "--security-erase", password])?;
-    Ok(())
 }
 
 /// The results of runs of one device each, as one run.
