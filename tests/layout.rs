@@ -1,5 +1,7 @@
 //! The code's layout keeps its promises (ARCHITECTURE.md "Invariants"): no crate has files
-//! that import each other in a circle. And the documentation's: every chapter of the book
+//! that import each other in a circle, each command is a room only the dispatch enters, the
+//! aggregator names no file, clock, thread, socket or process, and only the CLI's seam
+//! (`engine.rs`) calls the engine's I/O. And the documentation's: every chapter of the book
 //! (`docs/src/`) is listed in its `SUMMARY.md`, and every relative link of README.md, the book,
 //! ARCHITECTURE.md and benches/README.md leads to a file that exists (and to a heading of it).
 //!
@@ -584,6 +586,168 @@ fn each_command_is_one_room_that_only_the_dispatch_enters() {
         wrong.is_empty(),
         "a module uses a command's room (move what it needs below crate::command):\n{}",
         wrong.join("\n")
+    );
+}
+
+/// Every path a source names, as written: each leaf of a `use` tree (`use std::{fs, io};`
+/// gives `std::fs` and `std::io`), and each path in code (`std::fs::read`, `Instant::now`,
+/// `println` of `println!(..)` with a trailing `!`). Comments and strings are left out.
+fn named_paths(source: &str) -> Vec<Vec<String>> {
+    let tokens = tokenize(source);
+    let mut paths = Vec::new();
+    let mut i = 0;
+    while i < tokens.len() {
+        match &tokens[i] {
+            Token::Ident(word) if word == "use" => {
+                let mut leaves = Vec::new();
+                i = use_tree(&tokens, i + 1, &[], &mut leaves);
+                paths.extend(leaves.into_iter().map(|(path, _)| path));
+            }
+            Token::Ident(first) if i == 0 || tokens[i - 1] != Token::PathSep => {
+                let mut path = vec![first.clone()];
+                let mut j = i + 1;
+                while tokens.get(j) == Some(&Token::PathSep) {
+                    match tokens.get(j + 1) {
+                        Some(Token::Ident(next)) => {
+                            path.push(next.clone());
+                            j += 2;
+                        }
+                        _ => break,
+                    }
+                }
+                if tokens.get(j) == Some(&Token::Punct('!')) {
+                    path.push("!".to_string());
+                }
+                paths.push(path);
+                i = j;
+            }
+            _ => i += 1,
+        }
+    }
+    paths
+}
+
+/// What the aggregator may not name: the ways to files, clocks, threads, the network, other
+/// processes, the environment and the terminal. `SystemTime` itself is data a report
+/// carries (a run's window); reading the clock (`SystemTime::now`, any `Instant`) is not.
+const IMPURE: &[&[&str]] = &[
+    &["std", "fs"],
+    &["std", "thread"],
+    &["std", "net"],
+    &["std", "process"],
+    &["std", "env"],
+    &["std", "time", "Instant"],
+    &["Instant"],
+    &["SystemTime", "now"],
+    &["std", "time", "SystemTime", "now"],
+    &["println", "!"],
+    &["eprintln", "!"],
+    &["print", "!"],
+    &["eprint", "!"],
+    &["dbg", "!"],
+];
+
+/// The places in `source` (its paths, as `a::b`) that start with one of `forbidden`.
+fn forbidden_paths(source: &str, forbidden: &[&[&str]]) -> Vec<String> {
+    named_paths(source)
+        .into_iter()
+        .filter(|path| {
+            forbidden
+                .iter()
+                .any(|f| path.len() >= f.len() && path.iter().zip(f.iter()).all(|(a, b)| a == b))
+        })
+        .map(|path| path.join("::"))
+        .collect()
+}
+
+/// The aggregator is a pure function of engine results (ARCHITECTURE.md "The aggregator does
+/// no I/O"): none of its files, test modules included, names a file, clock, thread, socket,
+/// process, the environment or the terminal.
+#[test]
+fn the_aggregator_does_no_io_and_reads_no_clock() {
+    let src = workspace_root().join("crates/aggregate/src");
+    let mut files = Vec::new();
+    rust_files(&src, &mut files);
+    files.sort();
+    let mut wrong = Vec::new();
+    for file in &files {
+        let source = std::fs::read_to_string(file).unwrap();
+        for path in forbidden_paths(&source, IMPURE) {
+            wrong.push(format!(
+                "{}: {path}",
+                file.strip_prefix(&src).unwrap().display()
+            ));
+        }
+    }
+    assert!(
+        wrong.is_empty(),
+        "the aggregator must stay pure (no files, clocks, threads, network, processes, environment or printing); move the I/O to the caller:\n{}",
+        wrong.join("\n")
+    );
+}
+
+/// The engine calls every command's I/O goes through `engine::Engine` for (ARCHITECTURE.md
+/// "Every command runs I/O through one seam"): only the seam (`engine.rs` and `engine/`)
+/// names them.
+const SEAM_ONLY: &[&[&str]] = &[
+    &["hostmax_engine", "measure"],
+    &["hostmax_engine", "discard"],
+    &["hostmax_engine", "zero_out"],
+    &["hostmax_engine", "read_pass"],
+    &["hostmax_engine", "measure_issue_ceiling"],
+    &["hostmax_engine", "probe_kernel_ring"],
+    &["hostmax_engine", "check_io_uring"],
+    &["hostmax_engine", "bounded_sources"],
+    &["hostmax_engine", "UringReads"],
+    &["hostmax_engine", "*"],
+];
+
+#[test]
+fn only_the_seam_calls_the_engines_io() {
+    let src = workspace_root().join("crates/cli/src");
+    let mut files = Vec::new();
+    rust_files(&src, &mut files);
+    files.sort();
+    let mut wrong = Vec::new();
+    for file in &files {
+        let relative = file.strip_prefix(&src).unwrap();
+        if relative == Path::new("engine.rs") || relative.starts_with("engine") {
+            continue;
+        }
+        let source = std::fs::read_to_string(file).unwrap();
+        for path in forbidden_paths(&source, SEAM_ONLY) {
+            wrong.push(format!("{}: {path}", relative.display()));
+        }
+    }
+    assert!(
+        wrong.is_empty(),
+        "call the engine through crate::engine::Engine (the one seam, which the fake engine stands in for), not directly:\n{}",
+        wrong.join("\n")
+    );
+}
+
+#[test]
+fn the_path_checker_sees_use_trees_code_paths_and_macros() {
+    let source = r#"
+        use std::{fs, time::{Duration, Instant}};
+        use hostmax_engine::{measure as run_it, Workload};
+        // std::thread::spawn in a comment
+        fn f() { let _ = "std::net::TcpStream"; std::process::id(); println!("x"); }
+        fn g(t: std::time::SystemTime) -> bool { t < SystemTime::now() }
+    "#;
+    assert_eq!(
+        forbidden_paths(source, IMPURE),
+        vec![
+            "std::fs",
+            "std::time::Instant",
+            "std::process::id",
+            "println::!",
+            "SystemTime::now"
+        ]
+    );
+    assert_eq!(
+        forbidden_paths(source, SEAM_ONLY),
+        vec!["hostmax_engine::measure"]
     );
 }
 
