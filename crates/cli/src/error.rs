@@ -97,6 +97,15 @@ impl From<WriteRefused> for BadInput {
     }
 }
 
+/// No target given (the engine's [`hostmax_engine::EngineError::NoTargets`]), worded with the
+/// option that gives them.
+pub fn no_devices() -> BadInput {
+    BadInput(
+        "no devices given: add --devices <PATH|PATTERN>... (e.g. --devices '/dev/sd[b-u]'), or run 'hostmax demo'"
+            .into(),
+    )
+}
+
 /// The option of `hostmax` that sets an engine [`Setting`] (`None` for one no option sets):
 /// the libraries name their own settings, the command line names its flags.
 pub fn option_for(setting: Setting) -> Option<&'static str> {

@@ -373,10 +373,27 @@ pub fn refusal_or_error(e: EngineError, failed: &'static str) -> anyhow::Error {
         EngineError::InvalidWorkload(refusal) | EngineError::InvalidCpus(refusal) => {
             BadInput::from(refusal).into()
         }
+        EngineError::NoTargets => crate::error::no_devices().into(),
         EngineError::Open { .. }
         | EngineError::TargetChanged(_)
         | EngineError::Probe(_)
         | EngineError::DuplicateTarget { .. } => BadInput(e.to_string()).into(),
         _ => anyhow::Error::from(e).context(failed),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn no_targets_is_bad_input_naming_the_devices_option() {
+        let err = refusal_or_error(EngineError::NoTargets, "the run failed");
+        assert_eq!(
+            err.downcast_ref::<BadInput>(),
+            Some(&crate::error::no_devices())
+        );
+        assert!(err.to_string().contains("add --devices"), "{err}");
+        assert_eq!(exit_code::for_error(&err), 2);
     }
 }

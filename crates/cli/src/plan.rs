@@ -233,10 +233,7 @@ pub fn plan_run_with(request: &PlanRequest, limits: &HostLimits) -> anyhow::Resu
     };
     let devices = &request.devices;
     if devices.is_empty() {
-        return Err(BadInput(
-            "no devices given: add --devices <PATH|PATTERN>... (e.g. --devices '/dev/sd[b-u]'), or run 'hostmax demo'"
-                .into(),
-        ).into());
+        return Err(crate::error::no_devices().into());
     }
     let candidates = expand_device_args(devices)?;
     let (targets, to_create) = resolve_targets_creating(&candidates, request.working_set)?;

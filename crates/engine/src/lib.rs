@@ -232,12 +232,16 @@ pub enum EngineError {
         /// "device" or "file".
         what: &'static str,
     },
-    /// The workload does not fit a target or is out of range.
+    /// No target was given: a run needs at least one device or file.
+    #[error("no targets: give at least one device or file to measure")]
+    NoTargets,
+    /// The workload does not fit a target or is out of range ([`SettingError::settings`]
+    /// say what to change; `source()` is the [`SettingError`] too).
     #[error("{0}")]
-    InvalidWorkload(SettingError),
+    InvalidWorkload(#[source] SettingError),
     /// The CPU set is empty or names CPUs that are not online.
     #[error("{0}")]
-    InvalidCpus(SettingError),
+    InvalidCpus(#[source] SettingError),
     /// A read of [`read_pass`] failed.
     #[error("{}: read at byte {offset} failed: {source}", path.display())]
     Read {

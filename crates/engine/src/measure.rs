@@ -381,4 +381,30 @@ mod tests {
             "the file renamed onto it was written"
         );
     }
+
+    #[test]
+    fn no_targets_is_its_own_error_and_a_refused_workload_is_its_source() {
+        let none = measure(
+            MeasureRequest::new(Vec::new(), Workload::default()),
+            &mut |_: DeviceInterval| {},
+        );
+        assert!(matches!(none, Err(EngineError::NoTargets)), "{none:?}");
+        let file = std::env::temp_dir().join(format!("hostmax-no-depth-{}", std::process::id()));
+        std::fs::File::create(&file)
+            .unwrap()
+            .set_len(1 << 20)
+            .unwrap();
+        let shallow = Workload::default().with_iodepth(0);
+        let refused = measure(
+            MeasureRequest::new(vec![file.clone()], shallow),
+            &mut |_: DeviceInterval| {},
+        );
+        std::fs::remove_file(&file).unwrap();
+        let refused = refused.unwrap_err();
+        let source = std::error::Error::source(&refused)
+            .and_then(|s| s.downcast_ref::<crate::SettingError>())
+            .unwrap_or_else(|| panic!("no SettingError behind {refused:?}"));
+        assert_eq!(source.settings, [crate::Setting::Iodepth]);
+        assert_eq!(refused.to_string(), source.to_string());
+    }
 }

@@ -193,18 +193,16 @@ pub fn refuse_duplicate_targets(
 
 /// Checks a workload against the engine's limits ([`Workload::check`]) and every target.
 pub fn validate(workload: &Workload, targets: &[TargetInfo]) -> Result<(), EngineError> {
-    let w = workload;
-    use Setting::*;
-    let bad = |m: String, settings: &[Setting]| {
-        Err(EngineError::InvalidWorkload(SettingError::new(m, settings)))
-    };
-    w.check().map_err(EngineError::InvalidWorkload)?;
+    workload.check().map_err(EngineError::InvalidWorkload)?;
     if targets.is_empty() {
-        return bad("no targets: give at least one device".into(), &[Targets]);
+        return Err(EngineError::NoTargets);
     }
     for t in targets {
-        if let Err(misfit) = check_fits(w, t) {
-            return bad(format!("{}: {misfit}", t.path.display()), misfit.settings());
+        if let Err(misfit) = check_fits(workload, t) {
+            return Err(EngineError::InvalidWorkload(SettingError::new(
+                format!("{}: {misfit}", t.path.display()),
+                misfit.settings(),
+            )));
         }
     }
     Ok(())
