@@ -96,7 +96,7 @@
 //! Every public struct with public fields is `#[non_exhaustive]`: outside this crate you build
 //! one with its `new` or [`Default`] and the chaining `with_*` setters
 //! (`VolumeSpec::default().with_p95_ms(Some(2.0))`, [`SpecSet::new`],
-//! [`verdict::DeviceExpectation::new`], [`Provenance::default`] then
+//! [`verdict::DeviceExpectation::new`] (or `flat`, without a size), [`Provenance::default`] then
 //! [`Provenance::with_run_id`]), never a struct literal; its fields stay public, to read and to
 //! assign on a value you hold. Reports a tool writes itself ([`curve::CurveReport`],
 //! [`knee::SweepReport`], [`verdict::VerifyReport`]) and the figures tests feed the judges

@@ -208,6 +208,9 @@ pub enum SpecError {
     /// Something wrong in a spec file beyond one value.
     #[error("{0}")]
     File(String),
+    /// A spec with a per-GB rule (written here) given without the volume's size.
+    #[error("\"{0}\" scales with the volume's size: give its provisioned size too (DeviceExpectation::new)")]
+    NeedsSize(String),
 }
 
 impl FromStr for VolumeSpec {

@@ -81,3 +81,73 @@ fn aggregate_inputs_are_built_with_constructors_and_setters() {
 
     assert_eq!(SweepPoint::new(2, 10.0, 40_960.0).volumes, 2);
 }
+
+/// What a client that judges a run meets (issue 41, item 13): a flat promise needs no size,
+/// a verdict and its judgement say themselves (`Display`), and the verdict's tolerance is the
+/// `Tolerance` its figures' checks take.
+#[test]
+fn a_verdict_is_built_read_and_said_as_a_client_needs() {
+    use hostmax_aggregate::hostmax_engine::{
+        new_latency_histogram, DeviceResult, OpKind, OpResult, PerOp,
+    };
+    use hostmax_aggregate::spec::SpecError;
+    use hostmax_aggregate::verdict::Judgement;
+    use hostmax_aggregate::{judge, summarize};
+
+    // One volume's 2000 reads of 4 KiB in 1 s at depth 32, 500 µs each: IOPS can be judged.
+    let workload = Workload::default()
+        .with_pattern(IoPattern::RandRead)
+        .with_block_size(4096)
+        .with_iodepth(32);
+    let ops = PerOp::from_fn(|op| {
+        let mut latency = new_latency_histogram();
+        let ios = if op == OpKind::Read { 2000 } else { 0 };
+        if ios > 0 {
+            latency.record_n(500_000, ios).unwrap();
+        }
+        OpResult::new(ios, ios * 4096, latency)
+    });
+    let device = DeviceResult::new(PathBuf::from("/dev/x"), 0, ops);
+    let result = RunResult::new(workload, vec![device], Duration::from_secs(1));
+    let report = summarize(&result, Vec::new());
+
+    let judged = |iops: &str| {
+        let spec: VolumeSpec = iops.parse().unwrap();
+        let promise = DeviceExpectation::flat("/dev/x", spec, "flat").unwrap();
+        assert_eq!(promise.size_bytes, 0);
+        let set = SpecSet::new(vec![promise], HostSpec::default(), Tolerance::DEFAULT);
+        judge(&set, &[&report])
+    };
+    let kept = judged("iops=1900");
+    assert_eq!(kept.judgement, Judgement::Pass);
+    assert_eq!(kept.judgement.to_string(), "PASS");
+    assert_eq!(
+        kept.to_string(),
+        "PASS: every judged figure is within 5% of its promise"
+    );
+    // The verdict's tolerance goes straight to its figures' checks.
+    let t: Tolerance = kept.tolerance;
+    assert_eq!(kept.devices[0].figures.checks(t), vec![("IOPS", true)]);
+    // JSON keeps the fraction.
+    assert_eq!(serde_json::to_value(&kept).unwrap()["tolerance"], 0.05);
+
+    let broken = judged("iops=5000");
+    assert_eq!(broken.judgement.to_string(), "FAIL");
+    assert_eq!(broken.to_string(), "FAIL: /dev/x IOPS");
+
+    // Nothing promised that the run could show: a p95 promise needs a depth-1 run.
+    let unshown = judged("p95_ms=1");
+    assert_eq!(unshown.judgement.to_string(), "NOT JUDGED");
+    assert!(
+        unshown
+            .to_string()
+            .starts_with("NOT JUDGED: no promise could be judged (volume p95 latency: needs "),
+        "{unshown}"
+    );
+
+    // A per-GB promise needs the volume's size: refused without one, naming the way.
+    let per_gb: VolumeSpec = "iops=60/GB".parse().unwrap();
+    let err = DeviceExpectation::flat("/dev/x", per_gb, "per GB").unwrap_err();
+    assert!(matches!(err, SpecError::NeedsSize(_)), "{err:?}");
+    assert!(err.to_string().contains("DeviceExpectation::new"), "{err}");
+}

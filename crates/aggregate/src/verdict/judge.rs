@@ -55,17 +55,18 @@ use crate::spec::Tolerance;
 /// let result = measure(MeasureRequest::new(vec![file.clone()], workload), &mut |_: DeviceInterval| {})?;
 /// let report = summarize(&result, Vec::new());
 ///
-/// let volume = DeviceExpectation::new(
+/// // A flat promise needs no size (a per-GB one takes it: `DeviceExpectation::new`).
+/// let volume = DeviceExpectation::flat(
 ///     // The path as the report names it (canonical).
 ///     report.devices[0].path.clone(),
-///     16 << 20,
 ///     "iops=100".parse::<VolumeSpec>()?,
 ///     "a scratch file",
-/// );
+/// )?;
 /// let mut specs = SpecSet::default();
 /// specs.devices.push(volume);
 /// let verdict = judge(&specs, &[&report]);
 /// assert_eq!(verdict.devices[0].judgement, Judgement::Pass);
+/// println!("{verdict}"); // PASS: every judged figure is within 5% of its promise
 /// // Nothing was promised of the host: it is not judged, and that is no pass.
 /// assert_eq!(verdict.host.judgement, Judgement::NotJudged);
 /// # Ok(())
@@ -126,7 +127,7 @@ pub fn judge(specs: &SpecSet, reports: &[&HostReport]) -> Verdict {
         judgement: devices
             .iter()
             .fold(host.judgement, |all, d| all.and(d.judgement)),
-        tolerance: t.fraction(),
+        tolerance: t,
         host,
         devices,
         not_judged,

@@ -266,6 +266,17 @@ impl Judgement {
     }
 }
 
+impl fmt::Display for Judgement {
+    /// `PASS`, `FAIL`, `NOT JUDGED`, as verdict tables say it.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Judgement::Pass => "PASS",
+            Judgement::Fail => "FAIL",
+            Judgement::NotJudged => "NOT JUDGED",
+        })
+    }
+}
+
 impl Serialize for Judgement {
     /// `{"pass": true | false | null, "verdict": "pass" | "fail" | "not_judged"}`, flattened
     /// into the verdict that holds it.
@@ -414,8 +425,8 @@ pub struct Verdict {
     /// from nothing judged. JSON as a device's ([`DeviceVerdict::judgement`]).
     #[serde(flatten)]
     pub judgement: Judgement,
-    /// The tolerance used, as a fraction (0.05 is 5%).
-    pub tolerance: f64,
+    /// The tolerance used (in JSON its fraction: 0.05 is 5%).
+    pub tolerance: Tolerance,
     /// The host.
     pub host: HostVerdict,
     /// Each device, in report order.
@@ -490,7 +501,7 @@ impl Verdict {
         if !self.judgement.failed() {
             return Vec::new();
         }
-        let t = Tolerance::new(self.tolerance).unwrap_or_default();
+        let t = self.tolerance;
         let mut out = Vec::new();
         for d in &self.devices {
             for (name, ok) in device_checks(d, t) {
@@ -508,6 +519,34 @@ impl Verdict {
             out.extend(c.failures());
         }
         out
+    }
+}
+
+impl fmt::Display for Verdict {
+    /// The verdict in one line: `PASS: every judged figure is within 5% of its promise`,
+    /// `FAIL: /dev/sdc IOPS, host IOPS` ([`Verdict::failures`]), or `NOT JUDGED: no promise
+    /// could be judged` followed by what no run could show ([`Verdict::not_judged`]).
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let judgement = self.judgement;
+        match judgement {
+            Judgement::Pass => write!(
+                f,
+                "{judgement}: every judged figure is within {} of its promise",
+                self.tolerance
+            ),
+            Judgement::Fail => write!(f, "{judgement}: {}", self.failures().join(", ")),
+            _ => {
+                write!(f, "{judgement}: no promise could be judged")?;
+                for (i, n) in self.not_judged.iter().enumerate() {
+                    f.write_str(if i == 0 { " (" } else { "; " })?;
+                    write!(f, "{n}")?;
+                }
+                if !self.not_judged.is_empty() {
+                    f.write_str(")")?;
+                }
+                Ok(())
+            }
+        }
     }
 }
 

@@ -2,7 +2,7 @@
 //! [`DeviceExpectation`], the host's promise and the tolerance.
 
 use super::promise::RuleKind;
-use crate::spec::{Expectation, HostSpec, Tolerance, VolumeSpec};
+use crate::spec::{Expectation, HostSpec, SpecError, Tolerance, VolumeSpec};
 
 /// One device's promise: its class applied to its provisioned size.
 #[derive(Debug, Clone, PartialEq)]
@@ -71,6 +71,24 @@ impl DeviceExpectation {
             spec,
             label: label.into(),
         }
+    }
+
+    /// The device at `path` promising `spec`, whose figures are flat (`iops=3000`,
+    /// `p95_ms=1`): no size is needed (nor recorded: [`DeviceExpectation::size_bytes`] is 0).
+    ///
+    /// # Errors
+    ///
+    /// [`SpecError::NeedsSize`] when `spec` has a per-GB rule: give the volume's size with
+    /// [`DeviceExpectation::new`].
+    pub fn flat(
+        path: impl Into<String>,
+        spec: VolumeSpec,
+        label: impl Into<String>,
+    ) -> Result<DeviceExpectation, SpecError> {
+        if spec.scales_with_size() {
+            return Err(SpecError::NeedsSize(spec.to_string()));
+        }
+        Ok(DeviceExpectation::new(path, 0, spec, label))
     }
 }
 

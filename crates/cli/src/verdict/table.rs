@@ -152,7 +152,7 @@ pub fn render_unconcluded(v: &Verdict, cut: &str, not_measured: &[String]) -> St
 
 /// The verdict's rows, then `unconcluded` or the overall PASS/FAIL line.
 fn render(v: &Verdict, unconcluded: Option<String>) -> String {
-    let t = Tolerance::new(v.tolerance).unwrap_or_default();
+    let t = v.tolerance;
     let mut rows: Vec<Row> = Vec::new();
     for d in &v.devices {
         let spec = match d.size_bytes {
@@ -391,7 +391,7 @@ mod tests {
         d.figures.measured[Figure::ReadP95Ns] = Some(400_000.0);
         let mut v = Verdict::default();
         v.judgement = Judgement::Pass;
-        v.tolerance = 0.05;
+        v.tolerance = Tolerance::DEFAULT;
         v.devices = vec![d];
         let service = render_verdict(&v);
         assert!(service.contains("read p95 <="), "{service}");
@@ -405,7 +405,7 @@ mod tests {
         let v = {
             let mut x = Verdict::default();
             x.judgement = Judgement::Fail;
-            x.tolerance = 0.05;
+            x.tolerance = Tolerance::DEFAULT;
             x.host = {
                 let mut h = HostVerdict::default();
                 h.judgement = Judgement::Fail;
@@ -461,7 +461,7 @@ mod tests {
     #[test]
     fn a_volume_on_saturated_workers_shows_not_judged_and_the_load_generator() {
         let mut v = Verdict::default();
-        v.tolerance = 0.05;
+        v.tolerance = Tolerance::DEFAULT;
         v.devices = vec![{
             let mut d = device("/dev/zram1", 200_000.0, 100_000.0, true);
             d.judgement = Judgement::NotJudged;
@@ -488,7 +488,7 @@ mod tests {
     #[test]
     fn a_verdict_cut_short_shows_no_pass_on_any_row() {
         let mut v = Verdict::default();
-        v.tolerance = 0.05;
+        v.tolerance = Tolerance::DEFAULT;
         v.devices = vec![device("/dev/loop0", 3000.0, 3100.0, true)];
         v.withhold();
         let text = render_unconcluded(&v, "the run", &[]);
