@@ -221,6 +221,25 @@ fn use_tree(
     }
 }
 
+/// The path written from the name at `tokens[i]` on (`a::b::c`), and the index after it.
+fn path_at(tokens: &[Token], i: usize) -> (ModPath, usize) {
+    let mut path = Vec::new();
+    if let Some(Token::Ident(first)) = tokens.get(i) {
+        path.push(first.clone());
+    }
+    let mut j = i + 1;
+    while tokens.get(j) == Some(&Token::PathSep) {
+        match tokens.get(j + 1) {
+            Some(Token::Ident(next)) => {
+                path.push(next.clone());
+                j += 2;
+            }
+            _ => break,
+        }
+    }
+    (path, j)
+}
+
 /// Reads one file's facts. `module` is the file's module path; `is_module` says whether a
 /// module path is one of the crate's modules.
 fn read_facts(source: &str, module: &[String], is_module: &dyn Fn(&[String]) -> bool) -> FileFacts {
@@ -283,17 +302,7 @@ fn read_facts(source: &str, module: &[String], is_module: &dyn Fn(&[String]) -> 
             Token::Ident(word) if matches!(word.as_str(), "crate" | "super" | "self") => {
                 // A path in code: `crate::a::b(..)`, `super::X`.
                 let preceded_by_sep = i >= 1 && tokens[i - 1] == Token::PathSep;
-                let mut written = vec![word.clone()];
-                let mut j = i + 1;
-                while tokens.get(j) == Some(&Token::PathSep) {
-                    match tokens.get(j + 1) {
-                        Some(Token::Ident(next)) => {
-                            written.push(next.clone());
-                            j += 2;
-                        }
-                        _ => break,
-                    }
-                }
+                let (written, j) = path_at(&tokens, i);
                 if !preceded_by_sep && written.len() > 1 {
                     if let Some(path) = absolute(&here, &written, is_module) {
                         facts.names.push(path);
@@ -603,18 +612,8 @@ fn named_paths(source: &str) -> Vec<Vec<String>> {
                 i = use_tree(&tokens, i + 1, &[], &mut leaves);
                 paths.extend(leaves.into_iter().map(|(path, _)| path));
             }
-            Token::Ident(first) if i == 0 || tokens[i - 1] != Token::PathSep => {
-                let mut path = vec![first.clone()];
-                let mut j = i + 1;
-                while tokens.get(j) == Some(&Token::PathSep) {
-                    match tokens.get(j + 1) {
-                        Some(Token::Ident(next)) => {
-                            path.push(next.clone());
-                            j += 2;
-                        }
-                        _ => break,
-                    }
-                }
+            Token::Ident(_) if i == 0 || tokens[i - 1] != Token::PathSep => {
+                let (mut path, j) = path_at(&tokens, i);
                 if tokens.get(j) == Some(&Token::Punct('!')) {
                     path.push("!".to_string());
                 }
@@ -660,25 +659,33 @@ fn forbidden_paths(source: &str, forbidden: &[&[&str]]) -> Vec<String> {
         .collect()
 }
 
-/// The aggregator is a pure function of engine results (ARCHITECTURE.md "The aggregator does
-/// no I/O"): none of its files, test modules included, names a file, clock, thread, socket,
-/// process, the environment or the terminal.
-#[test]
-fn the_aggregator_does_no_io_and_reads_no_clock() {
-    let src = workspace_root().join("crates/aggregate/src");
+/// `FILE: path` for each path starting with one of `forbidden` in the files under `src`
+/// (`crates/NAME/src`), but those `allowed` (by their path below `src`).
+fn forbidden_in(src: &str, allowed: &dyn Fn(&Path) -> bool, forbidden: &[&[&str]]) -> Vec<String> {
+    let src = workspace_root().join(src);
     let mut files = Vec::new();
     rust_files(&src, &mut files);
     files.sort();
     let mut wrong = Vec::new();
     for file in &files {
+        let relative = file.strip_prefix(&src).unwrap();
+        if allowed(relative) {
+            continue;
+        }
         let source = std::fs::read_to_string(file).unwrap();
-        for path in forbidden_paths(&source, IMPURE) {
-            wrong.push(format!(
-                "{}: {path}",
-                file.strip_prefix(&src).unwrap().display()
-            ));
+        for path in forbidden_paths(&source, forbidden) {
+            wrong.push(format!("{}: {path}", relative.display()));
         }
     }
+    wrong
+}
+
+/// The aggregator is a pure function of engine results (ARCHITECTURE.md "The aggregator does
+/// no I/O"): none of its files, test modules included, names a file, clock, thread, socket,
+/// process, the environment or the terminal.
+#[test]
+fn the_aggregator_does_no_io_and_reads_no_clock() {
+    let wrong = forbidden_in("crates/aggregate/src", &|_| false, IMPURE);
     assert!(
         wrong.is_empty(),
         "the aggregator must stay pure (no files, clocks, threads, network, processes, environment or printing); move the I/O to the caller:\n{}",
@@ -704,21 +711,9 @@ const SEAM_ONLY: &[&[&str]] = &[
 
 #[test]
 fn only_the_seam_calls_the_engines_io() {
-    let src = workspace_root().join("crates/cli/src");
-    let mut files = Vec::new();
-    rust_files(&src, &mut files);
-    files.sort();
-    let mut wrong = Vec::new();
-    for file in &files {
-        let relative = file.strip_prefix(&src).unwrap();
-        if relative == Path::new("engine.rs") || relative.starts_with("engine") {
-            continue;
-        }
-        let source = std::fs::read_to_string(file).unwrap();
-        for path in forbidden_paths(&source, SEAM_ONLY) {
-            wrong.push(format!("{}: {path}", relative.display()));
-        }
-    }
+    // The seam: engine.rs and its folder (the real engine's secure erase, the fake).
+    let seam = |file: &Path| file == Path::new("engine.rs") || file.starts_with("engine");
+    let wrong = forbidden_in("crates/cli/src", &seam, SEAM_ONLY);
     assert!(
         wrong.is_empty(),
         "call the engine through crate::engine::Engine (the one seam, which the fake engine stands in for), not directly:\n{}",

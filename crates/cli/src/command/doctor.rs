@@ -452,14 +452,8 @@ mod tests {
 
     #[test]
     fn the_kernel_probe_is_judged() {
-        let mut all = hostmax_engine::KernelRingSupport::default();
-        all.defer_taskrun = true;
-        all.coop_taskrun = true;
-        all.registered_ring = true;
-        all.fixed_buffers = true;
-        all.nodrop = true;
-        all.ext_arg = true;
-        all.no_sqarray = true;
+        // The fake engine's kernel has every feature.
+        let all = FakeEngine::new().kernel_ring().unwrap();
         assert_eq!(ring_findings(Ok(all))[0].severity, Severity::Ok);
         let mut old = all;
         old.defer_taskrun = false;
