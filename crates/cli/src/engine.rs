@@ -22,6 +22,7 @@ use hostmax_engine::{
 };
 
 mod ata;
+pub use ata::PASSWORD_ENV;
 #[cfg(test)]
 pub(crate) mod fake;
 

@@ -5,6 +5,10 @@ use anyhow::{anyhow, bail};
 use hostmax_device::Sysfs;
 use hostmax_engine::TargetInfo;
 
+/// The environment variable the ATA secure erase password may come from (the suite reads it;
+/// hdparm never inherits it).
+pub const PASSWORD_ENV: &str = "HOSTMAX_SECURE_ERASE_PASSWORD";
+
 /// ATA secure erase of the whole disk `t` with hdparm: sets `password` as the user security
 /// password, then erases with it. Only ATA disks that are not frozen.
 pub fn secure_erase(t: &TargetInfo, password: &str) -> anyhow::Result<()> {
@@ -23,10 +27,11 @@ pub fn secure_erase(t: &TargetInfo, password: &str) -> anyhow::Result<()> {
     }
     let hdparm = |args: &[&str]| -> anyhow::Result<String> {
         // hdparm takes the password on its command line (it has no other way): visible
-        // there while each of these two commands runs. Not in its environment too: no
-        // variable that holds it (the suite's HOSTMAX_SECURE_ERASE_PASSWORD) goes with it.
+        // there while each of these two commands runs. Not in its environment too: neither
+        // PASSWORD_ENV (whatever it holds: the password may have come from a file and the
+        // variable hold another secret) nor any variable that holds the password goes with it.
         let mut command = std::process::Command::new("hdparm");
-        command.args(args).arg(&t.path);
+        command.args(args).arg(&t.path).env_remove(PASSWORD_ENV);
         for (name, value) in std::env::vars_os() {
             if value == password {
                 command.env_remove(name);

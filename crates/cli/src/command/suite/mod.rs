@@ -819,8 +819,7 @@ fn check_resumed_cpus(cpus: &[usize], limits: &crate::plan::HostLimits) -> Resul
     )))
 }
 
-/// The environment variable the ATA secure erase password may come from.
-pub const PASSWORD_ENV: &str = "HOSTMAX_SECURE_ERASE_PASSWORD";
+pub use crate::engine::PASSWORD_ENV;
 
 /// The ways to give the ATA secure erase password, as messages name them.
 const PASSWORD_WAYS: &str =
