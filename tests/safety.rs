@@ -521,3 +521,130 @@ fn a_file_hostmax_creates_needs_no_flag() {
     assert_exit(&out, 2);
     assert!(!later.exists(), "a refused run made a file");
 }
+
+/// The md5 of a file's bytes (`md5sum`): the oracle that it was not written.
+fn md5(path: &Path) -> String {
+    let out = tool_command("md5sum", "coreutils")
+        .arg(path)
+        .output()
+        .expect("run md5sum");
+    assert!(out.status.success(), "md5sum {}", path.display());
+    String::from_utf8_lossy(&out.stdout)
+        .split_whitespace()
+        .next()
+        .unwrap_or_default()
+        .to_string()
+}
+
+/// A sticky, world-writable directory like `/tmp` (this test's own, owned by root) in `dir`.
+fn sticky_dir(dir: &ScratchDir) -> std::path::PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let tmp = dir.join("tmp");
+    std::fs::create_dir(&tmp).unwrap();
+    std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(0o1777)).unwrap();
+    tmp
+}
+
+/// A symbolic link at `link` to `to`, owned by `uid` (65534: nobody, as another user of a
+/// shared host would plant it).
+fn link_owned_by(to: &Path, link: &Path, uid: u32) {
+    std::os::unix::fs::symlink(to, link).unwrap();
+    std::os::unix::fs::lchown(link, Some(uid), Some(uid)).unwrap();
+}
+
+const NOBODY: u32 = 65534;
+
+#[test]
+fn another_users_link_in_a_sticky_directory_is_not_followed_to_a_device() {
+    require_root!();
+    let host = loop_volumes(1, 32 * MIB);
+    let dev = devices(&host)[0];
+    let dir = ScratchDir::new("safety-link-device");
+    let tmp = sticky_dir(&dir);
+    // `/tmp/x -> /dev/loopN`, and `/tmp/d -> /dev` (the device found through it), both planted
+    // by another user.
+    let planted = tmp.join("x");
+    link_owned_by(dev.path(), &planted, NOBODY);
+    link_owned_by(Path::new("/dev"), &tmp.join("d"), NOBODY);
+    let through_dir = tmp.join("d").join(dev.kernel_name());
+    let pattern = format!("{}/x*", tmp.display());
+    settle(dev);
+    let before = writes(dev);
+    let rule =
+        "is a symbolic link of another user (uid 65534) in the sticky world-writable directory";
+    for given in [
+        planted.display().to_string(),
+        pattern,
+        through_dir.display().to_string(),
+    ] {
+        let mut a = vec!["--devices".to_string(), given.clone()];
+        a.extend(SHORT_WRITE.iter().map(|s| s.to_string()));
+        a.extend(["--allow-write", "--force"].map(String::from));
+        let msg = assert_refused(&a, &run_hostmax(&a, None), &[rule, "does not follow"]);
+        assert!(msg.contains(tmp.to_str().unwrap()), "{msg}");
+        assert!(!msg.contains("use --force"), "{msg}");
+    }
+    assert_eq!(
+        writes(dev),
+        before,
+        "the device was written through the link"
+    );
+    // A link of this user (root's, also the directory's owner) there is followed: the rule
+    // refuses only links another user controls.
+    let own = tmp.join("mine");
+    std::os::unix::fs::symlink(dev.path(), &own).unwrap();
+    let mut a = vec!["--devices".to_string(), own.display().to_string()];
+    a.extend(SHORT_WRITE.iter().map(|s| s.to_string()));
+    a.push("--allow-write".into());
+    assert_exit(&run_hostmax(&a, None), 0);
+    assert!(
+        writes(dev) > before,
+        "the own link's device was not written"
+    );
+}
+
+#[test]
+fn another_users_link_in_a_sticky_directory_is_not_followed_to_a_root_owned_image() {
+    require_root!();
+    let dir = ScratchDir::new("safety-link-image");
+    let image = dir.join("root.img");
+    std::fs::write(&image, data_bytes(4 * MIB as usize)).unwrap();
+    let sum = md5(&image);
+    let tmp = sticky_dir(&dir);
+    let planted = tmp.join("vm.img");
+    link_owned_by(&image, &planted, NOBODY);
+    for extra in [&[][..], &["--size", "4m"][..]] {
+        let a = file_args(
+            &planted,
+            &[&["--allow-write", "--force"][..], extra].concat(),
+        );
+        assert_refused(
+            &a,
+            &run_hostmax(&a, None),
+            &[
+                &planted.display().to_string(),
+                "symbolic link of another user",
+            ],
+        );
+    }
+    // `--size` makes no file through another user's link to a directory either.
+    link_owned_by(&dir.join("."), &tmp.join("into"), NOBODY);
+    let made = tmp.join("into/made.img");
+    let a = file_args(&made, &["--size", "4m"]);
+    assert_refused(
+        &a,
+        &run_hostmax(&a, None),
+        &["symbolic link of another user"],
+    );
+    assert!(
+        !dir.join("made.img").exists(),
+        "a file was made through the link"
+    );
+    assert_eq!(md5(&image), sum, "the image was written through the link");
+    // A link owned by root in a directory root owns (no sticky bit) is followed as ever.
+    let trusted = dir.join("by-name.img");
+    std::os::unix::fs::symlink(&image, &trusted).unwrap();
+    let a = file_args(&trusted, &["--allow-write"]);
+    assert_exit(&run_hostmax(&a, None), 0);
+    assert_ne!(md5(&image), sum, "the trusted link's file was not written");
+}

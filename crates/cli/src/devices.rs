@@ -214,6 +214,9 @@ pub fn probe_error_message(path: &Path, err: &ProbeError) -> String {
             "{} is {what}; give a block device or a regular file",
             path.display()
         ),
+        // The link itself, or the target found through it: one name either way.
+        ProbeError::UntrustedLink { link, .. } if link.link == path => link.to_string(),
+        ProbeError::UntrustedLink { link, .. } => format!("{}: {link}", path.display()),
         other => format!("{}: {other}", path.display()),
     }
 }
@@ -323,8 +326,17 @@ fn planned_file(path: &Path, size: u64) -> Result<TargetInfo, BadInput> {
         Some(p) if !p.as_os_str().is_empty() => p,
         _ => Path::new("."),
     };
-    let dir = std::fs::canonicalize(parent)
-        .ok()
+    // The file is made where the directory leads, never through another user's link.
+    let resolved = hostmax_device::follow_trusted_links(parent).map_err(|e| {
+        match hostmax_device::links::untrusted(&e) {
+            Some(link) => BadInput(format!(
+                "{} does not exist and hostmax would make it through a link it does not follow: {link}",
+                path.display()
+            )),
+            None => BadInput(format!("{}: cannot resolve its directory ({e})", path.display())),
+        }
+    })?;
+    let dir = Some(resolved)
         .filter(|d| d.is_dir())
         .ok_or_else(|| {
             BadInput(format!(

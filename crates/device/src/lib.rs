@@ -14,6 +14,10 @@
 //!   [`Signature`] is one finding. The checks are magic numbers plus the cheapest sanity
 //!   checks; they do not verify checksums, so an unchecked signature errs on the side of
 //!   refusing.
+//! - [`links`] is the rule for symbolic links on the way to a target or an output: one in a
+//!   sticky, world-writable directory (`/tmp`) that belongs to another user is never followed
+//!   ([`follow_trusted_links`], [`UntrustedLink`]; the kernel's `protected_symlinks` rule,
+//!   whatever that setting says). [`probe`] applies it to every target.
 //! - [`identity`] reads what a target is whatever it is called today ([`DeviceIdentity`]:
 //!   WWID, serial, by-id names, a loop device's backing file, a file's inode).
 //! - [`Sysfs`] is where sysfs is (`/sys`, or a stand-in tree in tests) and the one way its
@@ -88,6 +92,7 @@ mod claim;
 mod cpu_list;
 mod device_reads;
 pub mod identity;
+pub mod links;
 mod loop_status;
 pub mod media;
 mod queue_map;
@@ -100,6 +105,7 @@ pub use claim::{open_exclusive, EXCLUSIVE_OPEN_PATIENCE};
 pub use cpu_list::{format_cpu_list, parse_cpu_list, CpuListError, MAX_CPU};
 pub use device_reads::{BlockingReads, DeviceReads, Patience, PROGRAM_PATIENCE, READ_PATIENCE};
 pub use identity::DeviceIdentity;
+pub use links::{follow_trusted_links, UntrustedLink};
 pub use loop_status::{loop_backings, LoopBacking};
 pub use queue_map::{numa_node_cpus, QueueMap};
 pub use safety::{

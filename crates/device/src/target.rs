@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use crate::links::{follow_trusted_links, untrusted, UntrustedLink};
 use crate::sysfs::Sysfs;
 
 /// What kind of file a target is.
@@ -25,7 +26,8 @@ pub enum TargetKind {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct TargetInfo {
-    /// Canonical path (symlinks such as `/dev/disk/by-id/...` resolved).
+    /// Canonical path (symlinks such as `/dev/disk/by-id/...` resolved; never through a link
+    /// another user controls: [`probe`]).
     pub path: PathBuf,
     /// Block device or regular file.
     pub kind: TargetKind,
@@ -111,6 +113,15 @@ pub enum ProbeError {
         /// What it is instead.
         what: &'static str,
     },
+    /// The path goes through a symbolic link another user controls ([`follow_trusted_links`]):
+    /// it is not followed, so nothing it leads to is probed, checked or written.
+    #[error("{}: {link}", path.display())]
+    UntrustedLink {
+        /// The target as given.
+        path: PathBuf,
+        /// The link, its owner and its directory.
+        link: UntrustedLink,
+    },
 }
 
 /// Block-device ioctls (linux/fs.h).
@@ -122,12 +133,24 @@ use ioctl::{blk_getsize64, blk_sszget};
 
 /// Probes a target without opening it for writing (a block device is opened read-only for
 /// its size and logical block size; its kernel name comes from [`Sysfs::default`]).
+///
+/// The path is resolved first, every symbolic link followed except one another user controls
+/// (a link in a sticky, world-writable directory such as `/tmp` that belongs to neither this
+/// user nor the directory's owner: [`ProbeError::UntrustedLink`], [`follow_trusted_links`]),
+/// and what it resolved to is opened with no link followed at all, so one planted meanwhile is
+/// not either. [`TargetInfo::path`] is that resolved path.
 pub fn probe(path: &Path) -> Result<TargetInfo, ProbeError> {
     let open_error = |source: std::io::Error| ProbeError::Open {
         path: path.to_path_buf(),
         source,
     };
-    let canonical = std::fs::canonicalize(path).map_err(open_error)?;
+    let canonical = follow_trusted_links(path).map_err(|e| match untrusted(&e) {
+        Some(link) => ProbeError::UntrustedLink {
+            path: path.to_path_buf(),
+            link,
+        },
+        None => open_error(e),
+    })?;
     let meta = std::fs::metadata(&canonical).map_err(open_error)?;
     let ft = meta.file_type();
     if !ft.is_block_device() && !ft.is_file() {
@@ -135,11 +158,7 @@ pub fn probe(path: &Path) -> Result<TargetInfo, ProbeError> {
     }
     // Everything recorded comes from one descriptor: a path renamed onto meanwhile cannot
     // lend its size to another file's identity.
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC)
-        .open(&canonical)
-        .map_err(open_error)?;
+    let file = open_resolved(&canonical).map_err(open_error)?;
     let meta = file.metadata().map_err(open_error)?;
     let ft = meta.file_type();
     if ft.is_block_device() {
@@ -181,6 +200,27 @@ pub fn probe(path: &Path) -> Result<TargetInfo, ProbeError> {
         })
     } else {
         Err(not_a_target(path, ft))
+    }
+}
+
+/// Opens `resolved` (a path with no link in it) read-only, following no link on the way
+/// (`openat2` with `RESOLVE_NO_SYMLINKS`): a link put in its place after it was resolved fails
+/// the open (`ELOOP`) instead of leading elsewhere. Where the kernel has no `openat2` (before
+/// 5.6, or a seccomp filter that does not know it), a plain open: the resolution already
+/// refused links another user controls.
+fn open_resolved(resolved: &Path) -> std::io::Result<File> {
+    use nix::fcntl::{OFlag, OpenHow, ResolveFlag};
+    let flags = OFlag::O_RDONLY | OFlag::O_NONBLOCK | OFlag::O_CLOEXEC;
+    let how = OpenHow::new()
+        .flags(flags)
+        .resolve(ResolveFlag::RESOLVE_NO_SYMLINKS);
+    match nix::fcntl::openat2(nix::fcntl::AT_FDCWD, resolved, how) {
+        Ok(fd) => Ok(File::from(fd)),
+        Err(nix::errno::Errno::ENOSYS | nix::errno::Errno::EPERM) => std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC)
+            .open(resolved),
+        Err(e) => Err(e.into()),
     }
 }
 

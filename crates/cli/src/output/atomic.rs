@@ -27,6 +27,8 @@ use nix::fcntl::{renameat2, OFlag, RenameFlags};
 use nix::sys::stat::{fstatat, FileStat, Mode, SFlag};
 use nix::unistd::{unlinkat, UnlinkatFlags};
 
+use hostmax_device::links::{follow_trusted_links, untrusted, UntrustedLink};
+
 /// A failed atomic write, naming the file that failed.
 #[derive(Debug, thiserror::Error)]
 #[error("{}: {source}", path.display())]
@@ -227,118 +229,6 @@ pub fn resolve(path: &Path) -> Result<(OutputDir, OsString), ResolveError> {
     let dir = parent_dir(&target);
     let dir = OutputDir::open(&dir).map_err(|source| ResolveError::Directory { dir, source })?;
     Ok((dir, name))
-}
-
-/// A symbolic link this process does not follow: it lies in a sticky, world-writable
-/// directory (`/tmp`) and belongs neither to this user nor to the directory's owner, so
-/// another user could point it anywhere (the kernel's `fs.protected_symlinks` rule, applied
-/// whatever that setting says).
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{} is a symbolic link of another user (uid {owner}) in the sticky world-writable directory {}, which hostmax does not follow; give the path it should lead to, or have the link removed", link.display(), dir.display())]
-pub struct UntrustedLink {
-    /// The link.
-    pub link: PathBuf,
-    /// Its owner.
-    pub owner: u32,
-    /// The directory it is in.
-    pub dir: PathBuf,
-}
-
-impl From<UntrustedLink> for io::Error {
-    fn from(e: UntrustedLink) -> io::Error {
-        io::Error::new(io::ErrorKind::PermissionDenied, e)
-    }
-}
-
-/// Whether a link owned by `link_uid` in a directory of status `dir` may be followed by this
-/// process: the kernel's `protected_symlinks` rule (a link in a sticky, world-writable
-/// directory is followed only when it belongs to the follower or to the directory's owner).
-fn may_follow(link_uid: u32, dir: &FileStat) -> bool {
-    let sticky = dir.st_mode & libc::S_ISVTX != 0;
-    let world_writable = dir.st_mode & libc::S_IWOTH != 0;
-    !(sticky && world_writable)
-        || link_uid == nix::unistd::geteuid().as_raw()
-        || link_uid == dir.st_uid
-}
-
-/// The path `path` leads to, every symbolic link followed as the kernel would (`..` after a
-/// link goes up from where the link led), except one another user controls ([`may_follow`]):
-/// that is an error ([`UntrustedLink`]). Components that do not exist are kept as they are.
-pub fn follow_trusted_links(path: &Path) -> io::Result<PathBuf> {
-    use std::collections::VecDeque;
-    use std::path::Component;
-    let absolute = std::path::absolute(path)?;
-    let mut pending: VecDeque<OsString> = VecDeque::new();
-    fn push_parts(pending: &mut VecDeque<OsString>, p: &Path, front: bool) {
-        let parts: Vec<OsString> = p
-            .components()
-            .filter_map(|c| match c {
-                Component::RootDir => Some(OsString::from("/")),
-                Component::CurDir => None,
-                Component::ParentDir => Some(OsString::from("..")),
-                Component::Normal(n) => Some(n.to_os_string()),
-                Component::Prefix(_) => None,
-            })
-            .collect();
-        if front {
-            for part in parts.into_iter().rev() {
-                pending.push_front(part);
-            }
-        } else {
-            pending.extend(parts);
-        }
-    }
-    push_parts(&mut pending, &absolute, false);
-    let mut resolved = PathBuf::from("/");
-    let mut hops = 0;
-    while let Some(part) = pending.pop_front() {
-        if part == "/" {
-            resolved = PathBuf::from("/");
-            continue;
-        }
-        if part == ".." {
-            resolved.pop();
-            continue;
-        }
-        let candidate = resolved.join(&part);
-        let st = match nix::sys::stat::lstat(&candidate) {
-            Ok(st) => st,
-            Err(_) => {
-                // Missing (or unreadable): the rest is taken as it is, and whatever opens
-                // it later says why it cannot.
-                resolved = candidate;
-                for rest in pending.drain(..) {
-                    resolved.push(rest);
-                }
-                break;
-            }
-        };
-        if st.st_mode & SFlag::S_IFMT.bits() != SFlag::S_IFLNK.bits() {
-            resolved = candidate;
-            continue;
-        }
-        let dir = nix::sys::stat::stat(&resolved)?;
-        if !may_follow(st.st_uid, &dir) {
-            return Err(UntrustedLink {
-                link: candidate,
-                owner: st.st_uid,
-                dir: resolved,
-            }
-            .into());
-        }
-        hops += 1;
-        if hops > 40 {
-            return Err(Errno::ELOOP.into());
-        }
-        let target = fs::read_link(&candidate)?;
-        push_parts(&mut pending, &target, true);
-    }
-    Ok(resolved)
-}
-
-/// The refusal of a link another user controls inside `e`, if that is what it is.
-pub fn untrusted(e: &io::Error) -> Option<UntrustedLink> {
-    e.get_ref()?.downcast_ref::<UntrustedLink>().cloned()
 }
 
 /// Where the link `path` leads, as far as it can be followed (for messages).
@@ -672,35 +562,5 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.contains("/nonexistent-hostmax-dir/"), "{err}");
-    }
-
-    #[test]
-    fn links_are_followed_unless_another_user_controls_them() {
-        use std::os::unix::fs::PermissionsExt;
-        let dir = ScratchDir::new("atomic-trust");
-        let real = dir.write("real.txt", "x");
-        let sticky = dir.0.join("tmp");
-        fs::create_dir(&sticky).unwrap();
-        fs::set_permissions(&sticky, fs::Permissions::from_mode(0o1777)).unwrap();
-        let link = sticky.join("l");
-        std::os::unix::fs::symlink("../real.txt", &link).unwrap();
-        // Our own link, `..` after it taken from where it led.
-        assert_eq!(follow_trusted_links(&link).unwrap(), real);
-        assert_eq!(
-            follow_trusted_links(&sticky.join("none/../x")).unwrap(),
-            sticky.join("none/../x")
-        );
-        if !nix::unistd::geteuid().is_root() {
-            return;
-        }
-        std::os::unix::fs::lchown(&link, Some(65534), Some(65534)).unwrap();
-        let err = follow_trusted_links(&link).unwrap_err();
-        let refused = untrusted(&err).expect("refused as untrusted");
-        assert_eq!((refused.link, refused.owner), (link.clone(), 65534));
-        // Not sticky, or not world-writable: followed as the kernel would.
-        fs::set_permissions(&sticky, fs::Permissions::from_mode(0o777)).unwrap();
-        assert_eq!(follow_trusted_links(&link).unwrap(), real);
-        fs::set_permissions(&sticky, fs::Permissions::from_mode(0o1755)).unwrap();
-        assert_eq!(follow_trusted_links(&link).unwrap(), real);
     }
 }

@@ -21,12 +21,12 @@ use std::path::{Path, PathBuf};
 use nix::fcntl::OFlag;
 
 use super::atomic::{
-    follow_trusted_links, node_kind, parent_dir, resolve, untrusted, AtomicFile, AtomicWriteError,
-    OutputDir, ResolveError,
+    node_kind, parent_dir, resolve, AtomicFile, AtomicWriteError, OutputDir, ResolveError,
 };
 use super::kept::{keep, keep_folder, name_of, Kept};
 use crate::error::BadInput;
 use crate::units::human_size;
+use hostmax_device::links::{follow_trusted_links, untrusted};
 
 /// The least free space a filesystem must have for an output to be written there. A floor,
 /// not a promise: a one-device 2 s report is 21 KiB, four devices over 10 s 196 KiB (their
