@@ -522,20 +522,6 @@ fn a_file_hostmax_creates_needs_no_flag() {
     assert!(!later.exists(), "a refused run made a file");
 }
 
-/// The md5 of a file's bytes (`md5sum`): the oracle that it was not written.
-fn md5(path: &Path) -> String {
-    let out = tool_command("md5sum", "coreutils")
-        .arg(path)
-        .output()
-        .expect("run md5sum");
-    assert!(out.status.success(), "md5sum {}", path.display());
-    String::from_utf8_lossy(&out.stdout)
-        .split_whitespace()
-        .next()
-        .unwrap_or_default()
-        .to_string()
-}
-
 /// A sticky, world-writable directory like `/tmp` (this test's own, owned by root) in `dir`.
 fn sticky_dir(dir: &ScratchDir) -> std::path::PathBuf {
     use std::os::unix::fs::PermissionsExt;

@@ -597,6 +597,193 @@ fn a_loop_device_open_for_writing_by_another_process_keeps_its_file_in_use() {
     );
 }
 
+/// A file of `size` bytes of data (no signature: someone's image or database) in `dir`.
+fn data_file(dir: &ScratchDir, name: &str, size: u64) -> PathBuf {
+    let path = dir.join(name);
+    let bytes: Vec<u8> = (0..size as u32)
+        .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8 | 1)
+        .collect();
+    fs::write(&path, bytes).unwrap();
+    path
+}
+
+impl Helper {
+    fn pid(&self) -> u32 {
+        self.0.id()
+    }
+
+    /// Waits until the helper's `comm` is `name` (its script's last `exec` happened).
+    fn wait_for_comm(&self, name: &str) {
+        let path = format!("/proc/{}/comm", self.pid());
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while fs::read_to_string(&path).unwrap_or_default().trim() != name {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "{path} never became {name}"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+    }
+}
+
+#[test]
+fn a_file_another_process_writes_is_not_written_by_any_name() {
+    require_root!();
+    let dir = ScratchDir::new("same-media-file-writer");
+    let image = data_file(&dir, "vm.img", 32 * MIB);
+    let image_name = image.display().to_string();
+    // Three ways to the same inode: its name, a hard link, a loop device over it.
+    let alias = dir.join("alias.img");
+    fs::hard_link(&image, &alias).unwrap();
+    // (Set up by losetup: this test holds no descriptor of it, which would be a writer too.)
+    let target = Losetup::attach("--find", &image);
+    let kernel_name = target.0.trim_start_matches("/dev/").to_string();
+    let sum = md5(&image);
+    let before = kernel_completions(&kernel_name).1;
+    // A VM's raw disk (O_RDWR), a log or journal appended to (O_WRONLY | O_APPEND).
+    for redirect in ["<>", ">>"] {
+        let writer = Helper::start(
+            &[],
+            &format!("exec 3{redirect}{image_name}; echo ready; exec sleep 120"),
+        );
+        writer.wait_for_comm("sleep");
+        let named = format!(
+            "pid {} (sleep), which has {image_name} open for writing",
+            writer.pid()
+        );
+        for name in [
+            image_name.clone(),
+            alias.display().to_string(),
+            target.0.clone(),
+        ] {
+            assert_shared(&name, &named, &name_of_medium(&name, &image_name));
+        }
+    }
+    assert_eq!(md5(&image), sum, "the image was written");
+    assert_eq!(kernel_completions(&kernel_name).1, before);
+    // Only read (a backup, md5sum): not a writer, so the user's consent decides.
+    let _reader = Helper::start(
+        &[],
+        &format!("exec 3<{image_name}; echo ready; exec sleep 120"),
+    );
+    let args = write_args(&image_name, &["--allow-write"]);
+    let out = run_hostmax(&args, None);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_ne!(md5(&image), sum, "consent given, nothing written");
+}
+
+/// The medium a refusal names for target `name` over the file `image`: a loop device's backing
+/// file, else the target's own path.
+fn name_of_medium(name: &str, image: &str) -> String {
+    if name.starts_with("/dev/loop") {
+        image.to_string()
+    } else {
+        name.to_string()
+    }
+}
+
+#[test]
+fn a_file_another_process_maps_shared_and_writable_is_not_written_where_mapped() {
+    require_root!();
+    let python = match require_tool("python3", "python3-minimal") {
+        Ok(p) => p,
+        Err(why) => skip!("{why}"),
+    };
+    let dir = ScratchDir::new("same-media-mapped");
+    let image = data_file(&dir, "db.img", 32 * MIB);
+    let image_name = image.display().to_string();
+    // A database's way: map the first MiB shared and writable, then close the descriptor, so
+    // only the mapping (no descriptor) shows the process writing.
+    let script = dir.join("map.py");
+    fs::write(
+        &script,
+        // libc's mmap through ctypes: Python's own mmap module keeps a descriptor.
+        "import ctypes, os, sys, time\n\
+         libc = ctypes.CDLL(None, use_errno=True)\n\
+         libc.mmap.restype = ctypes.c_void_p\n\
+         libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, \
+         ctypes.c_int, ctypes.c_long]\n\
+         fd = os.open(sys.argv[1], os.O_RDWR)\n\
+         PROT_READ_WRITE, MAP_SHARED = 3, 1\n\
+         addr = libc.mmap(None, 1 << 20, PROT_READ_WRITE, MAP_SHARED, fd, 0)\n\
+         assert addr not in (None, ctypes.c_void_p(-1).value), ctypes.get_errno()\n\
+         os.close(fd)\n\
+         print('ready', flush=True)\n\
+         time.sleep(120)\n",
+    )
+    .unwrap();
+    let mapper = Helper::start(
+        &[],
+        &format!(
+            "exec {} {} {image_name}",
+            python.display(),
+            script.display()
+        ),
+    );
+    let sum = md5(&image);
+    let named = format!(
+        "pid {} (python3), which maps {image_name} shared and writable",
+        mapper.pid()
+    );
+    assert_shared(&image_name, &named, &image_name);
+    let head = attach(&image, 0, 2 * MIB);
+    assert_shared(&path_of(&head), &named, &image_name);
+    assert_eq!(md5(&image), sum, "the mapped file was written");
+    // Past the mapped MiB the file is apart from the mapping.
+    let beside = attach(&image, 2 * MIB, 0);
+    let before = kernel_completions(beside.kernel_name()).1;
+    let args = write_args(&path_of(&beside), &["--allow-write"]);
+    let out = run_hostmax(&args, None);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(kernel_completions(beside.kernel_name()).1 > before);
+}
+
+#[test]
+fn a_writer_that_opens_the_file_while_the_run_waits_to_start_is_refused_before_any_write() {
+    use std::io::{BufRead, BufReader};
+    require_root!();
+    let dir = ScratchDir::new("same-media-late-writer");
+    let image = data_file(&dir, "vm.img", 32 * MIB);
+    let image_name = image.display().to_string();
+    let sum = md5(&image);
+    let mut args = write_args(&image_name, &["--allow-write", "--force"]);
+    args.extend(["--start-at".to_string(), "+4s".to_string()]);
+    let mut child = Command::new(hostmax_bin())
+        .args(&args)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let mut line = String::new();
+    stderr.read_line(&mut line).unwrap();
+    assert!(line.contains("starting at"), "{line}");
+    // Checked and held (this process's own descriptor is no writer); now a VM opens it.
+    let writer = Helper::start(
+        &[],
+        &format!("exec 3<>{image_name}; echo ready; exec sleep 120"),
+    );
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut stderr, &mut rest).unwrap();
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(2), "{line}{rest}");
+    assert!(
+        rest.contains(&format!("pid {}", writer.pid())) && rest.contains("open for writing"),
+        "{rest}"
+    );
+    assert_eq!(md5(&image), sum, "written");
+}
+
 #[test]
 fn a_mount_made_while_waiting_for_the_start_time_is_refused_before_any_write() {
     use std::io::{BufRead, BufReader};

@@ -16,6 +16,7 @@
 //! - [`require_tool`]: a command-line tool a test needs (sfdisk, mkfs.*, chromium), installed
 //!   from Debian's packages when missing and we may; [`say_skipped`] and [`skip!`] print a skip
 //!   reason where the person running `cargo test` sees it (libtest hides a passing test's output).
+//! - [`md5`]: a file's md5, the oracle that an image was not written.
 //! - [`assert_refused`]: the refusal contract (exit 2, one line naming each thing, nothing on
 //!   stdout); [`read_interval_log`]: a `--hdr-log`'s counts per tag and second
 //!   ([`logged_ios`] adds a tag's).
@@ -154,6 +155,20 @@ pub fn run_hostmax_ok<S: AsRef<OsStr> + std::fmt::Debug>(args: &[S]) -> Output {
         String::from_utf8_lossy(&out.stderr)
     );
     out
+}
+
+/// The md5 of a file's bytes (`md5sum`): the oracle that an image was not written.
+pub fn md5(path: &Path) -> String {
+    let out = tool_command("md5sum", "coreutils")
+        .arg(path)
+        .output()
+        .unwrap_or_else(|e| panic!("run md5sum: {e}"));
+    assert!(out.status.success(), "md5sum {}", path.display());
+    String::from_utf8_lossy(&out.stdout)
+        .split_whitespace()
+        .next()
+        .unwrap_or_default()
+        .to_string()
 }
 
 /// A JSON number as f64, or a panic naming what it was.

@@ -100,6 +100,7 @@ pub mod safety;
 mod signature;
 mod sysfs;
 mod target;
+mod writers;
 
 pub use claim::{open_exclusive, EXCLUSIVE_OPEN_PATIENCE};
 pub use cpu_list::{format_cpu_list, parse_cpu_list, CpuListError, MAX_CPU};

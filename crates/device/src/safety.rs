@@ -22,6 +22,7 @@
 //! decides from those alone ([`WriteSafety`] is the user's consent). [`SystemSources`] names
 //! where the real files are.
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
@@ -34,12 +35,13 @@ use std::sync::Arc;
 use crate::claim::open_exclusive;
 use crate::device_reads::{BlockingReads, DeviceReads, Patience};
 use crate::media::{
-    loop_backing, media_users, read_dm_table, shared_media, MediaSources, MediaUser, MountedAt,
-    SwapArea,
+    loop_backing, media_users, read_dm_table, shared_media, Extent, MediaSources, MediaUser,
+    Medium, MountedAt, SwapArea,
 };
 use crate::signature::{probe_with_blkid_within, Signature};
 use crate::sysfs::{sorted_names, Sysfs};
 use crate::target::{verify_opened, TargetInfo, TargetKind};
+use crate::writers::Writers;
 
 /// Where the system state the checks read comes from, and how they read devices.
 #[derive(Debug, Clone)]
@@ -503,7 +505,7 @@ pub fn refusal_message(refusals: &[Refusal], words: &ConsentWords) -> String {
     let all = || refusals.iter().flat_map(|r| r.reasons.iter());
     let stopped = |x: &RefusalReason| matches!(x, RefusalReason::NotAnswering(_));
     if all().any(|x| !x.needs_only_flags() && !stopped(x)) {
-        fixes.push("unmount them, swapoff them or release their holders, or pick other devices");
+        fixes.push("unmount them, swapoff them, release their holders or stop what writes them, or pick other devices");
     }
     if all().any(stopped) {
         fixes.push("nothing was written; see why the device does not answer (dmesg, its path or array) or leave it out");
@@ -963,23 +965,43 @@ fn write_safety(
         } else {
             Vec::new()
         };
-        let mut loop_use = LoopUse::default();
-        for (t, family) in targets.iter().zip(&families) {
-            let (extents, stack) = media.target_extents(t);
+        // Who else writes the files the targets reach (a VM's image, a database file, the
+        // file behind a loop device): by inode, whatever name or link they use.
+        let reach: Vec<(Vec<Extent>, Vec<String>)> =
+            targets.iter().map(|t| media.target_extents(t)).collect();
+        let files: BTreeSet<(u64, u64)> = reach
+            .iter()
+            .flat_map(|(extents, _)| extents)
+            .filter_map(|e| match e.medium {
+                Medium::File { dev, ino } => Some((dev, ino)),
+                _ => None,
+            })
+            .collect();
+        let mut others = OtherUse::new(files);
+        for ((t, family), (extents, stack)) in targets.iter().zip(&families).zip(&reach) {
             let own: Vec<String> = family
                 .iter()
                 .flat_map(|f| f.nodes.iter().map(|n| n.name.clone()))
                 .collect();
-            let mut reasons: Vec<RefusalReason> = shared_media(&extents, &stack, &own, &users)
+            let mut reasons: Vec<RefusalReason> = shared_media(extents, stack, &own, &users)
                 .into_iter()
                 .map(|(user, medium)| RefusalReason::SharesMedia {
                     medium,
                     user: user.what.clone(),
                 })
                 .collect();
-            for (sibling, medium) in shared_media(&extents, &stack, &own, &loops) {
+            if sources.whole_system && !others.files.is_empty() {
+                let writers = others.writers().files();
+                reasons.extend(shared_media(extents, stack, &own, writers).into_iter().map(
+                    |(writer, medium)| RefusalReason::SharesMedia {
+                        medium,
+                        user: writer.what.clone(),
+                    },
+                ));
+            }
+            for (sibling, medium) in shared_media(extents, stack, &own, &loops) {
                 let name = sibling.device.as_deref().unwrap_or_default();
-                if let Some(how) = loop_use.in_use(&sources.sysfs, name) {
+                if let Some(how) = others.loop_in_use(&sources.sysfs, name) {
                     reasons.push(RefusalReason::SharesMedia {
                         medium,
                         user: format!("/dev/{name}, {how}"),
@@ -1119,17 +1141,34 @@ fn other_loop_devices(
         .collect()
 }
 
-/// Whether loop devices are in use by others, asked once each: claimed (an exclusive open
-/// fails: a mount in any namespace, a lazily unmounted filesystem still open, swap, a dm or md
-/// member) or open for writing by another process (found through `/proc/PID/fd`, read once).
-#[derive(Default)]
-struct LoopUse {
-    answers: std::collections::BTreeMap<String, Option<String>>,
-    writers: Option<std::collections::BTreeMap<u64, Vec<String>>>,
+/// What others do with the targets' media, each asked once: whether a loop device is in use
+/// (claimed: an exclusive open fails, as for a mount in any namespace, a lazily unmounted
+/// filesystem still open, swap, a dm or md member; or open for writing by another process),
+/// and who writes the files the targets reach. `/proc` is read once, when first needed
+/// ([`Writers::scan`]).
+struct OtherUse {
+    answers: BTreeMap<String, Option<String>>,
+    /// The files (`(st_dev, st_ino)`) the targets reach, whose writers the scan looks for.
+    files: BTreeSet<(u64, u64)>,
+    writers: Option<Writers>,
 }
 
-impl LoopUse {
-    fn in_use(&mut self, sysfs: &Sysfs, name: &str) -> Option<String> {
+impl OtherUse {
+    fn new(files: BTreeSet<(u64, u64)>) -> OtherUse {
+        OtherUse {
+            answers: BTreeMap::new(),
+            files,
+            writers: None,
+        }
+    }
+
+    fn writers(&mut self) -> &Writers {
+        let files = &self.files;
+        self.writers
+            .get_or_insert_with(|| Writers::scan(Path::new("/proc"), files))
+    }
+
+    fn loop_in_use(&mut self, sysfs: &Sysfs, name: &str) -> Option<String> {
         if let Some(answer) = self.answers.get(name) {
             return answer.clone();
         }
@@ -1153,52 +1192,10 @@ impl LoopUse {
                     .to_string(),
             );
         }
-        let rdev = libc::makedev(dev.0, dev.1);
-        let writers = self.writers.get_or_insert_with(writers_by_device);
-        writers
-            .get(&rdev)
+        self.writers()
+            .of_device(libc::makedev(dev.0, dev.1))
             .map(|who| format!("open for writing by {}", who.join(", ")))
     }
-}
-
-/// Block devices open for writing by processes other than this one: device number to
-/// `pid N (COMM)` (from `/proc/PID/fd` and the access mode in `/proc/PID/fdinfo`).
-fn writers_by_device() -> std::collections::BTreeMap<u64, Vec<String>> {
-    let me = std::process::id().to_string();
-    let mut out: std::collections::BTreeMap<u64, Vec<String>> = Default::default();
-    let proc_root = Path::new("/proc");
-    for pid in sorted_names(proc_root)
-        .into_iter()
-        .filter(|n| n != &me && n.bytes().all(|b| b.is_ascii_digit()))
-    {
-        let fd_dir = proc_root.join(&pid).join("fd");
-        for fd in sorted_names(&fd_dir) {
-            let Ok(meta) = std::fs::metadata(fd_dir.join(&fd)) else {
-                continue;
-            };
-            if !meta.file_type().is_block_device() {
-                continue;
-            }
-            let writes = std::fs::read_to_string(proc_root.join(&pid).join("fdinfo").join(&fd))
-                .ok()
-                .and_then(|info| {
-                    let flags = info.lines().find_map(|l| l.strip_prefix("flags:"))?;
-                    i32::from_str_radix(flags.trim(), 8).ok()
-                })
-                .is_some_and(|flags| flags & libc::O_ACCMODE != libc::O_RDONLY);
-            if writes {
-                let comm = std::fs::read_to_string(proc_root.join(&pid).join("comm"))
-                    .map(|c| c.trim().to_string())
-                    .unwrap_or_default();
-                let who = format!("pid {pid} ({comm})");
-                let entry = out.entry(meta.rdev()).or_default();
-                if !entry.contains(&who) {
-                    entry.push(who);
-                }
-            }
-        }
-    }
-    out
 }
 
 #[cfg(test)]
@@ -1406,7 +1403,7 @@ Filename\t\t\t\tType\t\tSize\t\tUsed\t\tPriority
         assert_eq!(
             msg,
             "refusing to write: /dev/loop3 is mounted at /mnt/x (and 1 more); /dev/loop4 has holders dm-0. \
-             Unmount them, swapoff them or release their holders, or pick other devices"
+             Unmount them, swapoff them, release their holders or stop what writes them, or pick other devices"
         );
         let without_flag = write_refusals(&targets, &families, NO_FLAGS, &mounts, &[], &[]);
         assert_eq!(without_flag.len(), 3);
@@ -1549,7 +1546,7 @@ Filename\t\t\t\tType\t\tSize\t\tUsed\t\tPriority
             msg,
             "refusing to write: /dev/loop7 is mounted at /mnt and carries an ext4 filesystem; \
              /dev/loop8 has partitions loop8p1 (use --force to overwrite it). \
-             Unmount them, swapoff them or release their holders, or pick other devices"
+             Unmount them, swapoff them, release their holders or stop what writes them, or pick other devices"
         );
         assert!(ext4.is_forceable() && gpt.is_forceable());
         assert!(!RefusalReason::Busy.is_forceable());
@@ -1586,7 +1583,7 @@ Filename\t\t\t\tType\t\tSize\t\tUsed\t\tPriority
         assert_eq!(
             refusal_message(&r, &FLAGS),
             "refusing to write: /dev/loop9 holds the root filesystem / (through loop9p1). \
-             Unmount them, swapoff them or release their holders, or pick other devices"
+             Unmount them, swapoff them, release their holders or stop what writes them, or pick other devices"
         );
         let mounts = parse_mountinfo(MOUNTINFO);
         let fam3 = [Some(DeviceFamily {
