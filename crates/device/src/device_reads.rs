@@ -136,6 +136,40 @@ impl Patience {
     }
 }
 
+impl Patience {
+    /// Runs `work` on a thread of its own and waits for its answer at most [`Patience::read`]
+    /// (or until the caller calls the wait off): for a look at the system that a stuck
+    /// process or filesystem could hold in the kernel (reading `/proc/PID/maps` waits for a
+    /// process's memory lock). One that outlives the wait is left to finish on its own.
+    pub(crate) fn within<T: Send + 'static>(
+        &self,
+        what: &str,
+        work: impl FnOnce() -> T + Send + 'static,
+    ) -> io::Result<T> {
+        use std::sync::mpsc::{channel, RecvTimeoutError};
+        let (answer, answered) = channel();
+        std::thread::spawn(move || {
+            let _ = answer.send(work());
+        });
+        let started = Instant::now();
+        loop {
+            match answered.recv_timeout(POLL) {
+                Ok(found) => return Ok(found),
+                Err(RecvTimeoutError::Disconnected) => {
+                    return Err(io::Error::other(format!("{what} failed")))
+                }
+                Err(RecvTimeoutError::Timeout) => {}
+            }
+            if self.is_called_off() {
+                return Err(Patience::called_off_error(what));
+            }
+            if started.elapsed() >= self.read {
+                return Err(Patience::ran_out(self.read, what));
+            }
+        }
+    }
+}
+
 fn drain_in_background(
     mut pipe: impl io::Read + Send + 'static,
 ) -> std::thread::JoinHandle<Vec<u8>> {
@@ -230,6 +264,28 @@ mod tests {
         let started = Instant::now();
         let err = patience.wait_for(child, "wipefs").unwrap_err();
         assert!(started.elapsed() < Duration::from_secs(5));
+        assert_eq!(err.kind(), io::ErrorKind::Interrupted);
+    }
+
+    #[test]
+    fn work_that_outlives_its_patience_is_left_and_named() {
+        let patience = Patience::new(Duration::from_millis(200), PROGRAM_PATIENCE);
+        assert_eq!(patience.within("adding", || 1 + 1).unwrap(), 2);
+        let started = Instant::now();
+        let err = patience
+            .within("listing /proc", || {
+                std::thread::sleep(Duration::from_secs(30))
+            })
+            .unwrap_err();
+        assert!(started.elapsed() < Duration::from_secs(5));
+        assert_eq!(err.kind(), io::ErrorKind::TimedOut);
+        assert_eq!(err.to_string(), "listing /proc got no answer within 0.2 s");
+        let called_off = Patience::default().called_off_by(|| true);
+        let err = called_off
+            .within("listing /proc", || {
+                std::thread::sleep(Duration::from_secs(30))
+            })
+            .unwrap_err();
         assert_eq!(err.kind(), io::ErrorKind::Interrupted);
     }
 

@@ -977,7 +977,7 @@ fn write_safety(
                 _ => None,
             })
             .collect();
-        let mut others = OtherUse::new(files);
+        let mut others = OtherUse::new(files, &sources.patience);
         for ((t, family), (extents, stack)) in targets.iter().zip(&families).zip(&reach) {
             let own: Vec<String> = family
                 .iter()
@@ -990,24 +990,35 @@ fn write_safety(
                     user: user.what.clone(),
                 })
                 .collect();
-            if sources.whole_system && !others.files.is_empty() {
-                let writers = others.writers().files();
-                reasons.extend(shared_media(extents, stack, &own, writers).into_iter().map(
-                    |(writer, medium)| RefusalReason::SharesMedia {
-                        medium,
-                        user: writer.what.clone(),
-                    },
-                ));
+            let mut not_checked = None;
+            let reaches_a_file = extents
+                .iter()
+                .any(|e| matches!(e.medium, Medium::File { .. }));
+            if sources.whole_system && reaches_a_file {
+                match others.writers() {
+                    Ok(writers) => reasons.extend(
+                        shared_media(extents, stack, &own, writers.files())
+                            .into_iter()
+                            .map(|(writer, medium)| RefusalReason::SharesMedia {
+                                medium,
+                                user: writer.what.clone(),
+                            }),
+                    ),
+                    Err(why) => not_checked = Some(why),
+                }
             }
             for (sibling, medium) in shared_media(extents, stack, &own, &loops) {
                 let name = sibling.device.as_deref().unwrap_or_default();
-                if let Some(how) = others.loop_in_use(&sources.sysfs, name) {
-                    reasons.push(RefusalReason::SharesMedia {
+                match others.loop_in_use(&sources.sysfs, name) {
+                    Ok(Some(how)) => reasons.push(RefusalReason::SharesMedia {
                         medium,
                         user: format!("/dev/{name}, {how}"),
-                    });
+                    }),
+                    Ok(None) => {}
+                    Err(why) => not_checked = Some(why),
                 }
             }
+            reasons.extend(not_checked);
             add(&t.path, reasons);
         }
     }
@@ -1150,51 +1161,72 @@ struct OtherUse {
     answers: BTreeMap<String, Option<String>>,
     /// The files (`(st_dev, st_ino)`) the targets reach, whose writers the scan looks for.
     files: BTreeSet<(u64, u64)>,
-    writers: Option<Writers>,
+    /// The scan, once made: or why it could not be ([`RefusalReason::NotAnswering`]: it got
+    /// no answer within the checks' patience, or a signal called it off).
+    writers: Option<Result<Writers, RefusalReason>>,
+    patience: Patience,
 }
 
 impl OtherUse {
-    fn new(files: BTreeSet<(u64, u64)>) -> OtherUse {
+    fn new(files: BTreeSet<(u64, u64)>, patience: &Patience) -> OtherUse {
         OtherUse {
             answers: BTreeMap::new(),
             files,
             writers: None,
+            patience: patience.clone(),
         }
     }
 
-    fn writers(&mut self) -> &Writers {
-        let files = &self.files;
+    /// The writers, from a scan of `/proc` bounded by the checks' patience (a process stuck
+    /// on a filesystem that does not answer cannot hold the checks).
+    fn writers(&mut self) -> Result<&Writers, RefusalReason> {
+        let (files, patience) = (self.files.clone(), &self.patience);
         self.writers
-            .get_or_insert_with(|| Writers::scan(Path::new("/proc"), files))
+            .get_or_insert_with(|| {
+                patience
+                    .within(
+                        "listing the processes that write to it (/proc)",
+                        move || Writers::scan(Path::new("/proc"), &files),
+                    )
+                    .map_err(|e| RefusalReason::NotAnswering(e.to_string()))
+            })
+            .as_ref()
+            .map_err(Clone::clone)
     }
 
-    fn loop_in_use(&mut self, sysfs: &Sysfs, name: &str) -> Option<String> {
+    /// Whether loop device `name` is in use by others (how, in words), or why that could not
+    /// be told.
+    fn loop_in_use(&mut self, sysfs: &Sysfs, name: &str) -> Result<Option<String>, RefusalReason> {
         if let Some(answer) = self.answers.get(name) {
-            return answer.clone();
+            return Ok(answer.clone());
         }
-        let answer = self.ask(sysfs, name);
+        let answer = self.ask(sysfs, name)?;
         self.answers.insert(name.to_string(), answer.clone());
-        answer
+        Ok(answer)
     }
 
-    fn ask(&mut self, sysfs: &Sysfs, name: &str) -> Option<String> {
-        let dev = sysfs
+    fn ask(&mut self, sysfs: &Sysfs, name: &str) -> Result<Option<String>, RefusalReason> {
+        let Some(dev) = sysfs
             .value(format!("class/block/{name}/dev"))
-            .and_then(|d| parse_dev(&d))?;
+            .and_then(|d| parse_dev(&d))
+        else {
+            return Ok(None);
+        };
         let node = PathBuf::from(format!("/dev/{name}"));
         let is_it = std::fs::metadata(&node).is_ok_and(|m| {
             m.file_type().is_block_device() && (libc::major(m.rdev()), libc::minor(m.rdev())) == dev
         });
         if is_it && exclusive_open_busy(&node) {
-            return Some(
+            return Ok(Some(
                 "claimed by another opener (a mount, in any mount namespace or lazily \
                  unmounted, swap, or a device built on it)"
                     .to_string(),
-            );
+            ));
         }
-        self.writers()
+        Ok(self
+            .writers()?
             .of_device(libc::makedev(dev.0, dev.1))
-            .map(|who| format!("open for writing by {}", who.join(", ")))
+            .map(|who| format!("open for writing by {}", who.join(", "))))
     }
 }
 

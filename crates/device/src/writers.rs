@@ -10,7 +10,6 @@
 //! writers (see [`Writers::files`]).
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::os::unix::fs::{FileTypeExt, MetadataExt};
 use std::path::Path;
 
 use crate::media::{Extent, MediaUser, Medium};
@@ -54,26 +53,32 @@ impl Writers {
             let fd_dir = process.join("fd");
             for fd in sorted_names(&fd_dir) {
                 let link = fd_dir.join(&fd);
-                let Ok(meta) = std::fs::metadata(&link) else {
+                // Sockets, pipes and anonymous inodes (`socket:[N]`) name no path; only what
+                // is open for writing is looked at further.
+                let Ok(path) = std::fs::read_link(&link) else {
                     continue;
                 };
-                let file = (meta.dev(), meta.ino());
-                let is_device = meta.file_type().is_block_device();
-                let wanted = meta.is_file() && files.contains(&file);
-                if !(is_device || wanted) || !open_for_writing(&process.join("fdinfo").join(&fd)) {
+                if !path.has_root() || !open_for_writing(&process.join("fdinfo").join(&fd)) {
                     continue;
                 }
-                if is_device {
-                    let entry = out.devices.entry(meta.rdev()).or_default();
-                    let who = who();
-                    if !entry.contains(&who) {
-                        entry.push(who);
+                let Some(node) = Node::of(&link) else {
+                    continue;
+                };
+                match node.kind {
+                    NodeKind::BlockDevice(rdev) => {
+                        let entry = out.devices.entry(rdev).or_default();
+                        let who = who();
+                        if !entry.contains(&who) {
+                            entry.push(who);
+                        }
                     }
-                    continue;
+                    NodeKind::File if files.contains(&node.file) => {
+                        let shown = path.display().to_string();
+                        let what = format!("{}, which has {shown} open for writing", who());
+                        out.add(what, node.file, (0, u64::MAX), &shown);
+                    }
+                    _ => {}
                 }
-                let path = std::fs::read_link(&link).unwrap_or_else(|_| link.clone());
-                let what = format!("{}, which has {} open for writing", who(), path.display());
-                out.add(what, file, (0, u64::MAX), &path.display().to_string());
             }
             if files.is_empty() {
                 continue;
@@ -81,12 +86,16 @@ impl Writers {
             let Ok(maps) = std::fs::read_to_string(process.join("maps")) else {
                 continue;
             };
-            for mapping in maps.lines().filter_map(SharedWritableMapping::parse) {
+            let inodes: BTreeSet<u64> = files.iter().map(|&(_, ino)| ino).collect();
+            for mapping in maps
+                .lines()
+                .filter_map(SharedWritableMapping::parse)
+                .filter(|m| inodes.contains(&m.file.1))
+            {
                 // The mapping's own file where the kernel lets this process see it (root:
                 // map_files), else the device and inode maps shows.
-                let file = std::fs::metadata(process.join("map_files").join(mapping.addresses))
-                    .map(|m| (m.dev(), m.ino()))
-                    .unwrap_or(mapping.file);
+                let file = Node::of(&process.join("map_files").join(mapping.addresses))
+                    .map_or(mapping.file, |node| node.file);
                 if !files.contains(&file) {
                     continue;
                 }
@@ -121,6 +130,61 @@ impl Writers {
         if !self.files.contains(&writer) {
             self.files.push(writer);
         }
+    }
+}
+
+/// What an open file is, as far as finding writers needs.
+struct Node {
+    /// Its `(st_dev, st_ino)`.
+    file: (u64, u64),
+    kind: NodeKind,
+}
+
+enum NodeKind {
+    /// A block device, by its number.
+    BlockDevice(u64),
+    /// A regular file.
+    File,
+    /// Anything else.
+    Other,
+}
+
+impl Node {
+    /// What `/proc/PID/fd/N` (or `/proc/PID/map_files/RANGE`) leads to, from the attributes
+    /// the kernel has cached (`statx` with `AT_STATX_DONT_SYNC`: a file on a network or FUSE
+    /// filesystem whose server does not answer is not asked); `None` when it is gone or may
+    /// not be looked at.
+    fn of(link: &Path) -> Option<Node> {
+        use std::os::unix::ffi::OsStrExt;
+        let path = std::ffi::CString::new(link.as_os_str().as_bytes()).ok()?;
+        // SAFETY: an all-zero `statx` is a valid value of the plain C struct.
+        let mut stx: libc::statx = unsafe { std::mem::zeroed() };
+        // SAFETY: `path` is a NUL-terminated string and `stx` a writable statx, both alive for
+        // the call.
+        let rc = unsafe {
+            libc::statx(
+                libc::AT_FDCWD,
+                path.as_ptr(),
+                libc::AT_STATX_DONT_SYNC,
+                libc::STATX_TYPE | libc::STATX_INO,
+                &mut stx,
+            )
+        };
+        if rc != 0 {
+            return None;
+        }
+        let dev = libc::makedev(stx.stx_dev_major, stx.stx_dev_minor);
+        let kind = match u32::from(stx.stx_mode) & libc::S_IFMT {
+            libc::S_IFBLK => {
+                NodeKind::BlockDevice(libc::makedev(stx.stx_rdev_major, stx.stx_rdev_minor))
+            }
+            libc::S_IFREG => NodeKind::File,
+            _ => NodeKind::Other,
+        };
+        Some(Node {
+            file: (dev, stx.stx_ino),
+            kind,
+        })
     }
 }
 
@@ -187,7 +251,7 @@ impl<'a> SharedWritableMapping<'a> {
 mod tests {
     use super::*;
     use std::fs;
-    use std::os::unix::fs::symlink;
+    use std::os::unix::fs::{symlink, MetadataExt};
     use std::path::PathBuf;
 
     #[test]
