@@ -7,7 +7,9 @@
 //! block device that is mounted (or has a mounted partition), has holders (device-mapper, md,
 //! ...), is active swap (itself or a partition), holds the root filesystem (or is its parent
 //! disk), or cannot be opened exclusively is refused, and so is a regular file that is an
-//! active swap file. [`check_write_safety`] checks every target and returns ONE
+//! active swap file; and so is any target that reaches (as itself, or as a loop device's
+//! backing) a file another process has open for writing or maps shared and writable, found by
+//! inode whatever name it uses (a VM's raw image, a database file). [`check_write_safety`] checks every target and returns ONE
 //! [`WriteRefused`] listing each refused target with its [`RefusalReason`]s; its message names
 //! the consents by [`ConsentWords`] (a tool passes the names its own users know them by).
 //!
@@ -54,10 +56,11 @@ pub struct SystemSources {
     /// Sysfs, for block devices, their partitions, holders and the devices below them.
     pub sysfs: Sysfs,
     /// Also read the mount table of every other mount namespace (`/proc/PID/mountinfo` of one
-    /// process in each), and ask every loop device over a target's media whether anything
-    /// claims it or has it open for writing: what this process's own mount table cannot show
-    /// (a mount in a container, a lazily unmounted filesystem still in use). On by default;
-    /// off for checks fed synthetic state.
+    /// process in each), ask every loop device over a target's media whether anything
+    /// claims it or has it open for writing, and list the processes that write the files the
+    /// targets reach (`/proc/PID/fd`, `fdinfo`, `maps`): what this process's own mount table
+    /// cannot show (a mount in a container, a lazily unmounted filesystem still in use, a VM
+    /// writing its image). On by default; off for checks fed synthetic state.
     pub whole_system: bool,
     /// How a device's signature areas are read ([`BlockingReads`] by default: unbounded;
     /// hostmax-engine's `UringReads` keeps [`SystemSources::patience`]).
