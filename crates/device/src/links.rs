@@ -54,8 +54,9 @@ fn may_follow(link_uid: u32, dir: &FileStat) -> bool {
 }
 
 /// The path `path` leads to, absolute, every symbolic link followed as the kernel would (`..`
-/// after a link goes up from where the link led), except one another user controls
-/// ([`may_follow`]): that is an error carrying an [`UntrustedLink`] ([`untrusted`] finds it).
+/// after a link goes up from where the link led), except one another user controls (in a
+/// sticky, world-writable directory, owned by neither this user nor the directory's owner):
+/// that is an error carrying an [`UntrustedLink`] ([`untrusted`] finds it).
 /// Components that do not exist are kept as they are, for whatever opens the path to say why
 /// it cannot. A path that exists comes back with no link in it, as `realpath` gives it.
 pub fn follow_trusted_links(path: &Path) -> io::Result<PathBuf> {
