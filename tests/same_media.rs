@@ -579,7 +579,8 @@ fn a_loop_device_open_for_writing_by_another_process_keeps_its_file_in_use() {
     for name in [image_name.clone(), path_of(&target)] {
         let args = write_args(&name, &["--allow-write", "--force"]);
         let out = run_hostmax(&args, None);
-        assert_refused(&args, &out, &[&used.0, "open for writing by pid", "sleep"]);
+        let writer = format!("(sleep), which has {} open for writing", used.0);
+        assert_refused(&args, &out, &["pid ", &writer, "no flag overrides"]);
     }
     // Open only for reading (udev's probe, blkid): not in use.
     drop(_writer);
@@ -595,6 +596,52 @@ fn a_loop_device_open_for_writing_by_another_process_keeps_its_file_in_use() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+}
+
+#[test]
+fn a_device_another_process_writes_is_not_written() {
+    require_root!();
+    let dir = ScratchDir::new("same-media-device-writer");
+    let image = dir.file("disk.img", 32 * MIB);
+    // A VM's raw disk: a block device another program holds open for writing (qemu opens one
+    // without O_EXCL, so no claim shows it). Set up by losetup: this test holds no descriptor.
+    let disk = Losetup::attach("--find", &image);
+    let kernel_name = disk.0.trim_start_matches("/dev/").to_string();
+    let vm = Helper::start(
+        &[],
+        &format!("exec 3<>{}; echo ready; exec sleep 120", disk.0),
+    );
+    vm.wait_for_comm("sleep");
+    let before = kernel_completions(&kernel_name).1;
+    let named = format!(
+        "pid {} (sleep), which has {} open for writing",
+        vm.pid(),
+        disk.0
+    );
+    let image_name = image.display().to_string();
+    // The device itself, and its file by any name.
+    assert_shared(&disk.0, &named, &image_name);
+    assert_shared(&image_name, &named, &image_name);
+    assert_eq!(
+        kernel_completions(&kernel_name).1,
+        before,
+        "the VM's disk was written"
+    );
+    // Only read by it: the user's consent decides.
+    drop(vm);
+    let _reader = Helper::start(
+        &[],
+        &format!("exec 3<{}; echo ready; exec sleep 120", disk.0),
+    );
+    let args = write_args(&disk.0, &["--allow-write"]);
+    let out = run_hostmax(&args, None);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(kernel_completions(&kernel_name).1 > before);
 }
 
 /// A file of `size` bytes of data (no signature: someone's image or database) in `dir`.

@@ -958,7 +958,8 @@ fn write_safety(
             .collect();
         let users = media_users(&media, &mounted, &swapped);
         // Every loop device not among the users above, and not ours: a user only if something
-        // claims it or writes through it, which is asked only of those over a target's media.
+        // claims it, which is asked only of those over a target's media (one another process
+        // writes through is a writer, below).
         let ours: Vec<&str> = targets
             .iter()
             .filter_map(|t| t.kernel_name.as_deref())
@@ -993,35 +994,32 @@ fn write_safety(
                     user: user.what.clone(),
                 })
                 .collect();
-            let mut not_checked = None;
-            let reaches_a_file = extents
-                .iter()
-                .any(|e| matches!(e.medium, Medium::File { .. }));
-            if sources.whole_system && reaches_a_file {
-                match others.writers() {
-                    Ok(writers) => reasons.extend(
-                        shared_media(extents, stack, &own, writers.files())
-                            .into_iter()
-                            .map(|(writer, medium)| RefusalReason::SharesMedia {
+            // Whatever another process writes, the target itself included (a VM's disk).
+            if sources.whole_system {
+                match others.writers(&media) {
+                    Ok(writers) => {
+                        reasons.extend(shared_media(extents, &[], &[], writers).into_iter().map(
+                            |(writer, medium)| RefusalReason::SharesMedia {
                                 medium,
                                 user: writer.what.clone(),
-                            }),
-                    ),
-                    Err(why) => not_checked = Some(why),
+                            },
+                        ))
+                    }
+                    Err(why) => reasons.push(why),
                 }
             }
             for (sibling, medium) in shared_media(extents, stack, &own, &loops) {
                 let name = sibling.device.as_deref().unwrap_or_default();
-                match others.loop_in_use(&sources.sysfs, name) {
-                    Ok(Some(how)) => reasons.push(RefusalReason::SharesMedia {
+                if others.loop_claimed(&sources.sysfs, name) {
+                    reasons.push(RefusalReason::SharesMedia {
                         medium,
-                        user: format!("/dev/{name}, {how}"),
-                    }),
-                    Ok(None) => {}
-                    Err(why) => not_checked = Some(why),
+                        user: format!(
+                            "/dev/{name}, claimed by another opener (a mount, in any mount \
+                             namespace or lazily unmounted, swap, or a device built on it)"
+                        ),
+                    });
                 }
             }
-            reasons.extend(not_checked);
             add(&t.path, reasons);
         }
     }
@@ -1155,81 +1153,81 @@ fn other_loop_devices(
         .collect()
 }
 
-/// What others do with the targets' media, each asked once: whether a loop device is in use
-/// (claimed: an exclusive open fails, as for a mount in any namespace, a lazily unmounted
-/// filesystem still open, swap, a dm or md member; or open for writing by another process),
-/// and who writes the files the targets reach. `/proc` is read once, when first needed
+/// What others do with the targets' media: whether a loop device over them is claimed (an
+/// exclusive open fails: a mount in any mount namespace, a lazily unmounted filesystem still
+/// open, swap, a dm or md member), asked once each; and what other processes write, as users
+/// of media: every block device open for writing (reaching what the device reaches) and every
+/// writer of a file the targets reach, from one scan of `/proc` made when first needed
 /// ([`Writers::scan`]).
 struct OtherUse {
-    answers: BTreeMap<String, Option<String>>,
+    claims: BTreeMap<String, bool>,
     /// The files (`(st_dev, st_ino)`) the targets reach, whose writers the scan looks for.
     files: BTreeSet<(u64, u64)>,
-    /// The scan, once made: or why it could not be ([`RefusalReason::NotAnswering`]: it got
-    /// no answer within the checks' patience, or a signal called it off).
-    writers: Option<Result<Writers, RefusalReason>>,
+    /// The writers, once scanned: or why they could not be ([`RefusalReason::NotAnswering`]:
+    /// the scan got no answer within the checks' patience, or a signal called it off).
+    writers: Option<Result<Vec<MediaUser>, RefusalReason>>,
     patience: Patience,
 }
 
 impl OtherUse {
     fn new(files: BTreeSet<(u64, u64)>, patience: &Patience) -> OtherUse {
         OtherUse {
-            answers: BTreeMap::new(),
+            claims: BTreeMap::new(),
             files,
             writers: None,
             patience: patience.clone(),
         }
     }
 
-    /// The writers, from a scan of `/proc` bounded by the checks' patience (a process stuck
-    /// on a filesystem that does not answer cannot hold the checks).
-    fn writers(&mut self) -> Result<&Writers, RefusalReason> {
+    /// What other processes write, each a [`MediaUser`], from a scan of `/proc` bounded by the
+    /// checks' patience (a process stuck on a filesystem that does not answer cannot hold the
+    /// checks); a device open for writing reaches what `media` says it reaches.
+    fn writers(&mut self, media: &MediaSources<'_>) -> Result<&[MediaUser], RefusalReason> {
         let (files, patience) = (self.files.clone(), &self.patience);
         self.writers
             .get_or_insert_with(|| {
-                patience
+                let scanned = patience
                     .within(
                         "listing the processes that write to it (/proc)",
                         move || Writers::scan(Path::new("/proc"), &files),
                     )
-                    .map_err(|e| RefusalReason::NotAnswering(e.to_string()))
+                    .map_err(|e| RefusalReason::NotAnswering(e.to_string()))?;
+                let mut users = Vec::new();
+                for (rdev, whats) in scanned.devices() {
+                    let Some(name) = media
+                        .sysfs
+                        .kernel_name((libc::major(rdev), libc::minor(rdev)))
+                    else {
+                        continue;
+                    };
+                    let extents = media.device_extents(&name, (0, u64::MAX), &mut Vec::new());
+                    users.extend(whats.iter().map(|what| {
+                        MediaUser::new(what.clone(), Some(name.clone()), extents.clone())
+                    }));
+                }
+                users.extend_from_slice(scanned.files());
+                Ok(users)
             })
-            .as_ref()
+            .as_deref()
             .map_err(Clone::clone)
     }
 
-    /// Whether loop device `name` is in use by others (how, in words), or why that could not
-    /// be told.
-    fn loop_in_use(&mut self, sysfs: &Sysfs, name: &str) -> Result<Option<String>, RefusalReason> {
-        if let Some(answer) = self.answers.get(name) {
-            return Ok(answer.clone());
-        }
-        let answer = self.ask(sysfs, name)?;
-        self.answers.insert(name.to_string(), answer.clone());
-        Ok(answer)
-    }
-
-    fn ask(&mut self, sysfs: &Sysfs, name: &str) -> Result<Option<String>, RefusalReason> {
-        let Some(dev) = sysfs
-            .value(format!("class/block/{name}/dev"))
-            .and_then(|d| parse_dev(&d))
-        else {
-            return Ok(None);
-        };
-        let node = PathBuf::from(format!("/dev/{name}"));
-        let is_it = std::fs::metadata(&node).is_ok_and(|m| {
-            m.file_type().is_block_device() && (libc::major(m.rdev()), libc::minor(m.rdev())) == dev
-        });
-        if is_it && exclusive_open_busy(&node) {
-            return Ok(Some(
-                "claimed by another opener (a mount, in any mount namespace or lazily \
-                 unmounted, swap, or a device built on it)"
-                    .to_string(),
-            ));
-        }
-        Ok(self
-            .writers()?
-            .of_device(libc::makedev(dev.0, dev.1))
-            .map(|who| format!("open for writing by {}", who.join(", "))))
+    /// Whether loop device `name` is claimed by another opener.
+    fn loop_claimed(&mut self, sysfs: &Sysfs, name: &str) -> bool {
+        *self.claims.entry(name.to_string()).or_insert_with(|| {
+            let Some(dev) = sysfs
+                .value(format!("class/block/{name}/dev"))
+                .and_then(|d| parse_dev(&d))
+            else {
+                return false;
+            };
+            let node = PathBuf::from(format!("/dev/{name}"));
+            let is_it = std::fs::metadata(&node).is_ok_and(|m| {
+                m.file_type().is_block_device()
+                    && (libc::major(m.rdev()), libc::minor(m.rdev())) == dev
+            });
+            is_it && exclusive_open_busy(&node)
+        })
     }
 }
 

@@ -18,7 +18,8 @@ use crate::sysfs::sorted_names;
 /// What processes other than this one write, from one pass over `/proc`.
 #[derive(Debug, Default)]
 pub(crate) struct Writers {
-    /// Block devices open for writing: device number to `pid N (COMM)`.
+    /// Block devices open for writing: device number to each writer, `pid N (COMM), which has
+    /// PATH open for writing`.
     devices: BTreeMap<u64, Vec<String>>,
     /// The writers of the files [`Writers::scan`] was asked about, in pid order, each a
     /// [`MediaUser`] (`pid N (COMM), which has PATH open for writing`, or maps it shared and
@@ -64,18 +65,18 @@ impl Writers {
                 let Some(node) = Node::of(&link) else {
                     continue;
                 };
+                let shown = path.display().to_string();
+                let what = || format!("{}, which has {shown} open for writing", who());
                 match node.kind {
                     NodeKind::BlockDevice(rdev) => {
                         let entry = out.devices.entry(rdev).or_default();
-                        let who = who();
-                        if !entry.contains(&who) {
-                            entry.push(who);
+                        let what = what();
+                        if !entry.contains(&what) {
+                            entry.push(what);
                         }
                     }
                     NodeKind::File if files.contains(&node.file) => {
-                        let shown = path.display().to_string();
-                        let what = format!("{}, which has {shown} open for writing", who());
-                        out.add(what, node.file, (0, u64::MAX), &shown);
+                        out.add(what(), node.file, (0, u64::MAX), &shown);
                     }
                     _ => {}
                 }
@@ -106,9 +107,12 @@ impl Writers {
         out
     }
 
-    /// Who has block device `rdev` open for writing, if anyone.
-    pub(crate) fn of_device(&self, rdev: u64) -> Option<&[String]> {
-        self.devices.get(&rdev).map(Vec::as_slice)
+    /// The block devices open for writing, by number, each with its writers (`pid N (COMM),
+    /// which has PATH open for writing`).
+    pub(crate) fn devices(&self) -> impl Iterator<Item = (u64, &[String])> {
+        self.devices
+            .iter()
+            .map(|(rdev, who)| (*rdev, who.as_slice()))
     }
 
     /// The writers of the files asked about ([`Writers::files`]).

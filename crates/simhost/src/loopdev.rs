@@ -1,7 +1,8 @@
 //! Loop devices made with the kernel's ioctls (no `losetup` needed).
 //!
 //! A [`LoopDevice`] is configured with `LO_FLAGS_AUTOCLEAR` and keeps its own file
-//! descriptor open for as long as it lives: the kernel detaches the device when the last
+//! descriptor (read-only, so this process is no writer of the device) open for as long as it
+//! lives: the kernel detaches the device when the last
 //! descriptor closes, so dropping it (or the process dying, even by SIGKILL) leaves nothing
 //! behind.
 
@@ -60,7 +61,8 @@ with_setters!(LoopOptions {
 /// An attached loop device, detached by the kernel when this value (and any other opener) is gone.
 #[derive(Debug)]
 pub struct LoopDevice {
-    /// Held open on purpose: with `LO_FLAGS_AUTOCLEAR` this descriptor is what keeps the device bound.
+    /// Held open on purpose, read-only: with `LO_FLAGS_AUTOCLEAR` this descriptor is what keeps
+    /// the device bound.
     device: File,
     node: DeviceNode,
 }
@@ -175,12 +177,21 @@ impl LoopDevice {
                     })
                 }
             }
-            let rdev = device
+            // Held read-only from here on (reopened through the descriptor that bound it, so
+            // it is this device whatever its node is now): a descriptor open for writing would
+            // make this process a writer of the device, and hostmax refuses to write a device
+            // another process writes.
+            let held = OpenOptions::new()
+                .read(true)
+                .open(format!("/proc/self/fd/{}", device.as_raw_fd()))
+                .map_err(SimHostError::io("reopen", &path))?;
+            drop(device);
+            let rdev = held
                 .metadata()
                 .map_err(SimHostError::io("stat", &path))?
                 .rdev();
             let loop_device = LoopDevice {
-                device,
+                device: held,
                 node: DeviceNode {
                     path,
                     kernel_name: format!("loop{number}"),
@@ -198,7 +209,7 @@ impl LoopDevice {
         })
     }
 
-    /// The descriptor that keeps the device bound.
+    /// The descriptor that keeps the device bound (read-only: ioctls only).
     pub fn file(&self) -> &File {
         &self.device
     }
