@@ -5,8 +5,8 @@
 //! - [`probe`] reads a target into a [`TargetInfo`] ([`TargetKind`], size, logical block size
 //!   or a file's `O_DIRECT` alignment, device number, kernel name); [`ProbeError`] says why not.
 //! - [`safety`] decides which targets a write workload must not touch (mounted, held, swap, the
-//!   root filesystem, claimed by another exclusive opener, reaching a file another process
-//!   writes, or carrying data without consent:
+//!   root filesystem, claimed by another exclusive opener, reaching a device or file another
+//!   process writes, or carrying data without consent:
 //!   [`WriteSafety`]); [`check_write_safety`] returns one [`WriteRefused`] naming every refused
 //!   target and reason. The system state comes from [`SystemSources`].
 //! - [`probe_device`] finds on-disk signatures (partition tables, filesystems, RAID, LVM, LUKS,

@@ -9,7 +9,8 @@
 //! disk), or cannot be opened exclusively is refused, and so is a regular file that is an
 //! active swap file; and so is any target that reaches (as itself, or as a loop device's
 //! backing) a file another process has open for writing or maps shared and writable, found by
-//! inode whatever name it uses (a VM's raw image, a database file). [`check_write_safety`] checks every target and returns ONE
+//! inode whatever name it uses (a VM's raw image, a database file), or a block device another
+//! process has open for writing (a VM's raw disk). [`check_write_safety`] checks every target and returns ONE
 //! [`WriteRefused`] listing each refused target with its [`RefusalReason`]s; its message names
 //! the consents by [`ConsentWords`] (a tool passes the names its own users know them by).
 //!
@@ -57,8 +58,8 @@ pub struct SystemSources {
     pub sysfs: Sysfs,
     /// Also read the mount table of every other mount namespace (`/proc/PID/mountinfo` of one
     /// process in each), ask every loop device over a target's media whether anything
-    /// claims it or has it open for writing, and list the processes that write the files the
-    /// targets reach (`/proc/PID/fd`, `fdinfo`, `maps`): what this process's own mount table
+    /// claims it, and list what other processes write (block devices and the files the targets
+    /// reach: `/proc/PID/fd`, `fdinfo`, `maps`): what this process's own mount table
     /// cannot show (a mount in a container, a lazily unmounted filesystem still in use, a VM
     /// writing its image). On by default; off for checks fed synthetic state.
     pub whole_system: bool,
