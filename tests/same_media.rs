@@ -634,13 +634,7 @@ fn a_device_another_process_writes_is_not_written() {
         &format!("exec 3<{}; echo ready; exec sleep 120", disk.0),
     );
     let args = write_args(&disk.0, &["--allow-write"]);
-    let out = run_hostmax(&args, None);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    run_hostmax_ok(&args);
     assert!(kernel_completions(&kernel_name).1 > before);
 }
 
@@ -714,13 +708,7 @@ fn a_file_another_process_writes_is_not_written_by_any_name() {
         &format!("exec 3<{image_name}; echo ready; exec sleep 120"),
     );
     let args = write_args(&image_name, &["--allow-write"]);
-    let out = run_hostmax(&args, None);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    run_hostmax_ok(&args);
     assert_ne!(md5(&image), sum, "consent given, nothing written");
 }
 
@@ -785,25 +773,17 @@ fn a_file_another_process_maps_shared_and_writable_is_not_written_where_mapped()
     let beside = attach(&image, 2 * MIB, 0);
     let before = kernel_completions(beside.kernel_name()).1;
     let args = write_args(&path_of(&beside), &["--allow-write"]);
-    let out = run_hostmax(&args, None);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    run_hostmax_ok(&args);
     assert!(kernel_completions(beside.kernel_name()).1 > before);
 }
 
-#[test]
-fn a_writer_that_opens_the_file_while_the_run_waits_to_start_is_refused_before_any_write() {
+/// Runs a write of `target` (with both flags) that waits for `--start-at +4s`, calls
+/// `meanwhile` once the run is checked, holds its targets and waits, and asserts the run was
+/// then refused (exit 2). Gives back what the run said after its first line, and what
+/// `meanwhile` returned (kept alive until the run ended).
+fn refused_after_the_wait<T>(target: &str, meanwhile: impl FnOnce() -> T) -> (String, T) {
     use std::io::{BufRead, BufReader};
-    require_root!();
-    let dir = ScratchDir::new("same-media-late-writer");
-    let image = data_file(&dir, "vm.img", 32 * MIB);
-    let image_name = image.display().to_string();
-    let sum = md5(&image);
-    let mut args = write_args(&image_name, &["--allow-write", "--force"]);
+    let mut args = write_args(target, &["--allow-write", "--force"]);
     args.extend(["--start-at".to_string(), "+4s".to_string()]);
     let mut child = Command::new(hostmax_bin())
         .args(&args)
@@ -815,25 +795,37 @@ fn a_writer_that_opens_the_file_while_the_run_waits_to_start_is_refused_before_a
     let mut line = String::new();
     stderr.read_line(&mut line).unwrap();
     assert!(line.contains("starting at"), "{line}");
-    // Checked and held (this process's own descriptor is no writer); now a VM opens it.
-    let writer = Helper::start(
-        &[],
-        &format!("exec 3<>{image_name}; echo ready; exec sleep 120"),
-    );
+    let kept = meanwhile();
     let mut rest = String::new();
     std::io::Read::read_to_string(&mut stderr, &mut rest).unwrap();
     let status = child.wait().unwrap();
     assert_eq!(status.code(), Some(2), "{line}{rest}");
+    (rest, kept)
+}
+
+#[test]
+fn a_writer_that_opens_the_file_while_the_run_waits_to_start_is_refused_before_any_write() {
+    require_root!();
+    let dir = ScratchDir::new("same-media-late-writer");
+    let image = data_file(&dir, "vm.img", 32 * MIB);
+    let image_name = image.display().to_string();
+    let sum = md5(&image);
+    // Checked and held (this process's own descriptor is no writer); now a VM opens it.
+    let (said, writer) = refused_after_the_wait(&image_name, || {
+        Helper::start(
+            &[],
+            &format!("exec 3<>{image_name}; echo ready; exec sleep 120"),
+        )
+    });
     assert!(
-        rest.contains(&format!("pid {}", writer.pid())) && rest.contains("open for writing"),
-        "{rest}"
+        said.contains(&format!("pid {}", writer.pid())) && said.contains("open for writing"),
+        "{said}"
     );
     assert_eq!(md5(&image), sum, "written");
 }
 
 #[test]
 fn a_mount_made_while_waiting_for_the_start_time_is_refused_before_any_write() {
-    use std::io::{BufRead, BufReader};
     require_root!();
     let dir = ScratchDir::new("same-media-start-at");
     let image = dir.file("fs.img", 64 * MIB);
@@ -841,28 +833,15 @@ fn a_mount_made_while_waiting_for_the_start_time_is_refused_before_any_write() {
     run_tool("mkfs.ext4", "e2fsprogs", &["-q", "-F", &image_name]);
     let target = attach(&image, 0, 0);
     let before = kernel_completions(target.kernel_name()).1;
-    let mut args = write_args(&path_of(&target), &["--allow-write", "--force"]);
-    args.extend(["--start-at".to_string(), "+4s".to_string()]);
-    let mut child = Command::new(hostmax_bin())
-        .args(&args)
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stderr = BufReader::new(child.stderr.take().unwrap());
-    let mut line = String::new();
-    stderr.read_line(&mut line).unwrap();
-    assert!(line.contains("starting at"), "{line}");
     // Checked, held and waiting: now another name of the image gets mounted.
-    let other = attach(&image, 0, 0);
-    let mount = Mount::new(&path_of(&other), &dir.join("mnt"), &[]);
-    let mut rest = String::new();
-    std::io::Read::read_to_string(&mut stderr, &mut rest).unwrap();
-    let status = child.wait().unwrap();
-    assert_eq!(status.code(), Some(2), "{line}{rest}");
+    let (said, (other, mount)) = refused_after_the_wait(&path_of(&target), || {
+        let other = attach(&image, 0, 0);
+        let mount = Mount::new(&path_of(&other), &dir.join("mnt"), &[]);
+        (other, mount)
+    });
     assert!(
-        rest.contains("shares its media") && rest.contains(&path_of(&other)),
-        "{rest}"
+        said.contains("shares its media") && said.contains(&path_of(&other)),
+        "{said}"
     );
     assert_eq!(
         kernel_completions(target.kernel_name()).1,

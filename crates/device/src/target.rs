@@ -384,23 +384,22 @@ pub(crate) fn media_identity(sysfs: &Sysfs, name: &str) -> Option<String> {
 
 /// The `O_DIRECT` offset alignment of a regular file (`statx` `STATX_DIOALIGN`, Linux 6.1+).
 fn dio_alignment(path: &Path) -> Option<u32> {
+    let stx = statx(path, 0, libc::STATX_DIOALIGN)?;
+    if stx.stx_mask & libc::STATX_DIOALIGN == 0 || stx.stx_dio_offset_align == 0 {
+        return None;
+    }
+    Some(stx.stx_dio_offset_align.max(512))
+}
+
+/// `statx(2)` of `path` (links followed) with `flags` (`AT_STATX_DONT_SYNC`, ...) asking for
+/// `mask`; `None` when it fails.
+pub(crate) fn statx(path: &Path, flags: libc::c_int, mask: libc::c_uint) -> Option<libc::statx> {
     use std::ffi::CString;
     use std::os::unix::ffi::OsStrExt;
     let c = CString::new(path.as_os_str().as_bytes()).ok()?;
     // SAFETY: an all-zero `statx` is a valid value of the plain C struct.
     let mut stx: libc::statx = unsafe { std::mem::zeroed() };
     // SAFETY: `c` is a NUL-terminated path and `stx` a writable statx for the call's duration.
-    let rc = unsafe {
-        libc::statx(
-            libc::AT_FDCWD,
-            c.as_ptr(),
-            0,
-            libc::STATX_DIOALIGN,
-            &mut stx,
-        )
-    };
-    if rc != 0 || stx.stx_mask & libc::STATX_DIOALIGN == 0 || stx.stx_dio_offset_align == 0 {
-        return None;
-    }
-    Some(stx.stx_dio_offset_align.max(512))
+    let rc = unsafe { libc::statx(libc::AT_FDCWD, c.as_ptr(), flags, mask, &mut stx) };
+    (rc == 0).then_some(stx)
 }

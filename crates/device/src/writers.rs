@@ -14,6 +14,7 @@ use std::path::Path;
 
 use crate::media::{Extent, MediaUser, Medium};
 use crate::sysfs::sorted_names;
+use crate::target::statx;
 
 /// What processes other than this one write, from one pass over `/proc`.
 #[derive(Debug, Default)]
@@ -159,24 +160,11 @@ impl Node {
     /// filesystem whose server does not answer is not asked); `None` when it is gone or may
     /// not be looked at.
     fn of(link: &Path) -> Option<Node> {
-        use std::os::unix::ffi::OsStrExt;
-        let path = std::ffi::CString::new(link.as_os_str().as_bytes()).ok()?;
-        // SAFETY: an all-zero `statx` is a valid value of the plain C struct.
-        let mut stx: libc::statx = unsafe { std::mem::zeroed() };
-        // SAFETY: `path` is a NUL-terminated string and `stx` a writable statx, both alive for
-        // the call.
-        let rc = unsafe {
-            libc::statx(
-                libc::AT_FDCWD,
-                path.as_ptr(),
-                libc::AT_STATX_DONT_SYNC,
-                libc::STATX_TYPE | libc::STATX_INO,
-                &mut stx,
-            )
-        };
-        if rc != 0 {
-            return None;
-        }
+        let stx = statx(
+            link,
+            libc::AT_STATX_DONT_SYNC,
+            libc::STATX_TYPE | libc::STATX_INO,
+        )?;
         let dev = libc::makedev(stx.stx_dev_major, stx.stx_dev_minor);
         let kind = match u32::from(stx.stx_mode) & libc::S_IFMT {
             libc::S_IFBLK => {
