@@ -101,6 +101,11 @@ const RUN_READS: u64 = 64;
 
 /// Waits (up to a minute) until process `pid` catches SIGINT (its handler is installed).
 fn wait_for_sigint_handler(pid: i32) {
+    wait_for_handler(pid, libc::SIGINT);
+}
+
+/// Waits (up to a minute) until process `pid` catches `sig` (its `SigCgt` mask has it).
+fn wait_for_handler(pid: i32, sig: i32) {
     let deadline = Instant::now() + Duration::from_secs(60);
     let caught = || {
         let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
@@ -108,10 +113,13 @@ fn wait_for_sigint_handler(pid: i32) {
             .lines()
             .find_map(|l| l.strip_prefix("SigCgt:"))
             .and_then(|mask| u64::from_str_radix(mask.trim(), 16).ok())
-            .is_some_and(|mask| mask & (1 << (libc::SIGINT - 1)) != 0)
+            .is_some_and(|mask| mask & (1 << (sig - 1)) != 0)
     };
     while !caught() {
-        assert!(Instant::now() < deadline, "hostmax never caught SIGINT");
+        assert!(
+            Instant::now() < deadline,
+            "hostmax never caught signal {sig}"
+        );
         std::thread::sleep(Duration::from_millis(1));
     }
 }
@@ -358,9 +366,9 @@ fn a_file_target_out_of_space_is_reported_failed_with_enospc() {
     assert!(ios >= 512, "only {ios} writes before ENOSPC");
 }
 
-/// Interrupts a 10 s run over two loop volumes 1.5 s in with `sig`, and checks the report and
-/// the exit code.
-fn interrupt_run(sig: i32) {
+/// Interrupts a 10 s run over two loop volumes 1.5 s in with `sig` (called `name`), and
+/// checks the report and the exit code.
+fn interrupt_run(sig: i32, name: &str) {
     let scratch = ScratchDir::new(&format!("signal-{sig}"));
     let host = loop_volumes(2, 32 * MIB);
     let json = scratch.join("out.json").display().to_string();
@@ -377,7 +385,7 @@ fn interrupt_run(sig: i32) {
     // Once it measures (about 1.5 s in at full speed), so the report has figures.
     // Reads a fresh device gets from elsewhere (6.1 in the matrix's VM counts some on null_blk
     // before hostmax starts) must not make this signal come before hostmax catches it.
-    wait_for_sigint_handler(running.pid());
+    wait_for_handler(running.pid(), sig);
     wait_for_io(&names[0], |(reads, _)| reads > before.0 + RUN_READS);
     std::thread::sleep(Duration::from_millis(1000));
     let signalled = Instant::now();
@@ -397,7 +405,13 @@ fn interrupt_run(sig: i32) {
     );
     let report = read_report(&json, &out);
     assert_eq!(report["interrupted"], true);
+    assert_eq!(report["interrupted_by"], name);
     assert_eq!(report["schema_version"], 2);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(&format!("hostmax: {name}: stopping")),
+        "{stderr}"
+    );
     let measured = report["measured_secs"].as_f64().unwrap();
     assert!(measured > 0.5 && measured < 10.0, "measured {measured} s");
     assert_eq!(report["devices"].as_array().unwrap().len(), 2);
@@ -427,13 +441,22 @@ fn interrupt_run(sig: i32) {
 #[test]
 fn sigint_gives_a_complete_interrupted_report_and_exit_130() {
     require_root!();
-    interrupt_run(libc::SIGINT);
+    interrupt_run(libc::SIGINT, "SIGINT");
 }
 
 #[test]
 fn sigterm_gives_exit_143() {
     require_root!();
-    interrupt_run(libc::SIGTERM);
+    interrupt_run(libc::SIGTERM, "SIGTERM");
+}
+
+/// A dropped ssh session (SIGHUP) and Ctrl-\\ (SIGQUIT) stop the run as SIGTERM does: drained,
+/// reported (naming the signal), exit 128 + N, instead of killing it with no report.
+#[test]
+fn sighup_and_sigquit_drain_and_report_as_sigterm_does() {
+    require_root!();
+    interrupt_run(libc::SIGHUP, "SIGHUP");
+    interrupt_run(libc::SIGQUIT, "SIGQUIT");
 }
 
 #[test]

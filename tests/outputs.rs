@@ -498,6 +498,45 @@ fn a_report_standard_output_cannot_take_is_kept() {
     fs::remove_file(kept).unwrap();
 }
 
+/// A table standard output cannot take (`hostmax ... | head -1`, the reader gone before the
+/// table comes): no panic; the note says the rest is dropped, the `--json` file is written
+/// whole and the exit code is the run's own. The doctor's findings the same.
+#[test]
+fn a_table_standard_output_cannot_take_is_dropped_and_the_report_still_written() {
+    let dir = ScratchDir::new("out-closed-stdout");
+    let target = target_in(&dir);
+    let json = dir.join("r.json");
+    let run = read_run(&target, "1s", &["--json", json.to_str().unwrap()]);
+    let doctor_json = dir.join("doctor.json");
+    let doctor = ["doctor", "--ceiling-runtime", "0s", "--json"]
+        .map(String::from)
+        .into_iter()
+        .chain([doctor_json.display().to_string()])
+        .collect::<Vec<_>>();
+    for (args, report) in [(run, &json), (doctor, &doctor_json)] {
+        let mut child = Command::new(hostmax_bin())
+            .args(&args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        // The reader goes away before the table comes.
+        drop(child.stdout.take());
+        let out = child.wait_with_output().unwrap();
+        let stderr = stderr_of(&out);
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {stderr}");
+        assert!(!stderr.contains("internal error"), "{stderr}");
+        assert_eq!(
+            stderr.matches("hostmax: standard output is closed").count(),
+            1,
+            "{stderr}"
+        );
+        let written: serde_json::Value =
+            serde_json::from_str(&fs::read_to_string(report).unwrap()).unwrap();
+        assert_eq!(written["schema_version"], 2, "{written}");
+    }
+}
+
 /// A one-step sweep of `target` writing `--fio-json folder`, for `runtime`.
 fn sweep_to_fio_folder(target: &Path, folder: &Path, runtime: &str) -> Vec<String> {
     [

@@ -76,8 +76,11 @@ impl Tmux {
     /// Runs `command` in a detached `width` x 40 terminal.
     fn start(command: &str, width: usize) -> Result<Tmux, String> {
         require_tool("tmux", "tmux")?;
+        // A server of its own per test: tests run side by side, each killing its own.
+        static STARTED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let n = STARTED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let tmux = Tmux {
-            socket: format!("hostmax-test-{}", std::process::id()),
+            socket: format!("hostmax-test-{}-{n}", std::process::id()),
         };
         tmux.run(&[
             "new-session",
@@ -168,11 +171,64 @@ fn in_an_80_column_terminal_ctrl_c_says_stopping_and_nothing_wraps() {
     assert!(
         screen
             .lines()
-            .any(|l| l == "hostmax: stopping (draining in-flight I/O); signal again to abort"),
+            .any(|l| l
+                == "hostmax: SIGINT: stopping (draining in-flight I/O); signal again to abort"),
         "{screen}"
     );
-    assert!(screen.contains("(interrupted)"), "{screen}");
+    assert!(screen.contains("(interrupted by"), "{screen}");
     assert!(screen.contains("worker CPU  devices"), "{screen}");
     let wide = too_wide(&screen, WIDTH);
     assert!(wide.is_empty(), "{wide:#?}\n{screen}");
+}
+
+/// A terminal that hangs up mid-run (an ssh session that dropped: the shell gets SIGHUP and
+/// passes it on to its jobs, as bash does) stops the run as SIGTERM would: it drains, writes
+/// its `--json` report naming SIGHUP and exits 129, though every write to the terminal fails
+/// by then (the table too).
+#[test]
+fn a_terminal_that_hangs_up_mid_run_still_gets_its_report_written() {
+    require_root!();
+    let host = loop_volumes(2, 32 * MIB);
+    let dir = ScratchDir::new("hangup");
+    let json = dir.join("r.json");
+    let code = dir.join("code");
+    let mut command = hostmax_bin().display().to_string();
+    for arg in mixed_run_args(&volume_paths(&host), 30) {
+        command.push(' ');
+        command.push_str(&arg);
+    }
+    command.push_str(&format!(" --json {}", json.display()));
+    // The shell outlives the hangup (a trap) to pass it on and record hostmax's exit code.
+    let command = format!(
+        "trap 'kill -HUP $pid' HUP; {command} & pid=$!; wait $pid; wait $pid; echo $? > {}",
+        code.display()
+    );
+    let tmux = match Tmux::start(&command, WIDTH) {
+        Ok(t) => t,
+        Err(why) => skip!("{why}"),
+    };
+    tmux.wait_for("/30 s", Duration::from_secs(60));
+    std::thread::sleep(Duration::from_millis(1500));
+    // The terminal goes away: its pane's pty is closed and hung up.
+    tmux.run(&["kill-session", "-t", "t"]);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let exit = loop {
+        if let Some(text) = std::fs::read_to_string(&code)
+            .ok()
+            .filter(|t| t.ends_with('\n'))
+        {
+            break text;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "hostmax did not end after the hangup"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert_eq!(exit.trim(), "129");
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).expect("the report")).unwrap();
+    assert_eq!(report["interrupted"], true);
+    assert_eq!(report["interrupted_by"], "SIGHUP");
+    assert!(report["measured_secs"].as_f64().unwrap() < 30.0);
 }

@@ -425,6 +425,8 @@ pub fn merge_reports_with(
             .map(|(_, r)| r.measured_secs)
             .fold(0.0, f64::max),
         interrupted: reports.iter().any(|(_, r)| r.interrupted),
+        // Each host's own signal is in its report; the fleet names the first one given.
+        interrupted_by: reports.iter().find_map(|(_, r)| r.interrupted_by.clone()),
         host,
         devices,
         time_series: merge_series(reports)?,

@@ -611,6 +611,10 @@ pub struct HostReport {
     /// Whether the run was stopped before its planned runtime.
     #[serde(default)]
     pub interrupted: bool,
+    /// The signal that stopped it (`SIGINT`, `SIGTERM`, `SIGHUP`, `SIGQUIT`), set by the
+    /// caller that heard it; absent when none did, and in older reports.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interrupted_by: Option<String>,
     /// The host: sums over devices, latency from the exactly merged histograms.
     pub host: Figures,
     /// One entry per device, in the order the targets were given.
@@ -786,6 +790,7 @@ pub fn summarize_with_histograms(
         workload: WorkloadSummary::from(workload),
         measured_secs: secs,
         interrupted: result.stopped_early,
+        interrupted_by: None,
         host,
         devices,
         time_series: series,

@@ -52,7 +52,7 @@ impl fmt::Display for Stalled {
 
 impl std::error::Error for Stalled {}
 
-/// A run called off by SIGINT or SIGTERM (the number) before its first I/O, said on stderr
+/// A run called off by a signal (its number) before its first I/O, said on stderr
 /// already: the command writes what its earlier runs measured, if any, and exits with 128 + N
 /// ([`crate::exit_code::interrupted`]) printing nothing more.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -60,7 +60,11 @@ pub struct CalledOff(pub i32);
 
 impl fmt::Display for CalledOff {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "interrupted by signal {} before the run began", self.0)
+        write!(
+            f,
+            "interrupted by {} before the run began",
+            crate::signals::signal_name(self.0)
+        )
     }
 }
 
@@ -81,7 +85,7 @@ pub const CALLED_OFF_BEFORE_WRITING: &str =
 pub fn refused_write(refused: WriteRefused) -> anyhow::Error {
     let signal = crate::signals::watch().signal();
     if signal != 0 {
-        eprintln!("{CALLED_OFF_BEFORE_WRITING}");
+        crate::errln!("{CALLED_OFF_BEFORE_WRITING}");
         return CalledOff(signal).into();
     }
     if !refused.not_answering().is_empty() {

@@ -32,7 +32,8 @@ pub const STALLED: i32 = 6;
 /// with the signal's code.)
 pub const NOT_CONCLUDED: i32 = 7;
 
-/// The exit code of a run a signal stopped (130 for SIGINT, 143 for SIGTERM), as shells do.
+/// The exit code of a run a signal stopped (130 for SIGINT, 143 for SIGTERM, 129 for SIGHUP,
+/// 131 for SIGQUIT), as shells do.
 pub fn interrupted(signal: i32) -> i32 {
     128 + signal
 }

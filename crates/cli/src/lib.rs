@@ -29,11 +29,15 @@
 //!   with this tool's flags ([`error::FLAG_WORDS`]); [`exit_code`] maps outcomes to codes.
 //! - [`kernel_count`]: the kernel's own count of each device's I/Os over a run, beside
 //!   hostmax's, and why they differ.
-//! - [`signals`]: SIGINT/SIGTERM handling. `hostmax demo` runs against the simulated host of
-//!   throttled loop volumes on tmpfs, the `hostmax_simhost` crate (the tests' too).
+//! - [`signals`]: SIGINT, SIGTERM, SIGHUP and SIGQUIT handling. `hostmax demo` runs against the
+//!   simulated host of throttled loop volumes on tmpfs, the `hostmax_simhost` crate (the
+//!   tests' too).
 
 // Flags and printing: the unsafe the tool needs is in the engine and device crates.
 #![forbid(unsafe_code)]
+// Text for people goes through `stdio` (`print_stdout`, `errln!`): it cannot panic on a
+// closed pipe and escapes control characters; `print!` and `eprint!` do neither.
+#![deny(clippy::print_stdout, clippy::print_stderr)]
 
 pub mod args;
 pub mod chart;
@@ -54,6 +58,7 @@ pub mod provenance;
 // RFC 3339 times live with the reports that carry them (`crate::rfc3339::...` still reads).
 use hostmax_aggregate::rfc3339;
 pub mod signals;
+pub use output::stdio;
 pub mod units;
 mod verdict;
 

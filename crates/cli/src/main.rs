@@ -9,6 +9,8 @@
 //! stdout.
 
 #![forbid(unsafe_code)]
+// Text goes through `hostmax::stdio` (`errln!`), which cannot panic on a closed stream.
+#![deny(clippy::print_stdout, clippy::print_stderr)]
 
 use std::process::ExitCode;
 
@@ -19,14 +21,14 @@ use hostmax::exit_code;
 fn main() -> ExitCode {
     // A panic is a bug; still, say so on one line like every other error.
     std::panic::set_hook(Box::new(|info| {
-        eprintln!(
+        hostmax::errln!(
             "hostmax: internal error (a bug): {}",
             one_line(&info.to_string())
         );
     }));
-    // From here to the last byte of output a SIGINT or SIGTERM is caught: it stops the run in
-    // progress (or the next one, which still reports), never the default kill mid-check or
-    // mid-write; a second one exits at once.
+    // From here to the last byte of output a SIGINT, SIGTERM, SIGHUP or SIGQUIT is caught: it
+    // stops the run in progress (or the next one, which still reports), never the default
+    // kill mid-check or mid-write; a second one exits at once.
     let signals = hostmax::signals::watch();
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
@@ -42,7 +44,7 @@ fn main() -> ExitCode {
         Err(err) => {
             // A run a signal called off before it began has said so on stderr already.
             if !err.chain().any(|e| e.is::<hostmax::error::CalledOff>()) {
-                eprintln!("hostmax: {}", hostmax::error::error_line(&err));
+                hostmax::errln!("hostmax: {}", hostmax::error::error_line(&err));
             }
             exit_code::status(exit_code::for_error(&err))
         }
@@ -84,12 +86,12 @@ fn clap_exit(err: clap::Error) -> ExitCode {
         .map(|v| v.to_string())
         .filter(|v| v.starts_with("/dev/") || std::path::Path::new(v).exists());
     if let Some(path) = stray {
-        eprintln!(
+        hostmax::errln!(
             "hostmax: '{path}' is not a subcommand or option: name devices with --devices (hostmax --devices {path} ...); see 'hostmax --help'"
         );
         return exit_code::status(exit_code::BAD_INPUT);
     }
-    eprintln!("hostmax: {text}; see '{}'", help_command(&argv));
+    hostmax::errln!("hostmax: {text}; see '{}'", help_command(&argv));
     exit_code::status(exit_code::BAD_INPUT)
 }
 

@@ -109,7 +109,7 @@ impl RunObserver for LiveRun<'_, '_> {
             let sig = sig.or_else(|| {
                 let caught = signals.signal();
                 (caught != 0 && workload.pattern.writes()).then(|| {
-                    eprintln!("{}", crate::error::CALLED_OFF_BEFORE_WRITING);
+                    crate::errln!("{}", crate::error::CALLED_OFF_BEFORE_WRITING);
                     caught
                 })
             });
@@ -341,6 +341,7 @@ pub fn measure(
     let sig = signals.signal();
     // Interrupted means a signal; a stop-all after an I/O error is reported by its errors.
     report.interrupted = sig != 0;
+    report.interrupted_by = (sig != 0).then(|| crate::signals::signal_name(sig));
     Ok((report, sig))
 }
 

@@ -284,7 +284,7 @@ pub fn plan_run_with(request: &PlanRequest, limits: &HostLimits) -> anyhow::Resu
     plan.check_outputs_apart(&outputs)?;
     // Every check passed: now a word on the names dropped as repeats (a refusal stays one line).
     for note in crate::devices::duplicate_notes(&candidates) {
-        eprintln!("hostmax: {note}");
+        crate::errln!("hostmax: {note}");
     }
     // Files hostmax makes itself hold nothing to lose: made last, once every check passed.
     if let (false, Some(size)) = (to_create.is_empty(), request.working_set) {

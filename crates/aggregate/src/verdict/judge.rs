@@ -511,6 +511,7 @@ mod tests {
             workload: WorkloadSummary::from(&w),
             measured_secs: seconds.len() as f64,
             interrupted: false,
+            interrupted_by: None,
             host: figures(total, total * bs as f64, 600_000),
             devices: devs,
             time_series: seconds

@@ -84,7 +84,7 @@ pub fn curve(engine: &dyn Engine, args: &CurveArgs) -> anyhow::Result<i32> {
     for (i, &depth) in depths.iter().enumerate() {
         let mut plan = base.clone();
         plan.workload.iodepth = depth;
-        eprintln!(
+        crate::errln!(
             "hostmax curve: step {}/{}: depth {depth} per volume",
             i + 1,
             depths.len()
@@ -122,6 +122,7 @@ pub fn curve(engine: &dyn Engine, args: &CurveArgs) -> anyhow::Result<i32> {
     let mut table = render_curve(&found, &reports);
     if interrupted {
         table += &crate::output::interrupted_line(
+            signal,
             &format!("depth {}", called_off.unwrap_or(depths[reports.len() - 1])),
             (!not_measured.is_empty()).then(|| format!("depths not measured: {not_measured:?}")),
             "no knee and no saturation point are given",
@@ -175,7 +176,7 @@ fn by_rate(
 ) -> anyhow::Result<i32> {
     let steps = rates.0.len() + 1;
     let volumes = base.targets.len().max(1) as f64;
-    eprintln!(
+    crate::errln!(
         "hostmax curve: step 1/{steps}: the ceiling, uncapped at depth {}",
         base.workload.iodepth
     );
@@ -189,7 +190,7 @@ fn by_rate(
             let offered = rate.per_volume(ceiling);
             let mut plan = base.clone();
             plan.workload.rate_iops = Some(offered);
-            eprintln!(
+            crate::errln!(
                 "hostmax curve: step {}/{steps}: {offered} IOPS offered per volume",
                 i + 2
             );
@@ -233,6 +234,7 @@ fn by_rate(
             })
             .collect();
         table += &crate::output::interrupted_line(
+            signal,
             "the rate steps",
             (!not_measured.is_empty()).then(|| format!("rates not measured: {not_measured:?}")),
             "no knee and no saturation point are given",

@@ -11,6 +11,7 @@ use crate::engine::Engine;
 use crate::error::BadInput;
 use crate::measure::{exit_code, measure};
 use crate::output::export::Recorders;
+use crate::output::stdio::print_stdout;
 use crate::output::table::{
     join_names, render_table_noting, terminal_width, wrap_lines, UnwrittenReads,
 };
@@ -56,7 +57,7 @@ pub fn demo(engine: &dyn Engine, args: &DemoArgs) -> anyhow::Result<i32> {
         .with_volume_iops_caps(volume_caps.into_iter().map(Some).collect())
         .with_host_iops(host_cap);
     let host = SimulatedHost::build(&spec).context("building the simulated host")?;
-    eprintln!("hostmax demo: {}", host.describe());
+    crate::errln!("hostmax demo: {}", host.describe());
     let capped = *host.mode() == SimHostMode::LoopDevices;
     if let Some(throttle) = host.throttle() {
         // Our worker threads are made after this, inside the group, so the caps apply to them.
@@ -98,15 +99,17 @@ pub fn demo(engine: &dyn Engine, args: &DemoArgs) -> anyhow::Result<i32> {
         text += THROTTLE_LATENCY_LINE;
         text.push('\n');
     }
-    print!("{}", width.map_or(text.clone(), |w| wrap_lines(&text, w)));
-    if capped {
-        println!();
-        println!("{}", demo_caps_summary(&report, &host));
-    } else if let SimHostMode::UncappedLoopDevices { reason } = host.mode() {
-        println!("\n(no caps to compare against: {reason})");
-    } else {
-        println!("\n(plain files: no caps to compare against; run as root for the capped host)");
+    if let Some(w) = width {
+        text = wrap_lines(&text, w);
     }
+    if capped {
+        text += &format!("\n{}\n", demo_caps_summary(&report, &host));
+    } else if let SimHostMode::UncappedLoopDevices { reason } = host.mode() {
+        text += &format!("\n(no caps to compare against: {reason})\n");
+    } else {
+        text += "\n(plain files: no caps to compare against; run as root for the capped host)\n";
+    }
+    print_stdout(&text);
     Ok(exit_code(&report, signal))
 }
 

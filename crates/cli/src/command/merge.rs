@@ -12,7 +12,7 @@ use crate::error::{option_for, BadInput};
 use crate::output::export::Outputs;
 use crate::output::fio_json::FioJson;
 use crate::output::json::JsonReport;
-use crate::output::table::escape_text;
+use crate::output::stdio::escape_text;
 use crate::provenance;
 
 /// Reads one report file, refusing (as [`BadInput`]) anything that is not a hostmax report of
@@ -103,7 +103,7 @@ pub fn run_merge(args: &MergeArgs) -> anyhow::Result<i32> {
         }
     }
     if let Some((share, _, _)) = overlap(&windows).filter(|o| o.0 < 0.99) {
-        eprintln!(
+        crate::errln!(
             "note: the runs' measured windows overlap {:.1}% of their span; rates add as if they ran together",
             share * 100.0
         );
@@ -117,10 +117,10 @@ pub fn run_merge(args: &MergeArgs) -> anyhow::Result<i32> {
         merged.provenance.ended_at = None;
     }
     if let Some(note) = seeds_note(&merged) {
-        eprintln!("{note}");
+        crate::errln!("{note}");
     }
     if let Some(note) = interrupted_note(&merged) {
-        eprintln!("{note}");
+        crate::errln!("{note}");
     }
     crate::measure::emit(&merged, outputs)?;
     Ok(0)

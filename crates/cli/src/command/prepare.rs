@@ -65,14 +65,14 @@ pub fn run(engine: &dyn Engine, args: &PrepareArgs) -> anyhow::Result<i32> {
     let total: u64 = sizes.iter().sum();
     let already: u64 = from.iter().sum();
     if already == total {
-        eprintln!(
+        crate::errln!(
             "prepare: every block of {} was read before (--state says so); nothing to do",
             human_size(total)
         );
         return Ok(exit_code::OK);
     }
     if already > 0 {
-        eprintln!(
+        crate::errln!(
             "prepare: continuing: {} of {} read before",
             human_size(already),
             human_size(total)
@@ -86,7 +86,7 @@ pub fn run(engine: &dyn Engine, args: &PrepareArgs) -> anyhow::Result<i32> {
     let mut saved: Option<anyhow::Error> = None;
     let watch = crate::signals::watch();
     let outcome = engine.read_pass(&pass, &mut |p| {
-        eprintln!(
+        crate::errln!(
             "{}",
             progress_line(p, already, started.elapsed().as_secs_f64())
         );
@@ -108,7 +108,7 @@ pub fn run(engine: &dyn Engine, args: &PrepareArgs) -> anyhow::Result<i32> {
             if sig != 0 {
                 // Stopped by a signal while waiting for a read that never came back: the
                 // signal decides the exit code (as in every command), the device is named.
-                eprintln!("prepare: stopped: {e}");
+                crate::errln!("prepare: stopped: {e}");
                 return Ok(exit_code::interrupted(sig));
             }
             return Err(Stalled(format!("prepare stopped: {e}")).into());
@@ -118,7 +118,7 @@ pub fn run(engine: &dyn Engine, args: &PrepareArgs) -> anyhow::Result<i32> {
     let read = outcome.done.iter().sum::<u64>() - already;
     let secs = started.elapsed().as_secs_f64();
     if outcome.complete() {
-        eprintln!(
+        crate::errln!(
             "prepare: every block of {} device{} read once: {} in {} ({} MiB/s)",
             paths.len(),
             if paths.len() == 1 { "" } else { "s" },
@@ -135,7 +135,7 @@ pub fn run(engine: &dyn Engine, args: &PrepareArgs) -> anyhow::Result<i32> {
         ),
         None => "give --state FILE to be able to continue where a prepare stopped".to_string(),
     };
-    eprintln!(
+    crate::errln!(
         "prepare: stopped with {} of {} read; {how}",
         human_size(outcome.done.iter().sum()),
         human_size(total)

@@ -21,7 +21,7 @@ pub fn run(engine: &dyn Engine, args: &RunArgs) -> anyhow::Result<i32> {
     let doctor = crate::diagnosis::warning_line(engine, &plan);
     let code = run_judged(engine, plan, outputs, specs)?;
     if let Some(line) = doctor {
-        eprintln!("{line}");
+        crate::errln!("{line}");
     }
     Ok(code)
 }

@@ -229,7 +229,7 @@ pub fn sweep(engine: &dyn Engine, args: &SweepArgs) -> anyhow::Result<i32> {
     for (i, &n) in steps.iter().enumerate() {
         let mut plan = base.clone();
         plan.targets.truncate(n);
-        eprintln!(
+        crate::errln!(
             "hostmax sweep: step {}/{}: {n} volume{}",
             i + 1,
             steps.len(),
@@ -247,7 +247,7 @@ pub fn sweep(engine: &dyn Engine, args: &SweepArgs) -> anyhow::Result<i32> {
             (signal, called_off) = (sig, Some(n));
             break;
         };
-        eprintln!(
+        crate::errln!(
             "hostmax sweep: {n} volume{}: {:.0} IOPS",
             if n == 1 { "" } else { "s" },
             report.host.iops
@@ -273,6 +273,7 @@ pub fn sweep(engine: &dyn Engine, args: &SweepArgs) -> anyhow::Result<i32> {
     };
     if interrupted {
         table += &crate::output::interrupted_line(
+            signal,
             &format!(
                 "the step of {} volumes",
                 called_off.unwrap_or(steps[reports.len() - 1])
@@ -437,6 +438,21 @@ mod fake_engine_tests {
         assert_eq!(report["steps_not_measured"], serde_json::json!([4, 8]));
         assert_eq!(report["runs"].as_array().map(Vec::len), Some(2));
         assert_eq!(report["sweep"]["saturated"], false, "{}", report["sweep"]);
+    }
+
+    #[test]
+    fn a_hangup_ends_the_sweep_as_sigterm_does_and_the_report_names_it() {
+        let dir = ScratchDir::new("sweep-hangup");
+        let watch = crate::signals::SignalWatch::detached();
+        crate::signals::hear_on_this_thread(watch);
+        let engine = FakeEngine::new().with_signal_during(1, watch, libc::SIGHUP);
+        let code = sweep(&engine, &sweep_args(&dir, 8, &[])).unwrap();
+        assert_eq!(code, 129);
+        assert_eq!(engine.runs().len(), 2, "no step after the signal");
+        let report = read_json(&dir.0.join("sweep.json"));
+        assert_eq!(report["interrupted"], true);
+        assert_eq!(report["runs"][1]["interrupted_by"], "SIGHUP");
+        assert!(report["runs"][0].get("interrupted_by").is_none());
     }
 
     #[test]

@@ -134,7 +134,7 @@ pub fn verify(engine: &dyn Engine, args: &VerifyArgs) -> anyhow::Result<i32> {
     let mut reports: Vec<HostReport> = Vec::new();
     let mut signal = 0;
     for (i, phase) in phases.iter().enumerate() {
-        eprintln!(
+        crate::errln!(
             "hostmax verify: phase {}/{}: {}",
             i + 1,
             phases.len(),

@@ -734,8 +734,8 @@ fn write_in(folder: &OutputFolder, rel: &Path, bytes: &[u8]) -> io::Result<()> {
 /// then holds the JSON alone).
 pub fn print_beside_json(text: &str, json: Option<&Destination>) {
     match json {
-        Some(Destination::Stdout) => eprint!("{text}"),
-        _ => print!("{text}"),
+        Some(Destination::Stdout) => super::stdio::print_stderr(text),
+        _ => super::stdio::print_stdout(text),
     }
 }
 

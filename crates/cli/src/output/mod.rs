@@ -24,6 +24,10 @@
 //! - [`metrics`]: `--metrics-listen`, the live figures served to Prometheus while a command
 //!   runs, fed by the same seconds as the live view.
 //!
+//! - [`stdio`]: text for people on stdout and stderr, the one way it is written: never a
+//!   panic on a closed pipe or a hung-up terminal, no control character of input data let
+//!   through ([`stdio::escape_text`]).
+//!
 //! How latencies and throughputs are spelled (µs/ms/s, MiB/s) is [`crate::units`].
 
 pub mod atomic;
@@ -36,14 +40,24 @@ pub mod json;
 pub mod kept;
 pub mod metrics;
 pub mod progress;
+pub mod stdio;
 pub mod svg;
 pub mod table;
 
-/// The line a command of several runs ends its table with when a signal cut it short: the run
-/// it was in, the runs it never started (if any), and what it therefore does not conclude.
-pub fn interrupted_line(during: &str, not_measured: Option<String>, withheld: &str) -> String {
+/// The line a command of several runs ends its table with when `signal` cut it short: the
+/// signal, the run it was in, the runs it never started (if any), and what it therefore does
+/// not conclude.
+pub fn interrupted_line(
+    signal: i32,
+    during: &str,
+    not_measured: Option<String>,
+    withheld: &str,
+) -> String {
     let rest = not_measured.map_or(String::new(), |n| format!("; {n}"));
-    format!("interrupted during {during}{rest}: {withheld}\n")
+    format!(
+        "interrupted by {} during {during}{rest}: {withheld}\n",
+        crate::signals::signal_name(signal)
+    )
 }
 
 #[cfg(test)]

@@ -1,6 +1,6 @@
 //! The live view on stderr while a run goes on.
 
-use std::io::{self, IsTerminal, Write};
+use std::io::{self, IsTerminal};
 use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -176,10 +176,9 @@ fn measuring_style() -> ProgressStyle {
         .progress_chars("=> ")
 }
 
-/// A write to stderr that cannot panic: a closed stderr must not end a run.
+/// A line on stderr that cannot panic: a closed stderr must not end a run.
 fn write_stderr(line: &str) {
-    let mut err = io::stderr().lock();
-    let _ = writeln!(err, "{line}");
+    super::stdio::print_stderr(&format!("{line}\n"));
 }
 
 /// Seconds measured once `point` is in (its index is 0-based).

@@ -6,6 +6,7 @@ use std::fmt::Write as _;
 use hostmax_aggregate::{DeviceReport, Figures, HostReport};
 use hostmax_engine::{OpKind, TrimMethod};
 
+use crate::output::stdio::{escape_lines, escape_text};
 use crate::units::{format_latency_ns, format_mib_per_sec};
 
 /// Renders `report` as a plain-text table for people: a heading line with the workload, one
@@ -214,8 +215,12 @@ pub fn render_table_noting(
     if shown.len() > 1 && w.pattern.reads() {
         let _ = write!(out, ", {}% reads", w.rwmixread);
     }
-    if report.interrupted {
-        out.push_str(" (interrupted)");
+    match (&report.interrupted_by, report.interrupted) {
+        (Some(signal), _) => {
+            let _ = write!(out, " (interrupted by {signal})");
+        }
+        (None, true) => out.push_str(" (interrupted)"),
+        (None, false) => {}
     }
     out.push('\n');
     if w.complete_batch > 1 && w.record_latency {
@@ -329,51 +334,11 @@ pub fn render_table_noting(
     }
     // Names came from input data (a merged report's hosts and paths): escaped again as a
     // whole, so no control character of any field reaches the terminal.
-    let out = escape_lines(&out);
+    let out = escape_lines(&out).into_owned();
     match width {
         Some(width) => wrap_lines(&out, width),
         None => out,
     }
-}
-
-/// Text from input data (a report's host name, a device's path, the name it was given) as a
-/// terminal may show it: every control character (C0 such as a newline, a carriage return or
-/// the ESC that starts an ANSI escape; DEL; C1 such as CSI) written as an escape (`\n`,
-/// `\x1b`, `\u{9b}`), so a report read by `merge` cannot clear the screen, move the cursor or
-/// forge a line of the table. The one escaping function of text that reaches a terminal.
-pub(crate) fn escape_text(text: &str) -> Cow<'_, str> {
-    if !text.chars().any(char::is_control) {
-        return Cow::Borrowed(text);
-    }
-    let mut out = String::with_capacity(text.len() + 8);
-    for c in text.chars() {
-        match c {
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            c if (c as u32) < 0x80 && c.is_control() => {
-                let _ = write!(out, "\\x{:02x}", c as u32);
-            }
-            c if c.is_control() => {
-                let _ = write!(out, "\\u{{{:x}}}", c as u32);
-            }
-            c => out.push(c),
-        }
-    }
-    Cow::Owned(out)
-}
-
-/// A text made of lines for a terminal, each line passed through [`escape_text`]: whatever input
-/// data reached it unescaped, only its own line breaks stay.
-pub(crate) fn escape_lines(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for (i, line) in text.split('\n').enumerate() {
-        if i > 0 {
-            out.push('\n');
-        }
-        out.push_str(&escape_text(line));
-    }
-    out
 }
 
 /// With an offered rate: the response times (intended start to completion) of each device and
@@ -1360,11 +1325,6 @@ mod tests {
     #[test]
     fn control_characters_of_input_data_are_escaped() {
         assert_eq!(escape_text("/dev/sdb"), "/dev/sdb");
-        assert_eq!(
-            escape_text("a\x1b[2J\nb\r\t\x7f\u{9b}c"),
-            r"a\x1b[2J\nb\r\t\x7f\u{9b}c"
-        );
-        assert_eq!(escape_lines("x\x1by\nz"), "x\\x1by\nz");
         let mut report = sample_report();
         report.devices[0].host = Some("h\x1b[2J\nFAIL".into());
         let text = render_table_fitting(&report, None);

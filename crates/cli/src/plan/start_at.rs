@@ -53,7 +53,7 @@ pub enum StartWait {
     Interrupted(i32),
 }
 
-/// Waits until `at` (wall clock) unless SIGINT or SIGTERM comes first; `armed` is called
+/// Waits until `at` (wall clock) unless a watched signal (`crate::signals::WATCHED`) comes first; `armed` is called
 /// once the signals are caught (so a message it prints is never followed by an unhandled
 /// Ctrl-C).
 ///
@@ -86,7 +86,7 @@ pub fn wait_until(at: SystemTime, armed: impl FnOnce()) -> std::io::Result<Start
 
 /// Waits for `at` (if given) while a prepared run holds its targets, before its first I/O.
 ///
-/// `Some(signal)` when SIGINT or SIGTERM came first: the caller releases the run without any
+/// `Some(signal)` when a watched signal came first: the caller releases the run without any
 /// I/O and exits with 128 + the signal (nothing was measured, as this says on stderr). A start
 /// more than 100 ms late (the preparation outlasted the start time) is said on stderr.
 pub fn wait_for_start(at: Option<SystemTime>) -> anyhow::Result<Option<i32>> {
@@ -95,7 +95,7 @@ pub fn wait_for_start(at: Option<SystemTime>) -> anyhow::Result<Option<i32>> {
     };
     let announce = || {
         if let Ok(ahead) = at.duration_since(SystemTime::now()) {
-            eprintln!(
+            crate::errln!(
                 "hostmax: ready; starting at {} (in {:.1} s)",
                 format_rfc3339(at),
                 ahead.as_secs_f64()
@@ -105,7 +105,7 @@ pub fn wait_for_start(at: Option<SystemTime>) -> anyhow::Result<Option<i32>> {
     match wait_until(at, announce)? {
         StartWait::Reached { late } => {
             if late > Duration::from_millis(100) {
-                eprintln!(
+                crate::errln!(
                     "hostmax: started {:.3} s after --start-at {} (preparing took longer)",
                     late.as_secs_f64(),
                     format_rfc3339(at)
@@ -114,7 +114,9 @@ pub fn wait_for_start(at: Option<SystemTime>) -> anyhow::Result<Option<i32>> {
             Ok(None)
         }
         StartWait::Interrupted(sig) => {
-            eprintln!("hostmax: interrupted while waiting for --start-at; nothing was measured");
+            crate::errln!(
+                "hostmax: interrupted while waiting for --start-at; nothing was measured"
+            );
             Ok(Some(sig))
         }
     }

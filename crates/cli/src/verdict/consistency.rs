@@ -66,5 +66,5 @@ pub fn render(c: &ConsistencyVerdict) -> String {
             s.cv * 100.0
         );
     }
-    crate::output::table::escape_lines(&out)
+    crate::output::stdio::escape_lines(&out).into_owned()
 }

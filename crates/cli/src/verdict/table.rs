@@ -278,7 +278,7 @@ fn render(v: &Verdict, unconcluded: Option<String>) -> String {
         );
     }
     // Every name in it came from input data: no control character reaches the terminal.
-    crate::output::table::escape_lines(&out)
+    crate::output::stdio::escape_lines(&out).into_owned()
 }
 
 /// A drop after a sustained start, and that the rates were judged after it. `name_run` when

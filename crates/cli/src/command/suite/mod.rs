@@ -73,9 +73,9 @@ fn run_hearing(
         None => start(engine, args)?,
     };
     for note in &config.notes {
-        eprintln!("hostmax suite: {note}");
+        crate::errln!("hostmax suite: {note}");
     }
-    eprintln!(
+    crate::errln!(
         "hostmax suite {}: {} cell(s) x up to {} rounds on {} device(s); checkpoint in {}",
         config.test,
         config.cells.len(),
@@ -91,7 +91,7 @@ fn run_hearing(
         &outcome.records,
         outcome.purge,
         outcome.precondition,
-        interrupted,
+        outcome.signal,
     )?;
     let rounds = outcome.records.values().map(|r| r.report.clone()).collect();
     let result = SuiteResult { report, rounds };
@@ -102,8 +102,9 @@ fn run_hearing(
         let config = &runner.config;
         let password_needed =
             config.secure_erase && config.purge && report.preparation.purge.record.is_none();
-        eprintln!(
-            "hostmax suite: interrupted; continue with: hostmax suite --resume {}{}{}",
+        crate::errln!(
+            "hostmax suite: interrupted by {}; continue with: hostmax suite --resume {}{}{}",
+            crate::signals::signal_name(outcome.signal),
             runner.state.path().display(),
             if config.writes_block_devices {
                 " --allow-write"
@@ -599,7 +600,7 @@ fn resume(engine: &dyn Engine, dir: &Path, args: &SuiteArgs) -> anyhow::Result<S
         })?;
     }
     let done = state.rounds()?.len();
-    eprintln!(
+    crate::errln!(
         "hostmax suite: resuming from {} ({done} cell run(s) already done)",
         dir.display()
     );
@@ -643,7 +644,7 @@ fn resumed_targets(
     // Followed names: the devices are where their given names lead now.
     for (t, d) in targets.iter().zip(config.devices.iter_mut()) {
         if d.path != t.path {
-            eprintln!(
+            crate::errln!(
                 "hostmax suite: {} now leads to {} (was {}); the same device, resuming on it",
                 d.name().display(),
                 t.path.display(),

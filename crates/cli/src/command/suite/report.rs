@@ -38,6 +38,9 @@ pub struct SuiteReport {
     pub complete: bool,
     /// Whether a signal stopped it (resume it with `--resume`).
     pub interrupted: bool,
+    /// The signal that stopped it (`SIGINT`, `SIGHUP`, ...), when one did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interrupted_by: Option<String>,
     /// When interrupted: the cells of the round in progress that were not measured (that
     /// round, and every later one, is left out of the figures and the steady state).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -329,14 +332,16 @@ fn suite_provenance(config: &SuiteConfig, records: &Records) -> hostmax_aggregat
     provenance
 }
 
-/// Builds the report from the settings, the preparation records and the cell records.
+/// Builds the report from the settings, the preparation records and the cell records;
+/// `signal` is the one that stopped the suite (0 if none).
 pub fn build(
     config: &SuiteConfig,
     records: &Records,
     purge: Option<PrepRecord>,
     precondition: Option<PrepRecord>,
-    interrupted: bool,
+    signal: i32,
 ) -> anyhow::Result<SuiteReport> {
+    let interrupted = signal != 0;
     let rounds_run = complete_rounds(config, records);
     let steady = steady_state(config, records, rounds_run);
     let key = config.tracked.key();
@@ -413,6 +418,7 @@ pub fn build(
         test: config.test,
         complete: !interrupted,
         interrupted,
+        interrupted_by: interrupted.then(|| crate::signals::signal_name(signal)),
         cells_not_measured: if interrupted {
             config
                 .cells

@@ -1,9 +1,10 @@
 //! Running a suite: purge, preconditioning, then rounds of cells until steady state, each
 //! cell one engine run, checkpointed as soon as it finishes.
 //!
-//! Signals: one watcher for the whole suite. The first SIGINT/SIGTERM stops the engine run
-//! in progress (its in-flight I/O drains); that cell is not recorded (it ran short), every
-//! finished cell already is, and the suite writes its partial report and exits 128+signal.
+//! Signals: one watcher for the whole suite. The first signal (SIGINT, SIGTERM, SIGHUP,
+//! SIGQUIT) stops the engine run in progress (its in-flight I/O drains); that cell is not
+//! recorded (it ran short), every finished cell already is, and the suite writes its partial
+//! report and exits 128+signal.
 //! A second signal exits at once. `--resume DIR` continues from the checkpoint.
 
 use anyhow::Context;
@@ -38,7 +39,7 @@ pub struct SignalWatch {
 }
 
 impl SignalWatch {
-    /// Watches SIGINT and SIGTERM (as `watch` hears them: the process's, but in unit tests)
+    /// Watches the signals (as `watch` hears them: the process's, but in unit tests)
     /// with the suite's message.
     pub fn start(watch: &'static crate::signals::SignalWatch) -> SignalWatch {
         watch.set_message("stopping the suite (finished cells are saved); signal again to abort");
@@ -85,7 +86,7 @@ impl SuiteProgress {
                 bar.set_message(what.to_string());
                 bar.enable_steady_tick(Duration::from_millis(200));
             }
-            None => eprintln!("[suite] {what}"),
+            None => crate::errln!("[suite] {what}"),
         }
     }
 
@@ -121,8 +122,8 @@ impl SuiteProgress {
     /// A line of its own (a finished cell, a verdict) without breaking the bar.
     fn note(&self, line: &str) {
         match &self.bar {
-            Some(bar) => bar.suspend(|| eprintln!("{line}")),
-            None => eprintln!("{line}"),
+            Some(bar) => bar.suspend(|| crate::errln!("{line}")),
+            None => crate::errln!("{line}"),
         }
     }
 

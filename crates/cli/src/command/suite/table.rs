@@ -123,7 +123,11 @@ pub fn render(report: &SuiteReport) -> String {
         out += &crate::verdict::consistency::render(c);
     }
     if report.interrupted {
-        out += "interrupted: the figures cover the rounds finished so far\n";
+        let by = report
+            .interrupted_by
+            .as_ref()
+            .map_or(String::new(), |signal| format!(" by {signal}"));
+        out += &format!("interrupted{by}: the figures cover the rounds finished so far\n");
     }
     out
 }

@@ -50,7 +50,7 @@ pub fn serve(
     };
     let board = Arc::new(Board::new(command));
     let server = MetricsServer::start(listen, board.clone())?;
-    eprintln!(
+    crate::errln!(
         "serving live metrics at http://{}{} until the {command} ends",
         server.addr(),
         server::METRICS_PATH
