@@ -1507,3 +1507,79 @@ fn verify_phase_refusals_name_the_option_that_sets_the_block_size() {
     );
     assert!(!String::from_utf8_lossy(&out.stderr).contains("--bs "));
 }
+
+/// A file name holding ESC or BEL reaches the terminal escaped (`\x1b`, `\x07`) in every error
+/// line, wherever the error came from: merge's per-file errors, a `--json` folder that is
+/// missing, a malformed `--devices` pattern, a missing `--devices` path.
+#[test]
+fn control_characters_of_names_in_errors_are_escaped() {
+    let dir = ScratchDir::new("escape-errors");
+    let evil = |name: &str| format!("{}/{name}", dir.0.display());
+    let report = evil("r\x1b[2J\x07.json");
+    fs::write(&report, "{\"schema_version\": 2}").unwrap();
+    let cases: Vec<(&str, Vec<String>)> = vec![
+        ("merge, not a report", strings(&["merge", &report, &report])),
+        (
+            "merge, no such file",
+            strings(&["merge", &evil("gone\x1b]0;x\x07.json"), &report]),
+        ),
+        (
+            "--json folder missing",
+            strings(&[
+                "--devices",
+                &report,
+                "--json",
+                &evil("no\x1b[31m\x07dir/out.json"),
+            ]),
+        ),
+        (
+            "--devices pattern malformed",
+            strings(&["--devices", &evil("a\x1b[2J[")]),
+        ),
+        (
+            "--devices path missing",
+            strings(&["--devices", &evil("nothere\x07")]),
+        ),
+    ];
+    for (label, args) in cases {
+        let out = run(&args);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{label}: {stderr:?}");
+        for c in stderr.chars().filter(|&c| c != '\n') {
+            assert!(!c.is_control(), "{label}: {c:?} printed raw: {stderr:?}");
+        }
+        assert!(
+            stderr.contains(r"\x1b") || stderr.contains(r"\x07"),
+            "{label}: the name is not shown escaped: {stderr:?}"
+        );
+    }
+}
+
+/// A `--devices` path that exists with a glob metacharacter in its name (even one that is no
+/// valid pattern, such as a lone `[`) is that path, not a pattern to expand or refuse.
+#[test]
+fn an_existing_path_with_a_bracket_is_taken_literally() {
+    let dir = ScratchDir::new("bracket-literal");
+    let odd = file_arg(&dir, "vol[1", 16 << 20);
+    let json = dir.0.join("r.json").display().to_string();
+    let args = strings(&[
+        "--devices",
+        &odd,
+        "--runtime",
+        "1s",
+        "--ramp",
+        "0s",
+        "--json",
+        &json,
+    ]);
+    let out = run(&args);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report: serde_json::Value =
+        serde_json::from_str(&fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(report["devices"][0]["path"], odd.as_str());
+}

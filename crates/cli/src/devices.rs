@@ -30,10 +30,10 @@ pub fn is_pattern(s: &str) -> bool {
     s.contains(['*', '?', '['])
 }
 
-/// Expands `--devices` values in order: a path without glob metacharacters is kept as given
-/// (checked later by probing); a pattern is expanded, its matches in natural order
-/// (`loop2` before `loop10`). A pattern that matches nothing is an error naming it — unless
-/// a file of exactly that name exists, which is then taken literally.
+/// Expands `--devices` values in order: a path without glob metacharacters, or one that exists
+/// as given (a file named `vol[1`), is kept as given (checked later by probing); a pattern is
+/// expanded, its matches in natural order (`loop2` before `loop10`). A pattern that matches
+/// nothing, or is malformed, is an error naming it.
 pub fn expand_device_args(args: &[OsString]) -> Result<Vec<DeviceCandidate>, BadInput> {
     let mut out = Vec::new();
     for arg in args {
@@ -43,8 +43,12 @@ pub fn expand_device_args(args: &[OsString]) -> Result<Vec<DeviceCandidate>, Bad
                     .into(),
             ));
         }
-        // A non-UTF-8 name cannot be a glob pattern for the glob crate: take it literally.
-        let Some(text) = arg.to_str().filter(|t| is_pattern(t)) else {
+        // A non-UTF-8 name cannot be a glob pattern for the glob crate, and a path that exists
+        // is that path: take them literally.
+        let Some(text) = arg
+            .to_str()
+            .filter(|t| is_pattern(t) && !Path::new(t).exists())
+        else {
             out.push(DeviceCandidate {
                 path: PathBuf::from(arg),
                 from_pattern: None,
@@ -70,13 +74,6 @@ pub fn expand_device_args(args: &[OsString]) -> Result<Vec<DeviceCandidate>, Bad
             }
         }
         if matches.is_empty() {
-            if Path::new(text).exists() {
-                out.push(DeviceCandidate {
-                    path: PathBuf::from(text),
-                    from_pattern: None,
-                });
-                continue;
-            }
             return Err(BadInput(format!(
                 "--devices pattern '{text}' matches nothing; check the path (ls {text})"
             )));
@@ -669,10 +666,15 @@ mod tests {
     #[test]
     fn a_file_whose_name_looks_like_a_pattern_is_taken_literally() {
         let dir = ScratchDir::new("bracket");
-        let odd = dir.file("a[1]", 1 << 20);
-        let got = expand_device_args(&[odd.clone().into()]).unwrap();
-        assert_eq!(got[0].path, odd);
-        assert_eq!(got[0].from_pattern, None);
+        // `a[1]` would match `a1` as a pattern, and `b[` is no pattern at all.
+        dir.file("a1", 1 << 20);
+        for name in ["a[1]", "b["] {
+            let odd = dir.file(name, 1 << 20);
+            let got = expand_device_args(&[odd.clone().into()]).unwrap();
+            assert_eq!(got.len(), 1, "{got:?}");
+            assert_eq!(got[0].path, odd);
+            assert_eq!(got[0].from_pattern, None);
+        }
     }
 
     #[test]
