@@ -334,6 +334,12 @@ fn every_bad_input_exits_2_with_one_line_naming_it() {
             "'0x' is not an offered rate",
         ),
         (
+            // Refused before step 1, not after running it.
+            "curve depth beyond the engine's",
+            strings(&["curve", "--devices", &f, "--depths", "1,8192"]),
+            "queue depth 8192 is out of range: use 1 to 4096 (--depths)",
+        ),
+        (
             "curve rates with depths",
             strings(&["curve", "--devices", &f, "--rates", "0.5x", "--depths", "1"]),
             "cannot be used with '--depths",
@@ -1582,4 +1588,134 @@ fn an_existing_path_with_a_bracket_is_taken_literally() {
     let report: serde_json::Value =
         serde_json::from_str(&fs::read_to_string(&json).unwrap()).unwrap();
     assert_eq!(report["devices"][0]["path"], odd.as_str());
+}
+
+/// A memory cgroup of its own (v1 `memory`, else v2 with the `memory` controller), removed on
+/// drop; its name carries this process's pid.
+struct MemoryGroup {
+    dir: std::path::PathBuf,
+    /// The file that sets its limit (`memory.limit_in_bytes` or `memory.max`).
+    limit_file: std::path::PathBuf,
+}
+
+impl MemoryGroup {
+    /// A group whose members may use at most `bytes`; `Err` says why none could be made.
+    fn with_limit(bytes: u64) -> Result<MemoryGroup, String> {
+        let mounts = fs::read_to_string("/proc/self/mounts").map_err(|e| e.to_string())?;
+        let mut found = None;
+        for line in mounts.lines() {
+            let fields: Vec<&str> = line.split_whitespace().collect();
+            let [_, at, kind, options, ..] = fields[..] else {
+                continue;
+            };
+            match kind {
+                "cgroup" if options.split(',').any(|o| o == "memory") => {
+                    found = Some((std::path::PathBuf::from(at), "memory.limit_in_bytes"));
+                    break;
+                }
+                "cgroup2" if found.is_none() => {
+                    let controllers = fs::read_to_string(Path::new(at).join("cgroup.controllers"))
+                        .unwrap_or_default();
+                    if controllers.split_whitespace().any(|c| c == "memory") {
+                        // Children get the controller only where the root hands it down.
+                        let _ = fs::write(Path::new(at).join("cgroup.subtree_control"), "+memory");
+                        found = Some((std::path::PathBuf::from(at), "memory.max"));
+                    }
+                }
+                _ => {}
+            }
+        }
+        let (root, file) = found.ok_or("no memory cgroup controller is mounted")?;
+        let dir = root.join(format!("hostmax-mem-{}", std::process::id()));
+        fs::create_dir(&dir).map_err(|e| format!("mkdir {}: {e}", dir.display()))?;
+        let group = MemoryGroup {
+            limit_file: dir.join(file),
+            dir,
+        };
+        fs::write(&group.limit_file, bytes.to_string())
+            .map_err(|e| format!("{}: {e}", group.limit_file.display()))?;
+        Ok(group)
+    }
+
+    /// Makes `cmd`'s child join the group before it runs.
+    fn command_in<'c>(&self, cmd: &'c mut Command) -> &'c mut Command {
+        let procs = std::ffi::CString::new(
+            self.dir
+                .join("cgroup.procs")
+                .into_os_string()
+                .into_encoded_bytes(),
+        )
+        .unwrap();
+        // SAFETY: the closure runs in the forked child before exec and only calls open, write
+        // and close (async-signal-safe) on `procs`, which it owns; it allocates nothing.
+        unsafe {
+            cmd.pre_exec(move || {
+                let fd = libc::open(procs.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
+                if fd < 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                let written = libc::write(fd, b"0".as_ptr().cast(), 1);
+                let err = std::io::Error::last_os_error();
+                libc::close(fd);
+                if written == 1 {
+                    Ok(())
+                } else {
+                    Err(err)
+                }
+            })
+        }
+    }
+}
+
+impl Drop for MemoryGroup {
+    fn drop(&mut self) {
+        let _ = fs::remove_dir(&self.dir);
+    }
+}
+
+/// A run whose I/O buffers fit in the machine's memory but not in the memory cgroup it runs in
+/// is refused before any I/O (exit 2) naming the cgroup's limit, instead of being OOM-killed.
+#[test]
+fn buffers_beyond_the_memory_cgroups_limit_are_refused_naming_it() {
+    if !is_root() {
+        eprintln!("skipped: needs root (a memory cgroup)");
+        return;
+    }
+    let group = match MemoryGroup::with_limit(512 << 20) {
+        Ok(g) => g,
+        Err(why) => {
+            eprintln!("skipped: {why}");
+            return;
+        }
+    };
+    let dir = ScratchDir::new("memory-cgroup");
+    let file = file_arg(&dir, "t.img", 16 << 20);
+    // 1 GiB of buffers: within the machine's memory, twice the group's limit.
+    let args = strings(&[
+        "--devices",
+        &file,
+        "--iodepth",
+        "1024",
+        "--bs",
+        "1m",
+        "--runtime",
+        "1s",
+    ]);
+    let mut cmd = Command::new(HOSTMAX);
+    cmd.args(&args).env_remove("RUST_BACKTRACE");
+    let out = group.command_in(&mut cmd).output().expect("run hostmax");
+    assert_bad_input(
+        "buffers beyond the cgroup's limit",
+        &args,
+        &out,
+        "I/O buffers would need 1.0 GiB",
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(&format!(
+            "the memory cgroup this process runs in allows only 0.5 GiB ({})",
+            group.limit_file.display()
+        )),
+        "{stderr}"
+    );
 }

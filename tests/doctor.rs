@@ -183,6 +183,22 @@ fn doctor_reads_a_stand_in_tree_and_refuses_bad_input() {
     assert_eq!(first["severity"], "harmful");
     let f = finding(&json, "sdz", "nr_requests");
     assert!(f["why"].as_str().unwrap().contains("64 I/Os"), "{f}");
+    // Jobs each keep the depth: 2 x 2 = 4 in flight fits 4 requests, 2 x 3 does not.
+    let jobs = |depth: &str| {
+        let args = [
+            "doctor",
+            "--sysroot",
+            &dir.path(""),
+            "--iodepth",
+            depth,
+            "--numjobs",
+            "2",
+        ];
+        let json = run_json_stdout(&args, None);
+        finding(&json, "sdz", "nr_requests")["severity"].clone()
+    };
+    assert_eq!(jobs("2"), "ok");
+    assert_eq!(jobs("3"), "harmful");
     // A rotational disk's scheduler is only worth knowing.
     assert_eq!(finding(&json, "sdz", "scheduler")["severity"], "info");
 
@@ -200,6 +216,10 @@ fn doctor_reads_a_stand_in_tree_and_refuses_bad_input() {
         (
             vec!["doctor", "--iodepth", "5000"],
             "queue depth 5000 is out of range: use 1 to 4096 (--iodepth)",
+        ),
+        (
+            vec!["doctor", "--iodepth", "4096", "--numjobs", "2"],
+            "8192 I/Os in flight per target",
         ),
     ] {
         let out = run_hostmax(&args, None);

@@ -128,6 +128,7 @@ mod ceiling;
 mod cpu_use;
 mod data;
 mod measure;
+mod memory;
 mod mismatch;
 mod op;
 pub mod placement;
@@ -164,7 +165,8 @@ pub use result::{
 };
 pub use ring::{probe_kernel_ring, KernelRingSupport, Polling, RingFeatures, TrimMethod};
 pub use run::{
-    check_fits, refuse_duplicate_targets, Misfit, PreparedRun, RunConfig, RunHandle, StopHandle,
+    check_fits, check_memory, refuse_duplicate_targets, Misfit, PreparedRun, RunConfig, RunHandle,
+    StopHandle,
 };
 pub use schedule::{Arrival, Schedule};
 pub use setting::{Setting, SettingError};

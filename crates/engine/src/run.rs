@@ -9,7 +9,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use hostmax_device::{Sysfs, TargetInfo};
 
-use crate::op::{BufferUse, OpKind};
+use crate::op::OpKind;
 use crate::placement::{self, Placement, ThreadLayout};
 use crate::ring::Polling;
 use crate::shared::Shared;
@@ -307,26 +307,52 @@ pub fn check_fits(workload: &Workload, target: &TargetInfo) -> Result<(), Misfit
     Ok(())
 }
 
-/// Refuses a run whose I/O buffers (targets x iodepth x block size) would not fit in the
-/// memory available now (`MemAvailable` in /proc/meminfo), before anything is allocated.
-pub(crate) fn check_buffer_memory(workload: &Workload, targets: usize) -> Result<(), EngineError> {
-    let need = buffer_bytes(workload, targets);
-    let Some(available) = std::fs::read_to_string("/proc/meminfo")
-        .ok()
-        .and_then(|m| mem_available(&m))
-    else {
+/// Refuses a run whose memory would not fit in the room the process has now
+/// (`MemoryRoom::now`: the machine's available memory or, where lower, its memory cgroup's
+/// limit, so that the kernel's OOM killer never ends a run with no word): the I/O buffers
+/// ([`Workload::buffer_bytes`]) and, with data verification, one byte per block of every
+/// target's working set. Checked before anything is allocated, by `prepare` and by a front
+/// end that plans several runs (the deepest step of a curve before its first).
+pub fn check_memory(workload: &Workload, targets: &[TargetInfo]) -> Result<(), EngineError> {
+    check_memory_in(workload, targets, crate::memory::MemoryRoom::now())
+}
+
+/// [`check_memory`] against `room` (`None`: unknown, nothing refused).
+fn check_memory_in(
+    workload: &Workload,
+    targets: &[TargetInfo],
+    room: Option<crate::memory::MemoryRoom>,
+) -> Result<(), EngineError> {
+    let Some(room) = room else {
         return Ok(());
     };
-    if need > available {
+    let gib = |bytes: u64| bytes as f64 / (1u64 << 30) as f64;
+    let buffers = workload.buffer_bytes(targets.len());
+    if buffers > room.bytes {
         return Err(EngineError::InvalidWorkload(SettingError::new(
             format!(
-                "I/O buffers would need {:.1} GiB ({targets} targets x iodepth {} x {} bytes, twice for mixed reads and writes) but only {:.1} GiB of memory is available: lower the queue depth or the block size",
-                need as f64 / (1u64 << 30) as f64,
-                workload.iodepth,
+                "I/O buffers would need {:.1} GiB ({} targets x {} I/Os in flight x {} bytes, twice for mixed reads and writes) but {}: lower the queue depth or the block size",
+                gib(buffers),
+                targets.len(),
+                workload.in_flight_per_target(),
                 workload.block_size,
-                available as f64 / (1u64 << 30) as f64
+                room.describe()
             ),
             &[Setting::Iodepth, Setting::BlockSize],
+        )));
+    }
+    let state = verify_state_bytes(workload, targets);
+    if state > 0 && state + buffers > room.bytes {
+        return Err(EngineError::InvalidWorkload(SettingError::new(
+            format!(
+                "data verification keeps one byte per block: {:.1} GiB for {} targets at block size {}, with the I/O buffers {:.1} GiB, but {}: use a larger block size or a smaller working set",
+                gib(state),
+                targets.len(),
+                workload.block_size,
+                gib(state + buffers),
+                room.describe()
+            ),
+            &[Setting::BlockSize, Setting::WorkingSet],
         )));
     }
     Ok(())
@@ -342,39 +368,6 @@ pub(crate) fn verify_state_bytes(workload: &Workload, targets: &[TargetInfo]) ->
         .iter()
         .map(|t| workload.working_set.unwrap_or(t.size) / u64::from(workload.block_size))
         .sum()
-}
-
-/// Refuses a verifying run whose state (one byte per block) and I/O buffers together would
-/// not fit in the memory available now, before anything is allocated.
-pub(crate) fn check_verify_memory(
-    workload: &Workload,
-    targets: &[TargetInfo],
-) -> Result<(), EngineError> {
-    let state = verify_state_bytes(workload, targets);
-    if state == 0 {
-        return Ok(());
-    }
-    let Some(available) = std::fs::read_to_string("/proc/meminfo")
-        .ok()
-        .and_then(|m| mem_available(&m))
-    else {
-        return Ok(());
-    };
-    let need = state + buffer_bytes(workload, targets.len());
-    if need > available {
-        return Err(EngineError::InvalidWorkload(SettingError::new(
-            format!(
-                "data verification keeps one byte per block: {:.1} GiB for {} targets at block size {}, with the I/O buffers {:.1} GiB, but only {:.1} GiB of memory is available: use a larger block size or a smaller working set",
-                state as f64 / (1u64 << 30) as f64,
-                targets.len(),
-                workload.block_size,
-                need as f64 / (1u64 << 30) as f64,
-                available as f64 / (1u64 << 30) as f64
-            ),
-            &[Setting::BlockSize, Setting::WorkingSet],
-        )));
-    }
-    Ok(())
 }
 
 /// Refuses completion polling ([`crate::Polling::iopoll`]) unless every target is a block
@@ -436,22 +429,6 @@ pub(crate) fn check_trim_support(targets: &[TargetInfo]) -> Result<(), EngineErr
         ),
         &[Setting::Pattern],
     )))
-}
-
-/// Bytes of I/O buffers a run allocates: a read and a write buffer per queue slot when the
-/// pattern does both (a write never carries back what a read brought); a trim has none.
-pub(crate) fn buffer_bytes(workload: &Workload, targets: usize) -> u64 {
-    let kinds = OpKind::ALL
-        .into_iter()
-        .filter(|&op| op.buffer_use() != BufferUse::None && workload.pattern.issues(op))
-        .count() as u64;
-    targets as u64 * workload.in_flight_per_target() * workload.block_size as u64 * kinds
-}
-
-fn mem_available(meminfo: &str) -> Option<u64> {
-    let line = meminfo.lines().find(|l| l.starts_with("MemAvailable:"))?;
-    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kib * 1024)
 }
 
 /// A run whose targets are open (written ones with `O_EXCL`, so nobody can mount or claim
@@ -525,8 +502,7 @@ pub(crate) fn prepare(
     refuse_duplicate_targets(&config.targets, &targets)?;
     validate(&config.workload, &targets)?;
     let allowed = usable_cpus(config.cpus.as_deref())?;
-    check_buffer_memory(&config.workload, targets.len())?;
-    check_verify_memory(&config.workload, &targets)?;
+    check_memory(&config.workload, &targets)?;
     if config.polling.iopoll {
         if config.workload.pattern.issues(OpKind::Trim) {
             return Err(EngineError::InvalidWorkload(SettingError::new(
@@ -920,23 +896,57 @@ mod tests {
     }
 
     #[test]
-    fn buffer_memory_is_checked_against_mem_available() {
-        assert_eq!(
-            mem_available("MemTotal: 100 kB\nMemAvailable:   2048 kB\n"),
-            Some(2 << 20)
-        );
+    fn memory_is_checked_against_the_room_and_names_what_bounds_it() {
+        use crate::memory::{MemoryBound, MemoryRoom};
         let huge = Workload {
             block_size: 8 << 20,
             iodepth: MAX_IODEPTH,
             ..Workload::default()
         };
-        assert_eq!(buffer_bytes(&huge, 32), 32 * 4096 * (8 << 20));
-        let err = check_buffer_memory(&huge, 32).unwrap_err().to_string();
+        assert_eq!(huge.buffer_bytes(32), 32 * 4096 * (8 << 20));
+        let targets: Vec<TargetInfo> = (0..32)
+            .map(|i| {
+                TargetInfo::new(
+                    format!("/dev/t{i}"),
+                    crate::TargetKind::RegularFile,
+                    1 << 30,
+                    512,
+                )
+            })
+            .collect();
+        let machine = MemoryRoom {
+            bytes: 64 << 30,
+            bound: MemoryBound::Machine,
+        };
+        let err = check_memory_in(&huge, &targets, Some(machine.clone()))
+            .unwrap_err()
+            .to_string();
         assert!(
-            err.contains("lower the queue depth or the block size (iodepth, block_size)"),
+            err.contains("only 64.0 GiB of memory is available")
+                && err.contains("lower the queue depth or the block size (iodepth, block_size)"),
             "{err}"
         );
-        assert!(check_buffer_memory(&Workload::default(), 32).is_ok());
+        assert!(check_memory_in(&Workload::default(), &targets, Some(machine)).is_ok());
+        // A cgroup's limit below the machine's memory: named with its file.
+        let cgroup = MemoryRoom {
+            bytes: 1 << 30,
+            bound: MemoryBound::Cgroup("/sys/fs/cgroup/job/memory.max".into()),
+        };
+        let deep = Workload::default()
+            .with_iodepth(1024)
+            .with_block_size(1 << 20);
+        let err = check_memory_in(&deep, &targets[..2], Some(cgroup))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("I/O buffers would need 2.0 GiB")
+                && err.contains("allows only 1.0 GiB (/sys/fs/cgroup/job/memory.max)"),
+            "{err}"
+        );
+        assert!(
+            check_memory_in(&huge, &targets, None).is_ok(),
+            "unknown: not refused"
+        );
     }
 
     #[test]

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::op::{OpKind, PerOp};
+use crate::op::{BufferUse, OpKind, PerOp};
 use crate::setting::{Setting, SettingError};
 
 /// Largest block size the engine accepts (8 MiB).
@@ -453,6 +453,20 @@ impl Workload {
     /// What a verdict's depth rules, a suite, fio's JSON and the tables read.
     pub fn in_flight_per_target(&self) -> u64 {
         Workload::in_flight(self.iodepth, self.numjobs)
+    }
+
+    /// Bytes of I/O buffers a run of this workload over `targets` targets allocates (and
+    /// registers with its rings, so pins: what a memlock limit must allow): one buffer per
+    /// I/O in flight ([`Workload::in_flight_per_target`]) per kind that carries data, so a
+    /// read and a write buffer when the pattern does both (a write never carries back what a
+    /// read brought), none for trims. What the engine's memory check and `hostmax doctor`'s
+    /// memlock check both read.
+    pub fn buffer_bytes(&self, targets: usize) -> u64 {
+        let kinds = OpKind::ALL
+            .into_iter()
+            .filter(|&op| op.buffer_use() != BufferUse::None && self.pattern.issues(op))
+            .count() as u64;
+        targets as u64 * self.in_flight_per_target() * u64::from(self.block_size) * kinds
     }
 
     /// [`Workload::in_flight_per_target`] of a workload with this `iodepth` and `numjobs`,

@@ -13,9 +13,24 @@ pub struct DoctorArgs {
     #[arg(long, value_name = "PATH|PATTERN", num_args = 1.., action = clap::ArgAction::Append)]
     pub devices: Vec<OsString>,
 
-    /// The I/Os in flight per device the test will use (checked against `nr_requests`).
+    /// The I/Os in flight per device the test will use, per job with --numjobs (checked
+    /// against `nr_requests`, and its buffers against the memlock limit).
     #[arg(long, value_name = "N", default_value_t = 32)]
     pub iodepth: u32,
+
+    /// The jobs per device the test will use (a run's --numjobs): each keeps --iodepth in
+    /// flight, so the checks judge iodepth x numjobs.
+    #[arg(long, value_name = "N")]
+    pub numjobs: Option<u32>,
+
+    /// The block size the test will use (the size of each buffer it pins).
+    #[arg(long, value_name = "SIZE", default_value = "4k", value_parser = crate::units::parse_size, allow_hyphen_values = true)]
+    pub bs: u64,
+
+    /// The access pattern the test will use (a mix of reads and writes pins a buffer of each
+    /// per I/O in flight).
+    #[arg(long, value_name = "PATTERN", default_value = "randread", value_parser = crate::args::run::pattern_arg, allow_hyphen_values = true)]
+    pub rw: hostmax_engine::IoPattern,
 
     /// CPUs the test will use, e.g. 0-3,6: the load generator's ceiling is measured on these
     /// [default: every online CPU this process may use].

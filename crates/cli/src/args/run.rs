@@ -26,7 +26,7 @@ pub(crate) fn cpu_list_arg(s: &str) -> Result<CpuList, CpuListError> {
     parse_cpu_list(s).map(CpuList)
 }
 
-fn pattern_arg(s: &str) -> Result<IoPattern, hostmax_engine::UnknownPattern> {
+pub(crate) fn pattern_arg(s: &str) -> Result<IoPattern, hostmax_engine::UnknownPattern> {
     s.parse()
 }
 

@@ -7,10 +7,11 @@ use hostmax_aggregate::consistency::judge_consistency;
 use hostmax_aggregate::curve::by_rate::{RateCurve, RateStep};
 use hostmax_aggregate::curve::{CurvePoint, LatencyPromise, LatencyStat};
 use hostmax_aggregate::{Curve, CurveReport, HostReport};
+use hostmax_engine::{EngineError, Setting, SettingError};
 
 use crate::args::verify::{CurveArgs, OfferedRate, RateList};
 use crate::engine::Engine;
-use crate::error::BadInput;
+use crate::error::{option_for, BadInput};
 use crate::measure;
 use crate::output::curve::{curve_chart, render_curve, render_rate_curve};
 use crate::output::destination::print_beside_json;
@@ -56,6 +57,7 @@ pub fn curve(engine: &dyn Engine, args: &CurveArgs) -> anyhow::Result<i32> {
     if depths.is_empty() {
         return Err(BadInput("--depths: give at least one depth, e.g. 1,4,16".into()).into());
     }
+    check_depths(&base, &depths)?;
     let specs = args.run.spec.spec_set(&base.targets)?;
     let required = args.run.spec.consistency()?;
     let tolerance = specs
@@ -161,6 +163,31 @@ pub fn curve(engine: &dyn Engine, args: &CurveArgs) -> anyhow::Result<i32> {
         .with_depths_not_measured(not_measured);
     outputs.write(&root)?;
     Ok(code)
+}
+
+/// Every step's workload checked before step 1 runs, by the engine's own checks (its ranges,
+/// [`hostmax_engine::Workload::check`], and the memory the deepest step's buffers take,
+/// [`hostmax_engine::check_memory`]), so no curve runs its first steps to be refused later.
+/// The refusal names `--depths` where the engine names the depth.
+fn check_depths(base: &crate::plan::RunPlan, depths: &[u32]) -> Result<(), BadInput> {
+    let refusal = |e: &SettingError| {
+        BadInput(e.naming(|s| match s {
+            Setting::Iodepth => Some("--depths"),
+            s => option_for(s),
+        }))
+    };
+    for &depth in depths {
+        let step = base.workload.clone().with_iodepth(depth);
+        step.check().map_err(|e| refusal(&e))?;
+    }
+    let Some(&deepest) = depths.iter().max() else {
+        return Ok(());
+    };
+    let step = base.workload.clone().with_iodepth(deepest);
+    match hostmax_engine::check_memory(&step, &base.targets) {
+        Err(EngineError::InvalidWorkload(e)) => Err(refusal(&e)),
+        _ => Ok(()),
+    }
 }
 
 /// `curve --rates`: the ceiling at `--iodepth` uncapped first (what fractions are of, and the
@@ -311,9 +338,11 @@ mod tests {
             );
         }
         assert_eq!(depths_arg("8, 1,2,2").unwrap().0, vec![1, 2, 8]);
-        for bad in ["0", "x", "1,,2", "70000"] {
+        for bad in ["x", "1,,2", "-1", "1.5"] {
             assert!(depths_arg(bad).unwrap_err().contains("e.g. 1,2,4"), "{bad}");
         }
+        // The range is the engine's to judge (Workload::check), before step 1.
+        assert_eq!(depths_arg("0,70000").unwrap().0, vec![0, 70000]);
     }
 
     #[test]
@@ -384,6 +413,31 @@ mod fake_engine_tests {
         assert_eq!(host["saturation"]["iodepth"], 4, "{host}");
         assert_eq!(host["broken_from"], 8, "{host}");
         assert_eq!(host["held_everywhere"], false, "{host}");
+    }
+
+    #[test]
+    fn every_depth_is_checked_by_the_engine_before_the_first_step_runs() {
+        let dir = ScratchDir::new("curve-depths");
+        for (depths, more, says) in [
+            (
+                "1,2,8192",
+                &[][..],
+                "queue depth 8192 is out of range: use 1 to 4096 (--depths)",
+            ),
+            ("0,1", &[][..], "queue depth 0 is out of range"),
+            // 2 workers x 4096 = 8192 in flight per target.
+            ("1,4096", &["--numjobs", "2"][..], "(--numjobs, --depths)"),
+        ] {
+            let engine = saturating_at_depth_4();
+            let args = curve_args(&dir, &[&["--depths", depths][..], more].concat());
+            let err = curve(&engine, &args).unwrap_err();
+            let refusal = err.downcast_ref::<BadInput>().expect("a refusal");
+            assert!(refusal.0.contains(says), "{depths}: {}", refusal.0);
+            assert!(
+                engine.runs().is_empty(),
+                "{depths}: a step ran before the refusal"
+            );
+        }
     }
 
     #[test]

@@ -163,9 +163,14 @@ pub fn run(engine: &dyn Engine, args: &DoctorArgs) -> anyhow::Result<i32> {
         .into());
     }
     let root = SysRoot::at(dir);
-    // The depth the test will use, against the engine's range.
-    let depth = hostmax_engine::Workload::default().with_iodepth(args.iodepth);
-    depth.check().map_err(|e| BadInput::from(&e))?;
+    // The workload the test will use, against the engine's ranges: its depth, jobs and
+    // buffers are then the engine's own figures of it.
+    let workload = hostmax_engine::Workload::default()
+        .with_pattern(args.rw)
+        .with_iodepth(args.iodepth)
+        .with_numjobs(args.numjobs)
+        .with_block_size(u32::try_from(args.bs).unwrap_or(u32::MAX));
+    workload.check().map_err(|e| BadInput::from(&e))?;
     let outputs = crate::output::export::Outputs::<DoctorReport>::new()
         .declare(args.json.as_deref(), crate::output::json::JsonReport)?;
     let disks = disks_of(&root, &args.devices)?;
@@ -174,7 +179,7 @@ pub fn run(engine: &dyn Engine, args: &DoctorArgs) -> anyhow::Result<i32> {
         engine,
         &root,
         &disks,
-        &shape(args.iodepth, 4096, cpus.as_deref(), args.iopoll),
+        &shape(&workload, cpus.as_deref(), args.iopoll),
     );
     let mut ceiling = None;
     if root.is_live() && !args.ceiling_runtime.is_zero() {
@@ -285,8 +290,7 @@ mod tests {
 
     fn shape_on(cpus: &[usize]) -> RunShape {
         RunShape {
-            iodepth: 32,
-            block_size: 4096,
+            workload: hostmax_engine::Workload::default().with_iodepth(32),
             cpus: cpus.to_vec(),
             root: false,
             iopoll: false,
@@ -404,6 +408,41 @@ mod tests {
             .find(|f| f.setting == "poll queues")
             .unwrap();
         assert_eq!(f.severity, Severity::Ok, "{f:#?}");
+    }
+
+    #[test]
+    fn requests_and_pinned_buffers_are_judged_on_the_whole_workload_numjobs_included() {
+        let dir = ScratchDir::new("doctor-numjobs");
+        bad_host(&dir.0);
+        put(&dir.0, "sys/block/nvme0n1/queue/nr_requests", "64");
+        put(
+            &dir.0,
+            "proc/self/limits",
+            "Limit                     Soft Limit           Hard Limit           Units\nMax locked memory         1048576              1048576              bytes",
+        );
+        let root = SysRoot::at(&dir.0);
+        let judged = |workload: hostmax_engine::Workload| {
+            let shape = RunShape {
+                workload,
+                ..shape_on(&[0, 1])
+            };
+            let mut findings = checks::device_findings(&root, "nvme0n1", &shape);
+            findings.extend(checks::host_findings(&root, &shape, 1));
+            let severity = |setting| find(&findings, setting).severity;
+            (severity("nr_requests"), severity("memlock limit"))
+        };
+        let alone = hostmax_engine::Workload::default().with_iodepth(32);
+        // 32 in flight, 128 KiB pinned: both fit.
+        assert_eq!(judged(alone.clone()), (Severity::Ok, Severity::Ok));
+        // 4 jobs of 32: 128 in flight on 64 requests; 512 KiB pinned still fits 1 MiB.
+        let jobs = alone.clone().with_numjobs(Some(4));
+        assert_eq!(judged(jobs.clone()), (Severity::Harmful, Severity::Ok));
+        // Mixed 8 KiB: a read and a write buffer per I/O, 2 MiB pinned, as the engine counts.
+        let mixed = jobs
+            .with_pattern(hostmax_engine::IoPattern::RandRw)
+            .with_block_size(8192);
+        assert_eq!(mixed.buffer_bytes(1), 2 << 20);
+        assert_eq!(judged(mixed), (Severity::Harmful, Severity::Harmful));
     }
 
     #[test]

@@ -59,12 +59,12 @@ fn read_trimmed(path: &Path) -> Option<String> {
 }
 
 /// What a host-maximum run would do, as far as the settings care.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct RunShape {
-    /// I/Os in flight per device (`--iodepth`).
-    pub iodepth: u32,
-    /// Block size in bytes (for the pinned-memory estimate).
-    pub block_size: u64,
+    /// What the test will run (`--iodepth`, `--numjobs`, `--bs`, `--rw`): the I/Os it keeps
+    /// in flight per device and the buffers it pins are the engine's own figures of it
+    /// (`Workload::in_flight_per_target`, `Workload::buffer_bytes`).
+    pub workload: hostmax_engine::Workload,
     /// The CPUs hostmax may use (its affinity, narrowed by `--cpus`).
     pub cpus: Vec<usize>,
     /// Whether the process runs as root (root has `CAP_IPC_LOCK`: no memlock limit applies).
@@ -178,7 +178,7 @@ pub fn device_findings(root: &SysRoot, disk: &str, shape: &RunShape) -> Vec<Find
     }
     if let Some(v) = q("nr_requests") {
         let n: u64 = v.parse().unwrap_or(0);
-        let depth = u64::from(shape.iodepth);
+        let depth = shape.workload.in_flight_per_target();
         let (sev, why) = if n > 0 && n < depth {
             (
                 Severity::Harmful,
@@ -189,7 +189,7 @@ pub fn device_findings(root: &SysRoot, disk: &str, shape: &RunShape) -> Vec<Find
         } else {
             (
                 Severity::Ok,
-                format!("enough requests per hardware queue for depth {depth}"),
+                format!("enough requests per hardware queue for {depth} I/Os in flight per device"),
             )
         };
         out.push(finding(
@@ -568,15 +568,15 @@ pub fn host_findings(root: &SysRoot, shape: &RunShape, device_count: usize) -> V
     }
 
     if let Some(limit) = memlock_limit(root) {
-        let needed = device_count as u64 * u64::from(shape.iodepth) * shape.block_size;
+        let needed = shape.workload.buffer_bytes(device_count);
         let shown = limit.map_or("unlimited".to_string(), human_size);
         let (sev, why) = match limit {
             Some(l) if !shape.root && l < needed => (
                 Severity::Harmful,
                 format!(
-                    "registered I/O buffers are pinned and charged to this limit; {device_count} devices x depth {} x {} need {}",
-                    shape.iodepth,
-                    human_size(shape.block_size),
+                    "registered I/O buffers are pinned and charged to this limit; {device_count} devices x {} I/Os in flight x {} (twice for mixed reads and writes) need {}",
+                    shape.workload.in_flight_per_target(),
+                    human_size(shape.workload.block_size.into()),
                     human_size(needed)
                 ),
             ),

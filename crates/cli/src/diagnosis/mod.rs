@@ -16,8 +16,12 @@ pub use finding::{Finding, Severity};
 use crate::engine::Engine;
 use crate::plan::RunPlan;
 
-/// The run shape of the doctor's own options: hostmax's CPUs and default block size.
-pub fn shape(iodepth: u32, block_size: u64, cpus: Option<&[usize]>, iopoll: bool) -> RunShape {
+/// The run shape of `workload` on hostmax's CPUs (narrowed to `cpus`).
+pub fn shape(
+    workload: &hostmax_engine::Workload,
+    cpus: Option<&[usize]>,
+    iopoll: bool,
+) -> RunShape {
     let allowed = hostmax_engine::placement::allowed_cpus().unwrap_or_default();
     let cpus = match cpus {
         Some(list) => allowed
@@ -28,8 +32,7 @@ pub fn shape(iodepth: u32, block_size: u64, cpus: Option<&[usize]>, iopoll: bool
         None => allowed,
     };
     RunShape {
-        iodepth,
-        block_size,
+        workload: workload.clone(),
         cpus,
         root: nix::unistd::geteuid().is_root(),
         iopoll,
@@ -128,12 +131,7 @@ pub fn warning_line(engine: &dyn Engine, plan: &RunPlan) -> Option<String> {
             disks.push(disk);
         }
     }
-    let shape = shape(
-        plan.workload.iodepth,
-        plan.workload.block_size.into(),
-        plan.cpus.as_deref(),
-        plan.polling.iopoll,
-    );
+    let shape = shape(&plan.workload, plan.cpus.as_deref(), plan.polling.iopoll);
     let serious: Vec<Finding> = diagnose(engine, &root, &disks, &shape)
         .into_iter()
         .filter(|f| f.severity <= Severity::Warning)
