@@ -112,32 +112,22 @@ fn prepare_args(paths: &[String], state: &str) -> Vec<String> {
     args
 }
 
-#[test]
-fn prepare_reads_every_block_once_and_a_stopped_one_continues_where_it_stopped() {
-    require_root!();
-    const SIZE: u64 = 48 * MIB;
-    let host = loop_volumes(2, SIZE);
-    let paths = volume_paths(&host);
-    let names = volume_kernel_names(&host);
-    let scratch = ScratchDir::new("prepare");
-    let state = scratch.join("state.json").display().to_string();
-    // 16 MiB/s a volume: three seconds a volume, time to stop it half way.
-    let throttle = IoThrottle::create().expect("a cgroup for the cap");
-    for v in host.volumes() {
-        throttle
-            .limit_bps(v.major_minor().unwrap(), 16 * MIB)
-            .unwrap();
-    }
-    let before: Vec<(u64, u64)> = names.iter().map(|n| sectors(n)).collect();
+/// Runs `hostmax prepare` on `paths` with `--state state` inside `throttle`'s cgroup and stops
+/// it with SIGINT after its first progress line (a second in); returns its exit status and
+/// stderr.
+fn prepare_stopped_early(
+    paths: &[String],
+    state: &str,
+    throttle: &IoThrottle,
+) -> (std::process::ExitStatus, String) {
     let mut cmd = std::process::Command::new(hostmax_bin());
-    cmd.args(prepare_args(&paths, &state))
+    cmd.args(prepare_args(paths, state))
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
     throttle.command_in_group(&mut cmd);
     let mut child = cmd.spawn().expect("run hostmax prepare");
     let mut stderr = std::io::BufReader::new(child.stderr.take().unwrap());
     let mut seen = String::new();
-    // Stopped after its first progress line (a second in).
     loop {
         let mut line = String::new();
         use std::io::BufRead;
@@ -158,7 +148,27 @@ fn prepare_reads_every_block_once_and_a_stopped_one_continues_where_it_stopped()
     let status = child.wait().unwrap();
     let mut rest = String::new();
     std::io::Read::read_to_string(&mut stderr, &mut rest).unwrap();
-    seen += &rest;
+    (status, seen + &rest)
+}
+
+#[test]
+fn prepare_reads_every_block_once_and_a_stopped_one_continues_where_it_stopped() {
+    require_root!();
+    const SIZE: u64 = 48 * MIB;
+    let host = loop_volumes(2, SIZE);
+    let paths = volume_paths(&host);
+    let names = volume_kernel_names(&host);
+    let scratch = ScratchDir::new("prepare");
+    let state = scratch.join("state.json").display().to_string();
+    // 16 MiB/s a volume: three seconds a volume, time to stop it half way.
+    let throttle = IoThrottle::create().expect("a cgroup for the cap");
+    for v in host.volumes() {
+        throttle
+            .limit_bps(v.major_minor().unwrap(), 16 * MIB)
+            .unwrap();
+    }
+    let before: Vec<(u64, u64)> = names.iter().map(|n| sectors(n)).collect();
+    let (status, seen) = prepare_stopped_early(&paths, &state, &throttle);
     assert_eq!(status.code(), Some(130), "{seen}");
     assert!(
         seen.contains("stopped with") && seen.contains("to continue"),
@@ -214,12 +224,69 @@ fn prepare_refuses_a_state_file_of_another_volume() {
     let state = scratch.join("state.json");
     std::fs::write(
         &state,
-        serde_json::json!({"devices": [{"path": paths[0], "size": 999, "done": 5}]}).to_string(),
+        serde_json::json!({"devices": [{
+            "path": paths[0],
+            "size": 999,
+            "logical_block_size": 512,
+            "block_device": true,
+            "done": 5
+        }]})
+        .to_string(),
     )
     .unwrap();
     let args = prepare_args(&paths, &state.display().to_string());
     let out = run_hostmax(&args, None);
     assert_refused(&args, &out, &["--state", "remove the file to start over"]);
+}
+
+/// A loop device pointed at another file of the same size between a stopped prepare and its
+/// continuation (the same /dev/loopN, the same size: all the state kept before) is not the
+/// volume the state was made for: refused (exit 2) naming both backing files, nothing read.
+#[test]
+fn prepare_refuses_to_continue_on_a_loop_device_pointed_at_another_file() {
+    require_root!();
+    const SIZE: u64 = 48 * MIB;
+    let scratch = ScratchDir::new("prepare-repointed");
+    let image = |name: &str| {
+        let path = scratch.join(name);
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create_new(true)
+            .open(&path)
+            .unwrap();
+        file.set_len(SIZE).unwrap();
+        (file, path.display().to_string())
+    };
+    let ((a, a_path), (b, b_path)) = (image("a.img"), image("b.img"));
+    // Read-only: the kernel re-points only a read-only loop device (LOOP_CHANGE_FD).
+    let dev = hostmax_simhost::LoopDevice::attach(
+        &a,
+        &hostmax_simhost::LoopOptions::default().with_read_only(true),
+    )
+    .expect("a loop device");
+    let paths = vec![dev.path().display().to_string()];
+    let state = scratch.join("state.json").display().to_string();
+    let throttle = IoThrottle::create().expect("a cgroup for the cap");
+    throttle.limit_bps(dev.major_minor(), 16 * MIB).unwrap();
+    let (status, seen) = prepare_stopped_early(&paths, &state, &throttle);
+    assert_eq!(status.code(), Some(130), "{seen}");
+
+    dev.change_backing(&b).expect("LOOP_CHANGE_FD");
+    let before = sectors(dev.kernel_name());
+    let args = prepare_args(&paths, &state);
+    let out = run_hostmax(&args, None);
+    assert_refused(
+        &args,
+        &out,
+        &[
+            "--state",
+            &format!("{} was backing file {a_path} (", paths[0]),
+            &format!("now backing file {b_path} ("),
+            "remove the file to start over",
+        ],
+    );
+    assert_eq!(sectors(dev.kernel_name()), before, "nothing read");
 }
 
 /// `prepare --state` on a FIFO (or anything but a regular file) is refused at once, not read

@@ -214,6 +214,18 @@ impl LoopDevice {
         &self.device
     }
 
+    /// Points the device, bound as it is (same number, same node), at `backing` instead
+    /// (`LOOP_CHANGE_FD`): what a re-pointed volume looks like to a tool that kept only its
+    /// path. The kernel allows it only on a read-only device
+    /// ([`LoopOptions::with_read_only`]) and for a backing file of the same size.
+    pub fn change_backing(&self, backing: &File) -> Result<(), SimHostError> {
+        sys::loop_change_fd(&self.device, backing).map_err(|source| SimHostError::Io {
+            what: "LOOP_CHANGE_FD on",
+            path: self.node.path.clone(),
+            source,
+        })
+    }
+
     /// Size of the device in bytes, from `/sys/block/loopN/size`.
     pub fn size_bytes(&self) -> Result<u64, SimHostError> {
         let sectors: u64 = self

@@ -16,6 +16,7 @@ use std::process::Command;
 const LOOP_SET_FD: libc::c_ulong = 0x4C00;
 const LOOP_CLR_FD: libc::c_ulong = 0x4C01;
 const LOOP_SET_STATUS64: libc::c_ulong = 0x4C04;
+const LOOP_CHANGE_FD: libc::c_ulong = 0x4C06;
 const LOOP_SET_DIRECT_IO: libc::c_ulong = 0x4C08;
 const LOOP_SET_BLOCK_SIZE: libc::c_ulong = 0x4C09;
 const LOOP_CONFIGURE: libc::c_ulong = 0x4C0A;
@@ -120,6 +121,16 @@ pub(crate) fn loop_set_block_size(device: &File, block_size: u32) -> io::Result<
 /// `LOOP_SET_DIRECT_IO`: direct I/O to the backing file on or off.
 pub(crate) fn loop_set_direct_io(device: &File, on: bool) -> io::Result<()> {
     ioctl_by_value(device, LOOP_SET_DIRECT_IO, libc::c_ulong::from(on))
+}
+
+/// `LOOP_CHANGE_FD`: points the bound `device` at `backing` instead (the kernel allows it
+/// on a read-only device only, and for a file of the same size).
+pub(crate) fn loop_change_fd(device: &File, backing: &File) -> io::Result<()> {
+    // The backing file's descriptor, by value; both files stay open for the call (the kernel
+    // takes its own reference to the new backing file).
+    let fd = libc::c_ulong::try_from(backing.as_raw_fd())
+        .map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
+    ioctl_by_value(device, LOOP_CHANGE_FD, fd)
 }
 
 /// `LOOP_CLR_FD`: unbinds `device` (undoes [`loop_set_fd`]).

@@ -10,7 +10,8 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use anyhow::Context;
-use hostmax_engine::{EngineError, PassProgress, ReadPass};
+use hostmax_device::identity::identify;
+use hostmax_engine::{EngineError, PassProgress, ReadPass, TargetInfo};
 
 use crate::error::Stalled;
 use serde::{Deserialize, Serialize};
@@ -22,18 +23,21 @@ use crate::error::BadInput;
 use crate::exit_code;
 use crate::output::atomic::write_atomically;
 use crate::output::destination::OutputFile;
+use crate::plan::identity::{changed_devices, DeviceRecord};
 use crate::units::{format_duration, format_mib_per_sec, human_size};
 
 /// The `--state` file: how far each device got.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 struct PrepareState {
     devices: Vec<DeviceState>,
 }
 
+/// One device of the state: what it is (the record every resumable command keeps, so a
+/// continued pass reads the device it started on) and how far it got.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 struct DeviceState {
-    path: PathBuf,
-    size: u64,
+    #[serde(flatten)]
+    device: DeviceRecord,
     done: u64,
 }
 
@@ -52,13 +56,18 @@ pub fn run(engine: &dyn Engine, args: &PrepareArgs) -> anyhow::Result<i32> {
     let targets = resolve_targets(&expand_device_args(&args.devices)?)?;
     let paths: Vec<PathBuf> = targets.iter().map(|t| t.path.clone()).collect();
     let sizes: Vec<u64> = targets.iter().map(|t| t.size).collect();
+    // What each device is (from sysfs and the probe: no I/O), kept in the state.
+    let records: Vec<DeviceRecord> = targets
+        .iter()
+        .map(|t| DeviceRecord::of(t, None, identify(t)))
+        .collect();
     let from = match &args.state {
         Some(file) => {
             // Written while the devices are read: proved writable now, as every output is
             // (no link another user controls, room, a regular file or a free name), and
             // only then read.
             STATE.check(file)?;
-            resume_from(file, &paths, &sizes)?
+            resume_from(file, &targets)?
         }
         None => vec![0; paths.len()],
     };
@@ -91,7 +100,7 @@ pub fn run(engine: &dyn Engine, args: &PrepareArgs) -> anyhow::Result<i32> {
             progress_line(p, already, started.elapsed().as_secs_f64())
         );
         if let Some(file) = &args.state {
-            if let Err(e) = save(file, &paths, p) {
+            if let Err(e) = save(file, &records, p) {
                 saved.get_or_insert(e);
             }
         }
@@ -168,45 +177,51 @@ fn progress_line(p: &PassProgress, already: u64, secs: f64) -> String {
 }
 
 /// Where each device starts: what the state `file` says it had done (0 for a device it does
-/// not list, and for a missing file). A device whose size changed is refused: the state was
-/// made for another volume.
-fn resume_from(file: &Path, paths: &[PathBuf], sizes: &[u64]) -> anyhow::Result<Vec<u64>> {
+/// not list, and for a missing file). A device that is not the one the state recorded
+/// ([`changed_devices`]: another size or block size, another backing file behind the same loop
+/// device, another file by the same name) is refused: the state was made for another volume,
+/// and half of this one would never be read.
+fn resume_from(file: &Path, targets: &[TargetInfo]) -> anyhow::Result<Vec<u64>> {
     let text = match crate::input::read_text(file) {
         Ok(text) => text,
-        Err(e) if e.not_found() => return Ok(vec![0; paths.len()]),
+        Err(e) if e.not_found() => return Ok(vec![0; targets.len()]),
         Err(e) => return Err(BadInput(format!("--state {e}")).into()),
     };
     let state: PrepareState = serde_json::from_str(&text).map_err(|e| {
         BadInput(format!(
-            "--state {} is not a prepare state file ({e}); give another path or remove it",
+            "--state {} is not a prepare state file of this hostmax ({e}); give another path or remove it",
             file.display()
         ))
     })?;
-    paths
+    let recorded: Vec<Option<&DeviceState>> = targets
         .iter()
-        .zip(sizes)
-        .map(|(path, &size)| match state.devices.iter().find(|d| &d.path == path) {
-            None => Ok(0),
-            Some(d) if d.size == size && d.done <= size => Ok(d.done),
-            Some(d) => Err(BadInput(format!(
-                "--state {} is for a {}-byte {}, which has {size} bytes now; remove the file to start over",
-                file.display(),
-                d.size,
-                path.display()
-            ))
-            .into()),
-        })
-        .collect()
+        .map(|t| state.devices.iter().find(|d| d.device.path == t.path))
+        .collect();
+    let pairs = recorded
+        .iter()
+        .zip(targets)
+        .filter_map(|(d, t)| Some((&d.as_ref()?.device, t)));
+    if let Some(changed) = changed_devices(pairs) {
+        return Err(BadInput(format!(
+            "--state {} was made for other devices: {changed}; remove the file to start over",
+            file.display()
+        ))
+        .into());
+    }
+    Ok(recorded
+        .iter()
+        .zip(targets)
+        .map(|(d, t)| d.map_or(0, |d| d.done.min(t.size)))
+        .collect())
 }
 
-fn save(file: &Path, paths: &[PathBuf], p: &PassProgress) -> anyhow::Result<()> {
+fn save(file: &Path, records: &[DeviceRecord], p: &PassProgress) -> anyhow::Result<()> {
     let state = PrepareState {
-        devices: paths
+        devices: records
             .iter()
-            .zip(p.sizes.iter().zip(&p.done))
-            .map(|(path, (&size, &done))| DeviceState {
-                path: path.clone(),
-                size,
+            .zip(&p.done)
+            .map(|(device, &done)| DeviceState {
+                device: device.clone(),
                 done,
             })
             .collect(),
@@ -304,5 +319,26 @@ mod tests {
             refusal.0
         );
         assert!(passes_from(&engine).is_empty());
+    }
+
+    #[test]
+    fn another_file_of_the_same_size_under_the_same_name_is_refused_naming_both() {
+        let dir = ScratchDir::new("prepare-swapped");
+        let devices = target_files(&dir, 2, 8 << 20);
+        let state = dir.0.join("prepare.state").display().to_string();
+        let args = prepare_args(&["--devices", &devices[0], "--state", &state]);
+        run(&FakeEngine::new().with_pass_stopping_after(1 << 20), &args).unwrap();
+        // The second file takes the first one's name: same path, same size, another file.
+        std::fs::rename(&devices[1], &devices[0]).unwrap();
+        let engine = FakeEngine::new();
+        let err = run(&engine, &args).unwrap_err();
+        let refusal = &err.downcast_ref::<BadInput>().expect("a refusal").0;
+        assert!(
+            refusal.contains(&format!("{} was file ", devices[0]))
+                && refusal.contains(", now file ")
+                && refusal.contains("remove the file to start over"),
+            "{refusal}"
+        );
+        assert!(passes_from(&engine).is_empty(), "nothing read");
     }
 }

@@ -1,17 +1,29 @@
-//! What each target's path led to when it was planned ([`PlannedIdentity`]: a block device's
-//! number, a regular file's device and inode), and the check every run of a command makes just
-//! before it opens the targets ([`check_unchanged`]). A multi-run command (suite cells, verify
-//! phases, sweep steps, curve depths) reopens each path for every run: without this check, a
-//! file renamed onto a target's path (or a device renamed) between two runs is written by the
-//! next one.
+//! Target identity, within a command and across its resumes.
+//!
+//! Within one command: what each target's path led to when it was planned
+//! ([`PlannedIdentity`]: a block device's number, a regular file's device and inode), and the
+//! check every run of a command makes just before it opens the targets ([`check_unchanged`]).
+//! A multi-run command (suite cells, verify phases, sweep steps, curve depths) reopens each
+//! path for every run: without this check, a file renamed onto a target's path (or a device
+//! renamed) between two runs is written by the next one.
+//!
+//! Across resumes: what a resumable command (the suite's checkpoint, `prepare --state`) keeps
+//! of each device ([`DeviceRecord`]), and the one check that the device planned on resume is
+//! still that one ([`changed_devices`]): the same path, size, block size and kind, and what
+//! the kernel says it is ([`hostmax_device::identity::DeviceIdentity`]: WWID, serial, a loop
+//! device's backing file and inode, a file's inode), so a loop device re-pointed at another
+//! file, or two volumes that swapped names, are not taken for the one recorded.
 
 use std::fmt;
 use std::os::unix::fs::{FileTypeExt, MetadataExt};
 use std::path::{Path, PathBuf};
 
+use hostmax_device::identity::{identify, DeviceIdentity};
 use hostmax_device::{TargetInfo, TargetKind};
+use serde::{Deserialize, Serialize};
 
 use crate::error::BadInput;
+use crate::units::human_size;
 
 /// What a path leads to, as far as telling one target from another needs.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -117,6 +129,100 @@ pub fn check_unchanged(
     Ok(())
 }
 
+/// A device as a resumable command first saw it (the suite's checkpoint, `prepare --state`);
+/// on resume it must still be that device ([`changed_devices`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DeviceRecord {
+    /// Canonical path.
+    pub path: PathBuf,
+    /// The path the user gave when it is another name for it (a `/dev/disk/by-id/...` link):
+    /// `--resume` follows this name, which stays with the device when kernel names change.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub given: Option<PathBuf>,
+    /// Size in bytes.
+    pub size: u64,
+    /// Logical block size.
+    pub logical_block_size: u32,
+    /// Whether it is a block device (else a regular file).
+    pub block_device: bool,
+    /// What it is (WWID, serial, by-id names, backing file or inode, size), so that a resume
+    /// can tell when its path now leads to another device (absent in older checkpoints).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub identity: Option<DeviceIdentity>,
+}
+
+impl DeviceRecord {
+    /// The record of `target` as probed, known by `given` (the name the user gave, when it is
+    /// another name for it) and what it is (`identity`: [`identify`], or with its signatures
+    /// where the record is taken before writing).
+    pub fn of(
+        target: &TargetInfo,
+        given: Option<PathBuf>,
+        identity: DeviceIdentity,
+    ) -> DeviceRecord {
+        DeviceRecord {
+            path: target.path.clone(),
+            given,
+            size: target.size,
+            logical_block_size: target.logical_block_size,
+            block_device: target.kind == TargetKind::BlockDevice,
+            identity: Some(identity),
+        }
+    }
+
+    /// The name a resume finds it by: the one the user gave, else its canonical path.
+    pub fn name(&self) -> PathBuf {
+        self.given.clone().unwrap_or_else(|| self.path.clone())
+    }
+
+    /// Why `now` (the device a resume planned by this record's name) is not the device
+    /// recorded: another path (unless followed through the given name), size, block size or
+    /// kind, or what the kernel says it is ([`DeviceIdentity::differs`]); `None` when it is.
+    pub fn differs(&self, now: &TargetInfo) -> Option<String> {
+        if self.given.is_none() && now.path != self.path {
+            return Some(format!(
+                "{}, now {}",
+                self.path.display(),
+                now.path.display()
+            ));
+        }
+        let kind = |block: bool| if block { "block device" } else { "file" };
+        let block_device = now.kind == TargetKind::BlockDevice;
+        if now.size != self.size
+            || now.logical_block_size != self.logical_block_size
+            || block_device != self.block_device
+        {
+            return Some(format!(
+                "{} {} with {}-byte blocks, now {} {} with {}-byte blocks",
+                human_size(self.size),
+                kind(self.block_device),
+                self.logical_block_size,
+                human_size(now.size),
+                kind(block_device),
+                now.logical_block_size
+            ));
+        }
+        self.identity.as_ref()?.differs(&identify(now))
+    }
+}
+
+/// The one check of every resumable command: each `(record, planned)` pair's device is the one
+/// recorded ([`DeviceRecord::differs`]). `None` when all are; else every one that is not, as
+/// "`/dev/loop3` was backing file /srv/a.img (0:44:7), now backing file /srv/b.img (0:44:9)",
+/// joined by "; ", for the command to frame with its own fix.
+pub fn changed_devices<'a>(
+    pairs: impl IntoIterator<Item = (&'a DeviceRecord, &'a TargetInfo)>,
+) -> Option<String> {
+    let changed: Vec<String> = pairs
+        .into_iter()
+        .filter_map(|(then, now)| {
+            let why = then.differs(now)?;
+            Some(format!("{} was {why}", then.name().display()))
+        })
+        .collect();
+    (!changed.is_empty()).then(|| changed.join("; "))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -139,6 +245,33 @@ mod tests {
         assert!(refused.contains("t.img"), "{refused}");
         assert!(refused.contains("before step2"), "{refused}");
         assert_eq!(refused.matches("(device:inode)").count(), 2, "{refused}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_recorded_device_is_known_again_and_another_is_named_with_both() {
+        let dir = std::env::temp_dir().join(format!("hostmax-record-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let (a, b) = (dir.join("a.img"), dir.join("b.img"));
+        std::fs::write(&a, vec![0u8; 8192]).unwrap();
+        std::fs::write(&b, vec![0u8; 8192]).unwrap();
+        let probe = |p: &Path| hostmax_device::probe(p).unwrap();
+        let record = DeviceRecord::of(&probe(&a), None, identify(&probe(&a)));
+        assert_eq!(changed_devices([(&record, &probe(&a))]), None);
+        // Another file of the same size under the same name: told apart by its inode.
+        std::fs::rename(&b, &a).unwrap();
+        let why = changed_devices([(&record, &probe(&a))]).expect("another file");
+        assert!(
+            why.starts_with(&format!("{} was file ", a.display())) && why.contains(", now file "),
+            "{why}"
+        );
+        // Another size: said in sizes and block sizes.
+        std::fs::write(&a, vec![0u8; 4096]).unwrap();
+        let why = changed_devices([(&record, &probe(&a))]).unwrap();
+        assert!(
+            why.contains("was 8 KiB file with ") && why.contains(", now 4 KiB file with "),
+            "{why}"
+        );
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

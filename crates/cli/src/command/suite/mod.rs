@@ -343,13 +343,12 @@ fn device_records(
 ) -> Vec<DeviceRecord> {
     targets
         .iter()
-        .map(|t| DeviceRecord {
-            path: t.path.clone(),
-            given: crate::devices::given_name(given, &t.path),
-            size: t.size,
-            logical_block_size: t.logical_block_size,
-            block_device: t.kind == TargetKind::BlockDevice,
-            identity: Some(hostmax_device::identity::identify_with_signatures(t)),
+        .map(|t| {
+            DeviceRecord::of(
+                t,
+                crate::devices::given_name(given, &t.path),
+                hostmax_device::identity::identify_with_signatures(t),
+            )
         })
         .collect()
 }
@@ -688,9 +687,11 @@ fn check_devices_there(dir: &Path, config: &SuiteConfig) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// A resumed suite's planned devices are the ones it started on: all there, each with its
-/// path (unless followed by a given name), size, block size and kind, and what the kernel
-/// says it is (two same-size volumes that swapped names after a reboot differ there).
+/// A resumed suite's planned devices are the ones it started on: all there, each the device
+/// recorded (the check every resumable command makes,
+/// [`crate::plan::identity::changed_devices`]: path unless followed by a given name, size,
+/// block size, kind, and what the kernel says it is: two same-size volumes that swapped names
+/// after a reboot differ there).
 fn check_same_devices(
     dir: &Path,
     config: &SuiteConfig,
@@ -703,39 +704,12 @@ fn check_same_devices(
         ))
         .into());
     }
-    for (t, d) in targets.iter().zip(&config.devices) {
-        let kind_same = (t.kind == TargetKind::BlockDevice) == d.block_device;
-        // A name the user gave may lead to a new kernel name; the identity check below decides.
-        if (d.given.is_none() && t.path != d.path)
-            || t.size != d.size
-            || t.logical_block_size != d.logical_block_size
-            || !kind_same
-        {
-            return Err(BadInput(format!(
-                "{} is not the device the suite started on (now {} with {}-byte blocks, then {} with {}-byte blocks); it cannot be resumed",
-                d.path.display(),
-                human_size(t.size),
-                t.logical_block_size,
-                human_size(d.size),
-                d.logical_block_size
-            ))
-            .into());
-        }
-    }
-    let swapped: Vec<String> = targets
-        .iter()
-        .zip(&config.devices)
-        .filter_map(|(t, d)| {
-            let then = d.identity.as_ref()?;
-            let why = then.differs(&hostmax_device::identity::identify(t))?;
-            Some(format!("{} was {why}", d.path.display()))
-        })
-        .collect();
-    if !swapped.is_empty() {
+    if let Some(changed) =
+        crate::plan::identity::changed_devices(config.devices.iter().zip(targets))
+    {
         return Err(BadInput(format!(
-            "the suite in {} started on other devices: {}; give the suite its own devices back, or start a new suite",
-            dir.display(),
-            swapped.join("; ")
+            "the suite in {} started on other devices: {changed}; give the suite its own devices back, or start a new suite",
+            dir.display()
         ))
         .into());
     }

@@ -31,33 +31,9 @@ use super::matrix::{CellSettings, CellSpec, SuiteTest, TrackedMetric};
 /// format-1 directory's round files are not.
 pub const STATE_FORMAT: u32 = 2;
 
-/// A device as the suite first saw it; on resume the device must still look the same.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct DeviceRecord {
-    /// Canonical path.
-    pub path: PathBuf,
-    /// The path the user gave when it is another name for it (a `/dev/disk/by-id/...` link):
-    /// `--resume` follows this name, which stays with the device when kernel names change.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub given: Option<PathBuf>,
-    /// Size in bytes.
-    pub size: u64,
-    /// Logical block size.
-    pub logical_block_size: u32,
-    /// Whether it is a block device (else a regular file).
-    pub block_device: bool,
-    /// What it is (WWID, serial, by-id names, backing file or inode, size), so that `--resume`
-    /// can tell when its path now leads to another device (absent in older checkpoints).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub identity: Option<hostmax_aggregate::DeviceIdentity>,
-}
-
-impl DeviceRecord {
-    /// The name `--resume` finds it by: the one the user gave, else its canonical path.
-    pub fn name(&self) -> PathBuf {
-        self.given.clone().unwrap_or_else(|| self.path.clone())
-    }
-}
+/// A device as the suite first saw it: the record every resumable command keeps
+/// ([`crate::plan::identity::DeviceRecord`]).
+pub use crate::plan::identity::DeviceRecord;
 
 /// Everything a suite was started with: `suite.json`. A resumed suite runs from this alone.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
