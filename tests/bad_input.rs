@@ -1591,11 +1591,13 @@ fn an_existing_path_with_a_bracket_is_taken_literally() {
 }
 
 /// A memory cgroup of its own (v1 `memory`, else v2 with the `memory` controller), removed on
-/// drop; its name carries this process's pid.
+/// drop with the controller's delegation it made; its name carries this process's pid.
 struct MemoryGroup {
     dir: std::path::PathBuf,
     /// The file that sets its limit (`memory.limit_in_bytes` or `memory.max`).
     limit_file: std::path::PathBuf,
+    /// The v2 root whose children it gave the controller to (taken back on drop).
+    delegated: Option<std::path::PathBuf>,
 }
 
 impl MemoryGroup {
@@ -1603,6 +1605,7 @@ impl MemoryGroup {
     fn with_limit(bytes: u64) -> Result<MemoryGroup, String> {
         let mounts = fs::read_to_string("/proc/self/mounts").map_err(|e| e.to_string())?;
         let mut found = None;
+        let mut delegated = None;
         for line in mounts.lines() {
             let fields: Vec<&str> = line.split_whitespace().collect();
             let [_, at, kind, options, ..] = fields[..] else {
@@ -1618,7 +1621,13 @@ impl MemoryGroup {
                         .unwrap_or_default();
                     if controllers.split_whitespace().any(|c| c == "memory") {
                         // Children get the controller only where the root hands it down.
-                        let _ = fs::write(Path::new(at).join("cgroup.subtree_control"), "+memory");
+                        let control = Path::new(at).join("cgroup.subtree_control");
+                        let given = fs::read_to_string(&control).unwrap_or_default();
+                        if !given.split_whitespace().any(|c| c == "memory")
+                            && fs::write(&control, "+memory").is_ok()
+                        {
+                            delegated = Some(std::path::PathBuf::from(at));
+                        }
                         found = Some((std::path::PathBuf::from(at), "memory.max"));
                     }
                 }
@@ -1631,6 +1640,7 @@ impl MemoryGroup {
         let group = MemoryGroup {
             limit_file: dir.join(file),
             dir,
+            delegated,
         };
         fs::write(&group.limit_file, bytes.to_string())
             .map_err(|e| format!("{}: {e}", group.limit_file.display()))?;
@@ -1639,37 +1649,16 @@ impl MemoryGroup {
 
     /// Makes `cmd`'s child join the group before it runs.
     fn command_in<'c>(&self, cmd: &'c mut Command) -> &'c mut Command {
-        let procs = std::ffi::CString::new(
-            self.dir
-                .join("cgroup.procs")
-                .into_os_string()
-                .into_encoded_bytes(),
-        )
-        .unwrap();
-        // SAFETY: the closure runs in the forked child before exec and only calls open, write
-        // and close (async-signal-safe) on `procs`, which it owns; it allocates nothing.
-        unsafe {
-            cmd.pre_exec(move || {
-                let fd = libc::open(procs.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
-                if fd < 0 {
-                    return Err(std::io::Error::last_os_error());
-                }
-                let written = libc::write(fd, b"0".as_ptr().cast(), 1);
-                let err = std::io::Error::last_os_error();
-                libc::close(fd);
-                if written == 1 {
-                    Ok(())
-                } else {
-                    Err(err)
-                }
-            })
-        }
+        hostmax_simhost::command_in_cgroup(cmd, &self.dir)
     }
 }
 
 impl Drop for MemoryGroup {
     fn drop(&mut self) {
         let _ = fs::remove_dir(&self.dir);
+        if let Some(root) = &self.delegated {
+            let _ = fs::write(root.join("cgroup.subtree_control"), "-memory");
+        }
     }
 }
 

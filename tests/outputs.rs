@@ -469,6 +469,19 @@ fn a_resumed_suite_takes_new_outputs() {
     assert!(json.exists());
 }
 
+/// Runs hostmax with `args`, its stdout a pipe whose reader goes away at once (before anything
+/// is written to it: `hostmax ... | head -1` once head has its line), and returns its output.
+fn run_with_stdout_closed(args: &[String]) -> Output {
+    let mut child = Command::new(hostmax_bin())
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    child.wait_with_output().unwrap()
+}
+
 /// `--json -` into a pipe nobody reads any more: the report is kept elsewhere and the error
 /// says where.
 #[test]
@@ -476,15 +489,7 @@ fn a_report_standard_output_cannot_take_is_kept() {
     let dir = ScratchDir::new("out-stdout");
     let target = target_in(&dir);
     let args = read_run(&target, "1s", &["--json", "-"]);
-    let mut child = Command::new(hostmax_bin())
-        .args(&args)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    // The reader goes away before the report comes.
-    drop(child.stdout.take());
-    let out = child.wait_with_output().unwrap();
+    let out = run_with_stdout_closed(&args);
     let stderr = stderr_of(&out);
     assert_eq!(out.status.code(), Some(4), "{stderr}");
     assert!(
@@ -514,15 +519,7 @@ fn a_table_standard_output_cannot_take_is_dropped_and_the_report_still_written()
         .chain([doctor_json.display().to_string()])
         .collect::<Vec<_>>();
     for (args, report) in [(run, &json), (doctor, &doctor_json)] {
-        let mut child = Command::new(hostmax_bin())
-            .args(&args)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        // The reader goes away before the table comes.
-        drop(child.stdout.take());
-        let out = child.wait_with_output().unwrap();
+        let out = run_with_stdout_closed(&args);
         let stderr = stderr_of(&out);
         assert_eq!(out.status.code(), Some(0), "{args:?}: {stderr}");
         assert!(!stderr.contains("internal error"), "{stderr}");

@@ -18,7 +18,7 @@
 //! - [`ZramDevice`]: one zram device (bio-based, no queue map, compressing on the submitting
 //!   CPU), removed on drop, where [`zram_available`] says the kernel has zram.
 //! - [`IoThrottle`]: one cgroup (v1 `blkio` or v2 `io.max`) holding per-device caps; processes
-//!   in it are capped.
+//!   in it are capped. [`command_in_cgroup`] starts a child inside any cgroup directory.
 //! - [`ScratchDir`]: a directory of this process's own, removed on drop (and by
 //!   [`sweep_dead_owners`] once its process is gone): the backing files' home here, and every
 //!   test's scratch space. [`FileLock`] is an exclusive `flock` held until dropped;
@@ -77,7 +77,7 @@ pub use nullblk::{
 };
 pub use programs::find_program;
 pub use scratch::{sweep_dead_owners, ScratchDir, TEST_SCRATCH_PREFIX};
-pub use throttle::{CgroupFlavor, DeviceLimit, IoThrottle, CGROUP_ROOT_ENV};
+pub use throttle::{command_in_cgroup, CgroupFlavor, DeviceLimit, IoThrottle, CGROUP_ROOT_ENV};
 pub use zram::{sweep_stale_zram, zram_available, ZramDevice, ZRAM_MARKER_PREFIX};
 
 use std::path::{Path, PathBuf};

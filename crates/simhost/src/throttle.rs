@@ -189,9 +189,7 @@ impl IoThrottle {
     /// Makes `cmd` start its child inside the group: the child writes "0" (itself) to
     /// `cgroup.procs` between fork and exec, so its first I/O is already capped.
     pub fn command_in_group<'c>(&self, cmd: &'c mut Command) -> &'c mut Command {
-        let procs = CString::new(self.dir.join("cgroup.procs").as_os_str().as_bytes())
-            .expect("cgroup paths built from numbers have no NUL byte");
-        sys::join_cgroup_before_exec(cmd, procs)
+        command_in_cgroup(cmd, &self.dir)
     }
 
     /// Process ids now in the group.
@@ -363,6 +361,16 @@ enum Rule {
 fn read_ids(path: &Path) -> Result<Vec<u32>, SimHostError> {
     let text = fs::read_to_string(path).map_err(SimHostError::io("read", path))?;
     Ok(text.lines().filter_map(|l| l.trim().parse().ok()).collect())
+}
+
+/// Makes `cmd` start its child inside the cgroup directory `dir` (any controller's, v1 or v2):
+/// the child writes "0" (itself) to `dir/cgroup.procs` between fork and exec, so it runs
+/// there from its first instruction; the spawn fails with the error if it cannot. A path
+/// holding a NUL byte cannot be written to and fails the spawn too.
+pub fn command_in_cgroup<'c>(cmd: &'c mut Command, dir: &Path) -> &'c mut Command {
+    // A NUL byte in the path: an empty path, which the child's open refuses (ENOENT).
+    let procs = CString::new(dir.join("cgroup.procs").as_os_str().as_bytes()).unwrap_or_default();
+    sys::join_cgroup_before_exec(cmd, procs)
 }
 
 /// Finds the cgroup hierarchy that can throttle block I/O: v1 `blkio` first (on hybrid
