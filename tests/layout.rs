@@ -704,6 +704,7 @@ const SEAM_ONLY: &[&[&str]] = &[
     &["hostmax_engine", "measure_issue_ceiling"],
     &["hostmax_engine", "probe_kernel_ring"],
     &["hostmax_engine", "check_io_uring"],
+    &["hostmax_engine", "check_memory"],
     &["hostmax_engine", "bounded_sources"],
     &["hostmax_engine", "UringReads"],
     &["hostmax_engine", "*"],

@@ -18,7 +18,7 @@ use hostmax_device::SystemSources;
 use hostmax_engine::{
     CeilingConfig, DeviceInterval, EngineError, IoUringUnavailable, IssueCeiling,
     KernelRingSupport, MeasureRequest, Observer, PassProgress, PreparedRun, ReadPass, RunHandle,
-    RunResult, StopHandle, TargetInfo,
+    RunResult, StopHandle, TargetInfo, Workload,
 };
 
 mod ata;
@@ -71,6 +71,11 @@ pub trait Engine {
     /// What the kernel's io_uring offers ([`hostmax_engine::probe_kernel_ring`]); an error
     /// when no ring can be built.
     fn kernel_ring(&self) -> io::Result<KernelRingSupport>;
+
+    /// Whether a run of `workload` over `targets` fits the memory this process may take
+    /// ([`hostmax_engine::check_memory`]: the machine's available memory, or its memory
+    /// cgroup's limit where lower), asked by a command of several runs before the first.
+    fn check_memory(&self, workload: &Workload, targets: &[TargetInfo]) -> Result<(), EngineError>;
 }
 
 /// A run that has just started.
@@ -156,6 +161,10 @@ impl Engine for RealEngine {
 
     fn kernel_ring(&self) -> io::Result<KernelRingSupport> {
         hostmax_engine::probe_kernel_ring()
+    }
+
+    fn check_memory(&self, workload: &Workload, targets: &[TargetInfo]) -> Result<(), EngineError> {
+        hostmax_engine::check_memory(workload, targets)
     }
 }
 

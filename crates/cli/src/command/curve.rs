@@ -57,7 +57,7 @@ pub fn curve(engine: &dyn Engine, args: &CurveArgs) -> anyhow::Result<i32> {
     if depths.is_empty() {
         return Err(BadInput("--depths: give at least one depth, e.g. 1,4,16".into()).into());
     }
-    check_depths(&base, &depths)?;
+    check_depths(engine, &base, &depths)?;
     let specs = args.run.spec.spec_set(&base.targets)?;
     let required = args.run.spec.consistency()?;
     let tolerance = specs
@@ -124,7 +124,7 @@ pub fn curve(engine: &dyn Engine, args: &CurveArgs) -> anyhow::Result<i32> {
     let mut table = render_curve(&found, &reports);
     if interrupted {
         table += &crate::output::interrupted_line(
-            signal,
+            &crate::signals::signal_name(signal),
             &format!("depth {}", called_off.unwrap_or(depths[reports.len() - 1])),
             (!not_measured.is_empty()).then(|| format!("depths not measured: {not_measured:?}")),
             "no knee and no saturation point are given",
@@ -167,9 +167,13 @@ pub fn curve(engine: &dyn Engine, args: &CurveArgs) -> anyhow::Result<i32> {
 
 /// Every step's workload checked before step 1 runs, by the engine's own checks (its ranges,
 /// [`hostmax_engine::Workload::check`], and the memory the deepest step's buffers take,
-/// [`hostmax_engine::check_memory`]), so no curve runs its first steps to be refused later.
-/// The refusal names `--depths` where the engine names the depth.
-fn check_depths(base: &crate::plan::RunPlan, depths: &[u32]) -> Result<(), BadInput> {
+/// [`Engine::check_memory`]), so no curve runs its first steps to be refused later. The
+/// refusal names `--depths` where the engine names the depth.
+fn check_depths(
+    engine: &dyn Engine,
+    base: &crate::plan::RunPlan,
+    depths: &[u32],
+) -> Result<(), BadInput> {
     let refusal = |e: &SettingError| {
         BadInput(e.naming(|s| match s {
             Setting::Iodepth => Some("--depths"),
@@ -184,7 +188,7 @@ fn check_depths(base: &crate::plan::RunPlan, depths: &[u32]) -> Result<(), BadIn
         return Ok(());
     };
     let step = base.workload.clone().with_iodepth(deepest);
-    match hostmax_engine::check_memory(&step, &base.targets) {
+    match engine.check_memory(&step, &base.targets) {
         Err(EngineError::InvalidWorkload(e)) => Err(refusal(&e)),
         _ => Ok(()),
     }
@@ -261,7 +265,7 @@ fn by_rate(
             })
             .collect();
         table += &crate::output::interrupted_line(
-            signal,
+            &crate::signals::signal_name(signal),
             "the rate steps",
             (!not_measured.is_empty()).then(|| format!("rates not measured: {not_measured:?}")),
             "no knee and no saturation point are given",
@@ -427,6 +431,13 @@ mod fake_engine_tests {
             ("0,1", &[][..], "queue depth 0 is out of range"),
             // 2 workers x 4096 = 8192 in flight per target.
             ("1,4096", &["--numjobs", "2"][..], "(--numjobs, --depths)"),
+            // The deepest step's buffers: 2 targets x 4096 x 8 MiB, twice for the mix (128
+            // GiB), beyond this machine's memory; the first step's (64 MiB) fit.
+            (
+                "1,4096",
+                &["--bs", "8m", "--rw", "randrw", "--allow-write"][..],
+                "lower the queue depth or the block size (--depths, --bs)",
+            ),
         ] {
             let engine = saturating_at_depth_4();
             let args = curve_args(&dir, &[&["--depths", depths][..], more].concat());

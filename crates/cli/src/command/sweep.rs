@@ -273,7 +273,7 @@ pub fn sweep(engine: &dyn Engine, args: &SweepArgs) -> anyhow::Result<i32> {
     };
     if interrupted {
         table += &crate::output::interrupted_line(
-            signal,
+            &crate::signals::signal_name(signal),
             &format!(
                 "the step of {} volumes",
                 called_off.unwrap_or(steps[reports.len() - 1])

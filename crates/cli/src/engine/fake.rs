@@ -403,4 +403,10 @@ impl Engine for FakeEngine {
         all.no_sqarray = true;
         Ok(all)
     }
+
+    /// The real check: it reads this machine's memory and memory cgroup, and touches no
+    /// device.
+    fn check_memory(&self, workload: &Workload, targets: &[TargetInfo]) -> Result<(), EngineError> {
+        hostmax_engine::check_memory(workload, targets)
+    }
 }

@@ -44,20 +44,17 @@ pub mod stdio;
 pub mod svg;
 pub mod table;
 
-/// The line a command of several runs ends its table with when `signal` cut it short: the
-/// signal, the run it was in, the runs it never started (if any), and what it therefore does
-/// not conclude.
+/// The line a command of several runs ends its table with when a signal (`signal`, its name:
+/// `SIGINT`) cut it short: the signal, the run it was in, the runs it never started (if any),
+/// and what it therefore does not conclude.
 pub fn interrupted_line(
-    signal: i32,
+    signal: &str,
     during: &str,
     not_measured: Option<String>,
     withheld: &str,
 ) -> String {
     let rest = not_measured.map_or(String::new(), |n| format!("; {n}"));
-    format!(
-        "interrupted by {} during {during}{rest}: {withheld}\n",
-        crate::signals::signal_name(signal)
-    )
+    format!("interrupted by {signal} during {during}{rest}: {withheld}\n")
 }
 
 #[cfg(test)]
