@@ -60,11 +60,6 @@ fn stdout_gone_note(e: &io::Error) -> String {
     )
 }
 
-/// Whether a write to standard output failed (it was closed): the table was not shown.
-pub fn stdout_gone() -> bool {
-    STDOUT_GONE.load(Ordering::Relaxed)
-}
-
 /// Writes `text` (its line breaks kept, every other control character escaped) to standard
 /// error; a standard error that is gone is ignored, never a panic.
 pub fn print_stderr(text: &str) {
