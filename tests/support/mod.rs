@@ -40,52 +40,6 @@ pub use volumes::*;
 pub use hostmax_simhost::IoThrottle;
 use hostmax_simhost::{find_program, NULLB_CONFIGFS_ROOT};
 
-/// Where [`require_tool`] serialises apt-get (dpkg takes one installer at a time).
-const APT_LOCK_PATH: &str = "/tmp/hostmax-tests-apt.lock";
-
-/// The path of command `binary`, installing Debian's `package` when it is missing and we may
-/// (root, apt-get present; `apt-get update` once if the first install finds no such package).
-/// `Err` says why the tool cannot be had: only then may a test skip, with [`skip!`].
-pub fn require_tool(binary: &str, package: &str) -> Result<PathBuf, String> {
-    if let Some(found) = find_program(binary) {
-        return Ok(found);
-    }
-    if !is_root() {
-        return Err(format!(
-            "{binary} is not installed and installing it needs root (apt-get install -y {package})"
-        ));
-    }
-    let _apt = lock_file(APT_LOCK_PATH);
-    // Another test may have installed it while this one waited for the lock.
-    if let Some(found) = find_program(binary) {
-        return Ok(found);
-    }
-    let install = || {
-        Command::new("apt-get")
-            .args(["install", "-y", "-qq", "--no-install-recommends", package])
-            .env("DEBIAN_FRONTEND", "noninteractive")
-            .output()
-    };
-    let mut out =
-        install().map_err(|e| format!("{binary} is not installed and apt-get cannot run: {e}"))?;
-    if !out.status.success() {
-        // A fresh machine has no package lists yet.
-        let _ = Command::new("apt-get").args(["update", "-qq"]).output();
-        out = install().map_err(|e| format!("apt-get cannot run: {e}"))?;
-    }
-    if !out.status.success() {
-        return Err(format!(
-            "{binary} is not installed and 'apt-get install -y {package}' failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-                .lines()
-                .last()
-                .unwrap_or("")
-        ));
-    }
-    find_program(binary)
-        .ok_or_else(|| format!("apt-get installed {package} but {binary} is not on PATH"))
-}
-
 /// A [`Command`] for `binary` from Debian's `package`, installed first if missing
 /// ([`require_tool`]); panics with the reason where it cannot be had. For helpers that cannot
 /// return from their test: a test that can do without the tool uses [`require_tool`] and

@@ -1,10 +1,11 @@
 //! The part of the integration tests' harness that needs no `hostmax` binary: root and skips
-//! ([`require_root!`], [`skip!`]), test volumes ([`volumes`], [`loop_volumes`]), the kernel's
-//! own I/O counts ([`kernel_completions`]) and the rate tests' lock ([`rate_test_lock`]).
+//! ([`require_root!`], [`skip!`]), tools from Debian's packages ([`require_tool`]), test
+//! volumes ([`volumes`], [`loop_volumes`]), the kernel's own I/O counts
+//! ([`kernel_completions`]) and the rate tests' lock ([`rate_test_lock`]).
 //!
 //! `tests/support/mod.rs` re-exports it whole; the library crates' own integration tests
-//! (`crates/engine/tests/`, `crates/aggregate/tests/`), which cannot run the CLI's binary,
-//! include this file alone as their `support` module:
+//! (`crates/engine/tests/`, `crates/aggregate/tests/`, `crates/trace/tests/`), which cannot
+//! run the CLI's binary, include this file alone as their `support` module:
 //! `#[path = "../../../tests/support/volumes.rs"] mod support;` (the macros name
 //! `$crate::support::`).
 
@@ -12,7 +13,7 @@
 #![allow(dead_code)]
 
 use std::fs::File;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
 
@@ -227,6 +228,52 @@ pub fn rate_test_lock() -> RateTestGuard {
     RateTestGuard {
         _held: lock_file(RATE_LOCK_PATH),
     }
+}
+
+/// Where [`require_tool`] serialises apt-get (dpkg takes one installer at a time).
+pub const APT_LOCK_PATH: &str = "/tmp/hostmax-tests-apt.lock";
+
+/// The path of command `binary`, installing Debian's `package` when it is missing and we may
+/// (root, apt-get present; `apt-get update` once if the first install finds no such package).
+/// `Err` says why the tool cannot be had: only then may a test skip, with [`skip!`].
+pub fn require_tool(binary: &str, package: &str) -> Result<PathBuf, String> {
+    if let Some(found) = find_program(binary) {
+        return Ok(found);
+    }
+    if !is_root() {
+        return Err(format!(
+            "{binary} is not installed and installing it needs root (apt-get install -y {package})"
+        ));
+    }
+    let _apt = lock_file(APT_LOCK_PATH);
+    // Another test may have installed it while this one waited for the lock.
+    if let Some(found) = find_program(binary) {
+        return Ok(found);
+    }
+    let install = || {
+        Command::new("apt-get")
+            .args(["install", "-y", "-qq", "--no-install-recommends", package])
+            .env("DEBIAN_FRONTEND", "noninteractive")
+            .output()
+    };
+    let mut out =
+        install().map_err(|e| format!("{binary} is not installed and apt-get cannot run: {e}"))?;
+    if !out.status.success() {
+        // A fresh machine has no package lists yet.
+        let _ = Command::new("apt-get").args(["update", "-qq"]).output();
+        out = install().map_err(|e| format!("apt-get cannot run: {e}"))?;
+    }
+    if !out.status.success() {
+        return Err(format!(
+            "{binary} is not installed and 'apt-get install -y {package}' failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+                .lines()
+                .last()
+                .unwrap_or("")
+        ));
+    }
+    find_program(binary)
+        .ok_or_else(|| format!("apt-get installed {package} but {binary} is not on PATH"))
 }
 
 /// Waits for an exclusive flock on `path` (made if missing) and holds it until dropped.
