@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use std::io::BufRead;
 
 use crate::error::{quoted, LineFault, Place, TraceError};
-use crate::fields::{parse_u64, split_commas};
+use crate::fields::{parse_u64, split_commas, FieldCursor};
 use crate::io::{DeviceKey, TraceOp};
 use crate::record::{data_range, RawIo};
 
@@ -18,6 +18,36 @@ pub(crate) const COLUMNS: &str = "device_id,opcode,offset,length,timestamp";
 const ROW: &str = "an Alibaba io_traces.csv row is device_id,opcode,offset,length,timestamp";
 
 pub(crate) fn parse(line: &[u8]) -> Result<Option<RawIo>, LineFault> {
+    if let Some(io) = parse_fast(line) {
+        return Ok(Some(io));
+    }
+    parse_slow(line)
+}
+
+/// A row as the published trace writes it, in one pass; `None` for anything else.
+fn parse_fast(line: &[u8]) -> Option<RawIo> {
+    let mut f = FieldCursor::new(line, b',');
+    let device = f.number()?;
+    let op = match f.byte()? {
+        b'R' => TraceOp::Read,
+        b'W' => TraceOp::Write,
+        _ => return None,
+    };
+    let (offset, len, time_us) = (f.number()?, f.number()?, f.number()?);
+    if !f.done() || len == 0 {
+        return None;
+    }
+    Some(RawIo {
+        time_ns: time_us.checked_mul(1000)?,
+        device: DeviceKey::Id(device),
+        op,
+        offset,
+        len: offset.checked_add(len).map(|_| len)?,
+    })
+}
+
+/// Any row, each fault named.
+fn parse_slow(line: &[u8]) -> Result<Option<RawIo>, LineFault> {
     let fields = split_commas::<5>(line);
     if fields.count == 1 && fields.field[0].is_empty() {
         return Ok(None);

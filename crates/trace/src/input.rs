@@ -43,8 +43,15 @@ const ZSTD_MAGIC: [u8; 4] = [0x28, 0xb5, 0x2f, 0xfd];
 const TAR_BLOCK: usize = 512;
 const TAR_MAGIC_AT: usize = 257;
 
-/// Up to `n` bytes from the start of `input`, and `input` with them put back in front.
+/// Up to `n` bytes from the start of `input`, and `input` with them still unread. Where the
+/// stream's buffer already holds them (the usual case) they are only looked at; otherwise
+/// they are read and put back in front, through a `Chain` every later read passes.
 fn peek<'a>(mut input: Bytes<'a>, n: usize) -> io::Result<(Vec<u8>, Bytes<'a>)> {
+    let buffered = input.fill_buf()?;
+    if buffered.len() >= n {
+        let head = buffered[..n].to_vec();
+        return Ok((head, input));
+    }
     let mut head = Vec::with_capacity(n);
     (&mut input).take(n as u64).read_to_end(&mut head)?;
     let again: Chain<Cursor<Vec<u8>>, Bytes<'a>> = Cursor::new(head.clone()).chain(input);

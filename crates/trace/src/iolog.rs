@@ -9,11 +9,11 @@
 //! line it cannot read with a message; this reader refuses it, so a replay is never a part of
 //! the trace.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use crate::error::{quoted, LineFault};
-use crate::fields::{parse_u64, split_whitespace};
+use crate::fields::{parse_u64, split_whitespace, FieldCursor};
+use crate::hash::FastMap;
 use crate::io::{DeviceKey, TraceOp};
 use crate::record::{data_range, RawIo};
 
@@ -36,7 +36,7 @@ enum FileAction {
 #[derive(Default)]
 pub(crate) struct IologState {
     version: Option<u8>,
-    files: HashMap<Box<[u8]>, Arc<str>>,
+    files: FastMap<Box<[u8]>, Arc<str>>,
     wait_until_ns: u64,
 }
 
@@ -49,6 +49,11 @@ impl IologState {
         let Some(version) = self.version else {
             return self.parse_header(line).map(|()| None);
         };
+        if version == 3 {
+            if let Some(io) = self.parse_fast_v3(line) {
+                return Ok(Some(io));
+            }
+        }
         let fields = split_whitespace::<6>(line);
         if fields.count == 0 {
             return Ok(None);
@@ -84,6 +89,32 @@ impl IologState {
             4 => self.io(rest, time_ns, version),
             _ => Err(wrong_field_count(version, fields.count, fields.field[0])),
         }
+    }
+
+    /// A version 3 I/O line as fio writes it (`TIME FILE read|write OFFSET LENGTH`, single
+    /// spaces), in one pass; `None` for anything else, which the slow way reads.
+    fn parse_fast_v3(&self, line: &[u8]) -> Option<RawIo> {
+        let mut f = FieldCursor::new(line, b' ');
+        let time_us = f.number()?;
+        let file = f.word()?;
+        let op = match f.word()? {
+            b"read" => TraceOp::Read,
+            b"write" => TraceOp::Write,
+            b"trim" => TraceOp::Trim,
+            _ => return None,
+        };
+        let (offset, len) = (f.number()?, f.number()?);
+        if !f.done() || len == 0 || len > u64::from(u32::MAX) {
+            return None;
+        }
+        offset.checked_add(len)?;
+        Some(RawIo {
+            time_ns: time_us.checked_mul(1000)?,
+            device: DeviceKey::Name(self.known_file(file)?),
+            op,
+            offset,
+            len,
+        })
     }
 
     fn parse_header(&mut self, line: &[u8]) -> Result<(), LineFault> {
@@ -138,9 +169,14 @@ impl IologState {
         Ok(())
     }
 
+    /// The name of `file` if it was added.
+    fn known_file(&self, file: &[u8]) -> Option<Arc<str>> {
+        self.files.get(file).cloned()
+    }
+
     /// The name of `file`, added before.
-    fn file(&self, file: &[u8]) -> Result<&Arc<str>, LineFault> {
-        self.files.get(file).ok_or_else(|| {
+    fn file(&self, file: &[u8]) -> Result<Arc<str>, LineFault> {
+        self.known_file(file).ok_or_else(|| {
             LineFault::malformed(
                 format!("file {} is used before its `add` line", quoted(file)),
                 "add each file (`FILE add`, with the time first in version 3) before its other lines, as fio requires",
@@ -200,7 +236,7 @@ impl IologState {
         } else {
             (0, 0)
         };
-        let name = self.file(file)?.clone();
+        let name = self.file(file)?;
         Ok(Some(RawIo {
             time_ns: time_ns.unwrap_or(self.wait_until_ns),
             device: DeviceKey::Name(name),

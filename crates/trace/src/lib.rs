@@ -33,6 +33,7 @@ mod alibaba;
 mod error;
 mod fields;
 mod format;
+mod hash;
 mod input;
 mod io;
 mod iolog;

@@ -1,8 +1,7 @@
 //! [`DeviceMap`]: which target each of a trace's devices is replayed on, and
 //! [`FleetShare`]: which of the trace's devices a host of a fleet takes.
 
-use std::collections::HashMap;
-
+use crate::hash::FastMap;
 use crate::io::DeviceKey;
 use crate::stats::{DeviceStats, TraceStats};
 
@@ -43,14 +42,14 @@ pub enum MapError {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DeviceMap<T> {
     targets: Vec<T>,
-    routes: HashMap<DeviceKey, usize>,
+    routes: FastMap<DeviceKey, usize>,
 }
 
 impl<T> Default for DeviceMap<T> {
     fn default() -> Self {
         DeviceMap {
             targets: Vec::new(),
-            routes: HashMap::new(),
+            routes: FastMap::default(),
         }
     }
 }

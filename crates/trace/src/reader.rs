@@ -1,7 +1,7 @@
 //! [`TraceReader`]: a trace's I/Os one at a time, from any byte stream, in constant memory.
 
 use std::fs::File;
-use std::io::{BufRead, BufReader, Read};
+use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::time::Duration;
 
@@ -31,8 +31,10 @@ enum Lines<'a> {
     Plain(Bytes<'a>),
     Tar {
         members: TarMembers<'a>,
-        /// Whether a member is being read (false before the first and after the last).
+        /// Whether a member is being read (false before the first and between members).
         in_member: bool,
+        /// Whether the archive's end was reached.
+        ended: bool,
     },
 }
 
@@ -103,6 +105,7 @@ impl<'a> TraceReader<'a> {
             Lines::Tar {
                 members: TarMembers::new(bytes),
                 in_member: false,
+                ended: false,
             }
         } else {
             Lines::Plain(bytes)
@@ -114,7 +117,7 @@ impl<'a> TraceReader<'a> {
             compression,
             place,
             line_number: 0,
-            buf: Vec::with_capacity(MAX_LINE_BYTES + 1),
+            buf: Vec::with_capacity(MAX_LINE_BYTES),
             tolerance_ns: DEFAULT_ORDER_TOLERANCE.as_nanos() as u64,
             first_ns: None,
             latest_ns: 0,
@@ -201,81 +204,147 @@ impl<'a> TraceReader<'a> {
         Ok(stats)
     }
 
-    /// The next line into `self.buf` (without its line end), moving to the next tar member
-    /// where one ends; false at the end of the input.
-    fn next_line(&mut self) -> Result<bool, TraceError> {
+    /// The next record, parsed where its line lies in the input's buffer (copied into
+    /// `self.buf` only when it straddles the buffer's end); `None` at the end of the input.
+    fn next_record(&mut self) -> Result<Option<RawIo>, TraceError> {
         loop {
-            self.buf.clear();
-            let limit = MAX_LINE_BYTES as u64 + 1;
-            let read = match &mut self.lines {
-                Lines::Plain(bytes) => bytes.take(limit).read_until(b'\n', &mut self.buf),
-                Lines::Tar { members, in_member } => {
-                    if *in_member {
-                        members.take(limit).read_until(b'\n', &mut self.buf)
-                    } else {
-                        Ok(0)
-                    }
-                }
-            };
-            let read = read.map_err(|e| {
-                let mut at = self.place.clone();
-                at.line = Some(self.line_number + 1);
-                TraceError::unreadable(&at, e)
-            })?;
-            if read > 0 {
-                if self.buf.last() == Some(&b'\n') {
-                    self.buf.pop();
-                } else if self.buf.len() > MAX_LINE_BYTES {
-                    let mut at = self.place.clone();
-                    at.line = Some(self.line_number + 1);
-                    return Err(LineFault::malformed(
-                        format!("a line longer than {MAX_LINE_BYTES} bytes"),
-                        format!(
-                            "no {} record is that long: is this a {} trace, and is it text?",
-                            self.format, self.format
-                        ),
-                    )
-                    .at(&at));
-                }
-                if self.buf.last() == Some(&b'\r') {
-                    self.buf.pop();
-                }
-                self.line_number += 1;
-                self.lines_read += 1;
-                self.place.line = Some(self.line_number);
-                return Ok(true);
-            }
-            // The end of the stream, or of a member: an iolog must have had its header.
-            let format = self.format;
-            if let Lines::Tar { members, in_member } = &mut self.lines {
-                if *in_member {
-                    self.parser.at_end().map_err(|f| f.at(&self.place))?;
-                }
-                let next = members.next_member(|path| format.reads_member(path));
-                let next = next.map_err(|e| {
-                    let mut at = self.place.clone();
-                    at.line = None;
-                    TraceError::unreadable(&at, e)
-                })?;
-                match next {
-                    Some(path) => {
-                        *in_member = true;
-                        self.members_read += 1;
-                        self.place.member = Some(path);
-                        self.place.line = None;
-                        self.line_number = 0;
-                        self.parser = Parser::new(format);
+            let input: &mut dyn BufRead = match &mut self.lines {
+                Lines::Plain(bytes) => bytes,
+                Lines::Tar { ended: true, .. } => return Ok(None),
+                Lines::Tar {
+                    members,
+                    in_member: true,
+                    ..
+                } => members,
+                Lines::Tar { .. } => {
+                    if self.next_member()? {
                         continue;
                     }
-                    None => {
-                        *in_member = false;
-                        return Ok(false);
+                    return Ok(None);
+                }
+            };
+            let available = match input.fill_buf() {
+                Ok(available) => available,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(e) => {
+                    let mut at = self.place.clone();
+                    at.line = Some(self.line_number + 1);
+                    return Err(TraceError::unreadable(&at, e));
+                }
+            };
+            if available.is_empty() {
+                // The end of the stream or member: a last line with no line end is a line.
+                if !self.buf.is_empty() {
+                    let line = std::mem::take(&mut self.buf);
+                    let parsed = self.parse_line(&line);
+                    self.buf = line;
+                    self.buf.clear();
+                    match parsed? {
+                        Some(raw) => return Ok(Some(raw)),
+                        None => continue,
                     }
                 }
+                self.parser.at_end().map_err(|f| f.at(&self.place))?;
+                if let Lines::Tar { in_member, .. } = &mut self.lines {
+                    *in_member = false;
+                    continue;
+                }
+                return Ok(None);
             }
-            self.parser.at_end().map_err(|f| f.at(&self.place))?;
-            return Ok(false);
+            let Some(end) = memchr::memchr(b'\n', available) else {
+                // A line that goes on past the buffer: gather it.
+                let taken = available.len();
+                if self.buf.len() + taken > MAX_LINE_BYTES {
+                    return Err(self.too_long());
+                }
+                self.buf.extend_from_slice(available);
+                input.consume(taken);
+                continue;
+            };
+            let parsed = if self.buf.is_empty() {
+                if end > MAX_LINE_BYTES {
+                    return Err(self.too_long());
+                }
+                let parsed = parse_line(
+                    &mut self.parser,
+                    &mut self.place,
+                    &mut self.line_number,
+                    &mut self.lines_read,
+                    &available[..end],
+                );
+                input.consume(end + 1);
+                parsed
+            } else {
+                if self.buf.len() + end > MAX_LINE_BYTES {
+                    return Err(self.too_long());
+                }
+                self.buf.extend_from_slice(&available[..end]);
+                input.consume(end + 1);
+                let line = std::mem::take(&mut self.buf);
+                let parsed = self.parse_line(&line);
+                self.buf = line;
+                self.buf.clear();
+                parsed
+            };
+            if let Some(raw) = parsed? {
+                return Ok(Some(raw));
+            }
         }
+    }
+
+    /// `line` (without its `\n`) counted and parsed.
+    fn parse_line(&mut self, line: &[u8]) -> Result<Option<RawIo>, TraceError> {
+        parse_line(
+            &mut self.parser,
+            &mut self.place,
+            &mut self.line_number,
+            &mut self.lines_read,
+            line,
+        )
+    }
+
+    /// Moves to the archive's next member this format reads; false at its end.
+    fn next_member(&mut self) -> Result<bool, TraceError> {
+        let Lines::Tar {
+            members,
+            in_member,
+            ended,
+        } = &mut self.lines
+        else {
+            return Ok(false);
+        };
+        let format = self.format;
+        let next = members
+            .next_member(|path| format.reads_member(path))
+            .map_err(|e| {
+                let mut at = self.place.clone();
+                at.line = None;
+                TraceError::unreadable(&at, e)
+            })?;
+        let Some(path) = next else {
+            *ended = true;
+            return Ok(false);
+        };
+        *in_member = true;
+        self.members_read += 1;
+        self.place.member = Some(path);
+        self.place.line = None;
+        self.line_number = 0;
+        self.parser = Parser::new(format);
+        Ok(true)
+    }
+
+    fn too_long(&self) -> TraceError {
+        let mut at = self.place.clone();
+        at.line = Some(self.line_number + 1);
+        LineFault::malformed(
+            format!("a line longer than {MAX_LINE_BYTES} bytes"),
+            format!(
+                "no {} record is that long: is this a {} trace, and is it text?",
+                self.format, self.format
+            ),
+        )
+        .at(&at)
     }
 
     /// `raw` made relative to the first I/O, in order.
@@ -329,15 +398,29 @@ impl<'a> TraceReader<'a> {
     }
 
     fn next_io(&mut self) -> Result<Option<TraceIo>, TraceError> {
-        while self.next_line()? {
-            let parsed = self.parser.parse(&self.buf, self.line_number);
-            match parsed.map_err(|f| f.at(&self.place))? {
-                Some(raw) => return self.timed(raw).map(Some),
-                None => continue,
-            }
+        match self.next_record()? {
+            Some(raw) => self.timed(raw).map(Some),
+            None => Ok(None),
         }
-        Ok(None)
     }
+}
+
+/// One line (without its `\n`, perhaps with a `\r`) counted and parsed: apart from the
+/// reader's methods, so the line may be borrowed from the reader's own input.
+fn parse_line(
+    parser: &mut Parser,
+    place: &mut Place,
+    line_number: &mut u64,
+    lines_read: &mut u64,
+    line: &[u8],
+) -> Result<Option<RawIo>, TraceError> {
+    *line_number += 1;
+    *lines_read += 1;
+    place.line = Some(*line_number);
+    let line = line.strip_suffix(b"\r").unwrap_or(line);
+    parser
+        .parse(line, *line_number)
+        .map_err(|fault| fault.at(place))
 }
 
 impl Iterator for TraceReader<'_> {

@@ -1,7 +1,6 @@
 //! [`TraceStats`]: what a whole trace holds, device by device, from one pass over it.
 
-use std::collections::HashMap;
-
+use crate::hash::FastMap;
 use crate::io::{DeviceKey, TraceIo, TraceOp};
 
 /// What a trace holds for one of its devices.
@@ -83,7 +82,7 @@ pub struct TraceStats {
     /// When the last I/O is due, nanoseconds after the first: the trace's span.
     pub last_ns: u64,
     devices: Vec<DeviceStats>,
-    index: HashMap<DeviceKey, usize>,
+    index: FastMap<DeviceKey, usize>,
 }
 
 impl TraceStats {

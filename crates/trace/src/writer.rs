@@ -8,9 +8,9 @@
 //! a length with `%u`: names with spaces or of more than 256 bytes, and lengths of 4 GiB or
 //! more, are refused rather than written as something fio would misread.
 
-use std::collections::HashMap;
 use std::io::{self, BufWriter, Write};
 
+use crate::hash::FastMap;
 use crate::io::{DeviceKey, TraceIo, TraceOp};
 use crate::iolog::{HEADER_V3, MAX_FILE_NAME};
 
@@ -56,7 +56,7 @@ pub struct IologFile(usize);
 pub struct IologWriter<W: Write> {
     out: BufWriter<W>,
     names: Vec<Box<str>>,
-    by_name: HashMap<Box<str>, IologFile>,
+    by_name: FastMap<Box<str>, IologFile>,
     last_us: u64,
     ios: u64,
 }
@@ -69,7 +69,7 @@ impl<W: Write> IologWriter<W> {
         Ok(IologWriter {
             out,
             names: Vec::new(),
-            by_name: HashMap::new(),
+            by_name: FastMap::default(),
             last_us: 0,
             ios: 0,
         })

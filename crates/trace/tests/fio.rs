@@ -158,7 +158,11 @@ fn an_iolog_fio_wrote_reads_and_replays_as_the_ios_fio_issued() {
         ],
     );
 
-    assert_eq!(recorded.issued.values().sum::<u64>(), 300, "fio's reads and writes");
+    assert_eq!(
+        recorded.issued.values().sum::<u64>(),
+        300,
+        "fio's reads and writes"
+    );
     let reader = TraceReader::open(&log, TraceFormat::FioIolog).unwrap();
     let ios: Vec<TraceIo> = reader.map(Result::unwrap).collect();
     assert_eq!(ranged(&ios), recorded.issued, "the reader's I/Os are fio's");
