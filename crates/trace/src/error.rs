@@ -152,10 +152,11 @@ impl LineFault {
 impl TraceError {
     /// A read error at `place` (the line is where reading stopped: the next one).
     pub(crate) fn unreadable(place: &Place, err_io: io::Error) -> TraceError {
-        let what = match place.line {
-            Some(_) => "cannot be read",
-            None => "cannot be opened",
-        };
+        TraceError::cannot(place, "cannot be read", err_io)
+    }
+
+    /// `what` went wrong with the trace's bytes at `place`.
+    pub(crate) fn cannot(place: &Place, what: &str, err_io: io::Error) -> TraceError {
         let mut err = TraceError::new(
             place,
             TraceErrorKind::Unreadable,

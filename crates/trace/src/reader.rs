@@ -143,7 +143,8 @@ impl<'a> TraceReader<'a> {
             member: None,
             line: None,
         };
-        let file = File::open(path).map_err(|e| TraceError::unreadable(&place, e))?;
+        let file =
+            File::open(path).map_err(|e| TraceError::cannot(&place, "cannot be opened", e))?;
         TraceReader::new(
             place.source_name,
             BufReader::with_capacity(FILE_BUFFER_BYTES, file),
