@@ -9,7 +9,7 @@ use std::io::BufRead;
 use crate::error::{quoted, LineFault, Place, TraceError};
 use crate::fields::{parse_u64, split_commas, FieldCursor};
 use crate::io::{DeviceKey, TraceOp};
-use crate::record::{data_range, RawIo};
+use crate::record::{data_range, read_or_write, RawIo};
 
 /// The columns of `io_traces.csv`, as its README names them: a first line that says this
 /// (some copies carry it) is skipped.
@@ -60,21 +60,12 @@ fn parse_slow(line: &[u8]) -> Result<Option<RawIo>, LineFault> {
     }
     let [device, opcode, offset, length, timestamp] = fields.field;
     let device = number(device, "device_id")?;
-    let op = match opcode {
-        b"R" => TraceOp::Read,
-        b"W" => TraceOp::Write,
-        other => {
-            let hint = if matches!(other, b"0" | b"1") {
-                "; a 0 or 1 there is a Tencent CBS row (Timestamp,Offset,Size,IOType,VolumeID): read it as the tencent format"
-            } else {
-                ""
-            };
-            return Err(LineFault::malformed(
-                format!("opcode {} is neither R nor W", quoted(other)),
-                format!("the opcode is R (read) or W (write){hint}"),
-            ));
-        }
+    let hint = if matches!(opcode, b"0" | b"1") {
+        "; a 0 or 1 there is a Tencent CBS row (Timestamp,Offset,Size,IOType,VolumeID): read it as the tencent format"
+    } else {
+        ""
     };
+    let op = read_or_write(opcode, "opcode", ["R", "W"], hint)?;
     let offset = number(offset, "offset")?;
     let len = number(length, "length")?;
     data_range(op, offset, len)?;

@@ -1,7 +1,7 @@
 //! One record as its line gives it, before the reader times it: what every format's parser
 //! returns, and the range checks they all make.
 
-use crate::error::LineFault;
+use crate::error::{quoted, LineFault};
 use crate::io::{DeviceKey, TraceOp};
 
 /// One record as its line gives it: the time in the format's own clock (nanoseconds), before
@@ -29,4 +29,24 @@ pub(crate) fn data_range(op: TraceOp, offset: u64, len: u64) -> Result<(), LineF
         ));
     }
     Ok(())
+}
+
+/// `field` as a read or a write by its format's two codes (`R`/`W`, `0`/`1`) in `column`;
+/// `hint` is added to the fix (the line may be another format's).
+pub(crate) fn read_or_write(
+    field: &[u8],
+    column: &str,
+    [read, write]: [&str; 2],
+    hint: &str,
+) -> Result<TraceOp, LineFault> {
+    if field == read.as_bytes() {
+        return Ok(TraceOp::Read);
+    }
+    if field == write.as_bytes() {
+        return Ok(TraceOp::Write);
+    }
+    Err(LineFault::malformed(
+        format!("{column} {} is neither {read} nor {write}", quoted(field)),
+        format!("{column} is {read} (read) or {write} (write){hint}"),
+    ))
 }

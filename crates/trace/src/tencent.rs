@@ -5,7 +5,7 @@
 use crate::error::{quoted, LineFault};
 use crate::fields::{parse_seconds_ns, parse_u64, split_commas, FieldCursor};
 use crate::io::{DeviceKey, TraceOp};
-use crate::record::{data_range, RawIo};
+use crate::record::{data_range, read_or_write, RawIo};
 
 /// The columns as the trace's README names them: a first line that says this is skipped.
 pub(crate) const COLUMNS: &str = "Timestamp,Offset,Size,IOType,VolumeID";
@@ -67,21 +67,12 @@ fn parse_slow(line: &[u8]) -> Result<Option<RawIo>, LineFault> {
             ROW,
         )
     })?;
-    let op = match kind {
-        b"0" => TraceOp::Read,
-        b"1" => TraceOp::Write,
-        other => {
-            let hint = if matches!(offset, b"R" | b"W") {
-                "; an R or W in the second column is an Alibaba row (device_id,opcode,offset,length,timestamp): read it as the alibaba format"
-            } else {
-                ""
-            };
-            return Err(LineFault::malformed(
-                format!("IOType {} is neither 0 nor 1", quoted(other)),
-                format!("IOType is 0 (read) or 1 (write){hint}"),
-            ));
-        }
+    let hint = if matches!(offset, b"R" | b"W") {
+        "; an R or W in the second column is an Alibaba row (device_id,opcode,offset,length,timestamp): read it as the alibaba format"
+    } else {
+        ""
     };
+    let op = read_or_write(kind, "IOType", ["0", "1"], hint)?;
     let offset = sectors(offset, "Offset")?;
     let len = sectors(size, "Size")?;
     data_range(op, offset, len)?;
