@@ -264,7 +264,7 @@ impl<'a> TarMembers<'a> {
     /// Moves to the next regular-file member that `wanted` takes (by its path) and returns
     /// its path; `None` at the archive's end.
     pub fn next_member(&mut self, wanted: impl Fn(&str) -> bool) -> io::Result<Option<String>> {
-        self.skip(self.left + self.pad)?;
+        self.skip(self.left.saturating_add(self.pad))?;
         self.left = 0;
         self.pad = 0;
         let mut long_name: Option<String> = None;
@@ -316,13 +316,13 @@ impl<'a> TarMembers<'a> {
                         self.pad = padding(size);
                         return Ok(Some(path));
                     }
-                    self.skip(size + padding(size))?;
+                    self.skip(size.saturating_add(padding(size)))?;
                 }
                 // Directories, links, devices and anything else: no data of ours.
                 _ => {
                     long_name = None;
                     pax = PaxOverrides::default();
-                    self.skip(size + padding(size))?;
+                    self.skip(size.saturating_add(padding(size)))?;
                 }
             }
         }

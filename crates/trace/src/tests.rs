@@ -397,3 +397,12 @@ fn a_written_iolog_reads_back_as_the_ios_written() {
     let text = log.finish().unwrap();
     assert_eq!(read_all(&text, TraceFormat::FioIolog), ios);
 }
+
+#[test]
+fn readers_and_their_errors_move_between_threads() {
+    fn send<T: Send>() {}
+    fn send_and_sync<T: Send + Sync + 'static>() {}
+    send::<TraceReader<'static>>();
+    send_and_sync::<TraceError>();
+    send_and_sync::<TraceIo>();
+}

@@ -68,7 +68,7 @@ impl OffsetWrap {
         self.wrapped += 1;
         let mut at = offset % self.size;
         at -= at % self.align;
-        if at + len > self.size {
+        if at.saturating_add(len) > self.size {
             at = self.size - len;
             at -= at % self.align;
         }
