@@ -236,11 +236,7 @@ impl<'a> TraceReader<'a> {
             if available.is_empty() {
                 // The end of the stream or member: a last line with no line end is a line.
                 if !self.buf.is_empty() {
-                    let line = std::mem::take(&mut self.buf);
-                    let parsed = self.parse_line(&line);
-                    self.buf = line;
-                    self.buf.clear();
-                    match parsed? {
+                    match self.parse_gathered()? {
                         Some(raw) => return Ok(Some(raw)),
                         None => continue,
                     }
@@ -281,11 +277,7 @@ impl<'a> TraceReader<'a> {
                 }
                 self.buf.extend_from_slice(&available[..end]);
                 input.consume(end + 1);
-                let line = std::mem::take(&mut self.buf);
-                let parsed = self.parse_line(&line);
-                self.buf = line;
-                self.buf.clear();
-                parsed
+                self.parse_gathered()
             };
             if let Some(raw) = parsed? {
                 return Ok(Some(raw));
@@ -293,15 +285,17 @@ impl<'a> TraceReader<'a> {
         }
     }
 
-    /// `line` (without its `\n`) counted and parsed.
-    fn parse_line(&mut self, line: &[u8]) -> Result<Option<RawIo>, TraceError> {
-        parse_line(
+    /// The line gathered in `self.buf` counted and parsed; the buffer kept for the next.
+    fn parse_gathered(&mut self) -> Result<Option<RawIo>, TraceError> {
+        let parsed = parse_line(
             &mut self.parser,
             &mut self.place,
             &mut self.line_number,
             &mut self.lines_read,
-            line,
-        )
+            &self.buf,
+        );
+        self.buf.clear();
+        parsed
     }
 
     /// Moves to the archive's next member this format reads; false at its end.

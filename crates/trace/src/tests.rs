@@ -406,3 +406,30 @@ fn readers_and_their_errors_move_between_threads() {
     send_and_sync::<TraceError>();
     send_and_sync::<TraceIo>();
 }
+
+#[test]
+fn lines_across_the_inputs_buffer_ends_read_the_same() {
+    let csv = b"1,R,0,4096,100\n22,W,4096,8192,200\r\n333,R,8192,512,300";
+    for (text, format) in [
+        (csv.as_slice(), TraceFormat::Alibaba),
+        (IOLOG_V3.as_bytes(), TraceFormat::FioIolog),
+    ] {
+        let whole = read_all(text, format);
+        for capacity in [1, 5, 16, 4096] {
+            let small = std::io::BufReader::with_capacity(capacity, text);
+            let ios: Vec<_> = TraceReader::new("t", small, format)
+                .unwrap()
+                .map(Result::unwrap)
+                .collect();
+            assert_eq!(ios, whole, "a {capacity}-byte buffer");
+        }
+    }
+    // A line too long is too long however it arrives.
+    let long = format!("1,R,0,4096,{}\n", "1".repeat(MAX_LINE_BYTES));
+    let small = std::io::BufReader::with_capacity(64, long.as_bytes());
+    let err = TraceReader::new("t", small, TraceFormat::Alibaba)
+        .unwrap()
+        .find_map(Result::err)
+        .unwrap();
+    assert!(err.to_string().contains("longer than"), "{err}");
+}
