@@ -54,6 +54,12 @@ impl IologState {
                 return Ok(Some(io));
             }
         }
+        if line.trim_ascii().starts_with(b"fio version ") {
+            return Err(LineFault::malformed(
+                "a second version line: two logs one after the other",
+                "fio appends to a write_iolog file that exists: remove it before recording, or cut the log at this line",
+            ));
+        }
         let fields = split_whitespace::<6>(line);
         if fields.count == 0 {
             return Ok(None);

@@ -124,6 +124,7 @@ fn malformed_iolog_lines_are_refused_by_line_with_the_fix() {
             3,
             "fio version 3 iolog",
         ),
+        (v3("fio version 3 iolog"), 3, "fio appends"),
     ];
     for (text, line, says) in cases {
         let err = refusal(text.as_bytes(), TraceFormat::FioIolog);
