@@ -52,12 +52,15 @@ pub struct OpResult {
     /// Bytes those I/Os moved.
     pub bytes: u64,
     /// Their latencies in nanoseconds, submit to reap (empty when latency recording is off):
-    /// the service time.
+    /// the service time. With an offered rate, also those of the I/Os due within the window
+    /// that completed after its end (counted in [`DeviceResult::drained`]), so that a stall
+    /// at the end shows in full: the histogram may then hold more than `ios`.
     pub latency: Histogram<u64>,
     /// Their response times in nanoseconds, from each I/O's intended start on the offered
     /// rate's schedule ([`crate::Workload::rate_iops`]) to its reap: the service time plus
     /// any wait for a slot, which is where a stall shows. Empty without a rate (every I/O
-    /// starts as soon as a slot frees, so response is service) or latency recording.
+    /// starts as soon as a slot frees, so response is service) or latency recording. Like
+    /// `latency`, it holds the I/Os due within the window that completed after it.
     pub response: Histogram<u64>,
 }
 
@@ -361,6 +364,9 @@ pub struct DeviceResult {
     /// Successful I/Os that completed during the ramp.
     pub ramp: IoCounts,
     /// Successful I/Os that completed after the measured window (drained, or after a stop).
+    /// With an offered rate these include the backlog worked off after the end
+    /// ([`crate::BACKLOG_LIMIT`]): in no second and no rate, though their times are in the
+    /// window's histograms ([`OpResult::latency`]).
     pub drained: IoCounts,
     /// Whether reads returned data or only zeros.
     pub read_samples: ReadSamples,
@@ -577,9 +583,9 @@ pub(crate) const READ_SAMPLE_EVERY: u64 = 8;
 pub struct RunResult {
     /// One entry per target, in the order the targets were given.
     pub devices: Vec<DeviceResult>,
-    /// Length of the measured window (shorter than the runtime when the run was stopped early;
-    /// with an offered rate, until the last I/O due within it completed, so longer than the
-    /// runtime by the time a backlog took to work off, see [`crate::BACKLOG_LIMIT`]).
+    /// Length of the measured window: the runtime, or shorter when the run was stopped early
+    /// or ran out of its I/O limit. Never longer: with an offered rate, a backlog worked off
+    /// after the end counts as drained ([`DeviceResult::drained`], [`crate::BACKLOG_LIMIT`]).
     pub measured: Duration,
     /// Whether [`crate::RunHandle::stop`] ended the run before its runtime.
     pub stopped_early: bool,

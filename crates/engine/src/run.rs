@@ -762,17 +762,6 @@ impl RunHandle {
             }
             None => measured,
         };
-        // With a rate, the I/Os due within the window count however late they completed
-        // (a stall's backlog is worked off after the end): the window lasts until the last
-        // worker finished them, so achieved IOPS are per the time the offered work took.
-        let measured = match (self.workload.rate_iops, self.workload.io_limit) {
-            (Some(_), None) => {
-                let finished =
-                    Duration::from_nanos(self.shared.finished_after_ns.load(Ordering::Relaxed));
-                finished.saturating_sub(self.workload.ramp).max(measured)
-            }
-            _ => measured,
-        };
         Ok(RunResult {
             devices: devices
                 .into_iter()

@@ -38,11 +38,12 @@ pub const DRAIN_LIMIT: Duration = Duration::from_secs(10);
 pub const READ_BACK_STOP_GRACE: Duration = Duration::from_secs(1);
 /// How long after its end a run with an offered rate keeps issuing the I/Os that fell due
 /// within its runtime and had not gone out yet (a stall's backlog): they are part of the
-/// offered load, and leaving them out would hide the stall's worst response times. The run's
-/// measured window then lasts until the last of them completed, so achieved IOPS stay
-/// honest. What is still due after this is counted as never issued
-/// ([`crate::DeviceResult::unissued`]); the drain of the I/O in flight ([`DRAIN_LIMIT`])
-/// follows.
+/// offered load, and leaving them out would hide the stall's worst response times. They
+/// complete after the measured window, so they count as drained
+/// ([`crate::DeviceResult::drained`]), in no second and in no rate, while their service and
+/// response times join the window's histograms. What is still due after this is counted as
+/// never issued ([`crate::DeviceResult::unissued`]); the drain of the I/O in flight
+/// ([`DRAIN_LIMIT`]) follows.
 pub const BACKLOG_LIMIT: Duration = Duration::from_secs(5);
 /// Highest `rate_iops` the engine paces (10^9 per target, far beyond any device): the pacing
 /// arithmetic (elapsed seconds times the rate) stays well inside a `u64` for a
@@ -228,9 +229,10 @@ pub struct Workload {
     /// ([`Workload::arrival`]), which a slow or stalled device never moves: I/Os that fall
     /// due while every slot is busy wait and go out as slots free, and each I/O's response
     /// time ([`crate::OpResult::response`]) runs from its intended start, so a stall shows
-    /// in full (no coordinated omission). The I/Os due within the runtime are all issued
-    /// and counted, even when the backlog of a stall must be worked off after the nominal
-    /// end (see [`BACKLOG_LIMIT`]).
+    /// in full (no coordinated omission). The I/Os due within the runtime are all issued,
+    /// even when the backlog of a stall must be worked off after the nominal end (see
+    /// [`BACKLOG_LIMIT`]); each second and the achieved rate count what completed within
+    /// them.
     pub rate_iops: Option<u64>,
     /// How the I/Os of [`Workload::rate_iops`] arrive: evenly spaced (the default) or as a
     /// Poisson process seeded from [`Workload::seed`]. Ignored without a rate.

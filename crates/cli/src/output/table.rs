@@ -3,6 +3,7 @@
 use std::borrow::Cow;
 use std::fmt::Write as _;
 
+use hostmax_aggregate::curve::by_rate::FOLLOWS_OFFERED;
 use hostmax_aggregate::{DeviceReport, Figures, HostReport};
 use hostmax_engine::{OpKind, TrimMethod};
 
@@ -401,6 +402,27 @@ fn response_lines(report: &HostReport, shown: &[OpKind]) -> String {
     out.push_str(&line(&header));
     for cells in &rows {
         out.push_str(&line(cells));
+    }
+    out.push_str(&behind_offered_lines(report, rate));
+    out
+}
+
+/// With an offered rate: a line for each device that did not keep up with it (achieved below
+/// [`FOLLOWS_OFFERED`] of it), saying what it achieved and how many I/Os were done after the
+/// end (drained: in no second and in no rate).
+fn behind_offered_lines(report: &HostReport, rate: u64) -> String {
+    let mut out = String::new();
+    for d in &report.devices {
+        if d.stopped_at_secs.is_some() || d.figures.iops >= FOLLOWS_OFFERED * rate as f64 {
+            continue;
+        }
+        let _ = writeln!(
+            out,
+            "{} did not keep up: {:.0} IOPS achieved of the {rate} offered; {} I/Os done after the end (drained, counted in no second)",
+            device_label(d),
+            d.figures.iops,
+            d.figures.drained.total()
+        );
     }
     out
 }
@@ -867,6 +889,7 @@ mod tests {
             }
         }
         report.time_series[1].backlog = 786;
+        report.devices[1].figures.drained[OpKind::Read] = 1234;
         let text = render_table(&report);
         let at = text.find("response times at 1000 IOPS offered per device (poisson arrivals)");
         let block = &text[at.unwrap_or_else(|| panic!("{text}"))..];
@@ -890,6 +913,12 @@ mod tests {
             "{}",
             lines[4]
         );
+        // /dev/loop11 did 500 IOPS of the 1000 offered; /dev/loop0 2000.
+        assert_eq!(
+            lines[5],
+            "/dev/loop11 did not keep up: 500 IOPS achieved of the 1000 offered; 1234 I/Os done after the end (drained, counted in no second)"
+        );
+        assert!(!block.contains("/dev/loop0 did not keep up"), "{block}");
     }
 
     #[test]

@@ -18,7 +18,7 @@ struct ReapWindow {
     now: Instant,
     /// `now` in nanoseconds after the run's start.
     reap_ns: u64,
-    /// Before the end: a completion is counted in the measured window (without a rate).
+    /// Before the end: a completion is counted in the measured window (in its second).
     in_window: bool,
     in_ramp: bool,
     /// Within the measured window: a failure counts in the current second.
@@ -129,22 +129,21 @@ fn count_completion<const PLAIN: bool>(
     if rules.sampled[slot.op] {
         dev.sample_read(io, slot_id, slot.device as usize);
     }
-    // With a rate, an I/O belongs to the window its intended start fell in, however late it
-    // completed (otherwise, to the one it was reaped in).
-    let (counted, ramp) = match !PLAIN && rules.paced {
-        true => (
-            slot.intended_ns < window.end_ns,
-            slot.intended_ns < window.ramp_ns && !window.in_ramp,
-        ),
-        false => (window.in_window, false),
-    };
-    if ramp {
+    // A completion counts in the second it was reaped in. With a rate, one due in the ramp
+    // counts there however late it completed.
+    if !PLAIN && rules.paced && slot.intended_ns < window.ramp_ns && !window.in_ramp {
         dev.ramp[slot.op] += 1;
         return;
     }
-    if !counted {
-        // Drained after the window: done, counted apart from the window.
+    if !window.in_window {
+        // Drained after the window: done, counted apart from it (no measured second and no
+        // rate holds it). With a rate, an I/O due within the window (a backlog worked off
+        // after the end, or one in flight at it) still has its times in the window's
+        // histograms, so a stall at the end shows in full.
         dev.drained[slot.op] += 1;
+        if !PLAIN && rules.paced && rules.record_latency && slot.intended_ns < window.end_ns {
+            record_backlog_times(dev, rules, slot, done.took_ns, window.reap_ns);
+        }
         return;
     }
     let counts = &mut dev.interval[slot.op];
@@ -164,6 +163,23 @@ fn count_completion<const PLAIN: bool>(
             None => dev.record_latency(slot.op, slot.submitted, submit_times, reap_ns),
         }
     }
+}
+
+/// Records the service and response times of an I/O due within the window that completed
+/// after its end (counted as drained) into the window's histograms, not into a second's.
+#[cold]
+fn record_backlog_times(
+    dev: &mut DeviceState,
+    rules: &CountRules<'_>,
+    slot: &Slot,
+    took_ns: Option<u64>,
+    reap_ns: u64,
+) {
+    let latency = took_ns.unwrap_or_else(|| rules.submit_times.latency_ns(slot.submitted, reap_ns));
+    let response = reap_ns.saturating_sub(slot.intended_ns).max(latency);
+    let window = &mut dev.ops[slot.op];
+    crate::result::record_latency(&mut window.latency, latency);
+    crate::result::record_latency(&mut window.response, response);
 }
 
 /// Counts a failed I/O into its device's errors and takes the device out as
