@@ -810,6 +810,88 @@ fn a_device_that_cannot_drain_in_time_is_reported_stalled() {
     drop(host);
 }
 
+/// A volume that stops answering near the end of a judged run (a blkio cgroup throttle of 2
+/// IOPS from early in a 3 s run at depth 32: its I/Os in flight at the end need ~16 s, more
+/// than the drain limit) while its figures over the window keep a low promise: exit 6, and
+/// the verdict fails it (`verdict.pass` false, a "stopped answering" row), never PASS.
+#[test]
+fn a_volume_that_stopped_answering_never_passes_its_verdict() {
+    require_root!();
+    let throttle = match IoThrottle::create() {
+        Ok(t) => t,
+        Err(e) => skip!("no usable cgroup io throttle here ({e})"),
+    };
+    let host = volumes(1, 32 * MIB);
+    let paths = volume_paths(&host);
+    let names = volume_kernel_names(&host);
+    let before = baseline_completions(&paths, &names)[0];
+    let slow = host.volumes()[0].major_minor().unwrap();
+    let dir = ScratchDir::new("stalled-verdict");
+    let json = dir.0.join("report.json").display().to_string();
+    let args = [
+        "--devices",
+        &paths[0],
+        "--iodepth",
+        "32",
+        "--runtime",
+        "3s",
+        "--ramp",
+        "0s",
+        "--expect-volume-iops",
+        "100",
+        "--json",
+        &json,
+    ]
+    .map(String::from);
+    let running = Running::spawn_in(&args, Some(&throttle));
+    // Measuring (more reads than anything but the run does: the plan's probe, udev's), then
+    // held to 2 IOPS well before the end.
+    wait_for_io(&names[0], |(reads, _)| reads > before.0 + 20_000);
+    std::thread::sleep(Duration::from_millis(300));
+    throttle.limit_iops(slow, 2).unwrap();
+    let unthrottle = Unthrottle {
+        group: &throttle,
+        device: slow,
+        kernel_name: names[0].clone(),
+    };
+    let out = running.wait_within(Duration::from_secs(60));
+    drop(unthrottle);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(6), "{stdout}");
+    let report = read_report(&json, &out);
+    let stuck = report["devices"][0]["stalled_in_flight"]
+        .as_u64()
+        .unwrap_or_else(|| panic!("not stalled: {}", report["devices"][0]));
+    // Its window kept the promise: only its answering fails it.
+    assert!(
+        report["devices"][0]["iops"].as_f64().unwrap() > 100.0,
+        "{}",
+        report["devices"][0]
+    );
+    let verdict = &report["verdict"];
+    assert_eq!(verdict["pass"], false, "{verdict}");
+    assert_eq!(verdict["devices"][0]["verdict"], "fail", "{verdict}");
+    assert_eq!(
+        verdict["devices"][0]["stalled_in_flight"], stuck,
+        "{verdict}"
+    );
+    let rows: Vec<&str> = stdout
+        .lines()
+        .filter(|l| l.starts_with(&paths[0]) && l.contains("iops=100"))
+        .collect();
+    assert!(
+        rows.iter()
+            .any(|r| r.contains("stopped answering") && r.ends_with("FAIL")),
+        "{stdout}"
+    );
+    assert!(rows.iter().all(|r| !r.ends_with("PASS")), "{stdout}");
+    assert!(
+        stdout.contains(&format!("FAIL: {} stopped answering", paths[0])),
+        "{stdout}"
+    );
+    drop(host);
+}
+
 /// What hostmax did beside a stalled volume ([`on_a_stalled_volume`]).
 struct StalledOutcome {
     stderr: String,

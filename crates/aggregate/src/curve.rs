@@ -161,13 +161,18 @@ pub struct CurvePoint {
     pub host: PointFigures,
     /// Each volume's.
     pub volumes: Vec<VolumePoint>,
+    /// A signal cut its run short: its figures are of part of the step, so no answer reads
+    /// them (no knee, saturation or peak from it, and the promise neither held nor broke).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub interrupted: bool,
 }
 
 impl CurvePoint {
-    /// The point a run at one depth gives.
+    /// The point a run at one depth gives ([`CurvePoint::interrupted`] when the report is).
     pub fn from_report(report: &HostReport) -> Result<CurvePoint, HistogramCodecError> {
         Ok(CurvePoint {
             iodepth: report.workload.iodepth,
+            interrupted: report.interrupted,
             host: PointFigures::from_figures(&report.host)?,
             volumes: report
                 .devices
@@ -219,7 +224,8 @@ pub struct CurveAnswer {
 }
 
 impl CurveAnswer {
-    /// The answer for one series of (depth, figures), in depth order. `None` when empty.
+    /// The answer for one series of (depth, figures), in depth order, of steps that ran to
+    /// their end. `None` when empty.
     pub fn new(
         points: &[(u32, &PointFigures)],
         promise: Option<&LatencyPromise>,
@@ -269,6 +275,19 @@ impl CurveAnswer {
     }
 }
 
+impl CurveAnswer {
+    /// The answer of no step that ran to its end: nothing concluded, a peak of 0.
+    fn empty() -> CurveAnswer {
+        CurveAnswer {
+            knee: None,
+            saturation: None,
+            peak_iops: 0.0,
+            held_everywhere: None,
+            broken_from: None,
+        }
+    }
+}
+
 /// One volume's answer.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[non_exhaustive]
@@ -310,16 +329,23 @@ impl Curve {
         }
     }
 
-    /// The curve of `points` (sorted here by depth). `None` when there are none.
+    /// The curve of `points` (sorted here by depth). `None` when there are none. The answers
+    /// read only the points that ran to their end; with none, each answer is empty (no knee,
+    /// no saturation, a peak of 0).
     pub fn new(
         mut points: Vec<CurvePoint>,
         promise: Option<LatencyPromise>,
         tolerance: f64,
     ) -> Option<Curve> {
         points.sort_by_key(|p| p.iodepth);
+        let complete = || points.iter().filter(|p| !p.interrupted);
         let host_series: Vec<(u32, &PointFigures)> =
-            points.iter().map(|p| (p.iodepth, &p.host)).collect();
-        let host = CurveAnswer::new(&host_series, promise.as_ref(), tolerance)?;
+            complete().map(|p| (p.iodepth, &p.host)).collect();
+        let host = match CurveAnswer::new(&host_series, promise.as_ref(), tolerance) {
+            Some(answer) => answer,
+            None if !points.is_empty() => CurveAnswer::empty(),
+            None => return None,
+        };
         let paths: Vec<String> = points
             .first()?
             .volumes
@@ -328,9 +354,8 @@ impl Curve {
             .collect();
         let volumes = paths
             .into_iter()
-            .filter_map(|path| {
-                let series: Vec<(u32, &PointFigures)> = points
-                    .iter()
+            .map(|path| {
+                let series: Vec<(u32, &PointFigures)> = complete()
                     .filter_map(|p| {
                         p.volumes
                             .iter()
@@ -338,8 +363,9 @@ impl Curve {
                             .map(|v| (p.iodepth, &v.figures))
                     })
                     .collect();
-                CurveAnswer::new(&series, promise.as_ref(), tolerance)
-                    .map(|answer| VolumeAnswer { path, answer })
+                let answer = CurveAnswer::new(&series, promise.as_ref(), tolerance)
+                    .unwrap_or_else(CurveAnswer::empty);
+                VolumeAnswer { path, answer }
             })
             .collect();
         Some(Curve {
@@ -424,7 +450,14 @@ impl CurvePoint {
             iodepth,
             host,
             volumes,
+            interrupted: false,
         }
+    }
+
+    /// The same, cut short by a signal or not ([`CurvePoint::interrupted`]).
+    pub fn with_interrupted(mut self, interrupted: bool) -> CurvePoint {
+        self.interrupted = interrupted;
+        self
     }
 }
 
@@ -492,6 +525,7 @@ mod tests {
                 ..capped(depth, slowest)
             },
             volumes: vols,
+            interrupted: false,
         }
     }
 

@@ -29,6 +29,10 @@ pub struct RateStep {
     pub response_ns: CurveLatency,
     /// Service times (submission to completion), for comparison.
     pub service_ns: CurveLatency,
+    /// A signal cut its run short: its figures are of part of the step, so neither the knee
+    /// nor the saturation point reads it, and the promise neither held nor broke there.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub interrupted: bool,
 }
 
 impl RateStep {
@@ -52,6 +56,7 @@ impl RateStep {
             achieved_iops: report.host.iops,
             response_ns: all_kinds(report.host.response_histograms.as_ref())?,
             service_ns: all_kinds(report.host.histograms.as_ref())?,
+            interrupted: report.interrupted,
         }))
     }
 
@@ -82,22 +87,22 @@ pub struct RateCurve {
 }
 
 impl RateCurve {
-    /// The curve of `steps` (sorted here by offered rate) against `promise`.
+    /// The curve of `steps` (sorted here by offered rate) against `promise`; the knee and the
+    /// saturation point read only the steps that ran to their end.
     pub fn new(
         mut steps: Vec<RateStep>,
         promise: Option<LatencyPromise>,
         ceiling_iops: Option<f64>,
     ) -> RateCurve {
         steps.sort_by_key(|s| s.offered_iops);
+        let complete = || steps.iter().filter(|s| !s.interrupted);
         let knee_offered_iops = promise.and_then(|p| {
-            steps
-                .iter()
+            complete()
                 .take_while(|s| p.holds(&s.response_ns))
                 .last()
                 .map(|s| s.offered_iops)
         });
-        let saturation_offered_iops = steps
-            .iter()
+        let saturation_offered_iops = complete()
             .find(|s| !s.follows_offered())
             .map(|s| s.offered_iops);
         RateCurve {
@@ -134,7 +139,14 @@ impl RateStep {
             achieved_iops,
             response_ns,
             service_ns,
+            interrupted: false,
         }
+    }
+
+    /// The same, cut short by a signal or not ([`RateStep::interrupted`]).
+    pub fn with_interrupted(mut self, interrupted: bool) -> RateStep {
+        self.interrupted = interrupted;
+        self
     }
 }
 
@@ -154,6 +166,7 @@ mod tests {
             achieved_iops: achieved,
             response_ns: latency,
             service_ns: CurveLatency::default(),
+            interrupted: false,
         }
     }
 

@@ -188,6 +188,13 @@ fn device_verdict(
         return (verdict, Vec::new());
     };
     let e = exp.expected();
+    // The device in every report that measured it.
+    let measured = || {
+        reports
+            .iter()
+            .flat_map(|r| &r.devices)
+            .filter(|d| d.path == path)
+    };
     let checks = check_promise(&e, runs, Some(path), t);
     // A run where every worker driving it was saturated and it fell short cannot show its
     // promise: hostmax, not the volume, was the limit there. Its promise is judged on the
@@ -239,11 +246,11 @@ fn device_verdict(
         spec: exp.label.clone(),
         size_bytes: exp.spec.scales_with_size().then_some(exp.size_bytes),
         figures,
-        stopped_at_secs: reports
-            .iter()
-            .flat_map(|r| &r.devices)
-            .find(|d| d.path == path && d.failed)
+        stopped_at_secs: measured()
+            .find(|d| d.failed)
             .map(|d| d.stopped_at_secs.unwrap_or(0.0)),
+        stalled_in_flight: measured().filter_map(|d| d.stalled_in_flight).max(),
+        errors: measured().map(|d| d.figures.errors).sum(),
         bottleneck: excuse.then_some(Bottleneck::LoadGenerator),
     };
     let v = DeviceVerdict {
@@ -613,6 +620,42 @@ mod tests {
             v.failures(),
             vec!["/dev/b taken out after a failed I/O".to_string()]
         );
+    }
+
+    #[test]
+    fn a_volume_that_stopped_answering_or_failed_io_never_passes() {
+        let specs = SpecSet {
+            devices: flat(2000.0, "flat", &["/dev/a", "/dev/b"]),
+            ..Default::default()
+        };
+        let healthy = report(4096, 32, &[("/dev/a", 2000.0), ("/dev/b", 2000.0)], &[4000]);
+        assert!(judge(&specs, &[&healthy]).judgement.passed());
+        // Its figures keep the promise, but 32 of its I/Os never came back.
+        let mut stalled = healthy.clone();
+        stalled.devices[1].stalled_in_flight = Some(32);
+        let v = judge(&specs, &[&stalled]);
+        assert!(v.judgement.failed() && v.devices[1].judgement.failed());
+        assert!(v.devices[0].judgement.passed());
+        assert_eq!(v.devices[1].stalled_in_flight, Some(32));
+        assert_eq!(v.failures(), ["/dev/b stopped answering"]);
+        let json = serde_json::to_value(&v).unwrap();
+        assert_eq!(json["pass"], false);
+        assert_eq!(json["devices"][1]["stalled_in_flight"], 32);
+        // In one phase of several is enough.
+        let v = judge(&specs, &[&healthy, &stalled]);
+        assert!(v.devices[1].judgement.failed());
+        // Failed I/Os the run went on past (--on-error continue) fail it too.
+        let mut erring = healthy.clone();
+        erring.devices[0].figures.errors = 3;
+        let v = judge(&specs, &[&erring]);
+        assert_eq!(v.failures(), ["/dev/a failed I/Os"]);
+        assert_eq!(v.devices[0].errors, 3);
+        // Saturated workers excuse a shortfall, never a fault.
+        let mut saturated = stalled.clone();
+        saturated.devices[1].load_generator_saturated = true;
+        saturated.devices[1].figures.iops = 100.0;
+        let v = judge(&specs, &[&saturated]);
+        assert!(v.devices[1].judgement.failed(), "{:?}", v.devices[1]);
     }
 
     #[test]

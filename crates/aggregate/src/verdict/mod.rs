@@ -40,8 +40,8 @@ pub use bottleneck::{bottleneck, coefficient_of_variation, Bottleneck, VolumeSha
 pub use checks::{check_figure, check_promise, JudgedRun};
 pub use judge::{judge, VerifyReport};
 pub use outcome::{
-    figure_to_reach, keeps, BurstFinding, DeviceVerdict, FigureCheck, HostVerdict, Judgement,
-    LatencyTime, NotJudged, Promiser, Verdict, VerdictFigures,
+    figure_to_reach, keeps, BurstFinding, DeviceFault, DeviceVerdict, FigureCheck, HostVerdict,
+    Judgement, LatencyTime, NotJudged, Promiser, Verdict, VerdictFigures,
 };
 pub use promise::{
     BlockSizes, DepthClass, Figure, FigureRow, MeasuredFigures, OpFigures, PerFigure, PerKind,

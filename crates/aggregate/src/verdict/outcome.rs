@@ -356,6 +356,15 @@ pub struct DeviceVerdict {
     /// promise, whatever its rate over the time it ran.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stopped_at_secs: Option<f64>,
+    /// It stopped answering in a judged run: the I/Os it still had in flight when the run
+    /// gave up on them (`devices[].stalled_in_flight`, the most of any run). A volume that
+    /// stops answering has not kept its promise, whatever it did before.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stalled_in_flight: Option<u64>,
+    /// Its failed I/Os over the judged runs (`devices[].errors`): a volume that fails I/O
+    /// under load has not kept its promise.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub errors: u64,
     /// What held it below its promise when that was not the volume: the load generator when
     /// every worker driving it had a saturated CPU (`devices[].load_generator_saturated`).
     /// Its figures are then not judged (the volume may deliver more than hostmax could ask).
@@ -363,11 +372,66 @@ pub struct DeviceVerdict {
     pub bottleneck: Option<Bottleneck>,
 }
 
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
 impl DeviceVerdict {
     /// What the verdict table and messages say of a promise this device was not judged on.
     pub fn not_judged_reason(&self) -> Option<&'static str> {
         (self.bottleneck == Some(Bottleneck::LoadGenerator))
             .then_some("not judged: load generator saturated")
+    }
+
+    /// What went wrong with it under load, each a failed check whatever its figures: taken
+    /// out after a failed I/O, stopped answering, failed I/Os (the last only when it was not
+    /// taken out for them).
+    pub fn faults(&self) -> Vec<DeviceFault> {
+        let mut out = Vec::new();
+        if let Some(at_secs) = self.stopped_at_secs {
+            out.push(DeviceFault::TakenOut { at_secs });
+        }
+        if let Some(in_flight) = self.stalled_in_flight {
+            out.push(DeviceFault::StoppedAnswering { in_flight });
+        }
+        if self.errors > 0 && self.stopped_at_secs.is_none() {
+            out.push(DeviceFault::FailedIos { count: self.errors });
+        }
+        out
+    }
+}
+
+/// A device's failure under load ([`DeviceVerdict::faults`]): it fails its verdict whatever
+/// its figures.
+#[derive(Debug, Clone, Copy, PartialEq)]
+#[non_exhaustive]
+pub enum DeviceFault {
+    /// Taken out of the run after a failed I/O, this many seconds into its window.
+    TakenOut {
+        /// When (`stopped_at_secs`).
+        at_secs: f64,
+    },
+    /// It stopped answering with this many I/Os in flight.
+    StoppedAnswering {
+        /// The I/Os the run gave up on.
+        in_flight: u64,
+    },
+    /// This many of its I/Os failed (the run went on, `--on-error continue`).
+    FailedIos {
+        /// How many.
+        count: u64,
+    },
+}
+
+impl DeviceFault {
+    /// The check it fails, as verdicts name it: "taken out after a failed I/O", "stopped
+    /// answering", "failed I/Os".
+    pub fn check(self) -> &'static str {
+        match self {
+            DeviceFault::TakenOut { .. } => "taken out after a failed I/O",
+            DeviceFault::StoppedAnswering { .. } => "stopped answering",
+            DeviceFault::FailedIos { .. } => "failed I/Os",
+        }
     }
 }
 
@@ -381,6 +445,8 @@ impl Default for DeviceVerdict {
             size_bytes: None,
             figures: VerdictFigures::new(false),
             stopped_at_secs: None,
+            stalled_in_flight: None,
+            errors: 0,
             bottleneck: None,
         }
     }
@@ -558,10 +624,8 @@ pub fn figure_to_reach(expected: f64, rate_cap: Option<f64>) -> f64 {
 
 /// (figure name, passed) of each judged figure of a device.
 pub(super) fn device_checks(d: &DeviceVerdict, t: Tolerance) -> Vec<(&'static str, bool)> {
-    let mut out = Vec::new();
-    if d.stopped_at_secs.is_some() {
-        out.push(("taken out after a failed I/O", false));
-    }
+    let mut out: Vec<(&'static str, bool)> =
+        d.faults().into_iter().map(|f| (f.check(), false)).collect();
     // Saturated workers in every run that showed a shortfall: those runs cannot tell what
     // the volume could do, so its shortfalls are left out; what it kept still counts.
     let excused = d.bottleneck == Some(Bottleneck::LoadGenerator);

@@ -485,5 +485,62 @@ mod fake_engine_tests {
             host["knee"].is_null() && host["saturation"].is_null(),
             "{host}"
         );
+        // The step the signal cut short (depth 2, 4000 IOPS over its part, two volumes) is
+        // marked and is not the peak: only depth 1 (2000) ran to its end.
+        let points = report["curve"]["points"].as_array().unwrap();
+        assert_eq!(points[1]["interrupted"], true, "{}", points[1]);
+        assert!(points[0].get("interrupted").is_none(), "{}", points[0]);
+        assert_eq!(host["peak_iops"], 2000.0, "{host}");
+        let curve: Curve = serde_json::from_value(report["curve"].clone()).unwrap();
+        let text = render_curve(&curve, &[]);
+        let step2 = text
+            .lines()
+            .find(|l| l.trim_start().starts_with("2 "))
+            .unwrap();
+        assert!(
+            step2.ends_with("interrupted") && !step2.contains("held"),
+            "{text}"
+        );
+        assert!(
+            text.contains("peak 2000 IOPS over the depths that ran to their end"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn a_rate_step_cut_short_is_neither_held_nor_the_saturation_point() {
+        let dir = ScratchDir::new("curve-rate-signal");
+        let watch = crate::signals::SignalWatch::detached();
+        crate::signals::hear_on_this_thread(watch);
+        // The ceiling (4000 a volume), then 0.25x; the signal comes during the 1.0x step.
+        let engine = saturating_at_depth_4().with_signal_during(2, watch, libc::SIGINT);
+        let args = curve_args(
+            &dir,
+            &[
+                "--iodepth",
+                "8",
+                "--rates",
+                "0.25x,1.0x,2.0x",
+                "--p99-max",
+                "50ms",
+            ],
+        );
+        let code = curve(&engine, &args).unwrap();
+        assert_eq!(code, crate::exit_code::interrupted(libc::SIGINT));
+        let report = read_json(&dir.0.join("curve.json"));
+        let steps = report["by_rate"]["steps"].as_array().unwrap();
+        assert_eq!(steps.len(), 2, "{steps:?}");
+        assert_eq!(steps[1]["interrupted"], true, "{}", steps[1]);
+        let by_rate: RateCurve = serde_json::from_value(report["by_rate"].clone()).unwrap();
+        let text = render_rate_curve(&by_rate, &[]);
+        let cut = text
+            .lines()
+            .find(|l| l.trim_start().starts_with("4000 "))
+            .unwrap();
+        assert!(cut.ends_with("-  interrupted"), "{text}");
+        // Recomputed from its steps, the curve takes no conclusion from the cut one.
+        let again = RateCurve::new(by_rate.steps.clone(), by_rate.promise, by_rate.ceiling_iops);
+        assert_eq!(again.knee_offered_iops, Some(1000), "{again:?}");
+        assert_eq!(again.saturation_offered_iops, None, "{again:?}");
     }
 }

@@ -8,13 +8,24 @@ use hostmax_aggregate::{Curve, HostReport};
 use crate::chart::{LegendCorner, LineChart, PointLabels, Series, SeriesStyle, TickFormat};
 use crate::units::{format_latency_ns, format_mib_per_sec};
 
-fn answer_line(name: &str, a: &CurveAnswer, promise: Option<&LatencyPromise>) -> String {
+/// What the curve says of the host or a volume; `whole_steps`: whether any step ran to its
+/// end (the answers read only those).
+fn answer_line(
+    name: &str,
+    a: &CurveAnswer,
+    promise: Option<&LatencyPromise>,
+    whole_steps: bool,
+) -> String {
     let mut out = format!("{name}: ");
     // An interrupted curve has its conclusions withheld (`Curve::withhold_conclusions`).
     let Some(saturation) = &a.saturation else {
+        if !whole_steps {
+            return out
+                + "no knee, no saturation point: interrupted before any depth ran to its end\n";
+        }
         return out
             + &format!(
-                "no knee, no saturation point: interrupted (peak {:.0} IOPS over the depths measured)\n",
+                "no knee, no saturation point: interrupted (peak {:.0} IOPS over the depths that ran to their end)\n",
                 a.peak_iops
             );
     };
@@ -79,6 +90,8 @@ pub fn render_curve(curve: &Curve, reports: &[HostReport]) -> String {
     for p in &curve.points {
         let l = &p.host.latency_ns;
         let held = match &curve.promise {
+            // Part of a step: the promise neither held nor broke there.
+            _ if p.interrupted => "interrupted",
             Some(pr) if pr.holds(l) => "held",
             Some(_) => "BROKEN",
             None => "-",
@@ -96,9 +109,10 @@ pub fn render_curve(curve: &Curve, reports: &[HostReport]) -> String {
             held
         );
     }
-    out += &answer_line("host", &curve.host, curve.promise.as_ref());
+    let whole_steps = curve.points.iter().any(|p| !p.interrupted);
+    out += &answer_line("host", &curve.host, curve.promise.as_ref(), whole_steps);
     for v in &curve.volumes {
-        out += &answer_line(&v.path, &v.answer, curve.promise.as_ref());
+        out += &answer_line(&v.path, &v.answer, curve.promise.as_ref(), whole_steps);
     }
     out
 }
@@ -145,6 +159,7 @@ pub fn render_rate_curve(curve: &RateCurve, reports: &[HostReport]) -> String {
     );
     for s in &curve.steps {
         let held = match &curve.promise {
+            _ if s.interrupted => "interrupted",
             Some(p) if p.holds(&s.response_ns) => "held",
             Some(_) => "BROKEN",
             None => "",
@@ -158,7 +173,11 @@ pub fn render_rate_curve(curve: &RateCurve, reports: &[HostReport]) -> String {
             format_latency_ns(s.response_ns.p99),
             format_latency_ns(s.response_ns.p99_9),
             format_latency_ns(s.service_ns.p99),
-            if s.follows_offered() { "yes" } else { "no" },
+            match (s.interrupted, s.follows_offered()) {
+                (true, _) => "-",
+                (false, true) => "yes",
+                (false, false) => "no",
+            },
         );
     }
     if curve.promise.is_some() {

@@ -7,8 +7,8 @@
 use std::fmt::Write as _;
 
 use hostmax_aggregate::verdict::{
-    figure_to_reach, keeps, BurstFinding, Judgement, LatencyTime, Unit, VerdictFigures,
-    PROMISE_KINDS,
+    figure_to_reach, keeps, BurstFinding, DeviceFault, Judgement, LatencyTime, Unit,
+    VerdictFigures, PROMISE_KINDS,
 };
 use hostmax_aggregate::{
     report_bursts, Bottleneck, Burst, BurstRule, HostReport, Tolerance, Verdict,
@@ -115,6 +115,10 @@ fn ratio(measured: f64, expected: f64) -> String {
 /// A row's result when its figure was measured but not judged.
 const NOT_JUDGED: &str = "NOT JUDGED";
 
+/// A row's result when its figure kept its promise on a device that failed anyway
+/// ([`fault_row`]): no PASS beside a failed device.
+const HELD: &str = "held";
+
 /// `rows` as they stand, or each NOT JUDGED when their verdict judged nothing (a run cut
 /// short): never a PASS where the verdict gave none.
 fn not_judged_rows(mut rows: Vec<Row>, judgement: Judgement) -> Vec<Row> {
@@ -167,7 +171,18 @@ fn render(v: &Verdict, unconcluded: Option<String>) -> String {
             _ => d.spec.clone(),
         };
         let name = crate::output::table::device_name(&d.path, d.given.as_deref());
-        let mut device_rows = figure_rows(&name, &spec, &d.figures, t, v.latency_time);
+        // What went wrong under load first: each fails the device whatever its figures, so
+        // none of its rows says PASS (a figure that kept its promise says "held").
+        let faults = d.faults();
+        let mut device_rows: Vec<Row> =
+            faults.iter().map(|&f| fault_row(&name, &spec, f)).collect();
+        let mut figures = figure_rows(&name, &spec, &d.figures, t, v.latency_time);
+        if !faults.is_empty() {
+            for r in figures.iter_mut().filter(|r| r[6] == "PASS") {
+                r[6] = HELD.to_string();
+            }
+        }
+        device_rows.extend(figures);
         if d.not_judged_reason().is_some() {
             // Its workers were saturated: a shortfall is hostmax's, not the volume's.
             for r in device_rows.iter_mut().filter(|r| r[6] == "FAIL") {
@@ -227,7 +242,22 @@ fn render(v: &Verdict, unconcluded: Option<String>) -> String {
     });
     if let Some((p, sum, m)) = sum {
         let cap = h.figures.rate_cap[p.kind];
-        out += &sum_line(p.name, sum, m, h.bottleneck, cap, unit_scale(p.unit));
+        let standing = match (
+            v.judgement.judged(),
+            v.devices.iter().any(|d| !d.faults().is_empty()),
+        ) {
+            (false, _) => SumStanding::NotConcluded,
+            (true, true) => SumStanding::VolumesFaulted,
+            (true, false) => SumStanding::Judged,
+        };
+        out += &sum_line(
+            p.name,
+            sum,
+            m,
+            (h.bottleneck, cap),
+            standing,
+            unit_scale(p.unit),
+        );
     }
     if rows.iter().any(|r| r[6] == "CAPPED") {
         out += "CAPPED: held by this run's own --rate-iops below the promise, so the promise is not judged; run without --rate-iops to judge it\n";
@@ -327,17 +357,54 @@ pub fn unjudged_burst_lines(report: &HostReport) -> String {
         .collect()
 }
 
+/// A fault row: the device's `fault` as a failed check ([`hostmax_aggregate::verdict::DeviceFault`]).
+fn fault_row(target: &str, spec: &str, fault: DeviceFault) -> Row {
+    let measured = match fault {
+        DeviceFault::TakenOut { at_secs } => format!("at {at_secs:.1} s"),
+        DeviceFault::StoppedAnswering { in_flight } => format!("{in_flight} I/Os stuck"),
+        DeviceFault::FailedIos { count } => format!("{count} failed"),
+        _ => "yes".to_string(),
+    };
+    [
+        target.to_string(),
+        spec.to_string(),
+        fault.check().to_string(),
+        "-".to_string(),
+        measured,
+        "-".to_string(),
+        "FAIL".to_string(),
+    ]
+}
+
+/// What the verdict as a whole lets the volumes' sum line say.
+#[derive(Clone, Copy, PartialEq)]
+enum SumStanding {
+    /// Judged, no volume failed under load: the sum line may say the host delivers.
+    Judged,
+    /// Judged, and some volume failed under load (stopped answering, failed I/O): its total
+    /// may reach the sum, but the volumes did not all deliver.
+    VolumesFaulted,
+    /// Nothing concluded (a run cut short, nothing judgeable): no claim either way.
+    NotConcluded,
+}
+
 fn sum_line(
     unit: &str,
     sum: f64,
     measured: f64,
-    bottleneck: Option<Bottleneck>,
-    rate_cap: Option<f64>,
+    (bottleneck, rate_cap): (Option<Bottleneck>, Option<f64>),
+    standing: SumStanding,
     scale: f64,
 ) -> String {
     let why = match (bottleneck, rate_cap) {
+        _ if standing == SumStanding::NotConcluded => {
+            "not concluded (see below): no claim is made of the host".to_string()
+        }
         (None, Some(_)) => {
             "held by --rate-iops, not by the host or the volumes".to_string()
+        }
+        (None, None) if standing == SumStanding::VolumesFaulted => {
+            "the total reaches it, but not every volume kept working (see the rows above)".to_string()
         }
         (None, None) => "the host delivers what its volumes promise".to_string(),
         (Some(Bottleneck::Host), _) => {
@@ -483,6 +550,66 @@ mod tests {
             ),
             "{text}"
         );
+    }
+
+    /// A verdict whose host total (3100 IOPS) reaches what its one volume promises (3000).
+    fn reaching_the_sum(device_verdict: DeviceVerdict) -> Verdict {
+        let mut v = Verdict::default();
+        v.tolerance = Tolerance::DEFAULT;
+        v.judgement = device_verdict.judgement;
+        v.host.figures.measured[Figure::Iops] = Some(3100.0);
+        v.host.figures.volumes.as_mut().unwrap()[RuleKind::Iops] = Some(3000.0);
+        v.devices = vec![device_verdict];
+        v
+    }
+
+    #[test]
+    fn a_volume_that_stopped_answering_has_a_failed_row_whatever_its_figures() {
+        let mut d = device("/dev/loop0", 3000.0, 3100.0, false);
+        d.stalled_in_flight = Some(32);
+        let text = render_verdict(&reaching_the_sum(d));
+        let rows: Vec<&str> = text
+            .lines()
+            .filter(|l| l.starts_with("/dev/loop0"))
+            .collect();
+        assert_eq!(rows.len(), 2, "{text}");
+        assert!(rows[1].ends_with("held"), "{text}");
+        assert!(
+            rows[0].contains("stopped answering")
+                && rows[0].contains("32 I/Os stuck")
+                && rows[0].ends_with("FAIL"),
+            "{text}"
+        );
+        assert!(
+            text.contains("the total reaches it, but not every volume kept working"),
+            "{text}"
+        );
+        assert!(!text.contains("delivers"), "{text}");
+        assert!(
+            text.trim_end()
+                .ends_with("FAIL: /dev/loop0 stopped answering (1 of 2 checks)"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn a_verdict_not_concluded_never_says_the_host_delivers() {
+        let mut d = device("/dev/loop0", 3000.0, 3100.0, true);
+        d.judgement = Judgement::Pass;
+        let concluded = render_verdict(&reaching_the_sum(d.clone()));
+        assert!(
+            concluded.contains("the host delivers what its volumes promise"),
+            "{concluded}"
+        );
+        let mut v = reaching_the_sum(d);
+        v.withhold();
+        for text in [render_unconcluded(&v, "the run", &[]), render_verdict(&v)] {
+            assert!(!text.contains("delivers"), "{text}");
+            assert!(
+                text.contains("(1.033): not concluded (see below): no claim is made of the host"),
+                "{text}"
+            );
+        }
     }
 
     #[test]
