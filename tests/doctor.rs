@@ -278,3 +278,113 @@ fn doctor_measures_the_load_generators_ceiling_on_the_cpus_asked() {
     assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
     assert!(stderr.contains("--cpus"), "{stderr}");
 }
+
+/// A stand-in tree whose disk's `queue/scheduler` is a FIFO nobody writes: opening it to read
+/// waits for a writer, as a hung driver's attribute holds its reader. Opening it once with a
+/// writer (without waiting) on drop lets a reader still waiting go.
+struct HungAttribute(std::path::PathBuf);
+
+impl HungAttribute {
+    fn make(dir: &ScratchDir) -> HungAttribute {
+        let put = |rel: &str, text: &str| {
+            let p = dir.join(rel);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, text).unwrap();
+        };
+        put("sys/block/sdz/size", "1000\n");
+        put("sys/block/sdz/mq/0/cpu_list", "0\n");
+        put("sys/block/sdz/queue/rotational", "0\n");
+        put("proc/sys/kernel/io_uring_disabled", "0\n");
+        let fifo = dir.join("sys/block/sdz/queue/scheduler");
+        nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
+        HungAttribute(fifo)
+    }
+}
+
+impl Drop for HungAttribute {
+    fn drop(&mut self) {
+        use std::os::unix::fs::OpenOptionsExt;
+        let _ = std::fs::OpenOptions::new()
+            .write(true)
+            .custom_flags(libc::O_NONBLOCK)
+            .open(&self.0);
+    }
+}
+
+/// Whether process `pid` catches SIGINT (its handler is installed).
+fn catches_sigint(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .unwrap_or_default()
+        .lines()
+        .find_map(|l| l.strip_prefix("SigCgt:"))
+        .and_then(|mask| u64::from_str_radix(mask.trim(), 16).ok())
+        .is_some_and(|mask| mask & (1 << (libc::SIGINT - 1)) != 0)
+}
+
+/// Waits at most `limit` for `child` to end; kills it and fails the test otherwise.
+fn ended_within(child: &mut std::process::Child, limit: std::time::Duration, what: &str) -> i32 {
+    let deadline = std::time::Instant::now() + limit;
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            return status.code().unwrap_or(-1);
+        }
+        if std::time::Instant::now() >= deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("hostmax doctor did not end within {limit:?} {what}");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
+/// A sysfs attribute that never answers (issue 41: it held a run past every deadline, and
+/// the first SIGINT was not heard): the doctor gives it up within its patience and reports
+/// the rest, and a SIGINT while it waits ends it at once with 130.
+#[test]
+fn a_sysfs_attribute_that_never_answers_holds_nothing_past_its_deadline() {
+    use std::process::{Command, Stdio};
+    use std::time::{Duration, Instant};
+    let dir = ScratchDir::new("doctor-hung");
+    let _hung = HungAttribute::make(&dir);
+    let args = ["doctor", "--sysroot", &dir.path(""), "--json", "-"];
+    let spawn = || {
+        Command::new(hostmax_bin())
+            .args(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap()
+    };
+    // SIGINT while it waits: heard at once.
+    let mut child = spawn();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !catches_sigint(child.id()) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    // A tree this small is read in milliseconds, up to the attribute that never answers.
+    std::thread::sleep(Duration::from_millis(500));
+    // SAFETY: kill only takes a pid and a signal number; the child is ours and not reaped.
+    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGINT) }, 0);
+    let code = ended_within(&mut child, Duration::from_secs(5), "of its first SIGINT");
+    assert_eq!(code, 130);
+    // Left alone: it gives the attribute up within the read patience and reports the rest.
+    let started = Instant::now();
+    let child = spawn();
+    let limit = hostmax_device::READ_PATIENCE + Duration::from_secs(10);
+    let mut child = child;
+    let code = ended_within(&mut child, limit, "of its start");
+    assert_eq!(code, 0);
+    assert!(started.elapsed() >= hostmax_device::READ_PATIENCE);
+    let mut stdout = String::new();
+    std::io::Read::read_to_string(&mut child.stdout.take().unwrap(), &mut stdout).unwrap();
+    let json: Value = serde_json::from_str(&stdout).expect("the report");
+    assert_eq!(json["devices"], serde_json::json!(["sdz"]), "{json:#}");
+    assert!(
+        json["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|f| f["setting"] != "scheduler"),
+        "{json:#}"
+    );
+}

@@ -283,6 +283,57 @@ fn a_rate_beyond_the_device_credits_no_drain_to_the_last_second() {
     }
 }
 
+/// The largest rate the engine paces as Poisson arrivals, on one loop volume for 2 s (issue
+/// 41: the backlog's count stepped billions of arrivals each second, so the run took minutes
+/// and its loop issued almost nothing meanwhile): it ends within the backlog limit and the
+/// drain after its end, and its IOPS are of the device's order (a fifth or more of what it
+/// does unpaced, with the pacing's own cost), not a tenth or less.
+#[test]
+fn poisson_arrivals_at_the_largest_rate_end_in_bounded_time_at_the_device_rate() {
+    require_root!();
+    let _rate = rate_test_lock();
+    let host = loop_volumes(1, 64 * MIB);
+    let device = host.volumes()[0].path().display().to_string();
+    let unpaced = run_json_stdout(
+        &["--devices", &device, "--runtime", "2s", "--ramp", "0s"],
+        None,
+    );
+    let unpaced_iops = unpaced["host"]["iops"].as_f64().unwrap();
+    let started = Instant::now();
+    let report = run_json_stdout(
+        &[
+            "--devices",
+            &device,
+            "--runtime",
+            "2s",
+            "--ramp",
+            "0s",
+            "--rate-iops",
+            &hostmax_engine::MAX_RATE_IOPS.to_string(),
+            "--arrival",
+            "poisson",
+        ],
+        None,
+    );
+    let took = started.elapsed();
+    let iops = report["host"]["iops"].as_f64().unwrap();
+    eprintln!(
+        "poisson at the largest rate: {iops:.0} IOPS (unpaced {unpaced_iops:.0}); took {took:?}; unissued {}",
+        report["devices"][0]["unissued"]
+    );
+    let bound = Duration::from_secs(2)
+        + hostmax_engine::BACKLOG_LIMIT
+        + hostmax_engine::DRAIN_LIMIT
+        + Duration::from_secs(5);
+    assert!(took < bound, "took {took:?}, more than {bound:?}");
+    assert_eq!(report["measured_secs"].as_f64(), Some(2.0));
+    assert!(
+        iops >= unpaced_iops / 5.0,
+        "{iops:.0} IOPS at the largest rate, {unpaced_iops:.0} unpaced"
+    );
+    assert!(report["devices"][0]["unissued"].as_u64().unwrap() > 0);
+}
+
 /// Without a stall the schedule is kept: response is service plus the loop's wake-up lag.
 #[test]
 fn without_a_stall_response_and_service_agree() {

@@ -4,9 +4,10 @@
 //! command, so a signal during the checks or while the output is written is not lost either
 //! (a command that registers no run finishes its output, then `main` exits with 128 + the
 //! signal).
-//! The first signal is remembered and stops the engine run in progress (its in-flight I/O
-//! drains, and the report is still written, marked interrupted by that signal); a second one
-//! exits at once with 128 + the signal. SIGHUP (the terminal hung up: an ssh session that
+//! The first signal is remembered, ends every bounded wait at once (a read of sysfs or of a
+//! device: `hostmax_device::call_off_waits_by`) and stops the engine run in progress (its
+//! in-flight I/O drains, and the report is still written, marked interrupted by that
+//! signal); a second one exits at once with 128 + the signal. SIGHUP (the terminal hung up: an ssh session that
 //! dropped) and SIGQUIT (Ctrl-\\) are handled as SIGTERM is, so a dropped session still leaves
 //! its report; a SIGHUP after the first signal is not a second signal (a hangup reaches a
 //! process twice, from the kernel and from its shell). The watch runs on a small
@@ -53,6 +54,9 @@ pub fn watch() -> &'static SignalWatch {
         if let Err(e) = start_listening() {
             crate::errln!("hostmax: cannot watch signals ({e}); Ctrl-C will end the run at once");
         }
+        // The first signal also ends every bounded wait (a sysfs read, a device read of the
+        // checks) at once, wherever it was made.
+        hostmax_device::call_off_waits_by(|| watch().signal() != 0);
         SignalWatch {
             seen: AtomicI32::new(0),
             seen_changed: Condvar::new(),

@@ -1,6 +1,8 @@
 //! How the safety checks wait on a device: every read of a device they make, and every helper
 //! program that reads one (`wipefs`), ends within a bound ([`Patience`]) or when the caller
 //! calls it off (a signal), so a device that stopped answering cannot hold a check forever.
+//! Every read of a sysfs attribute waits the same way (`Patience::within`, through
+//! [`crate::Sysfs`]): a hung driver's attribute holds its reader in the kernel too.
 //!
 //! [`DeviceReads`] is the seam: the checks read through it. [`BlockingReads`] (this crate's
 //! default) reads in the calling thread with `pread`, which a stalled device holds in the
@@ -13,7 +15,7 @@ use std::fs::File;
 use std::io;
 use std::os::unix::fs::FileExt;
 use std::process::{Child, Output};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 /// How long a check waits for one read of a device before it takes the device as stopped:
@@ -26,12 +28,26 @@ pub const PROGRAM_PATIENCE: Duration = Duration::from_secs(30);
 /// How often a wait looks whether it was called off.
 const POLL: Duration = Duration::from_millis(20);
 
+/// What calls a wait off early.
+type CallOff = Arc<dyn Fn() -> bool + Send + Sync>;
+
+/// What calls off every wait of a [`Patience::default`] ([`call_off_waits_by`]).
+static DEFAULT_CALL_OFF: OnceLock<CallOff> = OnceLock::new();
+
+/// Sets, once for the process, what calls off every wait made with a [`Patience::default`]
+/// from now on (a front end's signal watch: its first signal ends them at once), including
+/// the waits of every [`crate::Sysfs`] read. Later calls change nothing; returns whether this
+/// one set it.
+pub fn call_off_waits_by(called_off: impl Fn() -> bool + Send + Sync + 'static) -> bool {
+    DEFAULT_CALL_OFF.set(Arc::new(called_off)).is_ok()
+}
+
 /// How long the checks wait, and what calls a wait off early.
 #[derive(Clone)]
 pub struct Patience {
     read: Duration,
     program: Duration,
-    called_off: Option<Arc<dyn Fn() -> bool + Send + Sync>>,
+    called_off: Option<CallOff>,
 }
 
 impl fmt::Debug for Patience {
@@ -45,17 +61,19 @@ impl fmt::Debug for Patience {
 }
 
 impl Default for Patience {
+    /// [`READ_PATIENCE`] and [`PROGRAM_PATIENCE`], called off by what the process set with
+    /// [`call_off_waits_by`], if anything.
     fn default() -> Self {
         Patience {
-            read: READ_PATIENCE,
-            program: PROGRAM_PATIENCE,
-            called_off: None,
+            called_off: DEFAULT_CALL_OFF.get().cloned(),
+            ..Patience::new(READ_PATIENCE, PROGRAM_PATIENCE)
         }
     }
 }
 
 impl Patience {
-    /// Waits of at most `read` for one read and `program` for a helper program.
+    /// Waits of at most `read` for one read and `program` for a helper program, called off by
+    /// nothing.
     pub fn new(read: Duration, program: Duration) -> Patience {
         Patience {
             read,
@@ -235,9 +253,34 @@ impl DeviceReads for BlockingReads {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use std::process::{Command, Stdio};
+
+    /// A FIFO nobody writes: opening it to read waits for a writer, as a hung driver's
+    /// attribute holds its reader; `release` lets the left-behind reader go.
+    pub(crate) struct Fifo(pub std::path::PathBuf);
+
+    impl Fifo {
+        pub(crate) fn make(path: std::path::PathBuf) -> Fifo {
+            let _ = std::fs::remove_file(&path);
+            nix::unistd::mkfifo(&path, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
+            Fifo(path)
+        }
+    }
+
+    impl Drop for Fifo {
+        fn drop(&mut self) {
+            // A writer opening (without waiting) lets each reader still waiting in open go.
+            let _ = std::fs::OpenOptions::new()
+                .write(true)
+                .custom_flags(libc::O_NONBLOCK)
+                .open(&self.0);
+            let _ = std::fs::remove_file(&self.0);
+        }
+    }
+
+    use std::os::unix::fs::OpenOptionsExt;
 
     #[test]
     fn a_program_that_outlives_its_patience_is_killed_and_named() {

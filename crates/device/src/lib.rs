@@ -105,7 +105,9 @@ mod writers;
 
 pub use claim::{open_exclusive, EXCLUSIVE_OPEN_PATIENCE};
 pub use cpu_list::{format_cpu_list, parse_cpu_list, CpuListError, MAX_CPU};
-pub use device_reads::{BlockingReads, DeviceReads, Patience, PROGRAM_PATIENCE, READ_PATIENCE};
+pub use device_reads::{
+    call_off_waits_by, BlockingReads, DeviceReads, Patience, PROGRAM_PATIENCE, READ_PATIENCE,
+};
 pub use identity::DeviceIdentity;
 pub use links::{follow_trusted_links, UntrustedLink};
 pub use loop_status::{loop_backings, LoopBacking};

@@ -28,7 +28,7 @@ impl QueueMap {
             else {
                 continue;
             };
-            let text = std::fs::read_to_string(entry.path().join("cpu_list")).ok()?;
+            let text = sysfs.read(entry.path().join("cpu_list")).ok()?;
             if text.trim().is_empty() {
                 continue;
             }
@@ -63,7 +63,7 @@ pub fn numa_node_cpus(sysfs: &Sysfs, disk: &str) -> Option<(u32, Vec<usize>)> {
     let devices = std::fs::canonicalize(sysfs.path("devices")).ok()?;
     let mut dir = std::fs::canonicalize(sysfs.block(disk).join("device")).ok()?;
     let node = loop {
-        let value = std::fs::read_to_string(dir.join("numa_node")).ok();
+        let value = sysfs.read(dir.join("numa_node")).ok();
         if let Some(node) = value.and_then(|v| v.trim().parse::<i64>().ok()) {
             if let Ok(node) = u32::try_from(node) {
                 break node;

@@ -236,7 +236,8 @@ pub fn read_family(sysfs: &Sysfs, name: &str, dev: (u32, u32)) -> DeviceFamily {
             continue;
         }
         let part = dir.join(&entry);
-        let Some(part_dev) = std::fs::read_to_string(part.join("dev"))
+        let Some(part_dev) = sysfs
+            .read(part.join("dev"))
             .ok()
             .and_then(|s| parse_dev(&s))
         else {
@@ -650,7 +651,8 @@ pub fn root_device_names(mounts: &[MountEntry], sysfs: &Sysfs) -> Vec<String> {
     let by_dev = |dev: (u32, u32)| {
         all.iter()
             .find(|name| {
-                std::fs::read_to_string(sys_class_block.join(name).join("dev"))
+                sysfs
+                    .read(sys_class_block.join(name).join("dev"))
                     .ok()
                     .and_then(|s| parse_dev(&s))
                     == Some(dev)

@@ -1,9 +1,14 @@
 //! [`Sysfs`]: where the kernel's sysfs is mounted (`/sys`, or a stand-in tree in tests), the
-//! one way every sysfs file is read, and the one partition-to-disk resolver
+//! one way every sysfs file is read (each read within a [`Patience`]: a hung driver's
+//! attribute cannot hold a run), and the one partition-to-disk resolver
 //! ([`Sysfs::partition_disk`], [`Sysfs::whole_disk`]); [`KernelCounts`], the kernel's own
 //! count of a block device's completed I/Os ([`Sysfs::io_counts`]).
 
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use crate::Patience;
 
 use serde::{Deserialize, Serialize};
 
@@ -91,10 +96,26 @@ impl KernelCounts {
 /// The root of sysfs: `/sys` on a real host ([`Sysfs::default`]), another directory laid out
 /// the same way in tests ([`Sysfs::at`]). Every path it takes is relative to that root
 /// (`block/sdb/queue/scheduler`, `class/block/sdb1`, `devices/system/cpu/online`).
-#[derive(Debug, Clone, PartialEq, Eq)]
+///
+/// Every file is read within its [`Patience`] (on a thread of its own: at most
+/// [`crate::READ_PATIENCE`] by default, and called off as the process set with
+/// [`crate::call_off_waits_by`]): a driver whose attribute never answers holds a thread of
+/// its own, not the caller. A file that gave no answer in time gives none again for the rest
+/// of the process (every later read of it fails at once), so no wait is repeated.
+#[derive(Debug, Clone)]
 pub struct Sysfs {
     root: PathBuf,
+    patience: Patience,
 }
+
+/// Two views of sysfs are the same when their roots are.
+impl PartialEq for Sysfs {
+    fn eq(&self, other: &Sysfs) -> bool {
+        self.root == other.root
+    }
+}
+
+impl Eq for Sysfs {}
 
 impl Default for Sysfs {
     fn default() -> Self {
@@ -102,10 +123,27 @@ impl Default for Sysfs {
     }
 }
 
+/// Sysfs files that gave no answer within their patience ([`Sysfs::read`]).
+static UNANSWERED: Mutex<BTreeSet<PathBuf>> = Mutex::new(BTreeSet::new());
+
+fn unanswered() -> std::sync::MutexGuard<'static, BTreeSet<PathBuf>> {
+    UNANSWERED.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 impl Sysfs {
-    /// Sysfs as laid out under `root`.
+    /// Sysfs as laid out under `root`, each read waiting as [`Patience::default`] does.
     pub fn at(root: impl Into<PathBuf>) -> Sysfs {
-        Sysfs { root: root.into() }
+        Sysfs {
+            root: root.into(),
+            patience: Patience::default(),
+        }
+    }
+
+    /// The same view, each read waiting as `patience` says.
+    #[must_use]
+    pub fn with_patience(mut self, patience: Patience) -> Sysfs {
+        self.patience = patience;
+        self
     }
 
     /// The root directory.
@@ -118,9 +156,35 @@ impl Sysfs {
         self.root.join(rel)
     }
 
-    /// A file's whole text, as it is.
+    /// A file's whole text, as it is (`rel` may also be a whole path under the root, such as
+    /// one a directory listing gave).
+    ///
+    /// # Errors
+    ///
+    /// The read's own; [`std::io::ErrorKind::TimedOut`] when the file gave no answer within
+    /// the patience, or gave none before ([`Sysfs`]); [`std::io::ErrorKind::Interrupted`] when
+    /// the wait was called off.
     pub fn read(&self, rel: impl AsRef<Path>) -> std::io::Result<String> {
-        std::fs::read_to_string(self.path(rel))
+        let path = self.path(rel);
+        let what = format!("a read of {}", path.display());
+        if unanswered().contains(&path) {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::TimedOut,
+                format!("{what}: it gave no answer before"),
+            ));
+        }
+        let reading = path.clone();
+        let read = self
+            .patience
+            .within(&what, move || std::fs::read_to_string(reading))
+            .and_then(|read| read);
+        if read
+            .as_ref()
+            .is_err_and(|e| e.kind() == std::io::ErrorKind::TimedOut)
+        {
+            unanswered().insert(path);
+        }
+        read
     }
 
     /// A file's text trimmed of surrounding whitespace (the kernel ends its values with a
@@ -231,6 +295,52 @@ mod tests {
         assert_eq!(sysfs.kernel_name((8, 2)), None);
         std::fs::remove_dir_all(&root).unwrap();
         assert_eq!(Sysfs::default().root(), Path::new("/sys"));
+    }
+
+    /// A stand-in tree whose device's `stat` is a FIFO nobody writes (a hung driver's
+    /// attribute): a read of it ends within its patience (in a thread of the test's, so a read
+    /// that never ends fails the test instead of hanging it), gives no count, and the next
+    /// read of it fails at once; a read called off ends at once.
+    #[test]
+    fn an_attribute_that_never_answers_is_given_up_within_the_patience() {
+        let root = std::env::temp_dir().join(format!("hostmax-sysfs-hung-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        std::fs::create_dir_all(root.join("class/block/hung0")).unwrap();
+        std::fs::write(root.join("class/block/hung0/size"), "2048\n").unwrap();
+        let fifo = crate::device_reads::tests::Fifo::make(root.join("class/block/hung0/stat"));
+        let patience = Patience::new(
+            std::time::Duration::from_millis(300),
+            crate::PROGRAM_PATIENCE,
+        );
+        let sysfs = Sysfs::at(&root).with_patience(patience);
+        let within = |read: Box<dyn FnOnce() -> Option<KernelCounts> + Send>| {
+            let (tx, rx) = std::sync::mpsc::channel();
+            std::thread::spawn(move || tx.send(read()));
+            let started = std::time::Instant::now();
+            let got = rx
+                .recv_timeout(std::time::Duration::from_secs(5))
+                .expect("the read of a hung attribute ended");
+            (got, started.elapsed())
+        };
+        let first = sysfs.clone();
+        let (got, took) = within(Box::new(move || first.io_counts("hung0")));
+        assert_eq!(got, None);
+        assert!(took >= std::time::Duration::from_millis(300), "{took:?}");
+        let err = sysfs.read("class/block/hung0/stat").unwrap_err();
+        assert_eq!(err.kind(), std::io::ErrorKind::TimedOut, "{err}");
+        assert!(err.to_string().contains("gave no answer before"), "{err}");
+        // The rest of the tree answers.
+        assert_eq!(
+            sysfs.value("class/block/hung0/size").as_deref(),
+            Some("2048")
+        );
+        // Called off: a signal ends the wait at once (a fresh file, never given up on).
+        let other = crate::device_reads::tests::Fifo::make(root.join("class/block/hung0/inflight"));
+        let called_off = Sysfs::at(&root).with_patience(Patience::default().called_off_by(|| true));
+        let err = called_off.read("class/block/hung0/inflight").unwrap_err();
+        assert_eq!(err.kind(), std::io::ErrorKind::Interrupted, "{err}");
+        drop((fifo, other));
+        std::fs::remove_dir_all(&root).unwrap();
     }
 
     #[test]
