@@ -157,14 +157,17 @@ fn doctor_reads_the_settings_of_real_loop_queues() {
     serde_json::from_slice::<Value>(&out.stdout).expect("stdout is only the report");
 }
 
+/// Writes `text` at `rel` in the stand-in tree `dir`, making its directories.
+fn put_in(dir: &ScratchDir, rel: &str, text: &str) {
+    let p = dir.join(rel);
+    std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+    std::fs::write(p, text).unwrap();
+}
+
 #[test]
 fn doctor_reads_a_stand_in_tree_and_refuses_bad_input() {
     let dir = ScratchDir::new("doctor-tree");
-    let put = |rel: &str, text: &str| {
-        let p = dir.join(rel);
-        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
-        std::fs::write(p, text).unwrap();
-    };
+    let put = |rel: &str, text: &str| put_in(&dir, rel, text);
     put("sys/block/sdz/size", "1000\n");
     put("sys/block/sdz/mq/0/cpu_list", "0\n");
     put("sys/block/sdz/queue/nr_requests", "4\n");
@@ -286,11 +289,7 @@ struct HungAttribute(std::path::PathBuf);
 
 impl HungAttribute {
     fn make(dir: &ScratchDir) -> HungAttribute {
-        let put = |rel: &str, text: &str| {
-            let p = dir.join(rel);
-            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
-            std::fs::write(p, text).unwrap();
-        };
+        let put = |rel: &str, text: &str| put_in(dir, rel, text);
         put("sys/block/sdz/size", "1000\n");
         put("sys/block/sdz/mq/0/cpu_list", "0\n");
         put("sys/block/sdz/queue/rotational", "0\n");
