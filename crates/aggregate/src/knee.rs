@@ -17,16 +17,38 @@ pub struct SweepPoint {
     pub iops: f64,
     /// The host's bytes per second.
     pub bytes_per_sec: f64,
+    /// A signal cut the step short: its figures are of part of a step, so neither the
+    /// ceiling, the knee nor the ideal line reads it while any step ran to its end.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub interrupted: bool,
 }
 
 impl SweepPoint {
-    /// The point of one step's report.
+    /// The point of one step's report ([`SweepPoint::interrupted`] when the report is).
     pub fn from_report(report: &HostReport) -> SweepPoint {
         SweepPoint {
             volumes: report.devices.len(),
             iops: report.host.iops,
             bytes_per_sec: report.host.bytes_per_sec,
+            interrupted: report.interrupted,
         }
+    }
+
+    /// The same, cut short by a signal or not ([`SweepPoint::interrupted`]).
+    pub fn with_interrupted(mut self, interrupted: bool) -> SweepPoint {
+        self.interrupted = interrupted;
+        self
+    }
+}
+
+/// The points that ran to their end, or all of them when none did (a sweep whose only
+/// step was cut short, whose conclusions its command withholds).
+fn complete_points(points: &[SweepPoint]) -> Vec<SweepPoint> {
+    let complete: Vec<SweepPoint> = points.iter().filter(|p| !p.interrupted).copied().collect();
+    if complete.is_empty() {
+        points.to_vec()
+    } else {
+        complete
     }
 }
 
@@ -81,14 +103,15 @@ pub struct Sweep {
     pub rate_cap_iops: Option<f64>,
 }
 
-/// Finds the ceiling and the knee of `points` (any order; at least one).
+/// Finds the ceiling and the knee of `points` (any order; at least one), of the steps that
+/// ran to their end where any did.
 ///
 /// The ceiling is the highest IOPS measured; the knee the fewest volumes whose IOPS are at
 /// least the ceiling less the tolerance. The knee is only as fine as the steps: the true knee
 /// lies after the step before it, so with steps 1, 2, 4 a host that saturates at 3 volumes
 /// shows its knee at 4.
 pub fn find_knee(points: &[SweepPoint], tolerance: Tolerance) -> Option<(f64, usize, bool)> {
-    let mut sorted = points.to_vec();
+    let mut sorted = complete_points(points);
     sorted.sort_by_key(|p| p.volumes);
     let ceiling = sorted.iter().map(|p| p.iops).fold(f64::NAN, f64::max);
     if sorted.is_empty() || !ceiling.is_finite() {
@@ -100,7 +123,8 @@ pub fn find_knee(points: &[SweepPoint], tolerance: Tolerance) -> Option<(f64, us
 }
 
 /// The ideal line over `steps`: the sum of the first n volumes' promised IOPS when every
-/// volume has one (`caps`, in sweep order), else the first point's IOPS per volume times n.
+/// volume has one (`caps`, in sweep order), else the first point's IOPS per volume times n
+/// (the first that ran to its end, where any did).
 pub fn ideal_line(
     points: &[SweepPoint],
     caps: Option<&[f64]>,
@@ -119,7 +143,9 @@ pub fn ideal_line(
             return Some((line, IdealSource::VolumeCaps));
         }
     }
-    let first = points.iter().min_by_key(|p| p.volumes)?;
+    let first = complete_points(points)
+        .into_iter()
+        .min_by_key(|p| p.volumes)?;
     if first.volumes == 0 {
         return None;
     }
@@ -184,8 +210,9 @@ impl Sweep {
         points.sort_by_key(|p| p.volumes);
         // Saturated: more volumes than the knee gave nothing more, or the last step is short
         // of the ideal line (the host, not the volumes, set its figure).
-        let last = points.last()?;
-        let last_ideal = ideal.last()?.iops;
+        // The last step that ran to its end, against the ideal at its volumes.
+        let last = *complete_points(&points).last()?;
+        let last_ideal = ideal.iter().find(|i| i.volumes == last.volumes)?.iops;
         let saturated = flat_after_knee || !tolerance.reaches(last.iops, last_ideal);
         Some(Sweep {
             points,
@@ -249,6 +276,7 @@ impl SweepPoint {
             volumes,
             iops,
             bytes_per_sec,
+            interrupted: false,
         }
     }
 }
@@ -282,11 +310,27 @@ mod tests {
     use super::*;
 
     fn p(volumes: usize, iops: f64) -> SweepPoint {
-        SweepPoint {
-            volumes,
-            iops,
-            bytes_per_sec: iops * 4096.0,
-        }
+        SweepPoint::new(volumes, iops, iops * 4096.0)
+    }
+
+    #[test]
+    fn a_step_cut_short_is_neither_the_ceiling_nor_the_ideal_lines_base() {
+        // The step of 4 was cut short by a signal: its brief window read high (a burst).
+        let points = [
+            p(1, 2000.0),
+            p(2, 4000.0),
+            p(4, 9000.0).with_interrupted(true),
+        ];
+        assert_eq!(find_knee(&points, T), Some((4000.0, 2, false)));
+        let first_cut = [p(1, 3000.0).with_interrupted(true), p(2, 4000.0)];
+        let (line, _) = ideal_line(&first_cut, None).unwrap();
+        assert_eq!(
+            line.iter().map(|i| i.iops).collect::<Vec<_>>(),
+            [2000.0, 4000.0]
+        );
+        // Only a cut step: it is all there is (its command withholds the conclusions).
+        let only_cut = [p(1, 3000.0).with_interrupted(true)];
+        assert_eq!(find_knee(&only_cut, T), Some((3000.0, 1, false)));
     }
 
     const T: Tolerance = Tolerance::DEFAULT;

@@ -80,12 +80,13 @@ fn render(sweep: &Sweep, reports: &[HostReport], interrupted: bool) -> String {
             "-".into()
         };
         out += &format!(
-            "{:>7}  {:>10.0}  {:>9}  {:>14.0}  {:>8}\n",
+            "{:>7}  {:>10.0}  {:>9}  {:>14.0}  {:>8}{}\n",
             p.volumes,
             p.iops,
             format_mib_per_sec(p.bytes_per_sec),
             i.iops,
-            share
+            share,
+            if p.interrupted { "  interrupted" } else { "" }
         );
     }
     if sweep.saturated {
@@ -98,11 +99,19 @@ fn render(sweep: &Sweep, reports: &[HostReport], interrupted: bool) -> String {
         );
     } else {
         // No knee without saturation: the highest figure only bounds the ceiling from below.
+        // A step cut short is not read while another ran to its end (knee.rs).
+        let cut = sweep.points.iter().any(|p| p.interrupted);
+        let all_cut = sweep.points.iter().all(|p| p.interrupted);
         out += &format!(
-            "highest {:.0} IOPS, at {} volume{}\n",
+            "highest {:.0} IOPS, at {} volume{}{}\n",
             sweep.ceiling_iops,
             sweep.knee_volumes,
-            if sweep.knee_volumes == 1 { "" } else { "s" }
+            if sweep.knee_volumes == 1 { "" } else { "s" },
+            match (cut, all_cut) {
+                (true, false) => " (of the steps that ran to their end)",
+                (true, true) => " (a step cut short: part of a step only)",
+                _ => "",
+            }
         );
     }
     match (sweep.saturated || interrupted, sweep.rate_cap_iops) {
@@ -437,7 +446,13 @@ mod fake_engine_tests {
         assert_eq!(report["interrupted"], true);
         assert_eq!(report["steps_not_measured"], serde_json::json!([4, 8]));
         assert_eq!(report["runs"].as_array().map(Vec::len), Some(2));
-        assert_eq!(report["sweep"]["saturated"], false, "{}", report["sweep"]);
+        let found = &report["sweep"];
+        assert_eq!(found["saturated"], false, "{found}");
+        // The step cut short is marked and is not the ceiling: the step that ran to its end is.
+        assert_eq!(found["points"][1]["interrupted"], true, "{found}");
+        assert!(found["points"][0].get("interrupted").is_none(), "{found}");
+        assert_eq!(found["ceiling_iops"], found["points"][0]["iops"], "{found}");
+        assert_eq!(found["knee_volumes"], 1, "{found}");
     }
 
     #[test]
